@@ -1,0 +1,40 @@
+"""The numpy engine: beliefs, policies, assignment, the panning loop, simulation.
+
+Imports numpy only (never langchain, llama_index or openai).
+"""
+
+from .assignment import assign, diagnosticity, position_order, shown_order
+from .beliefs import initial_log_odds, log_likelihood_ratios, sigmoid, update_log_odds
+from .curves import grid_positions, interpolate_grid, resample_curve
+from .panner import GoldPanner, PanningResult, RoundTrace
+from .policies import POLICIES, binary_entropy, score_documents, vote_ranking
+from .reading import AsyncReader, Reader, Reading
+from .simulate import PolicyCurve, SimulatedReader, SimulationResult, simulate
+
+__all__ = [
+    "POLICIES",
+    "AsyncReader",
+    "GoldPanner",
+    "PanningResult",
+    "PolicyCurve",
+    "Reader",
+    "Reading",
+    "RoundTrace",
+    "SimulatedReader",
+    "SimulationResult",
+    "assign",
+    "binary_entropy",
+    "diagnosticity",
+    "grid_positions",
+    "initial_log_odds",
+    "interpolate_grid",
+    "log_likelihood_ratios",
+    "position_order",
+    "resample_curve",
+    "score_documents",
+    "shown_order",
+    "sigmoid",
+    "simulate",
+    "update_log_odds",
+    "vote_ranking",
+]

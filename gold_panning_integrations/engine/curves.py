@@ -1,0 +1,77 @@
+"""Position curves: grid interpolation and resampling by relative position (numpy only)."""
+
+from __future__ import annotations
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+__all__ = ["interpolate_grid", "resample_curve", "grid_positions"]
+
+
+def grid_positions(n_positions: int, k: int = 11) -> NDArray[np.intp]:
+    """``k`` evenly spread 0-based positions over ``n_positions`` (first and last included).
+
+    For ``n_positions=100, k=11``: ``0, 10, 20, ..., 89, 99`` (rounded ``linspace``).
+    Duplicates (when ``k > n_positions``) are removed.
+    """
+    if n_positions < 1:
+        raise ValueError(f"n_positions must be >= 1, got {n_positions!r}")
+    if k < 1:
+        raise ValueError(f"grid size k must be >= 1, got {k!r}")
+    if n_positions == 1:
+        return np.zeros(1, dtype=np.intp)
+    g = np.rint(np.linspace(0, n_positions - 1, min(k, n_positions))).astype(np.intp)
+    return np.unique(g)
+
+
+def interpolate_grid(
+    grid: ArrayLike, values: ArrayLike, n_positions: int
+) -> NDArray[np.float64]:
+    """Linearly interpolate values measured at grid positions to every position.
+
+    Args:
+        grid: Strictly increasing 0-based positions, shape ``(K,)``.
+        values: Measured value at each grid position, shape ``(K,)``.
+        n_positions: Number of positions of the full profile.
+
+    Returns:
+        Shape ``(n_positions,)``; positions outside the grid take the nearest end value.
+    """
+    g = np.asarray(grid, dtype=np.float64)
+    v = np.asarray(values, dtype=np.float64)
+    if g.ndim != 1 or g.shape != v.shape or g.size == 0:
+        raise ValueError(f"grid and values must be 1-D of equal length >= 1, got {g.shape} and {v.shape}")
+    if np.any(np.diff(g) <= 0):
+        raise ValueError(f"grid positions must be strictly increasing, got {g.tolist()}")
+    return np.interp(np.arange(n_positions, dtype=np.float64), g, v)
+
+
+def resample_curve(values: ArrayLike, n_positions: int) -> NDArray[np.float64]:
+    """Resample a per-position curve to ``n_positions`` by relative position.
+
+    Position ``j`` of ``m`` sits at relative depth ``j / (m - 1)`` (0 = first, 1 = last);
+    the new curve is the linear interpolation of the old one at the same depths, so the
+    first and last positions keep their values (primacy and recency survive).
+
+    Args:
+        values: Curve of shape ``(m,)``, ``m >= 1``.
+        n_positions: Target length, ``>= 1``.
+
+    Returns:
+        Shape ``(n_positions,)``.
+    """
+    v = np.asarray(values, dtype=np.float64)
+    if v.ndim != 1 or v.size == 0:
+        raise ValueError(f"values must be a non-empty 1-D array, got shape {v.shape}")
+    if n_positions < 1:
+        raise ValueError(f"n_positions must be >= 1, got {n_positions!r}")
+    m = v.size
+    if m == n_positions:
+        return v.copy()
+    if m == 1:
+        return np.full(n_positions, v[0])
+    if n_positions == 1:
+        return v[:1].copy()
+    old = np.linspace(0.0, 1.0, m)
+    new = np.linspace(0.0, 1.0, n_positions)
+    return np.interp(new, old, v)

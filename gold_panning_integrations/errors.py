@@ -1,0 +1,69 @@
+"""One exception family for the package.
+
+Every error a user can trigger derives from :class:`GoldPanningError`, and where a
+standard base class fits (``ValueError`` for bad input, ``ImportError`` for a missing
+extra) it derives from that too, so ``except ValueError`` keeps working.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "GoldPanningError",
+    "ProfileError",
+    "ReaderError",
+    "CitationParseError",
+    "TransientReaderError",
+    "AllRoundsFailedError",
+    "MissingExtraError",
+]
+
+
+class GoldPanningError(Exception):
+    """Base class of every error raised by gold-panning-integrations."""
+
+
+class ProfileError(GoldPanningError, ValueError):
+    """A detector profile is invalid: the message names the field and the bad value."""
+
+
+class ReaderError(GoldPanningError):
+    """A reader could not obtain a usable answer from its model."""
+
+
+class CitationParseError(ReaderError, ValueError):
+    """The model's output could not be parsed into citations (non-JSON, wrong shape)."""
+
+
+class TransientReaderError(ReaderError):
+    """A failure worth retrying: rate limit, timeout, 5xx, dropped connection.
+
+    ``retry_after`` (seconds) is set when the server said how long to wait.
+    """
+
+    def __init__(self, message: str, *, retry_after: float | None = None) -> None:
+        super().__init__(message)
+        self.retry_after = retry_after
+
+
+class AllRoundsFailedError(ReaderError):
+    """Every panning round failed, so no evidence was gathered.
+
+    Pass ``on_failure="fallback"`` to get the input order back, flagged as not panned,
+    instead of this error. ``errors`` holds one message per failed round.
+    """
+
+    def __init__(self, message: str, *, errors: tuple[str, ...] = ()) -> None:
+        super().__init__(message)
+        self.errors = errors
+
+
+class MissingExtraError(GoldPanningError, ImportError):
+    """An optional dependency is missing; the message gives the ``pip install`` line."""
+
+    def __init__(self, package: str, extra: str, purpose: str) -> None:
+        super().__init__(
+            f"{purpose} needs the optional package {package!r}. Install it with: "
+            f'pip install "gold-panning-integrations[{extra}]"'
+        )
+        self.package = package
+        self.extra = extra
