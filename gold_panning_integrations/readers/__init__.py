@@ -1,0 +1,1 @@
+"""Readers: ask a model about one round's prompt and return validated citations."""

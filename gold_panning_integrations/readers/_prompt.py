@@ -1,0 +1,212 @@
+"""Prompt rendering, the citation schema, and strict citation parsing.
+
+Every round shows the documents under labels ``1..m`` by prompt position. The model is
+asked for ``{"cited": [labels]}``. Parsing is strict: only labels shown this round map
+to documents; anything else is dropped and counted, never mapped to another document.
+Labels come from positions, never from document text, so a document cannot forge
+another document's label.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+from ..errors import CitationParseError
+
+__all__ = [
+    "DEFAULT_TEMPLATE",
+    "SYSTEM_PROMPT",
+    "Citations",
+    "ParsedCitations",
+    "PromptTemplate",
+    "citation_json_schema",
+    "extract_json",
+    "parse_citations",
+    "render_documents",
+    "render_prompt",
+    "validate_labels",
+]
+
+SYSTEM_PROMPT = "You find the documents that answer a question. You reply with JSON only."
+
+DEFAULT_TEMPLATE = (
+    "Question: {question}\n\n"
+    "Below are {n} documents, each under a number in square brackets.\n\n"
+    "{documents}\n\n"
+    "Which documents contain the answer to the question? Reply with JSON only, in the form "
+    '{{"cited": [numbers]}}, using only numbers from 1 to {n}. '
+    'If no document contains the answer, reply {{"cited": []}}.'
+)
+"""Default user message. Placeholders: ``{question}``, ``{documents}``, ``{n}``."""
+
+PromptTemplate = str | Callable[[str, Sequence[str]], str]
+"""A format string with ``{question}``, ``{documents}``, ``{n}``, or a callable
+``(question, documents) -> str`` that renders the whole user message."""
+
+
+class Citations(BaseModel):
+    """The structured answer a model gives: the labels of the documents it cites."""
+
+    cited: list[int] = Field(description="Numbers (labels) of the documents that contain the answer.")
+
+
+def citation_json_schema(*, max_citations: int | None = None) -> dict[str, Any]:
+    """JSON schema of :class:`Citations` for ``response_format={"type": "json_schema"}``."""
+    items: dict[str, Any] = {"type": "array", "items": {"type": "integer"}}
+    if max_citations is not None:
+        items["maxItems"] = max_citations
+    return {
+        "type": "object",
+        "properties": {"cited": items},
+        "required": ["cited"],
+        "additionalProperties": False,
+    }
+
+
+def render_documents(documents: Sequence[str]) -> str:
+    """Documents under labels ``[1]..[m]`` in prompt order, separated by blank lines."""
+    return "\n\n".join(f"[{i}] {' '.join(str(d).split())}" for i, d in enumerate(documents, start=1))
+
+
+def render_prompt(
+    question: str, documents: Sequence[str], *, template: PromptTemplate | None = None
+) -> str:
+    """The user message for one round.
+
+    Args:
+        question: The question.
+        documents: Texts in prompt order, shape ``(m,)``; labelled ``1..m``.
+        template: Replacement template (see :data:`PromptTemplate`).
+    """
+    if callable(template):
+        return template(question, documents)
+    tpl = DEFAULT_TEMPLATE if template is None else template
+    try:
+        return tpl.format(question=question, documents=render_documents(documents), n=len(documents))
+    except (KeyError, IndexError) as err:
+        raise ValueError(
+            f"prompt template has an unknown placeholder {err}; use {{question}}, {{documents}}, {{n}} "
+            "and double braces for literal ones"
+        ) from err
+
+
+@dataclass(frozen=True)
+class ParsedCitations:
+    """Validated citations of one model output.
+
+    Attributes:
+        cited: 0-based positions of valid, unique labels, ascending.
+        invalid: Labels dropped: out of range (0, negative, > m), not integers
+            (strings, floats, booleans, null, nested lists), or over the maximum.
+        duplicates: Labels dropped because they repeated an earlier valid label.
+        answer: A free-text ``answer`` field, when the model gave one.
+    """
+
+    cited: tuple[int, ...]
+    invalid: int = 0
+    duplicates: int = 0
+    answer: str | None = None
+
+
+_FENCE = re.compile(r"```(?:json|JSON)?\s*(.*?)```", re.DOTALL)
+
+
+def extract_json(text: str) -> Any:
+    """The first JSON value in ``text``: the whole text, a fenced block, or the first
+    balanced ``{...}``/``[...]`` in surrounding prose.
+
+    Raises:
+        CitationParseError: No JSON value could be decoded.
+    """
+    if text is None:
+        raise CitationParseError("the model returned no text")
+    s = str(text).strip()
+    if not s:
+        raise CitationParseError("the model returned empty text")
+    candidates = [s] + [m.group(1).strip() for m in _FENCE.finditer(s)]
+    for c in candidates:
+        try:
+            return json.loads(c)
+        except (json.JSONDecodeError, RecursionError):
+            pass
+    decoder = json.JSONDecoder()
+    for i, ch in enumerate(s):
+        if ch in "{[":
+            try:
+                value, _ = decoder.raw_decode(s, i)
+            except (json.JSONDecodeError, RecursionError):
+                continue
+            if isinstance(value, dict) or (isinstance(value, list) and ch == "["):
+                return value
+    snippet = s[:80] + ("..." if len(s) > 80 else "")
+    raise CitationParseError(f"no JSON found in the model output: {snippet!r}")
+
+
+def validate_labels(
+    labels: Sequence[Any], n_shown: int, *, max_citations: int | None = None
+) -> tuple[tuple[int, ...], int, int]:
+    """Map labels ``1..n_shown`` to 0-based positions; count what is dropped.
+
+    Returns:
+        ``(cited positions ascending, invalid count, duplicate count)``.
+    """
+    seen: set[int] = set()
+    keep: list[int] = []
+    invalid = 0
+    dup = 0
+    for lab in labels:
+        if isinstance(lab, bool) or not isinstance(lab, int):
+            invalid += 1
+            continue
+        if not 1 <= lab <= n_shown:
+            invalid += 1
+            continue
+        if lab in seen:
+            dup += 1
+            continue
+        if max_citations is not None and len(keep) >= max_citations:
+            invalid += 1
+            continue
+        seen.add(lab)
+        keep.append(lab - 1)
+    return tuple(sorted(keep)), invalid, dup
+
+
+def parse_citations(
+    text: str | Any,
+    n_shown: int,
+    *,
+    max_citations: int | None = None,
+    key: str = "cited",
+) -> ParsedCitations:
+    """Parse a model output into validated citations.
+
+    Accepts ``{"cited": [...]}`` (optionally with an ``"answer"`` string), a bare JSON
+    list of labels, or an already-decoded dict/list (structured output), possibly
+    inside Markdown fences or prose.
+
+    Raises:
+        CitationParseError: Not JSON, or JSON of the wrong shape (missing ``cited``,
+            ``cited`` not a list). Individual bad labels never raise: they are counted.
+    """
+    value = text if isinstance(text, (dict, list)) else extract_json(text)
+    answer = None
+    if isinstance(value, dict):
+        if key not in value:
+            keys = ", ".join(repr(k) for k in list(value)[:5])
+            raise CitationParseError(f"JSON has no {key!r} key (keys: {keys or 'none'})")
+        labels = value[key]
+        a = value.get("answer")
+        answer = a if isinstance(a, str) else None
+    else:
+        labels = value
+    if not isinstance(labels, list):
+        raise CitationParseError(f"{key!r} must be a list of document numbers, got {type(labels).__name__}")
+    cited, invalid, dup = validate_labels(labels, n_shown, max_citations=max_citations)
+    return ParsedCitations(cited=cited, invalid=invalid, duplicates=dup, answer=answer)
