@@ -8,6 +8,7 @@ except the reader call.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 from collections.abc import Sequence
@@ -19,8 +20,8 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from ..errors import AllRoundsFailedError
-from .assignment import assign, position_order, shown_order
-from .beliefs import DEFAULT_EPS, PriorSpec, initial_log_odds, log_likelihood_ratios, sigmoid, update_log_odds
+from .assignment import position_order
+from .beliefs import DEFAULT_EPS, PriorSpec, initial_log_odds, log_likelihood_ratios, sigmoid
 from .curves import resample_curve
 from .policies import POLICIES, score_documents, vote_ranking
 from .reading import Reading
@@ -33,6 +34,8 @@ StopReason = Literal[
     "rounds",
     "threshold",
     "call-budget",
+    "token-budget",
+    "converged",
     "no-documents",
     "uninformative-profile",
     "all-rounds-failed",
@@ -53,26 +56,73 @@ class ProfileLike(Protocol):
 class RoundTrace:
     """What happened in one round.
 
+    A round is one prompt, or several prompts ("windows") sent concurrently when
+    ``windows=True`` and the documents exceed the context budget.
+
     Attributes:
         round: 1-based round number.
-        shown: Document indices (into the input list) in prompt order, shape ``(m,)``.
-        positions: Profile position of each shown document, same order; with a
-            resampled profile this is ``0..m-1``.
-        cited: Document indices the reader cited (validated), ascending.
-        failed: True when the reading failed; beliefs were left unchanged.
-        reading: The reader's full :class:`Reading` (diagnostics, tokens, answer).
+        windows: Per prompt, the document indices (into the input list) in prompt order.
+        positions: Per prompt, the position of each shown document in that prompt's
+            (resampled) profile, same order as ``windows``.
+        readings: Per prompt, the reader's :class:`Reading` (diagnostics, tokens, answer).
+        cited: Document indices cited in this round (validated), ascending.
+        failed: True when every prompt of the round failed; beliefs were left unchanged.
         posteriors: Posterior of every document after the round, shape ``(n,)``.
-        seconds: Wall time of the reader call.
+        seconds: Wall time of the round's reader calls.
+        active: Documents still in play this round (not pruned).
     """
 
     round: int
-    shown: tuple[int, ...]
-    positions: tuple[int, ...]
+    windows: tuple[tuple[int, ...], ...]
+    positions: tuple[tuple[int, ...], ...]
+    readings: tuple[Reading, ...]
     cited: tuple[int, ...]
     failed: bool
-    reading: Reading
     posteriors: NDArray[np.float64]
     seconds: float
+    active: int = 0
+
+    @property
+    def shown(self) -> tuple[int, ...]:
+        """All shown document indices, prompt after prompt, each in prompt order."""
+        return tuple(i for w in self.windows for i in w)
+
+    @property
+    def calls(self) -> int:
+        """Prompts sent this round (one per window)."""
+        return len(self.readings)
+
+    @property
+    def prompt_tokens(self) -> int:
+        """Prompt tokens reported over this round's prompts (0 if none reported)."""
+        return sum(r.prompt_tokens or 0 for r in self.readings)
+
+    @property
+    def completion_tokens(self) -> int:
+        """Completion tokens reported over this round's prompts (0 if none reported)."""
+        return sum(r.completion_tokens or 0 for r in self.readings)
+
+    @property
+    def reading(self) -> Reading:
+        """The round's reading; for several windows, a merged summary (cited empty,
+        counts and tokens summed, errors joined, the first answer)."""
+        if len(self.readings) == 1:
+            return self.readings[0]
+        rs = self.readings
+        errors = [r.error for r in rs if r.error]
+        tok_p = [r.prompt_tokens for r in rs if r.prompt_tokens is not None]
+        tok_c = [r.completion_tokens for r in rs if r.completion_tokens is not None]
+        return Reading(
+            cited=(),
+            failed=all(r.failed for r in rs),
+            error="; ".join(errors) if errors else None,
+            answer=next((r.answer for r in rs if r.answer), None),
+            invalid_labels=sum(r.invalid_labels for r in rs),
+            duplicate_labels=sum(r.duplicate_labels for r in rs),
+            attempts=sum(r.attempts for r in rs),
+            prompt_tokens=sum(tok_p) if tok_p else None,
+            completion_tokens=sum(tok_c) if tok_c else None,
+        )
 
 
 @dataclass(frozen=True)
@@ -87,8 +137,8 @@ class PanningResult:
         selected: The top ``k`` of ``ranking``, shape ``(min(k, n),)``.
         citation_counts: Times each document was cited, shape ``(n,)``.
         rounds: Per-round trace.
-        calls: Reader calls made (one per round; retries are in each reading's
-            ``attempts``).
+        calls: Prompts sent (one per round, or one per window; retries are counted in
+            each reading's ``attempts``).
         stop_reason: Why panning stopped.
         panned: False when no evidence was used (no documents, uninformative profile,
             or every round failed with ``on_failure="fallback"``): the order is the prior's.
@@ -111,35 +161,41 @@ class PanningResult:
 
     @property
     def failed_rounds(self) -> int:
-        """Number of rounds whose reading failed."""
+        """Number of rounds whose every prompt failed."""
         return sum(1 for r in self.rounds if r.failed)
 
     @property
     def attempts(self) -> int:
         """Model calls including retries."""
-        return sum(r.reading.attempts for r in self.rounds)
+        return sum(x.attempts for r in self.rounds for x in r.readings)
 
     @property
     def prompt_tokens(self) -> int:
         """Prompt tokens reported by the provider over all rounds (0 if none reported)."""
-        return sum(r.reading.prompt_tokens or 0 for r in self.rounds)
+        return sum(r.prompt_tokens for r in self.rounds)
 
     @property
     def completion_tokens(self) -> int:
         """Completion tokens reported by the provider over all rounds (0 if none reported)."""
-        return sum(r.reading.completion_tokens or 0 for r in self.rounds)
+        return sum(r.completion_tokens for r in self.rounds)
 
     @property
     def invalid_labels(self) -> int:
         """Labels dropped as invalid over all rounds."""
-        return sum(r.reading.invalid_labels for r in self.rounds)
+        return sum(x.invalid_labels for r in self.rounds for x in r.readings)
+
+    @property
+    def seconds(self) -> float:
+        """Wall time spent in reader calls over all rounds."""
+        return sum(r.seconds for r in self.rounds)
 
     @property
     def answer(self) -> str | None:
-        """The model's answer from the last successful round that produced one."""
+        """The model's answer from the last successful prompt that produced one."""
         for r in reversed(self.rounds):
-            if not r.failed and r.reading.answer:
-                return r.reading.answer
+            for x in r.readings:
+                if not x.failed and x.answer:
+                    return x.answer
         return None
 
     def summary(self) -> dict[str, Any]:
@@ -155,23 +211,28 @@ class PanningResult:
             "invalid_labels": self.invalid_labels,
             "prompt_tokens": self.prompt_tokens,
             "completion_tokens": self.completion_tokens,
+            "seconds": round(self.seconds, 4),
+            "answer": self.answer,
             "ranking": self.ranking.tolist(),
             "selected": self.selected.tolist(),
             "posteriors": [round(float(p), 6) for p in self.posteriors],
             "rounds": [
                 {
                     "round": r.round,
-                    "shown": list(r.shown),
+                    "windows": [list(w) for w in r.windows],
                     "cited": list(r.cited),
                     "failed": r.failed,
-                    "error": r.reading.error,
-                    "invalid_labels": r.reading.invalid_labels,
-                    "duplicate_labels": r.reading.duplicate_labels,
-                    "attempts": r.reading.attempts,
-                    "prompt_tokens": r.reading.prompt_tokens,
-                    "completion_tokens": r.reading.completion_tokens,
-                    "answer": r.reading.answer,
+                    "active": r.active,
+                    "calls": r.calls,
+                    "errors": [x.error for x in r.readings if x.error],
+                    "invalid_labels": sum(x.invalid_labels for x in r.readings),
+                    "duplicate_labels": sum(x.duplicate_labels for x in r.readings),
+                    "attempts": sum(x.attempts for x in r.readings),
+                    "prompt_tokens": r.prompt_tokens,
+                    "completion_tokens": r.completion_tokens,
+                    "answers": [x.answer for x in r.readings if x.answer],
                     "seconds": round(r.seconds, 4),
+                    "posteriors": [round(float(p), 6) for p in r.posteriors],
                 }
                 for r in self.rounds
             ],
@@ -206,8 +267,28 @@ def _validate_cited(reading: Reading, m: int) -> tuple[tuple[int, ...], Reading]
     return tuple(sorted(keep)), reading
 
 
+@dataclass(frozen=True)
+class _Geometry:
+    """Rates and position order for one prompt size (cached per size)."""
+
+    tpr: NDArray[np.float64]
+    fpr: NDArray[np.float64]
+    pos_order: NDArray[np.intp]
+    llr_cited: NDArray[np.float64]
+    llr_missed: NDArray[np.float64]
+
+
+@dataclass(frozen=True)
+class _Plan:
+    """One planned round: per window, doc indices and positions in prompt order."""
+
+    docs: tuple[NDArray[np.intp], ...]
+    positions: tuple[NDArray[np.intp], ...]
+    active: int
+
+
 class _PanningState:
-    """Mutable state of one panning run; the reader call happens outside."""
+    """Mutable state of one panning run; the reader calls happen outside."""
 
     def __init__(
         self,
@@ -232,80 +313,141 @@ class _PanningState:
         self.log_odds = initial_log_odds(
             n, k=k, prior=panner.prior, prior_probs=prior_probs, prior_log_odds=prior_log_odds
         )
-        self.prior_log_odds = self.log_odds.copy()
         self.counts = np.zeros(n, dtype=np.int64)
+        self.times_shown = np.zeros(n, dtype=np.int64)
         self.traces: list[RoundTrace] = []
+        self._tpr = np.asarray(panner.profile.tpr, dtype=np.float64)
+        self._fpr = np.asarray(panner.profile.fpr, dtype=np.float64)
+        self._geoms: dict[int, _Geometry] = {}
+        self.stop_reason: StopReason | None = None
         budget = panner.max_docs_per_prompt
-        self.m = n if budget is None else min(n, budget)
-        tpr = np.asarray(panner.profile.tpr, dtype=np.float64)
-        fpr = np.asarray(panner.profile.fpr, dtype=np.float64)
-        if panner.resample_profile and self.m >= 1 and tpr.size != self.m:
-            tpr, fpr = resample_curve(tpr, self.m), resample_curve(fpr, self.m)
-        elif not panner.resample_profile and tpr.size < self.m:
+        m = n if budget is None else min(n, budget)
+        if not panner.resample_profile and self._tpr.size < m:
             raise ValueError(
-                f"the profile has {tpr.size} positions but {self.m} documents would be shown; "
+                f"the profile has {self._tpr.size} positions but {m} documents would be shown; "
                 "set resample_profile=True or max_docs_per_prompt <= the profile's positions"
             )
-        self.tpr, self.fpr = tpr, fpr
-        self.pos_order = position_order(tpr, fpr)
-        self.llr_cited, self.llr_missed = log_likelihood_ratios(tpr, fpr, eps=panner.eps)
-        self.informative = bool(np.any(np.abs(tpr - fpr) > 1e-9))
-        self.stop_reason: StopReason | None = None
         if n == 0:
             self.stop_reason = "no-documents"
-        elif not self.informative:
+        elif not bool(np.any(np.abs(self._tpr - self._fpr) > 1e-9)):
             logger.warning(
                 "the detector profile has TPR == FPR at every position: citations carry no "
                 "evidence, so no model calls are made and the prior order is returned"
             )
             self.stop_reason = "uninformative-profile"
 
-    # -------------------------------------------------------------- the loop
-    def next_round(self) -> tuple[NDArray[np.intp], NDArray[np.intp]] | None:
-        """Plan the next round: ``(shown doc indices, their positions)`` or None to stop."""
+    def geometry(self, size: int) -> _Geometry:
+        """Rates for a prompt of ``size`` documents: the profile resampled by relative
+        position, or (``resample_profile=False``) the profile itself, whose least
+        diagnostic positions are then left to dummy documents."""
+        g = self._geoms.get(size)
+        if g is None:
+            if self.p.resample_profile and self._tpr.size != size:
+                tpr, fpr = resample_curve(self._tpr, size), resample_curve(self._fpr, size)
+            else:
+                tpr, fpr = self._tpr, self._fpr
+            llr_c, llr_m = log_likelihood_ratios(tpr, fpr, eps=self.p.eps)
+            temp = self.p.evidence_temperature
+            g = _Geometry(tpr, fpr, position_order(tpr, fpr), llr_c / temp, llr_m / temp)
+            self._geoms[size] = g
+        return g
+
+    # -------------------------------------------------------------- planning
+    def _active(self) -> NDArray[np.intp]:
+        """Documents still in play: all, minus those pruned below ``prune_below``."""
+        floor = self.p.prune_below
+        if floor is None or not self.traces:
+            return np.arange(self.n)
+        # A document leaves only after two looks: one miss at a strong position can
+        # push a needle far down, a second independent look rarely agrees by chance.
+        keep = (sigmoid(self.log_odds) >= floor) | (self.times_shown < 2)
+        keep[np.argsort(-self.log_odds, kind="stable")[: self.k]] = True  # never prune the selection
+        return np.flatnonzero(keep)
+
+    def plan(self) -> _Plan:
+        active = self._active()
+        scores = score_documents(
+            self.p.policy,
+            self.log_odds[active],
+            rng=self.rng,
+            truth=None if self.truth is None else self.truth[active],
+        )
+        ranked = active[np.argsort(-scores, kind="stable")]
+        budget = self.p.max_docs_per_prompt or ranked.size
+        if self.p.windows and ranked.size > budget:
+            n_win = -(-ranked.size // budget)
+            groups = [ranked[w::n_win] for w in range(n_win)]  # round-robin by rank
+        else:
+            groups = [ranked[:budget]]  # the rest sit on dummy positions this round
+        docs, positions = [], []
+        for g in groups:
+            pos = self.geometry(g.size).pos_order[: g.size]
+            order = np.argsort(pos, kind="stable")
+            docs.append(g[order])
+            positions.append(pos[order])
+        return _Plan(tuple(docs), tuple(positions), int(active.size))
+
+    def next_round(self) -> _Plan | None:
+        """Plan the next round, or return None (and set ``stop_reason``) to stop."""
         if self.stop_reason is not None:
             return None
-        if len(self.traces) >= self.p.rounds:
+        done = len(self.traces)
+        calls = sum(t.calls for t in self.traces)
+        if done >= self.p.rounds:
             self.stop_reason = "rounds"
             return None
-        if self.p.max_calls is not None and len(self.traces) >= self.p.max_calls:
-            self.stop_reason = "call-budget"
-            return None
-        if self.p.stop_at is not None and self.traces and self._selected_confidence() >= self.p.stop_at:
+        if self.p.stop_at is not None and done and self._selected_confidence() >= self.p.stop_at:
             self.stop_reason = "threshold"
             return None
-        scores = score_documents(self.p.policy, self.log_odds, rng=self.rng, truth=self.truth)
-        doc_positions = assign(scores, self.pos_order)
-        shown = shown_order(doc_positions)
-        return shown, doc_positions[shown]
+        plan = self.plan()
+        if self.p.max_calls is not None and calls + len(plan.docs) > self.p.max_calls:
+            self.stop_reason = "call-budget"
+            return None
+        if self.p.max_prompt_tokens is not None and done:
+            used = sum(t.prompt_tokens for t in self.traces)
+            shown = sum(len(w) for t in self.traces for w in t.windows)
+            per_doc = used / max(shown, 1)
+            if used + per_doc * sum(d.size for d in plan.docs) > self.p.max_prompt_tokens:
+                self.stop_reason = "token-budget"
+                return None
+        if self.p.min_gain is not None and done and self._expected_gain(plan) < self.p.min_gain:
+            self.stop_reason = "converged"
+            return None
+        return plan
 
-    def observe(
-        self, shown: NDArray[np.intp], positions: NDArray[np.intp], reading: Reading, seconds: float
-    ) -> None:
-        """Apply one reading (positions in ``reading.cited`` index into ``shown``)."""
-        cited_pos, reading = _validate_cited(reading, len(shown))
-        cited_docs = shown[list(cited_pos)] if cited_pos else np.zeros(0, dtype=np.intp)
-        if not reading.failed:
-            doc_positions = np.full(self.n, -1, dtype=np.intp)
-            doc_positions[shown] = positions
-            cited = np.zeros(self.n, dtype=bool)
-            cited[cited_docs] = True
-            self.log_odds = update_log_odds(
-                self.log_odds, doc_positions, cited, self.llr_cited, self.llr_missed
-            )
-            self.counts[cited_docs] += 1
-        else:
-            logger.warning("round %d failed: %s", len(self.traces) + 1, reading.error)
+    # ------------------------------------------------------------- observing
+    def observe(self, plan: _Plan, readings: Sequence[Reading], seconds: float) -> None:
+        """Apply one round's readings (one per window; ``cited`` indexes the window)."""
+        validated: list[Reading] = []
+        cited_all: list[int] = []
+        new_lo = self.log_odds
+        for docs, pos, reading in zip(plan.docs, plan.positions, readings):
+            cited_pos, reading = _validate_cited(reading, len(docs))
+            validated.append(reading)
+            if reading.failed:
+                logger.warning("round %d: a reading failed: %s", len(self.traces) + 1, reading.error)
+                continue
+            g = self.geometry(len(docs))
+            cited = np.zeros(len(docs), dtype=bool)
+            cited[list(cited_pos)] = True
+            delta = np.where(cited, g.llr_cited[pos], g.llr_missed[pos])
+            new_lo = new_lo.copy() if new_lo is self.log_odds else new_lo
+            new_lo[docs] += delta
+            self.counts[docs[cited]] += 1
+            self.times_shown[docs] += 1
+            cited_all.extend(int(i) for i in docs[cited])
+        self.log_odds = new_lo
         self.traces.append(
             RoundTrace(
                 round=len(self.traces) + 1,
-                shown=tuple(int(i) for i in shown),
-                positions=tuple(int(j) for j in positions),
-                cited=tuple(sorted(int(i) for i in cited_docs)) if not reading.failed else (),
-                failed=reading.failed,
-                reading=reading,
+                windows=tuple(tuple(int(i) for i in d) for d in plan.docs),
+                positions=tuple(tuple(int(j) for j in p) for p in plan.positions),
+                readings=tuple(validated),
+                cited=tuple(sorted(cited_all)),
+                failed=all(r.failed for r in validated),
                 posteriors=self.posteriors(),
                 seconds=seconds,
+                active=plan.active,
             )
         )
 
@@ -318,16 +460,37 @@ class _PanningState:
             return vote_ranking(self.counts, rng=self.rng)
         return np.argsort(-self.log_odds, kind="stable")
 
-    def _selected_confidence(self) -> float:
+    def _selected_confidence(self, log_odds: NDArray[np.float64] | None = None) -> float:
         """Mean posterior of the current top-k: the expected precision of the selection."""
-        top = np.argsort(-self.log_odds, kind="stable")[: self.k]
-        return float(np.mean(sigmoid(self.log_odds[top]))) if top.size else 0.0
+        lo = self.log_odds if log_odds is None else log_odds
+        top = np.argsort(-lo, kind="stable")[: self.k]
+        return float(np.mean(sigmoid(lo[top]))) if top.size else 0.0
+
+    def _expected_gain(self, plan: _Plan, samples: int = 64) -> float:
+        """Expected rise of the selection confidence if ``plan`` were run, under the
+        model's own predictive distribution (Monte Carlo, fixed seed per round).
+
+        The confidence is a submartingale, so the gain is >= 0; near 0 means another
+        round is not expected to change what we would report.
+        """
+        rng = np.random.default_rng(len(self.traces))
+        lo = np.broadcast_to(self.log_odds, (samples, self.n)).copy()
+        for docs, pos in zip(plan.docs, plan.positions):
+            g = self.geometry(len(docs))
+            b = sigmoid(self.log_odds[docs])
+            # Predictive citation probability under the evidence model.
+            q = b * g.tpr[pos] + (1.0 - b) * g.fpr[pos]
+            cited = rng.random((samples, len(docs))) < q
+            lo[:, docs] += np.where(cited, g.llr_cited[pos], g.llr_missed[pos])
+        top = np.sort(lo, axis=1)[:, ::-1][:, : self.k]
+        after = float(np.mean(sigmoid(top)))
+        return after - self._selected_confidence()
 
     def result(self) -> PanningResult:
         reason = self.stop_reason or "rounds"
         panned = reason not in ("no-documents", "uninformative-profile")
         if self.traces and all(t.failed for t in self.traces):
-            errors = tuple(t.reading.error or "unknown error" for t in self.traces)
+            errors = tuple(r.error or "unknown error" for t in self.traces for r in t.readings)
             if self.p.on_failure == "raise":
                 raise AllRoundsFailedError(
                     f"all {len(self.traces)} panning rounds failed; last error: {errors[-1]}. "
@@ -344,12 +507,17 @@ class _PanningState:
             selected=ranking[: min(self.k, self.n)],
             citation_counts=self.counts.copy(),
             rounds=tuple(self.traces),
-            calls=len(self.traces),
+            calls=sum(t.calls for t in self.traces),
             stop_reason=reason,
             panned=panned,
             policy=self.p.policy,
             k=min(self.k, self.n),
         )
+
+
+def _reader_failure(err: Exception) -> Reading:
+    logger.warning("reader raised %s", type(err).__name__, exc_info=True)
+    return Reading.failure(f"{type(err).__name__}: {err}")
 
 
 class GoldPanner:
@@ -366,26 +534,42 @@ class GoldPanner:
             planning helpers are used.
         profile: Detector profile: a ``DetectorProfile``, a bundled profile name, a
             path to a profile JSON file, or any object with ``tpr``/``fpr`` sequences.
-        rounds: Maximum number of rounds (one reader call each). The paper uses 8.
+        rounds: Maximum number of rounds. The paper uses 8; GP-Belief usually reaches
+            PSC's 8-round quality in about half of that.
         k: Number of relevant documents to select (top-k), ``>= 1``.
         policy: ``"belief"`` (GP-Belief), ``"entropy"`` (GP-Entropy), ``"random"`` (PSC),
             or ``"oracle"`` (simulation only; needs ``truth=`` in :meth:`run`).
-        max_docs_per_prompt: Context budget in documents. When more documents are
-            given, the lowest-scoring ones sit on dummy positions each round: left out
-            of the prompt, beliefs unchanged.
+        max_docs_per_prompt: Context budget in documents per prompt. With more
+            documents, the lowest-scoring ones sit on dummy positions each round (left
+            out of the prompt, beliefs unchanged), unless ``windows=True``.
+        windows: When documents exceed ``max_docs_per_prompt``, split each round into
+            several prompts ("windows") instead of leaving documents out. Documents are
+            dealt round-robin by score, so every window has a strong candidate at its
+            most diagnostic position; each window uses the profile resampled to its
+            size. :meth:`arun` sends the windows concurrently (one latency per round).
         prior: Uniform prior when no per-document prior is given: ``"base-rate"``
             (probability ``k/n``, the default: posteriors are probabilities) or
             ``"uniform"`` (0.5, the paper's setting).
-        stop_at: Stop early once the mean posterior of the selected top-k reaches this
-            value (e.g. 0.9). None disables early stopping.
-        max_calls: Hard budget of reader calls (None: ``rounds`` is the only limit).
+        stop_at: Stop once the mean posterior of the selected top-k reaches this value
+            (e.g. 0.9). None disables it.
+        min_gain: Stop once another round is expected to raise that mean posterior by
+            less than this (e.g. 0.005). None disables it.
+        max_calls: Hard budget of prompts (None: ``rounds`` is the only limit).
+        max_prompt_tokens: Hard budget of prompt tokens, enforced before each round
+            from the tokens the reader reported so far (the first round always runs).
+        prune_below: Documents whose posterior falls below this floor (after they
+            were shown at least twice) leave later prompts: shorter prompts, the
+            profile resampled to the smaller size. The top-k are never pruned.
+        evidence_temperature: Divides every log-likelihood ratio (> 1 tempers
+            over-confident evidence, e.g. correlated citations on real models). None
+            reads ``profile.extra["evidence_temperature"]`` when present, else 1.
         on_failure: When every round fails: ``"raise"`` an
             :class:`~gold_panning_integrations.errors.AllRoundsFailedError`, or
             ``"fallback"`` to the prior order with ``panned=False``.
         eps: Clamp for rates in the update (see :mod:`.beliefs`).
-        resample_profile: Resample the profile to the number of shown documents (by
-            relative position). If False, documents take the most diagnostic of the
-            profile's positions and the rest are filled by dummy documents.
+        resample_profile: Resample the profile to each prompt's size (by relative
+            position). If False, documents take the most diagnostic of the profile's
+            positions and the rest are filled by dummy documents.
         rng: ``numpy.random.Generator`` or seed; used by the ``random``/``oracle``
             policies and PSC tie-breaking.
     """
@@ -399,9 +583,14 @@ class GoldPanner:
         k: int = 1,
         policy: str = "belief",
         max_docs_per_prompt: int | None = None,
+        windows: bool = False,
         prior: PriorSpec = "base-rate",
         stop_at: float | None = None,
+        min_gain: float | None = None,
         max_calls: int | None = None,
+        max_prompt_tokens: int | None = None,
+        prune_below: float | None = None,
+        evidence_temperature: float | None = None,
         on_failure: Literal["raise", "fallback"] = "raise",
         eps: float = DEFAULT_EPS,
         resample_profile: bool = True,
@@ -416,6 +605,10 @@ class GoldPanner:
                 f"profile must be a DetectorProfile, a bundled name, a path, or have tpr/fpr; "
                 f"got {type(profile).__name__}"
             )
+        if len(profile.tpr) < 1 or len(profile.tpr) != len(profile.fpr):
+            raise ValueError(
+                f"profile needs tpr and fpr of equal length >= 1, got {len(profile.tpr)} and {len(profile.fpr)}"
+            )
         if rounds < 1:
             raise ValueError(f"rounds must be >= 1, got {rounds!r}")
         if k < 1:
@@ -424,10 +617,19 @@ class GoldPanner:
             raise ValueError(f"unknown policy {policy!r}; choose one of {', '.join(POLICIES)}")
         if max_docs_per_prompt is not None and max_docs_per_prompt < 1:
             raise ValueError(f"max_docs_per_prompt must be >= 1 or None, got {max_docs_per_prompt!r}")
-        if stop_at is not None and not 0.0 < stop_at < 1.0:
-            raise ValueError(f"stop_at must be in (0, 1) or None, got {stop_at!r}")
-        if max_calls is not None and max_calls < 1:
-            raise ValueError(f"max_calls must be >= 1 or None, got {max_calls!r}")
+        for name, val in (("stop_at", stop_at), ("prune_below", prune_below)):
+            if val is not None and not 0.0 < val < 1.0:
+                raise ValueError(f"{name} must be in (0, 1) or None, got {val!r}")
+        if min_gain is not None and not min_gain > 0.0:
+            raise ValueError(f"min_gain must be > 0 or None, got {min_gain!r}")
+        for name, ival in (("max_calls", max_calls), ("max_prompt_tokens", max_prompt_tokens)):
+            if ival is not None and ival < 1:
+                raise ValueError(f"{name} must be >= 1 or None, got {ival!r}")
+        if evidence_temperature is None:
+            extra = getattr(profile, "extra", None) or {}
+            evidence_temperature = float(extra.get("evidence_temperature", 1.0))
+        if not evidence_temperature > 0.0:
+            raise ValueError(f"evidence_temperature must be > 0, got {evidence_temperature!r}")
         if on_failure not in ("raise", "fallback"):
             raise ValueError(f"on_failure must be 'raise' or 'fallback', got {on_failure!r}")
         if prior not in ("base-rate", "uniform"):
@@ -438,9 +640,14 @@ class GoldPanner:
         self.k = k
         self.policy = policy
         self.max_docs_per_prompt = max_docs_per_prompt
+        self.windows = windows
         self.prior: PriorSpec = prior
         self.stop_at = stop_at
+        self.min_gain = min_gain
         self.max_calls = max_calls
+        self.max_prompt_tokens = max_prompt_tokens
+        self.prune_below = prune_below
+        self.evidence_temperature = evidence_temperature
         self.on_failure = on_failure
         self.eps = eps
         self.resample_profile = resample_profile
@@ -484,7 +691,8 @@ class GoldPanner:
 
         Args:
             question: The user's question.
-            documents: ``n`` documents; passed to the reader in prompt order each round.
+            documents: ``n`` documents; each round the reader gets the shown ones in
+                prompt order.
             k: Override of the panner's ``k`` for this call.
             prior_probs: Per-document prior probabilities, shape ``(n,)``.
             prior_log_odds: Per-document prior log-odds, shape ``(n,)``.
@@ -500,15 +708,14 @@ class GoldPanner:
             documents, k=k, prior_probs=prior_probs, prior_log_odds=prior_log_odds, rng=rng, truth=truth
         )
         while (plan := state.next_round()) is not None:
-            shown, positions = plan
-            texts = [documents[i] for i in shown]
             t0 = time.perf_counter()
-            try:
-                reading = self.reader.read(question, texts)
-            except Exception as err:  # a reader must not crash the run: record and go on
-                logger.warning("reader raised %s", type(err).__name__, exc_info=True)
-                reading = Reading.failure(f"{type(err).__name__}: {err}")
-            state.observe(shown, positions, reading, time.perf_counter() - t0)
+            readings = []
+            for docs in plan.docs:
+                try:
+                    readings.append(self.reader.read(question, [documents[i] for i in docs]))
+                except Exception as err:  # a reader must not crash the run: record, go on
+                    readings.append(_reader_failure(err))
+            state.observe(plan, readings, time.perf_counter() - t0)
         return state.result()
 
     async def arun(
@@ -522,20 +729,22 @@ class GoldPanner:
         rng: np.random.Generator | None = None,
         truth: ArrayLike | None = None,
     ) -> PanningResult:
-        """Asynchronous :meth:`run`: awaits ``reader.aread`` (no threads)."""
+        """Asynchronous :meth:`run`: awaits ``reader.aread``; a round's windows are sent
+        concurrently."""
         if self.reader is None or not hasattr(self.reader, "aread"):
             raise TypeError("GoldPanner.arun needs a reader with an async aread(question, documents) method")
         state = self._start(
             documents, k=k, prior_probs=prior_probs, prior_log_odds=prior_log_odds, rng=rng, truth=truth
         )
-        while (plan := state.next_round()) is not None:
-            shown, positions = plan
-            texts = [documents[i] for i in shown]
-            t0 = time.perf_counter()
+
+        async def one(docs: NDArray[np.intp]) -> Reading:
             try:
-                reading = await self.reader.aread(question, texts)
+                return await self.reader.aread(question, [documents[i] for i in docs])
             except Exception as err:
-                logger.warning("reader raised %s", type(err).__name__, exc_info=True)
-                reading = Reading.failure(f"{type(err).__name__}: {err}")
-            state.observe(shown, positions, reading, time.perf_counter() - t0)
+                return _reader_failure(err)
+
+        while (plan := state.next_round()) is not None:
+            t0 = time.perf_counter()
+            readings = await asyncio.gather(*(one(d) for d in plan.docs))
+            state.observe(plan, readings, time.perf_counter() - t0)
         return state.result()

@@ -1,0 +1,290 @@
+"""Shared plumbing of the framework adapters (LangChain retriever, LlamaIndex postprocessor).
+
+Both adapters do the same four things around the engine, and do them here:
+
+1. hold the panning options as validated pydantic fields (:class:`PanningOptions`, a
+   mixin both adapters inherit, so every option is declared and documented once);
+2. turn the user's reader argument (a reader, a LangChain chat model, a LlamaIndex
+   LLM, or ``"local"``) into a reader, once, on first use;
+3. compute the retriever-informed prior from the base retriever's order or scores;
+4. run :class:`~gold_panning_integrations.engine.GoldPanner` and turn the
+   :class:`~gold_panning_integrations.engine.PanningResult` into ``(input index,
+   posterior, 1-based rank)`` triples the adapters map onto their document types.
+
+Nothing here imports LangChain or LlamaIndex.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+import numpy as np
+from numpy.typing import NDArray
+from pydantic import BaseModel, Field, PrivateAttr, field_validator
+
+from .engine import GoldPanner, PanningResult
+from .engine.priors import rank_prior_probs, score_prior_probs
+from .profiles import DetectorProfile, load_profile
+
+__all__ = [
+    "POSTERIOR_KEY",
+    "RANK_KEY",
+    "PANNED_KEY",
+    "PanningOptions",
+    "Ranked",
+    "RetrieverPrior",
+    "describe",
+    "model_name",
+    "prior_probs",
+    "ranked",
+    "resolve_reader",
+]
+
+logger = logging.getLogger(__name__)
+
+RetrieverPrior = Literal["rank", "score", "none"]
+
+POSTERIOR_KEY = "gold_panning_posterior"
+"""Metadata key of the posterior probability of relevance (float in [0, 1])."""
+RANK_KEY = "gold_panning_rank"
+"""Metadata key of the 1-based rank after panning."""
+PANNED_KEY = "gold_panning_panned"
+"""Metadata key: False when no evidence was used (the order is the prior's)."""
+
+
+def resolve_reader(obj: Any) -> Any:
+    """Return a reader for ``obj``.
+
+    An object with ``read`` or ``aread`` is used as it is; anything else (a LangChain
+    ``BaseChatModel``, a LlamaIndex ``LLM``, the string ``"local"``) is wrapped by
+    :func:`gold_panning_integrations.readers.as_reader`, imported here so that the
+    adapters import no reader backend until one is needed.
+    """
+    if obj is None:
+        raise TypeError(
+            "no reader given: pass a reader (an object with read/aread), a LangChain chat "
+            "model, a LlamaIndex LLM, or 'local' for the embedded model"
+        )
+    if not isinstance(obj, str) and (hasattr(obj, "read") or hasattr(obj, "aread")):
+        return obj
+    try:
+        from .readers import as_reader
+    except ImportError as err:  # pragma: no cover - only while readers are being written
+        raise TypeError(
+            f"{type(obj).__name__} is not a reader (it has no read/aread method) and "
+            "gold_panning_integrations.readers.as_reader is unavailable to wrap it"
+        ) from err
+    return as_reader(obj)
+
+
+def model_name(reader: Any) -> str:
+    """A display name for the model behind ``reader`` (for tracing events)."""
+    for owner in (reader, getattr(reader, "llm", None), getattr(reader, "model", None)):
+        if owner is None:
+            continue
+        meta = getattr(owner, "metadata", None)
+        name = getattr(meta, "model_name", None)
+        if isinstance(name, str) and name:
+            return name
+        for attr in ("model_name", "model"):
+            value = getattr(owner, attr, None)
+            if isinstance(value, str) and value:
+                return value
+    return type(reader).__name__
+
+
+def prior_probs(
+    n: int,
+    *,
+    k: int,
+    mode: RetrieverPrior,
+    top10_recall: float,
+    scores: Sequence[float | None] | None = None,
+    temperature: float = 1.0,
+) -> NDArray[np.float64] | None:
+    """Prior probability of relevance for ``n`` documents in the base retriever's order.
+
+    Args:
+        n: Number of documents (index 0 is the base retriever's first).
+        k: Expected number of relevant documents.
+        mode: ``"rank"``: a prior decaying with rank
+            (:func:`~gold_panning_integrations.engine.priors.rank_prior_probs`);
+            ``"score"``: a softmax over the retriever's scores, standardised (divided by
+            their standard deviation) so ``temperature`` is in standard deviations; falls
+            back to ``"rank"`` when a score is missing or not finite, and to the flat
+            prior when all scores are equal; ``"none"``: flat (returns None, the engine's
+            base rate ``min(k/n, 0.5)``).
+        top10_recall: For ``"rank"``: how often the retriever's top 10 holds the answer.
+        scores: For ``"score"``: one score per document (None where unknown), shape ``(n,)``.
+        temperature: For ``"score"``: softmax temperature in standard deviations (> 0).
+
+    Returns:
+        Prior probabilities, shape ``(n,)``, or None for the flat prior.
+    """
+    if n == 0 or mode == "none":
+        return None
+    if mode == "score":
+        if scores is not None and len(scores) == n and all(
+            isinstance(s, (int, float)) and not isinstance(s, bool) and math.isfinite(s) for s in scores
+        ):
+            s = np.asarray(scores, dtype=np.float64)
+            spread = float(s.std())
+            if spread <= 0.0:
+                return None
+            return score_prior_probs(s / spread, k=k, temperature=temperature)
+        logger.warning(
+            "retriever_prior='score' but not every document has a finite score; "
+            "using the rank prior instead"
+        )
+    elif mode != "rank":
+        raise ValueError(f"retriever_prior must be 'rank', 'score' or 'none', got {mode!r}")
+    return rank_prior_probs(n, k=k, top10_recall=top10_recall)
+
+
+@dataclass(frozen=True)
+class Ranked:
+    """One selected document: its index in the input, posterior, and 1-based rank."""
+
+    index: int
+    posterior: float
+    rank: int
+
+
+def ranked(result: PanningResult) -> list[Ranked]:
+    """The selected documents of ``result``, best first."""
+    return [
+        Ranked(index=int(i), posterior=float(result.posteriors[i]), rank=r + 1)
+        for r, i in enumerate(result.selected)
+    ]
+
+
+def describe(result: PanningResult) -> str:
+    """One line for callback/tracing text: calls, stop reason, tokens, selection."""
+    return (
+        f"gold panning: {result.calls} call(s), stop={result.stop_reason}, "
+        f"panned={result.panned}, failed_rounds={result.failed_rounds}, "
+        f"invalid_labels={result.invalid_labels}, prompt_tokens={result.prompt_tokens}, "
+        f"completion_tokens={result.completion_tokens}, selected={result.selected.tolist()}, "
+        "posteriors=" + str([round(float(result.posteriors[i]), 4) for i in result.selected])
+    )
+
+
+class PanningOptions(BaseModel):
+    """Panning options shared by :class:`GoldPanningRetriever` and
+    :class:`GoldPanningPostprocessor` (a pydantic mixin; not used on its own)."""
+
+    profile: DetectorProfile = Field(default="lost-in-the-middle", validate_default=True)  # type: ignore[assignment]
+    """Detector profile of the reading model: a ``DetectorProfile``, a bundled profile
+    name (see ``gold_panning_integrations.bundled_profiles()``), or a path to a profile
+    JSON file (e.g. from ``gold-panning calibrate``). Loaded and checked at construction."""
+
+    rounds: int = Field(default=4, ge=1)
+    """Maximum number of panning rounds (one model call each)."""
+
+    policy: Literal["belief", "entropy", "random"] = "belief"
+    """How documents are placed each round: ``belief`` (most likely documents on the
+    most diagnostic positions), ``entropy`` (most uncertain documents there), or
+    ``random`` (permutation self-consistency, ranked by citation votes)."""
+
+    max_docs_per_prompt: int | None = Field(default=None, ge=1)
+    """Context budget: at most this many documents per prompt. When the base retriever
+    returns more, the lowest-belief documents sit out each round. None: show all."""
+
+    stop_at: float | None = Field(default=None, gt=0.0, lt=1.0)
+    """Stop early once the mean posterior of the selected documents reaches this value."""
+
+    max_calls: int | None = Field(default=None, ge=1)
+    """Hard budget of model calls per query (None: ``rounds``)."""
+
+    on_failure: Literal["raise", "fallback"] = "raise"
+    """When every round fails: ``raise`` an ``AllRoundsFailedError``, or ``fallback`` to
+    the prior order with ``gold_panning_panned=False`` on each result."""
+
+    retriever_prior: RetrieverPrior = "rank"
+    """Prior belief from the base retriever: ``rank`` (decays with the retriever's rank,
+    see ``prior_top10_recall``), ``score`` (from retriever scores where every document
+    has one, else ``rank``), or ``none`` (flat, the paper's setting)."""
+
+    prior_top10_recall: float = Field(default=0.5, ge=0.0, lt=1.0)
+    """Strength of the rank prior: how often the base retriever's top 10 holds a relevant
+    document. 0 makes the rank prior flat; higher trusts the retriever's order more."""
+
+    prior_temperature: float = Field(default=1.0, gt=0.0)
+    """Softness of the score prior, in standard deviations of the scores; larger is flatter."""
+
+    seed: int | None = None
+    """Seed of the panner's random generator (the ``random`` policy and tie-breaking).
+    The same seed gives the same placements on every call; None draws fresh entropy."""
+
+    _reader_cache: Any = PrivateAttr(default=None)
+    _reader_lock: Any = PrivateAttr(default_factory=threading.Lock)
+
+    @field_validator("profile", mode="before")
+    @classmethod
+    def _load_profile(cls, value: Any) -> DetectorProfile:
+        if isinstance(value, DetectorProfile):
+            return value
+        if isinstance(value, (str, Path)):
+            return load_profile(value)  # ProfileError (a ValueError) names the problem
+        raise ValueError(
+            "profile must be a DetectorProfile, a bundled profile name or a path to a "
+            f"profile JSON file, got {type(value).__name__}"
+        )
+
+    # ----------------------------------------------------------------- helpers
+    def _reader_source(self) -> Any:
+        """The user's reader argument (overridden by each adapter)."""
+        raise NotImplementedError
+
+    def _get_reader(self) -> Any:
+        """The resolved reader, created once (``"local"`` loads a model: not twice)."""
+        if self._reader_cache is None:
+            with self._reader_lock:
+                if self._reader_cache is None:
+                    self._reader_cache = resolve_reader(self._reader_source())
+        return self._reader_cache
+
+    def _panner(self, k: int) -> GoldPanner:
+        """A fresh panner per query: no state is shared between concurrent queries."""
+        return GoldPanner(
+            self._get_reader(),
+            profile=self.profile,
+            rounds=self.rounds,
+            k=k,
+            policy=self.policy,
+            max_docs_per_prompt=self.max_docs_per_prompt,
+            stop_at=self.stop_at,
+            max_calls=self.max_calls,
+            on_failure=self.on_failure,
+            rng=np.random.default_rng(self.seed),
+        )
+
+    def _prior(self, n: int, k: int, scores: Sequence[float | None] | None) -> NDArray[np.float64] | None:
+        return prior_probs(
+            n,
+            k=k,
+            mode=self.retriever_prior,
+            top10_recall=self.prior_top10_recall,
+            scores=scores,
+            temperature=self.prior_temperature,
+        )
+
+    def _run(
+        self, question: str, texts: Sequence[str], *, k: int, scores: Sequence[float | None] | None
+    ) -> PanningResult:
+        """Pan ``texts`` (in the base retriever's order) with the synchronous reader."""
+        return self._panner(k).run(question, list(texts), prior_probs=self._prior(len(texts), k, scores))
+
+    async def _arun(
+        self, question: str, texts: Sequence[str], *, k: int, scores: Sequence[float | None] | None
+    ) -> PanningResult:
+        """Pan ``texts`` with the reader's ``aread`` (no threads)."""
+        return await self._panner(k).arun(
+            question, list(texts), prior_probs=self._prior(len(texts), k, scores)
+        )

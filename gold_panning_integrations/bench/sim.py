@@ -1,0 +1,758 @@
+"""``gold-panning bench sim``: the paper's simulated comparison and ablations, with 95% CIs.
+
+Everything runs on :func:`~gold_panning_integrations.engine.simulate.simulate` (the
+observation model: a document at position ``j`` is cited with probability ``TPR_j`` if
+it is relevant, ``FPR_j`` if not). Six panels, each a JSON-ready dict:
+
+``main``
+    F1 per round (``T = 8``, ``N = 100``, ``k = 1``) of GP-Belief, GP-Entropy, PSC
+    (``random``) and the oracle-placement bound, for every bundled profile.
+``noise``
+    Calibration robustness. The simulated model follows the true profile; the policy
+    places and updates with ``clip(rate + Normal(0, sigma), 0, 1)``, drawn independently
+    for every position and for TPR and FPR. A fresh noisy profile is drawn for each of
+    ``draws`` groups of trials, so a result is an average over noise draws, not one lucky
+    draw.
+``heterogeneity``
+    Position heterogeneity. For each ``alpha`` on a log grid, ``TPR_j ~ Beta(alpha,
+    alpha)`` independently per position and ``FPR_j = fpr`` (0.05 by default) at every
+    position; redrawn for each of ``draws`` groups of trials. Small ``alpha`` gives
+    near-0/near-1 (spiky) positions, ``alpha = 1`` uniform qualities, large ``alpha`` every
+    position close to ``TPR = 0.5`` (homogeneous: placement cannot matter).
+``scaling``
+    ``N`` in 20 ... 1,000, the profile resampled by relative position; fewer trials above
+    ``N = 200`` (``trials * 200 / N``, at least ``min(trials, 200)``).
+``multi_needle``
+    ``k`` relevant documents (top-``k`` F1 = fraction of needles found).
+``efficiency``
+    One row per setting of the panels above: the rounds (LLM calls) GP-Belief needs to
+    reach PSC's final-round F1, as a percentage of PSC's calls, and the area under each
+    F1 curve (mean F1 over rounds) as a fraction of the oracle's.
+
+``delta_f1`` is GP-Belief minus PSC. Its ``delta_ci95`` is ``sqrt(ci_belief**2 +
+ci_psc**2)``, which assumes independence; the simulator uses common random numbers
+(same needles and citation draws) for all policies, so the paired interval is narrower
+and this one is conservative.
+
+All panels use the paper's uniform prior (0.5). Seeds: one child of
+``numpy.random.SeedSequence(seed)`` per panel and one grandchild per setting, so a
+panel's numbers do not depend on which other panels ran.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import math
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+from ..engine.curves import resample_curve
+from ..engine.simulate import SimulationResult, simulate
+from ..profiles import DetectorProfile, bundled_profiles
+
+__all__ = [
+    "PANELS",
+    "DEFAULT_SIGMAS",
+    "DEFAULT_ALPHAS",
+    "DEFAULT_NS",
+    "DEFAULT_KS",
+    "noisy_profile",
+    "heterogeneous_profile",
+    "pool_results",
+    "efficiency_rows",
+    "run_sim_bench",
+    "format_report",
+    "markdown_report",
+    "plot_panels",
+    "register",
+    "main",
+]
+
+logger = logging.getLogger(__name__)
+
+PANELS: tuple[str, ...] = ("main", "noise", "heterogeneity", "scaling", "multi_needle")
+"""Panels that run simulations; ``efficiency`` is derived from them."""
+DEFAULT_SIGMAS: tuple[float, ...] = (0.0, 0.1, 0.2, 0.3, 0.4, 0.5)
+DEFAULT_ALPHAS: tuple[float, ...] = (0.1, 0.2, 0.5, 1.0, 2.0, 5.0, 10.0, 20.0, 50.0, 100.0)
+DEFAULT_NS: tuple[int, ...] = (20, 50, 100, 200, 500, 1000)
+DEFAULT_KS: tuple[int, ...] = (1, 3, 5)
+ALL_POLICIES: tuple[str, ...] = ("belief", "entropy", "random", "oracle")
+ABLATION_POLICIES: tuple[str, ...] = ("belief", "random", "oracle")
+_DRAWS = 10
+_Z95 = 1.96
+
+
+# ----------------------------------------------------------------- profiles
+def noisy_profile(
+    tpr: ArrayLike,
+    fpr: ArrayLike,
+    sigma: float,
+    *,
+    rng: np.random.Generator,
+) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """A miscalibrated copy of a profile: ``clip(rate + Normal(0, sigma), 0, 1)``.
+
+    Args:
+        tpr: True TPR per position, shape ``(m,)``.
+        fpr: True FPR per position, shape ``(m,)``.
+        sigma: Standard deviation of the additive noise, ``>= 0`` (0 returns copies).
+        rng: Source of the noise; TPR and FPR get independent draws per position.
+
+    Returns:
+        ``(tpr, fpr)``, each shape ``(m,)``, in [0, 1].
+    """
+    if not sigma >= 0.0:
+        raise ValueError(f"sigma must be >= 0, got {sigma!r}")
+    t = np.asarray(tpr, dtype=np.float64)
+    f = np.asarray(fpr, dtype=np.float64)
+    if sigma == 0.0:
+        return t.copy(), f.copy()
+    return (
+        np.clip(t + rng.normal(0.0, sigma, t.shape), 0.0, 1.0),
+        np.clip(f + rng.normal(0.0, sigma, f.shape), 0.0, 1.0),
+    )
+
+
+def heterogeneous_profile(
+    alpha: float,
+    n: int,
+    *,
+    fpr: float = 0.05,
+    rng: np.random.Generator,
+) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """A random profile whose position qualities are ``Beta(alpha, alpha)``.
+
+    ``TPR_j ~ Beta(alpha, alpha)`` independently for each position and ``FPR_j = fpr``
+    everywhere, so diagnosticity ``|TPR_j - fpr|`` varies only through the TPR.
+
+    Args:
+        alpha: Beta concentration, ``> 0``; large values make positions alike.
+        n: Number of positions.
+        fpr: False positive rate of every position, in [0, 1].
+        rng: Source of the draws.
+
+    Returns:
+        ``(tpr, fpr)``, each shape ``(n,)``.
+    """
+    if not alpha > 0.0:
+        raise ValueError(f"alpha must be > 0, got {alpha!r}")
+    if not 0.0 <= fpr <= 1.0:
+        raise ValueError(f"fpr must lie in [0, 1], got {fpr!r}")
+    return rng.beta(alpha, alpha, size=n), np.full(n, float(fpr))
+
+
+# ------------------------------------------------------------------ pooling
+def pool_results(results: Sequence[SimulationResult]) -> dict[str, dict[str, list[float]]]:
+    """Pool simulations of the same setting (e.g. one per noise draw) into one curve.
+
+    The per-trial first and second moments of each run are recovered from its mean and
+    CI half-width, summed with weights equal to the trial counts, and turned back into a
+    mean and a 95% half-width over all trials; the spread between runs (noise draws)
+    is thereby part of the interval.
+
+    Args:
+        results: Runs with the same policies and rounds.
+
+    Returns:
+        ``{policy: {"f1": [...], "ci95": [...]}}``, lists of length ``rounds``.
+    """
+    if not results:
+        raise ValueError("pool_results needs at least one SimulationResult")
+    total = sum(r.trials for r in results)
+    out: dict[str, dict[str, list[float]]] = {}
+    for pol in results[0].policies:
+        s1 = np.zeros(results[0].rounds)
+        s2 = np.zeros(results[0].rounds)
+        for r in results:
+            c = r.policies[pol]
+            nt = r.trials
+            var = np.square(c.ci95 / _Z95) * nt  # sample variance with the n/(n-1) factor
+            second = var * max(nt - 1, 1) / nt + np.square(c.f1) if nt > 1 else np.square(c.f1)
+            s1 += nt * c.f1
+            s2 += nt * second
+        mean = s1 / total
+        var = np.maximum(s2 / total - np.square(mean), 0.0) * total / max(total - 1, 1)
+        ci = _Z95 * np.sqrt(var / total)
+        out[pol] = {"f1": [float(x) for x in mean], "ci95": [float(x) for x in ci]}
+    return out
+
+
+def _with_delta(policies: dict[str, dict[str, list[float]]]) -> dict[str, Any]:
+    """Add ``delta_f1``/``delta_ci95`` (belief - random) and ``rounds_to_match_random``."""
+    out: dict[str, Any] = {"policies": policies}
+    if "belief" in policies and "random" in policies:
+        b, r = policies["belief"], policies["random"]
+        out["delta_f1"] = [x - y for x, y in zip(b["f1"], r["f1"])]
+        out["delta_ci95"] = [math.hypot(x, y) for x, y in zip(b["ci95"], r["ci95"])]
+        out["delta_area"] = float(np.mean(out["delta_f1"]))  # mean dF1 over rounds
+    if "random" in policies:
+        target = policies["random"]["f1"][-1]
+        for curve in policies.values():
+            hit = [i for i, v in enumerate(curve["f1"]) if v >= target - 1e-12]
+            curve["rounds_to_match_random"] = hit[0] + 1 if hit else None  # type: ignore[assignment]
+    return out
+
+
+# --------------------------------------------------------------------- jobs
+@dataclass(frozen=True)
+class _Job:
+    """One call of :func:`simulate`; several jobs with the same key are pooled."""
+
+    panel: str
+    key: str
+    tpr: NDArray[np.float64]
+    fpr: NDArray[np.float64]
+    n: int
+    k: int
+    trials: int
+    policies: tuple[str, ...]
+    seed: np.random.SeedSequence
+    decision_tpr: NDArray[np.float64] | None = None
+    decision_fpr: NDArray[np.float64] | None = None
+
+    def cost(self, rounds: int) -> int:
+        return self.trials * self.n * rounds * len(self.policies)
+
+
+def _split(trials: int, parts: int) -> list[int]:
+    """``trials`` split into ``min(parts, trials)`` near-equal positive shares."""
+    parts = max(1, min(parts, trials))
+    base, extra = divmod(trials, parts)
+    return [base + (1 if i < extra else 0) for i in range(parts)]
+
+
+def _scaled_trials(trials: int, n: int) -> int:
+    """Fewer trials for large N (cost grows with trials x N); never below min(trials, 200)."""
+    if n <= 200:
+        return trials
+    return max(trials * 200 // n, min(trials, 200))
+
+
+def _fmt_key(x: float) -> str:
+    return f"{x:g}"
+
+
+def _plan(
+    profiles: dict[str, DetectorProfile],
+    base: DetectorProfile,
+    *,
+    trials: int,
+    seed: int,
+    panels: Sequence[str],
+    sigmas: Sequence[float],
+    alphas: Sequence[float],
+    ns: Sequence[int],
+    ks: Sequence[int],
+    draws: int,
+    hetero_fpr: float,
+) -> list[_Job]:
+    panel_seeds = dict(zip(PANELS, np.random.SeedSequence(seed).spawn(len(PANELS))))
+    jobs: list[_Job] = []
+    bt, bf = base.tpr_array, base.fpr_array
+    if "main" in panels:
+        for name, ss in zip(profiles, panel_seeds["main"].spawn(len(profiles))):
+            p = profiles[name]
+            jobs.append(_Job("main", name, p.tpr_array, p.fpr_array, 100, 1, trials, ALL_POLICIES, ss))
+    if "noise" in panels:
+        for sigma, ss in zip(sigmas, panel_seeds["noise"].spawn(len(sigmas))):
+            t100, f100 = resample_curve(bt, 100), resample_curve(bf, 100)
+            shares = _split(trials, draws)
+            for share, child in zip(shares, ss.spawn(len(shares))):
+                noise_ss, sim_ss = child.spawn(2)
+                dt, df = noisy_profile(t100, f100, sigma, rng=np.random.default_rng(noise_ss))
+                jobs.append(
+                    _Job("noise", _fmt_key(sigma), t100, f100, 100, 1, share, ABLATION_POLICIES, sim_ss, dt, df)
+                )
+    if "heterogeneity" in panels:
+        for alpha, ss in zip(alphas, panel_seeds["heterogeneity"].spawn(len(alphas))):
+            shares = _split(trials, draws)
+            for share, child in zip(shares, ss.spawn(len(shares))):
+                prof_ss, sim_ss = child.spawn(2)
+                t, f = heterogeneous_profile(alpha, 100, fpr=hetero_fpr, rng=np.random.default_rng(prof_ss))
+                jobs.append(_Job("heterogeneity", _fmt_key(alpha), t, f, 100, 1, share, ABLATION_POLICIES, sim_ss))
+    if "scaling" in panels:
+        for n, ss in zip(ns, panel_seeds["scaling"].spawn(len(ns))):
+            jobs.append(_Job("scaling", str(n), bt, bf, int(n), 1, _scaled_trials(trials, n), ALL_POLICIES, ss))
+    if "multi_needle" in panels:
+        for k, ss in zip(ks, panel_seeds["multi_needle"].spawn(len(ks))):
+            jobs.append(_Job("multi_needle", str(k), bt, bf, 100, int(k), trials, ALL_POLICIES, ss))
+    return jobs
+
+
+# ------------------------------------------------------------------ running
+def run_sim_bench(
+    profiles: Sequence[str] | None = None,
+    *,
+    trials: int = 5000,
+    seed: int = 0,
+    rounds: int = 8,
+    panels: Sequence[str] = PANELS,
+    ablation_profile: str = "lost-in-the-middle",
+    sigmas: Sequence[float] = DEFAULT_SIGMAS,
+    alphas: Sequence[float] = DEFAULT_ALPHAS,
+    ns: Sequence[int] = DEFAULT_NS,
+    ks: Sequence[int] = DEFAULT_KS,
+    draws: int = _DRAWS,
+    hetero_fpr: float = 0.05,
+    progress: Callable[[int, int], None] | None = None,
+) -> dict[str, Any]:
+    """Run the simulated benchmark and return every panel's numbers.
+
+    Args:
+        profiles: Bundled profile names for the ``main`` panel (default: all of
+            :func:`~gold_panning_integrations.profiles.bundled_profiles`).
+        trials: Trials per setting (the paper uses 5,000); the ``scaling`` panel uses
+            fewer above ``N = 200``, and the ``noise``/``heterogeneity`` panels split them
+            over ``draws`` random profiles.
+        seed: Seed of every random draw (profiles, needles, citations, policies).
+        rounds: Rounds (LLM calls) per trial; the paper uses 8.
+        panels: Subset of :data:`PANELS` to run.
+        ablation_profile: Bundled profile for ``noise``, ``scaling``, ``multi_needle``
+            (default ``lost-in-the-middle``; the first bundled one if absent).
+        sigmas: Noise levels of the ``noise`` panel.
+        alphas: Beta concentrations of the ``heterogeneity`` panel.
+        ns: Context sizes of the ``scaling`` panel.
+        ks: Needle counts of the ``multi_needle`` panel.
+        draws: Random profiles per setting in ``noise`` and ``heterogeneity``.
+        hetero_fpr: FPR of every position in the ``heterogeneity`` panel.
+        progress: Called as ``progress(done, total)`` in work units (trials x N x
+            rounds x policies) after each simulator chunk.
+
+    Returns:
+        ``{"trials", "seed", "rounds", "prior", "seconds", "main", "noise",
+        "heterogeneity", "scaling", "multi_needle", "efficiency"}`` (panels that did
+        not run are absent; ``efficiency`` covers the ones that did). Every setting
+        holds ``policies -> {f1, ci95, rounds_to_match_random}`` per round and, where
+        both ran, ``delta_f1``/``delta_ci95`` (GP-Belief minus PSC).
+    """
+    if trials < 1 or rounds < 1:
+        raise ValueError(f"trials and rounds must be >= 1, got {trials!r} and {rounds!r}")
+    unknown = [p for p in panels if p not in PANELS]
+    if unknown:
+        raise ValueError(f"unknown panels {unknown}; choose from {', '.join(PANELS)}")
+    names = list(profiles) if profiles is not None else bundled_profiles()
+    if not names:
+        raise ValueError("no profiles to benchmark: pass profile names or install the bundled ones")
+    loaded = {name: DetectorProfile.bundled(name) for name in names}
+    if ablation_profile not in bundled_profiles():
+        ablation_profile = names[0]
+    jobs = _plan(
+        loaded,
+        loaded.get(ablation_profile) or DetectorProfile.bundled(ablation_profile),
+        trials=trials,
+        seed=seed,
+        panels=panels,
+        sigmas=sigmas,
+        alphas=alphas,
+        ns=ns,
+        ks=ks,
+        draws=draws,
+        hetero_fpr=hetero_fpr,
+    )
+    total = sum(j.cost(rounds) for j in jobs)
+    done = 0
+    t0 = time.perf_counter()
+    results: dict[tuple[str, str], list[SimulationResult]] = {}
+    for job in jobs:
+        per_trial = job.cost(rounds) // job.trials
+        start = done
+
+        def tick(trials_done: int, _start: int = start, _per: int = per_trial) -> None:
+            if progress is not None:
+                progress(_start + trials_done * _per, total)
+
+        res = simulate(
+            job.tpr,
+            job.fpr,
+            n=job.n,
+            k=job.k,
+            rounds=rounds,
+            trials=job.trials,
+            policies=job.policies,
+            rng=np.random.default_rng(job.seed),
+            decision_tpr=job.decision_tpr,
+            decision_fpr=job.decision_fpr,
+            prior="uniform",
+            progress=tick,
+        )
+        done = start + job.cost(rounds)
+        results.setdefault((job.panel, job.key), []).append(res)
+    seconds = time.perf_counter() - t0
+
+    out: dict[str, Any] = {"trials": trials, "seed": seed, "rounds": rounds, "prior": "uniform"}
+
+    def settings(panel: str) -> dict[str, dict[str, Any]]:
+        return {key: _with_delta(pool_results(rs)) | {"trials": sum(r.trials for r in rs)}
+                for (p, key), rs in results.items() if p == panel}
+
+    if "main" in panels:
+        out["main"] = {"n": 100, "k": 1, "profiles": settings("main")}
+    if "noise" in panels:
+        s = settings("noise")
+        out["noise"] = {
+            "profile": ablation_profile,
+            "n": 100,
+            "k": 1,
+            "draws": min(draws, trials),
+            "noise": "decision rates = clip(rate + Normal(0, sigma), 0, 1) per position, "
+            "TPR and FPR independently; the simulated model uses the true rates",
+            "settings": [{"sigma": float(x)} | s[_fmt_key(x)] for x in sigmas],
+        }
+    if "heterogeneity" in panels:
+        s = settings("heterogeneity")
+        out["heterogeneity"] = {
+            "n": 100,
+            "k": 1,
+            "draws": min(draws, trials),
+            "fpr": hetero_fpr,
+            "profile": f"TPR_j ~ Beta(alpha, alpha) iid per position, FPR_j = {hetero_fpr:g}; "
+            "a fresh profile per draw",
+            "settings": [{"alpha": float(a)} | s[_fmt_key(a)] for a in alphas],
+        }
+        hs = out["heterogeneity"]["settings"]
+        out["heterogeneity"]["peak_alpha_final"] = max(hs, key=lambda x: x["delta_f1"][-1])["alpha"]
+        out["heterogeneity"]["peak_alpha_area"] = max(hs, key=lambda x: x["delta_area"])["alpha"]
+    if "scaling" in panels:
+        s = settings("scaling")
+        out["scaling"] = {
+            "profile": ablation_profile,
+            "k": 1,
+            "settings": [{"n": int(n)} | s[str(n)] for n in ns],
+        }
+    if "multi_needle" in panels:
+        s = settings("multi_needle")
+        out["multi_needle"] = {
+            "profile": ablation_profile,
+            "n": 100,
+            "settings": [{"k": int(k)} | s[str(k)] for k in ks],
+        }
+    out["efficiency"] = {"rows": efficiency_rows(out)}
+    out["seconds"] = round(seconds, 2)
+    return out
+
+
+def _area(f1: Sequence[float]) -> float:
+    """Area under an F1-per-round curve, as the mean over rounds (in [0, 1])."""
+    return float(np.mean(f1)) if len(f1) else 0.0
+
+
+def efficiency_rows(results: dict[str, Any]) -> list[dict[str, Any]]:
+    """Query efficiency of GP-Belief for every setting in ``results``.
+
+    Per setting: PSC's final-round F1; the first round at which GP-Belief reaches it
+    (``belief_calls``; None if it never does); that as a percentage of PSC's calls
+    (``calls_pct``) and the saving ``100 - calls_pct``; and the area under each policy's
+    F1 curve as a fraction of the oracle's (``*_area_frac``).
+
+    Args:
+        results: Output of :func:`run_sim_bench` (the panels present are used).
+
+    Returns:
+        One dict per setting with ``panel`` and ``setting`` labels.
+    """
+    rows: list[dict[str, Any]] = []
+    items: list[tuple[str, str, dict[str, Any]]] = []
+    if "main" in results:
+        items += [("main", name, s) for name, s in results["main"]["profiles"].items()]
+    for panel, label in (("noise", "sigma"), ("heterogeneity", "alpha"), ("scaling", "n"), ("multi_needle", "k")):
+        if panel in results:
+            items += [(panel, f"{label}={s[label]:g}", s) for s in results[panel]["settings"]]
+    for panel, setting, s in items:
+        pol = s["policies"]
+        if "belief" not in pol or "random" not in pol:
+            continue
+        calls = len(pol["random"]["f1"])
+        b_calls = pol["belief"].get("rounds_to_match_random")
+        row: dict[str, Any] = {
+            "panel": panel,
+            "setting": setting,
+            "psc_final_f1": pol["random"]["f1"][-1],
+            "belief_final_f1": pol["belief"]["f1"][-1],
+            "psc_calls": calls,
+            "belief_calls": b_calls,
+            "calls_pct": None if b_calls is None else 100.0 * b_calls / calls,
+            "savings_pct": None if b_calls is None else 100.0 - 100.0 * b_calls / calls,
+        }
+        if "oracle" in pol:
+            oracle_area = _area(pol["oracle"]["f1"])
+            for name in ("belief", "entropy", "random"):
+                if name in pol:
+                    key = "psc" if name == "random" else name
+                    row[f"{key}_area_frac"] = _area(pol[name]["f1"]) / oracle_area if oracle_area > 0 else None
+        rows.append(row)
+    return rows
+
+
+# ----------------------------------------------------------------- reports
+_LABELS = {"belief": "GP-Belief", "entropy": "GP-Entropy", "random": "PSC", "oracle": "oracle"}
+
+
+def _pm(curve: dict[str, Any], t: int) -> str:
+    return f"{curve['f1'][t]:.3f} ±{curve['ci95'][t]:.3f}"
+
+
+def _delta(s: dict[str, Any]) -> str:
+    return f"{s['delta_f1'][-1]:+.3f} ±{s['delta_ci95'][-1]:.3f}"
+
+
+def _tables(results: dict[str, Any]) -> list[tuple[str, list[str], list[list[Any]]]]:
+    """(title, headers, rows) for every panel present."""
+    out: list[tuple[str, list[str], list[list[Any]]]] = []
+    rounds = results["rounds"]
+    if "main" in results:
+        for name, s in results["main"]["profiles"].items():
+            pols = list(s["policies"])
+            rows = [[t + 1] + [_pm(s["policies"][p], t) for p in pols] for t in range(rounds)]
+            rows.append(["match"] + [s["policies"][p].get("rounds_to_match_random") for p in pols])
+            out.append(
+                (
+                    f"Main: F1 per round, profile {name} (N=100, k=1, {s['trials']} trials; "
+                    f"'match' = first round reaching PSC's round-{rounds} F1)",
+                    ["round"] + [_LABELS.get(p, p) for p in pols],
+                    rows,
+                )
+            )
+    for panel, label, title in (
+        ("noise", "sigma", "Calibration noise (decision rates + N(0, sigma))"),
+        ("heterogeneity", "alpha", "Heterogeneity (TPR_j ~ Beta(alpha, alpha))"),
+        ("scaling", "n", "Context scaling (N documents)"),
+        ("multi_needle", "k", "Several needles (k relevant of N=100)"),
+    ):
+        if panel not in results:
+            continue
+        settings = results[panel]["settings"]
+        pols = [p for p in ALL_POLICIES if p in settings[0]["policies"]]
+        rows = [
+            [f"{s[label]:g}", s["trials"]]
+            + [_pm(s["policies"][p], rounds - 1) for p in pols]
+            + [_delta(s), s["delta_area"], s["policies"]["belief"].get("rounds_to_match_random")]
+            for s in settings
+        ]
+        out.append(
+            (
+                f"{title}: F1 at round {rounds}",
+                [label, "trials"] + [_LABELS[p] for p in pols] + ["dF1 (Belief-PSC)", f"mean dF1 r1-{rounds}", "Belief match"],
+                rows,
+            )
+        )
+    if "efficiency" in results:
+        rows = [
+            [
+                r["panel"],
+                r["setting"],
+                r["psc_final_f1"],
+                r["belief_calls"] if r["belief_calls"] is not None else "never",
+                None if r["calls_pct"] is None else f"{r['calls_pct']:.1f}%",
+                r.get("belief_area_frac"),
+                r.get("psc_area_frac"),
+            ]
+            for r in results["efficiency"]["rows"]
+        ]
+        out.append(
+            (
+                f"Query efficiency: GP-Belief calls to reach PSC's round-{rounds} F1; "
+                "F1 area over rounds / oracle's",
+                ["panel", "setting", "PSC F1", "Belief calls", "% of PSC calls", "Belief area", "PSC area"],
+                rows,
+            )
+        )
+    return out
+
+
+def format_report(results: dict[str, Any]) -> str:
+    """Plain-text tables of every panel in ``results`` (for the terminal)."""
+    from ..commands._util import format_table
+
+    parts = [f"{title}\n{format_table(headers, rows)}" for title, headers, rows in _tables(results)]
+    return "\n\n".join(parts)
+
+
+def _md_table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
+    def cell(c: Any) -> str:
+        if isinstance(c, float):
+            return f"{c:.3f}"
+        return "-" if c is None else str(c).replace("±", "± ")
+
+    lines = ["| " + " | ".join(headers) + " |", "|" + "---|" * len(headers)]
+    lines += ["| " + " | ".join(cell(c) for c in r) + " |" for r in rows]
+    return "\n".join(lines)
+
+
+def markdown_report(results: dict[str, Any], *, command: str, wall_seconds: float | None = None) -> str:
+    """A Markdown results section (tables of every panel) naming the command line."""
+    head = [
+        "### Simulated benchmark",
+        "",
+        f"Generated by `{command}`"
+        + (f" in {wall_seconds:.0f} s" if wall_seconds is not None else "")
+        + f" (seed {results['seed']}, {results['trials']} trials per setting, uniform prior, "
+        "95% confidence half-widths after ±).",
+        "",
+    ]
+    body = [f"**{title}**\n\n{_md_table(h, r)}\n" for title, h, r in _tables(results)]
+    return "\n".join(head + body)
+
+
+# -------------------------------------------------------------------- plots
+def plot_panels(results: dict[str, Any], out_dir: str | Path) -> list[Path]:
+    """Write one PNG per panel present in ``results`` into ``out_dir``.
+
+    Raises:
+        MissingExtraError: matplotlib is not installed (the ``plot`` extra).
+    """
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ModuleNotFoundError as err:
+        from ..errors import MissingExtraError
+
+        raise MissingExtraError("matplotlib", "plot", "plotting the benchmark (--plot-dir)") from err
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    written: list[Path] = []
+    rounds = results["rounds"]
+    x = np.arange(1, rounds + 1)
+
+    def curves(ax: Any, pols: dict[str, Any], title: str) -> None:
+        for name, c in pols.items():
+            f1, ci = np.asarray(c["f1"]), np.asarray(c["ci95"])
+            ax.plot(x, f1, marker="o", ms=3, label=_LABELS.get(name, name), ls="--" if name == "oracle" else "-")
+            ax.fill_between(x, f1 - ci, f1 + ci, alpha=0.2)
+        ax.set_title(title)
+        ax.set_xlabel("round (LLM calls)")
+        ax.set_ylabel("F1")
+        ax.set_ylim(0, 1.02)
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=8)
+
+    def save(fig: Any, name: str) -> None:
+        path = out / f"{name}.png"
+        fig.tight_layout()
+        fig.savefig(path, dpi=120)
+        plt.close(fig)
+        written.append(path)
+
+    if "main" in results:
+        profs = results["main"]["profiles"]
+        fig, axes = plt.subplots(1, len(profs), figsize=(5 * len(profs), 4), squeeze=False)
+        for ax, (name, s) in zip(axes[0], profs.items()):
+            curves(ax, s["policies"], f"{name} (N=100, k=1)")
+        save(fig, "main")
+
+    for panel, label, xlabel, logx in (
+        ("noise", "sigma", "calibration noise sigma", False),
+        ("heterogeneity", "alpha", "Beta concentration alpha", True),
+        ("scaling", "n", "documents N", True),
+    ):
+        if panel not in results:
+            continue
+        settings = results[panel]["settings"]
+        xs = np.array([s[label] for s in settings], dtype=float)
+        fig, (a1, a2) = plt.subplots(1, 2, figsize=(10, 4))
+        for name in ("belief", "random", "oracle", "entropy"):
+            if name not in settings[0]["policies"]:
+                continue
+            f1 = np.array([s["policies"][name]["f1"][-1] for s in settings])
+            ci = np.array([s["policies"][name]["ci95"][-1] for s in settings])
+            a1.errorbar(xs, f1, yerr=ci, marker="o", ms=3, capsize=2, label=_LABELS[name])
+        d = np.array([s["delta_f1"][-1] for s in settings])
+        dci = np.array([s["delta_ci95"][-1] for s in settings])
+        a2.errorbar(xs, d, yerr=dci, marker="o", ms=3, capsize=2, color="C3")
+        a2.axhline(0, color="k", lw=0.8)
+        for ax, yl in ((a1, f"F1 at round {rounds}"), (a2, f"dF1 = GP-Belief - PSC (round {rounds})")):
+            ax.set_xlabel(xlabel)
+            ax.set_ylabel(yl)
+            ax.grid(alpha=0.3)
+            if logx:
+                ax.set_xscale("log")
+        a1.legend(fontsize=8)
+        save(fig, panel)
+
+    if "multi_needle" in results:
+        settings = results["multi_needle"]["settings"]
+        fig, axes = plt.subplots(1, len(settings), figsize=(5 * len(settings), 4), squeeze=False)
+        for ax, s in zip(axes[0], settings):
+            curves(ax, s["policies"], f"k={s['k']} needles (N=100)")
+        save(fig, "multi_needle")
+
+    rows = results.get("efficiency", {}).get("rows", [])
+    if rows:
+        labels = [f"{r['panel']}:{r['setting']}" for r in rows]
+        fig, (a1, a2) = plt.subplots(2, 1, figsize=(max(8, 0.35 * len(rows)), 7), sharex=True)
+        pct = [r["calls_pct"] if r["calls_pct"] is not None else np.nan for r in rows]
+        a1.bar(range(len(rows)), pct, color="C0")
+        a1.axhline(100, color="k", lw=0.8)
+        a1.set_ylabel("GP-Belief calls, % of PSC's")
+        a1.set_title(f"Calls for GP-Belief to reach PSC's round-{rounds} F1 (missing bar: never)")
+        w = 0.4
+        idx = np.arange(len(rows))
+        a2.bar(idx - w / 2, [r.get("belief_area_frac") or np.nan for r in rows], w, label="GP-Belief")
+        a2.bar(idx + w / 2, [r.get("psc_area_frac") or np.nan for r in rows], w, label="PSC")
+        a2.set_ylabel("F1 area / oracle's")
+        a2.legend(fontsize=8)
+        a2.set_xticks(idx, labels, rotation=75, fontsize=7)
+        for ax in (a1, a2):
+            ax.grid(alpha=0.3, axis="y")
+        save(fig, "efficiency")
+    return written
+
+
+# ---------------------------------------------------------------------- CLI
+def register(subparsers: Any) -> None:
+    """Add ``bench sim`` to the ``gold-panning bench`` sub-parsers."""
+    p = subparsers.add_parser(
+        "sim",
+        help="the paper's simulated comparison and ablations (no model calls)",
+        description=(
+            "Simulate GP-Belief, GP-Entropy, PSC and the oracle bound under the observation "
+            "model: main curves for every bundled profile, calibration noise, position "
+            "heterogeneity, context scaling, several needles, and query efficiency, with 95%% "
+            "confidence half-widths."
+        ),
+    )
+    p.add_argument("--trials", type=int, default=5000, help="trials per setting (default 5000, as the paper)")
+    p.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
+    p.add_argument("--json", action="store_true", help="print one JSON object instead of tables")
+    p.add_argument("--plot-dir", default=None, help="write one PNG per panel here (needs the plot extra)")
+    p.add_argument("--markdown", default=None, metavar="FILE", help="also write a Markdown results section")
+    p.set_defaults(func=main)
+
+
+def main(args: argparse.Namespace) -> int:
+    """Run ``gold-panning bench sim``."""
+    from ..commands._util import Progress, print_json
+
+    if args.trials < 1:
+        raise ValueError(f"--trials must be >= 1, got {args.trials}")
+    command = f"gold-panning bench sim --trials {args.trials} --seed {args.seed}"
+    bar: Progress | None = None
+
+    def progress(done: int, total: int) -> None:
+        nonlocal bar
+        if bar is None:
+            bar = Progress(total, label="bench sim")
+        bar.update(done)
+
+    t0 = time.perf_counter()
+    results = run_sim_bench(trials=args.trials, seed=args.seed, progress=progress)
+    wall = time.perf_counter() - t0
+    if args.plot_dir:
+        for path in plot_panels(results, args.plot_dir):
+            logger.info("wrote %s", path)
+    if args.markdown:
+        Path(args.markdown).write_text(markdown_report(results, command=command, wall_seconds=wall) + "\n")
+    if args.json:
+        print_json({"command": command, **results})
+    else:
+        print(f"{command}  ({wall:.1f} s)\n")
+        print(format_report(results))
+    return 0

@@ -1,0 +1,226 @@
+"""Answer attribution: turn a model's free-text answer into citations.
+
+Small models often cannot cite document numbers (SmolLM2-135M answers "1" whatever the
+content) but can answer the question. In *answer mode* the model answers, and the
+documents that contain that answer are taken as the cited ones: a correct answer
+"cites" the gold document, an answer copied from a distractor "cites" that distractor.
+Position bias shows up in which document the answer comes from, so the same detector
+profile and Bayesian update apply unchanged.
+
+The matcher deciding "document supports answer" is replaceable: any callable
+``(answer, document) -> bool``. The default normalises both texts (lowercase, accents
+and punctuation removed, articles dropped, whitespace collapsed) and looks for the
+answer as a contiguous token sequence inside the document.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from ..engine.reading import Reading
+
+__all__ = [
+    "ANSWER_SYSTEM_PROMPT",
+    "ANSWER_TEMPLATE",
+    "GENERIC_ANSWERS",
+    "AnswerAttribution",
+    "Matcher",
+    "clean_answer",
+    "normalize_tokens",
+    "reading_from_answer",
+    "render_answer_prompt",
+    "token_matcher",
+]
+
+Matcher = Callable[[str, str], bool]
+"""``(answer, document) -> bool``: does the document support the answer?"""
+
+ANSWER_SYSTEM_PROMPT = "You answer questions using the given documents. Reply with the short answer only."
+
+ANSWER_TEMPLATE = "Documents:\n{documents}\n\nQuestion: {question}\nAnswer with a few words only."
+"""Default user message of answer mode. Placeholders: ``{question}``, ``{documents}``."""
+
+GENERIC_ANSWERS: frozenset[str] = frozenset(
+    {
+        "",
+        "i don t know",
+        "i do not know",
+        "unknown",
+        "none",
+        "no",
+        "yes",
+        "n a",
+        "no answer",
+        "not mentioned",
+        "not given",
+        "not stated",
+        "not provided",
+        "not available",
+        "there is no answer",
+        "cannot answer",
+        "i cannot answer",
+        "answer",
+        "document",
+    }
+)
+"""Normalised answers that support nothing (never attributed to any document)."""
+
+_ARTICLES = frozenset({"a", "an", "the"})
+_NON_WORD = re.compile(r"[^\w\s]|_", re.UNICODE)
+_PREFIX = re.compile(r"^\s*(?:final\s+)?(?:answer|a)\s*[:\-]\s*", re.IGNORECASE)
+_FILLER = frozenset({"is", "are", "was", "were", "s", "of", "in", "it", "answer", "what", "which", "who"})
+
+
+def normalize_tokens(text: str) -> list[str]:
+    """Lowercase, strip accents and punctuation, drop articles; the remaining tokens.
+
+    ``"The Röntgen-ray, in 1901!"`` -> ``["rontgen", "ray", "in", "1901"]``.
+    """
+    s = unicodedata.normalize("NFKD", str(text))
+    s = "".join(ch for ch in s if not unicodedata.combining(ch)).lower()
+    s = _NON_WORD.sub(" ", s)
+    return [t for t in s.split() if t not in _ARTICLES]
+
+
+def _contains(haystack: Sequence[str], needle: Sequence[str]) -> bool:
+    m = len(needle)
+    if m == 0 or m > len(haystack):
+        return False
+    first = needle[0]
+    for i in range(len(haystack) - m + 1):
+        if haystack[i] == first and list(haystack[i : i + m]) == list(needle):
+            return True
+    return False
+
+
+def token_matcher(answer: str, document: str) -> bool:
+    """Default matcher: the normalised answer occurs as a token sequence in the document.
+
+    Token boundaries matter: ``"48213"`` does not match ``"148213"``. Empty and generic
+    answers (see :data:`GENERIC_ANSWERS`) match nothing.
+    """
+    a = normalize_tokens(answer)
+    if " ".join(a) in GENERIC_ANSWERS:
+        return False
+    return _contains(normalize_tokens(document), a)
+
+
+def clean_answer(text: str | None) -> str:
+    """The answer part of a completion: first non-empty line, without an ``Answer:``
+    prefix, surrounding quotes or a trailing full stop."""
+    if not text:
+        return ""
+    line = next((ln.strip() for ln in str(text).splitlines() if ln.strip()), "")
+    line = _PREFIX.sub("", line).strip()
+    line = line.strip("\"'`*").strip()
+    return line.rstrip(".").strip()
+
+
+@dataclass(frozen=True)
+class AnswerAttribution:
+    """Decides which shown documents support an answer.
+
+    Args:
+        matcher: ``(answer, document) -> bool``; default :func:`token_matcher`.
+        generic: Normalised answers that never support anything.
+        question_residual: When the whole answer matches no document and a question is
+            given, also try the answer with the question's words removed (so "Lena
+            Park's access code is 48213" is attributed through "48213"). The residual
+            must keep at least one token that is not filler.
+    """
+
+    matcher: Matcher = token_matcher
+    generic: frozenset[str] = GENERIC_ANSWERS
+    question_residual: bool = True
+
+    def is_generic(self, answer: str) -> bool:
+        """True for answers that support nothing ("", "I don't know", ...)."""
+        return " ".join(normalize_tokens(answer)) in self.generic
+
+    def attribute(
+        self, answer: str, documents: Sequence[str], *, question: str | None = None
+    ) -> tuple[tuple[int, ...], str]:
+        """Positions (0-based, ascending) of the documents supporting ``answer``.
+
+        Returns:
+            ``(positions, how)`` where ``how`` is ``"answer"`` (the whole answer
+            matched), ``"residual"`` (the answer minus the question's words matched),
+            ``"generic"`` or ``"none"``.
+        """
+        if self.is_generic(answer):
+            return (), "generic"
+        hits = tuple(i for i, d in enumerate(documents) if self.matcher(answer, d))
+        if hits:
+            return hits, "answer"
+        if self.question_residual and question:
+            q = set(normalize_tokens(question))
+            rest = [t for t in normalize_tokens(answer) if t not in q]
+            if rest and any(t not in _FILLER for t in rest):
+                residual = " ".join(rest)
+                if not self.is_generic(residual):
+                    hits = tuple(i for i, d in enumerate(documents) if self.matcher(residual, d))
+                    if hits:
+                        return hits, "residual"
+        return (), "none"
+
+
+def render_answer_prompt(
+    question: str, documents: Sequence[str], *, template: str | None = None
+) -> str:
+    """The user message of answer mode: documents (one per line, no numbers) and the
+    question, asking for a short answer only.
+
+    Args:
+        question: The question.
+        documents: Texts in prompt order, shape ``(m,)``.
+        template: Format string with ``{question}`` and ``{documents}``.
+    """
+    body = "\n".join(f"- {' '.join(str(d).split())}" for d in documents)
+    tpl = ANSWER_TEMPLATE if template is None else template
+    try:
+        return tpl.format(question=question, documents=body, n=len(documents))
+    except (KeyError, IndexError) as err:
+        raise ValueError(
+            f"answer template has an unknown placeholder {err}; use {{question}} and {{documents}}"
+        ) from err
+
+
+def reading_from_answer(
+    completion: str | None,
+    documents: Sequence[str],
+    *,
+    question: str | None = None,
+    attribution: AnswerAttribution | None = None,
+    attempts: int = 1,
+    prompt_tokens: int | None = None,
+    completion_tokens: int | None = None,
+    extra: dict[str, Any] | None = None,
+) -> Reading:
+    """A :class:`Reading` whose citations are the documents supporting the answer.
+
+    An answer that supports no document (wrong, generic, empty) is a valid observation
+    with no citations, not a failure: the model looked and did not find the gold.
+
+    Args:
+        completion: The model's raw text.
+        documents: The documents as shown, shape ``(m,)``.
+        question: The question (enables the residual match).
+        attribution: Matching rules; default :class:`AnswerAttribution()`.
+    """
+    att = attribution or AnswerAttribution()
+    answer = clean_answer(completion)
+    cited, how = att.attribute(answer, documents, question=question)
+    info = {"mode": "answer", "attribution": how, **(extra or {})}
+    return Reading(
+        cited=cited,
+        answer=answer or None,
+        raw=None if completion is None else str(completion)[:2000],
+        attempts=attempts,
+        prompt_tokens=prompt_tokens,
+        completion_tokens=completion_tokens,
+        extra=info,
+    )

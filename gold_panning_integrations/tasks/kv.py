@@ -1,0 +1,99 @@
+"""Key-value needles: ``name -> attribute -> value`` facts generated from templates.
+
+Each document states one person's value of one attribute ("Lena Park's access code is
+48213."). The question asks for the gold person's value; the distractors state the same
+attribute for other people, so they look alike and only the name tells them apart. The
+gold value never appears in a distractor, which keeps answer attribution unambiguous.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+
+from ._words import CITIES, COLORS, FIRST_NAMES, LAST_NAMES
+from .base import TaskInstance, check_make_args
+
+__all__ = ["KVTask", "VALUE_FORMATS"]
+
+_LETTERS = "ABCDEFGHJKLMNPQRSTUVWXYZ"
+
+
+def _number(rng: np.random.Generator, digits: int) -> str:
+    return str(int(rng.integers(10 ** (digits - 1), 10**digits)))
+
+
+def _code(rng: np.random.Generator, digits: int) -> str:
+    letters = "".join(_LETTERS[int(i)] for i in rng.integers(0, len(_LETTERS), size=2))
+    return f"{letters}-{_number(rng, digits)}"
+
+
+VALUE_FORMATS: dict[str, tuple[str, Callable[[np.random.Generator, int], str]]] = {
+    "number": ("access code", _number),
+    "code": ("locker code", _code),
+    "color": ("favorite color", lambda rng, d: COLORS[int(rng.integers(len(COLORS)))]),
+    "city": ("home town", lambda rng, d: CITIES[int(rng.integers(len(CITIES)))]),
+}
+"""Value format -> (default attribute, value generator ``(rng, digits) -> str``)."""
+
+
+@dataclass(frozen=True)
+class KVTask:
+    """Builder of key-value needle instances.
+
+    Args:
+        value_format: ``"number"`` (digits, the default), ``"code"`` (``"KX-4821"``),
+            ``"color"`` or ``"city"`` (words from a fixed list).
+        attribute: Attribute name; default depends on the format (e.g. "access code").
+        digits: Digits of numeric values.
+        template: Fact template with ``{name}``, ``{attribute}``, ``{value}``.
+        question_template: Question template with ``{name}``, ``{attribute}``.
+    """
+
+    value_format: str = "number"
+    attribute: str | None = None
+    digits: int = 5
+    template: str = "{name}'s {attribute} is {value}."
+    question_template: str = "What is {name}'s {attribute}?"
+    name: str = "kv"
+
+    def __post_init__(self) -> None:
+        if self.value_format not in VALUE_FORMATS:
+            raise ValueError(
+                f"unknown value_format {self.value_format!r}; choose one of {', '.join(VALUE_FORMATS)}"
+            )
+        if not 1 <= self.digits <= 12:
+            raise ValueError(f"digits must be in 1..12, got {self.digits!r}")
+
+    @property
+    def max_n(self) -> int:
+        """Largest ``n`` (distinct full names available)."""
+        return len(FIRST_NAMES) * len(LAST_NAMES)
+
+    def make(self, n: int, *, gold_position: int, rng: np.random.Generator) -> TaskInstance:
+        """An instance of ``n`` facts about distinct people; the gold at ``gold_position``."""
+        check_make_args(n, gold_position, max_n=self.max_n, task=self.name)
+        attribute, gen = VALUE_FORMATS[self.value_format]
+        attribute = self.attribute or attribute
+        flat = rng.choice(self.max_n, size=n, replace=False)
+        names = [f"{FIRST_NAMES[int(i) // len(LAST_NAMES)]} {LAST_NAMES[int(i) % len(LAST_NAMES)]}" for i in flat]
+        gold_value = gen(rng, self.digits)
+        values: list[str] = []
+        for _ in range(n - 1):
+            v = gen(rng, self.digits)
+            while v == gold_value or gold_value in v.split():
+                v = gen(rng, self.digits)
+            values.append(v)
+        values.insert(gold_position, gold_value)
+        docs = [self.template.format(name=nm, attribute=attribute, value=v) for nm, v in zip(names, values)]
+        question = self.question_template.format(name=names[gold_position], attribute=attribute)
+        return TaskInstance(
+            question=question,
+            documents=docs,
+            gold=(gold_position,),
+            answers=(gold_value,),
+            task=self.name,
+            metadata={"name": names[gold_position], "attribute": attribute, "value_format": self.value_format},
+        )
