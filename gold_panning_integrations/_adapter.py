@@ -40,6 +40,7 @@ __all__ = [
     "Ranked",
     "RetrieverPrior",
     "describe",
+    "empty_result",
     "model_name",
     "prior_probs",
     "ranked",
@@ -162,6 +163,23 @@ def ranked(result: PanningResult) -> list[Ranked]:
         Ranked(index=int(i), posterior=float(result.posteriors[i]), rank=r + 1)
         for r, i in enumerate(result.selected)
     ]
+
+
+def empty_result(policy: str) -> PanningResult:
+    """The result for zero documents: no calls, ``stop_reason="no-documents"``."""
+    return PanningResult(
+        posteriors=np.zeros(0),
+        log_odds=np.zeros(0),
+        ranking=np.zeros(0, dtype=np.intp),
+        selected=np.zeros(0, dtype=np.intp),
+        citation_counts=np.zeros(0, dtype=np.int64),
+        rounds=(),
+        calls=0,
+        stop_reason="no-documents",
+        panned=False,
+        policy=policy,
+        k=0,
+    )
 
 
 def describe(result: PanningResult) -> str:
