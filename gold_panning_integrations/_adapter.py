@@ -86,6 +86,8 @@ def resolve_reader(obj: Any) -> Any:
 
 def model_name(reader: Any) -> str:
     """A display name for the model behind ``reader`` (for tracing events)."""
+    if isinstance(reader, str):
+        return reader
     for owner in (reader, getattr(reader, "llm", None), getattr(reader, "model", None)):
         if owner is None:
             continue
@@ -214,11 +216,32 @@ class PanningOptions(BaseModel):
     """Context budget: at most this many documents per prompt. When the base retriever
     returns more, the lowest-belief documents sit out each round. None: show all."""
 
+    windows: bool = False
+    """With more documents than ``max_docs_per_prompt``: split each round into several
+    prompts sent together (concurrently on the async path) instead of leaving the
+    lowest-belief documents out of the round."""
+
     stop_at: float | None = Field(default=None, gt=0.0, lt=1.0)
     """Stop early once the mean posterior of the selected documents reaches this value."""
 
+    min_gain: float | None = Field(default=None, gt=0.0)
+    """Stop early once another round is expected to raise that mean posterior by less
+    than this. None disables it."""
+
     max_calls: int | None = Field(default=None, ge=1)
-    """Hard budget of model calls per query (None: ``rounds``)."""
+    """Hard budget of model calls (prompts) per query (None: ``rounds`` is the limit)."""
+
+    max_prompt_tokens: int | None = Field(default=None, ge=1)
+    """Hard budget of prompt tokens per query, from the usage the reader reports (the
+    first round always runs). None: no token budget."""
+
+    prune_below: float | None = Field(default=None, gt=0.0, lt=1.0)
+    """Documents whose posterior falls below this floor leave later prompts (shorter
+    prompts); the selected top documents are never pruned. None: no pruning."""
+
+    evidence_temperature: float | None = Field(default=None, gt=0.0)
+    """Divides each citation's log-likelihood ratio (> 1 tempers over-confident
+    evidence). None: the profile's fitted value when it has one, else 1."""
 
     on_failure: Literal["raise", "fallback"] = "raise"
     """When every round fails: ``raise`` an ``AllRoundsFailedError``, or ``fallback`` to
@@ -232,6 +255,12 @@ class PanningOptions(BaseModel):
     prior_top10_recall: float = Field(default=0.5, ge=0.0, lt=1.0)
     """Strength of the rank prior: how often the base retriever's top 10 holds a relevant
     document. 0 makes the rank prior flat; higher trusts the retriever's order more."""
+
+    expected_relevant: int | None = Field(default=None, ge=1)
+    """How many relevant documents a query usually has among the base results; sets the
+    prior's total mass so posteriors read as probabilities. None: the number of
+    documents requested (``k`` / ``top_n``). Set 1 for single-answer questions when you
+    request several documents."""
 
     prior_temperature: float = Field(default=1.0, gt=0.0)
     """Softness of the score prior, in standard deviations of the scores; larger is flatter."""
@@ -277,16 +306,25 @@ class PanningOptions(BaseModel):
             k=k,
             policy=self.policy,
             max_docs_per_prompt=self.max_docs_per_prompt,
+            windows=self.windows,
             stop_at=self.stop_at,
+            min_gain=self.min_gain,
             max_calls=self.max_calls,
+            max_prompt_tokens=self.max_prompt_tokens,
+            prune_below=self.prune_below,
+            evidence_temperature=self.evidence_temperature,
             on_failure=self.on_failure,
             rng=np.random.default_rng(self.seed),
         )
 
     def _prior(self, n: int, k: int, scores: Sequence[float | None] | None) -> NDArray[np.float64] | None:
+        mass = k if self.expected_relevant is None else self.expected_relevant
+        if self.retriever_prior == "none":
+            # flat at the base rate of the expected number of relevant documents
+            return None if n == 0 else np.full(n, min(mass / n, 0.5))
         return prior_probs(
             n,
-            k=k,
+            k=mass,
             mode=self.retriever_prior,
             top10_recall=self.prior_top10_recall,
             scores=scores,

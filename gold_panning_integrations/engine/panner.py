@@ -313,6 +313,7 @@ class _PanningState:
         self.log_odds = initial_log_odds(
             n, k=k, prior=panner.prior, prior_probs=prior_probs, prior_log_odds=prior_log_odds
         )
+        self.prior_log_odds = self.log_odds.copy()
         self.counts = np.zeros(n, dtype=np.int64)
         self.times_shown = np.zeros(n, dtype=np.int64)
         self.traces: list[RoundTrace] = []
@@ -355,12 +356,14 @@ class _PanningState:
     # -------------------------------------------------------------- planning
     def _active(self) -> NDArray[np.intp]:
         """Documents still in play: all, minus those pruned below ``prune_below``."""
-        floor = self.p.prune_below
-        if floor is None or not self.traces:
+        ratio = self.p.prune_below
+        if ratio is None or not self.traces:
             return np.arange(self.n)
-        # A document leaves only after two looks: one miss at a strong position can
-        # push a needle far down, a second independent look rarely agrees by chance.
-        keep = (sigmoid(self.log_odds) >= floor) | (self.times_shown < 2)
+        # Evidence = posterior odds / prior odds. A document leaves only after two
+        # looks: one miss at a strong position can push a needle far down, a second
+        # independent look rarely agrees by chance.
+        evidence = self.log_odds - self.prior_log_odds
+        keep = (evidence >= np.log(ratio)) | (self.times_shown < 2)
         keep[np.argsort(-self.log_odds, kind="stable")[: self.k]] = True  # never prune the selection
         return np.flatnonzero(keep)
 
@@ -557,9 +560,10 @@ class GoldPanner:
         max_calls: Hard budget of prompts (None: ``rounds`` is the only limit).
         max_prompt_tokens: Hard budget of prompt tokens, enforced before each round
             from the tokens the reader reported so far (the first round always runs).
-        prune_below: Documents whose posterior falls below this floor (after they
-            were shown at least twice) leave later prompts: shorter prompts, the
-            profile resampled to the smaller size. The top-k are never pruned.
+        prune_below: Likelihood-ratio floor for pruning: a document whose evidence
+            (posterior odds / prior odds) falls below it, after it was shown at least
+            twice, leaves later prompts: shorter prompts, the profile resampled to the
+            smaller size. The top-k are never pruned. E.g. 0.05.
         evidence_temperature: Divides every log-likelihood ratio (> 1 tempers
             over-confident evidence, e.g. correlated citations on real models). None
             reads ``profile.extra["evidence_temperature"]`` when present, else 1.

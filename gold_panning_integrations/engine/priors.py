@@ -40,30 +40,43 @@ def _to_expected_k(weights: NDArray[np.float64], k: int) -> NDArray[np.float64]:
     return np.clip(p, 1e-6, MAX_PRIOR)
 
 
-def rank_prior_probs(n: int, *, k: int = 1, top10_recall: float = 0.5) -> NDArray[np.float64]:
+def rank_prior_probs(
+    n: int, *, k: int = 1, top10_recall: float = 0.5, head_decay: float = 0.85
+) -> NDArray[np.float64]:
     """Prior probability of relevance by base-retriever rank (rank 0 first).
 
-    The relevant document's rank is taken as geometric with ratio ``q`` such that
-    ``P(rank < 10) = top10_recall`` (before truncation to ``n``):
-    ``q = (1 - top10_recall) ** (1/10)``. Probabilities sum to ``k``, each capped at
-    :data:`MAX_PRIOR`. ``top10_recall = 0`` gives the flat base rate ``k/n``.
+    A relevant document sits in the top 10 with probability ``top10_recall``: inside
+    the top 10 its rank decays geometrically (ratio ``head_decay``), below it is flat.
+    The flat tail matters: a retriever that misses puts the answer anywhere, and a
+    prior that decays all the way down would bury such needles. Probabilities sum to
+    ``k``, each capped at :data:`MAX_PRIOR`. ``top10_recall = 10/n`` is roughly flat.
 
     Args:
         n: Number of documents, in the base retriever's order.
         k: Expected number of relevant documents.
-        top10_recall: How often your retriever's top 10 holds the answer, in [0, 1).
+        top10_recall: How often your retriever's top 10 holds the answer, in (0, 1).
+            Measure it on a few labelled queries; 0.5 is a cautious default.
+        head_decay: Ratio between consecutive ranks inside the top 10, in (0, 1].
 
     Returns:
         Prior probabilities, shape ``(n,)``, non-increasing in rank.
     """
-    if not 0.0 <= top10_recall < 1.0:
-        raise ValueError(f"top10_recall must be in [0, 1), got {top10_recall!r}")
+    if not 0.0 < top10_recall < 1.0:
+        raise ValueError(f"top10_recall must be in (0, 1), got {top10_recall!r}")
+    if not 0.0 < head_decay <= 1.0:
+        raise ValueError(f"head_decay must be in (0, 1], got {head_decay!r}")
     if n == 0:
         return np.zeros(0)
-    q = (1.0 - top10_recall) ** 0.1
-    w = q ** np.arange(n, dtype=np.float64) if q < 1.0 else np.ones(n)
-    # Floor the tail so deep ranks keep a small chance (q**r underflows for large n).
-    w = np.maximum(w, 1e-12)
+    head = min(10, n)
+    g = head_decay ** np.arange(head, dtype=np.float64)
+    w = np.empty(n)
+    if n <= head:
+        w[:] = g
+    else:
+        w[:head] = top10_recall * g / g.sum()
+        w[head:] = (1.0 - top10_recall) / (n - head)
+        # Keep the order monotone when the tail would outweigh the head's last rank.
+        w[:head] = np.maximum(w[:head], w[head])
     return _to_expected_k(w, k)
 
 

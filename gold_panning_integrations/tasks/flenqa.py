@@ -4,7 +4,7 @@
   people ("Ana Ruiz is older than Leo Kato. Leo Kato is older than Mila Sato."); the
   question asks which of the three ranks first, so answering needs the whole chain.
 * **PIR** (people in rooms): a document puts a person in a room and gives the room a
-  property ("Omar Haas is in the library. The library has a teal door."); the question
+  property ("Omar Haas is in the library. The door of the library is teal."); the question
   asks for the property of the person's room, so answering composes the two facts.
 
 As in the paper's calibration, each instance has exactly one relevant document and the
@@ -32,8 +32,8 @@ RELATIONS: tuple[tuple[str, str], ...] = (
 """(comparative, superlative) pairs used by MonoRel."""
 
 PROPERTIES: dict[str, tuple[str, tuple[str, ...], str]] = {
-    "door": ("The {room} has a {value} door.", tuple(COLORS), "What color is the door of the room {person} is in?"),
-    "floor": ("The {room} has a {value} floor.", tuple(MATERIALS), "What is the floor made of in the room {person} is in?"),
+    "door": ("The door of the {room} is {value}.", tuple(COLORS), "What color is the door of the room {person} is in?"),
+    "floor": ("The floor of the {room} is made of {value}.", tuple(MATERIALS), "What is the floor made of in the room {person} is in?"),
 }
 """PIR property -> (fact template, values, question template)."""
 

@@ -1,0 +1,203 @@
+"""LlamaIndex integration: :class:`GoldPanningPostprocessor`, a node postprocessor (reranker).
+
+Example::
+
+    from llama_index.core.query_engine import RetrieverQueryEngine
+    from gold_panning_integrations import GoldPanningPostprocessor
+
+    panning = GoldPanningPostprocessor(llm=llm, top_n=4, rounds=4)
+    engine = RetrieverQueryEngine.from_args(retriever, node_postprocessors=[panning], llm=llm)
+
+    nodes, result = panning.pan(retrieved_nodes, "who got the first nobel prize in physics")
+    result.rounds          # per-round trace
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from typing import Any, NamedTuple
+
+from llama_index.core.bridge.pydantic import ConfigDict, Field, model_validator
+from llama_index.core.callbacks import CBEventType, EventPayload
+from llama_index.core.instrumentation import get_dispatcher
+from llama_index.core.instrumentation.events.rerank import ReRankEndEvent, ReRankStartEvent
+from llama_index.core.llms import LLM
+from llama_index.core.postprocessor.types import BaseNodePostprocessor
+from llama_index.core.schema import MetadataMode, NodeWithScore, QueryBundle
+
+from ._adapter import PanningOptions, empty_result, model_name, ranked
+from .engine import PanningResult
+
+__all__ = ["GoldPanningPostprocessor", "PannedNodes"]
+
+logger = logging.getLogger(__name__)
+dispatcher = get_dispatcher(__name__)
+
+
+class PannedNodes(NamedTuple):
+    """What :meth:`GoldPanningPostprocessor.pan` returns."""
+
+    nodes: list[NodeWithScore]
+    """The top-n nodes, score = posterior, as ``postprocess_nodes`` returns them."""
+    result: PanningResult
+    """The full panning result: posteriors of every input node, per-round trace."""
+
+
+class GoldPanningPostprocessor(BaseNodePostprocessor, PanningOptions):
+    """Rerank retrieved nodes by Gold Panning with an LLM reader.
+
+    The nodes are shown to the reader over a few rounds, each time in an order chosen
+    so that the likeliest nodes sit where the model's citation is most informative (its
+    detector profile); citations update a posterior probability of relevance per node.
+    Returns the ``top_n`` nodes by posterior as new ``NodeWithScore`` objects whose
+    ``score`` is the posterior (the input list and its objects are not modified).
+
+    Emits LlamaIndex's ``ReRankStartEvent`` / ``ReRankEndEvent`` on the instrumentation
+    dispatcher and a ``RERANKING`` event on the callback manager. The full
+    :class:`~gold_panning_integrations.PanningResult` (posteriors of every input node,
+    per-round trace, tokens, stop reason) is returned by :meth:`pan` / :meth:`apan`.
+
+    Give the model as ``llm`` (a LlamaIndex ``LLM``) or ``reader`` (a reader object, a
+    LangChain chat model, or ``"local"``), not both.
+    """
+
+    model_config = ConfigDict(arbitrary_types_allowed=True)
+
+    llm: LLM | None = Field(default=None, description="LlamaIndex LLM that reads the prompts.")
+    """LlamaIndex LLM that reads the prompts (wrapped by ``readers.as_reader``)."""
+
+    reader: Any = Field(default=None, exclude=True, description="Reader, chat model, or 'local'.")
+    """Alternative to ``llm``: a reader (``read``/``aread`` returning a ``Reading``), a
+    LangChain chat model, or ``"local"`` for the embedded model."""
+
+    top_n: int = Field(default=4, ge=1, description="Number of nodes to return.")
+    """Number of nodes to return."""
+
+    metadata_mode: MetadataMode = Field(
+        default=MetadataMode.LLM, description="Which node metadata the reader sees."
+    )
+    """Which node metadata goes into the text the reader sees (as for the response LLM)."""
+
+    @model_validator(mode="after")
+    def _one_model(self) -> GoldPanningPostprocessor:
+        if self.llm is not None and self.reader is not None:
+            raise ValueError("give either llm=... or reader=..., not both")
+        if self.llm is None and self.reader is None:
+            raise ValueError(
+                "GoldPanningPostprocessor needs a model: pass llm=<a LlamaIndex LLM> or "
+                "reader=<a reader, a LangChain chat model, or 'local'>"
+            )
+        return self
+
+    @classmethod
+    def class_name(cls) -> str:
+        return "GoldPanningPostprocessor"
+
+    def _reader_source(self) -> Any:
+        return self.llm if self.llm is not None else self.reader
+
+    # ---------------------------------------------------------------- helpers
+    def _prepare(
+        self, nodes: Sequence[NodeWithScore], query_bundle: QueryBundle | str | None, top_n: int | None
+    ) -> tuple[QueryBundle, int]:
+        if query_bundle is None:
+            raise ValueError(
+                "GoldPanningPostprocessor needs the query: pass query_bundle=... or query_str=... "
+                "(a query engine passes it for you)"
+            )
+        if isinstance(query_bundle, str):
+            query_bundle = QueryBundle(query_bundle)
+        n = self.top_n if top_n is None else top_n
+        if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+            raise ValueError(f"top_n must be a positive integer, got {n!r}")
+        dispatcher.event(
+            ReRankStartEvent(
+                query=query_bundle,
+                nodes=list(nodes),
+                top_n=n,
+                model_name=model_name(self._reader_source()),
+            )
+        )
+        return query_bundle, n
+
+    def _texts(self, nodes: Sequence[NodeWithScore]) -> list[str]:
+        return [n.node.get_content(metadata_mode=self.metadata_mode) for n in nodes]
+
+    def _scores(self, nodes: Sequence[NodeWithScore]) -> list[float | None] | None:
+        return [n.score for n in nodes] if self.retriever_prior == "score" else None
+
+    @staticmethod
+    def _to_nodes(nodes: Sequence[NodeWithScore], result: PanningResult) -> list[NodeWithScore]:
+        return [NodeWithScore(node=nodes[r.index].node, score=r.posterior) for r in ranked(result)]
+
+    def _payload(self, nodes: Sequence[NodeWithScore], query: QueryBundle, top_n: int) -> dict[str, Any]:
+        return {
+            EventPayload.NODES: list(nodes),
+            EventPayload.MODEL_NAME: model_name(self._reader_source()),
+            EventPayload.QUERY_STR: query.query_str,
+            EventPayload.TOP_K: top_n,
+        }
+
+    # ------------------------------------------------------------------ panning
+    def pan(
+        self,
+        nodes: Sequence[NodeWithScore],
+        query: QueryBundle | str | None,
+        *,
+        top_n: int | None = None,
+    ) -> PannedNodes:
+        """Pan ``nodes`` for ``query``; return the top nodes and the full result.
+
+        ``result.posteriors`` / ``result.ranking`` index ``nodes`` in the given order.
+        With no nodes the result is empty (``stop_reason="no-documents"``), no call made.
+        """
+        query_bundle, n = self._prepare(nodes, query, top_n)
+        if not nodes:
+            dispatcher.event(ReRankEndEvent(nodes=[]))
+            return PannedNodes([], empty_result(self.policy))
+        with self.callback_manager.event(
+            CBEventType.RERANKING, payload=self._payload(nodes, query_bundle, n)
+        ) as event:
+            result = self._run(query_bundle.query_str, self._texts(nodes), k=n, scores=self._scores(nodes))
+            out = self._to_nodes(nodes, result)
+            event.on_end(payload={EventPayload.NODES: out})
+        dispatcher.event(ReRankEndEvent(nodes=out))
+        return PannedNodes(out, result)
+
+    async def apan(
+        self,
+        nodes: Sequence[NodeWithScore],
+        query: QueryBundle | str | None,
+        *,
+        top_n: int | None = None,
+    ) -> PannedNodes:
+        """Asynchronous :meth:`pan`: awaits the reader's ``aread`` (no threads)."""
+        query_bundle, n = self._prepare(nodes, query, top_n)
+        if not nodes:
+            dispatcher.event(ReRankEndEvent(nodes=[]))
+            return PannedNodes([], empty_result(self.policy))
+        with self.callback_manager.event(
+            CBEventType.RERANKING, payload=self._payload(nodes, query_bundle, n)
+        ) as event:
+            result = await self._arun(
+                query_bundle.query_str, self._texts(nodes), k=n, scores=self._scores(nodes)
+            )
+            out = self._to_nodes(nodes, result)
+            event.on_end(payload={EventPayload.NODES: out})
+        dispatcher.event(ReRankEndEvent(nodes=out))
+        return PannedNodes(out, result)
+
+    def _postprocess_nodes(
+        self,
+        nodes: list[NodeWithScore],
+        query_bundle: QueryBundle | None = None,
+    ) -> list[NodeWithScore]:
+        return self.pan(nodes, query_bundle).nodes
+
+    async def _apostprocess_nodes(
+        self,
+        nodes: list[NodeWithScore],
+        query_bundle: QueryBundle | None = None,
+    ) -> list[NodeWithScore]:
+        return (await self.apan(nodes, query_bundle)).nodes

@@ -1,0 +1,399 @@
+"""Reader for any OpenAI-compatible chat-completions endpoint.
+
+Works with OpenAI, vLLM, llama.cpp's server, Ollama and anything else that speaks
+``POST /v1/chat/completions``, through the official ``openai`` client (sync
+``OpenAI`` for :meth:`OpenAIReader.read`, ``AsyncOpenAI`` for :meth:`OpenAIReader.aread`).
+The client's own retries are switched off (``max_retries=0``): the package's tenacity
+policy (:mod:`._retry`) is the single retry layer.
+
+Output format negotiation (``response_format="auto"``): the reader first asks for
+``{"type": "json_schema"}`` with the citation schema, falls back to
+``{"type": "json_object"}`` and then to plain text with JSON extracted from it when
+the server rejects the stricter form (HTTP 400/422 mentioning the response format, or
+501). The level that worked is remembered per reader, so later rounds do not probe again.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Sequence
+from typing import Any, Literal
+
+from ..engine.reading import Reading
+from ..errors import CitationParseError, ReaderError
+from ._prompt import SYSTEM_PROMPT, PromptTemplate, citation_json_schema, render_prompt
+from ._retry import (
+    FatalReaderError,
+    Usage,
+    Wait,
+    acall_with_retries,
+    attach_raw,
+    call_with_retries,
+    check_max_attempts,
+    check_mode,
+    classify_error,
+    reading_from_citations,
+    truncate,
+)
+
+__all__ = ["OpenAIReader", "RESPONSE_FORMATS"]
+
+logger = logging.getLogger(__name__)
+
+ResponseFormat = Literal["auto", "json_schema", "json_object", "text"]
+RESPONSE_FORMATS: tuple[str, ...] = ("json_schema", "json_object", "text")
+"""Output format levels, strictest first; ``"auto"`` walks down this list."""
+
+LOCAL_API_KEY = "not-needed"
+"""Placeholder key sent to local servers (vLLM, llama.cpp, Ollama) that ignore it."""
+
+_FORMAT_WORDS = ("response_format", "json_schema", "json_object", "response format", "structured output")
+
+
+class _FormatRejected(ReaderError):
+    """The server rejected the requested ``response_format``."""
+
+
+def _is_format_rejection(err: BaseException) -> bool:
+    status = getattr(err, "status_code", None)
+    if status == 501:
+        return True
+    if status not in (400, 422):
+        return False
+    text = f"{getattr(err, 'message', '')} {getattr(err, 'body', '')} {err}".lower()
+    return any(w in text for w in _FORMAT_WORDS)
+
+
+def _content_text(content: Any) -> str | None:
+    """Message content as text: strings as is, lists of parts joined, else ``str``."""
+    if content is None or isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        parts = []
+        for p in content:
+            if isinstance(p, str):
+                parts.append(p)
+            elif isinstance(p, dict) and isinstance(p.get("text"), str):
+                parts.append(p["text"])
+            elif isinstance(getattr(p, "text", None), str):
+                parts.append(p.text)
+        return "".join(parts)
+    return str(content)
+
+
+class OpenAIReader:
+    """Ask an OpenAI-compatible chat model which shown documents answer the question.
+
+    Args:
+        model: Model name as the server knows it (``"gpt-4o-mini"``, ``"qwen2.5:0.5b"``).
+        base_url: Endpoint root, e.g. ``"http://127.0.0.1:8000/v1"`` for vLLM or
+            llama.cpp, ``"http://127.0.0.1:11434/v1"`` for Ollama. None: OpenAI (or the
+            ``OPENAI_BASE_URL`` environment variable).
+        api_key: API key. Default: ``OPENAI_API_KEY``; when that is unset and
+            ``base_url`` is given, the placeholder ``"not-needed"`` (local servers).
+        client: A ready ``openai.OpenAI`` client for :meth:`read` (its retries are
+            turned off on a copy).
+        async_client: A ready ``openai.AsyncOpenAI`` client for :meth:`aread`.
+        temperature: Sampling temperature (0: as deterministic as the server allows).
+        top_p: Nucleus sampling; None leaves the server default.
+        max_tokens: Completion budget per call.
+        timeout: Per-request timeout in seconds; a timeout is retried.
+        max_attempts: Attempts per reading, retries included (>= 1).
+        wait: Wait between attempts: None (honour Retry-After, else exponential
+            backoff), seconds, a tenacity wait strategy or ``(retry_state) -> seconds``.
+        template: Replacement user message (see :mod:`._prompt` in cite mode, or
+            :mod:`.answer` in answer mode).
+        max_citations: Most labels accepted per reading (extra labels are counted as
+            invalid); also the schema's ``maxItems``.
+        mode: ``"cite"``: the model lists document numbers as JSON. ``"answer"``: the
+            model answers in a few words and the shown documents containing the
+            answer count as cited (:func:`.answer.reading_from_answer`).
+        response_format: ``"auto"`` (negotiate, see the module docstring),
+            ``"json_schema"``, ``"json_object"`` or ``"text"`` (cite mode only).
+        attribution: Answer-mode matching rules (:class:`.answer.AnswerAttribution`).
+        extra_body: Extra JSON fields sent with every request (server-specific
+            options such as Ollama's ``options``).
+
+    Failures never raise from :meth:`read`/:meth:`aread`: they give a failed
+    :class:`Reading` whose ``error`` says what went wrong and what to do.
+    """
+
+    def __init__(
+        self,
+        *,
+        model: str,
+        base_url: str | None = None,
+        api_key: str | None = None,
+        client: Any = None,
+        async_client: Any = None,
+        temperature: float = 0.0,
+        top_p: float | None = None,
+        max_tokens: int = 256,
+        timeout: float = 60.0,
+        max_attempts: int = 3,
+        wait: Wait | float | None = None,
+        template: PromptTemplate | None = None,
+        max_citations: int | None = None,
+        mode: Literal["cite", "answer"] = "cite",
+        response_format: ResponseFormat = "auto",
+        attribution: Any = None,
+        extra_body: dict[str, Any] | None = None,
+    ) -> None:
+        if not isinstance(model, str) or not model:
+            raise ValueError(f"model must be a non-empty model name, got {model!r}")
+        if response_format not in ("auto", *RESPONSE_FORMATS):
+            raise ValueError(
+                f"response_format must be 'auto', 'json_schema', 'json_object' or 'text', got {response_format!r}"
+            )
+        if temperature < 0:
+            raise ValueError(f"temperature must be >= 0, got {temperature!r}")
+        if top_p is not None and not 0 < top_p <= 1:
+            raise ValueError(f"top_p must be in (0, 1] or None, got {top_p!r}")
+        if max_tokens < 1:
+            raise ValueError(f"max_tokens must be >= 1, got {max_tokens!r}")
+        if timeout <= 0:
+            raise ValueError(f"timeout must be > 0 seconds, got {timeout!r}")
+        if max_citations is not None and max_citations < 1:
+            raise ValueError(f"max_citations must be >= 1 or None, got {max_citations!r}")
+        self.model = model
+        self.base_url = base_url
+        self.temperature = float(temperature)
+        self.top_p = top_p
+        self.max_tokens = int(max_tokens)
+        self.timeout = float(timeout)
+        self.max_attempts = check_max_attempts(max_attempts)
+        self.wait = wait
+        self.template = template
+        self.max_citations = max_citations
+        self.mode = check_mode(mode)
+        self.response_format = response_format
+        self.attribution = attribution
+        self.extra_body = dict(extra_body) if extra_body else None
+        self._level = 0 if response_format == "auto" else RESPONSE_FORMATS.index(response_format)
+        if client is None and async_client is None or api_key is not None:
+            self._api_key: str | None = self._resolve_key(api_key, base_url)
+        else:
+            self._api_key = None
+        self._client = self._without_retries(client)
+        self._async_client = self._without_retries(async_client)
+
+    # ------------------------------------------------------------------ clients
+    @staticmethod
+    def _resolve_key(api_key: str | None, base_url: str | None) -> str:
+        if api_key:
+            return api_key
+        env = os.environ.get("OPENAI_API_KEY")
+        if env:
+            return env
+        if base_url or os.environ.get("OPENAI_BASE_URL"):
+            return LOCAL_API_KEY
+        raise ValueError(
+            "OpenAIReader needs an API key: set OPENAI_API_KEY or pass api_key=, "
+            "or pass base_url= for a local server (vLLM, llama.cpp, Ollama) that needs none"
+        )
+
+    @staticmethod
+    def _without_retries(client: Any) -> Any:
+        if client is not None and hasattr(client, "with_options"):
+            try:
+                return client.with_options(max_retries=0)
+            except TypeError:  # a look-alike client without that option
+                return client
+        return client
+
+    @property
+    def client(self) -> Any:
+        """The synchronous ``openai.OpenAI`` client (created on first use)."""
+        if self._client is None:
+            from openai import OpenAI
+
+            self._client = OpenAI(
+                api_key=self._api_key or self._resolve_key(None, self.base_url),
+                base_url=self.base_url,
+                timeout=self.timeout,
+                max_retries=0,
+            )
+        return self._client
+
+    @property
+    def async_client(self) -> Any:
+        """The ``openai.AsyncOpenAI`` client (created on first use)."""
+        if self._async_client is None:
+            from openai import AsyncOpenAI
+
+            self._async_client = AsyncOpenAI(
+                api_key=self._api_key or self._resolve_key(None, self.base_url),
+                base_url=self.base_url,
+                timeout=self.timeout,
+                max_retries=0,
+            )
+        return self._async_client
+
+    @property
+    def format_level(self) -> str:
+        """The response format currently used in cite mode (remembered after fallbacks)."""
+        return RESPONSE_FORMATS[self._level]
+
+    # ------------------------------------------------------------------ requests
+    def messages(self, question: str, documents: Sequence[str]) -> list[dict[str, str]]:
+        """The chat messages (system + user) for one prompt."""
+        if self.mode == "answer":
+            from .answer import ANSWER_SYSTEM_PROMPT, render_answer_prompt
+
+            if callable(self.template):
+                user = self.template(question, documents)
+            else:
+                user = render_answer_prompt(question, documents, template=self.template)
+            return [{"role": "system", "content": ANSWER_SYSTEM_PROMPT}, {"role": "user", "content": user}]
+        user = render_prompt(question, documents, template=self.template)
+        return [{"role": "system", "content": SYSTEM_PROMPT}, {"role": "user", "content": user}]
+
+    def _response_format(self, level: int) -> dict[str, Any] | None:
+        name = RESPONSE_FORMATS[level]
+        if name == "json_schema":
+            return {
+                "type": "json_schema",
+                "json_schema": {
+                    "name": "citations",
+                    "schema": citation_json_schema(max_citations=self.max_citations),
+                    "strict": True,
+                },
+            }
+        if name == "json_object":
+            return {"type": "json_object"}
+        return None
+
+    def _kwargs(self, messages: list[dict[str, str]], level: int | None) -> dict[str, Any]:
+        kw: dict[str, Any] = {
+            "model": self.model,
+            "messages": messages,
+            "temperature": self.temperature,
+            "max_tokens": self.max_tokens,
+            "timeout": self.timeout,
+        }
+        if self.top_p is not None:
+            kw["top_p"] = self.top_p
+        if level is not None:
+            rf = self._response_format(level)
+            if rf is not None:
+                kw["response_format"] = rf
+        if self.extra_body:
+            kw["extra_body"] = self.extra_body
+        return kw
+
+    def _downgrade(self, level: int, err: BaseException) -> int:
+        """Next format level after a rejection, or raise when there is none to try."""
+        if self.response_format != "auto" or level + 1 >= len(RESPONSE_FORMATS):
+            raise FatalReaderError(
+                f"the server rejected response_format={RESPONSE_FORMATS[level]!r}: {classify_error(err)}; "
+                "use response_format='auto' to fall back to weaker formats",
+                status_code=getattr(err, "status_code", None),
+            ) from err
+        logger.info(
+            "server rejected response_format %r; falling back to %r",
+            RESPONSE_FORMATS[level],
+            RESPONSE_FORMATS[level + 1],
+        )
+        self._level = max(self._level, level + 1)
+        return level + 1
+
+    # ------------------------------------------------------------------ responses
+    def _reading(self, resp: Any, question: str, documents: Sequence[str], usage: Usage, level: int | None) -> Reading:
+        if isinstance(resp, (str, bytes)):
+            raise attach_raw(
+                CitationParseError("the server answered with a non-JSON body (is base_url an OpenAI-compatible /v1?)"),
+                resp,
+            )
+        u = getattr(resp, "usage", None)
+        if u is not None:
+            usage.add(getattr(u, "prompt_tokens", None), getattr(u, "completion_tokens", None))
+        choices = getattr(resp, "choices", None) or []
+        if not choices:
+            raise CitationParseError("the server returned no choices")
+        choice = choices[0]
+        message = getattr(choice, "message", None)
+        finish = getattr(choice, "finish_reason", None)
+        refusal = getattr(message, "refusal", None)
+        content = _content_text(getattr(message, "content", None))
+        if refusal:
+            raise attach_raw(FatalReaderError(f"the model refused to answer: {truncate(refusal, 300)}"), refusal)
+        if content is None or not content.strip():
+            hint = f" (finish_reason={finish!r})" if finish else ""
+            raise CitationParseError(f"the model returned no content{hint}")
+        extra: dict[str, Any] = {"model": getattr(resp, "model", None) or self.model, "finish_reason": finish}
+        if self.mode == "answer":
+            from .answer import reading_from_answer
+
+            r = reading_from_answer(
+                content, documents, question=question, attribution=self.attribution, extra=extra
+            )
+            return Reading(**{**r.__dict__, "raw": truncate(content)})
+        if level is not None:
+            extra["response_format"] = RESPONSE_FORMATS[level]
+        try:
+            return reading_from_citations(
+                content, documents, max_citations=self.max_citations, raw=content, extra=extra
+            )
+        except CitationParseError as err:
+            if finish == "length":
+                new = CitationParseError(f"{err} (output cut at max_tokens={self.max_tokens}; raise max_tokens)")
+                raise attach_raw(new, content) from err
+            raise
+
+    # ------------------------------------------------------------------ reading
+    def read(self, question: str, documents: Sequence[str]) -> Reading:
+        """Ask the model about one prompt; ``documents`` in prompt order, shape ``(m,)``.
+
+        Returns:
+            The validated citations (0-based positions), or a failed reading.
+        """
+        docs = [str(d) for d in documents]
+        if not docs:
+            return Reading(cited=(), attempts=0, extra={"skipped": "no documents"})
+        messages = self.messages(question, docs)
+
+        def attempt(usage: Usage) -> Reading:
+            level = None if self.mode == "answer" else self._level
+            while True:
+                usage.calls += 1
+                try:
+                    resp = self.client.chat.completions.create(**self._kwargs(messages, level))
+                except Exception as err:
+                    if level is not None and _is_format_rejection(err):
+                        level = self._downgrade(level, err)
+                        continue
+                    raise
+                return self._reading(resp, question, docs, usage, level)
+
+        return call_with_retries(
+            attempt, max_attempts=self.max_attempts, wait=self.wait, what=f"OpenAIReader({self.model})"
+        )
+
+    async def aread(self, question: str, documents: Sequence[str]) -> Reading:
+        """Asynchronous :meth:`read` on ``AsyncOpenAI`` (no threads)."""
+        docs = [str(d) for d in documents]
+        if not docs:
+            return Reading(cited=(), attempts=0, extra={"skipped": "no documents"})
+        messages = self.messages(question, docs)
+
+        async def attempt(usage: Usage) -> Reading:
+            level = None if self.mode == "answer" else self._level
+            while True:
+                usage.calls += 1
+                try:
+                    resp = await self.async_client.chat.completions.create(**self._kwargs(messages, level))
+                except Exception as err:
+                    if level is not None and _is_format_rejection(err):
+                        level = self._downgrade(level, err)
+                        continue
+                    raise
+                return self._reading(resp, question, docs, usage, level)
+
+        return await acall_with_retries(
+            attempt, max_attempts=self.max_attempts, wait=self.wait, what=f"OpenAIReader({self.model})"
+        )
+
+    def __repr__(self) -> str:
+        where = f", base_url={self.base_url!r}" if self.base_url else ""
+        return f"OpenAIReader(model={self.model!r}{where}, mode={self.mode!r})"

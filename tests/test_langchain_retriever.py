@@ -1,0 +1,350 @@
+"""GoldPanningRetriever: LangChain contract, metadata, k, callbacks, async, priors, failures."""
+
+from __future__ import annotations
+
+import asyncio
+import math
+from collections.abc import Sequence
+from typing import Any
+from uuid import UUID
+
+import pytest
+from langchain_core.callbacks import (
+    AsyncCallbackManagerForRetrieverRun,
+    BaseCallbackHandler,
+    CallbackManagerForRetrieverRun,
+)
+from langchain_core.documents import Document
+from langchain_core.retrievers import BaseRetriever
+from langchain_tests.integration_tests import RetrieversIntegrationTests
+
+from gold_panning_integrations import (
+    AllRoundsFailedError,
+    DetectorProfile,
+    GoldPanningRetriever,
+    Reading,
+    SimulatedReader,
+)
+
+NEEDLE = "The needle is in the haystack."
+
+
+def _docs(n: int, *, needle_at: int | None = None) -> list[Document]:
+    docs = [
+        Document(page_content=f"Filler passage number {i}.", metadata={"source": f"s{i}", "i": i}, id=f"id{i}")
+        for i in range(n)
+    ]
+    if needle_at is not None:
+        docs[needle_at] = Document(
+            page_content=NEEDLE, metadata={"source": "gold", "i": needle_at}, id=f"id{needle_at}"
+        )
+    return docs
+
+
+class ListRetriever(BaseRetriever):
+    """In-memory base retriever: returns its documents in order (sync path only)."""
+
+    docs: list[Document]
+
+    def _get_relevant_documents(self, query: str, *, run_manager: CallbackManagerForRetrieverRun) -> list[Document]:
+        return list(self.docs)
+
+
+class AsyncOnlyRetriever(BaseRetriever):
+    """Base retriever whose sync path fails: proves the wrapper awaits ``ainvoke``."""
+
+    docs: list[Document]
+
+    def _get_relevant_documents(self, query: str, *, run_manager: CallbackManagerForRetrieverRun) -> list[Document]:
+        raise AssertionError("sync base path used on the async path")
+
+    async def _aget_relevant_documents(
+        self, query: str, *, run_manager: AsyncCallbackManagerForRetrieverRun
+    ) -> list[Document]:
+        return list(self.docs)
+
+
+class ScriptedReader:
+    """Cites every shown document whose text contains ``needle``; counts its calls."""
+
+    def __init__(self, needle: str = "needle") -> None:
+        self.needle = needle
+        self.sync_calls = 0
+        self.async_calls = 0
+        self.prompts: list[list[str]] = []
+
+    def _cite(self, documents: Sequence[str]) -> Reading:
+        self.prompts.append(list(documents))
+        return Reading(cited=tuple(i for i, d in enumerate(documents) if self.needle in d))
+
+    def read(self, question: str, documents: Sequence[str]) -> Reading:
+        self.sync_calls += 1
+        return self._cite(documents)
+
+    async def aread(self, question: str, documents: Sequence[str]) -> Reading:
+        self.async_calls += 1
+        await asyncio.sleep(0)
+        return self._cite(documents)
+
+
+class AsyncOnlyReader(ScriptedReader):
+    """A reader whose synchronous ``read`` raises."""
+
+    def read(self, question: str, documents: Sequence[str]) -> Reading:
+        raise RuntimeError("read() must not be called on the async path")
+
+
+class BrokenReader:
+    def read(self, question: str, documents: Sequence[str]) -> Reading:
+        raise ConnectionError("model endpoint down")
+
+    async def aread(self, question: str, documents: Sequence[str]) -> Reading:
+        raise ConnectionError("model endpoint down")
+
+
+class Recorder(BaseCallbackHandler):
+    """Records retriever runs (run id, parent) and text events."""
+
+    def __init__(self) -> None:
+        self.starts: list[tuple[str, UUID, UUID | None]] = []
+        self.texts: list[str] = []
+
+    def on_retriever_start(self, serialized: Any, query: str, *, run_id: UUID, parent_run_id: UUID | None = None, **kw: Any) -> None:
+        self.starts.append((kw.get("name") or "", run_id, parent_run_id))
+
+    def on_text(self, text: str, **kw: Any) -> None:
+        self.texts.append(text)
+
+
+# A two-position profile: position 0 is a good detector (TPR 0.9, FPR 0.1), position 1
+# carries no evidence (TPR = FPR = 0.5). With a flat prior at probability 1/2 (k=1,
+# n=2), citing the document at position 0 multiplies its odds by 0.9/0.1 = 9:
+# posterior 9/10 after one round, 81/82 after two. The uncited document at position 1
+# is updated by (1-0.5)/(1-0.5) = 1: it stays at 1/2.
+TWO = DetectorProfile(n_positions=2, tpr=[0.9, 0.5], fpr=[0.1, 0.5], model="test")
+FLAT = DetectorProfile(n_positions=3, tpr=[0.5, 0.5, 0.5], fpr=[0.5, 0.5, 0.5], model="flat")
+
+
+def _retriever(docs: list[Document], reader: Any, **kw: Any) -> GoldPanningRetriever:
+    return GoldPanningRetriever(base_retriever=ListRetriever(docs=docs), reader=reader, **kw)
+
+
+# ----------------------------------------------------------------- the contract
+def test_posterior_and_rank_pinned_by_hand() -> None:
+    docs = _docs(2, needle_at=0)
+    r = _retriever(docs, ScriptedReader(), profile=TWO, k=2, rounds=1, retriever_prior="none")
+    out = r.invoke("where is the needle?")
+    assert [d.metadata["i"] for d in out] == [0, 1]
+    assert out[0].metadata["gold_panning_posterior"] == pytest.approx(0.9)
+    assert out[1].metadata["gold_panning_posterior"] == pytest.approx(0.5)
+    assert [d.metadata["gold_panning_rank"] for d in out] == [1, 2]
+    assert all(d.metadata["gold_panning_panned"] is True for d in out)
+
+    out2 = _retriever(docs, ScriptedReader(), profile=TWO, k=1, rounds=2, retriever_prior="none").invoke("q")
+    assert out2[0].metadata["gold_panning_posterior"] == pytest.approx(81 / 82)
+
+
+def test_metadata_kept_and_base_documents_not_mutated() -> None:
+    docs = _docs(6, needle_at=4)
+    before = [dict(d.metadata) for d in docs]
+    out = _retriever(docs, ScriptedReader(), k=2).invoke("where is the needle?")
+    assert out[0].page_content == NEEDLE
+    assert out[0].id == "id4"
+    assert out[0].metadata["source"] == "gold" and out[0].metadata["i"] == 4
+    assert [d.metadata for d in docs] == before  # the base retriever's documents untouched
+    assert all(isinstance(d.metadata["gold_panning_posterior"], float) for d in out)
+    assert out[0].metadata["gold_panning_posterior"] > out[1].metadata["gold_panning_posterior"]
+
+
+def test_k_from_constructor_and_invoke() -> None:
+    docs = _docs(6, needle_at=2)
+    r = _retriever(docs, ScriptedReader(), k=3)
+    assert len(r.invoke("q")) == 3
+    assert len(r.invoke("q", k=1)) == 1
+    assert r.invoke("q", k=1)[0].page_content == NEEDLE
+    assert len(r.invoke("q", k=50)) == 6  # never more than the base returned
+    with pytest.raises(ValueError, match="k must be a positive integer"):
+        r.invoke("q", k=0)
+
+
+def test_child_callbacks_and_summary_text() -> None:
+    rec = Recorder()
+    r = _retriever(_docs(4, needle_at=1), ScriptedReader(), k=2, rounds=2)
+    r.invoke("q", config={"callbacks": [rec]})
+    assert len(rec.starts) == 2
+    (outer_name, outer_id, outer_parent), (inner_name, _inner_id, inner_parent) = rec.starts
+    assert outer_parent is None and outer_name == "GoldPanningRetriever"
+    assert inner_parent == outer_id and inner_name == "ListRetriever"
+    assert len(rec.texts) == 1 and rec.texts[0].startswith("gold panning: 2 call(s)")
+
+
+async def test_async_child_callbacks() -> None:
+    rec = Recorder()
+    r = GoldPanningRetriever(base_retriever=AsyncOnlyRetriever(docs=_docs(4, needle_at=1)), reader=ScriptedReader())
+    await r.ainvoke("q", config={"callbacks": [rec]})
+    assert rec.starts[1][2] == rec.starts[0][1]
+    assert len(rec.texts) == 1
+
+
+async def test_async_path_uses_aread_and_base_ainvoke() -> None:
+    reader = AsyncOnlyReader()
+    docs = _docs(5, needle_at=3)
+    r = GoldPanningRetriever(base_retriever=AsyncOnlyRetriever(docs=docs), reader=reader, k=2, rounds=3)
+    out = await r.ainvoke("where is the needle?")
+    assert out[0].page_content == NEEDLE
+    assert reader.async_calls == 3 and reader.sync_calls == 0
+    # the same reader on the sync path fails every round: the async result was not a fluke
+    with pytest.raises(AllRoundsFailedError):
+        _retriever(docs, AsyncOnlyReader(), rounds=2).invoke("q")
+
+
+def test_empty_base_returns_empty_without_calls() -> None:
+    reader = ScriptedReader()
+    r = _retriever([], reader)
+    assert r.invoke("q") == []
+    docs, result = r.pan("q")
+    assert docs == [] and result.calls == 0 and result.stop_reason == "no-documents"
+    assert reader.sync_calls == 0
+
+
+async def test_empty_base_async() -> None:
+    r = GoldPanningRetriever(base_retriever=AsyncOnlyRetriever(docs=[]), reader=AsyncOnlyReader())
+    assert await r.ainvoke("q") == []
+
+
+# ---------------------------------------------------------------- full result
+def test_pan_returns_result_with_trace() -> None:
+    docs = _docs(5, needle_at=2)
+    r = _retriever(docs, ScriptedReader(), k=2, rounds=3)
+    got, result = r.pan("q")
+    assert [d.page_content for d in got] == [d.page_content for d in r.invoke("q")]
+    assert result.calls == 3 and len(result.rounds) == 3
+    assert result.posteriors.shape == (5,)
+    assert int(result.selected[0]) == 2
+    assert all(t.cited == (2,) for t in result.rounds)
+    assert got[0].metadata["gold_panning_posterior"] == pytest.approx(float(result.posteriors[2]))
+
+
+async def test_apan() -> None:
+    r = GoldPanningRetriever(base_retriever=AsyncOnlyRetriever(docs=_docs(4, needle_at=0)), reader=AsyncOnlyReader(), rounds=2)
+    got, result = await r.apan("q", k=1)
+    assert len(got) == 1 and result.calls == 2 and int(result.selected[0]) == 0
+
+
+# --------------------------------------------------------------------- priors
+def test_rank_prior_is_the_default() -> None:
+    # An uninformative profile makes no calls, so the posteriors are the prior itself.
+    # Rank prior, k=1, top10_recall=0.5: weights q**r with q = 0.5**0.1 = 0.933033,
+    # normalised: 1/2.803584, 0.933033/2.803584, 0.870551/2.803584.
+    _, result = _retriever(_docs(3), ScriptedReader(), profile=FLAT, k=1).pan("q")
+    expected = [0.356687, 0.332801, 0.310512]
+    assert result.posteriors.tolist() == pytest.approx(expected, abs=1e-6)
+    # expected_relevant sets the prior's mass independently of how many are returned
+    r = _retriever(_docs(3), ScriptedReader(), profile=FLAT, k=3, expected_relevant=1)
+    assert [d.metadata["gold_panning_posterior"] for d in r.invoke("q")] == pytest.approx(expected, abs=1e-6)
+    # flat prior at the base rate min(m/n, 0.5): 1/3 with m=1, 1/2 with m=k=3
+    flat = _retriever(_docs(3), ScriptedReader(), profile=FLAT, k=3, expected_relevant=1, retriever_prior="none")
+    assert [d.metadata["gold_panning_posterior"] for d in flat.invoke("q")] == pytest.approx([1 / 3] * 3)
+    flat3 = _retriever(_docs(3), ScriptedReader(), profile=FLAT, k=3, retriever_prior="none")
+    assert [d.metadata["gold_panning_posterior"] for d in flat3.invoke("q")] == pytest.approx([0.5] * 3)
+
+
+def test_score_prior_from_metadata_and_fallback() -> None:
+    docs = _docs(2)
+    docs[0].metadata["score"], docs[1].metadata["score"] = 0.0, 2.0
+    # scores / std (= 1) -> softmax: e^2/(e^2+1) for the second document
+    r = _retriever(docs, ScriptedReader(), profile=FLAT, k=2, retriever_prior="score")
+    out = r.invoke("q")
+    assert [d.metadata["i"] for d in out] == [1, 0]  # the score overrules the base order
+    e2 = math.exp(2.0)
+    assert [d.metadata["gold_panning_posterior"] for d in out] == pytest.approx([e2 / (e2 + 1), 1 / (e2 + 1)])
+    # a missing score falls back to the rank prior: q/(1+q) with q = 0.5**0.1
+    del docs[1].metadata["score"]
+    q = 0.5**0.1
+    out = _retriever(docs, ScriptedReader(), profile=FLAT, k=2, retriever_prior="score").invoke("q")
+    assert [d.metadata["gold_panning_posterior"] for d in out] == pytest.approx([1 / (1 + q), q / (1 + q)])
+
+
+def test_prior_changes_round_one_placement() -> None:
+    # entropy policy places the most uncertain documents on the best positions. Flat
+    # prior: all equal, input order. Rank prior with k=2 of n=3: probabilities about
+    # 0.71, 0.67, 0.62, so the last document is the most uncertain and goes first.
+    prof = DetectorProfile(n_positions=3, tpr=[0.9, 0.6, 0.3], fpr=[0.1, 0.2, 0.2])
+    kw: dict[str, Any] = {"profile": prof, "k": 2, "rounds": 1, "policy": "entropy"}
+    _, flat = _retriever(_docs(3), ScriptedReader(), retriever_prior="none", **kw).pan("q")
+    _, ranked = _retriever(_docs(3), ScriptedReader(), **kw).pan("q")
+    assert flat.rounds[0].shown == (0, 1, 2)
+    assert ranked.rounds[0].shown == (2, 1, 0)
+
+
+# ------------------------------------------------------------ errors, failure
+def test_profile_validated_at_construction() -> None:
+    with pytest.raises(ValueError, match="neither a bundled profile"):
+        _retriever(_docs(2), ScriptedReader(), profile="no-such-profile")
+    with pytest.raises(ValueError, match="profile must be a DetectorProfile"):
+        _retriever(_docs(2), ScriptedReader(), profile=42)
+    r = _retriever(_docs(2), ScriptedReader(), profile="lost-in-the-middle")
+    assert isinstance(r.profile, DetectorProfile)
+
+
+def test_options_validated() -> None:
+    for bad in ({"rounds": 0}, {"k": 0}, {"policy": "oracle"}, {"stop_at": 1.5}, {"prior_top10_recall": 1.0}):
+        with pytest.raises(ValueError):
+            _retriever(_docs(2), ScriptedReader(), **bad)
+
+
+def test_every_round_failing_raises_clear_error() -> None:
+    r = _retriever(_docs(3), BrokenReader(), rounds=2)
+    with pytest.raises(AllRoundsFailedError, match="all 2 panning rounds failed.*model endpoint down"):
+        r.invoke("q")
+
+
+def test_every_round_failing_fallback_is_flagged() -> None:
+    docs = _docs(3)
+    r = _retriever(docs, BrokenReader(), rounds=2, k=3, on_failure="fallback")
+    out, result = r.pan("q")
+    assert [d.metadata["i"] for d in out] == [0, 1, 2]  # the base order (rank prior)
+    assert all(d.metadata["gold_panning_panned"] is False for d in out)
+    assert result.stop_reason == "all-rounds-failed" and result.failed_rounds == 2
+
+
+def test_non_reader_without_wrapper_support_is_a_clear_error() -> None:
+    r = _retriever(_docs(2), object())
+    with pytest.raises(Exception, match="object"):
+        r.invoke("q")
+
+
+def test_simulated_reader_finds_needle_among_many() -> None:
+    docs = _docs(30, needle_at=17)
+    reader = SimulatedReader(DetectorProfile.bundled("lost-in-the-middle"), {NEEDLE}, rng=3)
+    out = _retriever(docs, reader, k=1, rounds=4, seed=0).invoke("q")
+    assert out[0].page_content == NEEDLE
+
+
+def test_seed_makes_random_policy_reproducible() -> None:
+    docs = _docs(8, needle_at=5)
+    a = _retriever(docs, ScriptedReader(), policy="random", seed=7, rounds=2).pan("q").result
+    b = _retriever(docs, ScriptedReader(), policy="random", seed=7, rounds=2).pan("q").result
+    assert [t.shown for t in a.rounds] == [t.shown for t in b.rounds]
+
+
+# ------------------------------------------------------- the standard suite
+class TestGoldPanningRetrieverStandard(RetrieversIntegrationTests):
+    """langchain-tests' retriever suite, offline on a scripted reader."""
+
+    @property
+    def retriever_constructor(self) -> type[GoldPanningRetriever]:
+        return GoldPanningRetriever
+
+    @property
+    def retriever_constructor_params(self) -> dict[str, Any]:
+        return {
+            "base_retriever": ListRetriever(docs=_docs(8, needle_at=5)),
+            "reader": ScriptedReader(),
+            "k": 4,
+            "rounds": 2,
+        }
+
+    @property
+    def retriever_query_example(self) -> str:
+        return "where is the needle?"
