@@ -252,9 +252,10 @@ class PanningOptions(BaseModel):
     see ``prior_top10_recall``), ``score`` (from retriever scores where every document
     has one, else ``rank``), or ``none`` (flat, the paper's setting)."""
 
-    prior_top10_recall: float = Field(default=0.5, ge=0.0, lt=1.0)
+    prior_top10_recall: float = Field(default=0.5, gt=0.0, lt=1.0)
     """Strength of the rank prior: how often the base retriever's top 10 holds a relevant
-    document. 0 makes the rank prior flat; higher trusts the retriever's order more."""
+    document (measure it on a few labelled queries). Higher trusts the retriever's order
+    more; about ``10/n`` is nearly flat."""
 
     expected_relevant: int | None = Field(default=None, ge=1)
     """How many relevant documents a query usually has among the base results; sets the
@@ -297,10 +298,10 @@ class PanningOptions(BaseModel):
                     self._reader_cache = resolve_reader(self._reader_source())
         return self._reader_cache
 
-    def _panner(self, k: int) -> GoldPanner:
+    def _panner(self, k: int, reader: Any = None) -> GoldPanner:
         """A fresh panner per query: no state is shared between concurrent queries."""
         return GoldPanner(
-            self._get_reader(),
+            self._get_reader() if reader is None else reader,
             profile=self.profile,
             rounds=self.rounds,
             k=k,
@@ -332,15 +333,28 @@ class PanningOptions(BaseModel):
         )
 
     def _run(
-        self, question: str, texts: Sequence[str], *, k: int, scores: Sequence[float | None] | None
+        self,
+        question: str,
+        texts: Sequence[str],
+        *,
+        k: int,
+        scores: Sequence[float | None] | None,
+        reader: Any = None,
     ) -> PanningResult:
-        """Pan ``texts`` (in the base retriever's order) with the synchronous reader."""
-        return self._panner(k).run(question, list(texts), prior_probs=self._prior(len(texts), k, scores))
+        """Pan ``texts`` (in the base retriever's order) with the synchronous reader
+        (``reader`` overrides the resolved one for this call)."""
+        return self._panner(k, reader).run(question, list(texts), prior_probs=self._prior(len(texts), k, scores))
 
     async def _arun(
-        self, question: str, texts: Sequence[str], *, k: int, scores: Sequence[float | None] | None
+        self,
+        question: str,
+        texts: Sequence[str],
+        *,
+        k: int,
+        scores: Sequence[float | None] | None,
+        reader: Any = None,
     ) -> PanningResult:
         """Pan ``texts`` with the reader's ``aread`` (no threads)."""
-        return await self._panner(k).arun(
+        return await self._panner(k, reader).arun(
             question, list(texts), prior_probs=self._prior(len(texts), k, scores)
         )

@@ -17,6 +17,7 @@ Example::
 
 from __future__ import annotations
 
+import inspect
 import logging
 from collections.abc import Sequence
 from typing import Any, NamedTuple
@@ -39,6 +40,37 @@ logger = logging.getLogger(__name__)
 
 _RESULT_SINK = "_gold_panning_result_sink"
 """Private invoke keyword through which :meth:`GoldPanningRetriever.pan` gets the result."""
+
+
+def _takes_config(method: Any) -> bool:
+    try:
+        return "config" in inspect.signature(method).parameters
+    except (TypeError, ValueError):
+        return False
+
+
+class _ConfiguredReader:
+    """Hands the retriever run's child callbacks to a reader whose ``read``/``aread``
+    take ``config=`` (the LangChain chat-model reader), so model calls nest under the
+    retriever run in traces. Other attributes pass through."""
+
+    def __init__(self, reader: Any, config: RunnableConfig) -> None:
+        self._reader = reader
+        self._config = config
+
+    def read(self, question: str, documents: Sequence[str]) -> Any:
+        return self._reader.read(question, documents, config=self._config)
+
+    async def aread(self, question: str, documents: Sequence[str]) -> Any:
+        return await self._reader.aread(question, documents, config=self._config)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._reader, name)
+
+
+def _with_callbacks(reader: Any, callbacks: Any, *, method: str) -> Any:
+    fn = getattr(reader, method, None)
+    return _ConfiguredReader(reader, {"callbacks": callbacks}) if fn is not None and _takes_config(fn) else reader
 
 
 class PannedDocuments(NamedTuple):
@@ -64,7 +96,8 @@ class GoldPanningRetriever(BaseRetriever, PanningOptions):
     The full :class:`~gold_panning_integrations.PanningResult` (posteriors of every base
     document, per-round trace, token counts, stop reason) is returned by :meth:`pan` /
     :meth:`apan`; a one-line summary is also sent to callback handlers as text
-    (``on_text``) of the retriever run.
+    (``on_text``) of the retriever run. The base retriever runs, and the chat model's
+    calls when the reader is a LangChain chat model, nest under this retriever's run.
 
     ``k`` can be set in the constructor or per call: ``invoke(query, k=2)``.
     """
@@ -136,7 +169,10 @@ class GoldPanningRetriever(BaseRetriever, PanningOptions):
             if sink is not None:
                 sink.append(empty_result(self.policy))
             return []
-        result = self._run(query, [d.page_content for d in docs], k=kk, scores=self._scores(docs))
+        reader = _with_callbacks(self._get_reader(), run_manager.get_child(), method="read")
+        result = self._run(
+            query, [d.page_content for d in docs], k=kk, scores=self._scores(docs), reader=reader
+        )
         run_manager.on_text(describe(result))
         if sink is not None:
             sink.append(result)
@@ -160,7 +196,10 @@ class GoldPanningRetriever(BaseRetriever, PanningOptions):
             if sink is not None:
                 sink.append(empty_result(self.policy))
             return []
-        result = await self._arun(query, [d.page_content for d in docs], k=kk, scores=self._scores(docs))
+        reader = _with_callbacks(self._get_reader(), run_manager.get_child(), method="aread")
+        result = await self._arun(
+            query, [d.page_content for d in docs], k=kk, scores=self._scores(docs), reader=reader
+        )
         await run_manager.on_text(describe(result))
         if sink is not None:
             sink.append(result)

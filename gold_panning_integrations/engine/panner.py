@@ -384,10 +384,17 @@ class _PanningState:
             groups = [ranked[:budget]]  # the rest sit on dummy positions this round
         docs, positions = [], []
         for g in groups:
-            pos = self.geometry(g.size).pos_order[: g.size]
-            order = np.argsort(pos, kind="stable")
-            docs.append(g[order])
-            positions.append(pos[order])
+            geom = self.geometry(g.size)
+            pos = geom.pos_order[: g.size]
+            if geom.pos_order.size == g.size:  # pos is a permutation: invert it in O(n)
+                in_prompt = np.empty_like(g)
+                in_prompt[pos] = g
+                docs.append(in_prompt)
+                positions.append(np.arange(g.size))
+            else:  # dummy documents hold the remaining positions
+                order = np.argsort(pos, kind="stable")
+                docs.append(g[order])
+                positions.append(pos[order])
         return _Plan(tuple(docs), tuple(positions), int(active.size))
 
     def next_round(self) -> _Plan | None:
@@ -438,13 +445,13 @@ class _PanningState:
             new_lo[docs] += delta
             self.counts[docs[cited]] += 1
             self.times_shown[docs] += 1
-            cited_all.extend(int(i) for i in docs[cited])
+            cited_all.extend(docs[cited].tolist())
         self.log_odds = new_lo
         self.traces.append(
             RoundTrace(
                 round=len(self.traces) + 1,
-                windows=tuple(tuple(int(i) for i in d) for d in plan.docs),
-                positions=tuple(tuple(int(j) for j in p) for p in plan.positions),
+                windows=tuple(tuple(d.tolist()) for d in plan.docs),
+                positions=tuple(tuple(p.tolist()) for p in plan.positions),
                 readings=tuple(validated),
                 cited=tuple(sorted(cited_all)),
                 failed=all(r.failed for r in validated),
@@ -516,6 +523,11 @@ class _PanningState:
             policy=self.p.policy,
             k=min(self.k, self.n),
         )
+
+
+def _take(documents: Sequence[Any], idx: NDArray[np.intp]) -> list[Any]:
+    """``[documents[i] for i in idx]``, via Python ints (3x faster than numpy scalars)."""
+    return [documents[i] for i in idx.tolist()]
 
 
 def _reader_failure(err: Exception) -> Reading:
@@ -716,7 +728,7 @@ class GoldPanner:
             readings = []
             for docs in plan.docs:
                 try:
-                    readings.append(self.reader.read(question, [documents[i] for i in docs]))
+                    readings.append(self.reader.read(question, _take(documents, docs)))
                 except Exception as err:  # a reader must not crash the run: record, go on
                     readings.append(_reader_failure(err))
             state.observe(plan, readings, time.perf_counter() - t0)
@@ -743,7 +755,7 @@ class GoldPanner:
 
         async def one(docs: NDArray[np.intp]) -> Reading:
             try:
-                return await self.reader.aread(question, [documents[i] for i in docs])
+                return await self.reader.aread(question, _take(documents, docs))
             except Exception as err:
                 return _reader_failure(err)
 

@@ -1,1 +1,130 @@
-"""Readers: ask a model about one round's prompt and return validated citations."""
+"""Readers: ask a model about one round's prompt and return validated citations.
+
+* :class:`OpenAIReader` — any OpenAI-compatible endpoint (OpenAI, vLLM, llama.cpp,
+  Ollama) through the ``openai`` client.
+* :class:`ChatModelReader` — any LangChain ``BaseChatModel``.
+* :class:`LlamaIndexLLMReader` — any LlamaIndex ``LLM``.
+* :class:`LocalReader` — the embedded local model (llama-cpp-python, extra ``local``).
+* :class:`SimulatedReader` — follows a detector profile exactly (tests, ablations).
+
+:func:`as_reader` turns whatever the user passed (a reader, a chat model, an LLM,
+``"local"``) into a reader. Framework modules are imported only when needed, so
+importing this package does not import LangChain or LlamaIndex.
+"""
+
+from __future__ import annotations
+
+import sys
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
+
+from ..engine.reading import AsyncReader, Reader, Reading
+from ..engine.simulate import SimulatedReader
+from ._prompt import (
+    DEFAULT_TEMPLATE,
+    SYSTEM_PROMPT,
+    Citations,
+    ParsedCitations,
+    PromptTemplate,
+    citation_json_schema,
+    extract_json,
+    parse_citations,
+    render_documents,
+    render_prompt,
+    validate_labels,
+)
+from ._retry import wait_retry_after
+
+if TYPE_CHECKING:
+    from .langchain import ChatModelReader
+    from .llama_index import LlamaIndexLLMReader
+    from .local import LocalReader
+    from .openai import OpenAIReader
+
+__all__ = [
+    "DEFAULT_TEMPLATE",
+    "SYSTEM_PROMPT",
+    "AsyncReader",
+    "ChatModelReader",
+    "Citations",
+    "LlamaIndexLLMReader",
+    "LocalReader",
+    "OpenAIReader",
+    "ParsedCitations",
+    "PromptTemplate",
+    "Reader",
+    "Reading",
+    "SimulatedReader",
+    "as_reader",
+    "citation_json_schema",
+    "extract_json",
+    "parse_citations",
+    "render_documents",
+    "render_prompt",
+    "validate_labels",
+    "wait_retry_after",
+]
+
+_LAZY = {
+    "OpenAIReader": ".openai",
+    "ChatModelReader": ".langchain",
+    "LlamaIndexLLMReader": ".llama_index",
+    "LocalReader": ".local",
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        return getattr(import_module(_LAZY[name], __name__), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def _is_instance_of(obj: Any, module: str, cls: str) -> bool:
+    """``isinstance(obj, module.cls)`` without importing ``module`` when it is not
+    loaded yet (an object of that class cannot exist before its module is imported)."""
+    mod = sys.modules.get(module)
+    if mod is None:
+        return False
+    klass = getattr(mod, cls, None)
+    return isinstance(klass, type) and isinstance(obj, klass)
+
+
+def as_reader(obj: Any, **kwargs: Any) -> Any:
+    """The reader for ``obj``.
+
+    Args:
+        obj: One of
+            * an object with ``read`` and/or ``aread`` (a reader): returned as is;
+            * a LangChain ``BaseChatModel``: wrapped in :class:`ChatModelReader`;
+            * a LlamaIndex ``LLM``: wrapped in :class:`LlamaIndexLLMReader`;
+            * the string ``"local"``: :class:`LocalReader` (embedded model).
+        **kwargs: Options for the wrapping reader (``max_attempts``, ``mode``, ...).
+            Not allowed when ``obj`` is already a reader.
+
+    Raises:
+        TypeError: ``obj`` is none of these (the message names its type), or options
+            were given for a ready reader.
+    """
+    if isinstance(obj, str):
+        if obj == "local":
+            return import_module(".local", __name__).LocalReader(**kwargs)
+        raise TypeError(
+            f"unknown reader name {obj!r}: the only name accepted is 'local' (the embedded model); "
+            "for a server use OpenAIReader(model=..., base_url=...)"
+        )
+    if _is_instance_of(obj, "langchain_core.language_models.chat_models", "BaseChatModel"):
+        return import_module(".langchain", __name__).ChatModelReader(obj, **kwargs)
+    if _is_instance_of(obj, "llama_index.core.llms.llm", "LLM"):
+        return import_module(".llama_index", __name__).LlamaIndexLLMReader(obj, **kwargs)
+    if callable(getattr(obj, "read", None)) or callable(getattr(obj, "aread", None)):
+        if kwargs:
+            raise TypeError(
+                f"{type(obj).__name__} is already a reader; options {sorted(kwargs)} apply only when "
+                "wrapping a chat model or LLM"
+            )
+        return obj
+    raise TypeError(
+        f"cannot use a {type(obj).__module__}.{type(obj).__qualname__} as a reader: pass an object with "
+        "read(question, documents) / aread(...), a LangChain BaseChatModel, a LlamaIndex LLM, "
+        "or the string 'local'"
+    )

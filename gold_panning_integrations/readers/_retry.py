@@ -218,7 +218,7 @@ class wait_retry_after:  # noqa: N801 - named like tenacity's wait strategies
         max_wait: Cap on an honoured Retry-After, in seconds.
     """
 
-    fallback: Wait = field(default_factory=lambda: wait_exponential_jitter(initial=0.5, max=20.0, jitter=0.5))
+    fallback: Wait = field(default_factory=lambda: wait_exponential_jitter(multiplier=0.5, max=20.0, jitter=0.5))
     max_wait: float = MAX_RETRY_AFTER
 
     def __call__(self, retry_state: RetryCallState) -> float:

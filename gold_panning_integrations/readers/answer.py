@@ -131,11 +131,15 @@ class AnswerAttribution:
             given, also try the answer with the question's words removed (so "Lena
             Park's access code is 48213" is attributed through "48213"). The residual
             must keep at least one token that is not filler.
+        require_new_words: When a question is given, an answer made only of the
+            question's words (an echo such as "Leo Ford's access code") supports
+            nothing: it would otherwise match the gold document through the key alone.
     """
 
     matcher: Matcher = token_matcher
     generic: frozenset[str] = GENERIC_ANSWERS
     question_residual: bool = True
+    require_new_words: bool = True
 
     def is_generic(self, answer: str) -> bool:
         """True for answers that support nothing ("", "I don't know", ...)."""
@@ -149,10 +153,14 @@ class AnswerAttribution:
         Returns:
             ``(positions, how)`` where ``how`` is ``"answer"`` (the whole answer
             matched), ``"residual"`` (the answer minus the question's words matched),
-            ``"generic"`` or ``"none"``.
+            ``"generic"``, ``"echo"`` or ``"none"``.
         """
         if self.is_generic(answer):
             return (), "generic"
+        if question and self.require_new_words:
+            q = set(normalize_tokens(question))
+            if all(t in q or t in _FILLER for t in normalize_tokens(answer)):
+                return (), "echo"
         hits = tuple(i for i, d in enumerate(documents) if self.matcher(answer, d))
         if hits:
             return hits, "answer"

@@ -2,7 +2,8 @@
 
 * **MonoRel** (monotonic relations): a document chains two comparisons between three
   people ("Ana Ruiz is older than Leo Kato. Leo Kato is older than Mila Sato."); the
-  question asks which of the three ranks first, so answering needs the whole chain.
+  question names the middle person and asks who ranks first, so answering needs the
+  whole chain and the answer is never a word of the question.
 * **PIR** (people in rooms): a document puts a person in a room and gives the room a
   property ("Omar Haas is in the library. The door of the library is teal."); the question
   asks for the property of the person's room, so answering composes the two facts.
@@ -65,10 +66,7 @@ class MonoRelTask:
             a, b, c = people[3 * i : 3 * i + 3]
             docs.append(f"{a} is {comparative} {b}. {b} is {comparative} {c}.")
         a, b, c = people[3 * gold_position : 3 * gold_position + 3]
-        listed = [a, b, c]
-        order = rng.permutation(3)
-        shown = [listed[int(i)] for i in order]
-        question = f"Who is the {superlative}: {shown[0]}, {shown[1]} or {shown[2]}?"
+        question = f"{b} is compared with two other people. Who is the {superlative} of the three?"
         return TaskInstance(
             question=question,
             documents=docs,

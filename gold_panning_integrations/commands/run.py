@@ -1,0 +1,160 @@
+"""``gold-panning run``: pan a question's documents with GP-Belief and print the trace."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+from typing import Any
+
+from ._reader_args import add_reader_arguments
+
+__all__ = ["register", "main", "load_documents", "DEMO_SEED", "EMBEDDED_PROFILE"]
+
+DEMO_SEED = 7
+DEMO_N = 20
+EMBEDDED_PROFILE = "smollm2-135m-kv"
+
+
+def register(sub: Any) -> None:
+    p = sub.add_parser(
+        "run",
+        help="rank documents for a question with GP-Belief (embedded model by default)",
+        description=(
+            "Run Gold Panning on one question: each round the documents are reordered so the "
+            "most promising sit at the model's most reliable positions, the model is asked, and "
+            "every document's posterior probability of relevance is updated. Runs on the CPU with "
+            "the embedded SmolLM2 model by default: no API key, no network."
+        ),
+    )
+    src = p.add_mutually_exclusive_group(required=True)
+    src.add_argument("--docs", default=None, help=".jsonl (objects with a 'text' field) or .txt (one per line)")
+    src.add_argument("--demo", action="store_true", help="a built-in key-value task (20 documents)")
+    p.add_argument("--question", default=None, help="the question (required with --docs)")
+    add_reader_arguments(p)
+    p.add_argument("--rounds", type=int, default=4, help="rounds, one model call each (default 4)")
+    p.add_argument("--k", type=int, default=1, help="documents to select (default 1)")
+    p.add_argument(
+        "--profile",
+        default=None,
+        help=f"detector profile: bundled name or JSON path (default: {EMBEDDED_PROFILE} for the "
+        "embedded model if bundled, else lost-in-the-middle)",
+    )
+    p.add_argument("--policy", choices=("belief", "entropy", "random"), default="belief", help=argparse.SUPPRESS)
+    p.add_argument("--top", type=int, default=3, help="documents shown per round in the trace (default 3)")
+    p.add_argument("--no-final-answer", action="store_true", help="skip the answer call on the selected documents")
+    p.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
+    p.add_argument("--json", action="store_true", help="print one JSON object instead of text")
+    p.set_defaults(func=main)
+
+
+def load_documents(path: str | Path) -> tuple[list[str], list[dict[str, Any]]]:
+    """Texts and metadata from ``.jsonl`` (``text`` field; other fields are metadata) or
+    any other file read as one document per non-empty line."""
+    p = Path(path)
+    if not p.is_file():
+        raise FileNotFoundError(f"documents file not found: {str(p)!r}")
+    texts: list[str] = []
+    meta: list[dict[str, Any]] = []
+    lines = p.read_text(encoding="utf-8").splitlines()
+    if p.suffix.lower() == ".jsonl":
+        for i, line in enumerate(lines, start=1):
+            if not line.strip():
+                continue
+            try:
+                obj = json.loads(line)
+            except json.JSONDecodeError as err:
+                raise ValueError(f"{str(p)!r} line {i} is not JSON: {err.msg}") from err
+            if not isinstance(obj, dict) or not isinstance(obj.get("text"), str):
+                raise ValueError(f"{str(p)!r} line {i} must be a JSON object with a string 'text' field")
+            texts.append(obj.pop("text"))
+            meta.append(obj)
+    else:
+        for line in lines:
+            if line.strip():
+                texts.append(line.strip())
+                meta.append({})
+    if not texts:
+        raise ValueError(f"{str(p)!r} holds no documents")
+    return texts, meta
+
+
+def _default_profile(args: argparse.Namespace) -> str:
+    from ..profiles import bundled_profiles
+
+    if args.profile:
+        return args.profile
+    if args.reader in ("local", "simulated") and args.model_path is None and EMBEDDED_PROFILE in bundled_profiles():
+        return EMBEDDED_PROFILE
+    return "lost-in-the-middle"
+
+
+def main(args: argparse.Namespace) -> int:
+    import numpy as np
+
+    from ..engine.panner import GoldPanner
+    from ._reader_args import make_reader
+
+    truth: list[int] | None = None
+    if args.demo:
+        from ..tasks.kv import KVTask
+
+        rng = np.random.default_rng(DEMO_SEED)
+        inst = KVTask().make(DEMO_N, gold_position=int(rng.integers(DEMO_N)), rng=rng)
+        question = args.question or inst.question
+        docs, meta = list(inst.documents), [{} for _ in inst.documents]
+        truth = list(inst.gold)
+    else:
+        if not args.question:
+            raise ValueError("--docs needs --question TEXT")
+        question = args.question
+        docs, meta = load_documents(args.docs)
+    profile = _default_profile(args)
+    reader = make_reader(args, seed=args.seed)
+    panner = GoldPanner(reader, profile=profile, rounds=args.rounds, k=args.k, policy=args.policy, rng=args.seed)
+    result = panner.run(question, docs)
+    final = None
+    if not args.no_final_answer and hasattr(reader, "answer"):
+        final = reader.answer(question, [docs[i] for i in result.selected])
+    final = final or result.answer
+
+    if args.json:
+        out = result.summary()
+        out.update(
+            {
+                "question": question,
+                "profile": profile,
+                "answer": final,
+                "selected_documents": [
+                    {"index": int(i), "text": docs[i], "posterior": float(result.posteriors[i]), "metadata": meta[i]}
+                    for i in result.selected
+                ],
+            }
+        )
+        if truth is not None:
+            out["gold"] = truth
+        print(json.dumps(out))
+        return 0
+
+    print(f"question: {question}")
+    print(f"{len(docs)} documents, profile {profile}, policy {args.policy}, {args.rounds} rounds")
+    if truth is not None:
+        print(f"(demo: the relevant document is #{truth[0]})")
+    for r in result.rounds:
+        cited = ", ".join(f"#{i}" for i in r.cited) or "none"
+        status = f"failed: {r.reading.error}" if r.failed else f"cited {cited}"
+        ans = f"  answer {r.reading.answer!r}" if r.reading.answer else ""
+        print(f"\nround {r.round} ({r.seconds:.1f}s): {status}{ans}")
+        order = np.argsort(-r.posteriors, kind="stable")[: args.top]
+        for i in order:
+            print(f"  #{int(i):<4d} p={r.posteriors[i]:.3f}  {_short(docs[i])}")
+    print(f"\nselected ({result.stop_reason}, {result.calls} calls):")
+    for i in result.selected:
+        print(f"  #{int(i):<4d} p={result.posteriors[i]:.3f}  {_short(docs[i], 100)}")
+    print(f"answer: {final if final else '(none)'}")
+    return 0
+
+
+def _short(text: str, width: int = 70) -> str:
+    t = " ".join(text.split())
+    return t if len(t) <= width else t[: width - 3] + "..."

@@ -1,0 +1,68 @@
+"""Shared fixtures: the loopback OpenAI-compatible server and readers scripted against it."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+from tenacity import RetryCallState
+
+from openai_server import Behaviour, FakeOpenAIServer
+
+
+class RecordingWait:
+    """A wait strategy that never sleeps and records what it was asked.
+
+    Attributes:
+        retry_afters: The Retry-After (seconds, or None) of the error before each wait.
+        errors: The exception that ended each failed attempt.
+    """
+
+    def __init__(self) -> None:
+        self.retry_afters: list[float | None] = []
+        self.errors: list[BaseException | None] = []
+
+    def __call__(self, retry_state: RetryCallState) -> float:
+        from gold_panning_integrations.readers._retry import retry_after
+
+        self.retry_afters.append(retry_after(retry_state))
+        self.errors.append(retry_state.outcome.exception() if retry_state.outcome else None)
+        return 0.0
+
+
+@pytest.fixture
+def openai_server() -> Iterator[FakeOpenAIServer]:
+    """A fresh fault-injection server on 127.0.0.1 for one test (stopped afterwards)."""
+    server = FakeOpenAIServer().start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture
+def recording_wait() -> RecordingWait:
+    """A non-sleeping wait that records the Retry-After values it saw."""
+    return RecordingWait()
+
+
+@pytest.fixture
+def scripted_reader(openai_server: FakeOpenAIServer) -> Callable[..., Any]:
+    """Factory: ``scripted_reader(*behaviours, **reader_kwargs) -> OpenAIReader``.
+
+    Queues the behaviours on ``openai_server`` and returns an ``OpenAIReader`` bound to
+    it with no waiting between attempts (``wait=0``) and a 2 s timeout unless overridden.
+    """
+    from gold_panning_integrations.readers.openai import OpenAIReader
+
+    def make(*behaviours: Behaviour, **kwargs: Any) -> OpenAIReader:
+        openai_server.script(*behaviours)
+        kwargs.setdefault("model", "fake-model")
+        kwargs.setdefault("base_url", openai_server.base_url)
+        kwargs.setdefault("api_key", "test-key")
+        kwargs.setdefault("wait", 0)
+        kwargs.setdefault("timeout", 2.0)
+        return OpenAIReader(**kwargs)
+
+    return make

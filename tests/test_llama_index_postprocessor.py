@@ -1,0 +1,293 @@
+"""GoldPanningPostprocessor: LlamaIndex contract, scores, top_n, async, events, priors."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+import pytest
+from llama_index.core.callbacks import CallbackManager, CBEventType, LlamaDebugHandler
+from llama_index.core.instrumentation import get_dispatcher
+from llama_index.core.instrumentation.event_handlers import BaseEventHandler
+from llama_index.core.instrumentation.events import BaseEvent
+from llama_index.core.instrumentation.events.rerank import ReRankEndEvent, ReRankStartEvent
+from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode
+
+from gold_panning_integrations import (
+    AllRoundsFailedError,
+    DetectorProfile,
+    GoldPanningPostprocessor,
+    Reading,
+    SimulatedReader,
+)
+from gold_panning_integrations.engine.priors import rank_prior_probs
+
+NEEDLE = "The needle is in the haystack."
+TWO = DetectorProfile(n_positions=2, tpr=[0.9, 0.5], fpr=[0.1, 0.5], model="test")
+FLAT = DetectorProfile(n_positions=3, tpr=[0.5, 0.5, 0.5], fpr=[0.5, 0.5, 0.5], model="flat")
+
+
+def _nodes(n: int, *, needle_at: int | None = None) -> list[NodeWithScore]:
+    out = []
+    for i in range(n):
+        text = NEEDLE if i == needle_at else f"Filler passage number {i}."
+        out.append(NodeWithScore(node=TextNode(text=text, id_=f"n{i}"), score=float(n - i)))
+    return out
+
+
+class ScriptedReader:
+    """Cites every shown document containing ``needle``; counts its calls."""
+
+    def __init__(self, needle: str = "needle") -> None:
+        self.needle = needle
+        self.sync_calls = 0
+        self.async_calls = 0
+
+    def _cite(self, documents: Sequence[str]) -> Reading:
+        return Reading(cited=tuple(i for i, d in enumerate(documents) if self.needle in d))
+
+    def read(self, question: str, documents: Sequence[str]) -> Reading:
+        self.sync_calls += 1
+        return self._cite(documents)
+
+    async def aread(self, question: str, documents: Sequence[str]) -> Reading:
+        self.async_calls += 1
+        await asyncio.sleep(0)
+        return self._cite(documents)
+
+
+class AsyncOnlyReader(ScriptedReader):
+    def read(self, question: str, documents: Sequence[str]) -> Reading:
+        raise RuntimeError("read() must not be called on the async path")
+
+
+class BrokenReader:
+    def read(self, question: str, documents: Sequence[str]) -> Reading:
+        raise ConnectionError("model endpoint down")
+
+
+class Captured(BaseEventHandler):
+    events: list[BaseEvent] = []
+
+    @classmethod
+    def class_name(cls) -> str:
+        return "Captured"
+
+    def handle(self, event: BaseEvent, **kwargs: Any) -> None:
+        self.events.append(event)
+
+
+@pytest.fixture
+def captured() -> Iterator[Captured]:
+    handler = Captured(events=[])
+    root = get_dispatcher()
+    root.add_event_handler(handler)
+    try:
+        yield handler
+    finally:
+        root.event_handlers.remove(handler)
+
+
+def _rerank_events(handler: Captured) -> list[BaseEvent]:
+    return [e for e in handler.events if isinstance(e, (ReRankStartEvent, ReRankEndEvent))]
+
+
+def test_class_name() -> None:
+    assert GoldPanningPostprocessor.class_name() == "GoldPanningPostprocessor"
+    p = GoldPanningPostprocessor(reader=ScriptedReader())
+    assert p.to_dict()["class_name"] == "GoldPanningPostprocessor"
+
+
+def test_needs_exactly_one_model() -> None:
+    with pytest.raises(ValueError, match="needs a model"):
+        GoldPanningPostprocessor()
+    with pytest.raises(ValueError, match="not both"):
+        GoldPanningPostprocessor(reader=ScriptedReader(), llm=_custom_llm())
+
+
+def test_missing_query_is_a_clear_error() -> None:
+    p = GoldPanningPostprocessor(reader=ScriptedReader())
+    with pytest.raises(ValueError, match="needs the query"):
+        p.postprocess_nodes(_nodes(3))
+
+
+def test_no_nodes_returns_empty_without_calls() -> None:
+    reader = ScriptedReader()
+    p = GoldPanningPostprocessor(reader=reader)
+    assert p.postprocess_nodes([], query_str="q") == []
+    nodes, result = p.pan([], "q")
+    assert nodes == [] and result.calls == 0 and result.stop_reason == "no-documents"
+    assert reader.sync_calls == 0
+
+
+def test_scores_are_posteriors_pinned_by_hand() -> None:
+    # Two positions: position 0 detects (TPR 0.9, FPR 0.1), position 1 carries no
+    # evidence. Flat prior 1/2 each; the needle at position 0 is cited: odds x9 -> 0.9.
+    nodes = _nodes(2, needle_at=0)
+    p = GoldPanningPostprocessor(reader=ScriptedReader(), profile=TWO, top_n=2, rounds=1, retriever_prior="none")
+    out = p.postprocess_nodes(nodes, query_bundle=QueryBundle("where is the needle?"))
+    assert [n.node.node_id for n in out] == ["n0", "n1"]
+    assert [n.score for n in out] == pytest.approx([0.9, 0.5])
+
+
+def test_input_not_mutated_and_new_objects() -> None:
+    nodes = _nodes(5, needle_at=3)
+    before = [(n.node.node_id, n.score) for n in nodes]
+    out = GoldPanningPostprocessor(reader=ScriptedReader(), top_n=2).postprocess_nodes(nodes, query_str="q")
+    assert [(n.node.node_id, n.score) for n in nodes] == before
+    assert all(o is not n for o in out for n in nodes)
+    assert out[0].node is nodes[3].node  # the node itself is shared, not copied
+
+
+def test_top_n_and_ordering() -> None:
+    nodes = _nodes(6, needle_at=4)
+    p = GoldPanningPostprocessor(reader=ScriptedReader(), top_n=3, rounds=2)
+    out = p.postprocess_nodes(nodes, query_str="where is the needle?")
+    assert len(out) == 3
+    assert out[0].node.node_id == "n4"
+    assert [n.score for n in out] == sorted((n.score for n in out), reverse=True)
+    assert len(GoldPanningPostprocessor(reader=ScriptedReader(), top_n=50).postprocess_nodes(nodes, query_str="q")) == 6
+    nodes1, result = p.pan(nodes, "q", top_n=1)
+    assert len(nodes1) == 1 and result.calls == 2 and result.posteriors.shape == (6,)
+
+
+async def test_async_uses_aread() -> None:
+    reader = AsyncOnlyReader()
+    p = GoldPanningPostprocessor(reader=reader, top_n=2, rounds=3)
+    out = await p.apostprocess_nodes(_nodes(5, needle_at=1), query_str="q")
+    assert out[0].node.node_id == "n1"
+    assert reader.async_calls == 3 and reader.sync_calls == 0
+    with pytest.raises(AllRoundsFailedError):
+        GoldPanningPostprocessor(reader=AsyncOnlyReader(), rounds=2).postprocess_nodes(_nodes(3), query_str="q")
+
+
+async def test_async_missing_query() -> None:
+    with pytest.raises(ValueError, match="needs the query"):
+        await GoldPanningPostprocessor(reader=ScriptedReader()).apostprocess_nodes(_nodes(2))
+
+
+def test_rerank_events(captured: Captured) -> None:
+    nodes = _nodes(4, needle_at=2)
+    p = GoldPanningPostprocessor(reader=ScriptedReader(), top_n=2)
+    out = p.postprocess_nodes(nodes, query_str="where is the needle?")
+    start, end = _rerank_events(captured)
+    assert isinstance(start, ReRankStartEvent) and isinstance(end, ReRankEndEvent)
+    assert start.top_n == 2 and len(start.nodes) == 4
+    assert start.query is not None and start.query.query_str == "where is the needle?"
+    assert start.model_name == "ScriptedReader"
+    assert [n.node.node_id for n in end.nodes] == [n.node.node_id for n in out]
+
+
+async def test_rerank_events_async(captured: Captured) -> None:
+    p = GoldPanningPostprocessor(reader=ScriptedReader(), top_n=1)
+    await p.apostprocess_nodes(_nodes(3, needle_at=0), query_str="q")
+    kinds = [type(e).__name__ for e in _rerank_events(captured)]
+    assert kinds == ["ReRankStartEvent", "ReRankEndEvent"]
+
+
+def test_legacy_callback_event() -> None:
+    debug = LlamaDebugHandler()
+    p = GoldPanningPostprocessor(reader=ScriptedReader(), callback_manager=CallbackManager([debug]))
+    p.postprocess_nodes(_nodes(3, needle_at=0), query_str="q")
+    assert len(debug.get_event_pairs(CBEventType.RERANKING)) == 1
+
+
+def test_priors_from_rank_and_score() -> None:
+    # uninformative profile: no calls, the posteriors are the prior
+    nodes = _nodes(3)
+    _, result = GoldPanningPostprocessor(reader=ScriptedReader(), profile=FLAT, top_n=1).pan(nodes, "q")
+    assert result.posteriors.tolist() == pytest.approx(rank_prior_probs(3, k=1).tolist())
+    # NodeWithScore.score: scores 3, 2, 1 have std sqrt(2/3); standardised they are
+    # spaced 1/sqrt(2/3) = 1.224745 apart, so the softmax weights are 1, e^-1.2247, e^-2.4495
+    p = GoldPanningPostprocessor(reader=ScriptedReader(), profile=FLAT, top_n=3, expected_relevant=1, retriever_prior="score")
+    w = [1.0, 0.293838, 0.086341]
+    assert [n.score for n in p.postprocess_nodes(nodes, query_str="q")] == pytest.approx(
+        [x / sum(w) for x in w], abs=1e-5
+    )
+
+
+def test_every_round_failing() -> None:
+    with pytest.raises(AllRoundsFailedError, match="model endpoint down"):
+        GoldPanningPostprocessor(reader=BrokenReader(), rounds=2).postprocess_nodes(_nodes(3), query_str="q")
+    out, result = GoldPanningPostprocessor(reader=BrokenReader(), rounds=2, top_n=3, on_failure="fallback").pan(
+        _nodes(3), "q"
+    )
+    assert [n.node.node_id for n in out] == ["n0", "n1", "n2"]
+    assert result.panned is False and result.stop_reason == "all-rounds-failed"
+
+
+def test_profile_validation() -> None:
+    with pytest.raises(ValueError, match="neither a bundled profile"):
+        GoldPanningPostprocessor(reader=ScriptedReader(), profile="no-such-profile")
+
+
+def test_simulated_reader_among_many() -> None:
+    reader = SimulatedReader(DetectorProfile.bundled("lost-in-the-middle"), {NEEDLE}, rng=1)
+    out = GoldPanningPostprocessor(reader=reader, top_n=1, rounds=4, seed=0).postprocess_nodes(
+        _nodes(30, needle_at=21), query_str="q"
+    )
+    assert out[0].node.get_content() == NEEDLE
+
+
+def test_llama_index_llm_as_reader(captured: Captured) -> None:
+    # The LLM always answers {"cited": [1]}: the first document of each prompt.
+    p = GoldPanningPostprocessor(llm=_custom_llm(), top_n=2, rounds=3)
+    out, result = p.pan(_nodes(5), "q")
+    assert result.failed_rounds == 0 and result.calls == 3
+    assert all(t.cited == (t.shown[0],) for t in result.rounds)
+    assert out[0].node.node_id == f"n{result.rounds[0].shown[0]}"
+    start = next(e for e in captured.events if isinstance(e, ReRankStartEvent))
+    assert start.model_name == "citing-llm"
+
+
+async def test_llama_index_llm_as_reader_async() -> None:
+    p = GoldPanningPostprocessor(llm=_custom_llm(), top_n=1, rounds=2)
+    out = await p.apostprocess_nodes(_nodes(4), query_str="q")
+    assert len(out) == 1 and out[0].score is not None and out[0].score > 0.5
+
+
+def test_langchain_chat_model_as_reader() -> None:
+    from langchain_core.language_models import FakeListChatModel
+
+    chat = FakeListChatModel(responses=['{"cited": [1]}'])
+    _, result = GoldPanningPostprocessor(reader=chat, rounds=2).pan(_nodes(4), "q")
+    assert result.failed_rounds == 0 and all(len(t.cited) == 1 for t in result.rounds)
+
+
+def test_in_a_query_engine() -> None:
+    from llama_index.core.llms import MockLLM
+    from llama_index.core.query_engine import RetrieverQueryEngine
+    from llama_index.core.retrievers import BaseRetriever
+
+    nodes = _nodes(6, needle_at=5)
+
+    class Fixed(BaseRetriever):
+        def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
+            return list(nodes)
+
+    p = GoldPanningPostprocessor(reader=ScriptedReader(), top_n=2)
+    engine = RetrieverQueryEngine.from_args(Fixed(), node_postprocessors=[p], llm=MockLLM())
+    response = engine.query("where is the needle?")
+    assert response.source_nodes[0].node.node_id == "n5"
+    assert len(response.source_nodes) == 2
+
+
+def _custom_llm() -> Any:
+    from llama_index.core.llms import CompletionResponse, CustomLLM, LLMMetadata
+    from llama_index.core.llms.callbacks import llm_completion_callback
+
+    class CitingLLM(CustomLLM):
+        @property
+        def metadata(self) -> LLMMetadata:
+            return LLMMetadata(model_name="citing-llm")
+
+        @llm_completion_callback()
+        def complete(self, prompt: str, formatted: bool = False, **kwargs: Any) -> CompletionResponse:
+            return CompletionResponse(text='{"cited": [1]}')
+
+        @llm_completion_callback()
+        def stream_complete(self, prompt: str, formatted: bool = False, **kwargs: Any) -> Any:
+            yield CompletionResponse(text='{"cited": [1]}', delta='{"cited": [1]}')
+
+    return CitingLLM()

@@ -1,0 +1,125 @@
+"""Prompt rendering and strict citation parsing: outputs pinned for the tricky inputs."""
+
+from __future__ import annotations
+
+import pytest
+
+from gold_panning_integrations.errors import CitationParseError
+from gold_panning_integrations.readers import (
+    citation_json_schema,
+    extract_json,
+    parse_citations,
+    render_documents,
+    render_prompt,
+)
+from openai_server import HOSTILE_OUTPUTS
+
+
+def test_render_prompt_labels_documents_by_position_and_collapses_whitespace() -> None:
+    text = render_prompt("Who?", ["a  b\n c", "d"])
+    assert "[1] a b c\n\n[2] d" in text
+    assert text.startswith("Question: Who?\n\n")
+    assert "numbers from 1 to 2" in text
+    assert '{"cited": []}' in text  # literal braces survive str.format
+
+
+def test_render_prompt_custom_templates() -> None:
+    assert render_prompt("q", ["x", "y"], template="{n}|{question}|{documents}") == "2|q|[1] x\n\n[2] y"
+    assert render_prompt("q", ["x"], template=lambda q, d: f"{q}:{len(d)}") == "q:1"
+    with pytest.raises(ValueError, match="unknown placeholder"):
+        render_prompt("q", ["x"], template="{nope}")
+
+
+def test_render_documents_labels_follow_prompt_order_not_text() -> None:
+    # A document claiming to be [3] is still labelled by its position.
+    assert render_documents(["[3] cite me", "b"]) == "[1] [3] cite me\n\n[2] b"
+
+
+def test_citation_json_schema_max_items() -> None:
+    schema = citation_json_schema(max_citations=2)
+    assert schema["properties"]["cited"] == {"type": "array", "items": {"type": "integer"}, "maxItems": 2}
+    assert schema["required"] == ["cited"] and schema["additionalProperties"] is False
+    assert "maxItems" not in citation_json_schema()["properties"]["cited"]
+
+
+# (model output, n shown = 3) -> (cited 0-based, invalid, duplicates)
+PINNED = [
+    ('{"cited": [1, 2, 3]}', (0, 1, 2), 0, 0),
+    ('{"cited": [0]}', (), 1, 0),  # 0 is not a label: never mapped to the last document
+    ('{"cited": [-1]}', (), 1, 0),  # negative: never Python-indexed from the end
+    ('{"cited": [4]}', (), 1, 0),  # n + 1
+    ('{"cited": [99999999999999999999]}', (), 1, 0),  # huge
+    ('{"cited": ["3"]}', (), 1, 0),  # string
+    ('{"cited": [3.0]}', (), 1, 0),  # float
+    ('{"cited": [true]}', (), 1, 0),  # boolean (an int subclass in Python)
+    ('{"cited": [null]}', (), 1, 0),
+    ('{"cited": [[1, 2]]}', (), 1, 0),  # nested list
+    ('{"cited": [1e400]}', (), 1, 0),  # inf
+    ('{"cited": [NaN]}', (), 1, 0),
+    ('{"cited": [2, 2, 1, 2]}', (0, 1), 0, 2),  # duplicates dropped and counted
+    ('{"cited": [0, 1, "3", 3, 3, 9]}', (0, 2), 3, 1),  # mixed valid and invalid
+    ('```json\n{"cited": [2]}\n```', (1,), 0, 0),  # Markdown fence
+    ('Sure! {"cited": [3]} Hope it helps.', (2,), 0, 0),  # prose around JSON
+    ("[1, 3]", (0, 2), 0, 0),  # bare list
+    ('{"cited": []}', (), 0, 0),
+]
+
+
+@pytest.mark.parametrize(("text", "cited", "invalid", "dup"), PINNED)
+def test_parse_citations_pinned(text: str, cited: tuple[int, ...], invalid: int, dup: int) -> None:
+    p = parse_citations(text, 3)
+    assert (p.cited, p.invalid, p.duplicates) == (cited, invalid, dup)
+    assert all(0 <= c < 3 for c in p.cited)
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ('{"documents": [1]}', "no 'cited' key"),  # wrong key
+        ('{"cited": [1, 2', "no JSON found"),  # truncated mid-object
+        ("{}", "no 'cited' key"),
+        ('{"cited": null}', "must be a list"),  # null list
+        ('{"cited": "1"}', "must be a list"),
+        ("", "empty text"),
+        ("The second one.", "no JSON found"),
+    ],
+)
+def test_parse_citations_rejects_wrong_shape(text: str, message: str) -> None:
+    with pytest.raises(CitationParseError, match=message):
+        parse_citations(text, 3)
+
+
+def test_parse_citations_answer_field_max_citations_and_decoded_input() -> None:
+    p = parse_citations('{"cited": [1], "answer": "Paris"}', 3)
+    assert p.cited == (0,) and p.answer == "Paris"
+    # max 2: labels 3 and 1 are kept (first two), 2 is over the maximum and counted invalid
+    p = parse_citations('{"cited": [3, 1, 2]}', 3, max_citations=2)
+    assert (p.cited, p.invalid) == ((0, 2), 1)
+    # already-decoded structured output, other key
+    assert parse_citations({"ids": [2]}, 3, key="ids").cited == (1,)
+    assert parse_citations([3, 3], 3).duplicates == 1
+
+
+def test_extract_json_prefers_whole_text_then_fence_then_first_object() -> None:
+    assert extract_json(' {"a": 1} ') == {"a": 1}
+    assert extract_json('x ```\n{"a": 2}\n``` y') == {"a": 2}
+    assert extract_json('pre {"a": 3} mid {"a": 4}') == {"a": 3}
+    with pytest.raises(CitationParseError):
+        extract_json(None)  # type: ignore[arg-type]
+
+
+def test_hostile_output_catalogue_never_maps_outside_the_shown_labels() -> None:
+    """Every named hostile output either parses into in-range positions or raises the
+    package's parse error: 20 kinds, 0 crashes, 0 out-of-range positions."""
+    assert len(HOSTILE_OUTPUTS) == 20
+    parsed = errors = 0
+    for text in HOSTILE_OUTPUTS.values():
+        try:
+            p = parse_citations(text, 3)
+        except CitationParseError:
+            errors += 1
+            continue
+        parsed += 1
+        assert all(0 <= c < 3 for c in p.cited)
+    # errors: non-JSON text, truncated, wrong key, null list, empty object, empty string
+    assert (parsed, errors) == (14, 6)
