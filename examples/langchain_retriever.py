@@ -92,7 +92,9 @@ def openai_chat_runnable(base_url: str | None, model: str, api_key: str | None) 
         roles = {"human": "user", "ai": "assistant", "system": "system"}
 
         def call(prompt: Any) -> str:
-            messages = [{"role": roles.get(m.type, "user"), "content": m.content} for m in prompt.to_messages()]
+            messages = [
+                {"role": roles.get(m.type, "user"), "content": m.content} for m in prompt.to_messages()
+            ]
             out = client.chat.completions.create(model=model, messages=messages, temperature=0)
             return out.choices[0].message.content or ""
 
@@ -104,7 +106,9 @@ def local_chat_runnable(local_reader: Any) -> Any:
 
     def call(prompt: Any) -> str:
         roles = {"human": "user", "ai": "assistant", "system": "system"}
-        messages = [{"role": roles.get(m.type, "user"), "content": str(m.content)} for m in prompt.to_messages()]
+        messages = [
+            {"role": roles.get(m.type, "user"), "content": str(m.content)} for m in prompt.to_messages()
+        ]
         out = local_reader.complete(messages)
         return out["choices"][0]["message"].get("content") or ""
 
@@ -146,18 +150,26 @@ def build_models(args: argparse.Namespace, gold: Callable[[str], bool]) -> tuple
 # ------------------------------------------------------------------------- main
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--data", type=Path, default=DEFAULT_DATA, help="jsonl(.gz) with question/answers/ctxs rows")
-    p.add_argument("--corpus-questions", type=int, default=300, help="use the passages of the first N questions")
+    p.add_argument(
+        "--data", type=Path, default=DEFAULT_DATA, help="jsonl(.gz) with question/answers/ctxs rows"
+    )
+    p.add_argument(
+        "--corpus-questions", type=int, default=300, help="use the passages of the first N questions"
+    )
     p.add_argument("--question-index", type=int, default=0, help="which of those questions to ask")
     p.add_argument("--fetch", type=int, default=10, help="documents the BM25 base retriever returns")
     p.add_argument("--k", type=int, default=3, help="documents kept after panning")
     p.add_argument("--rounds", type=int, default=3)
-    p.add_argument("--profile", default="lost-in-the-middle", help="bundled profile name or profile JSON path")
+    p.add_argument(
+        "--profile", default="lost-in-the-middle", help="bundled profile name or profile JSON path"
+    )
     p.add_argument("--base-url", help="OpenAI-compatible endpoint, e.g. http://127.0.0.1:8000/v1")
     p.add_argument("--model", help="model name on that endpoint")
     p.add_argument("--api-key", help="API key (default: OPENAI_API_KEY, or none for local servers)")
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--reader", choices=["local", "openai", "simulated"], default="local", help=argparse.SUPPRESS)
+    p.add_argument(
+        "--reader", choices=["local", "openai", "simulated"], default="local", help=argparse.SUPPRESS
+    )
     return p.parse_args(argv)
 
 
@@ -188,10 +200,14 @@ def main(argv: list[str] | None = None) -> int:
     print(f"corpus: {len(docs)} passages; question: {question!r}; answers: {row.get('answers')}")
     base = bm25.invoke(question)
     base_rank = {d.id: i + 1 for i, d in enumerate(base)}
-    print(f"BM25 rank of the gold passage: {next((base_rank[d.id] for d in base if d.page_content in gold_texts), 'not retrieved')}")
+    print(
+        f"BM25 rank of the gold passage: {next((base_rank[d.id] for d in base if d.page_content in gold_texts), 'not retrieved')}"
+    )
 
     top, result = retriever.pan(question)
-    print(f"\nGold Panning: {result.calls} calls, stop={result.stop_reason}, prompt tokens={result.prompt_tokens}")
+    print(
+        f"\nGold Panning: {result.calls} calls, stop={result.stop_reason}, prompt tokens={result.prompt_tokens}"
+    )
     for d in top:
         m = d.metadata
         print(
@@ -199,7 +215,9 @@ def main(argv: list[str] | None = None) -> int:
             f"  gold={d.page_content in gold_texts}  {m['title']}: {d.page_content[:70]}..."
         )
     for t in result.rounds:
-        print(f"  round {t.round}: shown={list(t.shown)} cited={list(t.cited)} failed={t.failed} {t.seconds:.2f}s")
+        print(
+            f"  round {t.round}: shown={list(t.shown)} cited={list(t.cited)} failed={t.failed} {t.seconds:.2f}s"
+        )
 
     # The same retriever as a drop-in step of an LCEL RAG chain.
     prompt = ChatPromptTemplate.from_messages(
@@ -210,9 +228,16 @@ def main(argv: list[str] | None = None) -> int:
     )
 
     def format_docs(ds: list[Document]) -> str:
-        return "\n".join(f"[{i + 1}] {d.metadata.get('title', '')}: {d.page_content}" for i, d in enumerate(ds))
+        return "\n".join(
+            f"[{i + 1}] {d.metadata.get('title', '')}: {d.page_content}" for i, d in enumerate(ds)
+        )
 
-    chain = {"context": retriever | format_docs, "question": RunnablePassthrough()} | prompt | chat | StrOutputParser()
+    chain = (
+        {"context": retriever | format_docs, "question": RunnablePassthrough()}
+        | prompt
+        | chat
+        | StrOutputParser()
+    )
     print(f"\nRAG chain answer: {chain.invoke(question).strip()!r}")
     return 0
 

@@ -95,7 +95,9 @@ def build_models(args: argparse.Namespace, gold: Callable[[str], bool]) -> tuple
     if args.reader == "simulated":
         from gold_panning_integrations import DetectorProfile, SimulatedReader
 
-        return SimulatedReader(DetectorProfile.bundled(args.profile), gold, rng=args.seed), MockLLM(max_tokens=16)
+        return SimulatedReader(DetectorProfile.bundled(args.profile), gold, rng=args.seed), MockLLM(
+            max_tokens=16
+        )
     if args.reader == "openai" or args.base_url or args.model:
         from openai import OpenAI
 
@@ -125,18 +127,26 @@ def build_models(args: argparse.Namespace, gold: Callable[[str], bool]) -> tuple
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--data", type=Path, default=DEFAULT_DATA, help="jsonl(.gz) with question/answers/ctxs rows")
-    p.add_argument("--corpus-questions", type=int, default=300, help="use the passages of the first N questions")
+    p.add_argument(
+        "--data", type=Path, default=DEFAULT_DATA, help="jsonl(.gz) with question/answers/ctxs rows"
+    )
+    p.add_argument(
+        "--corpus-questions", type=int, default=300, help="use the passages of the first N questions"
+    )
     p.add_argument("--question-index", type=int, default=0, help="which of those questions to ask")
     p.add_argument("--fetch", type=int, default=10, help="nodes the BM25 retriever returns")
     p.add_argument("--top-n", type=int, default=3, help="nodes kept after panning")
     p.add_argument("--rounds", type=int, default=3)
-    p.add_argument("--profile", default="lost-in-the-middle", help="bundled profile name or profile JSON path")
+    p.add_argument(
+        "--profile", default="lost-in-the-middle", help="bundled profile name or profile JSON path"
+    )
     p.add_argument("--base-url", help="OpenAI-compatible endpoint, e.g. http://127.0.0.1:8000/v1")
     p.add_argument("--model", help="model name on that endpoint")
     p.add_argument("--api-key", help="API key (default: OPENAI_API_KEY, or none for local servers)")
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--reader", choices=["local", "openai", "simulated"], default="local", help=argparse.SUPPRESS)
+    p.add_argument(
+        "--reader", choices=["local", "openai", "simulated"], default="local", help=argparse.SUPPRESS
+    )
     return p.parse_args(argv)
 
 
@@ -153,7 +163,7 @@ def main(argv: list[str] | None = None) -> int:
     gold_texts = {c["text"] for c in row.get("ctxs", []) if c.get("isgold") or c.get("hasanswer")}
     # The reader sees each node with its metadata ("title: ...\n\ntext"); the simulated
     # reader recognises the gold passage inside that text.
-    is_gold: Callable[[str], bool] = lambda text: any(g in text for g in gold_texts)  # noqa: E731
+    is_gold: Callable[[str], bool] = lambda text: any(g in text for g in gold_texts)
 
     retriever = BM25Retriever.from_defaults(nodes=nodes, similarity_top_k=args.fetch)
     reader, llm = build_models(args, is_gold)
@@ -171,11 +181,15 @@ def main(argv: list[str] | None = None) -> int:
     print(f"corpus: {len(nodes)} passages; question: {question!r}; answers: {row.get('answers')}")
     base = retriever.retrieve(question)
     base_rank = {n.node.node_id: i + 1 for i, n in enumerate(base)}
-    gold_rank = next((i + 1 for i, n in enumerate(base) if n.node.get_content() in gold_texts), "not retrieved")
+    gold_rank = next(
+        (i + 1 for i, n in enumerate(base) if n.node.get_content() in gold_texts), "not retrieved"
+    )
     print(f"BM25 rank of the gold passage: {gold_rank}")
 
     top, result = panning.pan(base, question)
-    print(f"\nGold Panning: {result.calls} calls, stop={result.stop_reason}, prompt tokens={result.prompt_tokens}")
+    print(
+        f"\nGold Panning: {result.calls} calls, stop={result.stop_reason}, prompt tokens={result.prompt_tokens}"
+    )
     for i, n in enumerate(top):
         print(
             f"  #{i + 1}  posterior={n.score:.3f}  bm25 rank={base_rank[n.node.node_id]}"

@@ -33,9 +33,9 @@ from .engine.priors import rank_prior_probs, score_prior_probs
 from .profiles import DetectorProfile, load_profile
 
 __all__ = [
+    "PANNED_KEY",
     "POSTERIOR_KEY",
     "RANK_KEY",
-    "PANNED_KEY",
     "PanningOptions",
     "Ranked",
     "RetrieverPrior",
@@ -133,8 +133,12 @@ def prior_probs(
     if n == 0 or mode == "none":
         return None
     if mode == "score":
-        if scores is not None and len(scores) == n and all(
-            isinstance(s, (int, float)) and not isinstance(s, bool) and math.isfinite(s) for s in scores
+        if (
+            scores is not None
+            and len(scores) == n
+            and all(
+                isinstance(s, (int, float)) and not isinstance(s, bool) and math.isfinite(s) for s in scores
+            )
         ):
             s = np.asarray(scores, dtype=np.float64)
             spread = float(s.std())
@@ -142,8 +146,7 @@ def prior_probs(
                 return None
             return score_prior_probs(s / spread, k=k, temperature=temperature)
         logger.warning(
-            "retriever_prior='score' but not every document has a finite score; "
-            "using the rank prior instead"
+            "retriever_prior='score' but not every document has a finite score; using the rank prior instead"
         )
     elif mode != "rank":
         raise ValueError(f"retriever_prior must be 'rank', 'score' or 'none', got {mode!r}")
@@ -343,7 +346,9 @@ class PanningOptions(BaseModel):
     ) -> PanningResult:
         """Pan ``texts`` (in the base retriever's order) with the synchronous reader
         (``reader`` overrides the resolved one for this call)."""
-        return self._panner(k, reader).run(question, list(texts), prior_probs=self._prior(len(texts), k, scores))
+        return self._panner(k, reader).run(
+            question, list(texts), prior_probs=self._prior(len(texts), k, scores)
+        )
 
     async def _arun(
         self,

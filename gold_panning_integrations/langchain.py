@@ -70,7 +70,11 @@ class _ConfiguredReader:
 
 def _with_callbacks(reader: Any, callbacks: Any, *, method: str) -> Any:
     fn = getattr(reader, method, None)
-    return _ConfiguredReader(reader, {"callbacks": callbacks}) if fn is not None and _takes_config(fn) else reader
+    return (
+        _ConfiguredReader(reader, {"callbacks": callbacks})
+        if fn is not None and _takes_config(fn)
+        else reader
+    )
 
 
 class PannedDocuments(NamedTuple):

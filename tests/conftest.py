@@ -6,9 +6,8 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
-from tenacity import RetryCallState
-
 from openai_server import Behaviour, FakeOpenAIServer
+from tenacity import RetryCallState
 
 
 class RecordingWait:

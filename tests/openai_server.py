@@ -39,10 +39,12 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+from typing_extensions import Self
+
 __all__ = [
+    "HOSTILE_OUTPUTS",
     "Behaviour",
     "FakeOpenAIServer",
-    "HOSTILE_OUTPUTS",
     "RecordedRequest",
     "cite",
     "completion_body",
@@ -224,9 +226,7 @@ def refusal(text: str = "I'm sorry, I can't help with that.") -> Behaviour:
     return Behaviour("refusal", {"text": text})
 
 
-def raw_body(
-    body: str | bytes, *, code: int = 200, content_type: str = "application/json"
-) -> Behaviour:
+def raw_body(body: str | bytes, *, code: int = 200, content_type: str = "application/json") -> Behaviour:
     """Any HTTP body as is (non-JSON text, a truncated JSON document, HTML, ...)."""
     return Behaviour("raw_body", {"body": body, "code": code, "content_type": content_type})
 
@@ -279,11 +279,13 @@ class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     server: _Server
 
-    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - keep tests quiet
+    def log_message(self, format: str, *args: Any) -> None:
         pass
 
     # ------------------------------------------------------------------ plumbing
-    def _send(self, code: int, body: bytes, *, content_type: str = "application/json", headers: Any = ()) -> None:
+    def _send(
+        self, code: int, body: bytes, *, content_type: str = "application/json", headers: Any = ()
+    ) -> None:
         self.send_response(code)
         self.send_header("Content-Type", content_type)
         self.send_header("Content-Length", str(len(body)))
@@ -296,9 +298,18 @@ class _Handler(BaseHTTPRequestHandler):
     def _json(self, code: int, obj: Any, headers: Any = ()) -> None:
         self._send(code, json.dumps(obj).encode(), headers=headers)
 
-    def _error(self, code: int, message: str, *, headers: Any = (), err_type: str = "invalid_request_error",
-               param: str | None = None) -> None:
-        self._json(code, {"error": {"message": message, "type": err_type, "param": param, "code": None}}, headers)
+    def _error(
+        self,
+        code: int,
+        message: str,
+        *,
+        headers: Any = (),
+        err_type: str = "invalid_request_error",
+        param: str | None = None,
+    ) -> None:
+        self._json(
+            code, {"error": {"message": message, "type": err_type, "param": param, "code": None}}, headers
+        )
 
     def finish(self) -> None:
         try:
@@ -307,13 +318,13 @@ class _Handler(BaseHTTPRequestHandler):
             pass
 
     # ------------------------------------------------------------------ routes
-    def do_GET(self) -> None:  # noqa: N802
+    def do_GET(self) -> None:
         if self.path.rstrip("/").endswith("/models"):
             self._json(200, {"object": "list", "data": [{"id": "fake-model", "object": "model"}]})
         else:
             self._error(404, f"no route {self.path}")
 
-    def do_POST(self) -> None:  # noqa: N802
+    def do_POST(self) -> None:
         length = int(self.headers.get("Content-Length") or 0)
         raw = self.rfile.read(length) if length else b""
         try:
@@ -443,7 +454,7 @@ class FakeOpenAIServer:
         self._thread: threading.Thread | None = None
 
     # ------------------------------------------------------------------ lifecycle
-    def start(self) -> FakeOpenAIServer:
+    def start(self) -> Self:
         """Bind 127.0.0.1 on an ephemeral port and serve in a daemon thread."""
         if self._httpd is not None:
             return self
@@ -451,7 +462,9 @@ class FakeOpenAIServer:
         httpd = _Server(("127.0.0.1", 0), _Handler)
         httpd.owner = self
         self._httpd = httpd
-        self._thread = threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+        self._thread = threading.Thread(
+            target=httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
+        )
         self._thread.start()
         return self
 
@@ -466,10 +479,10 @@ class FakeOpenAIServer:
             self._thread.join(timeout=5)
             self._thread = None
 
-    def __enter__(self) -> FakeOpenAIServer:
+    def __enter__(self) -> Self:
         return self.start()
 
-    def __exit__(self, *exc: Any) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.stop()
 
     @property

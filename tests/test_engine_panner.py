@@ -436,3 +436,20 @@ def test_constructor_validates_options(kwargs: dict, pattern: str) -> None:
 def test_profile_of_wrong_type_is_refused() -> None:
     with pytest.raises(TypeError, match="profile"):
         GoldPanner(TextReader(set()), profile=42)
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="a reader returning something other than a Reading (a list of positions, None) "
+    "crashes the run with AttributeError from engine internals (reported to the lead)",
+)
+@pytest.mark.parametrize("out", [[0], None])
+def test_a_reader_returning_a_non_reading_gets_a_clear_outcome(out: object) -> None:
+    reader = FnReader(lambda i, d: out)  # type: ignore[arg-type, return-value]
+    panner = GoldPanner(reader, profile=PROFILE3, rounds=1, on_failure="fallback")
+    try:
+        res = panner.run("q", DOCS3)
+    except TypeError as err:  # acceptable: a clear error that names the contract
+        assert "Reading" in str(err)
+    else:  # also acceptable: a failed round that says why
+        assert res.rounds[0].failed and "Reading" in (res.rounds[0].reading.error or "")

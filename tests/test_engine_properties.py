@@ -83,11 +83,11 @@ def _flat(positions: Sequence) -> tuple[int, ...]:
     return tuple(out)
 
 
-def _windows(trace) -> list[tuple[tuple[int, ...], tuple[int, ...]]]:  # type: ignore[no-untyped-def]
-    """(docs, positions) per prompt of a round, for flat or windowed traces."""
-    if hasattr(trace, "windows"):
-        return list(zip(trace.windows, trace.positions))
-    return [(trace.shown, _flat(trace.positions))]
+def _windows(trace) -> list[tuple[tuple[int, ...], tuple[int, ...], bool]]:  # type: ignore[no-untyped-def]
+    """(docs, positions, failed) per prompt of a round, for flat or windowed traces."""
+    if hasattr(trace, "windows") and hasattr(trace, "readings"):
+        return [(tuple(d), tuple(p), r.failed) for d, p, r in zip(trace.windows, trace.positions, trace.readings)]
+    return [(trace.shown, _flat(trace.positions), trace.failed)]
 
 
 scenario = st.fixed_dictionaries(
@@ -106,6 +106,8 @@ scenario = st.fixed_dictionaries(
         "p": st.sampled_from([0.0, 0.3, 0.7, 1.0]),
         "fail_every": st.one_of(st.none(), st.integers(2, 4)),
         "rounds": st.integers(1, 12),
+        "windows": st.booleans(),
+        "prune": st.one_of(st.none(), st.sampled_from([0.05, 0.5])),
     }
 )
 
@@ -142,6 +144,8 @@ def _run(sc: dict) -> tuple[PanningResult, RandomReader]:
         k=sc["k"],
         policy=sc["policy"],
         max_docs_per_prompt=sc["budget"],
+        windows=sc["windows"],
+        prune_below=sc["prune"],
         resample_profile=_resampled(sc),
         on_failure="fallback",
         rng=sc["seed"],
@@ -153,31 +157,37 @@ def _run(sc: dict) -> tuple[PanningResult, RandomReader]:
 @SETTINGS
 @given(sc=scenario)
 def test_each_round_is_a_bijection_onto_real_positions(sc: dict) -> None:
+    """Each round maps the documents in play injectively onto real positions of each
+    prompt; documents beyond the budget sit on dummy positions (not shown), or, with
+    ``windows=True``, every document in play is shown exactly once across prompts."""
     res, reader = _run(sc)
     n, budget = sc["n"], sc["budget"]
-    shown_max = n if budget is None else min(n, budget)
+    cap = n if budget is None else budget
     for t in res.rounds:
         shown = t.shown
+        active = getattr(t, "active", n) or n
         # No document twice in a round, and every index a real document.
         assert len(set(shown)) == len(shown)
         assert all(0 <= d < n for d in shown)
-        for docs, pos in _windows(t):
-            assert len(docs) == len(pos)
+        for docs, pos, _ in _windows(t):
+            assert 1 <= len(docs) == len(pos) <= cap
             # Real positions used at most once within a prompt, each a real position of
             # the (possibly resampled) profile for that prompt; prompt order ascending.
-            n_pos = len(_rates_for(sc, len(docs))[0])
+            tt, ff = _rates_for(sc, len(docs))
             assert len(set(pos)) == len(pos)
-            assert all(0 <= j < n_pos for j in pos)
+            assert all(0 <= j < len(tt) for j in pos)
             assert list(pos) == sorted(pos)
-            if not _resampled(sc):
-                # Without resampling, the documents take the most diagnostic positions.
-                tt, ff = _rates_for(sc, len(docs))
-                assert sorted(pos) == sorted(position_order(tt, ff)[: len(docs)].tolist())
-        # min(n, budget) documents shown, the rest on dummy positions (single prompt).
-        assert len(shown) == shown_max
+            # The documents take the most diagnostic positions (dummies get the rest).
+            assert sorted(pos) == sorted(position_order(tt, ff)[: len(docs)].tolist())
+        if sc["windows"]:
+            assert len(shown) == active
+        else:
+            assert len(_windows(t)) == 1
+            assert len(shown) == min(active, cap)
+        assert active <= n and (sc["prune"] is not None or active == n)
         assert set(t.cited) <= set(shown)
     # The reader saw exactly the prompts in the trace.
-    assert reader.sizes == [len(docs) for t in res.rounds for docs, _ in _windows(t)]
+    assert reader.sizes == [len(docs) for t in res.rounds for docs, _, _ in _windows(t)]
 
 
 @SETTINGS
@@ -205,11 +215,11 @@ def test_citation_direction_matches_the_rates(sc: dict) -> None:
     for t in res.rounds:
         after = np.asarray(t.posteriors)
         touched: set[int] = set()
-        for docs, pos in _windows(t):
+        for docs, pos, failed in _windows(t):
             tt, ff = _rates_for(sc, len(docs))
             for d, j in zip(docs, pos):
                 touched.add(d)
-                if t.failed:
+                if failed:
                     assert after[d] == before[d]
                     continue
                 cited = d in t.cited

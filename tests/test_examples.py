@@ -25,6 +25,7 @@ def _need(*modules: str) -> None:
 def _run(script: str) -> str:
     proc = subprocess.run(
         [sys.executable, str(ROOT / "examples" / script), *ARGS],
+        check=False,
         capture_output=True,
         text=True,
         timeout=300,

@@ -32,7 +32,9 @@ NEEDLE = "The needle is in the haystack."
 
 def _docs(n: int, *, needle_at: int | None = None) -> list[Document]:
     docs = [
-        Document(page_content=f"Filler passage number {i}.", metadata={"source": f"s{i}", "i": i}, id=f"id{i}")
+        Document(
+            page_content=f"Filler passage number {i}.", metadata={"source": f"s{i}", "i": i}, id=f"id{i}"
+        )
         for i in range(n)
     ]
     if needle_at is not None:
@@ -47,7 +49,9 @@ class ListRetriever(BaseRetriever):
 
     docs: list[Document]
 
-    def _get_relevant_documents(self, query: str, *, run_manager: CallbackManagerForRetrieverRun) -> list[Document]:
+    def _get_relevant_documents(
+        self, query: str, *, run_manager: CallbackManagerForRetrieverRun
+    ) -> list[Document]:
         return list(self.docs)
 
 
@@ -56,7 +60,9 @@ class AsyncOnlyRetriever(BaseRetriever):
 
     docs: list[Document]
 
-    def _get_relevant_documents(self, query: str, *, run_manager: CallbackManagerForRetrieverRun) -> list[Document]:
+    def _get_relevant_documents(
+        self, query: str, *, run_manager: CallbackManagerForRetrieverRun
+    ) -> list[Document]:
         raise AssertionError("sync base path used on the async path")
 
     async def _aget_relevant_documents(
@@ -110,7 +116,9 @@ class Recorder(BaseCallbackHandler):
         self.starts: list[tuple[str, UUID, UUID | None]] = []
         self.texts: list[str] = []
 
-    def on_retriever_start(self, serialized: Any, query: str, *, run_id: UUID, parent_run_id: UUID | None = None, **kw: Any) -> None:
+    def on_retriever_start(
+        self, serialized: Any, query: str, *, run_id: UUID, parent_run_id: UUID | None = None, **kw: Any
+    ) -> None:
         self.starts.append((kw.get("name") or "", run_id, parent_run_id))
 
     def on_text(self, text: str, **kw: Any) -> None:
@@ -181,7 +189,9 @@ def test_child_callbacks_and_summary_text() -> None:
 
 async def test_async_child_callbacks() -> None:
     rec = Recorder()
-    r = GoldPanningRetriever(base_retriever=AsyncOnlyRetriever(docs=_docs(4, needle_at=1)), reader=ScriptedReader())
+    r = GoldPanningRetriever(
+        base_retriever=AsyncOnlyRetriever(docs=_docs(4, needle_at=1)), reader=ScriptedReader()
+    )
     await r.ainvoke("q", config={"callbacks": [rec]})
     assert rec.starts[1][2] == rec.starts[0][1]
     assert len(rec.texts) == 1
@@ -227,7 +237,9 @@ def test_pan_returns_result_with_trace() -> None:
 
 
 async def test_apan() -> None:
-    r = GoldPanningRetriever(base_retriever=AsyncOnlyRetriever(docs=_docs(4, needle_at=0)), reader=AsyncOnlyReader(), rounds=2)
+    r = GoldPanningRetriever(
+        base_retriever=AsyncOnlyRetriever(docs=_docs(4, needle_at=0)), reader=AsyncOnlyReader(), rounds=2
+    )
     got, result = await r.apan("q", k=1)
     assert len(got) == 1 and result.calls == 2 and int(result.selected[0]) == 0
 
@@ -248,7 +260,9 @@ def test_rank_prior_is_the_default() -> None:
     post = [d.metadata["gold_panning_posterior"] for d in r.invoke("q")]
     assert post == pytest.approx(expected.tolist())
     # flat prior at the base rate min(m/n, 0.5): 1/3 with m=1, 1/2 with m=k=3
-    flat = _retriever(_docs(3), ScriptedReader(), profile=FLAT, k=3, expected_relevant=1, retriever_prior="none")
+    flat = _retriever(
+        _docs(3), ScriptedReader(), profile=FLAT, k=3, expected_relevant=1, retriever_prior="none"
+    )
     assert [d.metadata["gold_panning_posterior"] for d in flat.invoke("q")] == pytest.approx([1 / 3] * 3)
     flat3 = _retriever(_docs(3), ScriptedReader(), profile=FLAT, k=3, retriever_prior="none")
     assert [d.metadata["gold_panning_posterior"] for d in flat3.invoke("q")] == pytest.approx([0.5] * 3)
@@ -265,12 +279,16 @@ def test_score_prior_from_metadata_and_fallback() -> None:
     assert [d.metadata["gold_panning_posterior"] for d in out] == pytest.approx([e2 / (e2 + 1), 1 / (e2 + 1)])
     # a missing score falls back to the rank prior
     del docs[1].metadata["score"]
-    out = _retriever(docs, ScriptedReader(), profile=FLAT, k=2, expected_relevant=1, retriever_prior="score").invoke("q")
+    out = _retriever(
+        docs, ScriptedReader(), profile=FLAT, k=2, expected_relevant=1, retriever_prior="score"
+    ).invoke("q")
     rank = rank_prior_probs(2, k=1, top10_recall=0.5).tolist()
     assert [d.metadata["gold_panning_posterior"] for d in out] == pytest.approx(rank)
     # equal scores carry no information: flat
     docs[1].metadata["score"] = 0.0
-    out = _retriever(docs, ScriptedReader(), profile=FLAT, k=2, expected_relevant=1, retriever_prior="score").invoke("q")
+    out = _retriever(
+        docs, ScriptedReader(), profile=FLAT, k=2, expected_relevant=1, retriever_prior="score"
+    ).invoke("q")
     assert [d.metadata["gold_panning_posterior"] for d in out] == pytest.approx([0.5, 0.5])
 
 
@@ -298,7 +316,14 @@ def test_profile_validated_at_construction() -> None:
 
 
 def test_options_validated() -> None:
-    for bad in ({"rounds": 0}, {"k": 0}, {"policy": "oracle"}, {"stop_at": 1.5}, {"prior_top10_recall": 1.0}, {"prior_top10_recall": 0.0}):
+    for bad in (
+        {"rounds": 0},
+        {"k": 0},
+        {"policy": "oracle"},
+        {"stop_at": 1.5},
+        {"prior_top10_recall": 1.0},
+        {"prior_top10_recall": 0.0},
+    ):
         with pytest.raises(ValueError):
             _retriever(_docs(2), ScriptedReader(), **bad)
 
@@ -329,7 +354,9 @@ class ChatRecorder(Recorder):
         super().__init__()
         self.chat_parents: list[UUID | None] = []
 
-    def on_chat_model_start(self, serialized: Any, messages: Any, *, run_id: UUID, parent_run_id: UUID | None = None, **kw: Any) -> None:
+    def on_chat_model_start(
+        self, serialized: Any, messages: Any, *, run_id: UUID, parent_run_id: UUID | None = None, **kw: Any
+    ) -> None:
         self.chat_parents.append(parent_run_id)
 
 

@@ -7,6 +7,7 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 import pytest
+from llama_index.core.bridge.pydantic import Field
 from llama_index.core.callbacks import CallbackManager, CBEventType, LlamaDebugHandler
 from llama_index.core.instrumentation import get_dispatcher
 from llama_index.core.instrumentation.event_handlers import BaseEventHandler
@@ -68,7 +69,7 @@ class BrokenReader:
 
 
 class Captured(BaseEventHandler):
-    events: list[BaseEvent] = []
+    events: list[BaseEvent] = Field(default_factory=list)
 
     @classmethod
     def class_name(cls) -> str:
@@ -80,7 +81,7 @@ class Captured(BaseEventHandler):
 
 @pytest.fixture
 def captured() -> Iterator[Captured]:
-    handler = Captured(events=[])
+    handler = Captured()
     root = get_dispatcher()
     root.add_event_handler(handler)
     try:
@@ -125,7 +126,9 @@ def test_scores_are_posteriors_pinned_by_hand() -> None:
     # Two positions: position 0 detects (TPR 0.9, FPR 0.1), position 1 carries no
     # evidence. Flat prior 1/2 each; the needle at position 0 is cited: odds x9 -> 0.9.
     nodes = _nodes(2, needle_at=0)
-    p = GoldPanningPostprocessor(reader=ScriptedReader(), profile=TWO, top_n=2, rounds=1, retriever_prior="none")
+    p = GoldPanningPostprocessor(
+        reader=ScriptedReader(), profile=TWO, top_n=2, rounds=1, retriever_prior="none"
+    )
     out = p.postprocess_nodes(nodes, query_bundle=QueryBundle("where is the needle?"))
     assert [n.node.node_id for n in out] == ["n0", "n1"]
     assert [n.score for n in out] == pytest.approx([0.9, 0.5])
@@ -147,7 +150,14 @@ def test_top_n_and_ordering() -> None:
     assert len(out) == 3
     assert out[0].node.node_id == "n4"
     assert [n.score for n in out] == sorted((n.score for n in out), reverse=True)
-    assert len(GoldPanningPostprocessor(reader=ScriptedReader(), top_n=50).postprocess_nodes(nodes, query_str="q")) == 6
+    assert (
+        len(
+            GoldPanningPostprocessor(reader=ScriptedReader(), top_n=50).postprocess_nodes(
+                nodes, query_str="q"
+            )
+        )
+        == 6
+    )
     nodes1, result = p.pan(nodes, "q", top_n=1)
     assert len(nodes1) == 1 and result.calls == 2 and result.posteriors.shape == (6,)
 
@@ -159,7 +169,9 @@ async def test_async_uses_aread() -> None:
     assert out[0].node.node_id == "n1"
     assert reader.async_calls == 3 and reader.sync_calls == 0
     with pytest.raises(AllRoundsFailedError):
-        GoldPanningPostprocessor(reader=AsyncOnlyReader(), rounds=2).postprocess_nodes(_nodes(3), query_str="q")
+        GoldPanningPostprocessor(reader=AsyncOnlyReader(), rounds=2).postprocess_nodes(
+            _nodes(3), query_str="q"
+        )
 
 
 async def test_async_missing_query() -> None:
@@ -200,7 +212,9 @@ def test_priors_from_rank_and_score() -> None:
     assert result.posteriors.tolist() == pytest.approx(rank_prior_probs(3, k=1).tolist())
     # NodeWithScore.score: scores 3, 2, 1 have std sqrt(2/3); standardised they are
     # spaced 1/sqrt(2/3) = 1.224745 apart, so the softmax weights are 1, e^-1.2247, e^-2.4495
-    p = GoldPanningPostprocessor(reader=ScriptedReader(), profile=FLAT, top_n=3, expected_relevant=1, retriever_prior="score")
+    p = GoldPanningPostprocessor(
+        reader=ScriptedReader(), profile=FLAT, top_n=3, expected_relevant=1, retriever_prior="score"
+    )
     w = [1.0, 0.293838, 0.086341]
     assert [n.score for n in p.postprocess_nodes(nodes, query_str="q")] == pytest.approx(
         [x / sum(w) for x in w], abs=1e-5
@@ -210,9 +224,9 @@ def test_priors_from_rank_and_score() -> None:
 def test_every_round_failing() -> None:
     with pytest.raises(AllRoundsFailedError, match="model endpoint down"):
         GoldPanningPostprocessor(reader=BrokenReader(), rounds=2).postprocess_nodes(_nodes(3), query_str="q")
-    out, result = GoldPanningPostprocessor(reader=BrokenReader(), rounds=2, top_n=3, on_failure="fallback").pan(
-        _nodes(3), "q"
-    )
+    out, result = GoldPanningPostprocessor(
+        reader=BrokenReader(), rounds=2, top_n=3, on_failure="fallback"
+    ).pan(_nodes(3), "q")
     assert [n.node.node_id for n in out] == ["n0", "n1", "n2"]
     assert result.panned is False and result.stop_reason == "all-rounds-failed"
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+from openai_server import HOSTILE_OUTPUTS
 
 from gold_panning_integrations.errors import CitationParseError
 from gold_panning_integrations.readers import (
@@ -12,7 +13,6 @@ from gold_panning_integrations.readers import (
     render_documents,
     render_prompt,
 )
-from openai_server import HOSTILE_OUTPUTS
 
 
 def test_render_prompt_labels_documents_by_position_and_collapses_whitespace() -> None:

@@ -4,11 +4,12 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, ClassVar
 
 import pytest
 from langchain_core.language_models import FakeListChatModel, GenericFakeChatModel
 from langchain_core.messages import AIMessage
+from pydantic import Field
 
 from gold_panning_integrations.errors import TransientReaderError
 from gold_panning_integrations.readers import ChatModelReader, as_reader
@@ -20,7 +21,7 @@ Q = "What is the capital of France?"
 class ToolCallingFake(GenericFakeChatModel):
     """A fake that supports ``with_structured_output`` the standard way (tool calls)."""
 
-    bound: list[Any] = []
+    bound: list[Any] = Field(default_factory=list)
 
     def bind_tools(self, tools: Sequence[Any], *, tool_choice: Any = None, **kwargs: Any) -> Any:
         self.bound.append((list(tools), tool_choice))
@@ -53,7 +54,7 @@ class FlakyChat(FakeListChatModel):
 
 class _Response:
     status_code = 429
-    headers = {"retry-after": "4"}
+    headers: ClassVar[dict[str, str]] = {"retry-after": "4"}
 
 
 class _RateLimited(Exception):
@@ -66,6 +67,7 @@ def test_fake_list_model_reads_text_json() -> None:
     model = FakeListChatModel(responses=['Sure: {"cited": [2, "3", 2]}'])
     reader = ChatModelReader(model, wait=0)
     assert not reader.uses_structured_output  # FakeListChatModel raises NotImplementedError
+    assert reader.model_name == "FakeListChatModel"
     reading = reader.read(Q, DOCS)
     assert reading.cited == (1,)
     assert (reading.invalid_labels, reading.duplicate_labels, reading.attempts) == (1, 1, 1)
@@ -75,8 +77,14 @@ def test_fake_list_model_reads_text_json() -> None:
 def test_generic_fake_usage_metadata_and_malformed_retry() -> None:
     messages = iter(
         [
-            AIMessage(content="I think the second.", usage_metadata={"input_tokens": 30, "output_tokens": 4, "total_tokens": 34}),
-            AIMessage(content='{"cited": [2]}', usage_metadata={"input_tokens": 30, "output_tokens": 5, "total_tokens": 35}),
+            AIMessage(
+                content="I think the second.",
+                usage_metadata={"input_tokens": 30, "output_tokens": 4, "total_tokens": 34},
+            ),
+            AIMessage(
+                content='{"cited": [2]}',
+                usage_metadata={"input_tokens": 30, "output_tokens": 5, "total_tokens": 35},
+            ),
         ]
     )
     reader = ChatModelReader(GenericFakeChatModel(messages=messages), wait=0)
@@ -119,7 +127,7 @@ def test_answer_mode_text() -> None:
     reader = ChatModelReader(FakeListChatModel(responses=["Paris"]), mode="answer", wait=0)
     reading = reader.read(Q, DOCS)
     assert reading.cited == (1,) and reading.answer == "Paris" and reading.extra["mode"] == "answer"
-    system, human = reader.messages(Q, DOCS)
+    _system, human = reader.messages(Q, DOCS)
     assert "- Berlin is in Germany." in human.content
 
 

@@ -7,20 +7,6 @@ import re
 from typing import Any
 
 import pytest
-
-from gold_panning_integrations import GoldPanner
-from gold_panning_integrations.errors import CitationParseError, TransientReaderError
-from gold_panning_integrations.readers import OpenAIReader
-from gold_panning_integrations.readers._retry import (
-    MAX_RAW_CHARS,
-    MAX_RETRY_AFTER,
-    FatalReaderError,
-    call_with_retries,
-    classify_error,
-    parse_retry_after,
-    wait_retry_after,
-)
-from gold_panning_integrations.engine.reading import Reading
 from openai_server import (
     FakeOpenAIServer,
     RecordedRequest,
@@ -38,12 +24,28 @@ from openai_server import (
     status,
 )
 
+from gold_panning_integrations import GoldPanner
+from gold_panning_integrations.engine.reading import Reading
+from gold_panning_integrations.errors import CitationParseError, TransientReaderError
+from gold_panning_integrations.readers import OpenAIReader
+from gold_panning_integrations.readers._retry import (
+    MAX_RAW_CHARS,
+    MAX_RETRY_AFTER,
+    FatalReaderError,
+    call_with_retries,
+    classify_error,
+    parse_retry_after,
+    wait_retry_after,
+)
+
 DOCS = ["Lyon is in France.", "The capital of France is Paris.", "Berlin is in Germany."]
 Q = "What is the capital of France?"
 
 
 # ------------------------------------------------------------------------------ success
-def test_success_records_citations_tokens_and_request(scripted_reader: Any, openai_server: FakeOpenAIServer) -> None:
+def test_success_records_citations_tokens_and_request(
+    scripted_reader: Any, openai_server: FakeOpenAIServer
+) -> None:
     reader = scripted_reader(cite(2, prompt_tokens=123, completion_tokens=7), max_tokens=50, top_p=0.5)
     reading = reader.read(Q, DOCS)
     assert reading.cited == (1,)
@@ -54,7 +56,12 @@ def test_success_records_citations_tokens_and_request(scripted_reader: Any, open
     assert req.path == "/v1/chat/completions"
     assert req.headers["authorization"] == "Bearer test-key"
     body = req.body
-    assert (body["model"], body["temperature"], body["max_tokens"], body["top_p"]) == ("fake-model", 0.0, 50, 0.5)
+    assert (body["model"], body["temperature"], body["max_tokens"], body["top_p"]) == (
+        "fake-model",
+        0.0,
+        50,
+        0.5,
+    )
     assert [m["role"] for m in body["messages"]] == ["system", "user"]
     assert "[2] The capital of France is Paris." in req.user_text
     rf = body["response_format"]
@@ -87,7 +94,9 @@ def test_429_retry_after_reaches_the_wait(
 
 def test_default_wait_honours_retry_after_capped() -> None:
     slept: list[float] = []
-    errors = iter([TransientReaderError("429", retry_after=7.0), TransientReaderError("429", retry_after=1e6)])
+    errors = iter(
+        [TransientReaderError("429", retry_after=7.0), TransientReaderError("429", retry_after=1e6)]
+    )
 
     def attempt(usage: Any) -> Reading:
         err = next(errors, None)
@@ -110,7 +119,9 @@ def test_default_wait_falls_back_without_retry_after() -> None:
             raise err
         return Reading()
 
-    call_with_retries(attempt, max_attempts=2, wait=wait_retry_after(fallback=lambda s: 0.25), sleep=slept.append)
+    call_with_retries(
+        attempt, max_attempts=2, wait=wait_retry_after(fallback=lambda s: 0.25), sleep=slept.append
+    )
     assert slept == [0.25]
 
 
@@ -153,8 +164,12 @@ def test_auth_error_not_retried(openai_server: FakeOpenAIServer, scripted_reader
     assert len(openai_server.requests) == 1
 
 
-@pytest.mark.parametrize(("code", "words"), [(403, "permission denied"), (404, "check model="), (400, "HTTP 400")])
-def test_client_errors_not_retried(scripted_reader: Any, openai_server: FakeOpenAIServer, code: int, words: str) -> None:
+@pytest.mark.parametrize(
+    ("code", "words"), [(403, "permission denied"), (404, "check model="), (400, "HTTP 400")]
+)
+def test_client_errors_not_retried(
+    scripted_reader: Any, openai_server: FakeOpenAIServer, code: int, words: str
+) -> None:
     reading = scripted_reader(status(code), cite(1)).read(Q, DOCS)
     assert reading.failed and reading.attempts == 1 and words in reading.error
     assert len(openai_server.requests) == 1
@@ -167,14 +182,18 @@ def test_malformed_output_retried_then_success_sums_tokens(scripted_reader: Any)
 
 
 def test_malformed_output_exhausted_gives_failed_reading(scripted_reader: Any) -> None:
-    reading = scripted_reader(ok("nope"), ok('{"cited": [1,'), ok('{"documents": [1]}'), cite(1)).read(Q, DOCS)
+    reading = scripted_reader(ok("nope"), ok('{"cited": [1,'), ok('{"documents": [1]}'), cite(1)).read(
+        Q, DOCS
+    )
     assert reading.failed and reading.attempts == 3 and reading.cited == ()
     assert "gave up after 3 attempts" in reading.error and "no 'cited' key" in reading.error
     assert reading.raw == '{"documents": [1]}'
     assert reading.prompt_tokens == 300
 
 
-@pytest.mark.parametrize("behaviour", [empty_choices(), content_null()], ids=["empty_choices", "content_null"])
+@pytest.mark.parametrize(
+    "behaviour", [empty_choices(), content_null()], ids=["empty_choices", "content_null"]
+)
 def test_empty_replies_retried(scripted_reader: Any, behaviour: Any) -> None:
     reading = scripted_reader(behaviour, cite(3)).read(Q, DOCS)
     assert reading.cited == (2,) and reading.attempts == 2
@@ -192,6 +211,19 @@ def test_enormous_response_truncated_in_raw(scripted_reader: Any) -> None:
     assert reading.failed and reading.attempts == 1
     assert reading.raw.startswith("gold gold")
     assert len(reading.raw) < MAX_RAW_CHARS + 60 and "2000000 characters" in reading.raw
+
+
+def test_enormous_bracket_flood_fails_cleanly(scripted_reader: Any) -> None:
+    """Megabytes of '[' (a quadratic case for a naive JSON search) give a failed reading."""
+    reading = scripted_reader(enormous(1_000_000, fill="["), max_attempts=1).read(Q, DOCS)
+    assert reading.failed and "no JSON" in reading.error
+
+
+def test_enormous_valid_json_is_parsed_whole(scripted_reader: Any) -> None:
+    labels = ", ".join(["3"] * 200_000)
+    reading = scripted_reader(ok('{"cited": [' + labels + "]}")).read(Q, DOCS)
+    assert reading.cited == (2,) and reading.duplicate_labels == 199_999
+    assert len(reading.raw) < MAX_RAW_CHARS + 60
 
 
 def test_length_cut_output_says_raise_max_tokens(scripted_reader: Any) -> None:
@@ -247,17 +279,34 @@ def test_answer_mode_cites_documents_containing_the_answer(
 async def test_async_read_with_retry_and_fallback(
     scripted_reader: Any, openai_server: FakeOpenAIServer, recording_wait: Any
 ) -> None:
-    reader = scripted_reader(reject_format("json_schema"), status(429, retry_after=3), cite(1, 2), wait=recording_wait)
+    reader = scripted_reader(
+        reject_format("json_schema"), status(429, retry_after=3), cite(1, 2), wait=recording_wait
+    )
     reading = await reader.aread(Q, DOCS)
     assert reading.cited == (0, 1) and reading.attempts == 3
     assert recording_wait.retry_afters == [3.0]
-    assert [r.response_format_type for r in openai_server.requests] == ["json_schema", "json_object", "json_object"]
+    assert [r.response_format_type for r in openai_server.requests] == [
+        "json_schema",
+        "json_object",
+        "json_object",
+    ]
 
 
 async def test_async_timeout_then_failure(scripted_reader: Any) -> None:
     reader = scripted_reader(delay(30), ok("no json"), timeout=0.5, max_attempts=2)
     reading = await reader.aread(Q, DOCS)
     assert reading.failed and reading.attempts == 2 and "no JSON" in reading.error
+
+
+def test_async_reader_survives_repeated_asyncio_run(openai_server: FakeOpenAIServer) -> None:
+    """Each ``asyncio.run`` gets its own AsyncOpenAI client (a pool from a closed loop
+    would fail with 'Event loop is closed')."""
+    import asyncio
+
+    reader = OpenAIReader(model="m", base_url=openai_server.base_url, wait=0)
+    openai_server.script(cite(1), cite(2), cite(3))
+    cited = [asyncio.run(reader.aread(Q, DOCS)).cited for _ in range(3)]
+    assert cited == [(0,), (1,), (2,)]
 
 
 # ------------------------------------------------------------------------- construction
@@ -311,7 +360,11 @@ def test_panner_end_to_end_with_a_scripted_model(openai_server: FakeOpenAIServer
     round (503 three times) leaves beliefs unchanged and is recorded."""
 
     def cite_paris(req: RecordedRequest) -> Any:
-        labels = [int(m.group(1)) for m in re.finditer(r"\[(\d+)\] ([^\n]*)", req.user_text) if "Paris" in m.group(2)]
+        labels = [
+            int(m.group(1))
+            for m in re.finditer(r"\[(\d+)\] ([^\n]*)", req.user_text)
+            if "Paris" in m.group(2)
+        ]
         return ok(json.dumps({"cited": labels}))
 
     openai_server.default = dynamic(cite_paris)

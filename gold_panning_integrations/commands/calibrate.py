@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import shlex
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -50,7 +49,7 @@ def main(args: argparse.Namespace) -> int:
     reader = make_reader(args, seed=args.seed)
     out = Path(args.out)
     checkpoint = args.checkpoint or str(out) + ".checkpoint.jsonl"
-    argv = " ".join(shlex.quote(a) for a in sys.argv[1:]) if sys.argv[1:] else ""
+    argv = _command_line(args)
     bar = Progress(args.trials * args.grid, label="calibrate")
     concurrency = args.concurrency if args.reader == "openai" else 1
     cal = Calibrator(
@@ -73,7 +72,7 @@ def main(args: argparse.Namespace) -> int:
     complete = len(result.records) == len(cal.plan)
     mode = getattr(reader, "mode", None)
     notes = (
-        f"Made with: gold-panning {argv or 'calibrate'}. Task {args.task}, n={args.n}, grid of "
+        f"Made with: {argv}. Task {args.task}, n={args.n}, grid of "
         f"{c.grid.size} positions {c.grid.tolist()}, {args.trials} trials planned per position, "
         f"{len(result.records)} of {len(cal.plan)} trials completed ({c.failed} failed, excluded); "
         f"gold-at-position trials per grid position: {c.tp_trials.tolist()}. Reader mode: {mode}. "
@@ -95,6 +94,18 @@ def main(args: argparse.Namespace) -> int:
         plot_profile(profile, args.plot)
         print(f"wrote {args.plot}")
     return 0 if complete else 3
+
+
+def _command_line(args: argparse.Namespace) -> str:
+    """The calibration-relevant options as a command line (for the profile notes)."""
+    parts = ["gold-panning", "calibrate", "--reader", args.reader]
+    for opt in ("model_path", "base_url", "model", "mode", "data"):
+        v = getattr(args, opt, None)
+        if v is not None:
+            parts += ["--" + opt.replace("_", "-"), str(v)]
+    parts += ["--task", args.task, "--n", str(args.n), "--grid", str(args.grid), "--trials", str(args.trials)]
+    parts += ["--seed", str(args.seed), "--temperature", str(args.temperature), "--out", str(args.out)]
+    return " ".join(shlex.quote(x) for x in parts)
 
 
 def plot_profile(profile: Any, path: str | Path) -> Path:

@@ -50,6 +50,7 @@ from ..errors import CitationParseError, MissingExtraError, ReaderError, Transie
 __all__ = [
     "MAX_RAW_CHARS",
     "MAX_RETRY_AFTER",
+    "MAX_SCAN_CHARS",
     "FatalReaderError",
     "Usage",
     "Wait",
@@ -68,6 +69,12 @@ logger = logging.getLogger(__name__)
 
 MAX_RAW_CHARS = 4000
 """Raw model output kept in a :class:`Reading` (characters); longer output is cut."""
+
+MAX_SCAN_CHARS = 4000
+"""Longest model output searched for JSON embedded in prose (characters). Longer output
+is still accepted when it is JSON as a whole; otherwise only its first
+``MAX_SCAN_CHARS`` characters are searched, which bounds the time a hostile enormous
+reply (megabytes of brackets) can cost."""
 
 MAX_RETRY_AFTER = 120.0
 """Longest Retry-After (seconds) the default wait honours; longer values are capped."""
@@ -162,7 +169,9 @@ def classify_error(err: BaseException) -> ReaderError:
     if status is not None:
         headers = getattr(getattr(err, "response", None), "headers", None)
         if status == 429:
-            return TransientReaderError(f"rate limited (HTTP 429): {msg}", retry_after=parse_retry_after(headers))
+            return TransientReaderError(
+                f"rate limited (HTTP 429): {msg}", retry_after=parse_retry_after(headers)
+            )
         if status >= 500 or status in (408, 409):
             return TransientReaderError(
                 f"server error (HTTP {status}): {msg}", retry_after=parse_retry_after(headers)
@@ -209,7 +218,7 @@ def retry_after(retry_state: RetryCallState) -> float | None:
 
 
 @dataclass(frozen=True)
-class wait_retry_after:  # noqa: N801 - named like tenacity's wait strategies
+class wait_retry_after:
     """Wait the server's Retry-After when it gave one, else ``fallback``.
 
     Args:
@@ -218,7 +227,9 @@ class wait_retry_after:  # noqa: N801 - named like tenacity's wait strategies
         max_wait: Cap on an honoured Retry-After, in seconds.
     """
 
-    fallback: Wait = field(default_factory=lambda: wait_exponential_jitter(multiplier=0.5, max=20.0, jitter=0.5))
+    fallback: Wait = field(
+        default_factory=lambda: wait_exponential_jitter(multiplier=0.5, max=20.0, jitter=0.5)
+    )
     max_wait: float = MAX_RETRY_AFTER
 
     def __call__(self, retry_state: RetryCallState) -> float:
@@ -457,6 +468,19 @@ def check_echo(text: str, documents: Sequence[str]) -> None:
         raise CitationParseError("the model echoed the prompt instead of answering")
 
 
+def _bounded(text: str) -> Any:
+    """``text`` decoded when it is JSON as a whole, else at most its first
+    :data:`MAX_SCAN_CHARS` characters (for the JSON search in prose)."""
+    if len(text) <= MAX_SCAN_CHARS:
+        return text
+    try:
+        value = json.loads(text)
+    except (ValueError, RecursionError):
+        logger.info("model output of %d characters: searching only the first %d", len(text), MAX_SCAN_CHARS)
+        return text[:MAX_SCAN_CHARS]
+    return value if isinstance(value, (dict, list)) else text[:MAX_SCAN_CHARS]
+
+
 def reading_from_citations(
     value: Any,
     documents: Sequence[str],
@@ -473,6 +497,7 @@ def reading_from_citations(
     try:
         if isinstance(value, str):
             check_echo(value, documents)
+            value = _bounded(value)
         parsed = parse_citations(value, len(documents), max_citations=max_citations)
     except CitationParseError as err:
         raise attach_raw(err, raw) from None

@@ -54,6 +54,7 @@ GENERIC_ANSWERS: frozenset[str] = frozenset(
         "no",
         "yes",
         "n a",
+        "n",
         "no answer",
         "not mentioned",
         "not given",

@@ -140,6 +140,15 @@ class ChatModelReader:
                 self._use_structured = False
 
     @property
+    def model_name(self) -> str:
+        """The chat model's ``model_name``/``model`` attribute, else its class name."""
+        for attr in ("model_name", "model"):
+            value = getattr(self.chat_model, attr, None)
+            if isinstance(value, str) and value:
+                return value
+        return type(self.chat_model).__name__
+
+    @property
     def uses_structured_output(self) -> bool:
         """True when readings go through ``with_structured_output``."""
         return self._use_structured
@@ -148,7 +157,9 @@ class ChatModelReader:
         try:
             return self.chat_model.with_structured_output(Citations, include_raw=True)
         except NotImplementedError:
-            logger.info("%s has no structured output; reading plain-text JSON", type(self.chat_model).__name__)
+            logger.info(
+                "%s has no structured output; reading plain-text JSON", type(self.chat_model).__name__
+            )
             return None
         except (TypeError, ValueError) as err:  # include_raw unsupported by an override
             logger.info("with_structured_output(include_raw=True) failed (%s); trying without", err)
@@ -233,7 +244,9 @@ class ChatModelReader:
         return reading_from_citations(value, docs, max_citations=self.max_citations, raw=value, extra=extra)
 
     # ------------------------------------------------------------------ reading
-    def read(self, question: str, documents: Sequence[str], *, config: RunnableConfig | None = None) -> Reading:
+    def read(
+        self, question: str, documents: Sequence[str], *, config: RunnableConfig | None = None
+    ) -> Reading:
         """Ask the model about one prompt (``invoke``); ``documents`` in prompt order.
 
         Returns:

@@ -41,7 +41,7 @@ from ._retry import (
     truncate,
 )
 
-__all__ = ["LlamaIndexLLMReader", "CitationsOutput"]
+__all__ = ["CitationsOutput", "LlamaIndexLLMReader"]
 
 logger = logging.getLogger(__name__)
 
@@ -66,10 +66,14 @@ def _usage_from(obj: Any) -> tuple[Any, Any]:
         usage = getattr(obj, "usage", None)
         if usage is None:
             return None, None
-        obj = usage if isinstance(usage, dict) else {
-            "prompt_tokens": getattr(usage, "prompt_tokens", None),
-            "completion_tokens": getattr(usage, "completion_tokens", None),
-        }
+        obj = (
+            usage
+            if isinstance(usage, dict)
+            else {
+                "prompt_tokens": getattr(usage, "prompt_tokens", None),
+                "completion_tokens": getattr(usage, "completion_tokens", None),
+            }
+        )
     elif "usage" in obj and isinstance(obj["usage"], dict):
         obj = obj["usage"]
     pt = obj.get("prompt_tokens", obj.get("input_tokens"))
@@ -151,10 +155,19 @@ class LlamaIndexLLMReader:
         try:
             if getattr(self.llm.metadata, "is_function_calling_model", False):
                 return True
-        except Exception:  # a metadata property that fails is a model we should not trust
+        except Exception:  # noqa: BLE001 - a metadata property that fails is a model we should not trust
             return False
         mode = getattr(self.llm, "pydantic_program_mode", PydanticProgramMode.DEFAULT)
         return mode not in (None, PydanticProgramMode.DEFAULT)
+
+    @property
+    def model_name(self) -> str:
+        """``llm.metadata.model_name``, else the LLM's class name."""
+        try:
+            name = getattr(self.llm.metadata, "model_name", None)
+        except Exception:  # noqa: BLE001 - display only
+            name = None
+        return name if isinstance(name, str) and name else type(self.llm).__name__
 
     @property
     def uses_structured_output(self) -> bool:

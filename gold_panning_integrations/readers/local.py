@@ -111,6 +111,7 @@ class LocalReader:
         if temperature < 0:
             raise ValueError(f"temperature must be >= 0, got {temperature!r}")
         self.model_path = Path(model_path) if model_path is not None else None
+        self._default_model = model_path is None
         if self.model_path is not None and not self.model_path.is_file():
             raise FileNotFoundError(f"GGUF model file not found: {str(self.model_path)!r}")
         self.mode = mode
@@ -135,7 +136,7 @@ class LocalReader:
         """Name recorded in profiles and traces."""
         if self._model_name:
             return self._model_name
-        if self.model_path is None:
+        if self._default_model or self.model_path is None:
             return DEFAULT_MODEL_NAME
         return self.model_path.name.removesuffix(".gguf")
 

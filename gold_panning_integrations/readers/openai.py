@@ -15,8 +15,10 @@ the server rejects the stricter form (HTTP 400/422 mentioning the response forma
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import os
+import weakref
 from collections.abc import Sequence
 from typing import Any, Literal
 
@@ -37,7 +39,7 @@ from ._retry import (
     truncate,
 )
 
-__all__ = ["OpenAIReader", "RESPONSE_FORMATS"]
+__all__ = ["RESPONSE_FORMATS", "OpenAIReader"]
 
 logger = logging.getLogger(__name__)
 
@@ -177,6 +179,9 @@ class OpenAIReader:
             self._api_key = None
         self._client = self._without_retries(client)
         self._async_client = self._without_retries(async_client)
+        # Clients this reader creates are kept per event loop: an AsyncOpenAI connection
+        # pool cannot be reused once the loop that opened it is closed (asyncio.run twice).
+        self._loop_clients: weakref.WeakKeyDictionary[Any, Any] = weakref.WeakKeyDictionary()
 
     # ------------------------------------------------------------------ clients
     @staticmethod
@@ -218,17 +223,32 @@ class OpenAIReader:
 
     @property
     def async_client(self) -> Any:
-        """The ``openai.AsyncOpenAI`` client (created on first use)."""
-        if self._async_client is None:
+        """The ``openai.AsyncOpenAI`` client: the one given, else one created per running
+        event loop (so ``asyncio.run`` may be called repeatedly with the same reader)."""
+        if self._async_client is not None:
+            return self._async_client
+        try:
+            loop: Any = asyncio.get_running_loop()
+        except RuntimeError:
+            loop = None
+        client = self._loop_clients.get(loop) if loop is not None else None
+        if client is None:
             from openai import AsyncOpenAI
 
-            self._async_client = AsyncOpenAI(
+            client = AsyncOpenAI(
                 api_key=self._api_key or self._resolve_key(None, self.base_url),
                 base_url=self.base_url,
                 timeout=self.timeout,
                 max_retries=0,
             )
-        return self._async_client
+            if loop is not None:
+                self._loop_clients[loop] = client
+        return client
+
+    @property
+    def model_name(self) -> str:
+        """The model name sent to the server."""
+        return self.model
 
     @property
     def format_level(self) -> str:
@@ -299,10 +319,14 @@ class OpenAIReader:
         return level + 1
 
     # ------------------------------------------------------------------ responses
-    def _reading(self, resp: Any, question: str, documents: Sequence[str], usage: Usage, level: int | None) -> Reading:
+    def _reading(
+        self, resp: Any, question: str, documents: Sequence[str], usage: Usage, level: int | None
+    ) -> Reading:
         if isinstance(resp, (str, bytes)):
             raise attach_raw(
-                CitationParseError("the server answered with a non-JSON body (is base_url an OpenAI-compatible /v1?)"),
+                CitationParseError(
+                    "the server answered with a non-JSON body (is base_url an OpenAI-compatible /v1?)"
+                ),
                 resp,
             )
         u = getattr(resp, "usage", None)
@@ -317,7 +341,9 @@ class OpenAIReader:
         refusal = getattr(message, "refusal", None)
         content = _content_text(getattr(message, "content", None))
         if refusal:
-            raise attach_raw(FatalReaderError(f"the model refused to answer: {truncate(refusal, 300)}"), refusal)
+            raise attach_raw(
+                FatalReaderError(f"the model refused to answer: {truncate(refusal, 300)}"), refusal
+            )
         if content is None or not content.strip():
             hint = f" (finish_reason={finish!r})" if finish else ""
             raise CitationParseError(f"the model returned no content{hint}")
@@ -337,7 +363,9 @@ class OpenAIReader:
             )
         except CitationParseError as err:
             if finish == "length":
-                new = CitationParseError(f"{err} (output cut at max_tokens={self.max_tokens}; raise max_tokens)")
+                new = CitationParseError(
+                    f"{err} (output cut at max_tokens={self.max_tokens}; raise max_tokens)"
+                )
                 raise attach_raw(new, content) from err
             raise
 

@@ -1,0 +1,102 @@
+"""``gold-panning run`` and ``calibrate`` end to end with the hidden simulated reader."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from gold_panning_integrations.cli import main
+from gold_panning_integrations.commands.run import load_documents
+from gold_panning_integrations.profiles import DetectorProfile
+
+
+def _json_out(capsys: pytest.CaptureFixture[str]) -> dict:
+    out = capsys.readouterr().out.strip().splitlines()
+    return json.loads(out[-1])
+
+
+def test_run_demo_json(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["run", "--demo", "--reader", "simulated", "--rounds", "3", "--json", "--profile", "lost-in-the-middle"]) == 0
+    out = _json_out(capsys)
+    assert out["calls"] == 3 and len(out["rounds"]) == 3
+    assert len(out["posteriors"]) == 20 and len(out["selected"]) == 1
+    assert out["profile"] == "lost-in-the-middle"
+    assert out["gold"] and 0 <= out["gold"][0] < 20
+    assert out["selected_documents"][0]["index"] == out["selected"][0]
+    assert out["question"].startswith("What is ")
+
+
+def test_run_demo_is_deterministic_and_text_mentions_rounds(capsys: pytest.CaptureFixture[str]) -> None:
+    args = ["run", "--demo", "--reader", "simulated", "--rounds", "2", "--seed", "4"]
+    assert main(args) == 0
+    first = capsys.readouterr().out
+    assert main(args) == 0
+    assert capsys.readouterr().out.replace("0.0s", "") == first.replace("0.0s", "")
+    assert "round 1" in first and "round 2" in first and "round 3" not in first
+    assert "selected (rounds, 2 calls)" in first and "(demo: the relevant document is #" in first
+
+
+def test_run_docs_jsonl_keeps_metadata(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    docs = tmp_path / "docs.jsonl"
+    rows = [{"text": f"Person {i}'s locker number is {100 + i}.", "id": f"doc-{i}"} for i in range(6)]
+    docs.write_text("\n".join(json.dumps(r) for r in rows) + "\n")
+    code = main(
+        ["run", "--docs", str(docs), "--question", "What is Person 3's locker number?", "--reader", "simulated",
+         "--k", "2", "--rounds", "2", "--json"]
+    )
+    assert code == 0
+    out = _json_out(capsys)
+    assert len(out["selected_documents"]) == 2
+    sel = out["selected_documents"][0]
+    assert sel["metadata"] == {"id": f"doc-{sel['index']}"}
+    assert sel["text"] == rows[sel["index"]]["text"]
+
+
+def test_load_documents_txt_and_errors(tmp_path: Path) -> None:
+    txt = tmp_path / "d.txt"
+    txt.write_text("first\n\n second \n")
+    assert load_documents(txt) == (["first", "second"], [{}, {}])
+    bad = tmp_path / "d.jsonl"
+    bad.write_text('{"text": "ok"}\n{"body": "no text"}\n')
+    with pytest.raises(ValueError, match="line 2 must be a JSON object with a string 'text' field"):
+        load_documents(bad)
+    with pytest.raises(FileNotFoundError):
+        load_documents(tmp_path / "missing.txt")
+
+
+def test_run_docs_needs_question(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    txt = tmp_path / "d.txt"
+    txt.write_text("a\nb\n")
+    assert main(["run", "--docs", str(txt), "--reader", "simulated"]) == 1
+    assert "--docs needs --question" in capsys.readouterr().err
+
+
+def test_run_openai_without_model_is_a_clear_error(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["run", "--demo", "--reader", "openai"]) == 1
+    assert "--model" in capsys.readouterr().err
+
+
+def test_calibrate_cli_writes_profile_and_resumes(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "p.json"
+    base = ["calibrate", "--reader", "simulated", "--task", "kv", "--n", "10", "--grid", "3", "--trials", "4",
+            "--out", str(out)]
+    assert main(base + ["--limit", "5"]) == 3  # incomplete
+    p = DetectorProfile.load(out)
+    assert "INCOMPLETE" in p.notes
+    assert main(base) == 0
+    text = capsys.readouterr().out
+    assert "7 run now, 5 resumed" in text
+    p = DetectorProfile.load(out)
+    assert p.n_positions == 10 and p.grid_positions == [0, 4, 9] and p.trials == [4, 4, 4]
+    assert "gold-panning" in p.notes and "12 of 12 trials completed" in p.notes
+    assert Path(str(out) + ".checkpoint.jsonl").exists()
+
+
+def test_calibrate_plot(tmp_path: Path) -> None:
+    pytest.importorskip("matplotlib")
+    png = tmp_path / "p.png"
+    code = main(["calibrate", "--reader", "simulated", "--task", "pir", "--n", "6", "--grid", "3", "--trials", "2",
+                 "--out", str(tmp_path / "p.json"), "--plot", str(png)])
+    assert code == 0 and png.stat().st_size > 1000
