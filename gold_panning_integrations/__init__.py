@@ -24,13 +24,17 @@ __version__ = "0.1.0"
 
 __all__ = [
     "AllRoundsFailedError",
+    "ChatModelReader",
     "CitationParseError",
     "DetectorProfile",
     "GoldPanner",
     "GoldPanningError",
     "GoldPanningPostprocessor",
     "GoldPanningRetriever",
+    "LlamaIndexLLMReader",
+    "LocalReader",
     "MissingExtraError",
+    "OpenAIReader",
     "PanningResult",
     "ProfileError",
     "Reading",
@@ -39,6 +43,7 @@ __all__ = [
     "SimulatedReader",
     "TransientReaderError",
     "__version__",
+    "as_reader",
     "bundled_profiles",
     "load_profile",
     "simulate",
@@ -47,6 +52,11 @@ __all__ = [
 _LAZY = {
     "GoldPanningRetriever": ".langchain",
     "GoldPanningPostprocessor": ".llama_index",
+    "OpenAIReader": ".readers",
+    "ChatModelReader": ".readers",
+    "LlamaIndexLLMReader": ".readers",
+    "LocalReader": ".readers",
+    "as_reader": ".readers",
 }
 
 

@@ -40,16 +40,16 @@ from .profiles import DetectorProfile
 from .tasks.base import TaskBuilder
 
 __all__ = [
-    "TrialSpec",
-    "OutcomeCounts",
     "CalibrationResult",
     "Calibrator",
+    "CheckpointError",
+    "OutcomeCounts",
+    "TrialSpec",
+    "build_profile",
     "calibration_plan",
     "count_outcomes",
     "estimate_rates",
-    "build_profile",
     "smoothed_rate",
-    "CheckpointError",
 ]
 
 logger = logging.getLogger(__name__)
@@ -449,7 +449,7 @@ class Calibrator:
                 s0 = time.perf_counter()
                 try:
                     reading = self.reader.read(inst.question, inst.documents)
-                except Exception as err:  # a reader must not end the run
+                except Exception as err:  # noqa: BLE001 - a reader must not end the run
                     logger.warning("trial %s: reader raised %s: %s", spec.trial_id, type(err).__name__, err)
                     reading = Reading.failure(f"{type(err).__name__}: {err}")
                 rec = self._record(spec, inst, reading, time.perf_counter() - s0)
@@ -481,7 +481,7 @@ class Calibrator:
                 s0 = time.perf_counter()
                 try:
                     reading = await self.reader.aread(inst.question, inst.documents)
-                except Exception as err:
+                except Exception as err:  # noqa: BLE001 - a reader must not end the run
                     logger.warning("trial %s: reader raised %s: %s", spec.trial_id, type(err).__name__, err)
                     reading = Reading.failure(f"{type(err).__name__}: {err}")
                 rec = self._record(spec, inst, reading, time.perf_counter() - s0)

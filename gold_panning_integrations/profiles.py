@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import math
+import numbers
 from datetime import datetime, timezone
 from importlib import resources
 from pathlib import Path
@@ -38,7 +39,7 @@ def _check_rates(name: str, values: list[float]) -> list[float]:
     if len(values) == 0:
         raise ValueError(f"{name} is empty: a profile needs at least one position")
     for i, v in enumerate(values):
-        if not isinstance(v, (int, float)) or isinstance(v, bool) or math.isnan(v):
+        if not isinstance(v, numbers.Real) or isinstance(v, (bool, np.bool_)) or math.isnan(v):
             raise ValueError(f"{name}[{i}] = {v!r} is not a number")
         if not 0.0 <= v <= 1.0:
             raise ValueError(f"{name}[{i}] = {v!r} is outside [0, 1]")

@@ -110,9 +110,7 @@ def test_panner_more_documents_than_budget_leaves_the_lowest_out_unchanged() -> 
     assert _flat(trace.positions) == (0, 1)
     assert trace.cited == (1,)
     # doc1 cited at 0: + log 4; doc3 missed at 1: + log(0.6/0.8); the rest untouched.
-    assert res.log_odds == pytest.approx(
-        [0.0, 2.0 + math.log(4), -1.0, 1.0 + math.log(0.6 / 0.8)], abs=1e-12
-    )
+    assert res.log_odds == pytest.approx([0.0, 2.0 + math.log(4), -1.0, 1.0 + math.log(0.6 / 0.8)], abs=1e-12)
     assert res.log_odds[0] == 0.0 and res.log_odds[2] == -1.0  # exactly, not approximately
 
 

@@ -25,7 +25,9 @@ print(json.dumps(sorted(sys.modules)))
 
 def _modules_after(modules: list[str], extra: str = "") -> list[str]:
     code = _PROBE.format(modules=modules, extra=extra)
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True)
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True
+    )
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 

@@ -322,7 +322,7 @@ def test_run_rng_argument_overrides_the_panner_rng() -> None:
 async def test_arun_equals_run_for_a_deterministic_reader() -> None:
     docs = [f"doc{i}" for i in range(8)]
     profile = DetectorProfile.bundled("lost-in-the-middle")
-    kwargs = dict(profile=profile, rounds=4, k=2, policy="belief", rng=3)
+    kwargs = {"profile": profile, "rounds": 4, "k": 2, "policy": "belief", "rng": 3}
     sync = GoldPanner(TextReader({"doc2", "doc5"}), **kwargs).run("q", docs)
     asyn = await GoldPanner(TextReader({"doc2", "doc5"}), **kwargs).arun("q", docs)
     _same(sync, asyn)
@@ -438,11 +438,6 @@ def test_profile_of_wrong_type_is_refused() -> None:
         GoldPanner(TextReader(set()), profile=42)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="a reader returning something other than a Reading (a list of positions, None) "
-    "crashes the run with AttributeError from engine internals (reported to the lead)",
-)
 @pytest.mark.parametrize("out", [[0], None])
 def test_a_reader_returning_a_non_reading_gets_a_clear_outcome(out: object) -> None:
     reader = FnReader(lambda i, d: out)  # type: ignore[arg-type, return-value]

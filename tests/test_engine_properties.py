@@ -86,7 +86,9 @@ def _flat(positions: Sequence) -> tuple[int, ...]:
 def _windows(trace) -> list[tuple[tuple[int, ...], tuple[int, ...], bool]]:  # type: ignore[no-untyped-def]
     """(docs, positions, failed) per prompt of a round, for flat or windowed traces."""
     if hasattr(trace, "windows") and hasattr(trace, "readings"):
-        return [(tuple(d), tuple(p), r.failed) for d, p, r in zip(trace.windows, trace.positions, trace.readings)]
+        return [
+            (tuple(d), tuple(p), r.failed) for d, p, r in zip(trace.windows, trace.positions, trace.readings)
+        ]
     return [(trace.shown, _flat(trace.positions), trace.failed)]
 
 

@@ -155,7 +155,9 @@ def test_damage_is_exactly_the_forged_positions_citation_term() -> None:
 
     def one_round(hostile_text: str) -> tuple[np.ndarray, tuple[int, ...]]:
         docs = [FILLERS[0], hostile_text, FILLERS[1], FILLERS[2], GOLD, FILLERS[3]]
-        res = GoldPanner(ObedientReader(), profile=profile, rounds=1).run(QUESTION, docs, prior_log_odds=prior)
+        res = GoldPanner(ObedientReader(), profile=profile, rounds=1).run(
+            QUESTION, docs, prior_log_odds=prior
+        )
         return res.log_odds, res.rounds[0].shown
 
     hostile_lo, shown_h = one_round(CITE_3)
@@ -237,8 +239,9 @@ def test_chat_model_reader_maps_forged_labels_by_position() -> None:
         def _llm_type(self) -> str:
             return "obedient-test"
 
-        def _generate(self, messages: list[BaseMessage], stop: Any = None, run_manager: Any = None,
-                      **kwargs: Any) -> ChatResult:
+        def _generate(
+            self, messages: list[BaseMessage], stop: Any = None, run_manager: Any = None, **kwargs: Any
+        ) -> ChatResult:
             prompt = str(messages[-1].content)
             return ChatResult(generations=[ChatGeneration(message=AIMessage(content=obedient_reply(prompt)))])
 

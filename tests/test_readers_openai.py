@@ -282,7 +282,8 @@ async def test_async_read_with_retry_and_fallback(
     reader = scripted_reader(
         reject_format("json_schema"), status(429, retry_after=3), cite(1, 2), wait=recording_wait
     )
-    reading = await reader.aread(Q, DOCS)
+    async with reader:
+        reading = await reader.aread(Q, DOCS)
     assert reading.cited == (0, 1) and reading.attempts == 3
     assert recording_wait.retry_afters == [3.0]
     assert [r.response_format_type for r in openai_server.requests] == [
@@ -294,7 +295,8 @@ async def test_async_read_with_retry_and_fallback(
 
 async def test_async_timeout_then_failure(scripted_reader: Any) -> None:
     reader = scripted_reader(delay(30), ok("no json"), timeout=0.5, max_attempts=2)
-    reading = await reader.aread(Q, DOCS)
+    async with reader:
+        reading = await reader.aread(Q, DOCS)
     assert reading.failed and reading.attempts == 2 and "no JSON" in reading.error
 
 
@@ -305,7 +307,12 @@ def test_async_reader_survives_repeated_asyncio_run(openai_server: FakeOpenAISer
 
     reader = OpenAIReader(model="m", base_url=openai_server.base_url, wait=0)
     openai_server.script(cite(1), cite(2), cite(3))
-    cited = [asyncio.run(reader.aread(Q, DOCS)).cited for _ in range(3)]
+
+    async def once() -> tuple[int, ...]:
+        async with reader:
+            return (await reader.aread(Q, DOCS)).cited
+
+    cited = [asyncio.run(once()) for _ in range(3)]
     assert cited == [(0,), (1,), (2,)]
 
 

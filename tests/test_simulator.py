@@ -54,8 +54,9 @@ def test_acceptance_oracle_bounds_every_policy(acceptance: SimulationResult) -> 
 
 
 def test_acceptance_holds_on_another_seed() -> None:
-    res = simulate(PROFILE.tpr, PROFILE.fpr, n=100, k=1, rounds=8, trials=2000, rng=12345,
-                   policies=("belief", "random"))
+    res = simulate(
+        PROFILE.tpr, PROFILE.fpr, n=100, k=1, rounds=8, trials=2000, rng=12345, policies=("belief", "random")
+    )
     b, r = res.policies["belief"], res.policies["random"]
     assert np.all(b.f1[1:] > r.f1[1:])
     assert b.rounds_to_match_random is not None and b.rounds_to_match_random <= 5
@@ -77,8 +78,9 @@ def test_result_shapes_and_json() -> None:
 
 def test_k_greater_than_one() -> None:
     k, trials = 3, 400
-    res = simulate(PROFILE.tpr, PROFILE.fpr, n=30, k=k, rounds=4, trials=trials, rng=2,
-                   policies=("belief", "random"))
+    res = simulate(
+        PROFILE.tpr, PROFILE.fpr, n=30, k=k, rounds=4, trials=trials, rng=2, policies=("belief", "random")
+    )
     for c in res.policies.values():
         # With exactly k needles, F1 of the top-k is hits/k per trial: the sum over
         # trials is a whole number of hits.
@@ -105,8 +107,17 @@ def test_decision_profile_differs_from_the_true_one() -> None:
     # PSC's vote count does not use the decision rates, so it still learns.
     n, trials = 50, 1000
     flat = np.full(n, 0.5)
-    res = simulate(PROFILE.tpr, PROFILE.fpr, n=n, rounds=4, trials=trials, rng=3,
-                   policies=("belief", "random"), decision_tpr=flat, decision_fpr=flat)
+    res = simulate(
+        PROFILE.tpr,
+        PROFILE.fpr,
+        n=n,
+        rounds=4,
+        trials=trials,
+        rng=3,
+        policies=("belief", "random"),
+        decision_tpr=flat,
+        decision_fpr=flat,
+    )
     # 1/50 = 0.02; with 1,000 trials the sd is 0.0044, so 0.06 is ~9 sd away.
     assert np.all(res.policies["belief"].f1 < 0.06)
     assert res.policies["random"].f1[-1] > 0.4
@@ -115,16 +126,15 @@ def test_decision_profile_differs_from_the_true_one() -> None:
 
 
 def test_decision_equal_to_truth_changes_nothing() -> None:
-    kw = dict(n=40, rounds=3, trials=300, policies=("belief", "entropy"))
+    kw = {"n": 40, "rounds": 3, "trials": 300, "policies": ("belief", "entropy")}
     a = simulate(PROFILE.tpr, PROFILE.fpr, rng=4, **kw)  # type: ignore[arg-type]
-    b = simulate(PROFILE.tpr, PROFILE.fpr, rng=4, decision_tpr=PROFILE.tpr, decision_fpr=PROFILE.fpr,
-                 **kw)  # type: ignore[arg-type]
+    b = simulate(PROFILE.tpr, PROFILE.fpr, rng=4, decision_tpr=PROFILE.tpr, decision_fpr=PROFILE.fpr, **kw)  # type: ignore[arg-type]
     for p in ("belief", "entropy"):
         assert a.policies[p].f1.tolist() == b.policies[p].f1.tolist()
 
 
 def test_same_seed_same_curves() -> None:
-    kw = dict(n=30, rounds=3, trials=200)
+    kw = {"n": 30, "rounds": 3, "trials": 200}
     a = simulate(PROFILE.tpr, PROFILE.fpr, rng=9, **kw)  # type: ignore[arg-type]
     b = simulate(PROFILE.tpr, PROFILE.fpr, rng=9, **kw)  # type: ignore[arg-type]
     assert a.to_json() == b.to_json()
@@ -132,7 +142,7 @@ def test_same_seed_same_curves() -> None:
 
 def test_chunking_gives_the_same_shape_and_reports_progress() -> None:
     seen: list[int] = []
-    kw = dict(n=25, rounds=3, trials=50, rng=5)
+    kw = {"n": 25, "rounds": 3, "trials": 50, "rng": 5}
     chunked = simulate(PROFILE.tpr, PROFILE.fpr, chunk_trials=7, progress=seen.append, **kw)  # type: ignore[arg-type]
     whole = simulate(PROFILE.tpr, PROFILE.fpr, chunk_trials=50, **kw)  # type: ignore[arg-type]
     default = simulate(PROFILE.tpr, PROFILE.fpr, **kw)  # type: ignore[arg-type]
@@ -178,9 +188,26 @@ def _cli(capsys: pytest.CaptureFixture[str], args: Sequence[str]) -> tuple[int, 
 
 
 def test_cli_simulate_json(capsys: pytest.CaptureFixture[str]) -> None:
-    code, out, _ = _cli(capsys, ["--profile", "lost-in-the-middle", "--n", "20", "--k", "1",
-                                 "--rounds", "3", "--trials", "200", "--policies", "belief,random",
-                                 "--seed", "0", "--json"])
+    code, out, _ = _cli(
+        capsys,
+        [
+            "--profile",
+            "lost-in-the-middle",
+            "--n",
+            "20",
+            "--k",
+            "1",
+            "--rounds",
+            "3",
+            "--trials",
+            "200",
+            "--policies",
+            "belief,random",
+            "--seed",
+            "0",
+            "--json",
+        ],
+    )
     assert code == 0
     data = json.loads(out)  # exactly one JSON object on stdout
     assert {"n", "k", "rounds", "trials", "profile", "policies"} <= set(data)
@@ -194,15 +221,27 @@ def test_cli_simulate_json(capsys: pytest.CaptureFixture[str]) -> None:
     # PSC reaches its own final F1 no later than its final round.
     assert isinstance(data["policies"]["random"]["rounds_to_match_random"], int)
     # The JSON equals the library's result for the same arguments.
-    lib = simulate(PROFILE.tpr, PROFILE.fpr, n=20, k=1, rounds=3, trials=200, rng=0,
-                   policies=("belief", "random"), prior="uniform")
+    lib = simulate(
+        PROFILE.tpr,
+        PROFILE.fpr,
+        n=20,
+        k=1,
+        rounds=3,
+        trials=200,
+        rng=0,
+        policies=("belief", "random"),
+        prior="uniform",
+    )
     assert data == json.loads(json.dumps(lib.to_json()))
 
 
 def test_cli_simulate_profile_path_and_k(capsys: pytest.CaptureFixture[str], tmp_path) -> None:  # type: ignore[no-untyped-def]
-    path = DetectorProfile(n_positions=3, tpr=[0.9, 0.4, 0.7], fpr=[0.05, 0.05, 0.05]).save(tmp_path / "p.json")
-    code, out, _ = _cli(capsys, ["--profile", str(path), "--n", "12", "--k", "2", "--rounds", "2",
-                                 "--trials", "50", "--json"])
+    path = DetectorProfile(n_positions=3, tpr=[0.9, 0.4, 0.7], fpr=[0.05, 0.05, 0.05]).save(
+        tmp_path / "p.json"
+    )
+    code, out, _ = _cli(
+        capsys, ["--profile", str(path), "--n", "12", "--k", "2", "--rounds", "2", "--trials", "50", "--json"]
+    )
     assert code == 0
     data = json.loads(out)
     assert data["k"] == 2

@@ -27,7 +27,7 @@ from ..engine.panner import GoldPanner, PanningResult
 from ..engine.policies import vote_ranking
 from ..engine.reading import Reading
 
-__all__ = ["register", "main", "run_real", "per_round_hits", "CachedReader"]
+__all__ = ["CachedReader", "main", "per_round_hits", "register", "run_real"]
 
 POLICIES = ("belief", "entropy", "random")
 LABELS = {"belief": "GP-Belief", "entropy": "GP-Entropy", "random": "PSC"}
@@ -90,9 +90,13 @@ def run_real(
     policies: Sequence[str] = POLICIES,
     task: Any = None,
     cache: bool = True,
+    checkpoint: str | Path | None = None,
     progress: Callable[[int], None] | None = None,
 ) -> dict[str, Any]:
     """Run every policy on the same instances; returns the JSON-ready results.
+
+    With ``checkpoint``, each finished (instance, policy) pair is appended to a JSONL file
+    and skipped when the same command is run again, so a long run can be resumed.
 
     Returns:
         ``{"instances", "n", "rounds", "seed", "profile", "policies": {name: {"f1",
@@ -109,9 +113,29 @@ def run_real(
     failed = {p: 0 for p in policies}
     t0 = time.perf_counter()
     done = 0
+    saved: dict[tuple[int, str], dict[str, Any]] = {}
+    fh = None
+    if checkpoint is not None:
+        ck = Path(checkpoint)
+        if ck.exists():
+            for line in ck.read_text(encoding="utf-8").splitlines():
+                try:
+                    obj = json.loads(line)
+                except json.JSONDecodeError:
+                    continue  # a line cut by a kill: that pair reruns
+                if (obj.get("n"), obj.get("rounds"), obj.get("seed")) == (n, rounds, seed):
+                    saved[(int(obj["instance"]), str(obj["policy"]))] = obj
+        fh = ck.open("a", encoding="utf-8")
     for i in range(instances):
         inst = task.make(n, gold_position=int(rng.integers(n)), rng=rng)
         for pi, policy in enumerate(policies):
+            if (i, policy) in saved:
+                hits[policy][i] = saved[(i, policy)]["hits"]
+                failed[policy] += int(saved[(i, policy)].get("failed_rounds", 0))
+                done += 1
+                if progress:
+                    progress(done)
+                continue
             prng = np.random.default_rng([seed, i, pi])
             panner = GoldPanner(
                 cached, profile=profile, rounds=rounds, k=1, policy=policy, prior="uniform",
@@ -120,9 +144,16 @@ def run_real(
             res = panner.run(inst.question, inst.documents)
             hits[policy][i] = per_round_hits(res, inst.gold, rng=prng)
             failed[policy] += res.failed_rounds
+            if fh is not None:
+                row = {"instance": i, "policy": policy, "n": n, "rounds": rounds, "seed": seed,
+                       "hits": hits[policy][i].tolist(), "failed_rounds": res.failed_rounds}
+                fh.write(json.dumps(row) + "\n")
+                fh.flush()
             done += 1
             if progress:
                 progress(done)
+    if fh is not None:
+        fh.close()
     out: dict[str, Any] = {
         "instances": instances,
         "n": n,
@@ -165,6 +196,7 @@ def register(sub: Any) -> None:
     p.add_argument("--rounds", type=int, default=8, help="rounds per method (default 8)")
     p.add_argument("--seed", type=int, default=1, help="instance seed (default 1; calibration used 0)")
     p.add_argument("--profile", default=None, help="profile (default: smollm2-135m-kv if bundled)")
+    p.add_argument("--checkpoint", default=None, help="JSONL of finished (instance, method) pairs, for resuming")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.add_argument("--plot-dir", default=None, help="write f1_by_round.png (and results.json) here")
     p.set_defaults(func=main)
@@ -182,7 +214,7 @@ def main(args: argparse.Namespace) -> int:
     bar = Progress(args.instances * len(POLICIES), label="bench real")
     res = run_real(
         reader, profile=profile, cache=args.temperature == 0, instances=args.instances, n=args.n, rounds=args.rounds,
-        seed=args.seed, progress=bar.update,
+        seed=args.seed, checkpoint=args.checkpoint, progress=bar.update,
     )
     bar.close()
     res["profile"] = profile_name

@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["add_reader_arguments", "make_reader", "LexicalSimulatedReader"]
+__all__ = ["LexicalSimulatedReader", "add_reader_arguments", "make_reader"]
 
 
 def add_reader_arguments(p: argparse.ArgumentParser, *, default_mode: str | None = None) -> None:

@@ -9,7 +9,7 @@ from typing import Any
 
 from ._reader_args import add_reader_arguments
 
-__all__ = ["register", "main", "plot_profile"]
+__all__ = ["main", "plot_profile", "register"]
 
 
 def register(sub: Any) -> None:
@@ -35,6 +35,7 @@ def register(sub: Any) -> None:
     p.add_argument("--checkpoint", default=None, help="trial log for resuming (default: OUT.checkpoint.jsonl)")
     p.add_argument("--concurrency", type=int, default=4, help="simultaneous calls for remote readers")
     p.add_argument("--seed", type=int, default=0, help="seed of the calibration instances")
+    p.add_argument("--notes", default="", help="text appended to the profile notes")
     p.add_argument("--limit", type=int, default=None, help=argparse.SUPPRESS)
     p.set_defaults(func=main)
 
@@ -78,6 +79,7 @@ def main(args: argparse.Namespace) -> int:
         f"gold-at-position trials per grid position: {c.tp_trials.tolist()}. Reader mode: {mode}. "
         "Rates smoothed with a Jeffreys prior, (x+0.5)/(m+1); linear interpolation between grid positions."
         + ("" if complete else " INCOMPLETE: resume with the same command to finish.")
+        + (f" {args.notes}" if args.notes else "")
     )
     profile = result.profile.model_copy(update={"notes": notes})
     profile.save(out)

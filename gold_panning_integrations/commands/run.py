@@ -9,7 +9,7 @@ from typing import Any
 
 from ._reader_args import add_reader_arguments
 
-__all__ = ["register", "main", "load_documents", "DEMO_SEED", "EMBEDDED_PROFILE"]
+__all__ = ["DEMO_SEED", "EMBEDDED_PROFILE", "load_documents", "main", "register"]
 
 DEMO_SEED = 7
 DEMO_N = 20

@@ -127,7 +127,7 @@ def initial_log_odds(
         if bad.any():
             i = int(np.flatnonzero(bad)[0])
             raise ValueError(
-                f"prior_probs must lie strictly between 0 and 1; prior_probs[{i}] = {p[i]!r}"
+                f"prior_probs must lie strictly between 0 and 1; prior_probs[{i}] = {float(p[i])!r}"
             )
         return logit(p)
     if prior_log_odds is not None:
@@ -137,7 +137,7 @@ def initial_log_odds(
         bad = ~np.isfinite(lo)
         if bad.any():
             i = int(np.flatnonzero(bad)[0])
-            raise ValueError(f"prior_log_odds must be finite; prior_log_odds[{i}] = {lo[i]!r}")
+            raise ValueError(f"prior_log_odds must be finite; prior_log_odds[{i}] = {float(lo[i])!r}")
         return lo
     if prior == "uniform":
         return np.zeros(n, dtype=np.float64)

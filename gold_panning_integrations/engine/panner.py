@@ -239,8 +239,20 @@ class PanningResult:
         }
 
 
-def _validate_cited(reading: Reading, m: int) -> tuple[tuple[int, ...], Reading]:
-    """Defence in depth: keep only in-range, unique positions; count the rest."""
+def _validate_cited(reading: Any, m: int) -> tuple[tuple[int, ...], Reading]:
+    """Defence in depth: keep only in-range, unique positions; count the rest.
+
+    Anything that is not a :class:`Reading` with an iterable ``cited`` becomes a failed
+    reading (beliefs unchanged) rather than an error deep inside the update.
+    """
+    if not isinstance(reading, Reading):
+        return (), Reading.failure(f"reader returned {type(reading).__name__}, expected a Reading")
+    try:
+        iter(reading.cited)
+    except TypeError:
+        return (), Reading.failure(
+            f"reader returned a Reading whose cited is {type(reading.cited).__name__}, expected a tuple"
+        )
     seen: set[int] = set()
     keep: list[int] = []
     bad = 0

@@ -114,12 +114,15 @@ class ParsedCitations:
     answer: str | None = None
 
 
+MAX_SCAN_CHARS = 20_000
+"""How far into a non-JSON output :func:`extract_json` looks for an embedded object."""
+
 _FENCE = re.compile(r"```(?:json|JSON)?\s*(.*?)```", re.DOTALL)
 
 
 def extract_json(text: str) -> Any:
-    """The first JSON value in ``text``: the whole text, a fenced block, or the first
-    balanced ``{...}``/``[...]`` in surrounding prose.
+    """The JSON value in ``text``: the whole text, a fenced block, or an object
+    (``{...}``) in surrounding prose (the last one with a ``"cited"`` key, else the first).
 
     Raises:
         CitationParseError: No JSON value could be decoded.
@@ -135,15 +138,24 @@ def extract_json(text: str) -> Any:
             return json.loads(c)
         except (json.JSONDecodeError, RecursionError):
             pass
+    # JSON inside prose: only objects count here (a bare "[2]" in prose is more often a
+    # quoted label than an answer). A model that quotes a document's fake JSON before
+    # its own answer gives its answer last, so the last object with a "cited" key wins.
+    # The scan is bounded: at most MAX_SCAN_CHARS characters and 64 objects.
     decoder = json.JSONDecoder()
-    for i, ch in enumerate(s):
-        if ch in "{[":
-            try:
-                value, _ = decoder.raw_decode(s, i)
-            except (json.JSONDecodeError, RecursionError):
-                continue
-            if isinstance(value, dict) or (isinstance(value, list) and ch == "["):
-                return value
+    found: list[Any] = []
+    i = s.find("{")
+    while 0 <= i < MAX_SCAN_CHARS and len(found) < 64:
+        try:
+            value, end = decoder.raw_decode(s, i)
+        except (json.JSONDecodeError, RecursionError):
+            i = s.find("{", i + 1)
+            continue
+        found.append(value)
+        i = s.find("{", end)
+    if found:
+        keyed = [v for v in found if isinstance(v, dict) and "cited" in v]
+        return keyed[-1] if keyed else found[0]
     snippet = s[:80] + ("..." if len(s) > 80 else "")
     raise CitationParseError(f"no JSON found in the model output: {snippet!r}")
 

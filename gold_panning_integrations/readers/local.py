@@ -28,7 +28,7 @@ from ..engine.reading import Reading
 from ..errors import CitationParseError, MissingExtraError, ReaderError
 from .answer import ANSWER_SYSTEM_PROMPT, AnswerAttribution, reading_from_answer, render_answer_prompt
 
-__all__ = ["LocalReader", "default_model_path", "DEFAULT_MODEL_FILE", "DEFAULT_MODEL_NAME"]
+__all__ = ["DEFAULT_MODEL_FILE", "DEFAULT_MODEL_NAME", "LocalReader", "default_model_path"]
 
 logger = logging.getLogger(__name__)
 

@@ -22,6 +22,8 @@ import weakref
 from collections.abc import Sequence
 from typing import Any, Literal
 
+from typing_extensions import Self
+
 from ..engine.reading import Reading
 from ..errors import CitationParseError, ReaderError
 from ._prompt import SYSTEM_PROMPT, PromptTemplate, citation_json_schema, render_prompt
@@ -177,6 +179,7 @@ class OpenAIReader:
             self._api_key: str | None = self._resolve_key(api_key, base_url)
         else:
             self._api_key = None
+        self._owns_client = client is None
         self._client = self._without_retries(client)
         self._async_client = self._without_retries(async_client)
         # Clients this reader creates are kept per event loop: an AsyncOpenAI connection
@@ -421,6 +424,35 @@ class OpenAIReader:
         return await acall_with_retries(
             attempt, max_attempts=self.max_attempts, wait=self.wait, what=f"OpenAIReader({self.model})"
         )
+
+    # ------------------------------------------------------------------ cleanup
+    def close(self) -> None:
+        """Close the synchronous client (only one this reader created)."""
+        if self._client is not None and self._owns_client:
+            self._client.close()
+            self._client = None
+
+    async def aclose(self) -> None:
+        """Close the async client of the running loop (only one this reader created)."""
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:  # pragma: no cover - called outside a loop
+            return
+        client = self._loop_clients.pop(loop, None)
+        if client is not None:
+            await client.close()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
 
     def __repr__(self) -> str:
         where = f", base_url={self.base_url!r}" if self.base_url else ""

@@ -12,7 +12,7 @@ from .flenqa import MonoRelTask, PIRTask
 from .kv import KVTask
 from .nq import NQTask, load_nq
 
-__all__ = ["TaskInstance", "TaskBuilder", "KVTask", "MonoRelTask", "PIRTask", "NQTask", "load_nq", "make_task", "TASKS"]
+__all__ = ["TASKS", "KVTask", "MonoRelTask", "NQTask", "PIRTask", "TaskBuilder", "TaskInstance", "load_nq", "make_task"]
 
 TASKS = ("kv", "monorel", "pir", "nq")
 

@@ -2,41 +2,14 @@
 
 from __future__ import annotations
 
-FIRST_NAMES = (
-    "Aaron Abigail Adrian Alice Amir Ana Andre Aria Arjun Beatrix Bruno Camila Carmen Cedric "
-    "Chloe Clara Dario Daria Elena Elias Emil Erin Esme Felix Fiona Gareth Greta Hana Hugo "
-    "Ines Ivan Jonas Julia Kai Kamala Karin Lena Leo Lidia Luca Mara Marco Mila Milan Nadia "
-    "Nico Nina Noah Olga Omar Oscar Paula Pedro Priya Quinn Rafael Rosa Ruth Sami Sara "
-    "Selma Soren Tara Teo Tomas Uma Vera Victor Wanda Yara Yusuf Zane Zoe"
-).split()
+FIRST_NAMES = ["Aaron", "Abigail", "Adrian", "Alice", "Amir", "Ana", "Andre", "Aria", "Arjun", "Beatrix", "Bruno", "Camila", "Carmen", "Cedric", "Chloe", "Clara", "Dario", "Daria", "Elena", "Elias", "Emil", "Erin", "Esme", "Felix", "Fiona", "Gareth", "Greta", "Hana", "Hugo", "Ines", "Ivan", "Jonas", "Julia", "Kai", "Kamala", "Karin", "Lena", "Leo", "Lidia", "Luca", "Mara", "Marco", "Mila", "Milan", "Nadia", "Nico", "Nina", "Noah", "Olga", "Omar", "Oscar", "Paula", "Pedro", "Priya", "Quinn", "Rafael", "Rosa", "Ruth", "Sami", "Sara", "Selma", "Soren", "Tara", "Teo", "Tomas", "Uma", "Vera", "Victor", "Wanda", "Yara", "Yusuf", "Zane", "Zoe"]
 
-LAST_NAMES = (
-    "Abbott Alvarez Baker Barros Berg Blake Bose Brandt Castro Chen Cole Costa Dahl Diaz "
-    "Doyle Engel Farah Ferrer Fischer Ford Garcia Gill Haas Hale Hart Holm Ibarra Ito Jensen "
-    "Kato Keller Khan Klein Lang Lopes Lund Marsh Meyer Mora Moreau Nagy Novak Ortiz Park "
-    "Patel Pike Quint Reyes Rossi Ruiz Sato Sauer Silva Stone Tan Torres Ueda Vance Varga "
-    "Vogel Walsh Weber Wolfe Yilmaz Young Zeller"
-).split()
+LAST_NAMES = ["Abbott", "Alvarez", "Baker", "Barros", "Berg", "Blake", "Bose", "Brandt", "Castro", "Chen", "Cole", "Costa", "Dahl", "Diaz", "Doyle", "Engel", "Farah", "Ferrer", "Fischer", "Ford", "Garcia", "Gill", "Haas", "Hale", "Hart", "Holm", "Ibarra", "Ito", "Jensen", "Kato", "Keller", "Khan", "Klein", "Lang", "Lopes", "Lund", "Marsh", "Meyer", "Mora", "Moreau", "Nagy", "Novak", "Ortiz", "Park", "Patel", "Pike", "Quint", "Reyes", "Rossi", "Ruiz", "Sato", "Sauer", "Silva", "Stone", "Tan", "Torres", "Ueda", "Vance", "Varga", "Vogel", "Walsh", "Weber", "Wolfe", "Yilmaz", "Young", "Zeller"]
 
-COLORS = (
-    "amber azure beige black blue bronze brown coral crimson cyan gold gray green indigo "
-    "ivory khaki lavender lilac magenta maroon mauve navy ochre olive orange peach pink "
-    "plum purple red rust saffron scarlet sepia silver tan teal turquoise violet white yellow"
-).split()
+COLORS = ["amber", "azure", "beige", "black", "blue", "bronze", "brown", "coral", "crimson", "cyan", "gold", "gray", "green", "indigo", "ivory", "khaki", "lavender", "lilac", "magenta", "maroon", "mauve", "navy", "ochre", "olive", "orange", "peach", "pink", "plum", "purple", "red", "rust", "saffron", "scarlet", "sepia", "silver", "tan", "teal", "turquoise", "violet", "white", "yellow"]
 
-CITIES = (
-    "Accra Athens Bergen Bogota Bruges Cairo Cork Dakar Delhi Dublin Florence Geneva Hanoi "
-    "Havana Kyoto Lagos Leeds Lima Lisbon Lyon Madrid Malmo Manila Minsk Munich Nairobi "
-    "Naples Osaka Oslo Porto Prague Quito Riga Rome Seoul Sofia Tallinn Tunis Turin Vienna "
-    "Vilnius Warsaw Zagreb Zurich"
-).split()
+CITIES = ["Accra", "Athens", "Bergen", "Bogota", "Bruges", "Cairo", "Cork", "Dakar", "Delhi", "Dublin", "Florence", "Geneva", "Hanoi", "Havana", "Kyoto", "Lagos", "Leeds", "Lima", "Lisbon", "Lyon", "Madrid", "Malmo", "Manila", "Minsk", "Munich", "Nairobi", "Naples", "Osaka", "Oslo", "Porto", "Prague", "Quito", "Riga", "Rome", "Seoul", "Sofia", "Tallinn", "Tunis", "Turin", "Vienna", "Vilnius", "Warsaw", "Zagreb", "Zurich"]
 
-MATERIALS = (
-    "bamboo basalt birch brick cedar concrete copper cork granite linoleum maple marble oak "
-    "pine quartz rubber sandstone slate teak terracotta walnut"
-).split()
+MATERIALS = ["bamboo", "basalt", "birch", "brick", "cedar", "concrete", "copper", "cork", "granite", "linoleum", "maple", "marble", "oak", "pine", "quartz", "rubber", "sandstone", "slate", "teak", "terracotta", "walnut"]
 
-ROOMS = (
-    "attic ballroom basement cellar conservatory den gallery greenhouse gym kitchen library "
-    "loft lounge nursery office pantry parlor studio study workshop"
-).split()
+ROOMS = ["attic", "ballroom", "basement", "cellar", "conservatory", "den", "gallery", "greenhouse", "gym", "kitchen", "library", "loft", "lounge", "nursery", "office", "pantry", "parlor", "studio", "study", "workshop"]

@@ -14,7 +14,7 @@ from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
-__all__ = ["TaskInstance", "TaskBuilder", "check_make_args", "pick_distinct"]
+__all__ = ["TaskBuilder", "TaskInstance", "check_make_args", "pick_distinct"]
 
 
 @dataclass(frozen=True)

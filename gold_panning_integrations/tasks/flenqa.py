@@ -22,7 +22,7 @@ import numpy as np
 from ._words import COLORS, FIRST_NAMES, LAST_NAMES, MATERIALS, ROOMS
 from .base import TaskInstance, check_make_args
 
-__all__ = ["MonoRelTask", "PIRTask", "RELATIONS", "PROPERTIES"]
+__all__ = ["PROPERTIES", "RELATIONS", "MonoRelTask", "PIRTask"]
 
 RELATIONS: tuple[tuple[str, str], ...] = (
     ("older than", "oldest"),

@@ -16,7 +16,7 @@ import numpy as np
 from ._words import CITIES, COLORS, FIRST_NAMES, LAST_NAMES
 from .base import TaskInstance, check_make_args
 
-__all__ = ["KVTask", "VALUE_FORMATS"]
+__all__ = ["VALUE_FORMATS", "KVTask"]
 
 _LETTERS = "ABCDEFGHJKLMNPQRSTUVWXYZ"
 

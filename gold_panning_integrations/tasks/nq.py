@@ -19,7 +19,7 @@ import numpy as np
 
 from .base import TaskInstance, check_make_args
 
-__all__ = ["NQTask", "NQItem", "load_nq"]
+__all__ = ["NQItem", "NQTask", "load_nq"]
 
 
 @dataclass(frozen=True)
