@@ -85,6 +85,12 @@ VARIANTS: tuple[Variant, ...] = (
         {"stop_at": 0.9, "prune_below": 0.05},
         retriever_prior=True,
     ),
+) + tuple(
+    # The stopping threshold is the dial between calls and F1: sweep it to show the
+    # frontier (and the cheapest setting that still reaches PSC's round-8 F1).
+    Variant(f"sweep: prior + prune + stop@{t}", "belief", {"stop_at": t, "prune_below": 0.05},
+            retriever_prior=True)
+    for t in (0.5, 0.6, 0.7, 0.8, 0.95, 0.99)
 )
 
 
@@ -223,7 +229,10 @@ def run_efficiency(
         psc = per.get("psc")
         for name, d in per.items():
             d["to_match_psc"] = _to_match(d, target, psc)
-        settings.append({"top10": q, "psc_round8_f1": target, "variants": per})
+        reached = [(d["to_match_psc"]["calls"], name) for name, d in per.items()
+                   if name != "psc" and (d["to_match_psc"] or {}).get("reached")]
+        best = min(reached)[1] if reached else None
+        settings.append({"top10": q, "psc_round8_f1": target, "variants": per, "cheapest_to_match": best})
     return {
         "n": n,
         "k": 1,
@@ -285,6 +294,13 @@ def format_report(rep: dict[str, Any]) -> str:
                 f"{100 * m['tokens_vs_psc']:.0f}%" if m.get("reached") else "never",
                 f"{m['rounds']:.1f}" if m.get("reached") else "-",
             ])
+        best = s.get("cheapest_to_match")
+        if best:
+            m = s["variants"][best]["to_match_psc"]
+            out.append(
+                f"cheapest variant reaching it: {best}: {100 * m['calls_vs_psc']:.0f}% of PSC's calls, "
+                f"{100 * m['tokens_vs_psc']:.0f}% of its prompt tokens, {m['rounds']:.1f} sequential rounds"
+            )
         out.append(
             format_table(
                 ["variant", "F1 r1", "F1 r2", f"F1 r{rep['rounds']}", "calls", "prompt tok", "ECE",

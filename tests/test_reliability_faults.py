@@ -1,0 +1,485 @@
+"""Reliability, end to end: the fault-injection matrix through every user-facing path.
+
+Every fault kind of the reliability issue is served by the loopback OpenAI-compatible
+server (``tests/openai_server.py``) to the real ``openai`` client inside
+``OpenAIReader``, and run through four paths: ``GoldPanner.run``, ``GoldPanner.arun``
+(``AsyncOpenAI``), ``GoldPanningRetriever.pan`` (LangChain, in-memory base retriever)
+and ``GoldPanningPostprocessor.pan`` (LlamaIndex). Reader-level unit tests of the same
+faults live in ``test_readers_openai.py``; this file proves the whole stack.
+
+The scripted model. Four documents, one of them the needle (the only one stating the
+vault code). Every request, the model reads the prompt, finds the label ``L`` under
+which the needle is shown *this* round, and answers according to the fault kind: a
+hostile output that still carries ``L`` as its only valid label (label faults), a
+fault for some requests and ``{"cited": [L]}`` for the others (transport and
+malformed-output faults), or a hostile output every time (the all-rounds-fail tests).
+The model logs, per request, which labels it validly meant and which text sat under
+each label. A *mis-mapped citation* is a document the trace says was cited that the
+model never validly cited, identified through the prompt text (independently of the
+engine's positions). Decoy labels (strings, floats, booleans, nested lists) name
+documents other than the needle, so any coercion would show up as a mis-mapping.
+
+Outcomes are cached per ``(kind, path)`` so the summary test reuses the matrix when
+the whole file runs; alone it computes what it needs.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import json
+import math
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import numpy as np
+import pytest
+from langchain_core.callbacks import CallbackManagerForRetrieverRun
+from langchain_core.documents import Document
+from langchain_core.retrievers import BaseRetriever
+from llama_index.core.schema import NodeWithScore, TextNode
+from openai_server import (
+    Behaviour,
+    FakeOpenAIServer,
+    RecordedRequest,
+    cite,
+    content_null,
+    delay,
+    dynamic,
+    empty_choices,
+    enormous,
+    ok,
+    raw_body,
+    refusal,
+    reset,
+    status,
+)
+from tenacity import RetryCallState
+
+from gold_panning_integrations import (
+    AllRoundsFailedError,
+    DetectorProfile,
+    GoldPanner,
+    GoldPanningPostprocessor,
+    GoldPanningRetriever,
+    PanningResult,
+)
+from gold_panning_integrations.engine.priors import rank_prior_probs
+from gold_panning_integrations.readers import OpenAIReader
+from gold_panning_integrations.readers._retry import retry_after
+
+QUESTION = "What is the vault code?"
+NEEDLE = "The vault code is 4417."
+DOCS = [NEEDLE, "The garden has three oak trees.", "Trains leave every hour.", "Bread is baked at dawn."]
+N = len(DOCS)
+NEEDLE_INDEX = 0
+ROUNDS = 3
+MAX_ATTEMPTS = 3
+CLIENT_TIMEOUT = 0.25
+"""Client timeout (s) for every reader here; the slow kind answers after 5 s."""
+
+# Diagnosticity grows with the position: the likeliest document goes last (label 4),
+# the least likely first. Decoy labels then point at non-needle documents.
+PROFILE = DetectorProfile(
+    n_positions=4, tpr=[0.55, 0.6, 0.7, 0.9], fpr=[0.45, 0.3, 0.2, 0.05], model="fault-matrix"
+)
+
+Category = Literal["transient", "malformed", "fatal", "labels", "recovered"]
+Path_ = Literal["panner", "panner-async", "retriever", "postprocessor"]
+PATHS: tuple[Path_, ...] = ("panner", "panner-async", "retriever", "postprocessor")
+
+
+def _decoy(needle_label: int, m: int) -> int:
+    """A valid label that is not the needle's (1, unless the needle is at 1)."""
+    return 1 if needle_label != 1 else m
+
+
+@dataclass(frozen=True)
+class Kind:
+    """One fault kind.
+
+    Attributes:
+        name: Test id.
+        category: ``transient`` (first request of each round fails, retried),
+            ``malformed`` (round 1 gets bad output on every attempt: it fails; later
+            rounds are clean), ``fatal`` (round 1 fails at once, not retried),
+            ``labels`` (every reply carries the needle's label among bad labels),
+            ``recovered`` (JSON wrapped in fences or prose: parsed).
+        hostile: ``(needle label, m) -> Behaviour`` of a hostile request.
+        intended: Valid labels a hostile reply carries (``labels``/``recovered``).
+        invalid: Labels each reading must count as invalid.
+        duplicates: Labels each reading must count as duplicates.
+        retry_after: The Retry-After the wait must receive (seconds).
+    """
+
+    name: str
+    category: Category
+    hostile: Callable[[int, int], Behaviour]
+    intended: Callable[[int, int], tuple[int, ...]] = lambda L, m: ()
+    invalid: int = 0
+    duplicates: int = 0
+    retry_after: float | None = None
+
+
+def _c(labels: Callable[[int, int], list[Any]]) -> Callable[[int, int], Behaviour]:
+    return lambda L, m: ok(json.dumps({"cited": labels(L, m)}))
+
+
+def _needle(L: int, m: int) -> tuple[int, ...]:
+    return (L,)
+
+
+KINDS: tuple[Kind, ...] = (
+    # -- transport: retried, then the clean answer
+    Kind("http_429_retry_after", "transient", lambda L, m: status(429, retry_after=7), retry_after=7.0),
+    Kind("http_500", "transient", lambda L, m: status(500)),
+    Kind("http_502", "transient", lambda L, m: status(502)),
+    Kind("http_503", "transient", lambda L, m: status(503)),
+    Kind("slower_than_timeout", "transient", lambda L, m: delay(5.0, cite(L))),
+    Kind("connection_reset_mid_body", "transient", lambda L, m: reset()),
+    Kind("http_body_truncated", "transient", lambda L, m: raw_body('{"id": "chatcmpl-x", "choices": [{"ind')),
+    # -- malformed output: retried up to max_attempts, then the round fails
+    Kind("empty_choices", "malformed", lambda L, m: empty_choices()),
+    Kind("content_null", "malformed", lambda L, m: content_null()),
+    Kind("non_json_text", "malformed", lambda L, m: ok(f"The answer is in document {L}.")),
+    Kind("json_truncated_mid_object", "malformed", lambda L, m: ok('{"cited": [' + f"{L}, ")),
+    Kind("json_cut_at_max_tokens", "malformed", lambda L, m: ok('{"cited": [' + str(L), finish_reason="length")),
+    Kind("wrong_key", "malformed", lambda L, m: ok(json.dumps({"documents": [L]}))),
+    Kind("null_list", "malformed", lambda L, m: ok('{"cited": null}')),
+    Kind("cited_not_a_list", "malformed", lambda L, m: ok(json.dumps({"cited": L}))),
+    Kind("enormous_prose", "malformed", lambda L, m: enormous(1_000_000)),
+    Kind("enormous_bracket_flood", "malformed", lambda L, m: enormous(300_000, fill="[")),
+    # -- a refusal is final: not retried
+    Kind("refusal", "fatal", lambda L, m: refusal()),
+    # -- bad labels next to the needle's valid label: dropped, counted, never mapped
+    Kind("label_zero", "labels", _c(lambda L, m: [0, L]), _needle, invalid=1),
+    Kind("label_negative", "labels", _c(lambda L, m: [-1, L, -L]), _needle, invalid=2),
+    Kind("label_n_plus_1", "labels", _c(lambda L, m: [L, m + 1]), _needle, invalid=1),
+    Kind("label_huge", "labels", _c(lambda L, m: [10**20, L, 2**63]), _needle, invalid=2),
+    Kind("labels_duplicated", "labels", _c(lambda L, m: [L, L, L]), _needle, duplicates=2),
+    Kind("label_as_string", "labels", _c(lambda L, m: [str(_decoy(L, m)), L]), _needle, invalid=1),
+    Kind("label_as_float", "labels", _c(lambda L, m: [float(_decoy(L, m)), L, L + 0.5]), _needle, invalid=2),
+    Kind("label_as_bool", "labels", _c(lambda L, m: [True, L, False]), _needle, invalid=2),
+    Kind("nested_list", "labels", _c(lambda L, m: [[_decoy(L, m)], L]), _needle, invalid=1),
+    Kind("null_label", "labels", _c(lambda L, m: [None, L]), _needle, invalid=1),
+    Kind("all_labels_invalid", "labels", _c(lambda L, m: [0, m + 1, "1"]), invalid=3),
+    Kind(
+        "mix_valid_invalid",
+        "labels",
+        _c(lambda L, m: [0, L, str(_decoy(L, m)), L, m + 1, 2.5, True, None]),
+        _needle,
+        invalid=6,
+        duplicates=1,
+    ),
+    Kind(
+        "enormous_label_list",
+        "labels",
+        lambda L, m: ok(json.dumps({"cited": [L] + [m + 1] * 100_000})),
+        _needle,
+        invalid=100_000,
+    ),
+    # -- recoverable wrappings
+    Kind("markdown_fenced_json", "recovered", lambda L, m: ok(f'Here:\n```json\n{{"cited": [{L}]}}\n```'), _needle),
+    Kind("prose_around_json", "recovered", lambda L, m: ok(f'Sure! {{"cited": [{L}]}} Hope this helps.'), _needle),
+    Kind("bare_list", "recovered", lambda L, m: ok(f"[{L}]"), _needle),
+)
+KIND_BY_NAME = {k.name: k for k in KINDS}
+FAILING = tuple(k for k in KINDS if k.category in ("transient", "malformed", "fatal"))
+
+
+# ------------------------------------------------------------------ the scripted model
+@dataclass
+class Logged:
+    """What the model saw and meant in one request."""
+
+    texts: dict[int, str]
+    intended: tuple[int, ...] | None  # valid labels meant; None: the reply cites nothing usable
+
+
+@dataclass
+class ScriptedModel:
+    """Serves the kind's schedule and logs each request (see the module docstring)."""
+
+    kind: Kind
+    always_hostile: bool = False
+    log: list[Logged] = field(default_factory=list)
+
+    def _hostile(self, i: int) -> bool:
+        if self.always_hostile:
+            return True
+        c = self.kind.category
+        if c == "transient":
+            return i % 2 == 0
+        if c == "malformed":
+            return i < MAX_ATTEMPTS
+        if c == "fatal":
+            return i < 1
+        return True
+
+    def __call__(self, req: RecordedRequest) -> Behaviour:
+        texts = {int(a): b for a, b in re.findall(r"^\[(\d+)\] (.*)$", req.user_text, flags=re.M)}
+        m = len(texts)
+        label = next(lab for lab, t in texts.items() if t == NEEDLE)
+        i = len(self.log)
+        if self._hostile(i):
+            meant = self.kind.intended(label, m) if self.kind.category in ("labels", "recovered") else None
+            self.log.append(Logged(texts, meant))
+            return self.kind.hostile(label, m)
+        self.log.append(Logged(texts, (label,)))
+        return cite(label)
+
+
+class RecordingWait:
+    """Non-sleeping wait; records the Retry-After of each retried failure."""
+
+    def __init__(self) -> None:
+        self.retry_afters: list[float | None] = []
+
+    def __call__(self, state: RetryCallState) -> float:
+        self.retry_afters.append(retry_after(state))
+        return 0.0
+
+
+class ListRetriever(BaseRetriever):
+    """In-memory LangChain base retriever returning its documents in order."""
+
+    docs: list[Document]
+
+    def _get_relevant_documents(
+        self, query: str, *, run_manager: CallbackManagerForRetrieverRun
+    ) -> list[Document]:
+        return list(self.docs)
+
+
+# ------------------------------------------------------------------------- running
+@dataclass
+class Outcome:
+    kind: Kind
+    path: Path_
+    result: PanningResult | None
+    error: BaseException | None
+    log: list[Logged]
+    requests: list[RecordedRequest]
+    waits: list[float | None]
+    returned: list[int]  # input indices the adapter returned (panner: result.selected)
+    prior: np.ndarray
+
+    @property
+    def mis_mapped(self) -> int:
+        return _citation_check(self)[0]
+
+    @property
+    def lost(self) -> int:
+        return _citation_check(self)[1]
+
+
+def _prior(path: Path_) -> np.ndarray:
+    if path in ("retriever", "postprocessor"):  # the adapters' default rank prior
+        return rank_prior_probs(N, k=1, top10_recall=0.5)
+    return np.full(N, 1.0 / N)  # the panner's base rate k/n
+
+
+def _run_path(path: Path_, reader: OpenAIReader, on_failure: str) -> tuple[PanningResult, list[int]]:
+    opts: dict[str, Any] = {"profile": PROFILE, "rounds": ROUNDS, "on_failure": on_failure}
+    if path == "panner":
+        res = GoldPanner(reader, k=1, rng=0, **opts).run(QUESTION, DOCS)
+        return res, res.selected.tolist()
+    if path == "panner-async":
+
+        async def go() -> PanningResult:
+            try:
+                return await GoldPanner(reader, k=1, rng=0, **opts).arun(QUESTION, DOCS)
+            finally:
+                await reader.aclose()
+
+        res = asyncio.run(go())
+        return res, res.selected.tolist()
+    if path == "retriever":
+        base = ListRetriever(docs=[Document(page_content=t, metadata={"i": i}) for i, t in enumerate(DOCS)])
+        docs, res = GoldPanningRetriever(base_retriever=base, reader=reader, k=1, seed=0, **opts).pan(QUESTION)
+        assert all(d.metadata["gold_panning_panned"] is res.panned for d in docs)
+        return res, [d.metadata["i"] for d in docs]
+    nodes = [NodeWithScore(node=TextNode(text=t, id_=f"n{i}"), score=float(N - i)) for i, t in enumerate(DOCS)]
+    out, res = GoldPanningPostprocessor(reader=reader, top_n=1, seed=0, **opts).pan(nodes, QUESTION)
+    return res, [int(o.node.node_id[1:]) for o in out]
+
+
+def run_kind(kind: Kind, path: Path_, *, always_hostile: bool = False, on_failure: str = "raise") -> Outcome:
+    """Serve ``kind`` to ``path``; never raises (an escaping exception is recorded)."""
+    model = ScriptedModel(kind, always_hostile=always_hostile)
+    wait = RecordingWait()
+    with FakeOpenAIServer(default=dynamic(model)) as server:
+        reader = OpenAIReader(
+            model="fake-model",
+            base_url=server.base_url,
+            api_key="test-key",
+            wait=wait,
+            timeout=CLIENT_TIMEOUT,
+            max_attempts=MAX_ATTEMPTS,
+        )
+        result: PanningResult | None = None
+        error: BaseException | None = None
+        returned: list[int] = []
+        try:
+            result, returned = _run_path(path, reader, on_failure)
+        except Exception as err:  # recorded: the tests decide whether it was allowed
+            error = err
+        finally:
+            reader.close()
+        requests = server.requests
+    return Outcome(kind, path, result, error, model.log, requests, wait.retry_afters, returned, _prior(path))
+
+
+@functools.lru_cache(maxsize=None)
+def outcome(name: str, path: Path_) -> Outcome:
+    return run_kind(KIND_BY_NAME[name], path)
+
+
+def _citation_check(o: Outcome) -> tuple[int, int]:
+    """(mis-mapped, lost) citations over the run's successful readings.
+
+    Readings consume requests in order (``attempts`` each); the last request of a
+    successful reading is the one it parsed. The documents the trace says were cited
+    must be exactly those the model validly meant, identified by the prompt text.
+    """
+    if o.result is None:
+        return 0, 0
+    text_to_doc = {t: i for i, t in enumerate(DOCS)}
+    mis = lost = 0
+    at = 0
+    for tr in o.result.rounds:
+        for window, reading in zip(tr.windows, tr.readings):
+            at += reading.attempts
+            if reading.failed:
+                continue
+            seen = o.log[at - 1]
+            # the prompt showed the trace's documents in the trace's order
+            assert [text_to_doc[seen.texts[j + 1]] for j in range(len(window))] == list(window)
+            trace_docs = {window[p] for p in reading.cited}
+            meant = {text_to_doc[seen.texts[lab]] for lab in (seen.intended or ())}
+            mis += len(trace_docs - meant)
+            lost += len(meant - trace_docs)
+    assert at == len(o.log) == len(o.requests), "every request belongs to exactly one reading"
+    return mis, lost
+
+
+def _expected_requests(kind: Kind) -> int:
+    return {
+        "transient": 2 * ROUNDS,
+        "malformed": MAX_ATTEMPTS + (ROUNDS - 1),
+        "fatal": 1 + (ROUNDS - 1),
+    }.get(kind.category, ROUNDS)
+
+
+# ---------------------------------------------------------------------- the matrix
+@pytest.mark.parametrize("path", PATHS)
+@pytest.mark.parametrize("name", [k.name for k in KINDS])
+def test_fault_end_to_end(name: str, path: Path_) -> None:
+    o = outcome(name, path)
+    kind = o.kind
+    assert o.error is None, f"{type(o.error).__name__} escaped: {o.error}"
+    res = o.result
+    assert res is not None and len(res.rounds) == ROUNDS and res.panned
+    assert len(o.requests) == _expected_requests(kind)
+    assert o.mis_mapped == 0 and o.lost == 0
+    readings = [tr.reading for tr in res.rounds]
+    if kind.category == "transient":
+        assert [r.attempts for r in readings] == [2] * ROUNDS
+        assert not any(tr.failed for tr in res.rounds)
+        assert len(o.waits) == ROUNDS  # one non-sleeping wait per retried round
+        assert o.waits == [kind.retry_after] * ROUNDS
+    elif kind.category in ("malformed", "fatal"):
+        first = res.rounds[0]
+        assert first.failed and first.cited == () and res.failed_rounds == 1
+        assert first.reading.attempts == (MAX_ATTEMPTS if kind.category == "malformed" else 1)
+        assert first.reading.error
+        # the failed round left every belief where the prior put it
+        np.testing.assert_allclose(first.posteriors, o.prior, rtol=1e-12)
+        # tenacity asks the wait after every retryable failure, the last one included
+        assert len(o.waits) == (MAX_ATTEMPTS if kind.category == "malformed" else 0)
+    else:
+        assert not any(tr.failed for tr in res.rounds) and o.waits == []
+        assert [r.invalid_labels for r in readings] == [kind.invalid] * ROUNDS
+        assert [r.duplicate_labels for r in readings] == [kind.duplicates] * ROUNDS
+        assert res.invalid_labels == kind.invalid * ROUNDS
+    # every round that succeeded cited exactly the needle (or nothing, when the model
+    # gave no valid label), and the needle is what comes back
+    cites_needle = kind.name != "all_labels_invalid"
+    for tr in res.rounds:
+        if not tr.failed:
+            assert tr.cited == ((NEEDLE_INDEX,) if cites_needle else ())
+    if cites_needle:
+        assert o.returned == [NEEDLE_INDEX]
+        assert res.citation_counts.tolist() == [ROUNDS - res.failed_rounds, 0, 0, 0]
+    else:
+        assert res.citation_counts.sum() == 0
+
+
+@pytest.mark.parametrize("path", PATHS)
+@pytest.mark.parametrize("name", [k.name for k in FAILING])
+def test_every_round_failing_is_one_clear_error(name: str, path: Path_) -> None:
+    o = run_kind(KIND_BY_NAME[name], path, always_hostile=True)
+    assert isinstance(o.error, AllRoundsFailedError), f"got {o.error!r}"
+    assert f"all {ROUNDS} panning rounds failed" in str(o.error) and "on_failure='fallback'" in str(o.error)
+    assert len(o.error.errors) == ROUNDS
+    per_round = 1 if o.kind.category == "fatal" else MAX_ATTEMPTS
+    assert len(o.requests) == per_round * ROUNDS
+
+
+@pytest.mark.parametrize("path", ["panner", "retriever", "postprocessor"])
+@pytest.mark.parametrize("name", ["http_503", "non_json_text", "refusal", "connection_reset_mid_body"])
+def test_every_round_failing_fallback_is_flagged(name: str, path: Path_) -> None:
+    o = run_kind(KIND_BY_NAME[name], path, always_hostile=True, on_failure="fallback")
+    assert o.error is None and o.result is not None
+    res = o.result
+    assert not res.panned and res.stop_reason == "all-rounds-failed" and res.failed_rounds == ROUNDS
+    for tr in res.rounds:  # beliefs never moved
+        np.testing.assert_allclose(tr.posteriors, o.prior, rtol=1e-12)
+    np.testing.assert_allclose(res.posteriors, o.prior, rtol=1e-12)
+    assert o.returned == [int(np.argmax(o.prior))]  # the prior's best (ties: the first)
+
+
+# ----------------------------------------------------------------------- the summary
+def _summary() -> dict[str, int]:
+    crashes = mis = lost = 0
+    for k in KINDS:
+        for p in PATHS:
+            o = outcome(k.name, p)
+            crashes += o.error is not None
+            mis += o.mis_mapped
+            lost += o.lost
+    return {"kinds": len(KINDS), "paths": len(PATHS), "crashes": crashes, "mis_mapped": mis, "lost": lost}
+
+
+@pytest.mark.parametrize(
+    "expected", [{"kinds": len(KINDS), "crashes": 0, "mis_mapped": 0}],
+    ids=[f"kinds={len(KINDS)}-paths={len(PATHS)}-crashes=0-mismapped=0"],
+)
+def test_fault_matrix_summary(expected: dict[str, int]) -> None:
+    s = _summary()
+    print(
+        f"\nfault matrix: kinds tried={s['kinds']} x paths={s['paths']} "
+        f"({s['kinds'] * s['paths']} runs), crashes={s['crashes']}, "
+        f"mis-mapped citations={s['mis_mapped']}, lost citations={s['lost']}"
+    )
+    assert s["kinds"] == expected["kinds"] and s["kinds"] >= 30
+    assert s["crashes"] == expected["crashes"]
+    assert s["mis_mapped"] == expected["mis_mapped"] and s["lost"] == 0
+
+
+def test_the_mis_mapping_check_can_fail() -> None:
+    """The checker is not vacuous: a reading that also cites a document the model never
+    meant (what "label 0 -> last document" would produce) counts as one mis-mapping."""
+    import dataclasses
+
+    o = outcome("label_zero", "panner")
+    assert o.result is not None and o.mis_mapped == 0
+    tr = o.result.rounds[0]
+    window = tr.windows[0]
+    other = next(p for p, d in enumerate(window) if d != NEEDLE_INDEX)
+    bad = dataclasses.replace(tr.reading, cited=tuple(sorted({*tr.reading.cited, other})))
+    forged = dataclasses.replace(tr, readings=(bad,))
+    res = dataclasses.replace(o.result, rounds=(forged, *o.result.rounds[1:]))
+    assert dataclasses.replace(o, result=res).mis_mapped == 1
