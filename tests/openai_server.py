@@ -276,6 +276,7 @@ HOSTILE_OUTPUTS: dict[str, str] = {
 
 # ------------------------------------------------------------------------------ server
 class _Handler(BaseHTTPRequestHandler):
+    disable_nagle_algorithm = True
     protocol_version = "HTTP/1.1"
     server: _Server
 

@@ -22,10 +22,13 @@ from ..errors import CitationParseError
 __all__ = [
     "DEFAULT_TEMPLATE",
     "SYSTEM_PROMPT",
+    "TRUNCATION_MARKER",
     "Citations",
     "ParsedCitations",
     "PromptTemplate",
+    "check_max_chars_per_doc",
     "citation_json_schema",
+    "clip_document",
     "extract_json",
     "parse_citations",
     "render_documents",
@@ -69,26 +72,64 @@ def citation_json_schema(*, max_citations: int | None = None) -> dict[str, Any]:
     }
 
 
-def render_documents(documents: Sequence[str]) -> str:
-    """Documents under labels ``[1]..[m]`` in prompt order, separated by blank lines."""
-    return "\n\n".join(f"[{i}] {' '.join(str(d).split())}" for i, d in enumerate(documents, start=1))
+TRUNCATION_MARKER = " [...]"
+"""Appended to a document cut by ``max_chars_per_doc``, so the model sees it was cut."""
+
+
+def check_max_chars_per_doc(value: int | None) -> int | None:
+    """Validate a ``max_chars_per_doc`` option: None (no limit) or an integer >= 1."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ValueError(
+            f"max_chars_per_doc must be an integer >= 1 (characters per document) or None, got {value!r}"
+        )
+    return value
+
+
+def clip_document(text: Any, max_chars: int | None = None) -> str:
+    """One document as it appears in a prompt: whitespace runs collapsed to one space,
+    then, when longer than ``max_chars`` characters, cut there (trailing space
+    dropped) and :data:`TRUNCATION_MARKER` appended. The marker does not count
+    toward ``max_chars``."""
+    s = " ".join(str(text).split())
+    if max_chars is None or len(s) <= max_chars:
+        return s
+    return s[:max_chars].rstrip() + TRUNCATION_MARKER
+
+
+def render_documents(documents: Sequence[str], *, max_chars_per_doc: int | None = None) -> str:
+    """Documents under labels ``[1]..[m]`` in prompt order, separated by blank lines,
+    each cut to ``max_chars_per_doc`` characters (see :func:`clip_document`)."""
+    return "\n\n".join(
+        f"[{i}] {clip_document(d, max_chars_per_doc)}" for i, d in enumerate(documents, start=1)
+    )
 
 
 def render_prompt(
-    question: str, documents: Sequence[str], *, template: PromptTemplate | None = None
+    question: str,
+    documents: Sequence[str],
+    *,
+    template: PromptTemplate | None = None,
+    max_chars_per_doc: int | None = None,
 ) -> str:
     """The user message for one round.
 
     Args:
         question: The question.
         documents: Texts in prompt order, shape ``(m,)``; labelled ``1..m``.
-        template: Replacement template (see :data:`PromptTemplate`).
+        template: Replacement template (see :data:`PromptTemplate`). A callable
+            template gets the documents as they are (``max_chars_per_doc`` is not applied).
+        max_chars_per_doc: Longest document text shown, in characters; longer ones are
+            cut and marked with :data:`TRUNCATION_MARKER`. None: no limit. A document
+            keeps its label whether or not it was cut.
     """
     if callable(template):
         return template(question, documents)
     tpl = DEFAULT_TEMPLATE if template is None else template
+    body = render_documents(documents, max_chars_per_doc=check_max_chars_per_doc(max_chars_per_doc))
     try:
-        return tpl.format(question=question, documents=render_documents(documents), n=len(documents))
+        return tpl.format(question=question, documents=body, n=len(documents))
     except (KeyError, IndexError) as err:
         raise ValueError(
             f"prompt template has an unknown placeholder {err}; use {{question}}, {{documents}}, {{n}} "

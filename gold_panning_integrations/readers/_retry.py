@@ -147,6 +147,16 @@ def _message_of(err: BaseException) -> str:
 
 
 _TIMEOUT_NAMES = ("timeout", "timedout")
+_CONTEXT_WORDS = (
+    "context length",
+    "context_length",
+    "context size",
+    "context window",
+    "maximum context",
+    "too many tokens",
+    "prompt is too long",
+    "exceed_context",
+)
 _CONNECTION_NAMES = ("connection", "connect", "remoteprotocol", "readerror", "networkerror", "transport")
 
 
@@ -189,6 +199,13 @@ def classify_error(err: BaseException) -> ReaderError:
         if status == 404:
             return FatalReaderError(
                 f"not found (HTTP 404): check model= and base_url= (it usually ends in /v1). Server said: {msg}",
+                status_code=status,
+            )
+        if status == 413 or (status in (400, 422) and any(w in msg.lower() for w in _CONTEXT_WORDS)):
+            return FatalReaderError(
+                f"the prompt is too long for the model (HTTP {status}): show fewer documents per prompt "
+                "(max_docs_per_prompt=, windows=True) or cut long documents (the reader's "
+                f"max_chars_per_doc=). Server said: {msg}",
                 status_code=status,
             )
         return FatalReaderError(f"request rejected (HTTP {status}): {msg}", status_code=status)
@@ -462,8 +479,9 @@ def check_echo(text: str, documents: Sequence[str]) -> None:
         return
     from ._prompt import render_documents
 
-    block = render_documents(documents)
-    first = block.split("\n\n", 1)[0]
+    # The first document's line, at most 80 characters: enough to recognise an echo,
+    # cheap for megabyte documents, and still found when max_chars_per_doc cut it (>= 76).
+    first = render_documents([documents[0]])[:80]
     if len(first) >= 8 and first in text:
         raise CitationParseError("the model echoed the prompt instead of answering")
 

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..engine.reading import Reading
+from ._prompt import check_max_chars_per_doc, clip_document
 
 __all__ = [
     "ANSWER_SYSTEM_PROMPT",
@@ -178,7 +179,11 @@ class AnswerAttribution:
 
 
 def render_answer_prompt(
-    question: str, documents: Sequence[str], *, template: str | None = None
+    question: str,
+    documents: Sequence[str],
+    *,
+    template: str | None = None,
+    max_chars_per_doc: int | None = None,
 ) -> str:
     """The user message of answer mode: documents (one per line, no numbers) and the
     question, asking for a short answer only.
@@ -187,8 +192,11 @@ def render_answer_prompt(
         question: The question.
         documents: Texts in prompt order, shape ``(m,)``.
         template: Format string with ``{question}`` and ``{documents}``.
+        max_chars_per_doc: Longest document text shown, in characters (longer ones are
+            cut and marked, see :func:`._prompt.clip_document`); None: no limit.
     """
-    body = "\n".join(f"- {' '.join(str(d).split())}" for d in documents)
+    limit = check_max_chars_per_doc(max_chars_per_doc)
+    body = "\n".join(f"- {clip_document(d, limit)}" for d in documents)
     tpl = ANSWER_TEMPLATE if template is None else template
     try:
         return tpl.format(question=question, documents=body, n=len(documents))

@@ -22,7 +22,7 @@ from langchain_core.runnables import Runnable, RunnableConfig
 
 from ..engine.reading import Reading
 from ..errors import CitationParseError
-from ._prompt import SYSTEM_PROMPT, Citations, PromptTemplate, render_prompt
+from ._prompt import SYSTEM_PROMPT, Citations, PromptTemplate, check_max_chars_per_doc, render_prompt
 from ._retry import (
     Usage,
     Wait,
@@ -95,6 +95,10 @@ class ChatModelReader:
         attribution: Answer-mode matching rules (:class:`.answer.AnswerAttribution`).
         config: ``RunnableConfig`` (callbacks, tags) passed to every model call;
             :meth:`read`/:meth:`aread` also take a per-call ``config``.
+        max_chars_per_doc: Longest document text shown in a prompt, in characters;
+            longer documents are cut there and marked ``" [...]"`` (their label is
+            unchanged). None (default): no limit, and a prompt too long for the model
+            fails with an error saying so. Not applied to a callable ``template``.
     """
 
     def __init__(
@@ -109,6 +113,7 @@ class ChatModelReader:
         mode: Literal["cite", "answer"] = "cite",
         attribution: Any = None,
         config: RunnableConfig | None = None,
+        max_chars_per_doc: int | None = None,
     ) -> None:
         if not isinstance(chat_model, BaseChatModel):
             raise TypeError(
@@ -127,6 +132,7 @@ class ChatModelReader:
         self.mode = check_mode(mode)
         self.attribution = attribution
         self.config = config
+        self.max_chars_per_doc = check_max_chars_per_doc(max_chars_per_doc)
         self._structured_runnable: Runnable | None = None
         self._use_structured = structured is not False and self.mode == "cite"
         if self._use_structured:
@@ -177,9 +183,13 @@ class ChatModelReader:
             if callable(self.template):
                 user = self.template(question, documents)
             else:
-                user = render_answer_prompt(question, documents, template=self.template)
+                user = render_answer_prompt(
+                    question, documents, template=self.template, max_chars_per_doc=self.max_chars_per_doc
+                )
             return [SystemMessage(content=ANSWER_SYSTEM_PROMPT), HumanMessage(content=user)]
-        user = render_prompt(question, documents, template=self.template)
+        user = render_prompt(
+            question, documents, template=self.template, max_chars_per_doc=self.max_chars_per_doc
+        )
         return [SystemMessage(content=SYSTEM_PROMPT), HumanMessage(content=user)]
 
     def _config(self, config: RunnableConfig | None) -> RunnableConfig | None:

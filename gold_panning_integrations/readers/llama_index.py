@@ -28,7 +28,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, WithJsonSche
 
 from ..engine.reading import Reading
 from ..errors import CitationParseError
-from ._prompt import SYSTEM_PROMPT, PromptTemplate, render_prompt
+from ._prompt import SYSTEM_PROMPT, PromptTemplate, check_max_chars_per_doc, render_prompt
 from ._retry import (
     Usage,
     Wait,
@@ -110,6 +110,10 @@ class LlamaIndexLLMReader:
         mode: ``"cite"`` (JSON document numbers) or ``"answer"`` (the model answers;
             documents containing the answer count as cited).
         attribution: Answer-mode matching rules (:class:`.answer.AnswerAttribution`).
+        max_chars_per_doc: Longest document text shown in a prompt, in characters;
+            longer documents are cut there and marked ``" [...]"`` (their label is
+            unchanged). None (default): no limit, and a prompt too long for the model
+            fails with an error saying so. Not applied to a callable ``template``.
     """
 
     def __init__(
@@ -123,6 +127,7 @@ class LlamaIndexLLMReader:
         structured: Structured = "auto",
         mode: Literal["cite", "answer"] = "cite",
         attribution: Any = None,
+        max_chars_per_doc: int | None = None,
     ) -> None:
         if not isinstance(llm, LLM):
             raise TypeError(f"LlamaIndexLLMReader needs a llama_index.core LLM, got {type(llm).__name__}")
@@ -138,6 +143,7 @@ class LlamaIndexLLMReader:
         self.structured = structured
         self.mode = check_mode(mode)
         self.attribution = attribution
+        self.max_chars_per_doc = check_max_chars_per_doc(max_chars_per_doc)
         if self.mode == "answer" or structured is False:
             self._use_structured = False
         elif structured is True:
@@ -182,8 +188,12 @@ class LlamaIndexLLMReader:
 
             if callable(self.template):
                 return self.template(question, documents)
-            return render_answer_prompt(question, documents, template=self.template)
-        return render_prompt(question, documents, template=self.template)
+            return render_answer_prompt(
+                question, documents, template=self.template, max_chars_per_doc=self.max_chars_per_doc
+            )
+        return render_prompt(
+            question, documents, template=self.template, max_chars_per_doc=self.max_chars_per_doc
+        )
 
     def messages(self, question: str, documents: Sequence[str]) -> list[ChatMessage]:
         """The chat messages (system + user) for one prompt."""

@@ -26,7 +26,13 @@ from typing_extensions import Self
 
 from ..engine.reading import Reading
 from ..errors import CitationParseError, ReaderError
-from ._prompt import SYSTEM_PROMPT, PromptTemplate, citation_json_schema, render_prompt
+from ._prompt import (
+    SYSTEM_PROMPT,
+    PromptTemplate,
+    check_max_chars_per_doc,
+    citation_json_schema,
+    render_prompt,
+)
 from ._retry import (
     FatalReaderError,
     Usage,
@@ -118,6 +124,10 @@ class OpenAIReader:
         attribution: Answer-mode matching rules (:class:`.answer.AnswerAttribution`).
         extra_body: Extra JSON fields sent with every request (server-specific
             options such as Ollama's ``options``).
+        max_chars_per_doc: Longest document text shown in a prompt, in characters;
+            longer documents are cut there and marked ``" [...]"`` (their label is
+            unchanged). None (default): no limit, and a prompt too long for the model
+            fails with an error saying so. Not applied to a callable ``template``.
 
     Failures never raise from :meth:`read`/:meth:`aread`: they give a failed
     :class:`Reading` whose ``error`` says what went wrong and what to do.
@@ -143,6 +153,7 @@ class OpenAIReader:
         response_format: ResponseFormat = "auto",
         attribution: Any = None,
         extra_body: dict[str, Any] | None = None,
+        max_chars_per_doc: int | None = None,
     ) -> None:
         if not isinstance(model, str) or not model:
             raise ValueError(f"model must be a non-empty model name, got {model!r}")
@@ -174,6 +185,7 @@ class OpenAIReader:
         self.response_format = response_format
         self.attribution = attribution
         self.extra_body = dict(extra_body) if extra_body else None
+        self.max_chars_per_doc = check_max_chars_per_doc(max_chars_per_doc)
         self._level = 0 if response_format == "auto" else RESPONSE_FORMATS.index(response_format)
         if client is None and async_client is None or api_key is not None:
             self._api_key: str | None = self._resolve_key(api_key, base_url)
@@ -267,9 +279,13 @@ class OpenAIReader:
             if callable(self.template):
                 user = self.template(question, documents)
             else:
-                user = render_answer_prompt(question, documents, template=self.template)
+                user = render_answer_prompt(
+                    question, documents, template=self.template, max_chars_per_doc=self.max_chars_per_doc
+                )
             return [{"role": "system", "content": ANSWER_SYSTEM_PROMPT}, {"role": "user", "content": user}]
-        user = render_prompt(question, documents, template=self.template)
+        user = render_prompt(
+            question, documents, template=self.template, max_chars_per_doc=self.max_chars_per_doc
+        )
         return [{"role": "system", "content": SYSTEM_PROMPT}, {"role": "user", "content": user}]
 
     def _response_format(self, level: int) -> dict[str, Any] | None:
