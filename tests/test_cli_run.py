@@ -21,9 +21,9 @@ def test_run_demo_json(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["run", "--demo", "--reader", "simulated", "--rounds", "3", "--json", "--profile", "lost-in-the-middle"]) == 0
     out = _json_out(capsys)
     assert out["calls"] == 3 and len(out["rounds"]) == 3
-    assert len(out["posteriors"]) == 20 and len(out["selected"]) == 1
+    assert len(out["posteriors"]) == 10 and len(out["selected"]) == 1
     assert out["profile"] == "lost-in-the-middle"
-    assert out["gold"] and 0 <= out["gold"][0] < 20
+    assert out["gold"] and 0 <= out["gold"][0] < 10
     assert out["selected_documents"][0]["index"] == out["selected"][0]
     assert out["question"].startswith("What is ")
 

@@ -12,7 +12,7 @@ from ._reader_args import add_reader_arguments
 __all__ = ["DEMO_SEED", "EMBEDDED_PROFILE", "load_documents", "main", "register"]
 
 DEMO_SEED = 7
-DEMO_N = 20
+DEMO_N = 10
 EMBEDDED_PROFILE = "smollm2-135m-kv"
 
 
@@ -29,7 +29,7 @@ def register(sub: Any) -> None:
     )
     src = p.add_mutually_exclusive_group(required=True)
     src.add_argument("--docs", default=None, help=".jsonl (objects with a 'text' field) or .txt (one per line)")
-    src.add_argument("--demo", action="store_true", help="a built-in key-value task (20 documents)")
+    src.add_argument("--demo", action="store_true", help="a built-in key-value task (10 documents)")
     p.add_argument("--question", default=None, help="the question (required with --docs)")
     add_reader_arguments(p)
     p.add_argument("--rounds", type=int, default=4, help="rounds, one model call each (default 4)")

@@ -158,6 +158,8 @@ class PanningResult:
     policy: str
     k: int
     extra: dict[str, Any] = field(default_factory=dict)
+    prior_log_odds: NDArray[np.float64] | None = None
+    """Log-odds before any evidence, shape ``(n,)`` (the prior the run started from)."""
 
     @property
     def failed_rounds(self) -> int:
@@ -534,6 +536,7 @@ class _PanningState:
             panned=panned,
             policy=self.p.policy,
             k=min(self.k, self.n),
+            prior_log_odds=self.prior_log_odds.copy(),
         )
 
 

@@ -1,0 +1,37 @@
+"""Belief-trajectory plot: written, valid PNG, clear errors."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from gold_panning_integrations import DetectorProfile, GoldPanner, SimulatedReader
+
+pytest.importorskip("matplotlib")
+
+from gold_panning_integrations.plots import plot_belief_trajectories  # noqa: E402
+
+
+def _result():
+    p = DetectorProfile.bundled("lost-in-the-middle")
+    docs = [f"d{i}" for i in range(12)]
+    return GoldPanner(SimulatedReader(p, {"d7"}, rng=3), profile=p, rounds=4, rng=0).run("q", docs)
+
+
+def test_prior_log_odds_is_the_base_rate() -> None:
+    res = _result()
+    assert res.prior_log_odds is not None
+    np.testing.assert_allclose(res.prior_log_odds, np.log(1 / 12) - np.log(11 / 12))
+
+
+def test_plot_writes_a_png(tmp_path: Path) -> None:
+    out = plot_belief_trajectories(_result(), tmp_path / "t.png", highlight=[7])
+    assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_plot_without_rounds_says_why(tmp_path: Path) -> None:
+    res = GoldPanner(SimulatedReader(DetectorProfile.bundled("lost-in-the-middle"), set()), rounds=1).run("q", [])
+    with pytest.raises(ValueError, match="no rounds"):
+        plot_belief_trajectories(res, tmp_path / "t.png")
