@@ -84,17 +84,22 @@ def test_cite_mode_returns_valid_labels() -> None:
 @real_model
 @needs_model
 @pytest.mark.slow
-def test_panning_the_demo_finds_gold_often(reader) -> None:  # type: ignore[no-untyped-def]
+def test_panning_beats_chance_on_kv(reader) -> None:  # type: ignore[no-untyped-def]
+    """GP-Belief with the shipped profile, 8 kv instances of 10 documents, 4 rounds.
+
+    Chance (top-1 of 10) would find about 0.8 of 8; at least 3 happens by chance with
+    probability under 4%. Greedy decoding makes the outcome deterministic per build.
+    """
     from gold_panning_integrations.engine.panner import GoldPanner
     from gold_panning_integrations.tasks.kv import KVTask
 
     hits = 0
     rng = np.random.default_rng(11)
-    for _ in range(5):
+    for _ in range(8):
         inst = KVTask().make(10, gold_position=int(rng.integers(10)), rng=rng)
-        res = GoldPanner(reader, rounds=4, rng=0).run(inst.question, inst.documents)
+        res = GoldPanner(reader, profile="smollm2-135m-kv", rounds=4, rng=0).run(inst.question, inst.documents)
         hits += int(res.selected[0] in inst.gold)
-    assert hits >= 3
+    assert hits >= 3, f"GP-Belief found the gold in only {hits} of 8 instances"
 
 
 # ----------------------------------------------------------------- offline, fake llama_cpp

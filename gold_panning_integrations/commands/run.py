@@ -45,6 +45,9 @@ def register(sub: Any) -> None:
     p.add_argument("--no-final-answer", action="store_true", help="skip the answer call on the selected documents")
     p.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
     p.add_argument("--json", action="store_true", help="print one JSON object instead of text")
+    p.add_argument("--plot", default=None, metavar="FILE.png", help="draw belief trajectories per document (plot extra)")
+    p.add_argument("--stop-at", type=float, default=None, help="stop once the selection's mean posterior reaches this")
+    p.add_argument("--max-calls", type=int, default=None, help="hard budget of model calls")
     p.set_defaults(func=main)
 
 
@@ -111,8 +114,15 @@ def main(args: argparse.Namespace) -> int:
         docs, meta = load_documents(args.docs)
     profile = _default_profile(args)
     reader = make_reader(args, seed=args.seed)
-    panner = GoldPanner(reader, profile=profile, rounds=args.rounds, k=args.k, policy=args.policy, rng=args.seed)
+    panner = GoldPanner(
+        reader, profile=profile, rounds=args.rounds, k=args.k, policy=args.policy, rng=args.seed,
+        stop_at=args.stop_at, max_calls=args.max_calls,
+    )
     result = panner.run(question, docs)
+    if args.plot:
+        from ..plots import plot_belief_trajectories
+
+        plot_belief_trajectories(result, args.plot, highlight=truth or ())
     final = None
     if not args.no_final_answer and hasattr(reader, "answer"):
         final = reader.answer(question, [docs[i] for i in result.selected])
@@ -144,11 +154,15 @@ def main(args: argparse.Namespace) -> int:
         cited = ", ".join(f"#{i}" for i in r.cited) or "none"
         status = f"failed: {r.reading.error}" if r.failed else f"cited {cited}"
         ans = f"  answer {r.reading.answer!r}" if r.reading.answer else ""
-        print(f"\nround {r.round} ({r.seconds:.1f}s): {status}{ans}")
+        tok = f", {r.prompt_tokens}+{r.completion_tokens} tokens" if r.prompt_tokens else ""
+        print(f"\nround {r.round} ({r.calls} call{'s' if r.calls != 1 else ''}, {r.seconds:.1f}s{tok}): {status}{ans}")
         order = np.argsort(-r.posteriors, kind="stable")[: args.top]
         for i in order:
             print(f"  #{int(i):<4d} p={r.posteriors[i]:.3f}  {_short(docs[i])}")
-    print(f"\nselected ({result.stop_reason}, {result.calls} calls):")
+    print(
+        f"\nselected (stopped: {result.stop_reason}; {result.calls} calls, {result.prompt_tokens} prompt + "
+        f"{result.completion_tokens} completion tokens, {result.seconds:.1f}s in the model):"
+    )
     for i in result.selected:
         print(f"  #{int(i):<4d} p={result.posteriors[i]:.3f}  {_short(docs[i], 100)}")
     print(f"answer: {final if final else '(none)'}")
