@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-import re
-
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -40,7 +39,7 @@ def test_run_demo_is_deterministic_and_text_mentions_rounds(capsys: pytest.Captu
 
     assert untimed(capsys.readouterr().out) == untimed(first)
     assert "round 1" in first and "round 2" in first and "round 3" not in first
-    assert "selected (rounds, 2 calls)" in first and "(demo: the relevant document is #" in first
+    assert "selected (stopped: rounds; 2 calls" in first and "(demo: the relevant document is #" in first
 
 
 def test_run_docs_jsonl_keeps_metadata(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
