@@ -371,6 +371,31 @@ def _log_retry(what: str) -> Callable[[RetryCallState], None]:
     return before_sleep
 
 
+def _retry_options(max_attempts: int, wait: Wait | float | None, sleep: Any, what: str) -> dict[str, Any]:
+    """Keyword arguments of ``Retrying``/``AsyncRetrying`` for the shared policy."""
+    return {
+        "stop": stop_after_attempt(max_attempts),
+        "wait": make_wait(wait),
+        "retry": retry_if_exception(is_retryable),
+        "sleep": sleep,
+        "reraise": True,
+        "before_sleep": _log_retry(what),
+    }
+
+
+def _reclassified(err: Exception) -> ReaderError | None:
+    """The classified error to raise in place of ``err`` (carrying its ``raw``), or
+    None when ``err`` itself should propagate (already classified, or a missing extra)."""
+    if isinstance(err, MissingExtraError):
+        return None
+    classified = classify_error(err)
+    if classified is err:
+        return None
+    if getattr(err, "raw", None) is not None:
+        attach_raw(classified, err.raw)  # type: ignore[attr-defined]
+    return classified
+
+
 def call_with_retries(
     attempt: Callable[[Usage], Reading],
     *,
@@ -403,24 +428,13 @@ def call_with_retries(
         count += 1
         try:
             return attempt(usage)
-        except MissingExtraError:
-            raise
         except Exception as err:  # classify everything a model call may raise
-            classified = classify_error(err)
-            if classified is err:
+            classified = _reclassified(err)
+            if classified is None:
                 raise
-            if getattr(err, "raw", None) is not None:
-                attach_raw(classified, err.raw)  # type: ignore[attr-defined]
             raise classified from err
 
-    retrying = Retrying(
-        stop=stop_after_attempt(max_attempts),
-        wait=make_wait(wait),
-        retry=retry_if_exception(is_retryable),
-        sleep=sleep,
-        reraise=True,
-        before_sleep=_log_retry(what),
-    )
+    retrying = Retrying(**_retry_options(max_attempts, wait, sleep, what))
     try:
         reading = retrying(once)
     except ReaderError as err:
@@ -446,24 +460,13 @@ async def acall_with_retries(
         count += 1
         try:
             return await attempt(usage)
-        except MissingExtraError:
-            raise
         except Exception as err:
-            classified = classify_error(err)
-            if classified is err:
+            classified = _reclassified(err)
+            if classified is None:
                 raise
-            if getattr(err, "raw", None) is not None:
-                attach_raw(classified, err.raw)  # type: ignore[attr-defined]
             raise classified from err
 
-    retrying = AsyncRetrying(
-        stop=stop_after_attempt(max_attempts),
-        wait=make_wait(wait),
-        retry=retry_if_exception(is_retryable),
-        sleep=sleep,
-        reraise=True,
-        before_sleep=_log_retry(what),
-    )
+    retrying = AsyncRetrying(**_retry_options(max_attempts, wait, sleep, what))
     try:
         reading = await retrying(once)
     except ReaderError as err:

@@ -22,7 +22,16 @@ from langchain_core.runnables import Runnable, RunnableConfig
 
 from ..engine.reading import Reading
 from ..errors import CitationParseError
-from ._prompt import SYSTEM_PROMPT, Citations, PromptTemplate, check_max_chars_per_doc, render_prompt
+from ._common import (
+    check_max_citations,
+    check_structured,
+    no_documents_reading,
+    reading_from_text,
+    system_prompt,
+    token_counts,
+    user_message,
+)
+from ._prompt import Citations, PromptTemplate, check_max_chars_per_doc
 from ._retry import (
     Usage,
     Wait,
@@ -32,7 +41,6 @@ from ._retry import (
     check_max_attempts,
     check_mode,
     reading_from_citations,
-    truncate,
 )
 
 __all__ = ["ChatModelReader"]
@@ -70,10 +78,7 @@ def _usage_of(message: Any) -> tuple[int | None, int | None]:
     rm = getattr(message, "response_metadata", None) or {}
     tu = rm.get("token_usage") or rm.get("usage") if isinstance(rm, dict) else None
     if isinstance(tu, dict):
-        return (
-            tu.get("prompt_tokens", tu.get("input_tokens")),
-            tu.get("completion_tokens", tu.get("output_tokens")),
-        )
+        return token_counts(tu)
     return None, None
 
 
@@ -119,13 +124,10 @@ class ChatModelReader:
             raise TypeError(
                 f"ChatModelReader needs a langchain_core BaseChatModel, got {type(chat_model).__name__}"
             )
-        if structured not in ("auto", True, False):
-            raise ValueError(f"structured must be 'auto', True or False, got {structured!r}")
-        if max_citations is not None and max_citations < 1:
-            raise ValueError(f"max_citations must be >= 1 or None, got {max_citations!r}")
+        check_structured(structured)
         self.chat_model = chat_model
         self.template = template
-        self.max_citations = max_citations
+        self.max_citations = check_max_citations(max_citations)
         self.max_attempts = check_max_attempts(max_attempts)
         self.wait = wait
         self.structured = structured
@@ -177,20 +179,14 @@ class ChatModelReader:
     # ------------------------------------------------------------------ prompts
     def messages(self, question: str, documents: Sequence[str]) -> list[BaseMessage]:
         """The chat messages (system + human) for one prompt."""
-        if self.mode == "answer":
-            from .answer import ANSWER_SYSTEM_PROMPT, render_answer_prompt
-
-            if callable(self.template):
-                user = self.template(question, documents)
-            else:
-                user = render_answer_prompt(
-                    question, documents, template=self.template, max_chars_per_doc=self.max_chars_per_doc
-                )
-            return [SystemMessage(content=ANSWER_SYSTEM_PROMPT), HumanMessage(content=user)]
-        user = render_prompt(
-            question, documents, template=self.template, max_chars_per_doc=self.max_chars_per_doc
+        user = user_message(
+            question,
+            documents,
+            mode=self.mode,
+            template=self.template,
+            max_chars_per_doc=self.max_chars_per_doc,
         )
-        return [SystemMessage(content=SYSTEM_PROMPT), HumanMessage(content=user)]
+        return [SystemMessage(content=system_prompt(self.mode)), HumanMessage(content=user)]
 
     def _config(self, config: RunnableConfig | None) -> RunnableConfig | None:
         if config is None:
@@ -205,15 +201,16 @@ class ChatModelReader:
     ) -> Reading:
         pt, ct = _usage_of(message)
         usage.add(pt, ct)
-        text = _text_of(message)
-        if self.mode == "answer":
-            from .answer import reading_from_answer
-
-            r = reading_from_answer(text, docs, question=question, attribution=self.attribution, extra=extra)
-            return Reading(**{**r.__dict__, "raw": truncate(text)})
-        if text is None or not text.strip():
-            raise CitationParseError("the chat model returned no text")
-        return reading_from_citations(text, docs, max_citations=self.max_citations, raw=text, extra=extra)
+        return reading_from_text(
+            _text_of(message),
+            docs,
+            mode=self.mode,
+            question=question,
+            attribution=self.attribution,
+            max_citations=self.max_citations,
+            extra=extra,
+            no_text="the chat model returned no text",
+        )
 
     def _from_structured(self, out: Any, docs: Sequence[str], usage: Usage) -> Reading:
         extra: dict[str, Any] = {"structured": True}
@@ -265,7 +262,7 @@ class ChatModelReader:
         """
         docs = [str(d) for d in documents]
         if not docs:
-            return Reading(cited=(), attempts=0, extra={"skipped": "no documents"})
+            return no_documents_reading()
         messages = self.messages(question, docs)
         cfg = self._config(config)
 
@@ -289,7 +286,7 @@ class ChatModelReader:
         """Asynchronous :meth:`read` (``ainvoke``)."""
         docs = [str(d) for d in documents]
         if not docs:
-            return Reading(cited=(), attempts=0, extra={"skipped": "no documents"})
+            return no_documents_reading()
         messages = self.messages(question, docs)
         cfg = self._config(config)
 

@@ -28,7 +28,16 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, WithJsonSche
 
 from ..engine.reading import Reading
 from ..errors import CitationParseError
-from ._prompt import SYSTEM_PROMPT, PromptTemplate, check_max_chars_per_doc, render_prompt
+from ._common import (
+    check_max_citations,
+    check_structured,
+    no_documents_reading,
+    reading_from_text,
+    system_prompt,
+    token_counts,
+)
+from ._common import user_message as _user_message
+from ._prompt import SYSTEM_PROMPT, PromptTemplate, check_max_chars_per_doc
 from ._retry import (
     Usage,
     Wait,
@@ -38,7 +47,6 @@ from ._retry import (
     check_max_attempts,
     check_mode,
     reading_from_citations,
-    truncate,
 )
 
 __all__ = ["CitationsOutput", "LlamaIndexLLMReader"]
@@ -76,9 +84,7 @@ def _usage_from(obj: Any) -> tuple[Any, Any]:
         )
     elif "usage" in obj and isinstance(obj["usage"], dict):
         obj = obj["usage"]
-    pt = obj.get("prompt_tokens", obj.get("input_tokens"))
-    ct = obj.get("completion_tokens", obj.get("output_tokens"))
-    return pt, ct
+    return token_counts(obj)
 
 
 def _chat_usage(response: Any) -> tuple[Any, Any]:
@@ -131,13 +137,10 @@ class LlamaIndexLLMReader:
     ) -> None:
         if not isinstance(llm, LLM):
             raise TypeError(f"LlamaIndexLLMReader needs a llama_index.core LLM, got {type(llm).__name__}")
-        if structured not in ("auto", True, False):
-            raise ValueError(f"structured must be 'auto', True or False, got {structured!r}")
-        if max_citations is not None and max_citations < 1:
-            raise ValueError(f"max_citations must be >= 1 or None, got {max_citations!r}")
+        check_structured(structured)
         self.llm = llm
         self.template = template
-        self.max_citations = max_citations
+        self.max_citations = check_max_citations(max_citations)
         self.max_attempts = check_max_attempts(max_attempts)
         self.wait = wait
         self.structured = structured
@@ -183,28 +186,18 @@ class LlamaIndexLLMReader:
     # ------------------------------------------------------------------ prompts
     def user_message(self, question: str, documents: Sequence[str]) -> str:
         """The user message for one prompt."""
-        if self.mode == "answer":
-            from .answer import render_answer_prompt
-
-            if callable(self.template):
-                return self.template(question, documents)
-            return render_answer_prompt(
-                question, documents, template=self.template, max_chars_per_doc=self.max_chars_per_doc
-            )
-        return render_prompt(
-            question, documents, template=self.template, max_chars_per_doc=self.max_chars_per_doc
+        return _user_message(
+            question,
+            documents,
+            mode=self.mode,
+            template=self.template,
+            max_chars_per_doc=self.max_chars_per_doc,
         )
 
     def messages(self, question: str, documents: Sequence[str]) -> list[ChatMessage]:
         """The chat messages (system + user) for one prompt."""
-        if self.mode == "answer":
-            from .answer import ANSWER_SYSTEM_PROMPT
-
-            system = ANSWER_SYSTEM_PROMPT
-        else:
-            system = SYSTEM_PROMPT
         return [
-            ChatMessage(role=MessageRole.SYSTEM, content=system),
+            ChatMessage(role=MessageRole.SYSTEM, content=system_prompt(self.mode)),
             ChatMessage(role=MessageRole.USER, content=self.user_message(question, documents)),
         ]
 
@@ -216,15 +209,16 @@ class LlamaIndexLLMReader:
         text = getattr(msg, "content", None) if msg is not None else None
         if text is not None and not isinstance(text, str):
             text = str(text)
-        extra: dict[str, Any] = {"structured": False}
-        if self.mode == "answer":
-            from .answer import reading_from_answer
-
-            r = reading_from_answer(text, docs, question=question, attribution=self.attribution, extra=extra)
-            return Reading(**{**r.__dict__, "raw": truncate(text)})
-        if text is None or not text.strip():
-            raise CitationParseError("the LLM returned no text")
-        return reading_from_citations(text, docs, max_citations=self.max_citations, raw=text, extra=extra)
+        return reading_from_text(
+            text,
+            docs,
+            mode=self.mode,
+            question=question,
+            attribution=self.attribution,
+            max_citations=self.max_citations,
+            extra={"structured": False},
+            no_text="the LLM returned no text",
+        )
 
     def _from_structured(self, out: Any, docs: Sequence[str]) -> Reading:
         if isinstance(out, list) and out:  # some programs return a list of objects
@@ -252,7 +246,7 @@ class LlamaIndexLLMReader:
         """
         docs = [str(d) for d in documents]
         if not docs:
-            return Reading(cited=(), attempts=0, extra={"skipped": "no documents"})
+            return no_documents_reading()
 
         def attempt(usage: Usage) -> Reading:
             usage.calls += 1
@@ -276,7 +270,7 @@ class LlamaIndexLLMReader:
         """Asynchronous :meth:`read` (``astructured_predict`` / ``achat``)."""
         docs = [str(d) for d in documents]
         if not docs:
-            return Reading(cited=(), attempts=0, extra={"skipped": "no documents"})
+            return no_documents_reading()
 
         async def attempt(usage: Usage) -> Reading:
             usage.calls += 1

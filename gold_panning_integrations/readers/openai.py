@@ -26,13 +26,8 @@ from typing_extensions import Self
 
 from ..engine.reading import Reading
 from ..errors import CitationParseError, ReaderError
-from ._prompt import (
-    SYSTEM_PROMPT,
-    PromptTemplate,
-    check_max_chars_per_doc,
-    citation_json_schema,
-    render_prompt,
-)
+from ._common import answer_reading, check_max_citations, no_documents_reading, system_prompt, user_message
+from ._prompt import PromptTemplate, check_max_chars_per_doc, citation_json_schema
 from ._retry import (
     FatalReaderError,
     Usage,
@@ -169,8 +164,7 @@ class OpenAIReader:
             raise ValueError(f"max_tokens must be >= 1, got {max_tokens!r}")
         if timeout <= 0:
             raise ValueError(f"timeout must be > 0 seconds, got {timeout!r}")
-        if max_citations is not None and max_citations < 1:
-            raise ValueError(f"max_citations must be >= 1 or None, got {max_citations!r}")
+        check_max_citations(max_citations)
         self.model = model
         self.base_url = base_url
         self.temperature = float(temperature)
@@ -273,20 +267,14 @@ class OpenAIReader:
     # ------------------------------------------------------------------ requests
     def messages(self, question: str, documents: Sequence[str]) -> list[dict[str, str]]:
         """The chat messages (system + user) for one prompt."""
-        if self.mode == "answer":
-            from .answer import ANSWER_SYSTEM_PROMPT, render_answer_prompt
-
-            if callable(self.template):
-                user = self.template(question, documents)
-            else:
-                user = render_answer_prompt(
-                    question, documents, template=self.template, max_chars_per_doc=self.max_chars_per_doc
-                )
-            return [{"role": "system", "content": ANSWER_SYSTEM_PROMPT}, {"role": "user", "content": user}]
-        user = render_prompt(
-            question, documents, template=self.template, max_chars_per_doc=self.max_chars_per_doc
+        user = user_message(
+            question,
+            documents,
+            mode=self.mode,
+            template=self.template,
+            max_chars_per_doc=self.max_chars_per_doc,
         )
-        return [{"role": "system", "content": SYSTEM_PROMPT}, {"role": "user", "content": user}]
+        return [{"role": "system", "content": system_prompt(self.mode)}, {"role": "user", "content": user}]
 
     def _response_format(self, level: int) -> dict[str, Any] | None:
         name = RESPONSE_FORMATS[level]
@@ -368,12 +356,9 @@ class OpenAIReader:
             raise CitationParseError(f"the model returned no content{hint}")
         extra: dict[str, Any] = {"model": getattr(resp, "model", None) or self.model, "finish_reason": finish}
         if self.mode == "answer":
-            from .answer import reading_from_answer
-
-            r = reading_from_answer(
+            return answer_reading(
                 content, documents, question=question, attribution=self.attribution, extra=extra
             )
-            return Reading(**{**r.__dict__, "raw": truncate(content)})
         if level is not None:
             extra["response_format"] = RESPONSE_FORMATS[level]
         try:
@@ -397,7 +382,7 @@ class OpenAIReader:
         """
         docs = [str(d) for d in documents]
         if not docs:
-            return Reading(cited=(), attempts=0, extra={"skipped": "no documents"})
+            return no_documents_reading()
         messages = self.messages(question, docs)
 
         def attempt(usage: Usage) -> Reading:
@@ -421,7 +406,7 @@ class OpenAIReader:
         """Asynchronous :meth:`read` on ``AsyncOpenAI`` (no threads)."""
         docs = [str(d) for d in documents]
         if not docs:
-            return Reading(cited=(), attempts=0, extra={"skipped": "no documents"})
+            return no_documents_reading()
         messages = self.messages(question, docs)
 
         async def attempt(usage: Usage) -> Reading:
