@@ -231,6 +231,11 @@ class PanningOptions(BaseModel):
     """Stop early once another round is expected to raise that mean posterior by less
     than this. None disables it."""
 
+    min_rounds: int = Field(default=1, ge=1)
+    """Rounds always run before ``stop_at``/``min_gain`` may stop. With the retriever
+    prior, ``min_rounds=2, stop_at=0.3`` was the cheapest setting that still matched
+    PSC's 8-round F1 in our simulations (about 34% of its calls)."""
+
     max_calls: int | None = Field(default=None, ge=1)
     """Hard budget of model calls (prompts) per query (None: ``rounds`` is the limit)."""
 
@@ -313,6 +318,7 @@ class PanningOptions(BaseModel):
             windows=self.windows,
             stop_at=self.stop_at,
             min_gain=self.min_gain,
+            min_rounds=self.min_rounds,
             max_calls=self.max_calls,
             max_prompt_tokens=self.max_prompt_tokens,
             prune_below=self.prune_below,

@@ -68,6 +68,16 @@ def test_threshold_stop_uses_the_mean_posterior_of_the_selection() -> None:
     assert res.posteriors[0] == pytest.approx(0.8)
 
 
+def test_min_rounds_delays_threshold_stopping() -> None:
+    # After round 1 doc a is at 0.8 >= 0.75, but two looks are required; after round 2
+    # (another citation: odds 4 * 4 = 16) it stops at 16/17.
+    res = GoldPanner(Cites({"a"}), profile=FLAT2, rounds=5, stop_at=0.75, min_rounds=2).run("q", ["a", "b"])
+    assert res.calls == 2 and res.stop_reason == "threshold"
+    assert res.posteriors[0] == pytest.approx(16 / 17)
+    with pytest.raises(ValueError, match="min_rounds"):
+        GoldPanner(Cites(set()), profile=FLAT2, min_rounds=0)
+
+
 def test_min_gain_stops_once_nothing_more_is_expected() -> None:
     prof = DetectorProfile(n_positions=4, tpr=[0.99, 0.9, 0.9, 0.95], fpr=[0.01, 0.01, 0.01, 0.01])
     docs = ["a", "b", "c", "d"]

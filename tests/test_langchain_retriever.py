@@ -420,3 +420,13 @@ class TestGoldPanningRetrieverStandard(RetrieversIntegrationTests):
     @property
     def retriever_query_example(self) -> str:
         return "where is the needle?"
+
+
+def test_stopping_options_reach_the_panner() -> None:
+    # A reader that cites the needle every round makes the selection confident at once;
+    # min_rounds=3 still forces three looks before stop_at may stop.
+    r = _retriever(_docs(4, needle_at=1), ScriptedReader(), rounds=6, k=1, stop_at=0.5, min_rounds=3)
+    docs, result = r.pan("q")
+    assert result.calls == 3 and result.stop_reason == "threshold"
+    with pytest.raises(ValueError):
+        _retriever(_docs(2), ScriptedReader(), min_rounds=0)

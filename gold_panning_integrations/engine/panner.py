@@ -420,7 +420,11 @@ class _PanningState:
         if done >= self.p.rounds:
             self.stop_reason = "rounds"
             return None
-        if self.p.stop_at is not None and done and self._selected_confidence() >= self.p.stop_at:
+        if (
+            self.p.stop_at is not None
+            and done >= self.p.min_rounds
+            and self._selected_confidence() >= self.p.stop_at
+        ):
             self.stop_reason = "threshold"
             return None
         plan = self.plan()
@@ -434,7 +438,11 @@ class _PanningState:
             if used + per_doc * sum(d.size for d in plan.docs) > self.p.max_prompt_tokens:
                 self.stop_reason = "token-budget"
                 return None
-        if self.p.min_gain is not None and done and self._expected_gain(plan) < self.p.min_gain:
+        if (
+            self.p.min_gain is not None
+            and done >= self.p.min_rounds
+            and self._expected_gain(plan) < self.p.min_gain
+        ):
             self.stop_reason = "converged"
             return None
         return plan
@@ -584,6 +592,9 @@ class GoldPanner:
             (e.g. 0.9). None disables it.
         min_gain: Stop once another round is expected to raise that mean posterior by
             less than this (e.g. 0.005). None disables it.
+        min_rounds: Rounds always run before ``stop_at``/``min_gain`` may stop (>= 1).
+            After a single round a lone citation at a strong position already looks
+            confident; a second look filters those flukes cheaply.
         max_calls: Hard budget of prompts (None: ``rounds`` is the only limit).
         max_prompt_tokens: Hard budget of prompt tokens, enforced before each round
             from the tokens the reader reported so far (the first round always runs).
@@ -618,6 +629,7 @@ class GoldPanner:
         prior: PriorSpec = "base-rate",
         stop_at: float | None = None,
         min_gain: float | None = None,
+        min_rounds: int = 1,
         max_calls: int | None = None,
         max_prompt_tokens: int | None = None,
         prune_below: float | None = None,
@@ -651,6 +663,8 @@ class GoldPanner:
         for name, val in (("stop_at", stop_at), ("prune_below", prune_below)):
             if val is not None and not 0.0 < val < 1.0:
                 raise ValueError(f"{name} must be in (0, 1) or None, got {val!r}")
+        if min_rounds < 1:
+            raise ValueError(f"min_rounds must be >= 1, got {min_rounds!r}")
         if min_gain is not None and not min_gain > 0.0:
             raise ValueError(f"min_gain must be > 0 or None, got {min_gain!r}")
         for name, ival in (("max_calls", max_calls), ("max_prompt_tokens", max_prompt_tokens)):
@@ -675,6 +689,7 @@ class GoldPanner:
         self.prior: PriorSpec = prior
         self.stop_at = stop_at
         self.min_gain = min_gain
+        self.min_rounds = min_rounds
         self.max_calls = max_calls
         self.max_prompt_tokens = max_prompt_tokens
         self.prune_below = prune_below
