@@ -20,11 +20,11 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from ..engine.panner import GoldPanner, PanningResult
-from ..engine.policies import vote_ranking
+from ..engine.panner import GoldPanner
 from ..engine.priors import rank_prior_probs
 from ..engine.reading import Reading
 from ..engine.simulate import SimulatedReader
+from .real import per_round_hits
 
 __all__ = ["Variant", "VARIANTS", "run_efficiency", "expected_calibration_error", "register"]
 
@@ -108,24 +108,6 @@ def _needle_rank(n: int, top10: float, rng: np.random.Generator) -> int:
     return int(rng.integers(head, n))
 
 
-def _f1_by_round(res: PanningResult, needle: int, rounds: int, rng: np.random.Generator) -> NDArray[np.float64]:
-    """F1 (top-1 hit) after each round, carried forward after an early stop."""
-    out = np.zeros(rounds)
-    counts = np.zeros(len(res.posteriors))
-    last = 0.0
-    for t in range(rounds):
-        if t < len(res.rounds):
-            tr = res.rounds[t]
-            if res.policy == "random":
-                counts[list(tr.cited)] += 1
-                top = int(vote_ranking(counts, rng=rng)[0])
-            else:
-                top = int(np.argmax(tr.posteriors))
-            last = float(top == needle)
-        out[t] = last
-    return out
-
-
 def expected_calibration_error(
     probs: NDArray[np.float64], labels: NDArray[np.bool_], *, bins: int = 10
 ) -> tuple[float, list[dict[str, float]]]:
@@ -204,7 +186,7 @@ def run_efficiency(
                 )
                 res = panner.run("q", shown_docs, prior_probs=prior if v.retriever_prior else None)
                 pos_needle = int(np.flatnonzero(order == needle)[0])
-                f1[i] = _f1_by_round(res, pos_needle, rounds, trng)
+                f1[i] = per_round_hits(res, [pos_needle], rng=trng, rounds=rounds)
                 final[i] = float(res.selected[0] == pos_needle)
                 calls[i] = res.calls
                 tokens[i] = res.prompt_tokens

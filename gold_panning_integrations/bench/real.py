@@ -57,9 +57,10 @@ class CachedReader:
 
 
 def per_round_hits(
-    result: PanningResult, gold: Sequence[int], *, rng: np.random.Generator
+    result: PanningResult, gold: Sequence[int], *, rng: np.random.Generator, rounds: int | None = None
 ) -> NDArray[np.float64]:
-    """Top-1 F1 after each round, shape ``(rounds,)``.
+    """Top-1 F1 after each round, shape ``(len(result.rounds),)``, or ``(rounds,)`` when
+    given: after an early stop the last value is carried forward (the answer stands).
 
     GP policies rank by posterior (stable: ties keep input order); PSC ranks by
     cumulative citation votes with random tie-breaks, as the panner does.
@@ -76,6 +77,8 @@ def per_round_hits(
         else:
             top = int(np.argsort(-r.posteriors, kind="stable")[0])
         out[t] = 1.0 if top in gold_set else 0.0
+    if rounds is not None:
+        out = np.concatenate([out[:rounds], np.full(max(rounds - out.size, 0), out[-1] if out.size else 0.0)])
     return out
 
 

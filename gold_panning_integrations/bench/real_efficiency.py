@@ -106,9 +106,7 @@ def run_real_efficiency(
             prng = np.random.default_rng([seed, i, vi])
             panner = GoldPanner(cached, profile=profile, rounds=rounds, k=1, on_failure="fallback", rng=prng, **opts)
             res = panner.run(inst.question, docs, prior_probs=prior if v.startswith("ours") else None)
-            h = per_round_hits(res, [g], rng=prng)
-            hits[v][i, : h.size] = h
-            hits[v][i, h.size :] = h[-1] if h.size else 0.0
+            hits[v][i] = per_round_hits(res, [g], rng=prng, rounds=rounds)
             calls[v][i] = res.calls
             tokens[v][i] = res.prompt_tokens
             if v == "ours":

@@ -12,8 +12,6 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from .beliefs import logit
-
 __all__ = ["rank_prior_probs", "score_prior_probs", "MAX_PRIOR"]
 
 MAX_PRIOR = 0.95
@@ -102,7 +100,3 @@ def score_prior_probs(
     z = (s - s.max()) / temperature
     return _to_expected_k(np.maximum(np.exp(z), 1e-12), k)
 
-
-def as_log_odds(p: NDArray[np.float64]) -> NDArray[np.float64]:
-    """Log-odds of prior probabilities (convenience for ``prior_log_odds=``)."""
-    return logit(p)
