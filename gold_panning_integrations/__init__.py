@@ -11,7 +11,9 @@ from typing import Any
 from .engine import GoldPanner, PanningResult, Reading, RoundTrace, SimulatedReader, simulate
 from .errors import (
     AllRoundsFailedError,
+    CheckpointError,
     CitationParseError,
+    FatalReaderError,
     GoldPanningError,
     MissingExtraError,
     ProfileError,
@@ -25,8 +27,10 @@ __version__ = "0.1.0"
 __all__ = [
     "AllRoundsFailedError",
     "ChatModelReader",
+    "CheckpointError",
     "CitationParseError",
     "DetectorProfile",
+    "FatalReaderError",
     "GoldPanner",
     "GoldPanningError",
     "GoldPanningPostprocessor",

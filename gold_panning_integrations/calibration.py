@@ -35,7 +35,7 @@ from numpy.typing import NDArray
 
 from .engine.curves import grid_positions
 from .engine.reading import Reading
-from .errors import GoldPanningError
+from .errors import CheckpointError
 from .profiles import DetectorProfile
 from .tasks.base import TaskBuilder
 
@@ -53,10 +53,6 @@ __all__ = [
 ]
 
 logger = logging.getLogger(__name__)
-
-
-class CheckpointError(GoldPanningError, ValueError):
-    """A checkpoint file cannot be used for this calibration run."""
 
 
 # ---------------------------------------------------------------- functional core

@@ -13,8 +13,10 @@ __all__ = [
     "ReaderError",
     "CitationParseError",
     "TransientReaderError",
+    "FatalReaderError",
     "AllRoundsFailedError",
     "MissingExtraError",
+    "CheckpointError",
 ]
 
 
@@ -45,6 +47,19 @@ class TransientReaderError(ReaderError):
         self.retry_after = retry_after
 
 
+class FatalReaderError(ReaderError):
+    """A failure that retrying cannot fix (authentication, unknown model or URL, closed
+    port, missing extra, bad request). The panner does not turn it into a failed round:
+    it ends the run at once, so a permanent error is reported once, not once per round.
+
+    ``status_code`` is the HTTP status when there was one.
+    """
+
+    def __init__(self, message: str, *, status_code: int | None = None) -> None:
+        super().__init__(message)
+        self.status_code = status_code
+
+
 class AllRoundsFailedError(ReaderError):
     """Every panning round failed, so no evidence was gathered.
 
@@ -67,3 +82,8 @@ class MissingExtraError(GoldPanningError, ImportError):
         )
         self.package = package
         self.extra = extra
+
+
+class CheckpointError(GoldPanningError, ValueError):
+    """A checkpoint file cannot be used for this calibration run (wrong settings, corrupt
+    lines, locked by another run); the message says which file and what to do."""

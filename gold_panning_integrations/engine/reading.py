@@ -56,7 +56,15 @@ class Reading:
 
 @runtime_checkable
 class Reader(Protocol):
-    """Synchronous reader: ``read(question, documents) -> Reading``.
+    """Synchronous reader: ``read(question, documents, *, labels=None) -> Reading``.
+
+    ``labels`` (shape ``(m,)``, distinct positive ints) are the names the documents are
+    shown under this round, in prompt order: ``labels[i]`` names ``documents[i]``. The
+    panner draws them at random each round, so a label says nothing about a position
+    and a document cannot aim at "document 1". ``None`` means ``1..m``. Whatever labels
+    were shown, ``Reading.cited`` holds 0-based *positions* (indices into
+    ``documents``). A reader that raises
+    :class:`~gold_panning_integrations.errors.FatalReaderError` ends the run at once.
 
     ``documents`` are the texts of this round's prompt, in prompt order. A reader
     should return ``Reading.failure(...)`` rather than raise for model-side problems
@@ -64,7 +72,9 @@ class Reader(Protocol):
     type :class:`~gold_panning_integrations.errors.ReaderError` into failed rounds.
     """
 
-    def read(self, question: str, documents: Sequence[str]) -> Reading:
+    def read(
+        self, question: str, documents: Sequence[str], *, labels: Sequence[int] | None = None
+    ) -> Reading:
         """Read one prompt and return the validated citations."""
         ...
 
@@ -73,6 +83,8 @@ class Reader(Protocol):
 class AsyncReader(Protocol):
     """Asynchronous reader: ``await aread(question, documents) -> Reading``."""
 
-    async def aread(self, question: str, documents: Sequence[str]) -> Reading:
+    async def aread(
+        self, question: str, documents: Sequence[str], *, labels: Sequence[int] | None = None
+    ) -> Reading:
         """Read one prompt asynchronously and return the validated citations."""
         ...

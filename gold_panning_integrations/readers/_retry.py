@@ -45,7 +45,13 @@ from tenacity import (
 )
 
 from ..engine.reading import Reading
-from ..errors import CitationParseError, MissingExtraError, ReaderError, TransientReaderError
+from ..errors import (
+    CitationParseError,
+    FatalReaderError,
+    MissingExtraError,
+    ReaderError,
+    TransientReaderError,
+)
 
 __all__ = [
     "MAX_RAW_CHARS",
@@ -81,17 +87,6 @@ MAX_RETRY_AFTER = 120.0
 
 Wait = Callable[[RetryCallState], float]
 """A tenacity wait strategy, or any callable ``(retry_state) -> seconds``."""
-
-
-class FatalReaderError(ReaderError):
-    """A failure that retrying cannot fix (bad request, authentication, refusal, ...).
-
-    ``status_code`` is the HTTP status when there was one.
-    """
-
-    def __init__(self, message: str, *, status_code: int | None = None) -> None:
-        super().__init__(message)
-        self.status_code = status_code
 
 
 # ----------------------------------------------------------------------- classification
