@@ -14,6 +14,7 @@ to the number of documents actually shown in a prompt.
 from __future__ import annotations
 
 import json
+import logging
 import math
 import numbers
 from datetime import datetime, timezone
@@ -29,7 +30,16 @@ from .engine.assignment import diagnosticity
 from .engine.curves import interpolate_grid, resample_curve
 from .errors import ProfileError
 
-__all__ = ["SCHEMA_VERSION", "DetectorProfile", "bundled_profiles", "load_profile"]
+__all__ = [
+    "GENERIC_PROFILE",
+    "SCHEMA_VERSION",
+    "DetectorProfile",
+    "bundled_profiles",
+    "load_profile",
+    "resolve_profile",
+]
+
+logger = logging.getLogger(__name__)
 
 SCHEMA_VERSION = 1
 _BUNDLED_PACKAGE = "gold_panning_integrations._data.profiles"
@@ -304,3 +314,35 @@ def load_profile(profile: DetectorProfile | str | Path) -> DetectorProfile:
     raise ProfileError(
         f"profile must be a DetectorProfile, a bundled name or a path, got {type(profile).__name__}"
     )
+
+
+GENERIC_PROFILE = "lost-in-the-middle"
+"""The bundled profile used when neither the user nor the reader names one."""
+
+_warned_generic = False
+
+
+def resolve_profile(profile: DetectorProfile | str | Path | None = None, *, reader: Any = None) -> DetectorProfile:
+    """The one profile rule every entry point (CLI, ``GoldPanner``, integrations) follows.
+
+    1. An explicit ``profile`` (object, bundled name or JSON path) wins.
+    2. Else the profile the reader names for itself: a reader may expose
+       ``recommended_profile`` (a bundled name, a path or a ``DetectorProfile``), e.g. the
+       embedded SmolLM2 reader names ``"smollm2-135m-kv"``, measured for it.
+    3. Else the generic bundled profile, with a one-time warning that says how to
+       calibrate one for this model.
+    """
+    global _warned_generic
+    if profile is not None:
+        return load_profile(profile)
+    named = getattr(reader, "recommended_profile", None)
+    if named is not None:
+        return load_profile(named)
+    if not _warned_generic:
+        _warned_generic = True
+        logger.warning(
+            "no detector profile measured for this model: using the generic %r profile. "
+            "Measure one with `gold-panning calibrate --budget 100 ...` and pass profile=PATH.",
+            GENERIC_PROFILE,
+        )
+    return DetectorProfile.bundled(GENERIC_PROFILE)
