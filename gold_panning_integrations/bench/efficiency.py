@@ -306,13 +306,13 @@ def register(sub: Any) -> None:
         "efficiency",
         help="calls/tokens/rounds to reach PSC's round-8 F1, per feature (simulated retriever + model)",
     )
-    p.add_argument("--profile", default="lost-in-the-middle")
-    p.add_argument("--n", type=int, default=100)
-    p.add_argument("--rounds", type=int, default=8)
-    p.add_argument("--trials", type=int, default=400)
+    p.add_argument("--profile", default="lost-in-the-middle", help="detector profile: bundled name or JSON path")
+    p.add_argument("--n", type=int, default=100, help="documents per trial (default 100)")
+    p.add_argument("--rounds", type=int, default=8, help="rounds (default 8)")
+    p.add_argument("--trials", type=int, default=400, help="trials per setting (default 400)")
     p.add_argument("--top10", default="0.3,0.7,0.9", help="retriever top-10 recall values")
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--json", action="store_true")
+    p.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
+    p.add_argument("--json", action="store_true", help="print one JSON object instead of tables")
     p.set_defaults(func=main)
 
 

@@ -23,7 +23,6 @@ import argparse
 import cProfile
 import io
 import pstats
-import resource
 import sys
 import time
 import tracemalloc
@@ -48,6 +47,7 @@ __all__ = [
     "panner_round",
     "simulator_throughput",
     "simulator_memory",
+    "peak_rss_mb",
     "profile_panner",
     "run_engine_bench",
     "format_engine_report",
@@ -96,7 +96,7 @@ def _profile_arrays(n: int) -> tuple[np.ndarray, np.ndarray]:
 class _FixedReader:
     """Trivial in-memory reader: cites the first shown document every round."""
 
-    def read(self, question: str, documents: Sequence[str]) -> Reading:
+    def read(self, question: str, documents: Sequence[str], *, labels: Sequence[int] | None = None) -> Reading:
         return Reading(cited=(0,) if documents else ())
 
 
@@ -207,7 +207,7 @@ def simulator_memory(*, trials: int = 5000, n: int = 1000, rounds: int = 8, seed
         ``{"traced_peak_mb", "maxrss_mb", "seconds"}``: the peak of allocations traced by
         :mod:`tracemalloc` during the call (numpy buffers included) and the process's
         peak resident set size afterwards (``resource.getrusage``; includes the
-        interpreter and everything measured before).
+        interpreter and everything measured before; None on Windows).
     """
     p = DetectorProfile.bundled("lost-in-the-middle")
     tracemalloc.start()
@@ -218,9 +218,19 @@ def simulator_memory(*, trials: int = 5000, n: int = 1000, rounds: int = 8, seed
         _, peak = tracemalloc.get_traced_memory()
     finally:
         tracemalloc.stop()
+    return {"trials": trials, "n": n, "traced_peak_mb": peak / 2**20, "maxrss_mb": peak_rss_mb(), "seconds": seconds}
+
+
+def peak_rss_mb() -> float | None:
+    """The process's peak resident set size in MiB, or None where :mod:`resource` does
+    not exist (Windows). Imported here, not at module level, so the CLI builds and the
+    other measurements run on every platform."""
+    try:
+        import resource
+    except ImportError:
+        return None
     rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    rss_mb = rss / (1024 * 1024) if sys.platform == "darwin" else rss / 1024  # bytes on macOS, KiB on Linux
-    return {"trials": trials, "n": n, "traced_peak_mb": peak / 2**20, "maxrss_mb": rss_mb, "seconds": seconds}
+    return rss / (1024 * 1024) if sys.platform == "darwin" else rss / 1024  # bytes on macOS, KiB on Linux
 
 
 def run_engine_bench(
@@ -229,7 +239,7 @@ def run_engine_bench(
     seed: int = 0,
     sim_trials: int = 5000,
     memory: bool = True,
-    profile: bool | None = None,
+    cprofile: bool | None = None,
 ) -> dict[str, Any]:
     """Run every measurement and return a JSON-ready dict.
 
@@ -238,13 +248,13 @@ def run_engine_bench(
         seed: Seed of the random inputs.
         sim_trials: Trials of the throughput and memory runs.
         memory: Run the memory measurement (5,000 trials at N = 1,000: a few seconds).
-        profile: Profile a GoldPanner run at the largest ``n``: True always, False
-            never, None (default) only when its round misses the 50 ms target.
+        cprofile: Run cProfile on a GoldPanner run at the largest ``n``: True always,
+            False never, None (default) only when its round misses the 50 ms target.
 
     Returns:
         ``{"engine": [{n, score_ms, assign_ms, update_ms, round_ms, panner_round_ms,
         argsort_ms, round_vs_argsort, panner_vs_argsort}], "simulator", "memory",
-        "targets", "profile"}``.
+        "targets", "cprofile"}``.
     """
     rng = np.random.default_rng(seed)
     rows = []
@@ -274,15 +284,15 @@ def run_engine_bench(
         checks["panner_round_ms_at_100000"] = by_n[100_000]["panner_round_ms"]
     checks["simulator_seconds"] = sim["seconds"]
     if mem is not None:
-        checks["simulator_peak_gb"] = max(mem["traced_peak_mb"], mem["maxrss_mb"]) / 1024
+        checks["simulator_peak_gb"] = max(mem["traced_peak_mb"], mem["maxrss_mb"] or 0.0) / 1024
     targets = {
         key: {"value": value, "target": TARGETS[key], "met": bool(value <= TARGETS[key])}
         for key, value in checks.items()
     }
     big = max(ns)
     slow = by_n[big]["panner_round_ms"] > TARGETS["panner_round_ms_at_100000"]
-    prof = profile_panner(big) if (profile or (profile is None and slow and big >= 100_000)) else None
-    return {"engine": rows, "simulator": sim, "memory": mem, "targets": targets, "profile": prof}
+    prof = profile_panner(big) if (cprofile or (cprofile is None and slow and big >= 100_000)) else None
+    return {"engine": rows, "simulator": sim, "memory": mem, "targets": targets, "cprofile": prof}
 
 
 def format_engine_report(res: dict[str, Any]) -> str:
@@ -320,19 +330,20 @@ def format_engine_report(res: dict[str, Any]) -> str:
     if m:
         out.append(
             f"Memory: {m['trials']} trials at N={m['n']}: traced peak {m['traced_peak_mb']:.0f} MB, "
-            f"process peak RSS {m['maxrss_mb']:.0f} MB ({m['seconds']:.1f} s)"
+            + (f"process peak RSS {m['maxrss_mb']:.0f} MB" if m["maxrss_mb"] is not None else "process peak RSS n/a")
+            + f" ({m['seconds']:.1f} s)"
         )
     out.append("\nTargets:")
     for key, t in res["targets"].items():
         out.append(f"  {key:28s} {t['value']:10.3f}  <= {t['target']:<6g} {'met' if t['met'] else 'MISSED'}")
-    if res.get("profile"):
-        out.append("\nGoldPanner run profile at the largest N (own time per round, top functions):")
+    if res.get("cprofile"):
+        out.append("\nGoldPanner run cProfile at the largest N (own time per round, top functions):")
         out.append(
             format_table(
                 ["function", "calls", "own ms/round", "cum ms/round"],
                 [
                     [r["function"], r["calls"], f"{r['own_ms_per_round']:.2f}", f"{r['cum_ms_per_round']:.2f}"]
-                    for r in res["profile"]
+                    for r in res["cprofile"]
                 ],
             )
         )
@@ -354,7 +365,9 @@ def register(subparsers: Any) -> None:
     p.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
     p.add_argument("--no-memory", action="store_true", help="skip the 5,000 x N=1,000 memory run")
     p.add_argument(
-        "--profile", action="store_true", help="always profile a GoldPanner run at the largest N"
+        "--cprofile",
+        action="store_true",
+        help="always run cProfile on a GoldPanner run at the largest N (default: only when it misses its target)",
     )
     p.set_defaults(func=main)
 
@@ -363,7 +376,7 @@ def main(args: argparse.Namespace) -> int:
     """Run ``gold-panning bench engine``."""
     from ..commands._util import print_json
 
-    res = run_engine_bench(seed=args.seed, memory=not args.no_memory, profile=True if args.profile else None)
+    res = run_engine_bench(seed=args.seed, memory=not args.no_memory, cprofile=True if args.cprofile else None)
     if args.json:
         print_json({"command": "gold-panning bench engine", **res})
     else:

@@ -34,23 +34,31 @@ LABELS = {"belief": "GP-Belief", "entropy": "GP-Entropy", "random": "PSC"}
 
 
 class CachedReader:
-    """Memoises ``read`` by (question, documents) for a deterministic reader
-    (``enabled=False`` passes every call through, still counting calls)."""
+    """Memoises ``read`` by (question, documents, labels) for a deterministic reader
+    (``enabled=False`` passes every call through, still counting calls).
+
+    ``labels`` (the label each document is shown under this round) is part of the key,
+    since it changes the prompt, and is passed on only when given, so readers written
+    before labels existed keep working.
+    """
 
     def __init__(self, reader: Any) -> None:
         self.reader = reader
-        self.cache: dict[tuple[str, tuple[str, ...]], Reading] = {}
+        self.cache: dict[tuple[str, tuple[str, ...], tuple[int, ...] | None], Reading] = {}
         self.hits = 0
         self.misses = 0
         self.enabled = True
 
-    def read(self, question: str, documents: Sequence[str]) -> Reading:
-        key = (question, tuple(documents))
+    def read(self, question: str, documents: Sequence[str], *, labels: Sequence[int] | None = None) -> Reading:
+        key = (question, tuple(documents), None if labels is None else tuple(int(x) for x in labels))
         if self.enabled and key in self.cache:
             self.hits += 1
             return self.cache[key]
         self.misses += 1
-        r = self.reader.read(question, documents)
+        if labels is None:
+            r = self.reader.read(question, documents)
+        else:
+            r = self.reader.read(question, documents, labels=labels)
         if not r.failed:
             self.cache[key] = r
         return r
@@ -198,7 +206,9 @@ def register(sub: Any) -> None:
     p.add_argument("--n", type=int, default=20, help="documents per instance (default 20)")
     p.add_argument("--rounds", type=int, default=8, help="rounds per method (default 8)")
     p.add_argument("--seed", type=int, default=1, help="instance seed (default 1; calibration used 0)")
-    p.add_argument("--profile", default=None, help="profile (default: smollm2-135m-kv if bundled)")
+    p.add_argument(
+        "--profile", default=None, help="detector profile: bundled name or JSON path (default: the reader's own, else generic)"
+    )
     p.add_argument("--checkpoint", default=None, help="JSONL of finished (instance, method) pairs, for resuming")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.add_argument("--plot-dir", default=None, help="write f1_by_round.png (and results.json) here")
@@ -206,20 +216,19 @@ def register(sub: Any) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
+    """Run ``gold-panning bench real``."""
     from ..commands._reader_args import make_reader
-    from ..commands._util import Progress, format_table, print_json
-    from ..commands.run import _default_profile
-    from ..profiles import load_profile
+    from ..commands._util import Progress, format_table, print_json, profile_label
+    from ..profiles import resolve_profile
 
-    profile_name = _default_profile(args)
-    profile = load_profile(profile_name)
     reader = make_reader(args, seed=0)
-    bar = Progress(args.instances * len(POLICIES), label="bench real")
-    res = run_real(
-        reader, profile=profile, cache=args.temperature == 0, instances=args.instances, n=args.n, rounds=args.rounds,
-        seed=args.seed, checkpoint=args.checkpoint, progress=bar.update,
-    )
-    bar.close()
+    profile = resolve_profile(args.profile, reader=reader)
+    profile_name = profile_label(args.profile, reader=reader)
+    with Progress(args.instances * len(POLICIES), label="bench real") as bar:
+        res = run_real(
+            reader, profile=profile, cache=args.temperature == 0, instances=args.instances, n=args.n,
+            rounds=args.rounds, seed=args.seed, checkpoint=args.checkpoint, progress=bar.update,
+        )
     res["profile"] = profile_name
     res["reader"] = {"kind": args.reader, "model": getattr(reader, "model_name", None) or args.model,
                      "mode": getattr(reader, "mode", None)}

@@ -715,7 +715,7 @@ def register(subparsers: Any) -> None:
         description=(
             "Simulate GP-Belief, GP-Entropy, PSC and the oracle bound under the observation "
             "model: main curves for every bundled profile, calibration noise, position "
-            "heterogeneity, context scaling, several needles, and query efficiency, with 95%% "
+            "heterogeneity, context scaling, several needles, and query efficiency, with 95% "
             "confidence half-widths."
         ),
     )

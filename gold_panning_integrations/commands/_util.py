@@ -1,54 +1,164 @@
-"""Small helpers shared by the CLI sub-commands: progress bar, tables, JSON output."""
+"""Small helpers shared by the CLI sub-commands: progress bar, tables, JSON output,
+and the check that a user-given path is a regular file."""
 
 from __future__ import annotations
 
 import json
+import os
+import stat
 import sys
-import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
 from typing import Any, TextIO
 
-__all__ = ["Progress", "format_table", "print_json"]
+__all__ = [
+    "MAX_INPUT_BYTES",
+    "Progress",
+    "format_table",
+    "print_json",
+    "profile_label",
+    "progress_quiet",
+    "regular_file",
+]
+
+MAX_INPUT_BYTES = 512 * 2**20
+"""Default size cap of an input file named on the command line (512 MiB)."""
+
+_quiet = False
+
+
+@contextmanager
+def progress_quiet(quiet: bool) -> Iterator[None]:
+    """Within the block, progress bars are silent when ``quiet`` (the CLI's ``--quiet``)."""
+    global _quiet
+    before, _quiet = _quiet, bool(quiet)
+    try:
+        yield
+    finally:
+        _quiet = before
 
 
 class Progress:
-    """A dependency-free progress bar on stderr (silent when stderr is not a terminal
-    unless ``force``); ``update(done)`` with the absolute count."""
+    """A tqdm progress bar on stderr driven by absolute counts.
+
+    Silent when ``--quiet`` is in force (:func:`progress_quiet`) or when the stream is not
+    a terminal (a log file or a pipe gets no bar), unless ``force``. ``update(done)``
+    takes the number of finished items (not an increment) so it can be passed as a
+    ``progress`` callback; the bar closes itself when ``done`` reaches ``total``.
+
+    Args:
+        total: Number of items; may be corrected later through the ``total`` attribute.
+        label: Text in front of the bar.
+        stream: Where to draw (default ``sys.stderr``).
+        force: Draw even when the stream is not a terminal (still silent with ``--quiet``).
+    """
 
     def __init__(self, total: int, *, label: str = "", stream: TextIO | None = None, force: bool = False) -> None:
-        self.total = max(int(total), 1)
-        self.label = label
-        self.stream = stream or sys.stderr
-        self.enabled = force or self.stream.isatty()
-        self.start = time.perf_counter()
-        self._last = 0.0
+        self.stream = stream if stream is not None else sys.stderr
+        isatty = getattr(self.stream, "isatty", None)
+        self.enabled = not _quiet and (force or bool(isatty and isatty()))
+        self._bar: Any = None
+        self._total = max(int(total), 1)
+        if self.enabled:
+            from tqdm import tqdm
 
-    def update(self, done: int) -> None:
-        if not self.enabled:
+            self._bar = tqdm(
+                total=self._total, desc=label or None, file=self.stream, dynamic_ncols=True, leave=True, unit="it"
+            )
+
+    @property
+    def total(self) -> int:
+        return self._total
+
+    @total.setter
+    def total(self, value: int) -> None:
+        self._total = max(int(value), 1)
+        if self._bar is not None:
+            self._bar.total = self._total
+            self._bar.refresh()
+
+    def update(self, done: int, *_: Any) -> None:
+        """Show ``done`` finished items (extra positional arguments, e.g. a total, are ignored)."""
+        if self._bar is None:
             return
-        now = time.perf_counter()
-        if done < self.total and now - self._last < 0.1:
-            return
-        self._last = now
-        frac = min(done / self.total, 1.0)
-        width = 30
-        bar = "#" * int(frac * width) + "-" * (width - int(frac * width))
-        elapsed = now - self.start
-        eta = elapsed / frac - elapsed if frac > 0 else 0.0
-        self.stream.write(f"\r{self.label} [{bar}] {done}/{self.total} {elapsed:5.1f}s eta {eta:5.1f}s")
-        if done >= self.total:
-            self.stream.write("\n")
-        self.stream.flush()
+        step = int(done) - self._bar.n
+        if step > 0:
+            self._bar.update(step)
+        if done >= self._total:
+            self.close()
 
     def close(self) -> None:
-        if self.enabled and self._last and self.stream:
-            self.stream.write("\n")
-            self.stream.flush()
+        """End the bar (idempotent)."""
+        if self._bar is not None:
+            self._bar.close()
+            self._bar = None
+
+    def __enter__(self) -> Progress:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def regular_file(path: str | os.PathLike[str], *, what: str, max_bytes: int = MAX_INPUT_BYTES) -> Path:
+    """Check that ``path`` names a regular file of at most ``max_bytes`` and return it.
+
+    Symlinks are followed; a folder, a FIFO, a device (``/dev/zero``) or a socket is
+    refused before anything is opened, so reading it can neither hang nor run without
+    bound.
+
+    Args:
+        path: The path the user gave.
+        what: What the file is for, used in messages (e.g. ``"--docs"``).
+        max_bytes: Largest accepted size in bytes.
+
+    Raises:
+        FileNotFoundError: Nothing exists at ``path``.
+        IsADirectoryError: ``path`` is a folder (the message says to name a file in it).
+        ValueError: ``path`` is not a regular file, or is larger than ``max_bytes``.
+    """
+    p = Path(path)
+    try:
+        st = p.stat()
+    except FileNotFoundError as err:
+        raise FileNotFoundError(f"{what}: no such file: {str(p)!r}") from err
+    except OSError as err:
+        raise type(err)(f"{what}: cannot read {str(p)!r}: {err.strerror or err}") from err
+    if stat.S_ISDIR(st.st_mode):
+        raise IsADirectoryError(f"{what}: {str(p)!r} is a folder; pass a file (e.g. {str(p / 'docs.jsonl')!r})")
+    if not stat.S_ISREG(st.st_mode):
+        raise ValueError(f"{what}: {str(p)!r} is not a regular file (a pipe, device or socket); pass a file")
+    if st.st_size > max_bytes:
+        raise ValueError(f"{what}: {str(p)!r} is {st.st_size:,} bytes, more than the {max_bytes:,}-byte limit")
+    return p
+
+
+def profile_label(profile_arg: Any, *, reader: Any = None) -> str:
+    """How a report names the profile that
+    :func:`~gold_panning_integrations.profiles.resolve_profile` picks for the same
+    arguments: the name or path given, else the reader's ``recommended_profile``, else
+    the generic profile's name."""
+    from ..profiles import GENERIC_PROFILE
+
+    for candidate in (profile_arg, getattr(reader, "recommended_profile", None)):
+        if isinstance(candidate, (str, os.PathLike)):
+            return str(candidate)
+        if candidate is not None:
+            return f"{getattr(candidate, 'model', 'custom')} ({getattr(candidate, 'task', 'unknown')})"
+    return GENERIC_PROFILE
 
 
 def format_table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
-    """A plain-text table with right-aligned columns."""
+    """A plain-text table with right-aligned columns.
+
+    Raises:
+        ValueError: A row does not have one cell per header.
+    """
     cells = [[str(h) for h in headers]] + [[_fmt(c) for c in r] for r in rows]
+    for i, r in enumerate(cells[1:], start=1):
+        if len(r) != len(headers):
+            raise ValueError(f"table row {i} has {len(r)} cells for {len(headers)} headers")
     widths = [max(len(r[i]) for r in cells) for i in range(len(headers))]
     lines = ["  ".join(c.rjust(w) for c, w in zip(r, widths)) for r in cells]
     lines.insert(1, "  ".join("-" * w for w in widths))

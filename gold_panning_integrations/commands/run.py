@@ -54,9 +54,9 @@ def register(sub: Any) -> None:
 def load_documents(path: str | Path) -> tuple[list[str], list[dict[str, Any]]]:
     """Texts and metadata from ``.jsonl`` (``text`` field; other fields are metadata) or
     any other file read as one document per non-empty line."""
-    p = Path(path)
-    if not p.is_file():
-        raise FileNotFoundError(f"documents file not found: {str(p)!r}")
+    from ._util import regular_file
+
+    p = regular_file(path, what="--docs")
     texts: list[str] = []
     meta: list[dict[str, Any]] = []
     lines = p.read_text(encoding="utf-8").splitlines()

@@ -14,7 +14,7 @@ def register(sub: Any) -> None:
         help="simulate panning with a detector profile (no model calls)",
         description=(
             "Simulate GP-Belief, GP-Entropy, PSC (random) and the oracle placement bound under "
-            "the paper's observation model. F1 per round is printed with 95%% confidence "
+            "the paper's observation model. F1 per round is printed with 95% confidence "
             "half-widths; 'rounds to match' is the first round reaching PSC's final-round F1."
         ),
     )
