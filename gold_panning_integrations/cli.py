@@ -37,6 +37,7 @@ __all__ = [
     "EXIT_INTERRUPTED",
     "EXIT_BROKEN_PIPE",
     "build_parser",
+    "command_table_markdown",
     "describe_error",
     "iter_commands",
     "main",
@@ -126,6 +127,18 @@ def iter_commands(parser: argparse.ArgumentParser | None = None) -> Iterator[tup
                 yield from walk(child, f"{prefix} {name}")
 
     yield from walk(parser, parser.prog)
+
+
+def command_table_markdown(parser: argparse.ArgumentParser | None = None) -> str:
+    """A Markdown table of every command and sub-command with its one-line help, read
+    from the real parser (the README's command table)::
+
+        python -c "from gold_panning_integrations.cli import command_table_markdown as t; print(t())"
+    """
+    rows = ["| Command | What it does |", "| --- | --- |"]
+    for name, text in iter_commands(parser):
+        rows.append(f"| `{name}` | {_one_line(text).replace('|', '/')} |")
+    return "\n".join(rows)
 
 
 class _NoTracebackFormatter(logging.Formatter):

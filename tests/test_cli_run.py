@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from gold_panning_integrations.cli import main
+from gold_panning_integrations.cli import EXIT_ERROR, main
 from gold_panning_integrations.commands.run import load_documents
 from gold_panning_integrations.profiles import DetectorProfile
 
@@ -73,12 +73,12 @@ def test_load_documents_txt_and_errors(tmp_path: Path) -> None:
 def test_run_docs_needs_question(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     txt = tmp_path / "d.txt"
     txt.write_text("a\nb\n")
-    assert main(["run", "--docs", str(txt), "--reader", "simulated"]) == 1
+    assert main(["run", "--docs", str(txt), "--reader", "simulated"]) == EXIT_ERROR
     assert "--docs needs --question" in capsys.readouterr().err
 
 
 def test_run_openai_without_model_is_a_clear_error(capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["run", "--demo", "--reader", "openai"]) == 1
+    assert main(["run", "--demo", "--reader", "openai"]) == EXIT_ERROR
     assert "--model" in capsys.readouterr().err
 
 

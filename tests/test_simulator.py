@@ -257,6 +257,6 @@ def test_cli_simulate_table(capsys: pytest.CaptureFixture[str]) -> None:
 
 def test_cli_simulate_bad_profile_is_one_clear_error(capsys: pytest.CaptureFixture[str]) -> None:
     code, out, err = _cli(capsys, ["--profile", "no-such-profile", "--trials", "5", "--json"])
-    assert code == 1
+    assert code == 2  # cli.EXIT_ERROR
     assert out == ""
     assert "no-such-profile" in err and "Traceback" not in err
