@@ -1,0 +1,165 @@
+"""``gold-panning bench``: static table, lazy sub-parsers, and the benchmark commands."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import types
+from pathlib import Path
+
+import pytest
+
+import gold_panning_integrations.bench as bench_pkg
+from gold_panning_integrations.bench import engine as bench_engine
+from gold_panning_integrations.bench.real_efficiency import format_report, report_rounds
+from gold_panning_integrations.cli import EXIT_ERROR, build_parser, main
+from gold_panning_integrations.commands import bench as cmd
+
+REPO = Path(__file__).resolve().parents[1]
+ENGINE = "gold_panning_integrations.bench.engine"
+
+
+# ------------------------------------------------------------ registration
+def test_table_lists_every_bench_module() -> None:
+    shipped = sorted(p.stem.replace("_", "-") for p in Path(bench_pkg.__file__).parent.glob("*.py")
+                     if p.stem != "__init__")
+    assert sorted(b.name for b in cmd.BENCHMARKS) == shipped
+
+
+def test_building_the_parser_imports_no_benchmark_module() -> None:
+    code = (
+        "import sys\n"
+        "from gold_panning_integrations.cli import build_parser\n"
+        "build_parser().format_help()\n"
+        "print(sorted(m for m in sys.modules if m.startswith('gold_panning_integrations.bench')))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=120)
+    assert out.stdout.strip() == "[]"
+
+
+def test_parser_builds_and_bench_engine_runs_without_resource(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`resource` does not exist on Windows: nothing but the RSS figure may need it."""
+    monkeypatch.setitem(sys.modules, "resource", None)
+    monkeypatch.delitem(sys.modules, ENGINE)
+    monkeypatch.delattr(bench_pkg, "engine")
+    args = build_parser().parse_args(["bench", "engine", "--no-memory"])
+    fresh = sys.modules[ENGINE]
+    assert args.func is fresh.main
+    assert fresh.peak_rss_mb() is None
+
+
+def test_peak_rss_is_measured_where_resource_exists() -> None:
+    pytest.importorskip("resource")
+    rss = bench_engine.peak_rss_mb()
+    assert rss is not None
+    assert rss > 1.0
+
+
+def test_each_table_entry_loads_with_its_own_help(capsys: pytest.CaptureFixture[str]) -> None:
+    for b in cmd.BENCHMARKS:
+        with pytest.raises(SystemExit) as exc:
+            main(["bench", b.name, "--help"])
+        assert exc.value.code == 0
+        assert f"usage: gold-panning bench {b.name} " in capsys.readouterr().out
+
+
+def test_a_broken_benchmark_module_fails_only_its_own_subcommand(monkeypatch: pytest.MonkeyPatch) -> None:
+    real = cmd.importlib.import_module
+
+    def broken(name: str, *a: object, **k: object):
+        if name == "gold_panning_integrations.bench.real":
+            raise ModuleNotFoundError("No module named 'llama_cpp'", name="llama_cpp")
+        return real(name, *a, **k)
+
+    monkeypatch.setattr(cmd.importlib, "import_module", broken)
+    parser = build_parser()
+    assert parser.parse_args(["bench", "sim", "--trials", "3"]).trials == 3
+    with pytest.raises(ModuleNotFoundError, match="llama_cpp"):
+        parser.parse_args(["bench", "real"])
+
+
+def test_module_registering_another_name_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
+    fake = types.ModuleType("fake_bench")
+    fake.register = lambda sub: sub.add_parser("other")  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "fake_bench", fake)
+    p = cmd.LazyParser(prog="gold-panning bench fake", module="fake_bench", bench_name="fake")
+    with pytest.raises(RuntimeError, match="BENCHMARKS table lists it as 'fake'"):
+        p.parse_args([])
+
+
+def test_module_description_reaches_the_lazy_parser(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        main(["bench", "engine", "--help"])
+    assert "Time one engine round" in capsys.readouterr().out
+
+
+# ------------------------------------------------------------ bench engine
+def test_engine_profile_option_is_now_cprofile(capsys: pytest.CaptureFixture[str]) -> None:
+    args = build_parser().parse_args(["bench", "engine", "--cprofile"])
+    assert args.cprofile is True
+    with pytest.raises(SystemExit):
+        build_parser().parse_args(["bench", "engine", "--profile"])
+    assert "unrecognized arguments: --profile" in capsys.readouterr().err
+
+
+def test_engine_report_without_resource_says_n_a() -> None:
+    res = {
+        "engine": [],
+        "simulator": {"trials": 1, "n": 2, "rounds": 3, "policies": 3, "seconds": 0.5,
+                      "trial_rounds_per_second": 6.0, "ratio": 5.0, "argsort_seconds": 0.1},
+        "memory": {"trials": 1, "n": 2, "traced_peak_mb": 3.0, "maxrss_mb": None, "seconds": 0.2},
+        "targets": {},
+        "cprofile": None,
+    }
+    assert "process peak RSS n/a" in bench_engine.format_engine_report(res)
+
+
+def test_run_engine_bench_small() -> None:
+    res = bench_engine.run_engine_bench(ns=(50,), sim_trials=20, memory=False, cprofile=False)
+    row = res["engine"][0]
+    assert row["n"] == 50
+    assert row["panner_vs_argsort"] == pytest.approx(row["panner_round_ms"] / row["argsort_ms"])
+    assert res["cprofile"] is None
+
+
+# ------------------------------------------------------------ bench real-efficiency
+def test_report_rounds() -> None:
+    assert report_rounds(1) == [0]
+    assert report_rounds(3) == [0, 1, 2]
+    assert report_rounds(4) == [0, 1, 2, 3]
+    assert report_rounds(8) == [0, 1, 2, 3, 7]
+
+
+def test_real_efficiency_with_two_rounds(capsys: pytest.CaptureFixture[str]) -> None:
+    """Fewer than 4 rounds raised IndexError in the report table."""
+    code = main(["bench", "real-efficiency", "--reader", "simulated", "--n", "6", "--instances", "2",
+                 "--rounds", "2", "--profile", "lost-in-the-middle"])
+    out = capsys.readouterr().out
+    header = next(line for line in out.splitlines() if line.lstrip().startswith("variant"))
+    assert code == 0
+    assert header.split() == ["variant", "F1", "r1", "r2", "calls", "prompt", "tok"]
+
+
+def test_real_efficiency_json_has_one_f1_per_round(capsys: pytest.CaptureFixture[str]) -> None:
+    code = main(["bench", "real-efficiency", "--reader", "simulated", "--n", "6", "--instances", "2",
+                 "--rounds", "3", "--profile", "lost-in-the-middle", "--json"])
+    data = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert code == 0
+    assert [len(v["f1"]) for v in data["results"][0]["variants"].values()] == [3, 3, 3, 3]
+
+
+def test_format_report_with_one_round() -> None:
+    variant = {"f1": [0.5], "calls_mean": 1.0, "prompt_tokens_mean": 0.0, "rounds_to_match_psc": 1,
+               "calls_vs_psc": 1.0, "tokens_vs_psc": 1.0, "reaches_psc_f1": True}
+    res = {"n": 6, "instances": 2, "rounds": 1, "top10": 0.7, "model_calls": 8, "cache_hits": 0, "seconds": 0.1,
+           "variants": {v: dict(variant) for v in ("psc", "gp-belief (paper)", "ours", "ours + stop@0.9 + prune")},
+           "calibration": {"ece_before": 0.1, "ece_after": 0.1, "evidence_temperature": 1.0, "fit_instances": 1,
+                           "test_instances": 1}}
+    assert "F1 r1" in format_report(res)
+
+
+@pytest.mark.parametrize("bad", [["--rounds", "0"], ["--instances", "0"], ["--n", "1"]])
+def test_real_efficiency_rejects_bad_sizes(bad: list[str], capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["bench", "real-efficiency", "--reader", "simulated", *bad]) == EXIT_ERROR
+    assert bad[0] in capsys.readouterr().err
