@@ -194,12 +194,11 @@ def describe_error(err: BaseException) -> tuple[str, int]:
     from .errors import AllRoundsFailedError, GoldPanningError
 
     if isinstance(err, AllRoundsFailedError):
-        last = err.errors[-1] if err.errors else str(err)
+        last = (err.errors[-1] if err.errors else str(err)).rstrip(". ")
         return (
             _one_line(
                 f"every panning round failed ({len(err.errors)} readings); last error: {last}. "
-                "Check the reader options (--reader, --model-path, --base-url, --model, --api-key); "
-                "-v shows each round's error"
+                "Check the reader options (--reader, --model-path, --base-url, --model, --api-key)"
             ),
             EXIT_ERROR,
         )

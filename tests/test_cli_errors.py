@@ -128,13 +128,13 @@ def test_all_rounds_failed_gives_cli_advice_not_a_library_flag(
 ) -> None:
     err = AllRoundsFailedError(
         "all 2 panning rounds failed; last error: boom. Check the model endpoint, or pass on_failure='fallback'",
-        errors=("TransientReaderError: 503", "TransientReaderError: 503 again"),
+        errors=("TransientReaderError: 503", "TransientReaderError: 503 again."),
     )
     monkeypatch.setattr(simulate_cmd, "main", _raising(err))
     assert main(["simulate"]) == EXIT_ERROR
     line = capsys.readouterr().err.strip()
     assert "on_failure" not in line
-    assert "last error: TransientReaderError: 503 again" in line
+    assert "last error: TransientReaderError: 503 again. Check the reader options" in line
     assert "--base-url" in line
 
 
