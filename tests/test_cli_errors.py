@@ -240,3 +240,12 @@ def test_usage_errors_stay_argparse_exit_2(capsys: pytest.CaptureFixture[str]) -
         main(["simulate", "--no-such-option"])
     assert exc.value.code == 2
     assert "unrecognized arguments: --no-such-option" in capsys.readouterr().err
+
+
+def test_calibrate_checkpoint_that_is_a_folder_is_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code = main(["calibrate", "--reader", "simulated", "--task", "kv", "--n", "6", "--grid", "3", "--trials", "2",
+                 "--out", str(tmp_path / "p.json"), "--checkpoint", str(tmp_path)])
+    lines = capsys.readouterr().err.splitlines()
+    assert code == EXIT_ERROR
+    assert len(lines) == 1
+    assert str(tmp_path) in lines[0]
