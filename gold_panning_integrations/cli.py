@@ -32,10 +32,10 @@ from typing import Any
 __all__ = [
     "COMMANDS",
     "DEBUG_ENV",
+    "EXIT_BROKEN_PIPE",
     "EXIT_ERROR",
     "EXIT_INTERNAL",
     "EXIT_INTERRUPTED",
-    "EXIT_BROKEN_PIPE",
     "build_parser",
     "command_table_markdown",
     "describe_error",
@@ -144,10 +144,10 @@ def command_table_markdown(parser: argparse.ArgumentParser | None = None) -> str
 class _NoTracebackFormatter(logging.Formatter):
     """Log lines without the tracebacks that ``exc_info=True`` records carry."""
 
-    def formatException(self, ei: Any) -> str:  # noqa: N802 - logging's name
+    def formatException(self, ei: Any) -> str:
         return ""
 
-    def formatStack(self, stack_info: str) -> str:  # noqa: N802 - logging's name
+    def formatStack(self, stack_info: str) -> str:
         return ""
 
     def format(self, record: logging.LogRecord) -> str:
@@ -254,7 +254,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 raise
             _report(f"{prog}: interrupted")
             return EXIT_INTERRUPTED
-        except Exception as err:  # noqa: BLE001 - the CLI turns every error into one line
+        except Exception as err:
             if debug:
                 raise
             line, code = describe_error(err)

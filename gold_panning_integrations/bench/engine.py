@@ -42,17 +42,17 @@ from ..profiles import DetectorProfile
 
 __all__ = [
     "TARGETS",
-    "time_call",
     "engine_round",
+    "format_engine_report",
+    "main",
     "panner_round",
-    "simulator_throughput",
-    "simulator_memory",
     "peak_rss_mb",
     "profile_panner",
-    "run_engine_bench",
-    "format_engine_report",
     "register",
-    "main",
+    "run_engine_bench",
+    "simulator_memory",
+    "simulator_throughput",
+    "time_call",
 ]
 
 TARGETS: dict[str, float] = {
@@ -300,8 +300,10 @@ def format_engine_report(res: dict[str, Any]) -> str:
     from ..commands._util import format_table
 
     out = [
-        "Engine round (ms; median): score + assign + update on arrays, and a full GoldPanner "
-        "round with a trivial reader; ratios against np.argsort of the same size",
+        (
+            "Engine round (ms; median): score + assign + update on arrays, and a full GoldPanner "
+            "round with a trivial reader; ratios against np.argsort of the same size"
+        ),
         format_table(
             ["N", "score", "assign", "update", "engine", "GoldPanner", "argsort", "engine/argsort", "panner/argsort"],
             [

@@ -34,7 +34,7 @@ from ..engine.priors import rank_prior_probs
 from .efficiency import expected_calibration_error
 from .real import CachedReader, per_round_hits
 
-__all__ = ["fit_evidence_temperature", "format_report", "report_rounds", "run_real_efficiency", "register", "main"]
+__all__ = ["fit_evidence_temperature", "format_report", "main", "register", "report_rounds", "run_real_efficiency"]
 
 TEMPERATURES = np.round(np.exp(np.linspace(np.log(0.25), np.log(8.0), 61)), 4)
 
@@ -172,8 +172,11 @@ def format_report(res: dict[str, Any]) -> str:
         rows.append([v, *(d["f1"][t] for t in shown), d["calls_mean"], d["prompt_tokens_mean"]])
     headers = ["variant", *(f"F1 r{t + 1}" if i == 0 else f"r{t + 1}" for i, t in enumerate(shown))]
     lines = [
-        f"n={res['n']} instances={res['instances']} rounds={res['rounds']} retriever top-10 recall={res['top10']} "
-        f"({res['model_calls']} model calls, {res['cache_hits']} cached, {res['seconds']} s)",
+        (
+            f"n={res['n']} instances={res['instances']} rounds={res['rounds']} "
+            f"retriever top-10 recall={res['top10']} "
+            f"({res['model_calls']} model calls, {res['cache_hits']} cached, {res['seconds']} s)"
+        ),
         format_table([*headers, "calls", "prompt tok"], rows),
     ]
     for v in ("gp-belief (paper)", "ours"):

@@ -20,7 +20,7 @@ import importlib
 from collections.abc import Sequence
 from typing import Any, NamedTuple
 
-__all__ = ["BENCHMARKS", "Benchmark", "LazyParser", "register", "main"]
+__all__ = ["BENCHMARKS", "Benchmark", "LazyParser", "main", "register"]
 
 
 class Benchmark(NamedTuple):

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-__all__ = ["register", "main"]
+__all__ = ["main", "register"]
 
 
 def register(sub: Any) -> None:
