@@ -204,6 +204,14 @@ def describe_error(err: BaseException) -> tuple[str, int]:
         )
     if isinstance(err, (GoldPanningError, ValueError)):
         return _one_line(str(err)), EXIT_ERROR
+    if isinstance(err, ImportError):
+        return (
+            _one_line(
+                f"{err}: a package is missing or broken; reinstall gold-panning-integrations with the extras "
+                "this command needs (e.g. pip install \"gold-panning-integrations[all]\")"
+            ),
+            EXIT_ERROR,
+        )
     if isinstance(err, OSError):
         if err.strerror and err.filename is not None:
             names = f"{err.filename!s}" + (f" -> {err.filename2!s}" if err.filename2 is not None else "")
@@ -231,14 +239,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the console script; returns the process exit code."""
     from .commands._util import progress_quiet
 
-    parser = build_parser()
-    args = parser.parse_args(argv)
-    debug = bool(args.debug) or os.environ.get(DEBUG_ENV, "").strip().lower() not in ("", "0", "false", "no")
-    command = " ".join(x for x in (getattr(args, "command", None), getattr(args, "bench_command", None)) if x)
-    prog = f"{parser.prog} {command}".strip()
+    argv = list(sys.argv[1:] if argv is None else argv)
+    debug = _debug_env() or "--debug" in argv
+    prog = "gold-panning"
+    try:
+        parser = build_parser()
+        args = parser.parse_args(argv)  # a benchmark module is imported here, when named
+    except Exception as err:  # noqa: BLE001 - SystemExit (usage errors, --help) passes through
+        return _failure(err, prog=prog, debug=debug)
+    debug = debug or bool(args.debug)
     if not getattr(args, "command", None):
         parser.print_help()
         return 2
+    command = " ".join(x for x in (args.command, getattr(args, "bench_command", None)) if x)
+    prog = f"{prog} {command}"
     with _cli_logging(verbose=args.verbose, debug=debug):
         try:
             with progress_quiet(args.quiet):
@@ -246,20 +260,27 @@ def main(argv: Sequence[str] | None = None) -> int:
                 code = int(args.func(args) or 0)
                 sys.stdout.flush()
             return code
-        except BrokenPipeError:
-            _silence_stdout()
-            return EXIT_BROKEN_PIPE
-        except KeyboardInterrupt:
-            if debug:
-                raise
-            _report(f"{prog}: interrupted")
-            return EXIT_INTERRUPTED
-        except Exception as err:
-            if debug:
-                raise
-            line, code = describe_error(err)
-            _report(f"{prog}: error: {line}")
-            return code
+        except (Exception, KeyboardInterrupt) as err:  # noqa: BLE001 - every error becomes one line
+            return _failure(err, prog=prog, debug=debug)
+
+
+def _debug_env() -> bool:
+    return os.environ.get(DEBUG_ENV, "").strip().lower() not in ("", "0", "false", "no")
+
+
+def _failure(err: BaseException, *, prog: str, debug: bool) -> int:
+    """Report ``err`` in one line and return the exit code (re-raise it with ``debug``)."""
+    if isinstance(err, BrokenPipeError):
+        _silence_stdout()
+        return EXIT_BROKEN_PIPE
+    if debug:
+        raise err
+    if isinstance(err, KeyboardInterrupt):
+        _report(f"{prog}: interrupted")
+        return EXIT_INTERRUPTED
+    line, code = describe_error(err)
+    _report(f"{prog}: error: {line}")
+    return code
 
 
 def _report(line: str) -> None:

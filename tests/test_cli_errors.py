@@ -249,3 +249,33 @@ def test_calibrate_checkpoint_that_is_a_folder_is_one_line(tmp_path: Path, capsy
     assert code == EXIT_ERROR
     assert len(lines) == 1
     assert str(tmp_path) in lines[0]
+
+
+def test_benchmark_module_that_cannot_import_is_one_line(monkeypatch: pytest.MonkeyPatch,
+                                                          capsys: pytest.CaptureFixture[str]) -> None:
+    from gold_panning_integrations.commands import bench as bench_cmd
+
+    real = bench_cmd.importlib.import_module
+
+    def broken(name: str, *a: object, **k: object):
+        if name == "gold_panning_integrations.bench.real":
+            raise ModuleNotFoundError("No module named 'some_backend'", name="some_backend")
+        return real(name, *a, **k)
+
+    monkeypatch.setattr(bench_cmd.importlib, "import_module", broken)
+    code = main(["bench", "real", "--instances", "1"])
+    lines = _stderr_lines(capsys)
+    assert code == EXIT_ERROR
+    assert len(lines) == 1
+    assert "No module named 'some_backend'" in lines[0]
+
+
+def test_help_into_a_closed_pipe_is_quiet(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    import argparse
+
+    def broken_print(self: argparse.ArgumentParser, file: object = None) -> None:
+        raise BrokenPipeError(32, "Broken pipe")
+
+    monkeypatch.setattr(argparse.ArgumentParser, "print_help", broken_print)
+    assert main(["--help"]) == EXIT_BROKEN_PIPE
+    assert capsys.readouterr().err == ""
