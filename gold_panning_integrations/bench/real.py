@@ -14,6 +14,7 @@ reported. Sampling (temperature > 0) disables the cache.
 from __future__ import annotations
 
 import argparse
+import inspect
 import json
 import time
 from collections.abc import Callable, Sequence
@@ -38,12 +39,13 @@ class CachedReader:
     (``enabled=False`` passes every call through, still counting calls).
 
     ``labels`` (the label each document is shown under this round) is part of the key,
-    since it changes the prompt, and is passed on only when given, so readers written
-    before labels existed keep working.
+    since it changes the prompt, and is passed on when given and the wrapped reader's
+    ``read`` takes a ``labels`` argument (readers written before labels existed do not).
     """
 
     def __init__(self, reader: Any) -> None:
         self.reader = reader
+        self.forwards_labels = _takes_labels(reader.read)
         self.cache: dict[tuple[str, tuple[str, ...], tuple[int, ...] | None], Reading] = {}
         self.hits = 0
         self.misses = 0
@@ -55,13 +57,22 @@ class CachedReader:
             self.hits += 1
             return self.cache[key]
         self.misses += 1
-        if labels is None:
+        if labels is None or not self.forwards_labels:
             r = self.reader.read(question, documents)
         else:
             r = self.reader.read(question, documents, labels=labels)
         if not r.failed:
             self.cache[key] = r
         return r
+
+
+def _takes_labels(read: Any) -> bool:
+    """Whether ``read`` accepts a ``labels`` keyword (or ``**kwargs``)."""
+    try:
+        params = inspect.signature(read).parameters.values()
+    except (TypeError, ValueError):
+        return False
+    return any(p.name == "labels" or p.kind is inspect.Parameter.VAR_KEYWORD for p in params)
 
 
 def per_round_hits(
