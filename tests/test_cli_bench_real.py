@@ -4,7 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+import pytest
+
 from gold_panning_integrations.bench.real import CachedReader
+from gold_panning_integrations.cli import EXIT_ERROR, main
 from gold_panning_integrations.engine.reading import Reading
 
 
@@ -41,3 +44,9 @@ def test_a_reader_without_labels_is_called_without_them() -> None:
     cached = CachedReader(inner)
     cached.read("q", ["a", "b"], labels=[2, 1])
     assert inner.calls == 1
+
+
+@pytest.mark.parametrize("bad", [["--instances", "0"], ["--n", "1"], ["--rounds", "0"]])
+def test_bench_real_rejects_bad_sizes(bad: list[str], capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["bench", "real", "--reader", "simulated", *bad]) == EXIT_ERROR
+    assert f"{bad[0]} must be >= " in capsys.readouterr().err

@@ -232,6 +232,9 @@ def main(args: argparse.Namespace) -> int:
     from ..commands._util import Progress, format_table, print_json, profile_label
     from ..profiles import resolve_profile
 
+    for opt, value, low in (("--instances", args.instances, 1), ("--n", args.n, 2), ("--rounds", args.rounds, 1)):
+        if value < low:
+            raise ValueError(f"{opt} must be >= {low}, got {value}")
     reader = make_reader(args, seed=0)
     profile = resolve_profile(args.profile, reader=reader)
     profile_name = profile_label(args.profile, reader=reader)
