@@ -169,7 +169,7 @@ def test_format_report_with_one_round() -> None:
     assert "F1 r1" in format_report(res)
 
 
-@pytest.mark.parametrize("bad", [["--rounds", "0"], ["--instances", "0"], ["--n", "1"]])
+@pytest.mark.parametrize("bad", [["--rounds", "0"], ["--instances", "0"], ["--n", "1"], ["--n", "20,x"]])
 def test_real_efficiency_rejects_bad_sizes(bad: list[str], capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["bench", "real-efficiency", "--reader", "simulated", *bad]) == EXIT_ERROR
     assert bad[0] in capsys.readouterr().err

@@ -236,7 +236,10 @@ def main(args: argparse.Namespace) -> int:
     from ..commands._util import Progress
     from ..profiles import resolve_profile
 
-    ns = [int(x) for x in args.n.split(",") if x.strip()]
+    try:
+        ns = [int(x) for x in args.n.split(",") if x.strip()]
+    except ValueError as err:
+        raise ValueError(f"--n must list document counts >= 2, comma-separated, got {args.n!r}") from err
     if not ns or min(ns) < 2:
         raise ValueError(f"--n must list document counts >= 2, got {args.n!r}")
     if args.instances < 1:
