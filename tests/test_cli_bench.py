@@ -129,7 +129,7 @@ def test_run_engine_bench_small() -> None:
     res = bench_engine.run_engine_bench(ns=(50,), sim_trials=20, memory=False, cprofile=False)
     row = res["engine"][0]
     assert row["n"] == 50
-    assert row["panner_vs_argsort"] == pytest.approx(row["panner_round_ms"] / row["argsort_ms"])
+    assert row["panner_vs_argsort"] > 0  # a timing: its value is the benchmark's business, not a test's
     assert res["cprofile"] is None
 
 
@@ -173,3 +173,45 @@ def test_format_report_with_one_round() -> None:
 def test_real_efficiency_rejects_bad_sizes(bad: list[str], capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["bench", "real-efficiency", "--reader", "simulated", *bad]) == EXIT_ERROR
     assert bad[0] in capsys.readouterr().err
+
+
+class _FakeClock:
+    """A clock that only moves when the timed functions say so."""
+
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_time_pair_interleaves_and_takes_the_median_paired_ratio() -> None:
+    clock = _FakeClock()
+    costs = iter([3.0] * 2 + [1.0, 9.0, 1.0])  # fn: warm-up, sizing, then three timed batches
+
+    def fn() -> None:
+        clock.now += next(costs)
+
+    def ref() -> None:
+        clock.now += 1.0
+
+    res = bench_engine.time_pair(fn, ref, repeat=3, min_batch_seconds=0.5, clock=clock)
+    # fn batches 1, 9, 1 against ref batches 1, 1, 1: median 1, ratio median 1 (not 11/3)
+    assert res == {"fn": 1.0, "ref": 1.0, "ratio": 1.0}
+
+
+def test_time_pair_sizes_the_reference_batches_separately() -> None:
+    clock = _FakeClock()
+    calls = {"ref": 0}
+
+    def fn() -> None:
+        clock.now += 1.0
+
+    def ref() -> None:
+        calls["ref"] += 1
+        clock.now += 0.25
+
+    res = bench_engine.time_pair(fn, ref, repeat=2, min_batch_seconds=0.0, ref_min_batch_seconds=1.0, clock=clock)
+    # ref batch doubles 1 -> 2 -> 4 calls (4 x 0.25 s >= 1 s): 1 warm-up + 1 + 2 + 4 sizing + 2 x 4 timed
+    assert calls["ref"] == 16
+    assert res["ratio"] == 4.0
