@@ -133,6 +133,9 @@ def _batch(fn: Callable[[], Any], number: int, clock: Callable[[], float]) -> fl
 
 
 def _batch_size(fn: Callable[[], Any], min_batch_seconds: float, clock: Callable[[], float]) -> int:
+    """Calls per batch: doubled until a batch takes ``min_batch_seconds`` (1, uncalled, for 0)."""
+    if min_batch_seconds <= 0:
+        return 1
     number = 1
     while number < 1 << 16 and _batch(fn, number, clock) * number < min_batch_seconds:
         number *= 2
@@ -237,30 +240,37 @@ def profile_panner(n: int, *, rounds: int = 8, top: int = 12) -> list[dict[str, 
 
 
 def simulator_throughput(
-    *, trials: int = 5000, n: int = 100, rounds: int = 8, seed: int = 0
+    *, trials: int = 5000, n: int = 100, rounds: int = 8, seed: int = 0, repeat: int = 3
 ) -> dict[str, float]:
-    """Wall time of :func:`simulate` for GP-Belief, GP-Entropy and PSC.
+    """Wall time of :func:`simulate` for GP-Belief, GP-Entropy and PSC (median of
+    ``repeat`` runs after one warm-up, each followed by a batch of the reference).
 
     Returns:
         ``{"seconds", "trial_rounds_per_second", "argsort_seconds", "ratio"}``;
-        ``argsort_seconds`` is one row-wise ``np.argsort`` of a ``(trials, n)`` array.
+        ``argsort_seconds`` is one row-wise ``np.argsort`` of a ``(trials, n)`` array,
+        ``ratio`` the median of the paired ratios (:func:`time_pair`).
     """
-    p = DetectorProfile.bundled("lost-in-the-middle")
+    p = DetectorProfile.bundled(_PROFILE)
     policies = ("belief", "entropy", "random")
-    t0 = time.perf_counter()
-    simulate(p.tpr, p.fpr, n=n, rounds=rounds, trials=trials, policies=policies, rng=seed)
-    seconds = time.perf_counter() - t0
     x = np.random.default_rng(seed).random((trials, n))
-    base = time_call(lambda: np.argsort(x, axis=1), repeat=5)
+    pair = time_pair(
+        lambda: simulate(p.tpr, p.fpr, n=n, rounds=rounds, trials=trials, policies=policies, rng=seed),
+        lambda: np.argsort(x, axis=1),
+        repeat=repeat,
+        min_batch_seconds=0.0,
+        ref_min_batch_seconds=0.02,
+    )
+    seconds, base = pair["fn"], pair["ref"]
     return {
         "trials": trials,
         "n": n,
         "rounds": rounds,
         "policies": len(policies),
+        "repeat": repeat,
         "seconds": seconds,
         "trial_rounds_per_second": trials * rounds / seconds,
         "argsort_seconds": base,
-        "ratio": seconds / base,
+        "ratio": pair["ratio"],
     }
 
 
@@ -389,7 +399,7 @@ def format_engine_report(res: dict[str, Any]) -> str:
     s = res["simulator"]
     out.append(
         f"\nSimulator: {s['trials']} trials x N={s['n']} x {s['rounds']} rounds x {s['policies']} policies "
-        f"in {s['seconds']:.2f} s ({s['trial_rounds_per_second']:,.0f} trial-rounds/s; "
+        f"in {s['seconds']:.2f} s (median of {s.get('repeat', 1)} runs; {s['trial_rounds_per_second']:,.0f} trial-rounds/s; "
         f"{s['ratio']:.0f}x one row-wise argsort of ({s['trials']}, {s['n']}) = {1e3 * s['argsort_seconds']:.2f} ms)"
     )
     m = res.get("memory")
