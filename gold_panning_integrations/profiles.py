@@ -385,8 +385,13 @@ class DetectorProfile(BaseModel):
         """Write the profile as JSON (atomically: a temp file, then rename)."""
         p = Path(path)
         tmp = p.with_name(p.name + ".tmp")
-        tmp.write_text(self.to_json() + "\n", encoding="utf-8")
-        tmp.replace(p)
+        try:
+            tmp.write_text(self.to_json() + "\n", encoding="utf-8")
+            tmp.replace(p)
+        except BaseException:
+            if tmp.exists():
+                tmp.unlink(missing_ok=True)
+            raise
         return p
 
     @classmethod
