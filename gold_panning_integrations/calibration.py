@@ -708,15 +708,16 @@ class Calibrator:
         done = self._open_checkpoint()
         resumed = len(done)
         ran = 0
+        fixed = iter(self._todo_fixed(done, limit)) if self.budget is None else None
         try:
             while True:
-                if self.budget is None:
-                    todo = self._todo_fixed(done, None if limit is None else limit - ran)[:1]
+                if fixed is not None:
+                    spec = next(fixed, None)
                 else:
-                    todo = self._budget_specs(done, min(1, self._remaining(done, limit, ran)))
-                if not todo or (limit is not None and ran >= limit):
+                    nxt = self._budget_specs(done, min(1, self._remaining(done, limit, ran)))
+                    spec = nxt[0] if nxt else None
+                if spec is None:
                     break
-                spec = todo[0]
                 inst = self._instance(spec)
                 s0 = time.perf_counter()
                 try:

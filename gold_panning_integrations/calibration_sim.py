@@ -28,6 +28,7 @@ import math
 import sys
 import time
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -241,10 +242,93 @@ def learning_study(
     }
 
 
+def real_comparison(
+    reader: Any,
+    profiles: dict[str, DetectorProfile],
+    *,
+    data: str,
+    exclude_checkpoint: str | None = None,
+    instances: int = 20,
+    n: int = 10,
+    rounds: int = 8,
+    seed: int = 11,
+    out: str | None = None,
+) -> dict[str, Any]:
+    """GoldPanner with each profile on the same held-out NQ instances, one real reader.
+
+    Questions used by the calibration whose checkpoint is ``exclude_checkpoint`` are left
+    out (its trial instances are rebuilt from their seeds). Identical prompts are answered
+    once (greedy decoding). Each finished instance is appended to ``out`` (JSONL), and an
+    existing ``out`` is resumed.
+
+    Returns:
+        ``{"instances_done", "n", "rounds", "profiles": {name: {"top1_by_round", "ci95"}},
+        "model_calls", "cache_hits"}``.
+    """
+    from .bench.real import CachedReader, per_round_hits
+    from .tasks.nq import NQTask
+
+    task = NQTask(data)
+    used: set[int] = set()
+    if exclude_checkpoint is not None:
+        for line in open(exclude_checkpoint, encoding="utf-8"):
+            rec = json.loads(line)
+            if rec.get("type") == "trial":
+                inst = task.make(int(rec["n"]), gold_position=int(rec["position"]), rng=np.random.default_rng(int(rec["seed"])))
+                used.add(int(inst.metadata["question_index"]))
+    held = NQTask(items=[it for i, it in enumerate(task.items) if i not in used])
+    cached = CachedReader(reader)
+    done: dict[int, dict[str, Any]] = {}
+    if out is not None and Path(out).exists():
+        for line in open(out, encoding="utf-8"):
+            if line.strip():
+                rec = json.loads(line)
+                done[int(rec["instance"])] = rec
+    rng = np.random.default_rng(seed)
+    specs = [(int(rng.integers(n)), int(rng.integers(2**62))) for _ in range(instances)]
+    for i, (gold_pos, inst_seed) in enumerate(specs):
+        if i in done:
+            continue
+        inst = held.make(n, gold_position=gold_pos, rng=np.random.default_rng(inst_seed))
+        rec: dict[str, Any] = {"instance": i, "gold": gold_pos, "question": inst.question, "hits": {}}
+        for name, prof in profiles.items():
+            panner = GoldPanner(cached, profile=prof, rounds=rounds, rng=np.random.default_rng(inst_seed))
+            res = panner.run(inst.question, inst.documents)
+            rec["hits"][name] = per_round_hits(res, inst.gold, rng=np.random.default_rng(0), rounds=rounds).tolist()
+        done[i] = rec
+        logger.info("instance %d: %s", i, {k: v[-1] for k, v in rec["hits"].items()})
+        if out is not None:
+            with open(out, "a", encoding="utf-8") as fh:
+                fh.write(json.dumps(rec) + "\n")
+    result: dict[str, Any] = {
+        "instances_done": len(done),
+        "n": n,
+        "rounds": rounds,
+        "held_out_questions": len(held.items),
+        "excluded_questions": len(used),
+        "profiles": {},
+        "model_calls": cached.misses,
+        "cache_hits": cached.hits,
+    }
+    for name in profiles:
+        h = np.asarray([done[i]["hits"][name] for i in sorted(done)])
+        mean = h.mean(axis=0)
+        ci = 1.96 * h.std(axis=0, ddof=1) / math.sqrt(len(h)) if len(h) > 1 else np.zeros(rounds)
+        result["profiles"][name] = {"top1_by_round": [round(float(x), 3) for x in mean], "ci95": [round(float(x), 3) for x in ci]}
+    return result
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """``python -m gold_panning_integrations.calibration_sim budget|learn [options]``."""
     p = argparse.ArgumentParser(prog="python -m gold_panning_integrations.calibration_sim")
-    p.add_argument("study", choices=("budget", "learn"))
+    p.add_argument("study", choices=("budget", "learn", "real"))
+    p.add_argument("--profiles", default=None, help="real: NAME=PROFILE,NAME=PROFILE to compare")
+    p.add_argument("--data", default=None, help="real: NQ JSONL(.gz)")
+    p.add_argument("--exclude-checkpoint", default=None, help="real: calibration checkpoint whose questions are held out")
+    p.add_argument("--instances", type=int, default=20)
+    p.add_argument("--rounds", type=int, default=8)
+    p.add_argument("--threads", type=int, default=1)
+    p.add_argument("--out", default=None, help="real: per-instance JSONL (resumable)")
     p.add_argument("--true", default="lost-in-the-middle", help="true profile (bundled name or path)")
     p.add_argument("--start", default="lost-in-the-middle", help="learn: starting profile, or 'biased'")
     p.add_argument("--n", type=int, default=None)
@@ -259,7 +343,21 @@ def main(argv: Sequence[str] | None = None) -> int:
     logging.basicConfig(level=logging.INFO, format="%(message)s", stream=sys.stderr)
     t0 = time.perf_counter()
     true = load_profile(args.true)
-    if args.study == "budget":
+    if args.study == "real":
+        from .readers.local import LocalReader
+
+        profiles = {k: load_profile(v) for k, v in (x.split("=", 1) for x in args.profiles.split(","))}
+        out = real_comparison(
+            LocalReader(mode="answer", n_threads=args.threads),
+            profiles,
+            data=args.data,
+            exclude_checkpoint=args.exclude_checkpoint,
+            instances=args.instances,
+            n=args.n or 10,
+            rounds=args.rounds,
+            out=args.out,
+        )
+    elif args.study == "budget":
         out = budget_study(
             true,
             n=args.n or 100,
