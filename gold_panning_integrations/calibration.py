@@ -234,6 +234,7 @@ def next_grid_index(
     tp_trials: NDArray[np.floating] | Sequence[float],
     *,
     min_trials: int = 1,
+    attempts: NDArray[np.floating] | Sequence[float] | None = None,
 ) -> int:
     """The grid position the next budgeted trial should put the gold at.
 
@@ -246,14 +247,18 @@ def next_grid_index(
             pending trials count at their predicted rate).
         tp_trials: Trials with the gold at each grid position so far, shape ``(K,)``.
         min_trials: Trials every position gets before the variance rule applies.
+        attempts: Trials tried at each position, failed ones included, shape ``(K,)``
+            (default ``tp_trials``): the coverage rule counts attempts, so a position
+            whose trials keep failing does not soak up the whole budget.
     """
     x = np.asarray(tp, dtype=np.float64)
     m = np.asarray(tp_trials, dtype=np.float64)
     if x.shape != m.shape or x.ndim != 1 or x.size == 0:
         raise ValueError(f"tp and tp_trials must be 1-D of equal length >= 1, got {x.shape} and {m.shape}")
-    short = np.flatnonzero(m < min_trials)
+    tried = m if attempts is None else np.maximum(np.asarray(attempts, dtype=np.float64), m)
+    short = np.flatnonzero(tried < min_trials)
     if short.size:
-        return int(short[np.argmin(m[short])])  # first minimum: lowest index wins ties
+        return int(short[np.argmin(tried[short])])  # first minimum: lowest index wins ties
     return int(np.argmax(expected_variance_reduction(x, m)))
 
 
@@ -632,16 +637,18 @@ class Calibrator:
         tp = np.zeros(k)
         m = np.zeros(k)
         per_index = np.zeros(k, dtype=np.int64)
+        tried = np.zeros(k)
         for rec in done.values():
             gi = int(rec["grid_index"])
             per_index[gi] = max(per_index[gi], int(rec["trial"]) + 1)
+            tried[gi] += 1
             if rec.get("failed"):
                 continue
             m[gi] += 1
             tp[gi] += int(rec["position"]) in {int(c) for c in rec.get("cited", ())}
         specs = []
         for _ in range(count):
-            gi = next_grid_index(tp, m)
+            gi = next_grid_index(tp, m, attempts=tried)
             t = int(per_index[gi])
             specs.append(
                 TrialSpec(
@@ -655,6 +662,7 @@ class Calibrator:
             per_index[gi] += 1
             tp[gi] += (tp[gi] + 0.5) / (m[gi] + 1.0)  # pending: its expected outcome
             m[gi] += 1
+            tried[gi] += 1
         return specs
 
     def _todo_fixed(self, done: Mapping[str, Any], limit: int | None) -> list[TrialSpec]:

@@ -276,3 +276,43 @@ def test_cli_budget_writes_counts(tmp_path: Path) -> None:
     assert prof.counts is not None
     assert sum(prof.counts.gold_shown) == 10
     assert "--budget 10" in prof.notes
+
+
+class FailingAtZeroReader(GoldReader):
+    """Every trial with the gold at position 0 fails (e.g. a prompt too long for the model)."""
+
+    def read(self, question: str, documents: Sequence[str]) -> Reading:
+        if documents.index("GOLD") == 0:
+            self.calls += 1
+            return Reading.failure("prompt too long")
+        return super().read(question, documents)
+
+
+def test_budget_does_not_pour_calls_into_a_failing_position() -> None:
+    # Failed trials count as attempts for coverage: after one failure at position 0 the
+    # budget moves on (6 calls: 0 fails once, then 2 and 4, then the variance rule).
+    res = _cal(None, reader=FailingAtZeroReader(), budget=6).run()
+    shown_at = [r["position"] for r in res.records]
+    assert shown_at.count(0) < 6
+    assert res.counts is not None
+    assert res.counts.failed == shown_at.count(0)
+
+
+def test_cli_mostly_failed_calibration_exits_non_zero(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from gold_panning_integrations.commands import _reader_args
+
+    class Half(_reader_args.LexicalSimulatedReader):
+        def read(self, question: str, documents: Sequence[str]) -> Reading:
+            self.calls += 1
+            if self.calls % 4:
+                return Reading.failure("the prompt needs 1300 tokens but the model's context holds 1024")
+            return super().read(question, documents)
+
+    monkeypatch.setattr(_reader_args, "LexicalSimulatedReader", Half)
+    (tmp_path / "out").mkdir()
+    assert cli_main(_argv(tmp_path)) == 3
+    err = capsys.readouterr().err
+    assert "trials failed, so the profile rests on" in err
+    assert "context holds 1024" in err

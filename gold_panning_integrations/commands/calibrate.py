@@ -140,6 +140,15 @@ def main(args: argparse.Namespace) -> int:
     if args.plot:
         plot_profile(profile, args.plot)
         print(f"wrote {args.plot}")
+    if c.failed * 2 > len(result.records):
+        first = next((r.get("error") for r in result.records if r.get("failed")), None)
+        print(
+            f"gold-panning calibrate: error: {c.failed} of {len(result.records)} trials failed, so the profile "
+            f"rests on {len(result.records) - c.failed} trials (first error: {first}); fix the cause, delete "
+            f"{checkpoint} and rerun",
+            file=sys.stderr,
+        )
+        return 3
     return 0 if complete else 3
 
 
