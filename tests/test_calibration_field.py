@@ -214,16 +214,17 @@ def test_cli_second_calibration_on_a_locked_checkpoint_says_why(tmp_path: Path, 
 
 # ------------------------------------------------------------------- budget
 def test_expected_variance_reduction_by_hand() -> None:
-    # Beta(1/2, 1/2): variance 1/8; one more trial gives Beta(3/2, 1/2) or Beta(1/2, 3/2),
-    # variance 3/48 each: reduction 1/8 - 1/16 = 1/16.
-    assert expected_variance_reduction(0, 0) == pytest.approx(1 / 16)
-    # x=1, m=1: Beta(3/2, 1/2), variance 1/16; success (p=3/4) -> Beta(5/2, 1/2): 5/144;
-    # failure -> Beta(3/2, 3/2): 1/16. Expected 3/4*5/144 + 1/4*1/16 = 1/24; drop 1/48.
-    assert expected_variance_reduction(1, 1) == pytest.approx(1 / 48)
+    # Logit variance ~ 1/a + 1/b. Beta(1/2, 1/2): 4; one more trial gives Beta(3/2, 1/2)
+    # or Beta(1/2, 3/2), 2/3 + 2 = 8/3 either way: drop 4/3.
+    assert expected_variance_reduction(0, 0) == pytest.approx(4 / 3)
+    # x=1, m=1: Beta(3/2, 1/2), 8/3; success (p=3/4) -> Beta(5/2, 1/2): 2/5 + 2 = 12/5;
+    # failure -> Beta(3/2, 3/2): 4/3. Expected 3/4*12/5 + 1/4*4/3 = 9/5 + 1/3 = 32/15; drop 8/15.
+    assert expected_variance_reduction(1, 1) == pytest.approx(8 / 15)
 
 
 def test_next_grid_index_picks_the_least_certain_position() -> None:
-    # drops: x=2,m=2 -> 0.00868; x=1,m=2 -> 1/64; x=0,m=1 -> 1/48 (the largest)
+    # drops: x=2,m=2 -> 2.4 - (5/6*16/7 + 1/6*16/15) = 0.317; x=1,m=2 -> 4/3 - 16/15 = 0.267;
+    # x=0,m=1 -> 8/15 = 0.533 (the largest)
     assert next_grid_index([2, 1, 0], [2, 2, 1]) == 2
 
 
