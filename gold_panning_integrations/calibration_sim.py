@@ -186,7 +186,7 @@ def learning_study(
     trials: int = 4000,
     rounds: int = 8,
     relevance: str = "independent",
-    prior_strength: float = 10.0,
+    prior_strength: float = 3.0,
     seed: int = 0,
 ) -> dict[str, Any]:
     """Rate error and F1 of profiles learned from unlabeled traces, from a wrong start.
@@ -335,7 +335,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--repetitions", type=int, default=None)
     p.add_argument("--trials", type=int, default=None)
     p.add_argument("--relevance", default="independent", choices=("independent", "one"))
-    p.add_argument("--prior-strength", type=float, default=10.0)
+    p.add_argument("--prior-strength", type=float, default=3.0)
     p.add_argument("--queries", default="50,200,1000")
     p.add_argument("--budgets", default="50,100,200")
     p.add_argument("--seed", type=int, default=0)

@@ -363,7 +363,7 @@ def learn_profile(
     prior: DetectorProfile,
     *,
     grid: int | Sequence[int] | None = None,
-    prior_strength: float = 10.0,
+    prior_strength: float = 3.0,
     relevance: Relevance = "independent",
     iterations: int = 50,
     tol: float = 1e-5,
@@ -378,7 +378,9 @@ def learn_profile(
             for distractors when it has none) are blended with the traces' counts.
         grid: Grid of profile positions to estimate on (default: the prior's
             ``grid_positions``, else the paper's 11-point grid over its positions).
-        prior_strength: Pseudo-trials per grid position for a prior without counts.
+        prior_strength: Pseudo-trials per grid position for a prior without counts
+            (default 3: in simulation, 200 queries from the generic profile closed 72% of
+            the F1 gap with 3 and 67% with 10).
         relevance: ``"independent"``: each document is relevant or not on its own
             (posterior from the trace's prior log-odds, as the panner computes it);
             ``"one"``: each query has exactly one relevant document (its posterior is
