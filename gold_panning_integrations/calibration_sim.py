@@ -41,7 +41,7 @@ from .profiles import DetectorProfile, load_profile
 from .tasks.base import TaskInstance
 from .traces import learn_profile, trace_record
 
-__all__ = ["MarkedTask", "calibrate_simulated", "simulated_traces", "budget_study", "learning_study", "belief_f1", "biased_profile"]
+__all__ = ["MarkedTask", "belief_f1", "biased_profile", "budget_study", "calibrate_simulated", "learning_study", "simulated_traces"]
 
 logger = logging.getLogger(__name__)
 
@@ -271,19 +271,23 @@ def real_comparison(
     task = NQTask(data)
     used: set[int] = set()
     if exclude_checkpoint is not None:
-        for line in open(exclude_checkpoint, encoding="utf-8"):
-            rec = json.loads(line)
-            if rec.get("type") == "trial":
-                inst = task.make(int(rec["n"]), gold_position=int(rec["position"]), rng=np.random.default_rng(int(rec["seed"])))
-                used.add(int(inst.metadata["question_index"]))
+        with open(exclude_checkpoint, encoding="utf-8") as fh:
+            for line in fh:
+                rec = json.loads(line)
+                if rec.get("type") == "trial":
+                    inst = task.make(
+                        int(rec["n"]), gold_position=int(rec["position"]), rng=np.random.default_rng(int(rec["seed"]))
+                    )
+                    used.add(int(inst.metadata["question_index"]))
     held = NQTask(items=[it for i, it in enumerate(task.items) if i not in used])
     cached = CachedReader(reader)
     done: dict[int, dict[str, Any]] = {}
     if out is not None and Path(out).exists():
-        for line in open(out, encoding="utf-8"):
-            if line.strip():
-                rec = json.loads(line)
-                done[int(rec["instance"])] = rec
+        with open(out, encoding="utf-8") as fh:
+            for line in fh:
+                if line.strip():
+                    rec = json.loads(line)
+                    done[int(rec["instance"])] = rec
     rng = np.random.default_rng(seed)
     specs = [(int(rng.integers(n)), int(rng.integers(2**62))) for _ in range(instances)]
     for i, (gold_pos, inst_seed) in enumerate(specs):

@@ -83,7 +83,7 @@ def trace_record(result: Any, *, profile_positions: int | None = None) -> dict[s
     """
     rounds = []
     for r in result.rounds:
-        cited = set(int(c) for c in r.cited)
+        cited = {int(c) for c in r.cited}
         prompts = []
         for docs, pos, reading in zip(r.windows, r.positions, r.readings):
             docs_l = [int(d) for d in docs]
@@ -106,7 +106,7 @@ def trace_record(result: Any, *, profile_positions: int | None = None) -> dict[s
     return {
         "type": "trace",
         "version": TRACE_VERSION,
-        "n": int(len(result.posteriors)),
+        "n": len(result.posteriors),
         "k": int(result.k),
         "policy": str(result.policy),
         "prior_log_odds": None if prior is None else [round(float(x), 6) for x in prior],
