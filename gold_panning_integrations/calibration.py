@@ -279,7 +279,8 @@ def build_profile(
     """A :class:`DetectorProfile` of ``n`` positions from trial records.
 
     ``trials`` in the profile is the number of usable gold-at-position trials per grid
-    position; the raw counts go to ``extra["counts"]``.
+    position; the counts behind every rate go to ``counts`` (schema 2) and, for readers
+    of schema-1 files, to ``extra["counts"]``.
     """
     c = count_outcomes(records, n, grid)
     if int(c.tp_trials.sum()) == 0:
