@@ -531,6 +531,10 @@ def read_regular_file(
 def _describe(err: ValidationError) -> str:
     parts = []
     for e in err.errors():
+        inner = (e.get("ctx") or {}).get("error")
+        if isinstance(inner, ProfileError):  # already described (pydantic calls our __init__)
+            parts.append(str(inner).removeprefix("invalid detector profile: "))
+            continue
         loc = ".".join(str(x) for x in e.get("loc", ())) or "profile"
         msg = e.get("msg", "invalid")
         msg = msg.removeprefix("Value error, ")

@@ -133,8 +133,12 @@ def test_n_positions_true_with_one_rate_is_refused(tmp_path: Path) -> None:
     # The case from the issue: a one-position profile whose n_positions is `true`.
     p = tmp_path / "one.json"
     p.write_text('{"n_positions": true, "tpr": [0.9], "fpr": [0.1]}')
-    with pytest.raises(ProfileError, match=r"n_positions must be an integer, got the boolean True"):
+    with pytest.raises(ProfileError) as exc:
         DetectorProfile.load(p)
+    assert str(exc.value) == (
+        f"profile file {str(p)!r}: invalid detector profile: n_positions: n_positions must be an integer, "
+        "got the boolean True"
+    )
 
 
 @pytest.mark.parametrize("field", ["gold_cited", "distractor_shown"])
