@@ -12,18 +12,29 @@ Smoothing: each rate is the posterior mean under a Jeffreys ``Beta(1/2, 1/2)`` p
 than 0 and 50/50 gives 0.990 rather than 1 (a rate of exactly 0 or 1 would make one
 observation decisive forever in the log-odds update).
 
+Budgeted calibration (``budget=CALLS``): instead of a fixed number of trials per grid
+position, each next trial goes to the grid position whose TPR is least certain: the one
+whose Jeffreys ``Beta(x + 1/2, m - x + 1/2)`` posterior variance would shrink most in
+expectation from one more trial (:func:`next_grid_index`). FPR needs no such care: every
+trial shows a distractor at every other grid position. The profile records the counts
+behind every rate (:class:`~gold_panning_integrations.profiles.RateCounts`).
+
 Layout: a pure functional core (:func:`calibration_plan`, :func:`count_outcomes`,
-:func:`estimate_rates`, :func:`build_profile`) under a thin stateful runner,
-:class:`Calibrator`, that calls the reader, checkpoints every completed trial to a JSONL
-file (one line per trial, flushed and fsynced) and resumes from it.
+:func:`estimate_rates`, :func:`next_grid_index`, :func:`build_profile`) under a thin
+stateful runner, :class:`Calibrator`, that calls the reader, checkpoints every completed
+trial to a JSONL file (one line per trial, flushed and fsynced), resumes from it, and
+holds an exclusive lock on it (``CHECKPOINT.lock``) while running, so two runs on one
+checkpoint never both run every trial.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
 import os
+import re
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
@@ -35,8 +46,8 @@ from numpy.typing import NDArray
 
 from .engine.curves import grid_positions
 from .engine.reading import Reading
-from .errors import CheckpointError
-from .profiles import DetectorProfile
+from .errors import CheckpointError, FatalReaderError
+from .profiles import DetectorProfile, RateCounts, read_regular_file
 from .tasks.base import TaskBuilder
 
 __all__ = [
@@ -49,6 +60,8 @@ __all__ = [
     "calibration_plan",
     "count_outcomes",
     "estimate_rates",
+    "expected_variance_reduction",
+    "next_grid_index",
     "smoothed_rate",
 ]
 
@@ -195,6 +208,64 @@ def estimate_rates(
     return smoothed_rate(c.tp, c.tp_trials), smoothed_rate(c.fp, c.fp_trials)
 
 
+def expected_variance_reduction(
+    events: NDArray[np.floating] | float, trials: NDArray[np.floating] | float
+) -> NDArray[np.float64]:
+    """Expected drop, from one more trial, of the posterior variance of a rate's logit.
+
+    With ``a = x + 1/2`` and ``b = m - x + 1/2`` the Jeffreys posterior is ``Beta(a, b)``
+    and the variance of ``logit(rate)`` is about ``1/a + 1/b``. One more trial succeeds
+    with the posterior mean ``p = a / (a+b)``. Returns
+    ``(1/a + 1/b) - [p (1/(a+1) + 1/b) + (1-p) (1/a + 1/(b+1))]``, elementwise (shape of
+    the inputs), always > 0.
+
+    The logit scale is the one the update works on (log-likelihood ratios), so rates near
+    0 or 1, whose few events swing the evidence most, get more trials. In simulation
+    (lost-in-the-middle, n=100, 40 calibrations each) it kept 75% / 95% of the calibrated
+    advantage at 50 / 100 calls, against 69% / 92% for the variance of the rate itself and
+    51% / 70% for the variance of its log.
+    """
+    a = np.asarray(events, dtype=np.float64) + 0.5
+    b = np.asarray(trials, dtype=np.float64) - np.asarray(events, dtype=np.float64) + 0.5
+    p = a / (a + b)
+    now = 1.0 / a + 1.0 / b
+    after = p * (1.0 / (a + 1.0) + 1.0 / b) + (1.0 - p) * (1.0 / a + 1.0 / (b + 1.0))
+    return now - after
+
+
+def next_grid_index(
+    tp: NDArray[np.floating] | Sequence[float],
+    tp_trials: NDArray[np.floating] | Sequence[float],
+    *,
+    min_trials: int = 1,
+    attempts: NDArray[np.floating] | Sequence[float] | None = None,
+) -> int:
+    """The grid position the next budgeted trial should put the gold at.
+
+    Every position first gets ``min_trials`` trials (lowest index first); then the one
+    with the largest :func:`expected_variance_reduction` of its TPR wins (ties: lowest
+    index), so the budget goes where the estimate is least certain.
+
+    Args:
+        tp: Gold cited at each grid position so far, shape ``(K,)`` (may be fractional:
+            pending trials count at their predicted rate).
+        tp_trials: Trials with the gold at each grid position so far, shape ``(K,)``.
+        min_trials: Trials every position gets before the variance rule applies.
+        attempts: Trials tried at each position, failed ones included, shape ``(K,)``
+            (default ``tp_trials``): the coverage rule counts attempts, so a position
+            whose trials keep failing does not soak up the whole budget.
+    """
+    x = np.asarray(tp, dtype=np.float64)
+    m = np.asarray(tp_trials, dtype=np.float64)
+    if x.shape != m.shape or x.ndim != 1 or x.size == 0:
+        raise ValueError(f"tp and tp_trials must be 1-D of equal length >= 1, got {x.shape} and {m.shape}")
+    tried = m if attempts is None else np.maximum(np.asarray(attempts, dtype=np.float64), m)
+    short = np.flatnonzero(tried < min_trials)
+    if short.size:
+        return int(short[np.argmin(tried[short])])  # first minimum: lowest index wins ties
+    return int(np.argmax(expected_variance_reduction(x, m)))
+
+
 def build_profile(
     records: Sequence[Mapping[str, Any]],
     *,
@@ -208,7 +279,8 @@ def build_profile(
     """A :class:`DetectorProfile` of ``n`` positions from trial records.
 
     ``trials`` in the profile is the number of usable gold-at-position trials per grid
-    position; the raw counts go to ``extra["counts"]``.
+    position; the counts behind every rate go to ``counts`` (schema 2) and, for readers
+    of schema-1 files, to ``extra["counts"]``.
     """
     c = count_outcomes(records, n, grid)
     if int(c.tp_trials.sum()) == 0:
@@ -222,12 +294,20 @@ def build_profile(
         "failed": c.failed,
         "smoothing": "jeffreys (x+0.5)/(m+1)",
     }
+    rate_counts = RateCounts(
+        positions=c.grid.tolist(),
+        gold_cited=c.tp.tolist(),
+        gold_shown=c.tp_trials.tolist(),
+        distractor_cited=c.fp.tolist(),
+        distractor_shown=c.fp_trials.tolist(),
+    )
     return DetectorProfile.from_grid(
         c.grid,
         tpr,
         fpr,
         n_positions=n,
         trials=c.tp_trials,
+        counts=rate_counts,
         model=model,
         task=task,
         notes=notes,
@@ -256,12 +336,54 @@ class CalibrationResult:
     counts: OutcomeCounts | None = field(default=None, repr=False)
 
 
+MAX_CHECKPOINT_BYTES = 256 * 1024 * 1024
+"""Largest checkpoint read (a trial line is ~300 bytes: ~800,000 trials)."""
+
+_TRIAL_FIELDS: dict[str, tuple[type, ...]] = {
+    "trial_id": (str,),
+    "grid_index": (int,),
+    "position": (int,),
+    "trial": (int,),
+    "cited": (list,),
+    "failed": (bool,),
+}
+_TRIAL_ID = re.compile(r"^p(\d+)-t(\d+)$")
+
+
+def _check_trial(obj: Mapping[str, Any], path: Path, lineno: int) -> None:
+    """A trial line has every field with the right type, else a CheckpointError naming
+    the file, the line and the field."""
+
+    def bad(what: str) -> CheckpointError:
+        return CheckpointError(
+            f"checkpoint {str(path)!r} line {lineno}: {what}; the file was edited or written by "
+            "another program: delete the line (that trial reruns) or the file (everything reruns)"
+        )
+
+    for key, types in _TRIAL_FIELDS.items():
+        if key not in obj:
+            raise bad(f"field {key!r} is missing")
+        v = obj[key]
+        if not isinstance(v, types) or (bool not in types and isinstance(v, bool)):
+            raise bad(f"field {key!r} is {type(v).__name__} {v!r:.40}, expected {types[0].__name__}")
+    if not _TRIAL_ID.match(obj["trial_id"]):
+        raise bad(f"field 'trial_id' is {obj['trial_id']!r:.40}, expected 'pNN-tNNN'")
+    for key in ("cited", "gold"):
+        if key in obj and (
+            not isinstance(obj[key], list) or any(isinstance(x, bool) or not isinstance(x, int) for x in obj[key])
+        ):
+            raise bad(f"field {key!r} must be a list of integer positions, got {obj[key]!r:.60}")
+    if "n" in obj and (isinstance(obj["n"], bool) or not isinstance(obj["n"], int)):
+        raise bad(f"field 'n' is {type(obj['n']).__name__}, expected int")
+
+
 def _read_checkpoint(path: Path) -> tuple[dict[str, Any] | None, dict[str, dict[str, Any]]]:
     """Meta line and trial records of a checkpoint; a corrupt *last* line (a kill during
-    a write) is dropped with a warning and truncated away."""
-    if not path.exists():
+    a write) is dropped with a warning and truncated away. Lines that parse but lack a
+    field or have a wrong type are a :class:`CheckpointError` naming the line."""
+    if not os.path.lexists(path):
         return None, {}
-    raw = path.read_bytes()
+    raw = read_regular_file(path, max_bytes=MAX_CHECKPOINT_BYTES, what="checkpoint", error=CheckpointError)
     lines = raw.split(b"\n")
     meta: dict[str, Any] | None = None
     records: dict[str, dict[str, Any]] = {}
@@ -275,7 +397,7 @@ def _read_checkpoint(path: Path) -> tuple[dict[str, Any] | None, dict[str, dict[
             obj = json.loads(line)
             if not isinstance(obj, dict):
                 raise ValueError("not an object")
-        except ValueError as err:
+        except (ValueError, RecursionError) as err:  # UnicodeDecodeError is a ValueError
             rest = b"".join(lines[i + 1 :]).strip()
             if rest:
                 raise CheckpointError(
@@ -289,11 +411,62 @@ def _read_checkpoint(path: Path) -> tuple[dict[str, Any] | None, dict[str, dict[
             with path.open("r+b") as fh:
                 fh.truncate(start)
             break
-        if obj.get("type") == "meta":
+        kind = obj.get("type")
+        if kind == "meta":
             meta = obj
-        elif obj.get("type") == "trial":
-            records[str(obj["trial_id"])] = obj
+        elif kind == "trial":
+            _check_trial(obj, path, i + 1)
+            records[obj["trial_id"]] = obj
+        else:
+            raise CheckpointError(
+                f"checkpoint {str(path)!r} line {i + 1}: field 'type' is {kind!r:.40}, expected 'meta' or 'trial'; "
+                "is this a calibration checkpoint? Use another --checkpoint path"
+            )
     return meta, records
+
+
+class CheckpointLock:
+    """An exclusive, non-blocking ``fcntl`` lock on ``CHECKPOINT.lock``, released on
+    :meth:`release` (or when the process ends, even by SIGKILL: the kernel drops it).
+
+    Raises:
+        CheckpointError: Another process holds the lock (the message names its pid).
+    """
+
+    def __init__(self, checkpoint: Path) -> None:
+        self.path = checkpoint.with_name(checkpoint.name + ".lock")
+        self._fd: int | None = None
+
+    def acquire(self) -> CheckpointLock:
+        try:
+            import fcntl
+        except ImportError:  # pragma: no cover - Windows: no lock, say so once
+            logger.warning("no fcntl on this platform: checkpoint %s is not locked", self.path)
+            return self
+        try:
+            fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        except OSError as err:
+            raise CheckpointError(f"cannot create the lock file {str(self.path)!r}: {err.strerror or err}") from err
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError as err:
+            holder = os.pread(fd, 64, 0).decode("ascii", "replace").strip() or "unknown"
+            os.close(fd)
+            raise CheckpointError(
+                f"checkpoint {str(self.path)[: -len('.lock')]!r} is in use by another calibration "
+                f"(pid {holder}); wait for it to finish (then rerun to reuse its trials) or pass another --checkpoint"
+            ) from err
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, str(os.getpid()).encode(), 0)
+        self._fd = fd
+        return self
+
+    def release(self) -> None:
+        if self._fd is not None:
+            with contextlib.suppress(OSError):
+                os.ftruncate(self._fd, 0)
+            os.close(self._fd)  # closing drops the flock
+            self._fd = None
 
 
 class Calibrator:
@@ -304,13 +477,20 @@ class Calibrator:
         task: A :class:`~gold_panning_integrations.tasks.base.TaskBuilder`.
         n: Documents per prompt.
         grid: Grid size ``K`` or explicit positions.
-        trials: Trials per grid position.
+        trials: Trials per grid position (fixed layout; ignored with ``budget``).
+        budget: Total calls; each trial goes to the grid position whose TPR is least
+            certain (:func:`next_grid_index`). None: the fixed layout of ``trials``.
         seed: Seed of the plan (instances); keep it to resume a run.
         checkpoint: JSONL file recording each completed trial (None: no checkpoint).
+            It is locked (``CHECKPOINT.lock``) while the run lasts.
         concurrency: Simultaneous calls when the reader is asynchronous.
         progress: Called as ``progress(done, total)`` after each trial.
         model: Model name recorded in the profile.
         notes: Profile notes (the command line, data, ...).
+
+    A :class:`~gold_panning_integrations.errors.FatalReaderError` from the reader ends the
+    run at once (completed trials stay in the checkpoint); any other exception is a failed
+    trial.
     """
 
     def __init__(
@@ -321,6 +501,7 @@ class Calibrator:
         n: int = 20,
         grid: int | Sequence[int] = 11,
         trials: int = 50,
+        budget: int | None = None,
         seed: int = 0,
         checkpoint: str | os.PathLike[str] | None = None,
         concurrency: int = 1,
@@ -330,52 +511,94 @@ class Calibrator:
     ) -> None:
         if concurrency < 1:
             raise ValueError(f"concurrency must be >= 1, got {concurrency!r}")
+        if budget is not None and (isinstance(budget, bool) or not isinstance(budget, int) or budget < 1):
+            raise ValueError(f"budget must be a whole number of calls >= 1, got {budget!r}")
         self.reader = reader
         self.task = task
         self.n = n
         self.grid = grid
         self.trials = trials
+        self.budget = budget
         self.seed = seed
         self.checkpoint = Path(checkpoint) if checkpoint is not None else None
         self.concurrency = concurrency
         self.progress = progress
         self.model = model or getattr(reader, "model_name", None) or getattr(reader, "model", None) or "unknown"
         self.notes = notes
-        self.plan = calibration_plan(n, grid=grid, trials=trials, rng=seed)
+        self.grid_array = _grid(n, grid)
+        if budget is None:
+            self.plan = calibration_plan(n, grid=grid, trials=trials, rng=seed)
+            self.total = len(self.plan)
+        else:
+            self.plan = []
+            self.total = budget
+            gen = np.random.default_rng(seed)
+            # seeds[t, gi]: the instance of the t-th trial at grid index gi, whatever order
+            # the budget visits positions in (so a resumed run rebuilds the same instances).
+            self._seeds = gen.integers(0, 2**63 - 1, size=(budget, self.grid_array.size), dtype=np.int64)
         self._fh: Any = None
+        self._lock: CheckpointLock | None = None
 
     # -------------------------------------------------------------- checkpoint
     def _meta(self) -> dict[str, Any]:
-        return {
+        meta = {
             "type": "meta",
             "task": getattr(self.task, "name", type(self.task).__name__),
             "n": self.n,
-            "grid": _grid(self.n, self.grid).tolist(),
+            "grid": self.grid_array.tolist(),
             "trials": self.trials,
             "seed": self.seed,
             "model": str(self.model),
+            "layout": "fixed" if self.budget is None else "budget",
         }
+        if self.budget is not None:
+            meta["budget"] = self.budget
+        return meta
 
     def _open_checkpoint(self) -> dict[str, dict[str, Any]]:
         if self.checkpoint is None:
             return {}
-        meta, done = _read_checkpoint(self.checkpoint)
-        want = self._meta()
-        if meta is not None:
-            keys = ("task", "n", "grid", "seed", "model")
-            diff = [k for k in keys if meta.get(k) != want[k]]
-            if diff:
-                shown = ", ".join(f"{k}: {meta.get(k)!r} in the file vs {want[k]!r} now" for k in diff)
+        if self.checkpoint.is_dir():
+            raise CheckpointError(
+                f"checkpoint {str(self.checkpoint)!r} is a directory; pass a file path, "
+                f"e.g. --checkpoint {str(self.checkpoint / 'calibration.checkpoint.jsonl')!r}"
+            )
+        try:
+            self.checkpoint.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as err:
+            raise CheckpointError(
+                f"cannot create the folder of checkpoint {str(self.checkpoint)!r}: {err.strerror or err}"
+            ) from err
+        self._lock = CheckpointLock(self.checkpoint).acquire()
+        try:
+            meta, done = _read_checkpoint(self.checkpoint)
+            want = self._meta()
+            if meta is not None:
+                keys = ("task", "n", "grid", "seed", "model", "layout")
+                # files written before budgets existed have no "layout": they are fixed-layout
+                diff = [k for k in keys if meta.get(k, "fixed" if k == "layout" else None) != want[k]]
+                if diff:
+                    shown = ", ".join(f"{k}: {meta.get(k)!r} in the file vs {want[k]!r} now" for k in diff)
+                    raise CheckpointError(
+                        f"checkpoint {str(self.checkpoint)!r} belongs to another calibration ({shown}); "
+                        "use another --checkpoint path or delete the file"
+                    )
+            try:
+                self._fh = self.checkpoint.open("a", encoding="utf-8")
+            except OSError as err:
                 raise CheckpointError(
-                    f"checkpoint {str(self.checkpoint)!r} belongs to another calibration ({shown}); "
-                    "use another --checkpoint path or delete the file"
-                )
-        self.checkpoint.parent.mkdir(parents=True, exist_ok=True)
-        self._fh = self.checkpoint.open("a", encoding="utf-8")
-        if meta is None:
-            self._write(want)
-        valid = {t.trial_id for t in self.plan}
-        return {k: v for k, v in done.items() if k in valid}
+                    f"cannot write checkpoint {str(self.checkpoint)!r}: {err.strerror or err}"
+                ) from err
+            if meta is None:
+                self._write(want)
+        except BaseException:
+            self._close()
+            raise
+        if self.budget is None:
+            valid = {t.trial_id for t in self.plan}
+            return {k: v for k, v in done.items() if k in valid}
+        k = self.grid_array.size
+        return {key: v for key, v in done.items() if 0 <= v["grid_index"] < k and v["trial"] < self.budget}
 
     def _write(self, obj: Mapping[str, Any]) -> None:
         if self._fh is None:
@@ -388,6 +611,9 @@ class Calibrator:
         if self._fh is not None:
             self._fh.close()
             self._fh = None
+        if self._lock is not None:
+            self._lock.release()
+            self._lock = None
 
     # ------------------------------------------------------------------ trials
     def _instance(self, spec: TrialSpec) -> Any:
@@ -408,8 +634,56 @@ class Calibrator:
             "seconds": round(seconds, 4),
         }
 
+    def _budget_specs(self, done: Mapping[str, Mapping[str, Any]], count: int) -> list[TrialSpec]:
+        """The next ``count`` budgeted trials given the completed ones: each chosen by
+        :func:`next_grid_index`, earlier choices in the batch counted as pending trials
+        at their predicted rate."""
+        k = self.grid_array.size
+        tp = np.zeros(k)
+        m = np.zeros(k)
+        per_index = np.zeros(k, dtype=np.int64)
+        tried = np.zeros(k)
+        for rec in done.values():
+            gi = int(rec["grid_index"])
+            per_index[gi] = max(per_index[gi], int(rec["trial"]) + 1)
+            tried[gi] += 1
+            if rec.get("failed"):
+                continue
+            m[gi] += 1
+            tp[gi] += int(rec["position"]) in {int(c) for c in rec.get("cited", ())}
+        specs = []
+        for _ in range(count):
+            gi = next_grid_index(tp, m, attempts=tried)
+            t = int(per_index[gi])
+            specs.append(
+                TrialSpec(
+                    trial_id=f"p{gi:02d}-t{t:03d}",
+                    grid_index=gi,
+                    position=int(self.grid_array[gi]),
+                    trial=t,
+                    seed=int(self._seeds[t, gi]),
+                )
+            )
+            per_index[gi] += 1
+            tp[gi] += (tp[gi] + 0.5) / (m[gi] + 1.0)  # pending: its expected outcome
+            m[gi] += 1
+            tried[gi] += 1
+        return specs
+
+    def _todo_fixed(self, done: Mapping[str, Any], limit: int | None) -> list[TrialSpec]:
+        return [t for t in self.plan if t.trial_id not in done][: limit if limit is not None else None]
+
+    def _remaining(self, done: Mapping[str, Any], limit: int | None, ran: int) -> int:
+        left = self.total - len(done)
+        if limit is not None:
+            left = min(left, limit - ran)
+        return max(left, 0)
+
     def _finish(self, done: dict[str, dict[str, Any]], resumed: int, ran: int, t0: float) -> CalibrationResult:
-        records = [done[t.trial_id] for t in self.plan if t.trial_id in done]
+        if self.budget is None:
+            records = [done[t.trial_id] for t in self.plan if t.trial_id in done]
+        else:
+            records = sorted(done.values(), key=lambda r: (int(r["trial"]), int(r["grid_index"])))
         counts = count_outcomes(records, self.n, self.grid)
         profile = build_profile(
             records,
@@ -418,7 +692,12 @@ class Calibrator:
             model=str(self.model),
             task=getattr(self.task, "name", "unknown"),
             notes=self.notes,
-            extra={"seed": self.seed, "trials_planned": self.trials, "trials_completed": len(records)},
+            extra={
+                "seed": self.seed,
+                "trials_planned": self.trials if self.budget is None else None,
+                "budget": self.budget,
+                "trials_completed": len(records),
+            },
         )
         return CalibrationResult(
             records=records, profile=profile, resumed=resumed, ran=ran, seconds=time.perf_counter() - t0, counts=counts
@@ -428,6 +707,11 @@ class Calibrator:
         """Run every trial not yet in the checkpoint (at most ``limit`` of them).
 
         Uses the asynchronous path when the reader has ``aread`` and ``concurrency > 1``.
+
+        Raises:
+            CheckpointError: The checkpoint is a folder, unreadable, from another run,
+                has a malformed line, or is locked by another running calibration.
+            FatalReaderError: The reader failed permanently (completed trials are kept).
         """
         if self.concurrency > 1 and hasattr(self.reader, "aread"):
             return asyncio.run(self.arun(limit=limit))
@@ -436,15 +720,23 @@ class Calibrator:
         t0 = time.perf_counter()
         done = self._open_checkpoint()
         resumed = len(done)
-        todo = [t for t in self.plan if t.trial_id not in done][: limit if limit is not None else None]
-        total = len(self.plan)
         ran = 0
+        fixed = iter(self._todo_fixed(done, limit)) if self.budget is None else None
         try:
-            for spec in todo:
+            while True:
+                if fixed is not None:
+                    spec = next(fixed, None)
+                else:
+                    nxt = self._budget_specs(done, min(1, self._remaining(done, limit, ran)))
+                    spec = nxt[0] if nxt else None
+                if spec is None:
+                    break
                 inst = self._instance(spec)
                 s0 = time.perf_counter()
                 try:
                     reading = self.reader.read(inst.question, inst.documents)
+                except FatalReaderError:
+                    raise
                 except Exception as err:  # noqa: BLE001 - a reader must not end the run
                     logger.warning("trial %s: reader raised %s: %s", spec.trial_id, type(err).__name__, err)
                     reading = Reading.failure(f"{type(err).__name__}: {err}")
@@ -453,20 +745,19 @@ class Calibrator:
                 done[spec.trial_id] = rec
                 ran += 1
                 if self.progress:
-                    self.progress(len(done), total)
+                    self.progress(len(done), self.total)
         finally:
             self._close()
         return self._finish(done, resumed, ran, t0)
 
     async def arun(self, *, limit: int | None = None) -> CalibrationResult:
-        """Asynchronous :meth:`run`: up to ``concurrency`` ``aread`` calls at once."""
+        """Asynchronous :meth:`run`: up to ``concurrency`` ``aread`` calls at once (with a
+        budget, positions are chosen a batch of ``concurrency`` at a time)."""
         if not hasattr(self.reader, "aread"):
             raise TypeError("Calibrator.arun needs a reader with async aread(question, documents)")
         t0 = time.perf_counter()
         done = self._open_checkpoint()
         resumed = len(done)
-        todo = [t for t in self.plan if t.trial_id not in done][: limit if limit is not None else None]
-        total = len(self.plan)
         sem = asyncio.Semaphore(self.concurrency)
         ran = 0
 
@@ -477,6 +768,8 @@ class Calibrator:
                 s0 = time.perf_counter()
                 try:
                     reading = await self.reader.aread(inst.question, inst.documents)
+                except FatalReaderError:
+                    raise
                 except Exception as err:  # noqa: BLE001 - a reader must not end the run
                     logger.warning("trial %s: reader raised %s: %s", spec.trial_id, type(err).__name__, err)
                     reading = Reading.failure(f"{type(err).__name__}: {err}")
@@ -485,10 +778,29 @@ class Calibrator:
                 done[spec.trial_id] = rec
                 ran += 1
                 if self.progress:
-                    self.progress(len(done), total)
+                    self.progress(len(done), self.total)
 
         try:
-            await asyncio.gather(*(one(s) for s in todo))
+            if self.budget is None:
+                await _gather_or_cancel([one(s) for s in self._todo_fixed(done, limit)])
+            else:
+                while True:
+                    batch = self._budget_specs(done, min(self.concurrency, self._remaining(done, limit, ran)))
+                    if not batch:
+                        break
+                    await _gather_or_cancel([one(s) for s in batch])
         finally:
             self._close()
         return self._finish(done, resumed, ran, t0)
+
+
+async def _gather_or_cancel(coros: list[Any]) -> None:
+    """Run coroutines concurrently; on the first exception cancel the rest and re-raise."""
+    tasks = [asyncio.ensure_future(c) for c in coros]
+    try:
+        await asyncio.gather(*tasks)
+    except BaseException:
+        for t in tasks:
+            t.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        raise

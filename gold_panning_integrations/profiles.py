@@ -2,9 +2,21 @@
 
 A profile is a versioned JSON artifact::
 
-    {"schema_version": 1, "model": "...", "task": "...", "n_positions": 100,
+    {"schema_version": 2, "model": "...", "task": "...", "n_positions": 100,
      "tpr": [...], "fpr": [...], "grid_positions": [...], "trials": [...],
+     "counts": {"positions": [...], "gold_cited": [...], "gold_shown": [...],
+                "distractor_cited": [...], "distractor_shown": [...]},
      "created": "2026-11-21T00:00:00Z", "notes": "..."}
+
+Schema 2 added ``counts``: the evidence behind every measured rate (how often a gold
+document / a distractor was shown and cited at each measured position), so a later
+update (more calibration calls, learning from traces) can weigh old and new evidence.
+Schema 1 files still load (without counts, or with the counts calibration used to keep
+in ``extra["counts"]``, see :meth:`DetectorProfile.rate_counts`).
+
+Files are read defensively: only regular files (after resolving symlinks), at most
+:data:`MAX_PROFILE_BYTES`, valid UTF-8, JSON nested at most :data:`MAX_JSON_DEPTH`
+levels; every failure is a :class:`ProfileError` naming the file (and the field).
 
 Profiles are made by the calibration protocol (:mod:`gold_panning_integrations.calibration`)
 on a grid of positions and interpolated linearly; they are resampled by relative position
@@ -17,6 +29,9 @@ import json
 import logging
 import math
 import numbers
+import os
+import re
+import stat
 from datetime import datetime, timezone
 from importlib import resources
 from pathlib import Path
@@ -32,8 +47,10 @@ from .errors import ProfileError
 
 __all__ = [
     "GENERIC_PROFILE",
+    "MAX_PROFILE_BYTES",
     "SCHEMA_VERSION",
     "DetectorProfile",
+    "RateCounts",
     "bundled_profiles",
     "load_profile",
     "resolve_profile",
@@ -41,7 +58,13 @@ __all__ = [
 
 logger = logging.getLogger(__name__)
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
+"""Version written by this release; :data:`SUPPORTED_SCHEMA_VERSIONS` are read."""
+SUPPORTED_SCHEMA_VERSIONS = (1, 2)
+MAX_PROFILE_BYTES = 5 * 1024 * 1024
+"""Largest profile file read (a 1,000-position profile with counts is ~100 kB)."""
+MAX_JSON_DEPTH = 32
+"""Deepest JSON nesting accepted in a profile file (a real profile nests 3 levels)."""
 _BUNDLED_PACKAGE = "gold_panning_integrations._data.profiles"
 
 
@@ -56,6 +79,97 @@ def _check_rates(name: str, values: list[float]) -> list[float]:
     return [float(v) for v in values]
 
 
+def _strict_int(name: str, v: Any) -> Any:
+    """Reject bools (and non-integral floats) where an integer is expected."""
+    if isinstance(v, (bool, np.bool_)):
+        raise ValueError(f"{name} must be an integer, got the boolean {v!r}")
+    if isinstance(v, float) and not v.is_integer():
+        raise ValueError(f"{name} must be an integer, got {v!r}")
+    return v
+
+
+def _strict_int_list(name: str, v: Any) -> Any:
+    if v is None:
+        return v
+    if isinstance(v, np.ndarray):
+        v = v.tolist()
+    if not isinstance(v, (list, tuple)):
+        raise ValueError(f"{name} must be a list of integers, got {type(v).__name__}")
+    for i, x in enumerate(v):
+        _strict_int(f"{name}[{i}]", x)
+    return list(v)
+
+
+class RateCounts(BaseModel):
+    """The evidence behind a profile's measured rates, per measured position.
+
+    All lists have shape ``(P,)``. Counts may be fractional: learning from traces
+    (:mod:`gold_panning_integrations.traces`) adds expected counts under soft labels.
+    TPR at ``positions[i]`` is estimated from ``gold_cited[i] / gold_shown[i]`` and FPR from
+    ``distractor_cited[i] / distractor_shown[i]`` (Jeffreys-smoothed).
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    positions: list[int]
+    """0-based profile positions the counts belong to, strictly increasing."""
+    gold_cited: list[float]
+    """Times a relevant document shown at the position was cited."""
+    gold_shown: list[float]
+    """Times a relevant document was shown at the position."""
+    distractor_cited: list[float]
+    """Times an irrelevant document shown at the position was cited."""
+    distractor_shown: list[float]
+    """Times an irrelevant document was shown at the position."""
+
+    @field_validator("positions", mode="before")
+    @classmethod
+    def _positions(cls, v: Any) -> Any:
+        return _strict_int_list("counts.positions", v)
+
+    @field_validator("gold_cited", "gold_shown", "distractor_cited", "distractor_shown", mode="before")
+    @classmethod
+    def _counts(cls, v: Any, info: Any) -> Any:
+        name = f"counts.{info.field_name}"
+        if isinstance(v, np.ndarray):
+            v = v.tolist()
+        if not isinstance(v, (list, tuple)):
+            raise ValueError(f"{name} must be a list of numbers, got {type(v).__name__}")
+        for i, x in enumerate(v):
+            if not isinstance(x, numbers.Real) or isinstance(x, (bool, np.bool_)) or not math.isfinite(x):
+                raise ValueError(f"{name}[{i}] = {x!r} is not a finite number")
+            if x < 0:
+                raise ValueError(f"{name}[{i}] = {x!r} is negative")
+        return [float(x) for x in v]
+
+    @model_validator(mode="after")
+    def _shape(self) -> RateCounts:
+        p = len(self.positions)
+        for name in ("gold_cited", "gold_shown", "distractor_cited", "distractor_shown"):
+            if len(getattr(self, name)) != p:
+                raise ValueError(f"counts.{name} has {len(getattr(self, name))} values but counts.positions has {p}")
+        if any(b <= a for a, b in zip(self.positions, self.positions[1:])) or any(x < 0 for x in self.positions):
+            raise ValueError(f"counts.positions must be strictly increasing and >= 0, got {self.positions}")
+        for c, m in (("gold_cited", "gold_shown"), ("distractor_cited", "distractor_shown")):
+            for i, (x, n) in enumerate(zip(getattr(self, c), getattr(self, m))):
+                if x > n + 1e-9:
+                    raise ValueError(f"counts.{c}[{i}] = {x} exceeds counts.{m}[{i}] = {n}")
+        return self
+
+    def __init__(self, **data: Any) -> None:
+        try:
+            super().__init__(**data)
+        except ValidationError as err:
+            raise ProfileError(_describe(err)) from err
+
+    def arrays(self) -> dict[str, NDArray[np.float64]]:
+        """Every list as a float array of shape ``(P,)`` (``positions`` as intp)."""
+        out: dict[str, Any] = {"positions": np.asarray(self.positions, dtype=np.intp)}
+        for name in ("gold_cited", "gold_shown", "distractor_cited", "distractor_shown"):
+            out[name] = np.asarray(getattr(self, name), dtype=np.float64)
+        return out
+
+
 class DetectorProfile(BaseModel):
     """Calibrated true/false positive rate of each context position.
 
@@ -66,7 +180,7 @@ class DetectorProfile(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     schema_version: int = SCHEMA_VERSION
-    """Version of the JSON layout; only :data:`SCHEMA_VERSION` is understood."""
+    """Version of the JSON layout; :data:`SUPPORTED_SCHEMA_VERSIONS` are understood."""
     model: str = "unknown"
     """The model the profile was measured on (e.g. ``SmolLM2-135M-Instruct``)."""
     task: str = "unknown"
@@ -81,6 +195,8 @@ class DetectorProfile(BaseModel):
     """0-based positions that were measured (the rest were interpolated), if known."""
     trials: list[int] | None = None
     """Calibration trials per grid position, if known."""
+    counts: RateCounts | None = None
+    """The cited/shown counts behind the measured rates (schema 2), if known."""
     created: datetime = Field(default_factory=lambda: datetime.now(timezone.utc))
     """When the profile was made (UTC)."""
     notes: str = ""
@@ -91,12 +207,22 @@ class DetectorProfile(BaseModel):
     @field_validator("schema_version")
     @classmethod
     def _known_version(cls, v: int) -> int:
-        if v != SCHEMA_VERSION:
+        if v not in SUPPORTED_SCHEMA_VERSIONS:
             raise ValueError(
-                f"schema_version {v!r} is not supported (this release reads version "
-                f"{SCHEMA_VERSION}); upgrade gold-panning-integrations or recalibrate"
+                f"schema_version {v!r} is not supported (this release reads versions "
+                f"{', '.join(map(str, SUPPORTED_SCHEMA_VERSIONS))}); upgrade gold-panning-integrations or recalibrate"
             )
         return v
+
+    @field_validator("schema_version", "n_positions", mode="before")
+    @classmethod
+    def _no_bool_int(cls, v: Any, info: Any) -> Any:
+        return _strict_int(info.field_name, v)
+
+    @field_validator("grid_positions", "trials", mode="before")
+    @classmethod
+    def _no_bool_ints(cls, v: Any, info: Any) -> Any:
+        return _strict_int_list(info.field_name, v)
 
     @field_validator("tpr", "fpr", mode="before")
     @classmethod
@@ -125,7 +251,31 @@ class DetectorProfile(BaseModel):
                 raise ValueError(
                     f"trials has {len(self.trials)} values but grid_positions has {len(g)}"
                 )
+        if self.counts is not None and self.counts.positions and self.counts.positions[-1] >= self.n_positions:
+            raise ValueError(
+                f"counts.positions must lie within [0, {self.n_positions - 1}], got {self.counts.positions}"
+            )
         return self
+
+    def rate_counts(self) -> RateCounts | None:
+        """The counts behind the rates: the ``counts`` field, else (schema-1 files made by
+        ``gold-panning calibrate``) ``extra["counts"]`` on ``grid_positions``, else None."""
+        if self.counts is not None:
+            return self.counts
+        old = self.extra.get("counts") if isinstance(self.extra, dict) else None
+        if not isinstance(old, dict) or self.grid_positions is None:
+            return None
+        try:
+            return RateCounts(
+                positions=self.grid_positions,
+                gold_cited=old["tp"],
+                gold_shown=old["tp_trials"],
+                distractor_cited=old["fp"],
+                distractor_shown=old["fp_trials"],
+            )
+        except (KeyError, ValidationError) as err:
+            logger.debug("extra['counts'] of a schema-1 profile is unusable: %s", err)
+            return None
 
     # ------------------------------------------------------------------ views
     @property
@@ -158,6 +308,7 @@ class DetectorProfile(BaseModel):
         *,
         n_positions: int,
         trials: ArrayLike | None = None,
+        counts: RateCounts | None = None,
         **metadata: Any,
     ) -> DetectorProfile:
         """Build a full profile from rates measured on a grid (linear interpolation).
@@ -168,6 +319,7 @@ class DetectorProfile(BaseModel):
             fpr: FPR measured at each grid position, shape ``(K,)``.
             n_positions: Length of the full profile.
             trials: Trials per grid position, shape ``(K,)``.
+            counts: The cited/shown counts behind the rates.
             **metadata: ``model``, ``task``, ``notes``, ``extra``, ``created``.
         """
         g = np.asarray(grid_positions, dtype=np.intp)
@@ -183,6 +335,7 @@ class DetectorProfile(BaseModel):
                 "fpr": f.tolist(),
                 "grid_positions": g.tolist(),
                 "trials": None if trials is None else [int(x) for x in np.asarray(trials)],
+                "counts": counts,
                 **metadata,
             }
         )
@@ -218,6 +371,7 @@ class DetectorProfile(BaseModel):
                 "fpr": resample_curve(self.fpr, n_positions).tolist(),
                 "grid_positions": None,
                 "trials": None,
+                "counts": None,
                 "notes": (self.notes + f" [resampled from {self.n_positions} positions]").strip(),
             }
         )
@@ -231,13 +385,32 @@ class DetectorProfile(BaseModel):
         """Write the profile as JSON (atomically: a temp file, then rename)."""
         p = Path(path)
         tmp = p.with_name(p.name + ".tmp")
-        tmp.write_text(self.to_json() + "\n", encoding="utf-8")
-        tmp.replace(p)
+        try:
+            tmp.write_text(self.to_json() + "\n", encoding="utf-8")
+            tmp.replace(p)
+        except BaseException:
+            if tmp.exists():
+                tmp.unlink(missing_ok=True)
+            raise
         return p
 
     @classmethod
-    def from_json(cls, text: str, *, source: str = "<string>") -> DetectorProfile:
+    def from_json(cls, text: str | bytes, *, source: str = "<string>") -> DetectorProfile:
         """Parse a profile from JSON text; errors name the source, the field and the value."""
+        if isinstance(text, (bytes, bytearray)):
+            try:
+                text = bytes(text).decode("utf-8")
+            except UnicodeDecodeError as err:
+                raise ProfileError(
+                    f"{source} is not UTF-8 text (invalid byte at offset {err.start}); "
+                    "a profile is a JSON file written by `gold-panning calibrate`"
+                ) from err
+        depth = _json_depth(text)
+        if depth > MAX_JSON_DEPTH:
+            raise ProfileError(
+                f"{source} nests JSON {depth} levels deep (a profile needs 3, at most {MAX_JSON_DEPTH} "
+                "are read): not a detector profile"
+            )
         try:
             data = json.loads(text)
         except json.JSONDecodeError as err:
@@ -245,6 +418,8 @@ class DetectorProfile(BaseModel):
                 f"{source} is not valid JSON ({err.msg} at line {err.lineno}, column {err.colno}); "
                 "the file may be truncated: recalibrate or restore it"
             ) from err
+        except (RecursionError, ValueError) as err:  # ValueError: e.g. huge integer literals
+            raise ProfileError(f"{source} is not a readable JSON profile ({type(err).__name__}: {err})") from err
         if not isinstance(data, dict):
             raise ProfileError(f"{source} must hold a JSON object, got {type(data).__name__}")
         try:
@@ -254,13 +429,11 @@ class DetectorProfile(BaseModel):
 
     @classmethod
     def load(cls, path: str | Path) -> DetectorProfile:
-        """Load a profile from a JSON file."""
+        """Load a profile from a JSON file (a regular file of at most
+        :data:`MAX_PROFILE_BYTES`, after resolving symlinks)."""
         p = Path(path)
-        try:
-            text = p.read_text(encoding="utf-8")
-        except OSError as err:
-            raise ProfileError(f"cannot read profile file {str(p)!r}: {err.strerror or err}") from err
-        return cls.from_json(text, source=str(p))
+        raw = read_regular_file(p, max_bytes=MAX_PROFILE_BYTES, what="profile file", error=ProfileError)
+        return cls.from_json(raw, source=f"profile file {str(p)!r}")
 
     @classmethod
     def bundled(cls, name: str) -> DetectorProfile:
@@ -275,9 +448,93 @@ class DetectorProfile(BaseModel):
         return cls.from_json(text, source=f"bundled profile {name!r}")
 
 
+_JSON_STRING = re.compile(r'"(?:[^"\\]|\\.)*"')
+_BRACKETS = re.compile(r"[\[\]{}]")
+
+
+def _json_depth(text: str) -> int:
+    """Deepest bracket nesting of JSON text (brackets inside strings ignored); linear
+    time with no recursion, so 100,000 levels cost milliseconds."""
+    if text.count("[") + text.count("{") <= MAX_JSON_DEPTH:
+        return 0
+    brackets = "".join(_BRACKETS.findall(_JSON_STRING.sub('""', text)))
+    if not brackets:
+        return 0
+    steps = np.frombuffer(brackets.encode("ascii"), dtype=np.uint8)
+    delta = np.where((steps == ord("[")) | (steps == ord("{")), 1, -1)
+    return int(np.cumsum(delta).max())
+
+
+def read_regular_file(
+    path: str | os.PathLike[str],
+    *,
+    max_bytes: int,
+    what: str = "file",
+    error: type[Exception] = ProfileError,
+) -> bytes:
+    """Read a whole file defensively: a regular file only, at most ``max_bytes``.
+
+    Symlinks are resolved first; the file is opened non-blocking (a FIFO never hangs)
+    and checked with ``fstat`` on the open descriptor (no race between check and read);
+    at most ``max_bytes + 1`` bytes are ever read (``/dev/zero`` cannot exhaust memory).
+
+    Raises:
+        error: Missing, not a regular file, too large, or unreadable; the message names
+            the path and says what was found.
+    """
+    p = Path(path)
+    try:
+        real = p.resolve(strict=True)
+    except FileNotFoundError as err:
+        raise error(f"{what} {str(p)!r} does not exist") from err
+    except (OSError, RuntimeError) as err:  # RuntimeError: symlink loop on older Pythons
+        raise error(f"cannot resolve {what} {str(p)!r}: {getattr(err, 'strerror', None) or err}") from err
+    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0)
+    try:
+        fd = os.open(real, flags)
+    except OSError as err:
+        raise error(f"cannot read {what} {str(p)!r}: {err.strerror or err}") from err
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            kind = (
+                "a directory" if stat.S_ISDIR(st.st_mode)
+                else "a FIFO (named pipe)" if stat.S_ISFIFO(st.st_mode)
+                else "a device" if stat.S_ISCHR(st.st_mode) or stat.S_ISBLK(st.st_mode)
+                else "a socket" if stat.S_ISSOCK(st.st_mode)
+                else "not a regular file"
+            )
+            shown = f"{str(p)!r}" + (f" (-> {str(real)!r})" if real != p.absolute() else "")
+            raise error(f"{what} {shown} is {kind}; pass a regular JSON file")
+        if st.st_size > max_bytes:
+            raise error(f"{what} {str(p)!r} has {st.st_size} bytes, more than the {max_bytes} read; pass the right file")
+        chunks: list[bytes] = []
+        got = 0
+        while got <= max_bytes:
+            try:
+                b = os.read(fd, min(1 << 20, max_bytes + 1 - got))
+            except BlockingIOError as err:  # not expected for a regular file
+                raise error(f"{what} {str(p)!r} would block; pass a regular file") from err
+            if not b:
+                break
+            chunks.append(b)
+            got += len(b)
+        if got > max_bytes:
+            raise error(f"{what} {str(p)!r} grew past {max_bytes} bytes while being read")
+        return b"".join(chunks)
+    except OSError as err:
+        raise error(f"cannot read {what} {str(p)!r}: {err.strerror or err}") from err
+    finally:
+        os.close(fd)
+
+
 def _describe(err: ValidationError) -> str:
     parts = []
     for e in err.errors():
+        inner = (e.get("ctx") or {}).get("error")
+        if isinstance(inner, ProfileError):  # already described (pydantic calls our __init__)
+            parts.append(str(inner).removeprefix("invalid detector profile: "))
+            continue
         loc = ".".join(str(x) for x in e.get("loc", ())) or "profile"
         msg = e.get("msg", "invalid")
         msg = msg.removeprefix("Value error, ")
