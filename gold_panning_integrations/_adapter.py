@@ -95,7 +95,8 @@ def check_items(items: Any, expected: type | tuple[type, ...], *, source: str, w
         items: What ``source`` returned: must be a list/tuple (any iterable that is not a
             string, bytes or mapping) of ``expected``.
         expected: The class(es) each item must be.
-        source: Who produced ``items``, for the message (e.g. ``"the base retriever"``).
+        source: Who produced ``items``, as the message's start (e.g. ``"the base
+            retriever BM25 returned"``, ``"compress_documents was given"``).
         what: How to name the expected items (e.g. ``"langchain_core Document objects"``).
 
     Raises:
@@ -104,13 +105,13 @@ def check_items(items: Any, expected: type | tuple[type, ...], *, source: str, w
     """
     if items is None or isinstance(items, (str, bytes, Mapping)) or not isinstance(items, Iterable):
         raise InvalidInputError(
-            f"{source} returned {type(items).__name__} {_short(items)}; expected a list of {what}"
+            f"{source} {type(items).__name__} {_short(items)}; expected a list of {what}"
         )
     out = list(items)
     for i, item in enumerate(out):
         if not isinstance(item, expected):
             raise InvalidInputError(
-                f"{source} returned a {type(item).__name__} at index {i} ({_short(item)}); "
+                f"{source} a {type(item).__name__} at index {i} ({_short(item)}); "
                 f"expected a list of {what}"
             )
     return out

@@ -249,7 +249,10 @@ class GoldPanningRetriever(BaseRetriever, _LangChainPanning):
     # ------------------------------------------------------------ retrieval
     def _base_documents(self, docs: Any) -> list[Document]:
         return check_items(
-            docs, Document, source=f"the base retriever {type(self.base_retriever).__name__}", what=_DOCUMENTS
+            docs,
+            Document,
+            source=f"the base retriever {type(self.base_retriever).__name__} returned",
+            what=_DOCUMENTS,
         )
 
     def _get_relevant_documents(

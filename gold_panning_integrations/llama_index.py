@@ -139,7 +139,7 @@ class GoldPanningPostprocessor(BaseNodePostprocessor, PanningOptions):
         check_items(
             nodes,
             NodeWithScore,
-            source="the node postprocessor was given",
+            source="GoldPanningPostprocessor was given",
             what="llama_index NodeWithScore objects (NodeWithScore(node=TextNode(text=...)))",
         )
         dispatcher.event(
