@@ -104,15 +104,12 @@ def check_items(items: Any, expected: type | tuple[type, ...], *, source: str, w
             item is of the wrong type (the message gives its index and type).
     """
     if items is None or isinstance(items, (str, bytes, Mapping)) or not isinstance(items, Iterable):
-        raise InvalidInputError(
-            f"{source} {type(items).__name__} {_short(items)}; expected a list of {what}"
-        )
+        raise InvalidInputError(f"{source} {type(items).__name__} {_short(items)}; expected a list of {what}")
     out = list(items)
     for i, item in enumerate(out):
         if not isinstance(item, expected):
             raise InvalidInputError(
-                f"{source} a {type(item).__name__} at index {i} ({_short(item)}); "
-                f"expected a list of {what}"
+                f"{source} a {type(item).__name__} at index {i} ({_short(item)}); expected a list of {what}"
             )
     return out
 

@@ -275,3 +275,35 @@ def _custom_llm() -> Any:
             yield CompletionResponse(text='{"cited": [1]}', delta='{"cited": [1]}')
 
     return CitingLLM()
+
+
+@pytest.fixture
+def spans() -> Iterator[Any]:
+    from llama_index.core.instrumentation.span_handlers import SimpleSpanHandler
+
+    handler = SimpleSpanHandler()
+    root = get_dispatcher()
+    root.add_span_handler(handler)
+    try:
+        yield handler
+    finally:
+        root.span_handlers.remove(handler)
+
+
+def _span_names(handler: Any) -> list[str]:
+    return [s.id_.split("-")[0] for s in handler.completed_spans]
+
+
+def test_sync_postprocess_runs_in_a_span(spans: Any) -> None:
+    GoldPanningPostprocessor(reader=ScriptedReader(), top_n=1).postprocess_nodes(_nodes(3), query_str="q")
+    assert "GoldPanningPostprocessor._postprocess_nodes" in _span_names(spans)
+
+
+async def test_async_postprocess_runs_in_a_span(spans: Any, captured: Captured) -> None:
+    p = GoldPanningPostprocessor(reader=ScriptedReader(), top_n=1)
+    await p.apostprocess_nodes(_nodes(3, needle_at=0), query_str="q")
+    span = next(
+        s for s in spans.completed_spans if s.id_.startswith("GoldPanningPostprocessor._apostprocess_nodes")
+    )
+    # the rerank events are emitted inside that span
+    assert [e.span_id for e in _rerank_events(captured)] == [span.id_, span.id_]
