@@ -80,9 +80,9 @@ _RESULT_SINK = "_gold_panning_result_sink"
 _DOCUMENTS = "langchain_core Document objects (Document(page_content=..., metadata=...))"
 
 
-def _takes_config(method: Any) -> bool:
+def _takes(method: Any, name: str) -> bool:
     try:
-        return "config" in inspect.signature(method).parameters
+        return name in inspect.signature(method).parameters
     except (TypeError, ValueError):
         return False
 
@@ -91,21 +91,34 @@ class _ConfiguredReader:
     """Hands the run's child callbacks to a reader whose ``read``/``aread`` take
     ``config=`` (the LangChain chat-model reader), so model calls nest under the
     retriever (or the compressor caller's) run in traces. The round's ``labels`` are
-    passed on when the engine gives them; other attributes pass through."""
+    passed on when the engine gives them and the reader takes them (else dropped, with
+    one warning: the reader then shows labels 1..m); other attributes pass through."""
 
-    def __init__(self, reader: Any, config: RunnableConfig) -> None:
+    def __init__(self, reader: Any, config: RunnableConfig, *, method: str) -> None:
         self._reader = reader
         self._config = config
+        self._labels_ok = _takes(getattr(reader, method), "labels")
+        self._warned = False
+
+    def _extra(self, labels: Sequence[int] | None) -> dict[str, Any]:
+        if labels is None:
+            return {}
+        if self._labels_ok:
+            return {"labels": labels}
+        if not self._warned:
+            self._warned = True
+            logger.warning(
+                "%s takes no per-round labels: it shows documents as 1..m", type(self._reader).__name__
+            )
+        return {}
 
     def read(self, question: str, documents: Sequence[str], *, labels: Sequence[int] | None = None) -> Any:
-        extra = {} if labels is None else {"labels": labels}
-        return self._reader.read(question, documents, config=self._config, **extra)
+        return self._reader.read(question, documents, config=self._config, **self._extra(labels))
 
     async def aread(
         self, question: str, documents: Sequence[str], *, labels: Sequence[int] | None = None
     ) -> Any:
-        extra = {} if labels is None else {"labels": labels}
-        return await self._reader.aread(question, documents, config=self._config, **extra)
+        return await self._reader.aread(question, documents, config=self._config, **self._extra(labels))
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._reader, name)
@@ -113,9 +126,9 @@ class _ConfiguredReader:
 
 def _with_callbacks(reader: Any, callbacks: Any, *, method: str) -> Any:
     fn = getattr(reader, method, None)
-    if callbacks is None or fn is None or not _takes_config(fn):
+    if callbacks is None or fn is None or not _takes(fn, "config"):
         return reader
-    return _ConfiguredReader(reader, {"callbacks": callbacks})
+    return _ConfiguredReader(reader, {"callbacks": callbacks}, method=method)
 
 
 class PannedDocuments(NamedTuple):

@@ -361,3 +361,47 @@ def test_stopping_options_reach_the_panner() -> None:
     assert result.stop_reason == "threshold"
     with pytest.raises(ValueError, match="min_rounds"):
         _retriever(_docs(2), ScriptedReader(), min_rounds=0)
+
+
+# ------------------------------------------- callbacks wrapper and per-round labels
+class ConfigReader:
+    """A reader that takes ``config=`` (as the chat-model reader does) and records calls."""
+
+    def __init__(self) -> None:
+        self.calls: list[dict[str, Any]] = []
+
+    def read(self, question: str, documents: Any, *, config: Any = None, labels: Any = None) -> Any:
+        from gold_panning_integrations import Reading
+
+        self.calls.append({"config": config, "labels": labels})
+        return Reading(cited=())
+
+
+class ConfigReaderWithoutLabels:
+    def __init__(self) -> None:
+        self.calls = 0
+
+    def read(self, question: str, documents: Any, *, config: Any = None) -> Any:
+        from gold_panning_integrations import Reading
+
+        self.calls += 1
+        return Reading(cited=())
+
+
+def test_callbacks_wrapper_passes_config_and_labels() -> None:
+    from gold_panning_integrations.langchain import _with_callbacks
+
+    reader = ConfigReader()
+    _with_callbacks(reader, ["handler"], method="read").read("q", ["a", "b"], labels=[2, 1])
+    assert reader.calls == [{"config": {"callbacks": ["handler"]}, "labels": [2, 1]}]
+
+
+def test_callbacks_wrapper_drops_labels_a_reader_cannot_take(caplog: pytest.LogCaptureFixture) -> None:
+    from gold_panning_integrations.langchain import _with_callbacks
+
+    reader = ConfigReaderWithoutLabels()
+    wrapped = _with_callbacks(reader, ["handler"], method="read")
+    wrapped.read("q", ["a"], labels=[1])
+    wrapped.read("q", ["a"], labels=[1])
+    assert reader.calls == 2
+    assert caplog.text.count("takes no per-round labels") == 1
