@@ -427,7 +427,10 @@ class PanningOptions(BaseModel):
     def __repr__(self) -> str:
         """Short: the reader, the profile's model/task/shape, and options that differ
         from their defaults (not the profile's 2 x n_positions floats)."""
-        parts = {**self._repr_fields(), "profile": describe_profile(self.profile)}
+        profile = (
+            describe_profile(self.profile) if self.profile is not None else "None (resolved on first use)"
+        )
+        parts = {**self._repr_fields(), "profile": profile}
         for name in PanningOptions.model_fields:
             if name in ("profile", "on_result") or name in parts:
                 continue
