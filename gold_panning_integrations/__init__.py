@@ -1,7 +1,10 @@
 """Gold Panning for LangChain and LlamaIndex: position bias as a measuring instrument.
 
-The top-level package imports no framework: ``GoldPanningRetriever`` (LangChain) and
-``GoldPanningPostprocessor`` (LlamaIndex) are loaded on first access.
+The top-level package imports no framework: ``GoldPanningRetriever`` and
+``GoldPanningCompressor`` (LangChain, extra ``langchain``), ``GoldPanningPostprocessor``
+(LlamaIndex, extra ``llama-index``) and the framework readers are loaded on first access;
+without their framework that access raises :class:`MissingExtraError` with the exact
+``pip install`` line.
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ from .errors import (
     CitationParseError,
     FatalReaderError,
     GoldPanningError,
+    InvalidInputError,
     MissingExtraError,
     ProfileError,
     ReaderError,
@@ -32,17 +36,19 @@ __all__ = [
     "DetectorProfile",
     "FatalReaderError",
     "GoldPanner",
+    "GoldPanningCompressor",
     "GoldPanningError",
     "GoldPanningPostprocessor",
     "GoldPanningRetriever",
+    "InvalidInputError",
     "LlamaIndexLLMReader",
     "LocalReader",
     "MissingExtraError",
     "OpenAIReader",
     "PanningResult",
     "ProfileError",
-    "Reading",
     "ReaderError",
+    "Reading",
     "RoundTrace",
     "SimulatedReader",
     "TransientReaderError",
@@ -55,6 +61,7 @@ __all__ = [
 
 _LAZY = {
     "GoldPanningRetriever": ".langchain",
+    "GoldPanningCompressor": ".langchain",
     "GoldPanningPostprocessor": ".llama_index",
     "OpenAIReader": ".readers",
     "ChatModelReader": ".readers",
@@ -63,10 +70,27 @@ _LAZY = {
     "as_reader": ".readers",
 }
 
+# Names that need a framework: (top-level module it imports, PyPI package, extra).
+_NEEDS = {
+    "GoldPanningRetriever": ("langchain_core", "langchain-core", "langchain"),
+    "GoldPanningCompressor": ("langchain_core", "langchain-core", "langchain"),
+    "ChatModelReader": ("langchain_core", "langchain-core", "langchain"),
+    "GoldPanningPostprocessor": ("llama_index", "llama-index-core", "llama-index"),
+    "LlamaIndexLLMReader": ("llama_index", "llama-index-core", "llama-index"),
+}
+
 
 def __getattr__(name: str) -> Any:
     if name in _LAZY:
         from importlib import import_module
 
-        return getattr(import_module(_LAZY[name], __name__), name)
+        try:
+            return getattr(import_module(_LAZY[name], __name__), name)
+        except MissingExtraError:
+            raise
+        except ImportError as err:
+            need = _NEEDS.get(name)
+            if need is None or not (err.name or "").startswith(need[0]):
+                raise
+            raise MissingExtraError(need[1], need[2], name) from err
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -4,13 +4,18 @@ Both adapters do the same four things around the engine, and do them here:
 
 1. hold the panning options as validated pydantic fields (:class:`PanningOptions`, a
    mixin both adapters inherit, so every option is declared and documented once);
-2. turn the user's reader argument (a reader, a LangChain chat model, a LlamaIndex
-   LLM, or ``"local"``) into a reader, once, on first use;
+2. turn the user's reader argument (a reader, a LangChain chat model or any chat-model
+   Runnable, a LlamaIndex LLM, or ``"local"``) into a reader, once, on first use, and
+   resolve the detector profile once with the one profile rule
+   (:func:`~gold_panning_integrations.profiles.resolve_profile`);
 3. compute the retriever-informed prior from the base retriever's order or scores;
 4. run :class:`~gold_panning_integrations.engine.GoldPanner` and turn the
    :class:`~gold_panning_integrations.engine.PanningResult` into ``(input index,
-   posterior, 1-based rank)`` triples the adapters map onto their document types.
+   posterior, 1-based rank)`` triples the adapters map onto their document types, and
+   hand each result to the user's ``on_result`` hook.
 
+It also checks what the user and the base retriever pass in (``k``, the documents) and
+gives the adapters a short ``repr`` and a JSON-safe ``model_dump``.
 Nothing here imports LangChain or LlamaIndex.
 """
 
@@ -19,31 +24,38 @@ from __future__ import annotations
 import logging
 import math
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
 import numpy as np
 from numpy.typing import NDArray
-from pydantic import BaseModel, Field, PrivateAttr, field_validator
+from pydantic import BaseModel, Field, PrivateAttr, field_serializer, field_validator
 
 from .engine import GoldPanner, PanningResult
 from .engine.priors import rank_prior_probs, score_prior_probs
-from .profiles import DetectorProfile, load_profile
+from .errors import InvalidInputError
+from .profiles import DetectorProfile, load_profile, resolve_profile
 
 __all__ = [
     "PANNED_KEY",
     "POSTERIOR_KEY",
     "RANK_KEY",
+    "RELEVANCE_KEY",
     "PanningOptions",
     "Ranked",
     "RetrieverPrior",
+    "check_count",
+    "check_items",
     "describe",
+    "describe_object",
+    "describe_profile",
     "empty_result",
     "model_name",
     "prior_probs",
     "ranked",
+    "reader_repr",
     "resolve_reader",
 ]
 
@@ -57,22 +69,108 @@ RANK_KEY = "gold_panning_rank"
 """Metadata key of the 1-based rank after panning."""
 PANNED_KEY = "gold_panning_panned"
 """Metadata key: False when no evidence was used (the order is the prior's)."""
+RELEVANCE_KEY = "relevance_score"
+"""Metadata key LangChain rerankers (Cohere, FlashRank, LLMListwiseRerank) use for their
+score; here the posterior again, so code written for them reads ours unchanged."""
+
+
+def check_count(value: Any, *, name: str) -> int:
+    """``value`` as a positive ``int``, or :class:`InvalidInputError` naming ``name``.
+
+    Rejects bools (``True`` is not a count), floats (``1.5`` and also ``2.0``), strings
+    and numbers below 1.
+    """
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
+        raise InvalidInputError(
+            f"{name} must be a positive integer (an int >= 1: how many documents to return), "
+            f"got {value!r} ({type(value).__name__})"
+        )
+    return int(value)
+
+
+def check_items(items: Any, expected: type | tuple[type, ...], *, source: str, what: str) -> list[Any]:
+    """``items`` as a list whose every element is an instance of ``expected``.
+
+    Args:
+        items: What ``source`` returned: must be a list/tuple (any iterable that is not a
+            string, bytes or mapping) of ``expected``.
+        expected: The class(es) each item must be.
+        source: Who produced ``items``, as the message's start (e.g. ``"the base
+            retriever BM25 returned"``, ``"compress_documents was given"``).
+        what: How to name the expected items (e.g. ``"langchain_core Document objects"``).
+
+    Raises:
+        InvalidInputError: ``items`` is None, a string, a mapping or not iterable, or an
+            item is of the wrong type (the message gives its index and type).
+    """
+    if items is None or isinstance(items, (str, bytes, Mapping)) or not isinstance(items, Iterable):
+        raise InvalidInputError(f"{source} {type(items).__name__} {_short(items)}; expected a list of {what}")
+    out = list(items)
+    for i, item in enumerate(out):
+        if not isinstance(item, expected):
+            raise InvalidInputError(
+                f"{source} a {type(item).__name__} at index {i} ({_short(item)}); expected a list of {what}"
+            )
+    return out
+
+
+def _short(value: Any, limit: int = 60) -> str:
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def describe_profile(profile: DetectorProfile | None) -> str:
+    """Short text for a profile: model, task and number of positions (not 2n floats)."""
+    if profile is None:
+        return "None"
+    return (
+        f"DetectorProfile(model={profile.model!r}, task={profile.task!r}, n_positions={profile.n_positions})"
+    )
+
+
+def reader_repr(reader: Any) -> str:
+    """Short text for the user's reader argument: its class and model name."""
+    if isinstance(reader, str) or reader is None:
+        return repr(reader)
+    name = model_name(reader)
+    cls = type(reader).__name__
+    return cls if name == cls else f"{cls}({name!r})"
+
+
+def describe_object(obj: Any) -> dict[str, Any]:
+    """JSON-safe description of a user object (reader, base retriever): its class and,
+    when it has one, the model name. Used where the object itself cannot be serialised."""
+    if obj is None:
+        return {}
+    if isinstance(obj, str):
+        return {"name": obj}
+    out: dict[str, Any] = {"class": f"{type(obj).__module__}.{type(obj).__qualname__}"}
+    name = model_name(obj)
+    if name != type(obj).__name__:
+        out["model_name"] = name
+    return out
 
 
 def resolve_reader(obj: Any) -> Any:
     """Return a reader for ``obj``.
 
     An object with ``read`` or ``aread`` is used as it is; anything else (a LangChain
-    ``BaseChatModel``, a LlamaIndex ``LLM``, the string ``"local"``) is wrapped by
-    :func:`gold_panning_integrations.readers.as_reader`, imported here so that the
-    adapters import no reader backend until one is needed.
+    ``BaseChatModel`` or any chat-model Runnable: ``.bind(...)``, ``.with_retry()``,
+    ``.with_fallbacks([...])``, ``.configurable_fields(...)``; a LlamaIndex ``LLM``; the
+    string ``"local"``) goes to :func:`gold_panning_integrations.readers.as_reader`,
+    which decides, imported here so that the adapters import no reader backend until
+    one is needed. Nothing is rejected here before ``as_reader`` has seen it.
     """
     if obj is None:
         raise TypeError(
             "no reader given: pass a reader (an object with read/aread), a LangChain chat "
             "model, a LlamaIndex LLM, or 'local' for the embedded model"
         )
-    if not isinstance(obj, str) and (hasattr(obj, "read") or hasattr(obj, "aread")):
+    if (
+        not isinstance(obj, str)
+        and not _is_runnable(obj)
+        and (callable(getattr(obj, "read", None)) or callable(getattr(obj, "aread", None)))
+    ):
         return obj
     try:
         from .readers import as_reader
@@ -82,6 +180,17 @@ def resolve_reader(obj: Any) -> Any:
             "gold_panning_integrations.readers.as_reader is unavailable to wrap it"
         ) from err
     return as_reader(obj)
+
+
+def _is_runnable(obj: Any) -> bool:
+    """Whether ``obj`` is a LangChain Runnable (without importing LangChain: an instance
+    cannot exist before its module is loaded). Runnables forward unknown attributes to
+    what they wrap, so they always go to ``as_reader``, which knows how to unwrap them."""
+    import sys
+
+    mod = sys.modules.get("langchain_core.runnables.base")
+    klass = getattr(mod, "Runnable", None) if mod is not None else None
+    return isinstance(klass, type) and isinstance(obj, klass)
 
 
 def model_name(reader: Any) -> str:
@@ -202,10 +311,14 @@ class PanningOptions(BaseModel):
     """Panning options shared by :class:`GoldPanningRetriever` and
     :class:`GoldPanningPostprocessor` (a pydantic mixin; not used on its own)."""
 
-    profile: DetectorProfile = Field(default="lost-in-the-middle", validate_default=True)  # type: ignore[assignment]
+    profile: DetectorProfile | None = None
     """Detector profile of the reading model: a ``DetectorProfile``, a bundled profile
     name (see ``gold_panning_integrations.bundled_profiles()``), or a path to a profile
-    JSON file (e.g. from ``gold-panning calibrate``). Loaded and checked at construction."""
+    JSON file (e.g. from ``gold-panning calibrate``); loaded and checked at construction.
+    None (the default): the profile the reader names for itself (the embedded model
+    names ``smollm2-135m-kv``, measured for it), else the generic ``lost-in-the-middle``
+    profile with a one-time warning. Resolved once per instance, on first use; from then
+    on this field holds the profile in use."""
 
     rounds: int = Field(default=4, ge=1)
     """Maximum number of panning rounds (one model call each)."""
@@ -278,13 +391,20 @@ class PanningOptions(BaseModel):
     """Seed of the panner's random generator (the ``random`` policy and tie-breaking).
     The same seed gives the same placements on every call; None draws fresh entropy."""
 
+    on_result: Callable[[PanningResult], Any] | None = Field(default=None, exclude=True)
+    """Called with each :class:`~gold_panning_integrations.PanningResult` after panning
+    (not for an empty input, where nothing was panned), e.g. a trace writer that learns
+    the profile from use. Runs in the caller's thread; an exception it raises is logged
+    and the documents are returned all the same. Not serialised."""
+
     _reader_cache: Any = PrivateAttr(default=None)
     _reader_lock: Any = PrivateAttr(default_factory=threading.Lock)
+    _profile_resolved: bool = PrivateAttr(default=False)
 
     @field_validator("profile", mode="before")
     @classmethod
-    def _load_profile(cls, value: Any) -> DetectorProfile:
-        if isinstance(value, DetectorProfile):
+    def _load_profile(cls, value: Any) -> DetectorProfile | None:
+        if value is None or isinstance(value, DetectorProfile):
             return value
         if isinstance(value, (str, Path)):
             return load_profile(value)  # ProfileError (a ValueError) names the problem
@@ -293,7 +413,37 @@ class PanningOptions(BaseModel):
             f"profile JSON file, got {type(value).__name__}"
         )
 
+    @field_serializer("profile")
+    def _dump_profile(self, profile: DetectorProfile | None) -> dict[str, Any] | None:
+        # JSON-ready in both modes (the profile's ``created`` is a datetime), so a plain
+        # model_dump() goes through json.dumps too.
+        return None if profile is None else profile.model_dump(mode="json")
+
     # ----------------------------------------------------------------- helpers
+    def _repr_fields(self) -> dict[str, Any]:
+        """The adapter's own fields to show first in ``repr`` (overridden by each adapter)."""
+        return {}
+
+    def __repr__(self) -> str:
+        """Short: the reader, the profile's model/task/shape, and options that differ
+        from their defaults (not the profile's 2 x n_positions floats)."""
+        profile = (
+            describe_profile(self.profile) if self.profile is not None else "None (resolved on first use)"
+        )
+        parts = {**self._repr_fields(), "profile": profile}
+        for name in PanningOptions.model_fields:
+            if name in ("profile", "on_result") or name in parts:
+                continue
+            value = getattr(self, name)
+            if value != PanningOptions.model_fields[name].default:
+                parts[name] = repr(value)
+        if self.on_result is not None:
+            parts["on_result"] = getattr(self.on_result, "__qualname__", type(self.on_result).__name__)
+        return f"{type(self).__name__}(" + ", ".join(f"{k}={v}" for k, v in parts.items()) + ")"
+
+    def __str__(self) -> str:
+        return self.__repr__()
+
     def _reader_source(self) -> Any:
         """The user's reader argument (overridden by each adapter)."""
         raise NotImplementedError
@@ -305,6 +455,30 @@ class PanningOptions(BaseModel):
                 if self._reader_cache is None:
                     self._reader_cache = resolve_reader(self._reader_source())
         return self._reader_cache
+
+    def _get_profile(self) -> DetectorProfile:
+        """The profile in use, resolved once per instance by the one profile rule
+        (explicit, else the reader's ``recommended_profile``, else generic with a
+        one-time warning); stored in ``self.profile`` so every later query, and
+        :meth:`_panner`, uses the same one."""
+        if not self._profile_resolved:
+            reader = self._get_reader()
+            with self._reader_lock:
+                if not self._profile_resolved:
+                    self.profile = resolve_profile(self.profile, reader=reader)
+                    self._profile_resolved = True
+        return self.profile  # type: ignore[return-value]  # set just above
+
+    def _notify(self, result: PanningResult) -> None:
+        """Hand ``result`` to ``on_result``; its errors are logged, never raised."""
+        if self.on_result is None:
+            return
+        try:
+            self.on_result(result)
+        except Exception:
+            logger.exception(
+                "on_result callback %r raised; the panned documents are returned anyway", self.on_result
+            )
 
     def _panner(self, k: int, reader: Any = None) -> GoldPanner:
         """A fresh panner per query: no state is shared between concurrent queries."""
@@ -351,10 +525,13 @@ class PanningOptions(BaseModel):
         reader: Any = None,
     ) -> PanningResult:
         """Pan ``texts`` (in the base retriever's order) with the synchronous reader
-        (``reader`` overrides the resolved one for this call)."""
-        return self._panner(k, reader).run(
+        (``reader`` overrides the resolved one for this call), then call ``on_result``."""
+        self._get_profile()
+        result = self._panner(k, reader).run(
             question, list(texts), prior_probs=self._prior(len(texts), k, scores)
         )
+        self._notify(result)
+        return result
 
     async def _arun(
         self,
@@ -365,7 +542,10 @@ class PanningOptions(BaseModel):
         scores: Sequence[float | None] | None,
         reader: Any = None,
     ) -> PanningResult:
-        """Pan ``texts`` with the reader's ``aread`` (no threads)."""
-        return await self._panner(k, reader).arun(
+        """Pan ``texts`` with the reader's ``aread`` (no threads), then call ``on_result``."""
+        self._get_profile()
+        result = await self._panner(k, reader).arun(
             question, list(texts), prior_probs=self._prior(len(texts), k, scores)
         )
+        self._notify(result)
+        return result

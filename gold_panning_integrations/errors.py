@@ -8,15 +8,16 @@ extra) it derives from that too, so ``except ValueError`` keeps working.
 from __future__ import annotations
 
 __all__ = [
+    "AllRoundsFailedError",
+    "CheckpointError",
+    "CitationParseError",
+    "FatalReaderError",
     "GoldPanningError",
+    "InvalidInputError",
+    "MissingExtraError",
     "ProfileError",
     "ReaderError",
-    "CitationParseError",
     "TransientReaderError",
-    "FatalReaderError",
-    "AllRoundsFailedError",
-    "MissingExtraError",
-    "CheckpointError",
 ]
 
 
@@ -87,3 +88,9 @@ class MissingExtraError(GoldPanningError, ImportError):
 class CheckpointError(GoldPanningError, ValueError):
     """A checkpoint file cannot be used for this calibration run (wrong settings, corrupt
     lines, locked by another run); the message says which file and what to do."""
+
+
+class InvalidInputError(GoldPanningError, ValueError, TypeError):
+    """An argument or a base retriever's output is not what the API expects (``k=1.5``,
+    a retriever that returns strings or ``None``); the message says what was expected
+    and what came. Both a ``ValueError`` and a ``TypeError``, so either ``except`` works."""

@@ -1,4 +1,7 @@
-"""LangChain integration: :class:`GoldPanningRetriever`, a drop-in reranking retriever.
+"""LangChain integration: :class:`GoldPanningRetriever`, a drop-in reranking retriever,
+and :class:`GoldPanningCompressor`, the same reranker as a document compressor.
+
+Needs the ``langchain`` extra (``pip install "gold-panning-integrations[langchain]"``).
 
 Example::
 
@@ -9,10 +12,17 @@ Example::
     )
     docs = retriever.invoke("who got the first nobel prize in physics")
     docs[0].metadata["gold_panning_posterior"]   # probability the document is relevant
+    docs[0].metadata["relevance_score"]          # the same, under LangChain's reranker key
 
     docs, result = retriever.pan("who got the first nobel prize in physics")
     result.rounds          # per-round trace: shown order, citations, tokens, seconds
     result.summary()       # JSON-ready
+
+    # documents you already hold, or inside a compression pipeline:
+    from gold_panning_integrations.langchain import GoldPanningCompressor
+
+    compressor = GoldPanningCompressor(reader=chat_model, top_n=3)
+    best = compressor.compress_documents(docs, "who got the first nobel prize in physics")
 """
 
 from __future__ import annotations
@@ -22,47 +32,93 @@ import logging
 from collections.abc import Sequence
 from typing import Any, NamedTuple
 
-from langchain_core.callbacks import (
-    AsyncCallbackManagerForRetrieverRun,
-    CallbackManagerForRetrieverRun,
-)
-from langchain_core.documents import Document
-from langchain_core.retrievers import BaseRetriever
-from langchain_core.runnables import RunnableConfig
-from pydantic import ConfigDict, Field
+from .errors import MissingExtraError
 
-from ._adapter import PANNED_KEY, POSTERIOR_KEY, RANK_KEY, PanningOptions, describe, empty_result, ranked
+try:
+    from langchain_core.callbacks import (
+        AsyncCallbackManagerForRetrieverRun,
+        CallbackManagerForRetrieverRun,
+        Callbacks,
+    )
+    from langchain_core.documents import BaseDocumentCompressor, Document
+    from langchain_core.retrievers import BaseRetriever
+    from langchain_core.runnables import RunnableConfig
+except ImportError as err:  # only when langchain-core itself is missing
+    if not (err.name or "").startswith("langchain_core"):
+        raise
+    raise MissingExtraError(
+        "langchain-core",
+        "langchain",
+        "The LangChain integration (GoldPanningRetriever, GoldPanningCompressor)",
+    ) from err
+
+from pydantic import ConfigDict, field_serializer, field_validator
+
+from ._adapter import (
+    PANNED_KEY,
+    POSTERIOR_KEY,
+    RANK_KEY,
+    RELEVANCE_KEY,
+    PanningOptions,
+    check_count,
+    check_items,
+    describe,
+    describe_object,
+    empty_result,
+    ranked,
+    reader_repr,
+)
 from .engine import PanningResult
 
-__all__ = ["GoldPanningRetriever", "PannedDocuments"]
+__all__ = ["GoldPanningCompressor", "GoldPanningRetriever", "PannedDocuments"]
 
 logger = logging.getLogger(__name__)
 
 _RESULT_SINK = "_gold_panning_result_sink"
 """Private invoke keyword through which :meth:`GoldPanningRetriever.pan` gets the result."""
 
+_DOCUMENTS = "langchain_core Document objects (Document(page_content=..., metadata=...))"
 
-def _takes_config(method: Any) -> bool:
+
+def _takes(method: Any, name: str) -> bool:
     try:
-        return "config" in inspect.signature(method).parameters
+        return name in inspect.signature(method).parameters
     except (TypeError, ValueError):
         return False
 
 
 class _ConfiguredReader:
-    """Hands the retriever run's child callbacks to a reader whose ``read``/``aread``
-    take ``config=`` (the LangChain chat-model reader), so model calls nest under the
-    retriever run in traces. Other attributes pass through."""
+    """Hands the run's child callbacks to a reader whose ``read``/``aread`` take
+    ``config=`` (the LangChain chat-model reader), so model calls nest under the
+    retriever (or the compressor caller's) run in traces. The round's ``labels`` are
+    passed on when the engine gives them and the reader takes them (else dropped, with
+    one warning: the reader then shows labels 1..m); other attributes pass through."""
 
-    def __init__(self, reader: Any, config: RunnableConfig) -> None:
+    def __init__(self, reader: Any, config: RunnableConfig, *, method: str) -> None:
         self._reader = reader
         self._config = config
+        self._labels_ok = _takes(getattr(reader, method), "labels")
+        self._warned = False
 
-    def read(self, question: str, documents: Sequence[str]) -> Any:
-        return self._reader.read(question, documents, config=self._config)
+    def _extra(self, labels: Sequence[int] | None) -> dict[str, Any]:
+        if labels is None:
+            return {}
+        if self._labels_ok:
+            return {"labels": labels}
+        if not self._warned:
+            self._warned = True
+            logger.warning(
+                "%s takes no per-round labels: it shows documents as 1..m", type(self._reader).__name__
+            )
+        return {}
 
-    async def aread(self, question: str, documents: Sequence[str]) -> Any:
-        return await self._reader.aread(question, documents, config=self._config)
+    def read(self, question: str, documents: Sequence[str], *, labels: Sequence[int] | None = None) -> Any:
+        return self._reader.read(question, documents, config=self._config, **self._extra(labels))
+
+    async def aread(
+        self, question: str, documents: Sequence[str], *, labels: Sequence[int] | None = None
+    ) -> Any:
+        return await self._reader.aread(question, documents, config=self._config, **self._extra(labels))
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._reader, name)
@@ -70,56 +126,33 @@ class _ConfiguredReader:
 
 def _with_callbacks(reader: Any, callbacks: Any, *, method: str) -> Any:
     fn = getattr(reader, method, None)
-    return (
-        _ConfiguredReader(reader, {"callbacks": callbacks})
-        if fn is not None and _takes_config(fn)
-        else reader
-    )
+    if callbacks is None or fn is None or not _takes(fn, "config"):
+        return reader
+    return _ConfiguredReader(reader, {"callbacks": callbacks}, method=method)
 
 
 class PannedDocuments(NamedTuple):
-    """What :meth:`GoldPanningRetriever.pan` returns."""
+    """What :meth:`GoldPanningRetriever.pan` and :meth:`GoldPanningCompressor.pan` return."""
 
     documents: list[Document]
-    """The top-k documents, as ``invoke`` returns them."""
+    """The top documents, as ``invoke`` / ``compress_documents`` return them."""
     result: PanningResult
-    """The full panning result: posteriors of every base document, per-round trace."""
+    """The full panning result: posteriors of every input document, per-round trace."""
 
 
-class GoldPanningRetriever(BaseRetriever, PanningOptions):
-    """Rerank a base retriever's documents by Gold Panning with an LLM reader.
-
-    The base retriever's documents are shown to the reader over a few rounds, each time
-    in a new order chosen so that the likeliest documents sit where the model's citation
-    is most informative (its detector profile); citations update a posterior
-    probability of relevance per document. ``invoke`` returns the top ``k`` documents
-    (copies, original metadata kept) with ``gold_panning_posterior`` (float),
-    ``gold_panning_rank`` (1-based) and ``gold_panning_panned`` (False when no evidence
-    was used) added to their metadata.
-
-    The full :class:`~gold_panning_integrations.PanningResult` (posteriors of every base
-    document, per-round trace, token counts, stop reason) is returned by :meth:`pan` /
-    :meth:`apan`; a one-line summary is also sent to callback handlers as text
-    (``on_text``) of the retriever run. The base retriever runs, and the chat model's
-    calls when the reader is a LangChain chat model, nest under this retriever's run.
-
-    ``k`` can be set in the constructor or per call: ``invoke(query, k=2)``.
-    """
+class _LangChainPanning(PanningOptions):
+    """What the retriever and the compressor share: the reader field, the score prior
+    from metadata, panning a list of Documents (sync and async, with callbacks handed to
+    the chat model) and the mapping back to Documents. Not used on its own."""
 
     model_config = ConfigDict(arbitrary_types_allowed=True)
 
-    base_retriever: BaseRetriever
-    """The retriever whose documents are reranked, called with child callbacks; its
-    order (and, with ``retriever_prior='score'``, scores) informs the prior."""
-
     reader: Any
     """Who reads the prompts: a reader (``read``/``aread`` returning a ``Reading``), a
-    LangChain ``BaseChatModel``, a LlamaIndex ``LLM``, or ``"local"`` for the embedded
-    model. Non-readers are wrapped by ``gold_panning_integrations.readers.as_reader``
-    on first use."""
-
-    k: int = Field(default=4, ge=1)
-    """Number of documents to return (override per call with ``invoke(query, k=...)``)."""
+    LangChain chat model or chat-model Runnable (``.bind(...)``, ``.with_retry()``,
+    ``.with_fallbacks(...)``, ``.configurable_fields(...)``), a LlamaIndex ``LLM``, or
+    ``"local"`` for the embedded model. Non-readers are wrapped by
+    ``gold_panning_integrations.readers.as_reader`` on first use."""
 
     score_key: str = "score"
     """Metadata key holding the base retriever's score, used by ``retriever_prior='score'``."""
@@ -127,13 +160,12 @@ class GoldPanningRetriever(BaseRetriever, PanningOptions):
     def _reader_source(self) -> Any:
         return self.reader
 
-    # ---------------------------------------------------------------- mapping
-    def _k(self, k: int | None) -> int:
-        kk = self.k if k is None else k
-        if isinstance(kk, bool) or not isinstance(kk, int) or kk < 1:
-            raise ValueError(f"k must be a positive integer, got {kk!r}")
-        return kk
+    @field_serializer("reader")
+    def _dump_reader(self, reader: Any) -> Any:
+        # A reader or chat model holds clients and locks: dump what identifies it.
+        return describe_object(reader)
 
+    # ---------------------------------------------------------------- mapping
     def _scores(self, docs: Sequence[Document]) -> list[float | None] | None:
         if self.retriever_prior != "score":
             return None
@@ -144,16 +176,98 @@ class GoldPanningRetriever(BaseRetriever, PanningOptions):
         out = []
         for r in ranked(result):
             src = docs[r.index]
-            meta = {**src.metadata, POSTERIOR_KEY: r.posterior, RANK_KEY: r.rank, PANNED_KEY: result.panned}
+            meta = {
+                **src.metadata,
+                POSTERIOR_KEY: r.posterior,
+                RANK_KEY: r.rank,
+                PANNED_KEY: result.panned,
+                RELEVANCE_KEY: r.posterior,
+            }
             out.append(src.model_copy(update={"metadata": meta}))
         return out
 
-    @staticmethod
-    def _split_kwargs(kwargs: dict[str, Any]) -> tuple[list[PanningResult] | None, dict[str, Any]]:
-        sink = kwargs.pop(_RESULT_SINK, None)
-        return sink, kwargs
+    # ---------------------------------------------------------------- panning
+    def _pan_documents(
+        self, query: str, docs: Sequence[Document], *, k: int, callbacks: Callbacks = None
+    ) -> PanningResult:
+        """Pan ``docs`` (checked to be Documents) for ``query``; model calls report to
+        ``callbacks`` when the reader is a LangChain chat model."""
+        if not docs:
+            return empty_result(self.policy)
+        reader = _with_callbacks(self._get_reader(), callbacks, method="read")
+        return self._run(query, [d.page_content for d in docs], k=k, scores=self._scores(docs), reader=reader)
+
+    async def _apan_documents(
+        self, query: str, docs: Sequence[Document], *, k: int, callbacks: Callbacks = None
+    ) -> PanningResult:
+        """Asynchronous :meth:`_pan_documents` (the reader's ``aread``)."""
+        if not docs:
+            return empty_result(self.policy)
+        reader = _with_callbacks(self._get_reader(), callbacks, method="aread")
+        return await self._arun(
+            query, [d.page_content for d in docs], k=k, scores=self._scores(docs), reader=reader
+        )
+
+
+class GoldPanningRetriever(BaseRetriever, _LangChainPanning):
+    """Rerank a base retriever's documents by Gold Panning with an LLM reader.
+
+    The base retriever's documents are shown to the reader over a few rounds, each time
+    in a new order chosen so that the likeliest documents sit where the model's citation
+    is most informative (its detector profile); citations update a posterior
+    probability of relevance per document. ``invoke`` returns the top ``k`` documents
+    (copies, original metadata kept) with ``gold_panning_posterior`` (float),
+    ``relevance_score`` (the same float, the key LangChain rerankers use),
+    ``gold_panning_rank`` (1-based) and ``gold_panning_panned`` (False when no evidence
+    was used) added to their metadata.
+
+    The full :class:`~gold_panning_integrations.PanningResult` (posteriors of every base
+    document, per-round trace, token counts, stop reason) is returned by :meth:`pan` /
+    :meth:`apan` and handed to ``on_result``; a one-line summary is also sent to
+    callback handlers as text (``on_text``) of the retriever run. The base retriever
+    runs, and the chat model's calls when the reader is a LangChain chat model, nest
+    under this retriever's run.
+
+    ``k`` can be set in the constructor or per call: ``invoke(query, k=2)``. To rerank
+    documents you already hold, or inside a compression pipeline, use
+    :class:`GoldPanningCompressor`.
+    """
+
+    model_config = ConfigDict(arbitrary_types_allowed=True)
+
+    base_retriever: BaseRetriever
+    """The retriever whose documents are reranked, called with child callbacks; its
+    order (and, with ``retriever_prior='score'``, scores) informs the prior."""
+
+    k: int = 4
+    """Number of documents to return, a positive int (override per call with
+    ``invoke(query, k=...)``)."""
+
+    @field_validator("k", mode="before")
+    @classmethod
+    def _check_k(cls, value: Any) -> int:
+        return check_count(value, name="k")
+
+    @field_serializer("base_retriever")
+    def _dump_base(self, base: BaseRetriever) -> Any:
+        return describe_object(base)
+
+    def _repr_fields(self) -> dict[str, Any]:
+        return {
+            "base_retriever": type(self.base_retriever).__name__,
+            "reader": reader_repr(self.reader),
+            "k": repr(self.k),
+        }
 
     # ------------------------------------------------------------ retrieval
+    def _base_documents(self, docs: Any) -> list[Document]:
+        return check_items(
+            docs,
+            Document,
+            source=f"the base retriever {type(self.base_retriever).__name__} returned",
+            what=_DOCUMENTS,
+        )
+
     def _get_relevant_documents(
         self,
         query: str,
@@ -166,18 +280,14 @@ class GoldPanningRetriever(BaseRetriever, PanningOptions):
 
         Extra keyword arguments are passed to the base retriever.
         """
-        kk = self._k(k)
-        sink, kwargs = self._split_kwargs(kwargs)
-        docs = self.base_retriever.invoke(query, config={"callbacks": run_manager.get_child()}, **kwargs)
-        if not docs:
-            if sink is not None:
-                sink.append(empty_result(self.policy))
-            return []
-        reader = _with_callbacks(self._get_reader(), run_manager.get_child(), method="read")
-        result = self._run(
-            query, [d.page_content for d in docs], k=kk, scores=self._scores(docs), reader=reader
+        kk = check_count(self.k if k is None else k, name="k")
+        sink = kwargs.pop(_RESULT_SINK, None)
+        docs = self._base_documents(
+            self.base_retriever.invoke(query, config={"callbacks": run_manager.get_child()}, **kwargs)
         )
-        run_manager.on_text(describe(result))
+        result = self._pan_documents(query, docs, k=kk, callbacks=run_manager.get_child())
+        if docs:
+            run_manager.on_text(describe(result))
         if sink is not None:
             sink.append(result)
         return self._to_documents(docs, result)
@@ -191,20 +301,14 @@ class GoldPanningRetriever(BaseRetriever, PanningOptions):
         **kwargs: Any,
     ) -> list[Document]:
         """Asynchronous retrieval: ``ainvoke`` on the base retriever, ``aread`` on the reader."""
-        kk = self._k(k)
-        sink, kwargs = self._split_kwargs(kwargs)
-        docs = await self.base_retriever.ainvoke(
-            query, config={"callbacks": run_manager.get_child()}, **kwargs
+        kk = check_count(self.k if k is None else k, name="k")
+        sink = kwargs.pop(_RESULT_SINK, None)
+        docs = self._base_documents(
+            await self.base_retriever.ainvoke(query, config={"callbacks": run_manager.get_child()}, **kwargs)
         )
-        if not docs:
-            if sink is not None:
-                sink.append(empty_result(self.policy))
-            return []
-        reader = _with_callbacks(self._get_reader(), run_manager.get_child(), method="aread")
-        result = await self._arun(
-            query, [d.page_content for d in docs], k=kk, scores=self._scores(docs), reader=reader
-        )
-        await run_manager.on_text(describe(result))
+        result = await self._apan_documents(query, docs, k=kk, callbacks=run_manager.get_child())
+        if docs:
+            await run_manager.on_text(describe(result))
         if sink is not None:
             sink.append(result)
         return self._to_documents(docs, result)
@@ -231,3 +335,79 @@ class GoldPanningRetriever(BaseRetriever, PanningOptions):
         sink: list[PanningResult] = []
         docs = await self.ainvoke(query, config, k=k, **{_RESULT_SINK: sink}, **kwargs)
         return PannedDocuments(docs, sink[0])
+
+
+class GoldPanningCompressor(BaseDocumentCompressor, _LangChainPanning):
+    """Gold Panning as a LangChain document compressor (reranker).
+
+    Reranks documents you already hold, or sits in a ``ContextualCompressionRetriever``
+    / ``DocumentCompressorPipeline`` like LangChain's other rerankers (FlashRank, Cohere,
+    ``LLMListwiseRerank``). ``compress_documents(documents, query)`` returns the top
+    ``top_n`` documents, best first, as copies with ``relevance_score`` (the posterior),
+    ``gold_panning_posterior``, ``gold_panning_rank`` and ``gold_panning_panned`` added
+    to their metadata; the input order is the base order the prior is built from.
+
+    Same options, same code and same results as :class:`GoldPanningRetriever` on the
+    same documents; :meth:`pan` / :meth:`apan` also return the full
+    :class:`~gold_panning_integrations.PanningResult`.
+    """
+
+    model_config = ConfigDict(arbitrary_types_allowed=True)
+
+    top_n: int = 4
+    """Number of documents to return (a positive int)."""
+
+    @field_validator("top_n", mode="before")
+    @classmethod
+    def _check_top_n(cls, value: Any) -> int:
+        return check_count(value, name="top_n")
+
+    def _repr_fields(self) -> dict[str, Any]:
+        return {"reader": reader_repr(self.reader), "top_n": repr(self.top_n)}
+
+    def _documents(self, documents: Any) -> list[Document]:
+        return check_items(documents, Document, source="compress_documents was given", what=_DOCUMENTS)
+
+    def pan(
+        self,
+        documents: Sequence[Document],
+        query: str,
+        *,
+        top_n: int | None = None,
+        callbacks: Callbacks = None,
+    ) -> PannedDocuments:
+        """Pan ``documents`` for ``query``: the top documents and the full result.
+
+        ``result.posteriors`` / ``result.ranking`` index ``documents`` in the given
+        order. No documents: an empty result (``stop_reason="no-documents"``), no call.
+        """
+        n = check_count(self.top_n if top_n is None else top_n, name="top_n")
+        docs = self._documents(documents)
+        result = self._pan_documents(query, docs, k=n, callbacks=callbacks)
+        return PannedDocuments(self._to_documents(docs, result), result)
+
+    async def apan(
+        self,
+        documents: Sequence[Document],
+        query: str,
+        *,
+        top_n: int | None = None,
+        callbacks: Callbacks = None,
+    ) -> PannedDocuments:
+        """Asynchronous :meth:`pan` (the reader's ``aread``)."""
+        n = check_count(self.top_n if top_n is None else top_n, name="top_n")
+        docs = self._documents(documents)
+        result = await self._apan_documents(query, docs, k=n, callbacks=callbacks)
+        return PannedDocuments(self._to_documents(docs, result), result)
+
+    def compress_documents(
+        self, documents: Sequence[Document], query: str, callbacks: Callbacks | None = None
+    ) -> Sequence[Document]:
+        """The top ``top_n`` of ``documents`` for ``query``, best first."""
+        return self.pan(documents, query, callbacks=callbacks).documents
+
+    async def acompress_documents(
+        self, documents: Sequence[Document], query: str, callbacks: Callbacks | None = None
+    ) -> Sequence[Document]:
+        """Asynchronous :meth:`compress_documents` (awaits the reader's ``aread``)."""
+        return (await self.apan(documents, query, callbacks=callbacks)).documents

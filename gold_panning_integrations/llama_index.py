@@ -10,6 +10,8 @@ Example::
 
     nodes, result = panning.pan(retrieved_nodes, "who got the first nobel prize in physics")
     result.rounds          # per-round trace
+
+Needs the ``llama-index`` extra (``pip install "gold-panning-integrations[llama-index]"``).
 """
 
 from __future__ import annotations
@@ -18,15 +20,32 @@ import logging
 from collections.abc import Sequence
 from typing import Any, NamedTuple
 
-from llama_index.core.bridge.pydantic import ConfigDict, Field, model_validator
-from llama_index.core.callbacks import CBEventType, EventPayload
-from llama_index.core.instrumentation import get_dispatcher
-from llama_index.core.instrumentation.events.rerank import ReRankEndEvent, ReRankStartEvent
-from llama_index.core.llms import LLM
-from llama_index.core.postprocessor.types import BaseNodePostprocessor
-from llama_index.core.schema import MetadataMode, NodeWithScore, QueryBundle
+from .errors import MissingExtraError
 
-from ._adapter import PanningOptions, empty_result, model_name, ranked
+try:
+    from llama_index.core.bridge.pydantic import ConfigDict, Field, field_validator, model_validator
+    from llama_index.core.callbacks import CBEventType, EventPayload
+    from llama_index.core.instrumentation import get_dispatcher
+    from llama_index.core.instrumentation.events.rerank import ReRankEndEvent, ReRankStartEvent
+    from llama_index.core.llms import LLM
+    from llama_index.core.postprocessor.types import BaseNodePostprocessor
+    from llama_index.core.schema import MetadataMode, NodeWithScore, QueryBundle
+except ImportError as err:  # only when llama-index-core itself is missing
+    if not (err.name or "").startswith("llama_index"):
+        raise
+    raise MissingExtraError(
+        "llama-index-core", "llama-index", "The LlamaIndex integration (GoldPanningPostprocessor)"
+    ) from err
+
+from ._adapter import (
+    PanningOptions,
+    check_count,
+    check_items,
+    empty_result,
+    model_name,
+    ranked,
+    reader_repr,
+)
 from .engine import PanningResult
 
 __all__ = ["GoldPanningPostprocessor", "PannedNodes"]
@@ -71,13 +90,18 @@ class GoldPanningPostprocessor(BaseNodePostprocessor, PanningOptions):
     """Alternative to ``llm``: a reader (``read``/``aread`` returning a ``Reading``), a
     LangChain chat model, or ``"local"`` for the embedded model."""
 
-    top_n: int = Field(default=4, ge=1, description="Number of nodes to return.")
-    """Number of nodes to return."""
+    top_n: int = Field(default=4, description="Number of nodes to return.")
+    """Number of nodes to return (a positive int)."""
 
     metadata_mode: MetadataMode = Field(
         default=MetadataMode.LLM, description="Which node metadata the reader sees."
     )
     """Which node metadata goes into the text the reader sees (as for the response LLM)."""
+
+    @field_validator("top_n", mode="before")
+    @classmethod
+    def _check_top_n(cls, value: Any) -> int:
+        return check_count(value, name="top_n")
 
     @model_validator(mode="after")
     def _one_model(self) -> GoldPanningPostprocessor:
@@ -97,6 +121,9 @@ class GoldPanningPostprocessor(BaseNodePostprocessor, PanningOptions):
     def _reader_source(self) -> Any:
         return self.llm if self.llm is not None else self.reader
 
+    def _repr_fields(self) -> dict[str, Any]:
+        return {"reader": reader_repr(self._reader_source()), "top_n": repr(self.top_n)}
+
     # ---------------------------------------------------------------- helpers
     def _prepare(
         self, nodes: Sequence[NodeWithScore], query_bundle: QueryBundle | str | None, top_n: int | None
@@ -108,9 +135,13 @@ class GoldPanningPostprocessor(BaseNodePostprocessor, PanningOptions):
             )
         if isinstance(query_bundle, str):
             query_bundle = QueryBundle(query_bundle)
-        n = self.top_n if top_n is None else top_n
-        if isinstance(n, bool) or not isinstance(n, int) or n < 1:
-            raise ValueError(f"top_n must be a positive integer, got {n!r}")
+        n = check_count(self.top_n if top_n is None else top_n, name="top_n")
+        check_items(
+            nodes,
+            NodeWithScore,
+            source="GoldPanningPostprocessor was given",
+            what="llama_index NodeWithScore objects (NodeWithScore(node=TextNode(text=...)))",
+        )
         dispatcher.event(
             ReRankStartEvent(
                 query=query_bundle,
@@ -195,6 +226,7 @@ class GoldPanningPostprocessor(BaseNodePostprocessor, PanningOptions):
     ) -> list[NodeWithScore]:
         return self.pan(nodes, query_bundle).nodes
 
+    @dispatcher.span
     async def _apostprocess_nodes(
         self,
         nodes: list[NodeWithScore],

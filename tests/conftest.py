@@ -1,4 +1,5 @@
-"""Shared fixtures: the loopback OpenAI-compatible server and readers scripted against it."""
+"""Shared fixtures: the loopback OpenAI-compatible server, readers scripted against it,
+and the integration test doubles of tests/doubles.py."""
 
 from __future__ import annotations
 
@@ -65,3 +66,32 @@ def scripted_reader(openai_server: FakeOpenAIServer) -> Callable[..., Any]:
         return OpenAIReader(**kwargs)
 
     return make
+
+
+# ------------------------------------------------------- integration test doubles
+# The classes live in tests/doubles.py (one definition each); these fixtures hand
+# out fresh instances.
+
+
+@pytest.fixture
+def list_retriever() -> Callable[..., Any]:
+    """Factory: ``list_retriever(docs) -> ListRetriever`` (LangChain, returns ``docs`` in order)."""
+    from doubles import ListRetriever
+
+    return lambda docs: ListRetriever(docs=list(docs))
+
+
+@pytest.fixture
+def needle_reader() -> Any:
+    """A fresh :class:`doubles.ScriptedReader`: cites the documents that contain "needle"."""
+    from doubles import ScriptedReader
+
+    return ScriptedReader()
+
+
+@pytest.fixture
+def generic_warning_reset(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Re-arm the one-time "using the generic profile" warning for this test."""
+    from gold_panning_integrations import profiles
+
+    monkeypatch.setattr(profiles, "_warned_generic", False)

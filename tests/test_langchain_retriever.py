@@ -2,111 +2,33 @@
 
 from __future__ import annotations
 
-import asyncio
 import math
-from collections.abc import Sequence
 from typing import Any
 from uuid import UUID
 
 import pytest
-from langchain_core.callbacks import (
-    AsyncCallbackManagerForRetrieverRun,
-    BaseCallbackHandler,
-    CallbackManagerForRetrieverRun,
+from doubles import (
+    FLAT,
+    NEEDLE,
+    TWO,
+    AsyncOnlyReader,
+    AsyncOnlyRetriever,
+    BrokenReader,
+    ListRetriever,
+    ScriptedReader,
 )
+from doubles import make_docs as _docs
+from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.documents import Document
-from langchain_core.retrievers import BaseRetriever
 from langchain_tests.integration_tests import RetrieversIntegrationTests
 
 from gold_panning_integrations import (
     AllRoundsFailedError,
     DetectorProfile,
     GoldPanningRetriever,
-    Reading,
     SimulatedReader,
 )
 from gold_panning_integrations.engine.priors import rank_prior_probs
-
-NEEDLE = "The needle is in the haystack."
-
-
-def _docs(n: int, *, needle_at: int | None = None) -> list[Document]:
-    docs = [
-        Document(
-            page_content=f"Filler passage number {i}.", metadata={"source": f"s{i}", "i": i}, id=f"id{i}"
-        )
-        for i in range(n)
-    ]
-    if needle_at is not None:
-        docs[needle_at] = Document(
-            page_content=NEEDLE, metadata={"source": "gold", "i": needle_at}, id=f"id{needle_at}"
-        )
-    return docs
-
-
-class ListRetriever(BaseRetriever):
-    """In-memory base retriever: returns its documents in order (sync path only)."""
-
-    docs: list[Document]
-
-    def _get_relevant_documents(
-        self, query: str, *, run_manager: CallbackManagerForRetrieverRun
-    ) -> list[Document]:
-        return list(self.docs)
-
-
-class AsyncOnlyRetriever(BaseRetriever):
-    """Base retriever whose sync path fails: proves the wrapper awaits ``ainvoke``."""
-
-    docs: list[Document]
-
-    def _get_relevant_documents(
-        self, query: str, *, run_manager: CallbackManagerForRetrieverRun
-    ) -> list[Document]:
-        raise AssertionError("sync base path used on the async path")
-
-    async def _aget_relevant_documents(
-        self, query: str, *, run_manager: AsyncCallbackManagerForRetrieverRun
-    ) -> list[Document]:
-        return list(self.docs)
-
-
-class ScriptedReader:
-    """Cites every shown document whose text contains ``needle``; counts its calls."""
-
-    def __init__(self, needle: str = "needle") -> None:
-        self.needle = needle
-        self.sync_calls = 0
-        self.async_calls = 0
-        self.prompts: list[list[str]] = []
-
-    def _cite(self, documents: Sequence[str]) -> Reading:
-        self.prompts.append(list(documents))
-        return Reading(cited=tuple(i for i, d in enumerate(documents) if self.needle in d))
-
-    def read(self, question: str, documents: Sequence[str]) -> Reading:
-        self.sync_calls += 1
-        return self._cite(documents)
-
-    async def aread(self, question: str, documents: Sequence[str]) -> Reading:
-        self.async_calls += 1
-        await asyncio.sleep(0)
-        return self._cite(documents)
-
-
-class AsyncOnlyReader(ScriptedReader):
-    """A reader whose synchronous ``read`` raises."""
-
-    def read(self, question: str, documents: Sequence[str]) -> Reading:
-        raise RuntimeError("read() must not be called on the async path")
-
-
-class BrokenReader:
-    def read(self, question: str, documents: Sequence[str]) -> Reading:
-        raise ConnectionError("model endpoint down")
-
-    async def aread(self, question: str, documents: Sequence[str]) -> Reading:
-        raise ConnectionError("model endpoint down")
 
 
 class Recorder(BaseCallbackHandler):
@@ -125,15 +47,6 @@ class Recorder(BaseCallbackHandler):
         self.texts.append(text)
 
 
-# A two-position profile: position 0 is a good detector (TPR 0.9, FPR 0.1), position 1
-# carries no evidence (TPR = FPR = 0.5). With a flat prior at probability 1/2 (k=1,
-# n=2), citing the document at position 0 multiplies its odds by 0.9/0.1 = 9:
-# posterior 9/10 after one round, 81/82 after two. The uncited document at position 1
-# is updated by (1-0.5)/(1-0.5) = 1: it stays at 1/2.
-TWO = DetectorProfile(n_positions=2, tpr=[0.9, 0.5], fpr=[0.1, 0.5], model="test")
-FLAT = DetectorProfile(n_positions=3, tpr=[0.5, 0.5, 0.5], fpr=[0.5, 0.5, 0.5], model="flat")
-
-
 def _retriever(docs: list[Document], reader: Any, **kw: Any) -> GoldPanningRetriever:
     return GoldPanningRetriever(base_retriever=ListRetriever(docs=docs), reader=reader, **kw)
 
@@ -147,7 +60,7 @@ def test_posterior_and_rank_pinned_by_hand() -> None:
     assert out[0].metadata["gold_panning_posterior"] == pytest.approx(0.9)
     assert out[1].metadata["gold_panning_posterior"] == pytest.approx(0.5)
     assert [d.metadata["gold_panning_rank"] for d in out] == [1, 2]
-    assert all(d.metadata["gold_panning_panned"] is True for d in out)
+    assert [d.metadata["gold_panning_panned"] for d in out] == [True, True]
 
     out2 = _retriever(docs, ScriptedReader(), profile=TWO, k=1, rounds=2, retriever_prior="none").invoke("q")
     assert out2[0].metadata["gold_panning_posterior"] == pytest.approx(81 / 82)
@@ -159,7 +72,8 @@ def test_metadata_kept_and_base_documents_not_mutated() -> None:
     out = _retriever(docs, ScriptedReader(), k=2).invoke("where is the needle?")
     assert out[0].page_content == NEEDLE
     assert out[0].id == "id4"
-    assert out[0].metadata["source"] == "gold" and out[0].metadata["i"] == 4
+    assert out[0].metadata["source"] == "gold"
+    assert out[0].metadata["i"] == 4
     assert [d.metadata for d in docs] == before  # the base retriever's documents untouched
     assert all(isinstance(d.metadata["gold_panning_posterior"], float) for d in out)
     assert out[0].metadata["gold_panning_posterior"] > out[1].metadata["gold_panning_posterior"]
@@ -182,9 +96,12 @@ def test_child_callbacks_and_summary_text() -> None:
     r.invoke("q", config={"callbacks": [rec]})
     assert len(rec.starts) == 2
     (outer_name, outer_id, outer_parent), (inner_name, _inner_id, inner_parent) = rec.starts
-    assert outer_parent is None and outer_name == "GoldPanningRetriever"
-    assert inner_parent == outer_id and inner_name == "ListRetriever"
-    assert len(rec.texts) == 1 and rec.texts[0].startswith("gold panning: 2 call(s)")
+    assert outer_parent is None
+    assert outer_name == "GoldPanningRetriever"
+    assert inner_parent == outer_id
+    assert inner_name == "ListRetriever"
+    assert len(rec.texts) == 1
+    assert rec.texts[0].startswith("gold panning: 2 call(s)")
 
 
 async def test_async_child_callbacks() -> None:
@@ -203,9 +120,10 @@ async def test_async_path_uses_aread_and_base_ainvoke() -> None:
     r = GoldPanningRetriever(base_retriever=AsyncOnlyRetriever(docs=docs), reader=reader, k=2, rounds=3)
     out = await r.ainvoke("where is the needle?")
     assert out[0].page_content == NEEDLE
-    assert reader.async_calls == 3 and reader.sync_calls == 0
+    assert reader.async_calls == 3
+    assert reader.sync_calls == 0
     # the same reader on the sync path fails every round: the async result was not a fluke
-    with pytest.raises(AllRoundsFailedError):
+    with pytest.raises(AllRoundsFailedError, match="must not be called on the async path"):
         _retriever(docs, AsyncOnlyReader(), rounds=2).invoke("q")
 
 
@@ -214,7 +132,9 @@ def test_empty_base_returns_empty_without_calls() -> None:
     r = _retriever([], reader)
     assert r.invoke("q") == []
     docs, result = r.pan("q")
-    assert docs == [] and result.calls == 0 and result.stop_reason == "no-documents"
+    assert docs == []
+    assert result.calls == 0
+    assert result.stop_reason == "no-documents"
     assert reader.sync_calls == 0
 
 
@@ -229,10 +149,11 @@ def test_pan_returns_result_with_trace() -> None:
     r = _retriever(docs, ScriptedReader(), k=2, rounds=3)
     got, result = r.pan("q")
     assert [d.page_content for d in got] == [d.page_content for d in r.invoke("q")]
-    assert result.calls == 3 and len(result.rounds) == 3
+    assert result.calls == 3
+    assert len(result.rounds) == 3
     assert result.posteriors.shape == (5,)
     assert int(result.selected[0]) == 2
-    assert all(t.cited == (2,) for t in result.rounds)
+    assert [t.cited for t in result.rounds] == [(2,), (2,), (2,)]
     assert got[0].metadata["gold_panning_posterior"] == pytest.approx(float(result.posteriors[2]))
 
 
@@ -241,7 +162,9 @@ async def test_apan() -> None:
         base_retriever=AsyncOnlyRetriever(docs=_docs(4, needle_at=0)), reader=AsyncOnlyReader(), rounds=2
     )
     got, result = await r.apan("q", k=1)
-    assert len(got) == 1 and result.calls == 2 and int(result.selected[0]) == 0
+    assert len(got) == 1
+    assert result.calls == 2
+    assert int(result.selected[0]) == 0
 
 
 # --------------------------------------------------------------------- priors
@@ -251,7 +174,8 @@ def test_rank_prior_is_the_default() -> None:
     _, result = _retriever(_docs(3), ScriptedReader(), profile=FLAT, k=1).pan("q")
     expected = rank_prior_probs(3, k=1, top10_recall=0.5)
     assert result.posteriors.tolist() == pytest.approx(expected.tolist())
-    assert expected[0] > expected[1] > expected[2] and expected.sum() == pytest.approx(1.0)
+    assert expected[0] > expected[1] > expected[2]
+    assert expected.sum() == pytest.approx(1.0)
     # a stronger prior_top10_recall is passed through
     _, strong = _retriever(_docs(3), ScriptedReader(), profile=FLAT, k=1, prior_top10_recall=0.9).pan("q")
     assert strong.posteriors.tolist() == pytest.approx(rank_prior_probs(3, k=1, top10_recall=0.9).tolist())
@@ -315,17 +239,20 @@ def test_profile_validated_at_construction() -> None:
     assert isinstance(r.profile, DetectorProfile)
 
 
-def test_options_validated() -> None:
-    for bad in (
-        {"rounds": 0},
-        {"k": 0},
-        {"policy": "oracle"},
-        {"stop_at": 1.5},
-        {"prior_top10_recall": 1.0},
-        {"prior_top10_recall": 0.0},
-    ):
-        with pytest.raises(ValueError):
-            _retriever(_docs(2), ScriptedReader(), **bad)
+@pytest.mark.parametrize(
+    ("bad", "match"),
+    [
+        ({"rounds": 0}, "rounds"),
+        ({"k": 0}, "k must be a positive integer"),
+        ({"policy": "oracle"}, "policy"),
+        ({"stop_at": 1.5}, "stop_at"),
+        ({"prior_top10_recall": 1.0}, "prior_top10_recall"),
+        ({"prior_top10_recall": 0.0}, "prior_top10_recall"),
+    ],
+)
+def test_options_validated(bad: dict[str, Any], match: str) -> None:
+    with pytest.raises(ValueError, match=match):
+        _retriever(_docs(2), ScriptedReader(), **bad)
 
 
 def test_every_round_failing_raises_clear_error() -> None:
@@ -339,8 +266,9 @@ def test_every_round_failing_fallback_is_flagged() -> None:
     r = _retriever(docs, BrokenReader(), rounds=2, k=3, on_failure="fallback")
     out, result = r.pan("q")
     assert [d.metadata["i"] for d in out] == [0, 1, 2]  # the base order (rank prior)
-    assert all(d.metadata["gold_panning_panned"] is False for d in out)
-    assert result.stop_reason == "all-rounds-failed" and result.failed_rounds == 2
+    assert [d.metadata["gold_panning_panned"] for d in out] == [False, False, False]
+    assert result.stop_reason == "all-rounds-failed"
+    assert result.failed_rounds == 2
 
 
 def test_non_reader_is_a_clear_error() -> None:
@@ -369,8 +297,9 @@ def test_langchain_chat_model_as_reader() -> None:
     chat = FakeListChatModel(responses=['{"cited": [1]}'])
     rec = ChatRecorder()
     out, result = _retriever(_docs(5), chat, k=2, rounds=3).pan("q", config={"callbacks": [rec]})
-    assert result.failed_rounds == 0 and result.calls == 3
-    assert all(t.cited == (t.shown[0],) for t in result.rounds)
+    assert result.failed_rounds == 0
+    assert result.calls == 3
+    assert [t.cited for t in result.rounds] == [(t.shown[0],) for t in result.rounds]
     assert out[0].metadata["i"] == result.rounds[0].shown[0]
     # the chat model's runs nest under the retriever run (child callbacks)
     outer_run = rec.starts[0][1]
@@ -383,7 +312,8 @@ async def test_langchain_chat_model_as_reader_async() -> None:
     chat = FakeListChatModel(responses=['{"cited": [1]}'])
     r = GoldPanningRetriever(base_retriever=AsyncOnlyRetriever(docs=_docs(4)), reader=chat, rounds=2)
     _, result = await r.apan("q")
-    assert result.failed_rounds == 0 and all(len(t.cited) == 1 for t in result.rounds)
+    assert result.failed_rounds == 0
+    assert [len(t.cited) for t in result.rounds] == [1, 1]
 
 
 def test_simulated_reader_finds_needle_among_many() -> None:
@@ -426,7 +356,52 @@ def test_stopping_options_reach_the_panner() -> None:
     # A reader that cites the needle every round makes the selection confident at once;
     # min_rounds=3 still forces three looks before stop_at may stop.
     r = _retriever(_docs(4, needle_at=1), ScriptedReader(), rounds=6, k=1, stop_at=0.5, min_rounds=3)
-    docs, result = r.pan("q")
-    assert result.calls == 3 and result.stop_reason == "threshold"
-    with pytest.raises(ValueError):
+    _, result = r.pan("q")
+    assert result.calls == 3
+    assert result.stop_reason == "threshold"
+    with pytest.raises(ValueError, match="min_rounds"):
         _retriever(_docs(2), ScriptedReader(), min_rounds=0)
+
+
+# ------------------------------------------- callbacks wrapper and per-round labels
+class ConfigReader:
+    """A reader that takes ``config=`` (as the chat-model reader does) and records calls."""
+
+    def __init__(self) -> None:
+        self.calls: list[dict[str, Any]] = []
+
+    def read(self, question: str, documents: Any, *, config: Any = None, labels: Any = None) -> Any:
+        from gold_panning_integrations import Reading
+
+        self.calls.append({"config": config, "labels": labels})
+        return Reading(cited=())
+
+
+class ConfigReaderWithoutLabels:
+    def __init__(self) -> None:
+        self.calls = 0
+
+    def read(self, question: str, documents: Any, *, config: Any = None) -> Any:
+        from gold_panning_integrations import Reading
+
+        self.calls += 1
+        return Reading(cited=())
+
+
+def test_callbacks_wrapper_passes_config_and_labels() -> None:
+    from gold_panning_integrations.langchain import _with_callbacks
+
+    reader = ConfigReader()
+    _with_callbacks(reader, ["handler"], method="read").read("q", ["a", "b"], labels=[2, 1])
+    assert reader.calls == [{"config": {"callbacks": ["handler"]}, "labels": [2, 1]}]
+
+
+def test_callbacks_wrapper_drops_labels_a_reader_cannot_take(caplog: pytest.LogCaptureFixture) -> None:
+    from gold_panning_integrations.langchain import _with_callbacks
+
+    reader = ConfigReaderWithoutLabels()
+    wrapped = _with_callbacks(reader, ["handler"], method="read")
+    wrapped.read("q", ["a"], labels=[1])
+    wrapped.read("q", ["a"], labels=[1])
+    assert reader.calls == 2
+    assert caplog.text.count("takes no per-round labels") == 1

@@ -2,70 +2,27 @@
 
 from __future__ import annotations
 
-import asyncio
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from doubles import FLAT, NEEDLE, TWO, AsyncOnlyReader, BrokenReader, ScriptedReader
+from doubles import make_nodes as _nodes
 from llama_index.core.bridge.pydantic import Field
 from llama_index.core.callbacks import CallbackManager, CBEventType, LlamaDebugHandler
 from llama_index.core.instrumentation import get_dispatcher
 from llama_index.core.instrumentation.event_handlers import BaseEventHandler
 from llama_index.core.instrumentation.events import BaseEvent
 from llama_index.core.instrumentation.events.rerank import ReRankEndEvent, ReRankStartEvent
-from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode
+from llama_index.core.schema import NodeWithScore, QueryBundle
 
 from gold_panning_integrations import (
     AllRoundsFailedError,
     DetectorProfile,
     GoldPanningPostprocessor,
-    Reading,
     SimulatedReader,
 )
 from gold_panning_integrations.engine.priors import rank_prior_probs
-
-NEEDLE = "The needle is in the haystack."
-TWO = DetectorProfile(n_positions=2, tpr=[0.9, 0.5], fpr=[0.1, 0.5], model="test")
-FLAT = DetectorProfile(n_positions=3, tpr=[0.5, 0.5, 0.5], fpr=[0.5, 0.5, 0.5], model="flat")
-
-
-def _nodes(n: int, *, needle_at: int | None = None) -> list[NodeWithScore]:
-    out = []
-    for i in range(n):
-        text = NEEDLE if i == needle_at else f"Filler passage number {i}."
-        out.append(NodeWithScore(node=TextNode(text=text, id_=f"n{i}"), score=float(n - i)))
-    return out
-
-
-class ScriptedReader:
-    """Cites every shown document containing ``needle``; counts its calls."""
-
-    def __init__(self, needle: str = "needle") -> None:
-        self.needle = needle
-        self.sync_calls = 0
-        self.async_calls = 0
-
-    def _cite(self, documents: Sequence[str]) -> Reading:
-        return Reading(cited=tuple(i for i, d in enumerate(documents) if self.needle in d))
-
-    def read(self, question: str, documents: Sequence[str]) -> Reading:
-        self.sync_calls += 1
-        return self._cite(documents)
-
-    async def aread(self, question: str, documents: Sequence[str]) -> Reading:
-        self.async_calls += 1
-        await asyncio.sleep(0)
-        return self._cite(documents)
-
-
-class AsyncOnlyReader(ScriptedReader):
-    def read(self, question: str, documents: Sequence[str]) -> Reading:
-        raise RuntimeError("read() must not be called on the async path")
-
-
-class BrokenReader:
-    def read(self, question: str, documents: Sequence[str]) -> Reading:
-        raise ConnectionError("model endpoint down")
 
 
 class Captured(BaseEventHandler):
@@ -118,7 +75,9 @@ def test_no_nodes_returns_empty_without_calls() -> None:
     p = GoldPanningPostprocessor(reader=reader)
     assert p.postprocess_nodes([], query_str="q") == []
     nodes, result = p.pan([], "q")
-    assert nodes == [] and result.calls == 0 and result.stop_reason == "no-documents"
+    assert nodes == []
+    assert result.calls == 0
+    assert result.stop_reason == "no-documents"
     assert reader.sync_calls == 0
 
 
@@ -139,7 +98,7 @@ def test_input_not_mutated_and_new_objects() -> None:
     before = [(n.node.node_id, n.score) for n in nodes]
     out = GoldPanningPostprocessor(reader=ScriptedReader(), top_n=2).postprocess_nodes(nodes, query_str="q")
     assert [(n.node.node_id, n.score) for n in nodes] == before
-    assert all(o is not n for o in out for n in nodes)
+    assert not any(o is n for o in out for n in nodes)
     assert out[0].node is nodes[3].node  # the node itself is shared, not copied
 
 
@@ -159,7 +118,9 @@ def test_top_n_and_ordering() -> None:
         == 6
     )
     nodes1, result = p.pan(nodes, "q", top_n=1)
-    assert len(nodes1) == 1 and result.calls == 2 and result.posteriors.shape == (6,)
+    assert len(nodes1) == 1
+    assert result.calls == 2
+    assert result.posteriors.shape == (6,)
 
 
 async def test_async_uses_aread() -> None:
@@ -167,8 +128,9 @@ async def test_async_uses_aread() -> None:
     p = GoldPanningPostprocessor(reader=reader, top_n=2, rounds=3)
     out = await p.apostprocess_nodes(_nodes(5, needle_at=1), query_str="q")
     assert out[0].node.node_id == "n1"
-    assert reader.async_calls == 3 and reader.sync_calls == 0
-    with pytest.raises(AllRoundsFailedError):
+    assert reader.async_calls == 3
+    assert reader.sync_calls == 0
+    with pytest.raises(AllRoundsFailedError, match="must not be called on the async path"):
         GoldPanningPostprocessor(reader=AsyncOnlyReader(), rounds=2).postprocess_nodes(
             _nodes(3), query_str="q"
         )
@@ -184,9 +146,12 @@ def test_rerank_events(captured: Captured) -> None:
     p = GoldPanningPostprocessor(reader=ScriptedReader(), top_n=2)
     out = p.postprocess_nodes(nodes, query_str="where is the needle?")
     start, end = _rerank_events(captured)
-    assert isinstance(start, ReRankStartEvent) and isinstance(end, ReRankEndEvent)
-    assert start.top_n == 2 and len(start.nodes) == 4
-    assert start.query is not None and start.query.query_str == "where is the needle?"
+    assert isinstance(start, ReRankStartEvent)
+    assert isinstance(end, ReRankEndEvent)
+    assert start.top_n == 2
+    assert len(start.nodes) == 4
+    assert start.query is not None
+    assert start.query.query_str == "where is the needle?"
     assert start.model_name == "ScriptedReader"
     assert [n.node.node_id for n in end.nodes] == [n.node.node_id for n in out]
 
@@ -228,7 +193,8 @@ def test_every_round_failing() -> None:
         reader=BrokenReader(), rounds=2, top_n=3, on_failure="fallback"
     ).pan(_nodes(3), "q")
     assert [n.node.node_id for n in out] == ["n0", "n1", "n2"]
-    assert result.panned is False and result.stop_reason == "all-rounds-failed"
+    assert result.panned is False
+    assert result.stop_reason == "all-rounds-failed"
 
 
 def test_profile_validation() -> None:
@@ -248,8 +214,9 @@ def test_llama_index_llm_as_reader(captured: Captured) -> None:
     # The LLM always answers {"cited": [1]}: the first document of each prompt.
     p = GoldPanningPostprocessor(llm=_custom_llm(), top_n=2, rounds=3)
     out, result = p.pan(_nodes(5), "q")
-    assert result.failed_rounds == 0 and result.calls == 3
-    assert all(t.cited == (t.shown[0],) for t in result.rounds)
+    assert result.failed_rounds == 0
+    assert result.calls == 3
+    assert [t.cited for t in result.rounds] == [(t.shown[0],) for t in result.rounds]
     assert out[0].node.node_id == f"n{result.rounds[0].shown[0]}"
     start = next(e for e in captured.events if isinstance(e, ReRankStartEvent))
     assert start.model_name == "citing-llm"
@@ -258,7 +225,9 @@ def test_llama_index_llm_as_reader(captured: Captured) -> None:
 async def test_llama_index_llm_as_reader_async() -> None:
     p = GoldPanningPostprocessor(llm=_custom_llm(), top_n=1, rounds=2)
     out = await p.apostprocess_nodes(_nodes(4), query_str="q")
-    assert len(out) == 1 and out[0].score is not None and out[0].score > 0.5
+    assert len(out) == 1
+    assert out[0].score is not None
+    assert out[0].score > 0.5
 
 
 def test_langchain_chat_model_as_reader() -> None:
@@ -266,7 +235,8 @@ def test_langchain_chat_model_as_reader() -> None:
 
     chat = FakeListChatModel(responses=['{"cited": [1]}'])
     _, result = GoldPanningPostprocessor(reader=chat, rounds=2).pan(_nodes(4), "q")
-    assert result.failed_rounds == 0 and all(len(t.cited) == 1 for t in result.rounds)
+    assert result.failed_rounds == 0
+    assert [len(t.cited) for t in result.rounds] == [1, 1]
 
 
 def test_in_a_query_engine() -> None:
@@ -305,3 +275,35 @@ def _custom_llm() -> Any:
             yield CompletionResponse(text='{"cited": [1]}', delta='{"cited": [1]}')
 
     return CitingLLM()
+
+
+@pytest.fixture
+def spans() -> Iterator[Any]:
+    from llama_index.core.instrumentation.span_handlers import SimpleSpanHandler
+
+    handler = SimpleSpanHandler()
+    root = get_dispatcher()
+    root.add_span_handler(handler)
+    try:
+        yield handler
+    finally:
+        root.span_handlers.remove(handler)
+
+
+def _span_names(handler: Any) -> list[str]:
+    return [s.id_.split("-")[0] for s in handler.completed_spans]
+
+
+def test_sync_postprocess_runs_in_a_span(spans: Any) -> None:
+    GoldPanningPostprocessor(reader=ScriptedReader(), top_n=1).postprocess_nodes(_nodes(3), query_str="q")
+    assert "GoldPanningPostprocessor._postprocess_nodes" in _span_names(spans)
+
+
+async def test_async_postprocess_runs_in_a_span(spans: Any, captured: Captured) -> None:
+    p = GoldPanningPostprocessor(reader=ScriptedReader(), top_n=1)
+    await p.apostprocess_nodes(_nodes(3, needle_at=0), query_str="q")
+    span = next(
+        s for s in spans.completed_spans if s.id_.startswith("GoldPanningPostprocessor._apostprocess_nodes")
+    )
+    # the rerank events are emitted inside that span
+    assert [e.span_id for e in _rerank_events(captured)] == [span.id_, span.id_]

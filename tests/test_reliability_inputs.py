@@ -20,10 +20,9 @@ from typing import Any
 
 import numpy as np
 import pytest
-from langchain_core.callbacks import CallbackManagerForRetrieverRun
+from doubles import ListRetriever
 from langchain_core.documents import Document
 from langchain_core.language_models.fake_chat_models import FakeListChatModel
-from langchain_core.retrievers import BaseRetriever
 from llama_index.core.llms import MockLLM
 from llama_index.core.schema import NodeWithScore, TextNode
 from openai_server import FakeOpenAIServer, RecordedRequest, dynamic, ok, status
@@ -70,17 +69,6 @@ class NeedleReader:
 
     async def aread(self, question: str, documents: Sequence[str]) -> Reading:
         return self.read(question, documents)
-
-
-class ListRetriever(BaseRetriever):
-    """In-memory LangChain base retriever returning its documents in order."""
-
-    docs: list[Document]
-
-    def _get_relevant_documents(
-        self, query: str, *, run_manager: CallbackManagerForRetrieverRun
-    ) -> list[Document]:
-        return list(self.docs)
 
 
 def _retriever(texts: Sequence[str], reader: Any, **kw: Any) -> GoldPanningRetriever:

@@ -1,0 +1,150 @@
+"""Test doubles shared by the integration tests (LangChain retriever and compressor,
+LlamaIndex postprocessor, reliability tests): in-memory base retrievers, scripted readers,
+document/node builders and two hand-checkable profiles.
+
+Import them (``from doubles import ListRetriever``); ``conftest.py`` also exposes the
+common ones as fixtures. One definition each: before, ``ListRetriever`` lived in three
+test files.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+from typing import Any
+
+from langchain_core.callbacks import (
+    AsyncCallbackManagerForRetrieverRun,
+    CallbackManagerForRetrieverRun,
+)
+from langchain_core.documents import Document
+from langchain_core.retrievers import BaseRetriever
+from llama_index.core.schema import NodeWithScore, TextNode
+
+from gold_panning_integrations import DetectorProfile, Reading
+
+NEEDLE = "The needle is in the haystack."
+
+# A two-position profile: position 0 is a good detector (TPR 0.9, FPR 0.1), position 1
+# carries no evidence (TPR = FPR = 0.5). With a flat prior at probability 1/2 (k=1,
+# n=2), citing the document at position 0 multiplies its odds by 0.9/0.1 = 9:
+# posterior 9/10 after one round, 81/82 after two. The uncited document at position 1
+# is updated by (1-0.5)/(1-0.5) = 1: it stays at 1/2.
+TWO = DetectorProfile(n_positions=2, tpr=[0.9, 0.5], fpr=[0.1, 0.5], model="test", task="two")
+# No position carries evidence: the engine makes no call and the posteriors are the prior.
+FLAT = DetectorProfile(n_positions=3, tpr=[0.5, 0.5, 0.5], fpr=[0.5, 0.5, 0.5], model="flat")
+
+
+def make_docs(n: int, *, needle_at: int | None = None) -> list[Document]:
+    """``n`` LangChain documents ``Filler passage number i.`` (metadata ``i``, ``source``,
+    id ``id<i>``); the one at ``needle_at`` holds :data:`NEEDLE`."""
+    docs = [
+        Document(
+            page_content=f"Filler passage number {i}.", metadata={"source": f"s{i}", "i": i}, id=f"id{i}"
+        )
+        for i in range(n)
+    ]
+    if needle_at is not None:
+        docs[needle_at] = Document(
+            page_content=NEEDLE, metadata={"source": "gold", "i": needle_at}, id=f"id{needle_at}"
+        )
+    return docs
+
+
+def make_nodes(n: int, *, needle_at: int | None = None) -> list[NodeWithScore]:
+    """``n`` LlamaIndex nodes (ids ``n<i>``, scores ``n - i``); the one at ``needle_at``
+    holds :data:`NEEDLE`."""
+    out = []
+    for i in range(n):
+        text = NEEDLE if i == needle_at else f"Filler passage number {i}."
+        out.append(NodeWithScore(node=TextNode(text=text, id_=f"n{i}"), score=float(n - i)))
+    return out
+
+
+class ListRetriever(BaseRetriever):
+    """In-memory LangChain base retriever: returns its documents in order (sync path)."""
+
+    docs: list[Any]
+
+    def _get_relevant_documents(
+        self, query: str, *, run_manager: CallbackManagerForRetrieverRun
+    ) -> list[Any]:
+        return list(self.docs)
+
+
+class AsyncOnlyRetriever(BaseRetriever):
+    """Base retriever whose sync path fails: proves the wrapper awaits ``ainvoke``."""
+
+    docs: list[Any]
+
+    def _get_relevant_documents(
+        self, query: str, *, run_manager: CallbackManagerForRetrieverRun
+    ) -> list[Any]:
+        raise AssertionError("sync base path used on the async path")
+
+    async def _aget_relevant_documents(
+        self, query: str, *, run_manager: AsyncCallbackManagerForRetrieverRun
+    ) -> list[Any]:
+        return list(self.docs)
+
+
+class ReturnsRetriever(BaseRetriever):
+    """A base retriever that returns ``value`` as it is (a hostile one: strings, dicts, None)."""
+
+    value: Any = None
+
+    def _get_relevant_documents(self, query: str, *, run_manager: CallbackManagerForRetrieverRun) -> Any:
+        return self.value
+
+
+class ScriptedReader:
+    """Cites every shown document whose text contains ``needle``; counts its calls and
+    records each prompt's documents. Accepts the engine's per-round ``labels``."""
+
+    def __init__(self, needle: str = "needle", *, recommended_profile: Any = None) -> None:
+        self.needle = needle
+        self.sync_calls = 0
+        self.async_calls = 0
+        self.prompts: list[list[str]] = []
+        if recommended_profile is not None:
+            self.recommended_profile = recommended_profile
+
+    def _cite(self, documents: Sequence[str]) -> Reading:
+        self.prompts.append(list(documents))
+        return Reading(cited=tuple(i for i, d in enumerate(documents) if self.needle in d))
+
+    def read(
+        self, question: str, documents: Sequence[str], *, labels: Sequence[int] | None = None
+    ) -> Reading:
+        self.sync_calls += 1
+        return self._cite(documents)
+
+    async def aread(
+        self, question: str, documents: Sequence[str], *, labels: Sequence[int] | None = None
+    ) -> Reading:
+        self.async_calls += 1
+        await asyncio.sleep(0)
+        return self._cite(documents)
+
+
+class AsyncOnlyReader(ScriptedReader):
+    """A reader whose synchronous ``read`` raises."""
+
+    def read(
+        self, question: str, documents: Sequence[str], *, labels: Sequence[int] | None = None
+    ) -> Reading:
+        raise RuntimeError("read() must not be called on the async path")
+
+
+class BrokenReader:
+    """Every call fails as a dropped connection would."""
+
+    def read(
+        self, question: str, documents: Sequence[str], *, labels: Sequence[int] | None = None
+    ) -> Reading:
+        raise ConnectionError("model endpoint down")
+
+    async def aread(
+        self, question: str, documents: Sequence[str], *, labels: Sequence[int] | None = None
+    ) -> Reading:
+        raise ConnectionError("model endpoint down")
