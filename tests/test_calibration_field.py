@@ -188,7 +188,7 @@ def test_cli_out_nowhere_writable_prints_the_profile(
 
 
 def test_cli_out_missing_folder_fails_before_any_call(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    assert cli_main(_argv(tmp_path)) == 1  # tmp_path/out does not exist
+    assert cli_main(_argv(tmp_path)) == 2  # tmp_path/out does not exist
     assert "does not exist; create it first" in capsys.readouterr().err
     assert not (tmp_path / "ck.jsonl").exists()
 
@@ -196,7 +196,7 @@ def test_cli_out_missing_folder_fails_before_any_call(tmp_path: Path, capsys: py
 def test_cli_checkpoint_folder_is_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     (tmp_path / "out").mkdir()
     (tmp_path / "ck.jsonl").mkdir()
-    assert cli_main(_argv(tmp_path)) == 1
+    assert cli_main(_argv(tmp_path)) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1
     assert "is a directory" in err
@@ -206,7 +206,7 @@ def test_cli_second_calibration_on_a_locked_checkpoint_says_why(tmp_path: Path, 
     (tmp_path / "out").mkdir()
     held = CheckpointLock(tmp_path / "ck.jsonl").acquire()
     try:
-        assert cli_main(_argv(tmp_path)) == 1
+        assert cli_main(_argv(tmp_path)) == 2
     finally:
         held.release()
     assert "is in use by another calibration" in capsys.readouterr().err

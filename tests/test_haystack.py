@@ -111,7 +111,7 @@ def test_cli_haystack_errors_are_one_line(
 ) -> None:
     extra = [str(tmp_path) if x == "FOLDER" else str(_docs(tmp_path)) if x == "DOCS" else x for x in extra]
     argv = ["calibrate", "--reader", "simulated", "--task", "haystack", *extra, "--out", str(tmp_path / "p.json")]
-    assert cli_main(argv) == 1
+    assert cli_main(argv) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1
     assert pattern in err

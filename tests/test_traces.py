@@ -158,7 +158,7 @@ def test_cli_from_traces(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> 
 def test_cli_from_traces_bad_file_is_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     path = tmp_path / "traces.jsonl"
     path.write_text(json.dumps({"type": "profile"}) + "\n")
-    assert cli_main(["calibrate", "--from-traces", str(path), "--out", str(tmp_path / "p.json")]) == 1
+    assert cli_main(["calibrate", "--from-traces", str(path), "--out", str(tmp_path / "p.json")]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1
     assert "line 1: not a trace object" in err
