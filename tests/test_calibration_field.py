@@ -163,7 +163,7 @@ def test_cli_out_unwritable_after_the_trials_saves_next_to_the_checkpoint(
         return real_save(self, path)
 
     monkeypatch.setattr(DetectorProfile, "save", save)
-    assert cli_main(_argv(tmp_path)) == 1
+    assert cli_main(_argv(tmp_path)) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1
     fallback = tmp_path / "ck.jsonl.profile.json"
@@ -180,7 +180,7 @@ def test_cli_out_nowhere_writable_prints_the_profile(
         raise OSError(28, "No space left on device", str(path))
 
     monkeypatch.setattr(DetectorProfile, "save", save)
-    assert cli_main(_argv(tmp_path)) == 1
+    assert cli_main(_argv(tmp_path)) == 2
     cap = capsys.readouterr()
     assert "its JSON was printed to stdout above" in cap.err
     js = cap.out[cap.out.index("{"):]

@@ -132,7 +132,7 @@ def main(args: argparse.Namespace) -> int:
     saved, problem = save_profile_or_fallback(profile, out, checkpoint=checkpoint)
     if problem is not None:
         print(f"gold-panning calibrate: error: {problem}", file=sys.stderr)
-        return 1
+        return 2
     print(
         f"wrote {saved} ({len(result.records)}/{cal.total} trials; {result.ran} run now, "
         f"{result.resumed} resumed from {checkpoint}; {result.seconds:.1f}s)"
@@ -241,7 +241,7 @@ def _from_traces(args: argparse.Namespace, out: Path) -> int:
     saved, problem = save_profile_or_fallback(profile, out, checkpoint=None)
     if problem is not None:
         print(f"gold-panning calibrate: error: {problem}", file=sys.stderr)
-        return 1
+        return 2
     print(
         f"wrote {saved} (learned from {res.queries} traces, {res.sightings} document sightings; "
         f"EM {res.iterations} iterations{'' if res.converged else ', not converged'})"
