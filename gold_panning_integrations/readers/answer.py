@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..engine.reading import Reading
-from ._prompt import check_max_chars_per_doc, clip_document
+from ._prompt import check_max_chars_per_doc, clip_document, truncate
 
 __all__ = [
     "ANSWER_SYSTEM_PROMPT",
@@ -235,7 +235,7 @@ def reading_from_answer(
     return Reading(
         cited=cited,
         answer=answer or None,
-        raw=None if completion is None else str(completion)[:2000],
+        raw=truncate(completion),
         attempts=attempts,
         prompt_tokens=prompt_tokens,
         completion_tokens=completion_tokens,
