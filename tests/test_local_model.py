@@ -53,7 +53,24 @@ def test_smoke_answer_and_attribution(reader) -> None:  # type: ignore[no-untype
     from gold_panning_integrations.readers.answer import AnswerAttribution
 
     assert r.cited == AnswerAttribution().attribute(r.answer, inst.documents, question=inst.question)[0]
+    assert reader.recommended_profile == "smollm2-135m-kv"
     assert reader.calls == 1
+
+
+@real_model
+@needs_model
+def test_a_real_1500_token_prompt_fits_the_declared_context(reader) -> None:  # type: ignore[no-untyped-def]
+    """Twelve real NQ passages (~1,600 prompt tokens): the context grows past 1,024 up
+    to what the GGUF declares (8,192 for SmolLM2), instead of failing the reading."""
+    from nq_sample import NQ_SAMPLE
+
+    question = NQ_SAMPLE[0][0]
+    docs = [passage for _, _, passage in NQ_SAMPLE]
+    r = reader.read(question, docs)
+    assert not r.failed, r.error
+    assert r.prompt_tokens is not None and r.prompt_tokens > 1024
+    assert reader.context_limit == 8192  # from Llama.metadata["llama.context_length"]
+    assert reader._ctx == 2048  # the next power of two that holds prompt + completion
 
 
 @real_model
@@ -184,6 +201,44 @@ def test_fake_cite_mode_parses_labels(fake_llama) -> None:  # type: ignore[no-un
     assert bad.failed
     assert "no JSON found" in (bad.error or "")
     assert bad.prompt_tokens == 123
+
+
+def test_fake_local_reader_shares_the_base_rules(fake_llama) -> None:  # type: ignore[no-untyped-def]
+    """On the reader base: no model call (nor load) for an empty prompt, raw output cut
+    at 4,000 characters like every reader, max_chars_per_doc, labels in cite mode, no
+    profile of its own for a custom model file."""
+    from gold_panning_integrations.readers.local import LocalReader
+
+    r = LocalReader(fake_llama, max_chars_per_doc=10)
+    empty = r.read("q?", [])
+    assert (empty.cited, empty.attempts, r.calls, _FakeLlama.instances) == ((), 0, 0, [])
+    _FakeLlama.reply = "48213 " + "x" * 5000
+    long = r.read("q?", ["Mila Sato's access code is 48213."])
+    assert long.raw is not None and long.raw.startswith("48213 xxx") and "truncated, 5006 characters" in long.raw
+    assert "- Mila Sato' [...]" in _FakeLlama.instances[0].calls[0]["messages"][1]["content"]
+    assert r.recommended_profile is None
+    _FakeLlama.reply = '{"cited": [7]}'
+    cite = LocalReader(fake_llama, mode="cite")
+    assert cite.read("q?", ["a", "b"], labels=[3, 7]).cited == (1,)
+
+
+def test_fake_local_reader_retries_when_asked(fake_llama) -> None:  # type: ignore[no-untyped-def]
+    from gold_panning_integrations.readers.local import LocalReader
+
+    replies = iter(["not json", '{"cited": [2]}'])
+
+    class Flaky(_FakeLlama):
+        def create_chat_completion(self, **kw: object) -> dict:  # type: ignore[override]
+            _FakeLlama.reply = next(replies)
+            return super().create_chat_completion(**kw)  # type: ignore[arg-type]
+
+    import sys
+
+    sys.modules["llama_cpp"].Llama = Flaky  # type: ignore[attr-defined]
+    assert LocalReader(fake_llama, mode="cite").max_attempts == 1  # greedy: same reply again
+    r = LocalReader(fake_llama, mode="cite", max_attempts=2, wait=0)
+    reading = r.read("q?", ["a", "b"])
+    assert (reading.cited, reading.attempts, r.calls) == ((1,), 2, 2)
 
 
 async def test_fake_aread_runs_in_thread(fake_llama) -> None:  # type: ignore[no-untyped-def]
