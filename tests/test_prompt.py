@@ -31,7 +31,12 @@ def test_render_prompt_shows_the_panners_labels_and_names_them() -> None:
 
 @pytest.mark.parametrize(
     ("labels", "message"),
-    [([1, 2], "2 entries for 3 documents"), ([1, 1, 2], "distinct"), ([0, 1, 2], ">= 1"), ([1, 2, "3"], ">= 1")],
+    [
+        ([1, 2], "2 entries for 3 documents"),
+        ([1, 1, 2], "distinct"),
+        ([0, 1, 2], ">= 1"),
+        ([1, 2, "3"], ">= 1"),
+    ],
 )
 def test_render_prompt_rejects_bad_labels(labels: list, message: str) -> None:
     with pytest.raises(ValueError, match=message):
@@ -47,7 +52,10 @@ def test_callable_template_gets_labels_when_it_takes_them() -> None:
 
 def test_render_prompt_custom_templates() -> None:
     assert render_prompt("q", ["x", "y"], template="{n}|{question}|{documents}") == "2|q|[1] x\n\n[2] y"
-    assert render_prompt("q", ["x", "y"], labels=[5, 2], template="{labels}|{documents}") == "2, 5|[5] x\n\n[2] y"
+    assert (
+        render_prompt("q", ["x", "y"], labels=[5, 2], template="{labels}|{documents}")
+        == "2, 5|[5] x\n\n[2] y"
+    )
     assert render_prompt("q", ["x"], template=lambda q, d: f"{q}:{len(d)}") == "q:1"
     with pytest.raises(ValueError, match="unknown placeholder"):
         render_prompt("q", ["x"], template="{nope}")

@@ -14,6 +14,7 @@ from langchain_core.language_models import FakeListChatModel
 from llama_index.core.llms import CustomLLM, LLMMetadata
 from llama_index.core.llms.callbacks import llm_completion_callback
 from openai_server import FakeOpenAIServer, RecordedRequest, dynamic, ok
+from pydantic import Field
 
 from gold_panning_integrations import GoldPanner
 from gold_panning_integrations.engine.reading import Reading
@@ -33,8 +34,8 @@ Q = "What is the capital of France?"
 class TextLLM(CustomLLM):
     """A LlamaIndex LLM that replies with scripted texts and records its prompts."""
 
-    replies: list[str] = []
-    prompts: list[str] = []
+    replies: list[str] = Field(default_factory=list)
+    prompts: list[str] = Field(default_factory=list)
 
     @property
     def metadata(self) -> LLMMetadata:
@@ -100,7 +101,11 @@ def _cite_label_of(needle: str) -> Any:
     """A scripted model: cites the label under which ``needle`` is shown."""
 
     def answer(req: RecordedRequest) -> Any:
-        labels = [int(m.group(1)) for m in re.finditer(r"^\[(\d+)\] (.*)$", req.user_text, re.M) if needle in m.group(2)]
+        labels = [
+            int(m.group(1))
+            for m in re.finditer(r"^\[(\d+)\] (.*)$", req.user_text, re.MULTILINE)
+            if needle in m.group(2)
+        ]
         return ok(json.dumps({"cited": labels}))
 
     return dynamic(answer)
@@ -174,7 +179,9 @@ def test_invalid_only_replies_leave_the_beliefs_unchanged(openai_server: FakeOpe
     'nothing cited' and buried the gold; now every round fails and nothing moves."""
     openai_server.default = ok('{"cited": ["The capital of France is Paris."]}')
     reader = OpenAIReader(model="m", base_url=openai_server.base_url, wait=0, max_attempts=1)
-    result = GoldPanner(reader, profile="lost-in-the-middle", rounds=2, rng=0, on_failure="fallback").run(Q, DOCS)
+    result = GoldPanner(reader, profile="lost-in-the-middle", rounds=2, rng=0, on_failure="fallback").run(
+        Q, DOCS
+    )
     assert result.failed_rounds == 2
     assert result.posteriors.tolist() == pytest.approx([1 / 3] * 3)
 

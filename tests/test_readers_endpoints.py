@@ -114,7 +114,9 @@ def test_a_missing_extra_raises_when_the_local_reader_is_built(monkeypatch: pyte
 
 
 # ------------------------------------------------------------------------------ redirects
-def test_a_redirect_to_another_host_is_refused_and_nothing_reaches_it(openai_server: FakeOpenAIServer) -> None:
+def test_a_redirect_to_another_host_is_refused_and_nothing_reaches_it(
+    openai_server: FakeOpenAIServer,
+) -> None:
     with FakeOpenAIServer() as elsewhere:
         openai_server.script(redirect(f"{elsewhere.base_url}/chat/completions"))
         reader = OpenAIReader(model="m", base_url=openai_server.base_url, wait=0)
@@ -147,15 +149,29 @@ def _args(*argv: str) -> argparse.Namespace:
 
 
 def test_cli_timeout_and_max_attempts_reach_the_reader() -> None:
-    args = _args("--reader", "openai", "--model", "m", "--base-url", "http://127.0.0.1:1/v1", "--timeout", "5",
-                 "--max-attempts", "2")
+    args = _args(
+        "--reader",
+        "openai",
+        "--model",
+        "m",
+        "--base-url",
+        "http://127.0.0.1:1/v1",
+        "--timeout",
+        "5",
+        "--max-attempts",
+        "2",
+    )
     reader = make_reader(args)
     assert reader.timeout == 5.0
     assert reader.max_attempts == 2
 
 
-@pytest.mark.parametrize(("flag", "value"), [("--timeout", "0"), ("--timeout", "soon"), ("--max-attempts", "0")])
-def test_cli_rejects_bad_timeout_and_attempts(flag: str, value: str, capsys: pytest.CaptureFixture[str]) -> None:
+@pytest.mark.parametrize(
+    ("flag", "value"), [("--timeout", "0"), ("--timeout", "soon"), ("--max-attempts", "0")]
+)
+def test_cli_rejects_bad_timeout_and_attempts(
+    flag: str, value: str, capsys: pytest.CaptureFixture[str]
+) -> None:
     with pytest.raises(SystemExit):
         _args(flag, value)
     assert "expected" in capsys.readouterr().err

@@ -24,7 +24,9 @@ def add_reader_arguments(p: argparse.ArgumentParser, *, default_mode: str | None
         help="local: embedded model in process (default); openai: an OpenAI-compatible endpoint",
     )
     g.add_argument("--model-path", default=None, help="GGUF file for --reader local (default: SmolLM2-135M)")
-    g.add_argument("--base-url", default=None, help="endpoint for --reader openai (e.g. http://127.0.0.1:8080/v1)")
+    g.add_argument(
+        "--base-url", default=None, help="endpoint for --reader openai (e.g. http://127.0.0.1:8080/v1)"
+    )
     g.add_argument("--model", default=None, help="model name for --reader openai")
     g.add_argument("--api-key", default=None, help="API key for --reader openai (default: $OPENAI_API_KEY)")
     g.add_argument(

@@ -212,7 +212,9 @@ class BaseReader:
         return f"{type(self).__name__}(model={self.model_name!r}{self._repr_fields()}, mode={self.mode!r})"
 
     # ------------------------------------------------------------------ prompts
-    def prompt(self, question: str, documents: Sequence[Any], *, labels: Sequence[int] | None = None) -> Prompt:
+    def prompt(
+        self, question: str, documents: Sequence[Any], *, labels: Sequence[int] | None = None
+    ) -> Prompt:
         """The prompt for one round: texts converted and sanitised, labels checked.
 
         Args:
@@ -238,7 +240,9 @@ class BaseReader:
         )
         return Prompt(q, docs, template_labels(self.template, labs), SYSTEM_PROMPT, user)
 
-    def messages(self, question: str, documents: Sequence[Any], *, labels: Sequence[int] | None = None) -> Any:
+    def messages(
+        self, question: str, documents: Sequence[Any], *, labels: Sequence[int] | None = None
+    ) -> Any:
         """The chat messages (system + user) for one prompt, in the model's own type."""
         return self._messages(self.prompt(question, documents, labels=labels))
 
@@ -285,7 +289,11 @@ class BaseReader:
             if reply.text is None or not reply.text.strip():
                 raise CitationParseError("the model returned no text")
             r = reading_from_answer(
-                reply.text, prompt.documents, question=prompt.question, attribution=self.attribution, extra=extra
+                reply.text,
+                prompt.documents,
+                question=prompt.question,
+                attribution=self.attribution,
+                extra=extra,
             )
             return replace(r, raw=truncate(reply.text))
         value: Any = reply.value if reply.value is not None else reply.text
@@ -327,7 +335,9 @@ class BaseReader:
     def _policy(self) -> RetryPolicy:
         return RetryPolicy(self.max_attempts, self.wait)
 
-    def _read(self, question: str, documents: Sequence[Any], labels: Sequence[int] | None, **options: Any) -> Reading:
+    def _read(
+        self, question: str, documents: Sequence[Any], labels: Sequence[int] | None, **options: Any
+    ) -> Reading:
         prompt = self.prompt(question, documents, labels=labels)
         if not prompt.documents:
             return no_documents_reading()
@@ -351,7 +361,9 @@ class BaseReader:
 
         return await with_retries(attempt, policy=self._policy(), what=repr(self))  # type: ignore[no-any-return]
 
-    def read(self, question: str, documents: Sequence[Any], *, labels: Sequence[int] | None = None) -> Reading:
+    def read(
+        self, question: str, documents: Sequence[Any], *, labels: Sequence[int] | None = None
+    ) -> Reading:
         """Ask the model about one prompt.
 
         Args:

@@ -92,7 +92,9 @@ def _deadline_backend(core: Any, inner: Any) -> Any:
             return timeout
         left = end - time.monotonic()
         if left <= 0:
-            raise core.ReadTimeout("the request's deadline passed (the whole request took longer than timeout)")
+            raise core.ReadTimeout(
+                "the request's deadline passed (the whole request took longer than timeout)"
+            )
         return left if timeout is None else min(timeout, left)
 
     class Stream(core.NetworkStream):  # type: ignore[misc,name-defined]
@@ -108,7 +110,9 @@ def _deadline_backend(core: Any, inner: Any) -> Any:
         def close(self) -> None:
             self._stream.close()
 
-        def start_tls(self, ssl_context: Any, server_hostname: str | None = None, timeout: float | None = None) -> Any:
+        def start_tls(
+            self, ssl_context: Any, server_hostname: str | None = None, timeout: float | None = None
+        ) -> Any:
             return Stream(self._stream.start_tls(ssl_context, server_hostname, bounded(timeout)))
 
         def get_extra_info(self, info: str) -> Any:
@@ -125,7 +129,9 @@ def _deadline_backend(core: Any, inner: Any) -> Any:
         ) -> Any:
             return Stream(inner.connect_tcp(host, port, bounded(timeout), local_address, socket_options))
 
-        def connect_unix_socket(self, path: str, timeout: float | None = None, socket_options: Any = None) -> Any:
+        def connect_unix_socket(
+            self, path: str, timeout: float | None = None, socket_options: Any = None
+        ) -> Any:
             return Stream(inner.connect_unix_socket(path, bounded(timeout), socket_options))
 
         def sleep(self, seconds: float) -> None:

@@ -59,7 +59,7 @@ from ..errors import (
     ReaderError,
     TransientReaderError,
 )
-from ._prompt import MAX_RAW_CHARS, truncate
+from ._prompt import MAX_RAW_CHARS
 
 __all__ = [
     "MAX_RAW_CHARS",
@@ -68,8 +68,8 @@ __all__ = [
     "RetryPolicy",
     "Usage",
     "Wait",
-    "call_with_retries",
     "acall_with_retries",
+    "call_with_retries",
     "check_max_attempts",
     "classify_error",
     "is_retryable",
@@ -244,7 +244,9 @@ def classify_error(err: BaseException) -> ReaderError:
         connection_types += (openai.APIConnectionError,)
     if isinstance(err, connection_types):
         if _refused(chain):
-            return FatalReaderError("connection refused: nothing is listening there; start the server or fix base_url")
+            return FatalReaderError(
+                "connection refused: nothing is listening there; start the server or fix base_url"
+            )
         return TransientReaderError(f"connection failed: {msg}")
     status = getattr(err, "status_code", None)  # other SDKs' status errors (same pattern)
     if isinstance(status, int) and not isinstance(status, bool):
@@ -413,7 +415,9 @@ class _Run:
             reading,
             attempts=max(self.count, u.calls),
             prompt_tokens=reading.prompt_tokens if u.prompt_tokens is None else u.prompt_tokens,
-            completion_tokens=reading.completion_tokens if u.completion_tokens is None else u.completion_tokens,
+            completion_tokens=reading.completion_tokens
+            if u.completion_tokens is None
+            else u.completion_tokens,
         )
 
     def failed(self, err: ReaderError) -> Reading:

@@ -85,11 +85,7 @@ def underlying_chat_model(runnable: Any) -> BaseChatModel | None:
         if isinstance(cur, BaseChatModel):
             return cur
         seen += 1
-        cur = (
-            getattr(cur, "bound", None)
-            or getattr(cur, "runnable", None)
-            or getattr(cur, "default", None)
-        )
+        cur = getattr(cur, "bound", None) or getattr(cur, "runnable", None) or getattr(cur, "default", None)
     return None
 
 
@@ -247,7 +243,8 @@ class ChatModelReader(BaseReader):
             if parsed is None:
                 err = out.get("parsing_error")
                 raise attach_raw(
-                    CitationParseError(f"structured output could not be parsed: {err or 'empty reply'}"), raw_msg
+                    CitationParseError(f"structured output could not be parsed: {err or 'empty reply'}"),
+                    raw_msg,
                 )
         else:
             parsed = out
@@ -260,7 +257,9 @@ class ChatModelReader(BaseReader):
 
     # ------------------------------------------------------------------ calls
     def _call(self, prompt: Prompt, usage: Usage, **options: Any) -> Reply:
-        return self._text_reply(self.chat_model.invoke(self._messages(prompt), config=options.get("config")), usage)
+        return self._text_reply(
+            self.chat_model.invoke(self._messages(prompt), config=options.get("config")), usage
+        )
 
     async def _acall(self, prompt: Prompt, usage: Usage, **options: Any) -> Reply:
         msg = await self.chat_model.ainvoke(self._messages(prompt), config=options.get("config"))

@@ -160,7 +160,9 @@ class LlamaIndexLLMReader(BaseReader):
 
     def _repr_fields(self) -> str:
         url = getattr(self.llm, "api_base", None) or getattr(self.llm, "base_url", None)
-        return f", llm={type(self.llm).__name__}" + (f", base_url={url!r}" if isinstance(url, str) and url else "")
+        return f", llm={type(self.llm).__name__}" + (
+            f", base_url={url!r}" if isinstance(url, str) and url else ""
+        )
 
     # ------------------------------------------------------------------ conversion
     def user_message(self, question: str, documents: Any, *, labels: Any = None) -> str:
@@ -188,7 +190,9 @@ class LlamaIndexLLMReader(BaseReader):
             out = out[0]
         value = out.model_dump() if hasattr(out, "model_dump") else out
         if not isinstance(value, (dict, list)):
-            raise attach_raw(CitationParseError(f"structured output of unexpected type {type(out).__name__}"), out)
+            raise attach_raw(
+                CitationParseError(f"structured output of unexpected type {type(out).__name__}"), out
+            )
         return Reply(value=value, extra={"structured": True})
 
     def _structured_kwargs(self, prompt: Prompt) -> dict[str, Any]:
@@ -207,7 +211,9 @@ class LlamaIndexLLMReader(BaseReader):
 
     def _call_structured(self, prompt: Prompt, usage: Usage, **options: Any) -> Reply:
         try:
-            out = self.llm.structured_predict(CitationsOutput, self._prompt_template, **self._structured_kwargs(prompt))
+            out = self.llm.structured_predict(
+                CitationsOutput, self._prompt_template, **self._structured_kwargs(prompt)
+            )
         except (ValidationError, ValueError, TypeError) as err:
             raise self._structured_error(err) from err
         return self._structured_reply(out)

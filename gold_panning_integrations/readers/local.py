@@ -205,7 +205,9 @@ class LocalReader(BaseReader):
         path = str(self.model_path)
         logger.info("loading %s with n_ctx=%d", path, n_ctx)
         try:
-            llm = llama_cpp.Llama(model_path=path, n_ctx=n_ctx, n_threads=self.n_threads, seed=self.seed, verbose=False)
+            llm = llama_cpp.Llama(
+                model_path=path, n_ctx=n_ctx, n_threads=self.n_threads, seed=self.seed, verbose=False
+            )
         except (ValueError, RuntimeError) as err:
             raise ReaderError(f"llama.cpp could not load {path!r}: {err}") from err
         self._llm, self._ctx = llm, n_ctx

@@ -161,7 +161,12 @@ class OpenAIReader(BaseReader):
             raise ValueError(f"top_p must be in (0, 1] or None, got {top_p!r}")
         if max_tokens < 1:
             raise ValueError(f"max_tokens must be >= 1, got {max_tokens!r}")
-        if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not math.isfinite(timeout) or timeout <= 0:
+        if (
+            isinstance(timeout, bool)
+            or not isinstance(timeout, (int, float))
+            or not math.isfinite(timeout)
+            or timeout <= 0
+        ):
             raise ValueError(f"timeout must be a finite number of seconds > 0, got {timeout!r}")
         self.model = model
         self.base_url = base_url
@@ -322,7 +327,9 @@ class OpenAIReader(BaseReader):
         """The :class:`Reply` of one chat-completions response."""
         if isinstance(resp, (str, bytes)):
             raise attach_raw(
-                CitationParseError("the server answered with a non-JSON body (is base_url an OpenAI-compatible /v1?)"),
+                CitationParseError(
+                    "the server answered with a non-JSON body (is base_url an OpenAI-compatible /v1?)"
+                ),
                 resp,
             )
         u = getattr(resp, "usage", None)
