@@ -175,3 +175,13 @@ def test_cli_rejects_bad_timeout_and_attempts(
     with pytest.raises(SystemExit):
         _args(flag, value)
     assert "expected" in capsys.readouterr().err
+
+
+def test_chatopenai_on_a_closed_port_is_fatal_naming_url_and_model() -> None:
+    langchain_openai = pytest.importorskip("langchain_openai")
+    url = f"http://127.0.0.1:{_closed_port()}/v1"
+    model = langchain_openai.ChatOpenAI(model="gpt-x", base_url=url, api_key="k", max_retries=0)
+    with pytest.raises(FatalReaderError, match="connection refused") as info:
+        ChatModelReader(model, wait=0).read(Q, DOCS)
+    assert url in str(info.value)
+    assert "gpt-x" in str(info.value)
