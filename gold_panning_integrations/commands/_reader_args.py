@@ -127,17 +127,21 @@ class LexicalSimulatedReader(SimulatedReader):
     def _is_best(self, document: Any) -> bool:
         return str(document) in self._best
 
-    def read(self, question: str, documents: Sequence[str], **kwargs: Any) -> Any:
+    def read(self, question: str, documents: Sequence[str], *, labels: Sequence[int] | None = None) -> Any:
+        """Cite by position at the profile's rates; ``labels`` change nothing here
+        (a simulated model reads positions, and cited positions are returned)."""
         from ..readers.answer import normalize_tokens
 
         q = set(normalize_tokens(question))
         overlap = [len(q & set(normalize_tokens(d))) for d in documents]
         top = max(overlap, default=0)
         self._best = {str(d) for d, o in zip(documents, overlap) if o == top}
-        return super().read(question, documents, **kwargs)
+        return super().read(question, documents)
 
-    async def aread(self, question: str, documents: Sequence[str], **kwargs: Any) -> Any:
-        return self.read(question, documents, **kwargs)
+    async def aread(
+        self, question: str, documents: Sequence[str], *, labels: Sequence[int] | None = None
+    ) -> Any:
+        return self.read(question, documents, labels=labels)
 
     def answer(self, question: str, documents: Sequence[str]) -> str | None:
         return None
