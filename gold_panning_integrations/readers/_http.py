@@ -37,14 +37,30 @@ logger = logging.getLogger(__name__)
 MAX_REDIRECTS = 3
 """Same-origin redirects followed per request; one more is a redirect-loop error."""
 
-_DEADLINE: contextvars.ContextVar[float | None] = contextvars.ContextVar("gp_http_deadline", default=None)
+class _Deadline:
+    """A request's time budget; the clock starts at its first socket operation, so the
+    client's own preparation (imports, request building) does not eat the budget."""
+
+    def __init__(self, seconds: float) -> None:
+        self.seconds = seconds
+        self.end: float | None = None
+
+    def left(self) -> float:
+        now = time.monotonic()
+        if self.end is None:
+            self.end = now + self.seconds
+        return self.end - now
+
+
+_DEADLINE: contextvars.ContextVar[_Deadline | None] = contextvars.ContextVar("gp_http_deadline", default=None)
 
 
 @contextlib.contextmanager
 def deadline(seconds: float) -> Iterator[None]:
     """Requests made inside this block (by clients from :func:`make_http_client`, in
-    this thread or task) end within ``seconds`` from now, whatever the server does."""
-    token = _DEADLINE.set(time.monotonic() + float(seconds))
+    this thread or task) end within ``seconds`` of their first network operation,
+    whatever the server does."""
+    token = _DEADLINE.set(_Deadline(float(seconds)))
     try:
         yield
     finally:
@@ -87,10 +103,10 @@ def _deadline_backend(core: Any, inner: Any) -> Any:
     time left before the current :func:`deadline`."""
 
     def bounded(timeout: float | None) -> float | None:
-        end = _DEADLINE.get()
-        if end is None:
+        budget = _DEADLINE.get()
+        if budget is None:
             return timeout
-        left = end - time.monotonic()
+        left = budget.left()
         if left <= 0:
             raise core.ReadTimeout(
                 "the request's deadline passed (the whole request took longer than timeout)"
