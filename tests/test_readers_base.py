@@ -233,3 +233,16 @@ def test_a_runnable_that_is_not_a_chat_model_is_still_refused() -> None:
 
     with pytest.raises(TypeError, match="cannot use a .*RunnableLambda as a reader"):
         as_reader(RunnableLambda(lambda x: x))
+
+
+def test_a_callable_template_without_labels_is_read_under_1_to_m_with_a_warning(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    def numbered(q: str, docs: list) -> str:
+        return "\n".join(f"[{i}] {d}" for i, d in enumerate(docs, start=1)) + f"\n{q}"
+
+    reader = ChatModelReader(FakeListChatModel(responses=['{"cited": [2]}']), template=numbered, wait=0)
+    with caplog.at_level("WARNING"):
+        reading = reader.read(Q, DOCS, labels=[9, 8, 7])
+    assert reading.cited == (1,)  # the template showed "[2]" for position 1
+    assert "takes no labels= parameter" in caplog.text

@@ -192,6 +192,7 @@ class BaseReader:
         self.max_chars_per_doc = check_max_chars_per_doc(max_chars_per_doc)
         self.structured = check_structured(structured)
         self._use_structured = False
+        self._warned_template = False
 
     # ------------------------------------------------------------------ identity
     @property
@@ -238,7 +239,15 @@ class BaseReader:
         user = render_prompt(
             q, docs, labels=labs, template=self.template, max_chars_per_doc=self.max_chars_per_doc
         )
-        return Prompt(q, docs, template_labels(self.template, labs), SYSTEM_PROMPT, user)
+        shown = template_labels(self.template, labs)
+        if shown != labs and not self._warned_template:
+            self._warned_template = True
+            logger.warning(
+                "%r: the callable template takes no labels= parameter, so documents are numbered 1..m "
+                "instead of the panner's per-round labels; add a labels keyword to the template",
+                self,
+            )
+        return Prompt(q, docs, shown, SYSTEM_PROMPT, user)
 
     def messages(
         self, question: str, documents: Sequence[Any], *, labels: Sequence[int] | None = None

@@ -212,38 +212,40 @@ class AnswerAttribution:
             documents: The documents as shown, shape ``(m,)``.
             question: The question; its words are not part of any span.
         """
-        q = set(normalize_tokens(question))
-        runs: list[list[str]] = [[]]
-        for t in normalize_tokens(answer):
-            if t in q:
-                runs.append([])
-            elif t not in STOPWORDS:
-                runs[-1].append(t)
-        runs = [r for r in runs if r]
+        runs = _answer_runs(answer, question)
         if not runs:
             return ()
         wanted = {t for r in runs for t in r}
         seqs = [[t for t in normalize_tokens(d) if t not in STOPWORDS] for d in documents]
-        scores = [
-            max((_longest_common_run(r, seq) for r in runs), default=(0, ()))
-            if wanted.intersection(seq)
-            else (0, ())
-            for seq in seqs
-        ]
-        best = max((n for n, _ in scores), default=0)
-        if best == 0:
-            return ()
-        hits = tuple(i for i, (n, _) in enumerate(scores) if n == best)
+        scores = [_best_run(runs, seq) if wanted.intersection(seq) else (0, ()) for seq in seqs]
+        best = max(n for n, _ in scores)
+        hits = tuple(i for i, (n, _) in enumerate(scores) if n == best and best > 0)
         limit = max(1, int(self.max_share * len(documents)))
-        if len(hits) > limit:
-            return ()  # the span is common to many shown documents: says nothing
+        if not hits or len(hits) > limit:
+            return ()  # no span, or one common to many shown documents: says nothing
         span = scores[hits[0]][1]
         if best == 1 and not _distinctive(span[0]):
             return ()
-        df = [sum(1 for seq in seqs if t in seq) for t in span]
-        if min(df) > limit:
+        if all(sum(t in seq for seq in seqs) > limit for t in span):
             return ()  # every word of the span is common among the shown documents
         return hits
+
+
+def _answer_runs(answer: str, question: str) -> list[list[str]]:
+    """The answer's tokens without stopwords, split into runs at the question's words."""
+    q = set(normalize_tokens(question))
+    runs: list[list[str]] = [[]]
+    for t in normalize_tokens(answer):
+        if t in q:
+            runs.append([])
+        elif t not in STOPWORDS:
+            runs[-1].append(t)
+    return [r for r in runs if r]
+
+
+def _best_run(runs: Sequence[Sequence[str]], seq: Sequence[str]) -> tuple[int, tuple[str, ...]]:
+    """The longest run shared by ``seq`` and any of ``runs`` (length, tokens)."""
+    return max((_longest_common_run(r, seq) for r in runs), key=lambda x: x[0])
 
 
 def _distinctive(token: str) -> bool:
