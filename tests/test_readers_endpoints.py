@@ -185,3 +185,29 @@ def test_chatopenai_on_a_closed_port_is_fatal_naming_url_and_model() -> None:
         ChatModelReader(model, wait=0).read(Q, DOCS)
     assert url in str(info.value)
     assert "gpt-x" in str(info.value)
+
+
+def test_a_base_url_without_scheme_is_fatal_and_says_what_to_write() -> None:
+    with pytest.raises(FatalReaderError, match="must start with http:// or https://"):
+        OpenAIReader(model="m", base_url="127.0.0.1:8000/v1", wait=0).read(Q, DOCS)
+
+
+def test_a_connection_failure_names_its_underlying_cause() -> None:
+    """An unknown host may be a passing DNS failure: transient, and the message says why
+    (the SDK's own text is only "Connection error.")."""
+    import httpx2
+    import openai
+
+    from gold_panning_integrations.errors import TransientReaderError
+    from gold_panning_integrations.readers._retry import classify_error
+
+    request = httpx2.Request("POST", "http://no-such-host.invalid/v1/chat/completions")
+    try:
+        try:
+            raise httpx2.ConnectError("[Errno -2] Name or service not known", request=request)
+        except httpx2.ConnectError as cause:
+            raise openai.APIConnectionError(request=request) from cause
+    except openai.APIConnectionError as err:
+        classified = classify_error(err)
+    assert isinstance(classified, TransientReaderError)
+    assert str(classified) == "connection failed: Connection error. ([Errno -2] Name or service not known)"

@@ -247,7 +247,12 @@ def classify_error(err: BaseException) -> ReaderError:
             return FatalReaderError(
                 "connection refused: nothing is listening there; start the server or fix base_url"
             )
-        return TransientReaderError(f"connection failed: {msg}")
+        if any(isinstance(e, h.UnsupportedProtocol) for e in chain for h in httpxes):
+            return FatalReaderError(
+                "base_url must start with http:// or https:// (e.g. http://127.0.0.1:8000/v1)"
+            )
+        root = _message_of(chain[-1])  # the underlying cause says more than "Connection error."
+        return TransientReaderError(f"connection failed: {msg}" + (f" ({root})" if root != msg else ""))
     status = getattr(err, "status_code", None)  # other SDKs' status errors (same pattern)
     if isinstance(status, int) and not isinstance(status, bool):
         return _from_status(status, msg, getattr(getattr(err, "response", None), "headers", None))
