@@ -195,17 +195,18 @@ def test_a_base_url_without_scheme_is_fatal_and_says_what_to_write() -> None:
 def test_a_connection_failure_names_its_underlying_cause() -> None:
     """An unknown host may be a passing DNS failure: transient, and the message says why
     (the SDK's own text is only "Connection error.")."""
-    import httpx2
     import openai
 
     from gold_panning_integrations.errors import TransientReaderError
+    from gold_panning_integrations.readers._http import _httpx_module
     from gold_panning_integrations.readers._retry import classify_error
 
-    request = httpx2.Request("POST", "http://no-such-host.invalid/v1/chat/completions")
+    httpx = _httpx_module()  # the httpx the installed openai uses (httpx2 in openai 3.x)
+    request = httpx.Request("POST", "http://no-such-host.invalid/v1/chat/completions")
     try:
         try:
-            raise httpx2.ConnectError("[Errno -2] Name or service not known", request=request)
-        except httpx2.ConnectError as cause:
+            raise httpx.ConnectError("[Errno -2] Name or service not known", request=request)
+        except httpx.ConnectError as cause:
             raise openai.APIConnectionError(request=request) from cause
     except openai.APIConnectionError as err:
         classified = classify_error(err)
