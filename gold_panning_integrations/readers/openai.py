@@ -92,6 +92,8 @@ class OpenAIReader(BaseReader):
         max_tokens: Completion budget per call.
         timeout: Deadline in seconds for the whole request (connection, upload, the
             server's reply), however slowly the server sends it; a timeout is retried.
+            A ``client=`` you pass keeps its own HTTP settings (per-read timeouts,
+            redirects); the async reader applies the deadline to any client.
         max_attempts: Attempts per reading, retries included (>= 1).
         wait: Wait between attempts: None (honour Retry-After, else exponential
             backoff), seconds, a tenacity wait strategy or ``(retry_state) -> seconds``.
