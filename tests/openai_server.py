@@ -11,7 +11,9 @@ Retry-After, 5xx, 401, ...), :func:`delay` (slower than the client timeout),
 :func:`reset` (connection reset mid-body), :func:`empty_choices`, :func:`content_null`,
 :func:`refusal`, :func:`raw_body` (any HTTP body, e.g. non-JSON or truncated JSON),
 :func:`enormous`, :func:`reject_format`, :func:`dynamic` (computed from the request,
-e.g. a scripted model that follows instructions found in the documents).
+e.g. a scripted model that follows instructions found in the documents), :func:`drip`
+(a valid answer sent one byte at a time, slower than any sane client) and
+:func:`redirect` (a 3xx to another URL, e.g. another server or itself).
 
 Server-wide switches: ``reject_formats={"json_schema"}`` answers 400 to every request
 asking for those ``response_format`` types without consuming the queue (a server that
@@ -50,11 +52,13 @@ __all__ = [
     "completion_body",
     "content_null",
     "delay",
+    "drip",
     "dynamic",
     "empty_choices",
     "enormous",
     "ok",
     "raw_body",
+    "redirect",
     "refusal",
     "reject_format",
     "reset",
@@ -244,6 +248,18 @@ def reject_format(*types: str, then: Behaviour | None = None) -> Behaviour:
     return Behaviour("reject_format", {"types": tuple(types or ("json_schema",)), "then": then or cite()})
 
 
+def drip(interval: float, then: Behaviour | None = None) -> Behaviour:
+    """200 with the body of ``then`` (default ``cite()``) sent one byte every
+    ``interval`` seconds: each read finishes well within a per-read timeout, the whole
+    request does not. The drip ends early when the server stops or the client leaves."""
+    return Behaviour("drip", {"interval": interval, "then": then or cite()})
+
+
+def redirect(location: str, *, code: int = 307) -> Behaviour:
+    """A redirect (``307`` keeps the method and body) to ``location``."""
+    return Behaviour("redirect", {"location": location, "code": code})
+
+
 def dynamic(fn: Callable[[RecordedRequest], Behaviour]) -> Behaviour:
     """Compute the behaviour from the request (e.g. a scripted model reading the prompt)."""
     return Behaviour("dynamic", {"fn": fn})
@@ -413,6 +429,34 @@ class _Handler(BaseHTTPRequestHandler):
         elif b.kind == "raw_body":
             data = p["body"] if isinstance(p["body"], bytes) else p["body"].encode()
             self._send(int(p["code"]), data, content_type=p["content_type"])
+        elif b.kind == "drip":
+            then = p["then"]
+            assert then.kind == "ok", "drip sends an ok() body"
+            body = json.dumps(
+                completion_body(
+                    then.params["content"],
+                    model=model,
+                    prompt_tokens=then.params["prompt_tokens"],
+                    completion_tokens=then.params["completion_tokens"],
+                    finish_reason=then.params["finish_reason"],
+                )
+            ).encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.flush()
+            for i in range(len(body)):
+                if self.server.owner._stopping.wait(float(p["interval"])):
+                    break
+                self.wfile.write(body[i : i + 1])
+                self.wfile.flush()
+                self.server.owner._drip_bytes += 1
+        elif b.kind == "redirect":
+            self.send_response(int(p["code"]))
+            self.send_header("Location", p["location"])
+            self.send_header("Content-Length", "0")
+            self.end_headers()
         elif b.kind == "reject_format":
             if req.response_format_type in p["types"]:
                 self._reject_format(req)
@@ -451,6 +495,7 @@ class FakeOpenAIServer:
         self._requests: list[RecordedRequest] = []
         self._lock = threading.Lock()
         self._stopping = threading.Event()
+        self._drip_bytes = 0
         self._httpd: _Server | None = None
         self._thread: threading.Thread | None = None
 
@@ -522,6 +567,11 @@ class FakeOpenAIServer:
         """Requests received so far (a copy), oldest first."""
         with self._lock:
             return list(self._requests)
+
+    @property
+    def drip_bytes(self) -> int:
+        """Body bytes :func:`drip` behaviours have sent so far."""
+        return self._drip_bytes
 
     def wait_for_requests(self, n: int, timeout: float = 5.0) -> list[RecordedRequest]:
         """Requests once at least ``n`` arrived (the server records before answering)."""

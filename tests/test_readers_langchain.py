@@ -64,7 +64,7 @@ class _RateLimited(Exception):
 
 # -------------------------------------------------------------------------- text path
 def test_fake_list_model_reads_text_json() -> None:
-    model = FakeListChatModel(responses=['Sure: {"cited": [2, "3", 2]}'])
+    model = FakeListChatModel(responses=['Sure: {"cited": [2, "third", 2]}'])
     reader = ChatModelReader(model, wait=0)
     assert not reader.uses_structured_output  # FakeListChatModel raises NotImplementedError
     assert reader.model_name == "FakeListChatModel"
@@ -133,11 +133,11 @@ def test_answer_mode_text() -> None:
 
 # -------------------------------------------------------------------- structured path
 def test_structured_output_validates_raw_tool_args_strictly() -> None:
-    model = ToolCallingFake(messages=iter([tool_message({"cited": [3, "1", 3, 0]})]))
+    model = ToolCallingFake(messages=iter([tool_message({"cited": [3, 1.0, 3, 0]})]))
     reader = ChatModelReader(model, wait=0)
     assert reader.uses_structured_output
     reading = reader.read(Q, DOCS)
-    # "1" would be coerced to 1 by pydantic; the raw arguments are validated instead
+    # 1.0 would be coerced to 1 by pydantic; the raw arguments are validated instead
     assert reading.cited == (2,)
     assert (reading.invalid_labels, reading.duplicate_labels) == (2, 1)
     assert (reading.prompt_tokens, reading.completion_tokens) == (40, 6)

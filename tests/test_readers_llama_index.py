@@ -53,12 +53,12 @@ class ScriptedLLM(CustomLLM):
 
 
 def test_chat_path_reads_json_and_tokens() -> None:
-    llm = ScriptedLLM(replies=['Here: {"cited": [2, 2, "3", 4]}'])
+    llm = ScriptedLLM(replies=['Here: {"cited": [2, 2, "x3", 4]}'])
     reader = LlamaIndexLLMReader(llm, wait=0)
     assert not reader.uses_structured_output and reader.model_name == "scripted"
     reading = reader.read(Q, DOCS)
     assert reading.cited == (1,)
-    assert (reading.invalid_labels, reading.duplicate_labels) == (2, 1)
+    assert (reading.invalid_labels, reading.duplicate_labels) == (2, 1)  # "x3" and 4
     assert (reading.prompt_tokens, reading.completion_tokens) == (50, 5)
     assert "[2] The capital of France is Paris." in llm.prompts[0]
 
@@ -76,12 +76,12 @@ async def test_async_chat_path() -> None:
 
 
 def test_structured_path_validates_labels_strictly() -> None:
-    llm = ScriptedLLM(replies=['{"cited": [1, "2", 1]}'])
+    llm = ScriptedLLM(replies=['{"cited": [1, 2.0, 1]}'])
     reader = LlamaIndexLLMReader(llm, structured=True, wait=0)
     assert reader.uses_structured_output
     reading = reader.read(Q, DOCS)
     assert reading.cited == (0,)
-    assert (reading.invalid_labels, reading.duplicate_labels) == (1, 1)
+    assert (reading.invalid_labels, reading.duplicate_labels) == (1, 1)  # 2.0 is not a label
     assert reading.extra["structured"] is True
     assert "[3] Berlin is in Germany." in llm.prompts[0]  # the documents reached the model
 

@@ -26,7 +26,7 @@ from openai_server import (
 
 from gold_panning_integrations import GoldPanner
 from gold_panning_integrations.engine.reading import Reading
-from gold_panning_integrations.errors import CitationParseError, TransientReaderError
+from gold_panning_integrations.errors import CitationParseError, ReaderError, TransientReaderError
 from gold_panning_integrations.readers import OpenAIReader
 from gold_panning_integrations.readers._retry import (
     MAX_RAW_CHARS,
@@ -69,7 +69,7 @@ def test_success_records_citations_tokens_and_request(
 
 
 def test_invalid_labels_dropped_and_counted_never_mapped(scripted_reader: Any) -> None:
-    reading = scripted_reader(ok('{"cited": [0, -1, 4, "2", 2.0, true, 3, 3]}')).read(Q, DOCS)
+    reading = scripted_reader(ok('{"cited": [0, -1, 4, "two", 2.0, true, 3, 3]}')).read(Q, DOCS)
     assert reading.cited == (2,)
     assert (reading.invalid_labels, reading.duplicate_labels) == (6, 1)
 
@@ -156,22 +156,33 @@ def test_truncated_http_body_retried(scripted_reader: Any) -> None:
     assert reading.cited == (0,) and reading.attempts == 2
 
 
-def test_auth_error_not_retried(openai_server: FakeOpenAIServer, scripted_reader: Any) -> None:
+def test_auth_error_is_fatal_at_once(openai_server: FakeOpenAIServer, scripted_reader: Any) -> None:
     openai_server.api_key = "right-key"
-    reading = scripted_reader(api_key="wrong-key").read(Q, DOCS)
-    assert reading.failed and reading.attempts == 1
-    assert "authentication failed" in reading.error and "OPENAI_API_KEY" in reading.error
+    with pytest.raises(FatalReaderError, match="authentication failed.*OPENAI_API_KEY") as info:
+        scripted_reader(api_key="wrong-key").read(Q, DOCS)
+    assert openai_server.base_url in str(info.value)
+    assert "fake-model" in str(info.value)
+    assert "\n" not in str(info.value)
     assert len(openai_server.requests) == 1
 
 
-@pytest.mark.parametrize(
-    ("code", "words"), [(403, "permission denied"), (404, "check model="), (400, "HTTP 400")]
-)
-def test_client_errors_not_retried(
+@pytest.mark.parametrize(("code", "words"), [(403, "permission denied"), (404, "check the model name")])
+def test_permanent_client_errors_are_fatal(
     scripted_reader: Any, openai_server: FakeOpenAIServer, code: int, words: str
 ) -> None:
-    reading = scripted_reader(status(code), cite(1)).read(Q, DOCS)
-    assert reading.failed and reading.attempts == 1 and words in reading.error
+    with pytest.raises(FatalReaderError, match=words) as info:
+        scripted_reader(status(code), cite(1)).read(Q, DOCS)
+    assert info.value.status_code == code
+    assert len(openai_server.requests) == 1
+
+
+def test_bad_request_is_a_failed_reading_not_retried(
+    scripted_reader: Any, openai_server: FakeOpenAIServer
+) -> None:
+    reading = scripted_reader(status(400), cite(1)).read(Q, DOCS)
+    assert reading.failed
+    assert reading.attempts == 1
+    assert "HTTP 400" in reading.error
     assert len(openai_server.requests) == 1
 
 
@@ -255,8 +266,9 @@ def test_format_fallback_stops_at_json_object(scripted_reader: Any, openai_serve
 
 def test_explicit_format_rejected_is_fatal(scripted_reader: Any, openai_server: FakeOpenAIServer) -> None:
     openai_server.reject_formats = {"json_schema"}
-    reading = scripted_reader(response_format="json_schema").read(Q, DOCS)
-    assert reading.failed and reading.attempts == 1 and "response_format='auto'" in reading.error
+    with pytest.raises(FatalReaderError, match="response_format='auto'"):
+        scripted_reader(response_format="json_schema").read(Q, DOCS)
+    assert len(openai_server.requests) == 1
 
 
 def test_text_format_sends_no_response_format(scripted_reader: Any, openai_server: FakeOpenAIServer) -> None:
@@ -356,7 +368,8 @@ def test_classify_error_and_retry_after_parsing() -> None:
     assert parse_retry_after(None) is None
     assert isinstance(classify_error(TimeoutError("t")), TransientReaderError)
     assert isinstance(classify_error(ConnectionResetError("r")), TransientReaderError)
-    assert isinstance(classify_error(RuntimeError("x")), FatalReaderError)
+    assert type(classify_error(RuntimeError("x"))) is ReaderError  # a failed reading, not the run
+    assert isinstance(classify_error(ConnectionRefusedError(111, "Connection refused")), FatalReaderError)
     err = CitationParseError("bad")
     assert classify_error(err) is err
 

@@ -2,7 +2,8 @@
 
 * :class:`OpenAIReader` — any OpenAI-compatible endpoint (OpenAI, vLLM, llama.cpp,
   Ollama) through the ``openai`` client.
-* :class:`ChatModelReader` — any LangChain ``BaseChatModel``.
+* :class:`ChatModelReader` — any LangChain chat model, or a Runnable wrapping one
+  (``.bind()``, ``.with_retry()``, ``.with_fallbacks()``, ``.configurable_fields()``).
 * :class:`LlamaIndexLLMReader` — any LlamaIndex ``LLM``.
 * :class:`LocalReader` — the embedded local model (llama-cpp-python, extra ``local``).
 * :class:`SimulatedReader` — follows a detector profile exactly (tests, ablations).
@@ -20,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..engine.reading import AsyncReader, Reader, Reading
 from ..engine.simulate import SimulatedReader
+from ._base import BaseReader
 from ._prompt import (
     DEFAULT_TEMPLATE,
     SYSTEM_PROMPT,
@@ -31,6 +33,7 @@ from ._prompt import (
     parse_citations,
     render_documents,
     render_prompt,
+    sanitize_text,
     validate_labels,
 )
 from ._retry import wait_retry_after
@@ -45,6 +48,7 @@ __all__ = [
     "DEFAULT_TEMPLATE",
     "SYSTEM_PROMPT",
     "AsyncReader",
+    "BaseReader",
     "ChatModelReader",
     "Citations",
     "LlamaIndexLLMReader",
@@ -61,6 +65,7 @@ __all__ = [
     "parse_citations",
     "render_documents",
     "render_prompt",
+    "sanitize_text",
     "validate_labels",
     "wait_retry_after",
 ]
@@ -95,7 +100,9 @@ def as_reader(obj: Any, **kwargs: Any) -> Any:
     Args:
         obj: One of
             * an object with ``read`` and/or ``aread`` (a reader): returned as is;
-            * a LangChain ``BaseChatModel``: wrapped in :class:`ChatModelReader`;
+            * a LangChain chat model, or a Runnable wrapping one (``.bind()``,
+              ``.with_retry()``, ``.with_fallbacks()``, ``.configurable_fields()``):
+              wrapped in :class:`ChatModelReader`;
             * a LlamaIndex ``LLM``: wrapped in :class:`LlamaIndexLLMReader`;
             * the string ``"local"``: :class:`LocalReader` (embedded model).
         **kwargs: Options for the wrapping reader (``max_attempts``, ``mode``, ...).
@@ -112,8 +119,10 @@ def as_reader(obj: Any, **kwargs: Any) -> Any:
             f"unknown reader name {obj!r}: the only name accepted is 'local' (the embedded model); "
             "for a server use OpenAIReader(model=..., base_url=...)"
         )
-    if _is_instance_of(obj, "langchain_core.language_models.chat_models", "BaseChatModel"):
-        return import_module(".langchain", __name__).ChatModelReader(obj, **kwargs)
+    if _is_instance_of(obj, "langchain_core.runnables.base", "Runnable"):
+        lc = import_module(".langchain", __name__)
+        if lc.is_chat_runnable(obj):
+            return lc.ChatModelReader(obj, **kwargs)
     if _is_instance_of(obj, "llama_index.core.llms.llm", "LLM"):
         return import_module(".llama_index", __name__).LlamaIndexLLMReader(obj, **kwargs)
     if callable(getattr(obj, "read", None)) or callable(getattr(obj, "aread", None)):
@@ -125,6 +134,7 @@ def as_reader(obj: Any, **kwargs: Any) -> Any:
         return obj
     raise TypeError(
         f"cannot use a {type(obj).__module__}.{type(obj).__qualname__} as a reader: pass an object with "
-        "read(question, documents) / aread(...), a LangChain BaseChatModel, a LlamaIndex LLM, "
+        "read(question, documents) / aread(...), a LangChain chat model (or a Runnable wrapping one), "
+        "a LlamaIndex LLM, "
         "or the string 'local'"
     )

@@ -1,15 +1,25 @@
-"""Prompt rendering, the citation schema, and strict citation parsing.
+"""Prompt rendering, the citation schema, strict citation parsing, and turning a
+reply into a :class:`~gold_panning_integrations.engine.reading.Reading`.
 
-Every round shows the documents under labels ``1..m`` by prompt position. The model is
-asked for ``{"cited": [labels]}``. Parsing is strict: only labels shown this round map
-to documents; anything else is dropped and counted, never mapped to another document.
-Labels come from positions, never from document text, so a document cannot forge
-another document's label.
+Each round shows the documents under the labels the panner passes (``labels[i]`` names
+``documents[i]``; None means ``1..m``). The panner draws them at random each round, so a
+label says nothing about a position. The model is asked for ``{"cited": [labels]}`` and
+the prompt names the labels actually shown. Parsing is strict: only labels shown this
+round map back to documents (to their 0-based positions, through the label map);
+anything else is dropped and counted, never mapped to another document. Labels come from
+the panner, never from document text, so a document cannot forge another's label.
+
+Common label forms are read as labels: JSON integers, numbers as strings (``"6"``),
+``"[6]"``, ``"6."``, ``"#6"``, ``"Document 6"`` and any Unicode decimal digits
+(Arabic-Indic ``"٦"``, full-width ``"６"``), inside JSON or as the whole reply.
 """
 
 from __future__ import annotations
 
+import inspect
 import json
+import logging
+import numbers
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -17,24 +27,36 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
+from ..engine.reading import Reading
 from ..errors import CitationParseError
 
 __all__ = [
     "DEFAULT_TEMPLATE",
+    "MAX_RAW_CHARS",
+    "MAX_SCAN_CHARS",
     "SYSTEM_PROMPT",
     "TRUNCATION_MARKER",
     "Citations",
     "ParsedCitations",
     "PromptTemplate",
+    "as_label",
+    "attach_raw",
+    "check_echo",
+    "check_labels",
     "check_max_chars_per_doc",
     "citation_json_schema",
     "clip_document",
     "extract_json",
     "parse_citations",
+    "reading_from_citations",
     "render_documents",
     "render_prompt",
+    "sanitize_text",
+    "truncate",
     "validate_labels",
 ]
+
+logger = logging.getLogger(__name__)
 
 SYSTEM_PROMPT = "You find the documents that answer a question. You reply with JSON only."
 
@@ -43,14 +65,31 @@ DEFAULT_TEMPLATE = (
     "Below are {n} documents, each under a number in square brackets.\n\n"
     "{documents}\n\n"
     "Which documents contain the answer to the question? Reply with JSON only, in the form "
-    '{{"cited": [numbers]}}, using only numbers from 1 to {n}. '
+    '{{"cited": [numbers]}}, using only {allowed}. '
     'If no document contains the answer, reply {{"cited": []}}.'
 )
-"""Default user message. Placeholders: ``{question}``, ``{documents}``, ``{n}``."""
+"""Default user message. Placeholders: ``{question}``, ``{documents}``, ``{n}``,
+``{labels}`` (the labels shown, ascending, comma-separated) and ``{allowed}`` (the same
+as a phrase: ``"numbers from 1 to 6"`` for labels ``1..6``, else
+``"these numbers: 3, 8, 17"``)."""
 
-PromptTemplate = str | Callable[[str, Sequence[str]], str]
-"""A format string with ``{question}``, ``{documents}``, ``{n}``, or a callable
-``(question, documents) -> str`` that renders the whole user message."""
+PromptTemplate = str | Callable[..., str]
+"""A format string with ``{question}``, ``{documents}``, ``{n}``, ``{labels}``, or a
+callable ``(question, documents, *, labels) -> str`` that renders the whole user
+message. A callable without a ``labels`` parameter numbers the documents itself; its
+replies are then read under labels ``1..m``."""
+
+MAX_RAW_CHARS = 4000
+"""Raw model output kept in a :class:`Reading` (characters); longer output is cut."""
+
+MAX_SCAN_CHARS = 4000
+"""Longest model output searched for JSON embedded in prose (characters). Longer output
+is still accepted when it is JSON as a whole; otherwise only its first
+``MAX_SCAN_CHARS`` characters are searched, which bounds the time a hostile enormous
+reply (megabytes of brackets) can cost."""
+
+TRUNCATION_MARKER = " [...]"
+"""Appended to a document cut by ``max_chars_per_doc``, so the model sees it was cut."""
 
 
 class Citations(BaseModel):
@@ -72,8 +111,38 @@ def citation_json_schema(*, max_citations: int | None = None) -> dict[str, Any]:
     }
 
 
-TRUNCATION_MARKER = " [...]"
-"""Appended to a document cut by ``max_chars_per_doc``, so the model sees it was cut."""
+# ------------------------------------------------------------------------------ text
+def sanitize_text(text: Any) -> str:
+    """``text`` as a string that encodes to UTF-8: surrogate pairs are joined and lone
+    surrogates (``"\\ud800"``, which no HTTP client can send) become U+FFFD.
+
+    A document is data: one bad character must not make every request fail.
+    """
+    s = text if isinstance(text, str) else str(text)
+    try:
+        s.encode("utf-8")
+    except UnicodeEncodeError:
+        return s.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
+    return s
+
+
+def truncate(text: Any, limit: int = MAX_RAW_CHARS) -> str | None:
+    """``text`` as a string cut to ``limit`` characters (with a marker), None stays None."""
+    if text is None:
+        return None
+    s = text if isinstance(text, str) else str(text)
+    if len(s) <= limit:
+        return s
+    return s[:limit] + f"... [truncated, {len(s)} characters in all]"
+
+
+def attach_raw(err: BaseException, raw: Any) -> BaseException:
+    """Remember the raw model output on an exception, for the failed reading."""
+    try:
+        err.raw = truncate(raw)  # type: ignore[attr-defined]
+    except AttributeError:  # pragma: no cover - exceptions with __slots__
+        pass
+    return err
 
 
 def check_max_chars_per_doc(value: int | None) -> int | None:
@@ -98,18 +167,78 @@ def clip_document(text: Any, max_chars: int | None = None) -> str:
     return s[:max_chars].rstrip() + TRUNCATION_MARKER
 
 
-def render_documents(documents: Sequence[str], *, max_chars_per_doc: int | None = None) -> str:
-    """Documents under labels ``[1]..[m]`` in prompt order, separated by blank lines,
-    each cut to ``max_chars_per_doc`` characters (see :func:`clip_document`)."""
-    return "\n\n".join(
-        f"[{i}] {clip_document(d, max_chars_per_doc)}" for i, d in enumerate(documents, start=1)
-    )
+# ---------------------------------------------------------------------------- labels
+def check_labels(labels: Sequence[Any] | None, m: int) -> tuple[int, ...]:
+    """The labels of ``m`` documents: ``1..m`` for None, else ``labels`` checked
+    (one per document, distinct integers >= 1; numpy integers accepted).
+
+    Raises:
+        ValueError: Wrong length, a non-integer, a label < 1, or a repeated label.
+    """
+    if labels is None:
+        return tuple(range(1, m + 1))
+    labs = list(labels)
+    if len(labs) != m:
+        raise ValueError(f"labels has {len(labs)} entries for {m} documents: pass one label per document")
+    out: list[int] = []
+    for lab in labs:
+        if isinstance(lab, bool) or not isinstance(lab, numbers.Integral) or int(lab) < 1:
+            raise ValueError(f"labels must be integers >= 1, got {lab!r}")
+        out.append(int(lab))
+    if len(set(out)) != m:
+        raise ValueError(f"labels must be distinct, got {out}")
+    return tuple(out)
+
+
+def _labels_text(labels: Sequence[int]) -> str:
+    return ", ".join(str(x) for x in sorted(labels))
+
+
+def _allowed_text(labels: Sequence[int]) -> str:
+    """The labels shown, as the phrase the default template uses."""
+    if tuple(sorted(labels)) == tuple(range(1, len(labels) + 1)):
+        return f"numbers from 1 to {len(labels)}"
+    return f"these numbers: {_labels_text(labels)}"
+
+
+def render_documents(
+    documents: Sequence[str],
+    *,
+    labels: Sequence[int] | None = None,
+    max_chars_per_doc: int | None = None,
+) -> str:
+    """Documents under their labels (``[label] text``) in prompt order, separated by
+    blank lines, each cut to ``max_chars_per_doc`` characters (see :func:`clip_document`).
+
+    Args:
+        documents: Texts in prompt order, shape ``(m,)``.
+        labels: Label of each document, shape ``(m,)``; None: ``1..m``.
+    """
+    labs = check_labels(labels, len(documents))
+    return "\n\n".join(f"[{lab}] {clip_document(d, max_chars_per_doc)}" for lab, d in zip(labs, documents))
+
+
+def _takes_labels(template: Callable[..., str]) -> bool:
+    try:
+        params = inspect.signature(template).parameters
+    except (TypeError, ValueError):  # builtins without a signature
+        return False
+    return "labels" in params or any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values())
+
+
+def template_labels(template: PromptTemplate | None, labels: tuple[int, ...]) -> tuple[int, ...]:
+    """The labels a prompt rendered with ``template`` actually shows: ``labels``, except
+    for a callable template without a ``labels`` parameter, which numbers ``1..m``."""
+    if callable(template) and not _takes_labels(template):
+        return tuple(range(1, len(labels) + 1))
+    return labels
 
 
 def render_prompt(
     question: str,
     documents: Sequence[str],
     *,
+    labels: Sequence[int] | None = None,
     template: PromptTemplate | None = None,
     max_chars_per_doc: int | None = None,
 ) -> str:
@@ -117,34 +246,47 @@ def render_prompt(
 
     Args:
         question: The question.
-        documents: Texts in prompt order, shape ``(m,)``; labelled ``1..m``.
+        documents: Texts in prompt order, shape ``(m,)``.
+        labels: Label of each document this round, shape ``(m,)``; None: ``1..m``.
         template: Replacement template (see :data:`PromptTemplate`). A callable
             template gets the documents as they are (``max_chars_per_doc`` is not applied).
         max_chars_per_doc: Longest document text shown, in characters; longer ones are
             cut and marked with :data:`TRUNCATION_MARKER`. None: no limit. A document
             keeps its label whether or not it was cut.
     """
+    labs = check_labels(labels, len(documents))
     if callable(template):
+        if _takes_labels(template):
+            return template(question, documents, labels=labs)
         return template(question, documents)
     tpl = DEFAULT_TEMPLATE if template is None else template
-    body = render_documents(documents, max_chars_per_doc=check_max_chars_per_doc(max_chars_per_doc))
+    body = render_documents(
+        documents, labels=labs, max_chars_per_doc=check_max_chars_per_doc(max_chars_per_doc)
+    )
     try:
-        return tpl.format(question=question, documents=body, n=len(documents))
+        return tpl.format(
+            question=question,
+            documents=body,
+            n=len(documents),
+            labels=_labels_text(labs),
+            allowed=_allowed_text(labs),
+        )
     except (KeyError, IndexError) as err:
         raise ValueError(
-            f"prompt template has an unknown placeholder {err}; use {{question}}, {{documents}}, {{n}} "
-            "and double braces for literal ones"
+            f"prompt template has an unknown placeholder {err}; use {{question}}, {{documents}}, {{n}}, "
+            "{labels}, {allowed} and double braces for literal ones"
         ) from err
 
 
+# --------------------------------------------------------------------------- parsing
 @dataclass(frozen=True)
 class ParsedCitations:
     """Validated citations of one model output.
 
     Attributes:
         cited: 0-based positions of valid, unique labels, ascending.
-        invalid: Labels dropped: out of range (0, negative, > m), not integers
-            (strings, floats, booleans, null, nested lists), or over the maximum.
+        invalid: Labels dropped: not shown this round (0, negative, unknown), not a
+            label form (floats, booleans, null, nested lists, prose), or over the maximum.
         duplicates: Labels dropped because they repeated an earlier valid label.
         answer: A free-text ``answer`` field, when the model gave one.
     """
@@ -155,10 +297,31 @@ class ParsedCitations:
     answer: str | None = None
 
 
-MAX_SCAN_CHARS = 20_000
-"""How far into a non-JSON output :func:`extract_json` looks for an embedded object."""
-
 _FENCE = re.compile(r"```(?:json|JSON)?\s*(.*?)```", re.DOTALL)
+# One label as a string: "6", "[6]", "(6)", "#6", "6.", "Document 6", in any Unicode
+# decimal digits (str patterns: \d is Unicode-aware, and int() reads those digits).
+_LABEL_FORM = r"(?:(?:document|doc|passage)\s*)?[\[(#]?\s*(\d{1,12})\s*[\])]?\.?"
+_ONE_LABEL = re.compile(rf"^\s*{_LABEL_FORM}\s*$", re.IGNORECASE)
+_LABEL_LIST = re.compile(rf"^\s*{_LABEL_FORM}(?:\s*(?:,|;|\band\b|\s)\s*{_LABEL_FORM})*\s*$", re.IGNORECASE)
+_LABEL_DIGITS = re.compile(r"\d{1,12}")
+
+
+def as_label(value: Any) -> int | None:
+    """``value`` as a label, or None when it is not one.
+
+    JSON integers, and strings in a common label form (``"6"``, ``"[6]"``, ``"6."``,
+    ``"#6"``, ``"Document 6"``, Unicode digits such as ``"٦"``). Booleans, floats,
+    null, lists and prose are not labels.
+    """
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value
+    if isinstance(value, str):
+        m = _ONE_LABEL.match(value)
+        if m:
+            return int(m.group(1))
+    return None
 
 
 def extract_json(text: str) -> Any:
@@ -201,23 +364,37 @@ def extract_json(text: str) -> Any:
     raise CitationParseError(f"no JSON found in the model output: {snippet!r}")
 
 
+def _bare_labels(text: str) -> list[str] | None:
+    """The label strings of a reply made only of label forms ("6.", "٦", "[2], [5]",
+    "Document 3 and 4"), else None (prose is never mined for numbers)."""
+    s = str(text).strip()
+    if not s or len(s) > 200 or not _LABEL_LIST.match(s):
+        return None
+    return _LABEL_DIGITS.findall(s)
+
+
 def validate_labels(
-    labels: Sequence[Any], n_shown: int, *, max_citations: int | None = None
+    labels: Sequence[Any], shown: int | Sequence[int], *, max_citations: int | None = None
 ) -> tuple[tuple[int, ...], int, int]:
-    """Map labels ``1..n_shown`` to 0-based positions; count what is dropped.
+    """Map the labels shown this round to 0-based positions; count what is dropped.
+
+    Args:
+        labels: The values the model cited (see :func:`as_label` for what counts).
+        shown: The labels shown, in prompt order (``shown[i]`` names position ``i``),
+            or an int ``m`` for ``1..m``.
 
     Returns:
         ``(cited positions ascending, invalid count, duplicate count)``.
     """
+    shown_labels = range(1, shown + 1) if isinstance(shown, int) else shown
+    position = {lab: i for i, lab in enumerate(shown_labels)}
     seen: set[int] = set()
     keep: list[int] = []
     invalid = 0
     dup = 0
-    for lab in labels:
-        if isinstance(lab, bool) or not isinstance(lab, int):
-            invalid += 1
-            continue
-        if not 1 <= lab <= n_shown:
+    for value in labels:
+        lab = as_label(value)
+        if lab is None or lab not in position:
             invalid += 1
             continue
         if lab in seen:
@@ -227,13 +404,13 @@ def validate_labels(
             invalid += 1
             continue
         seen.add(lab)
-        keep.append(lab - 1)
+        keep.append(position[lab])
     return tuple(sorted(keep)), invalid, dup
 
 
 def parse_citations(
     text: str | Any,
-    n_shown: int,
+    shown: int | Sequence[int],
     *,
     max_citations: int | None = None,
     key: str = "cited",
@@ -241,14 +418,29 @@ def parse_citations(
     """Parse a model output into validated citations.
 
     Accepts ``{"cited": [...]}`` (optionally with an ``"answer"`` string), a bare JSON
-    list of labels, or an already-decoded dict/list (structured output), possibly
-    inside Markdown fences or prose.
+    list of labels or one label, an already-decoded dict/list (structured output),
+    possibly inside Markdown fences or prose, and a reply made only of label forms
+    (``"6."``, ``"٦"``, ``"Document 2 and 5"``).
+
+    Args:
+        text: The model output (text or decoded JSON).
+        shown: The labels shown, in prompt order, or an int ``m`` for ``1..m``.
 
     Raises:
-        CitationParseError: Not JSON, or JSON of the wrong shape (missing ``cited``,
-            ``cited`` not a list). Individual bad labels never raise: they are counted.
+        CitationParseError: Not JSON nor label forms, or JSON of the wrong shape
+            (missing ``cited``, ``cited`` not a list). Individual bad labels never
+            raise: they are counted.
     """
-    value = text if isinstance(text, (dict, list)) else extract_json(text)
+    if isinstance(text, (dict, list)):
+        value: Any = text
+    else:
+        try:
+            value = extract_json(text)
+        except CitationParseError:
+            bare = _bare_labels(text) if isinstance(text, str) else None
+            if bare is None:
+                raise
+            value = bare
     answer = None
     if isinstance(value, dict):
         if key not in value:
@@ -257,9 +449,87 @@ def parse_citations(
         labels = value[key]
         a = value.get("answer")
         answer = a if isinstance(a, str) else None
+    elif isinstance(value, (int, str)) and as_label(value) is not None:
+        labels = [value]  # a reply that is one label: 6 or "6"
     else:
         labels = value
     if not isinstance(labels, list):
         raise CitationParseError(f"{key!r} must be a list of document numbers, got {type(labels).__name__}")
-    cited, invalid, dup = validate_labels(labels, n_shown, max_citations=max_citations)
+    cited, invalid, dup = validate_labels(labels, shown, max_citations=max_citations)
     return ParsedCitations(cited=cited, invalid=invalid, duplicates=dup, answer=answer)
+
+
+# ------------------------------------------------------------------ reply -> reading
+def check_echo(text: str, documents: Sequence[str], labels: Sequence[int] | None = None) -> None:
+    """Raise :class:`CitationParseError` when the output repeats the prompt's document
+    block (models or mocks that echo the prompt would otherwise "cite" its labels)."""
+    if len(documents) == 0 or not text:
+        return
+    first_label = [labels[0]] if labels is not None else None
+    # The first document's line, at most 80 characters: enough to recognise an echo,
+    # cheap for megabyte documents, and still found when max_chars_per_doc cut it (>= 76).
+    first = render_documents([documents[0]], labels=first_label)[:80]
+    if len(first) >= 8 and first in text:
+        raise CitationParseError("the model echoed the prompt instead of answering")
+
+
+def _bounded(text: str) -> Any:
+    """``text`` decoded when it is JSON as a whole, else at most its first
+    :data:`MAX_SCAN_CHARS` characters (for the JSON search in prose)."""
+    if len(text) <= MAX_SCAN_CHARS:
+        return text
+    try:
+        value = json.loads(text)
+    except (ValueError, RecursionError):
+        logger.info("model output of %d characters: searching only the first %d", len(text), MAX_SCAN_CHARS)
+        return text[:MAX_SCAN_CHARS]
+    return value if isinstance(value, (dict, list)) else text[:MAX_SCAN_CHARS]
+
+
+def reading_from_citations(
+    value: Any,
+    documents: Sequence[str],
+    *,
+    labels: Sequence[int] | None = None,
+    max_citations: int | None,
+    raw: Any,
+    extra: dict[str, Any] | None = None,
+) -> Reading:
+    """Validate a model output (text, or decoded JSON from structured output) into a
+    :class:`Reading` whose ``cited`` are 0-based positions.
+
+    Args:
+        value: The reply (text or decoded JSON).
+        documents: The documents as shown, shape ``(m,)``.
+        labels: The labels shown, shape ``(m,)``; None: ``1..m``.
+
+    Raises:
+        CitationParseError: (with ``raw`` attached) the output is not citation JSON, or
+            every label it cites is invalid (not shown, not a label: a reply that quotes
+            a document's text instead of its label). Such a reply is retried and then a
+            failed reading, never an empty citation list, which would count as evidence
+            against every document shown.
+    """
+    shown = check_labels(labels, len(documents))
+    try:
+        if isinstance(value, str):
+            check_echo(value, documents, shown)
+            value = _bounded(value)
+        parsed = parse_citations(value, shown, max_citations=max_citations)
+    except CitationParseError as err:
+        raise attach_raw(err, raw) from None
+    if not parsed.cited and parsed.invalid:
+        raise attach_raw(
+            CitationParseError(
+                f"every label cited ({parsed.invalid}) was invalid; labels shown: {_labels_text(shown)}"
+            ),
+            raw,
+        )
+    return Reading(
+        cited=parsed.cited,
+        answer=parsed.answer,
+        raw=truncate(raw),
+        invalid_labels=parsed.invalid,
+        duplicate_labels=parsed.duplicates,
+        extra={"mode": "cite", **(extra or {})},
+    )

@@ -1,36 +1,43 @@
-"""The retry policy every reader shares, and the small helpers readers have in common.
+"""The retry policy every reader shares: classify, retry with tenacity, finish.
 
 One reading is one or more *attempts*. An attempt either returns a :class:`Reading` or
-raises; the exception is classified (:func:`classify_error`) into
+raises; :func:`classify_error` maps the exception, by the SDKs' own exception types
+(``openai.APIStatusError`` and its subclasses, ``openai.APITimeoutError``,
+``openai.APIConnectionError``, ``httpx`` timeouts and connection errors), into
 
 * **transient** (:class:`~gold_panning_integrations.errors.TransientReaderError`): rate
   limits (429, with the server's Retry-After), 408/409, 5xx, timeouts, dropped
-  connections, malformed HTTP bodies;
+  connections, malformed HTTP bodies: retried;
 * **malformed output** (:class:`~gold_panning_integrations.errors.CitationParseError`):
-  no JSON, wrong shape, empty choices, ``content`` null;
-* **fatal** (any other :class:`~gold_panning_integrations.errors.ReaderError`): 400,
-  401, 403, 404, refusals, programming errors in a framework.
+  no JSON, wrong shape, only invalid labels, empty choices: retried;
+* **this reading failed** (a plain :class:`~gold_panning_integrations.errors.ReaderError`):
+  other 4xx (a prompt too long for the model: 413, or 400/422 saying so), a refusal,
+  an unexpected error in a framework: not retried, a failed reading (beliefs
+  unchanged for that round);
+* **fatal** (:class:`~gold_panning_integrations.errors.FatalReaderError`): 401, 403,
+  404, a closed port (connection refused), a redirect to another host or a redirect loop: raised at once, so the panner ends the run with one clear message instead of
+  failing every round. A missing extra (:class:`~gold_panning_integrations.errors.MissingExtraError`)
+  propagates too.
 
-Transient and malformed attempts are retried with tenacity up to ``max_attempts`` in all;
-fatal ones stop at once. Neither path raises: when the reading cannot be obtained, a
-failed :class:`Reading` carries the last error, the attempt count and the tokens spent,
-and the panner leaves the beliefs unchanged for that round.
-
-The wait between attempts is injectable (a tenacity wait strategy or any callable
-``(tenacity.RetryCallState) -> seconds``), so tests never sleep. The default,
-:class:`wait_retry_after`, honours the server's Retry-After and otherwise backs off
-exponentially with jitter.
+:func:`with_retries` is the one wrapper for synchronous and asynchronous attempts. The
+wait between attempts is injectable (a tenacity wait strategy or any callable
+``(tenacity.RetryCallState) -> seconds``) and so is the sleep, so tests never sleep.
+The default, :class:`wait_retry_after`, honours the server's Retry-After and otherwise
+backs off exponentially with jitter.
 """
 
 from __future__ import annotations
 
 import asyncio
 import email.utils
+import errno
+import inspect
 import json
 import logging
 import math
+import sys
 import time
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -52,41 +59,39 @@ from ..errors import (
     ReaderError,
     TransientReaderError,
 )
+from ._prompt import MAX_RAW_CHARS
 
 __all__ = [
     "MAX_RAW_CHARS",
     "MAX_RETRY_AFTER",
-    "MAX_SCAN_CHARS",
     "FatalReaderError",
+    "RetryPolicy",
     "Usage",
     "Wait",
     "acall_with_retries",
     "call_with_retries",
+    "check_max_attempts",
     "classify_error",
     "is_retryable",
     "make_wait",
     "parse_retry_after",
     "retry_after",
-    "truncate",
     "wait_retry_after",
+    "with_retries",
 ]
 
 logger = logging.getLogger(__name__)
-
-MAX_RAW_CHARS = 4000
-"""Raw model output kept in a :class:`Reading` (characters); longer output is cut."""
-
-MAX_SCAN_CHARS = 4000
-"""Longest model output searched for JSON embedded in prose (characters). Longer output
-is still accepted when it is JSON as a whole; otherwise only its first
-``MAX_SCAN_CHARS`` characters are searched, which bounds the time a hostile enormous
-reply (megabytes of brackets) can cost."""
 
 MAX_RETRY_AFTER = 120.0
 """Longest Retry-After (seconds) the default wait honours; longer values are capped."""
 
 Wait = Callable[[RetryCallState], float]
 """A tenacity wait strategy, or any callable ``(retry_state) -> seconds``."""
+
+
+class RedirectRefused(Exception):
+    """Raised from the HTTP client's request hook: a redirect to another origin (the
+    question and documents would be re-sent there) is never followed."""
 
 
 # ----------------------------------------------------------------------- classification
@@ -101,39 +106,29 @@ def parse_retry_after(headers: Any) -> float | None:
     """
     if headers is None or not hasattr(headers, "get"):
         return None
-    for name, divisor in (("retry-after-ms", 1000.0), ("retry-after", 1.0)):
-        value = headers.get(name)
-        if value is None:
-            value = headers.get(name.title())
-        if value is None:
-            continue
-        try:
-            seconds = float(value) / divisor
-        except (TypeError, ValueError):
-            if name != "retry-after":
-                continue
-            try:
-                when = email.utils.parsedate_to_datetime(str(value))
-            except (TypeError, ValueError, IndexError):
-                continue
-            if when is None:
-                continue
-            seconds = when.timestamp() - time.time()
-        if math.isfinite(seconds):
-            return max(0.0, seconds)
-    return None
-
-
-def _status_of(err: BaseException) -> int | None:
-    status = getattr(err, "status_code", None)
-    if status is None:
-        status = getattr(getattr(err, "response", None), "status_code", None)
-    if status is None:
-        status = getattr(err, "status", None)
+    ms = headers.get("retry-after-ms")
     try:
-        return int(status) if status is not None else None
+        if ms is not None and math.isfinite(float(ms)):
+            return max(0.0, float(ms) / 1000.0)
     except (TypeError, ValueError):
+        pass
+    value = headers.get("retry-after")
+    if value is None:
         return None
+    try:
+        seconds = float(value)
+    except (TypeError, ValueError):
+        try:
+            seconds = email.utils.parsedate_to_datetime(str(value)).timestamp() - time.time()
+        except (TypeError, ValueError, IndexError, AttributeError):
+            return None
+    return max(0.0, seconds) if math.isfinite(seconds) else None
+
+
+def _sdk(name: str) -> Any:
+    """The SDK module ``name`` if it is loaded (an exception of its types cannot exist
+    otherwise), without importing it."""
+    return sys.modules.get(name)
 
 
 def _message_of(err: BaseException) -> str:
@@ -141,7 +136,25 @@ def _message_of(err: BaseException) -> str:
     return " ".join(str(msg).split())[:500]
 
 
-_TIMEOUT_NAMES = ("timeout", "timedout")
+def _causes(err: BaseException) -> list[BaseException]:
+    """``err`` and the exceptions it was raised from (``__cause__``/``__context__``)."""
+    chain: list[BaseException] = []
+    cur: BaseException | None = err
+    while cur is not None and cur not in chain and len(chain) < 10:
+        chain.append(cur)
+        cur = cur.__cause__ or cur.__context__
+    return chain
+
+
+def _refused(chain: list[BaseException]) -> bool:
+    for e in chain:
+        if isinstance(e, ConnectionRefusedError) or getattr(e, "errno", None) == errno.ECONNREFUSED:
+            return True
+        if "connection refused" in str(e).lower() or "[errno 111]" in str(e).lower():
+            return True
+    return False
+
+
 _CONTEXT_WORDS = (
     "context length",
     "context_length",
@@ -152,65 +165,100 @@ _CONTEXT_WORDS = (
     "prompt is too long",
     "exceed_context",
 )
-_CONNECTION_NAMES = ("connection", "connect", "remoteprotocol", "readerror", "networkerror", "transport")
+
+
+def _from_status(status: int, msg: str, headers: Any) -> ReaderError:
+    """The error for an HTTP status (from any SDK's status error)."""
+    if status == 429:
+        return TransientReaderError(f"rate limited (HTTP 429): {msg}", retry_after=parse_retry_after(headers))
+    if status >= 500 or status in (408, 409):
+        return TransientReaderError(
+            f"server error (HTTP {status}): {msg}", retry_after=parse_retry_after(headers)
+        )
+    if status == 401:
+        return FatalReaderError(
+            f"authentication failed (HTTP 401): check OPENAI_API_KEY or pass api_key=. Server said: {msg}",
+            status_code=status,
+        )
+    if status == 403:
+        return FatalReaderError(
+            f"permission denied (HTTP 403): the key cannot use this model or endpoint. Server said: {msg}",
+            status_code=status,
+        )
+    if status == 404:
+        return FatalReaderError(
+            f"not found (HTTP 404): check the model name and base_url (it usually ends in /v1). "
+            f"Server said: {msg}",
+            status_code=status,
+        )
+    if 300 <= status < 400:
+        where = headers.get("location") if headers is not None and hasattr(headers, "get") else None
+        return FatalReaderError(
+            f"the server redirected (HTTP {status}) to {where or 'another URL'}; redirects are not "
+            "followed (the question and documents would be re-sent there): set base_url to the final URL",
+            status_code=status,
+        )
+    if status == 413 or (status in (400, 422) and any(w in msg.lower() for w in _CONTEXT_WORDS)):
+        # this prompt's reading fails (another round's window may be smaller)
+        return ReaderError(
+            f"the prompt is too long for the model (HTTP {status}): show fewer documents per prompt "
+            "(max_docs_per_prompt=, windows=True) or cut long documents (the reader's "
+            f"max_chars_per_doc=). Server said: {msg}"
+        )
+    return ReaderError(f"request rejected (HTTP {status}): {msg}")
 
 
 def classify_error(err: BaseException) -> ReaderError:
-    """Map any exception raised while calling a model to the package's error family.
-
-    Works by duck typing (``status_code``, ``response.headers``, class names), so it
-    covers the ``openai`` client and the frameworks wrapping it without importing them.
+    """Map any exception raised while calling a model to the package's error family
+    (see the module docstring for the classes and what each one does).
 
     Returns:
-        A :class:`TransientReaderError` (worth retrying), a
-        :class:`CitationParseError` (malformed output, worth retrying) or a
-        :class:`FatalReaderError` (stop now) whose message says what to do.
+        The package error to raise instead of ``err`` (``err`` itself when it already
+        is one), with a message that says what to do.
     """
     if isinstance(err, ReaderError):
         return err
-    status = _status_of(err)
+    openai = _sdk("openai")
+    httpxes = [m for m in (_sdk("httpx"), _sdk("httpx2")) if m is not None]  # openai 3.x ships httpx2
     msg = _message_of(err)
-    name = type(err).__name__.lower()
-    if status is not None:
-        headers = getattr(getattr(err, "response", None), "headers", None)
-        if status == 429:
-            return TransientReaderError(
-                f"rate limited (HTTP 429): {msg}", retry_after=parse_retry_after(headers)
-            )
-        if status >= 500 or status in (408, 409):
-            return TransientReaderError(
-                f"server error (HTTP {status}): {msg}", retry_after=parse_retry_after(headers)
-            )
-        if status == 401:
-            return FatalReaderError(
-                f"authentication failed (HTTP 401): check OPENAI_API_KEY or pass api_key=. Server said: {msg}",
-                status_code=status,
-            )
-        if status == 403:
-            return FatalReaderError(
-                f"permission denied (HTTP 403): the key cannot use this model or endpoint. Server said: {msg}",
-                status_code=status,
-            )
-        if status == 404:
-            return FatalReaderError(
-                f"not found (HTTP 404): check model= and base_url= (it usually ends in /v1). Server said: {msg}",
-                status_code=status,
-            )
-        if status == 413 or (status in (400, 422) and any(w in msg.lower() for w in _CONTEXT_WORDS)):
-            return FatalReaderError(
-                f"the prompt is too long for the model (HTTP {status}): show fewer documents per prompt "
-                "(max_docs_per_prompt=, windows=True) or cut long documents (the reader's "
-                f"max_chars_per_doc=). Server said: {msg}",
-                status_code=status,
-            )
-        return FatalReaderError(f"request rejected (HTTP {status}): {msg}", status_code=status)
-    if isinstance(err, (TimeoutError, asyncio.TimeoutError)) or any(t in name for t in _TIMEOUT_NAMES):
+    chain = _causes(err)
+    if openai is not None and isinstance(err, openai.APIStatusError):
+        return _from_status(int(err.status_code), msg, err.response.headers)
+    for httpx in httpxes:
+        if isinstance(err, httpx.HTTPStatusError):
+            return _from_status(err.response.status_code, msg, err.response.headers)
+        if any(isinstance(e, httpx.TooManyRedirects) for e in chain):
+            return FatalReaderError("redirect loop (too many redirects): fix base_url")
+    refused = next((e for e in chain if isinstance(e, RedirectRefused)), None)
+    if refused is not None:
+        return FatalReaderError(str(refused))
+    timeout_types: tuple[type[BaseException], ...] = (TimeoutError, asyncio.TimeoutError)
+    timeout_types += tuple(h.TimeoutException for h in httpxes)
+    if openai is not None:
+        timeout_types += (openai.APITimeoutError,)
+    if isinstance(err, timeout_types):
         return TransientReaderError(f"request timed out: {msg}")
-    if isinstance(err, ConnectionError) or any(t in name for t in _CONNECTION_NAMES):
-        return TransientReaderError(f"connection failed: {msg}")
+    connection_types: tuple[type[BaseException], ...] = (ConnectionError,)
+    connection_types += tuple(h.TransportError for h in httpxes)
+    if openai is not None:
+        connection_types += (openai.APIConnectionError,)
+    if isinstance(err, connection_types):
+        if _refused(chain):
+            return FatalReaderError(
+                "connection refused: nothing is listening there; start the server or fix base_url"
+            )
+        if any(isinstance(e, h.UnsupportedProtocol) for e in chain for h in httpxes):
+            return FatalReaderError(
+                "base_url must start with http:// or https:// (e.g. http://127.0.0.1:8000/v1)"
+            )
+        root = _message_of(chain[-1])  # the underlying cause says more than "Connection error."
+        return TransientReaderError(f"connection failed: {msg}" + (f" ({root})" if root != msg else ""))
+    status = getattr(err, "status_code", None)  # other SDKs' status errors (same pattern)
+    if isinstance(status, int) and not isinstance(status, bool):
+        return _from_status(status, msg, getattr(getattr(err, "response", None), "headers", None))
     if isinstance(err, json.JSONDecodeError):
         return TransientReaderError(f"the server sent a malformed response body: {msg}")
-    return FatalReaderError(f"{type(err).__name__}: {msg}")
+    return ReaderError(f"{type(err).__name__}: {msg}")
 
 
 def is_retryable(err: BaseException) -> bool:
@@ -224,8 +272,7 @@ def retry_after(retry_state: RetryCallState) -> float | None:
     outcome = retry_state.outcome
     if outcome is None or not outcome.failed:
         return None
-    exc = outcome.exception()
-    value = getattr(exc, "retry_after", None)
+    value = getattr(outcome.exception(), "retry_after", None)
     return float(value) if value is not None else None
 
 
@@ -276,12 +323,22 @@ def check_max_attempts(max_attempts: int) -> int:
 
 
 # ------------------------------------------------------------------------------- usage
+def _as_count(value: Any) -> int | None:
+    if isinstance(value, bool) or value is None:
+        return None
+    try:
+        n = int(value)
+    except (TypeError, ValueError):
+        return None
+    return n if n >= 0 else None
+
+
 @dataclass
 class Usage:
     """Model calls and tokens spent on one reading, across all its attempts.
 
-    A reader's attempt function receives this tally and adds to it; the retry wrapper
-    writes the totals into the returned :class:`Reading`.
+    A reader's attempt receives this tally and adds to it; :func:`with_retries` writes
+    the totals into the returned :class:`Reading`.
     """
 
     calls: int = 0
@@ -297,64 +354,25 @@ class Usage:
             self.completion_tokens = (self.completion_tokens or 0) + ct
 
 
-def _as_count(value: Any) -> int | None:
-    if isinstance(value, bool) or value is None:
-        return None
-    try:
-        n = int(value)
-    except (TypeError, ValueError):
-        return None
-    return n if n >= 0 else None
-
-
-def truncate(text: Any, limit: int = MAX_RAW_CHARS) -> str | None:
-    """``text`` as a string cut to ``limit`` characters (with a marker), None stays None."""
-    if text is None:
-        return None
-    s = text if isinstance(text, str) else str(text)
-    if len(s) <= limit:
-        return s
-    return s[:limit] + f"... [truncated, {len(s)} characters in all]"
-
-
-def attach_raw(err: BaseException, raw: Any) -> BaseException:
-    """Remember the raw model output on an exception, for the failed reading."""
-    try:
-        err.raw = truncate(raw)  # type: ignore[attr-defined]
-    except AttributeError:  # pragma: no cover - exceptions with __slots__
-        pass
-    return err
-
-
 # ----------------------------------------------------------------------------- running
-def _finish(reading: Reading, usage: Usage, attempts: int) -> Reading:
-    return replace(
-        reading,
-        attempts=max(attempts, usage.calls),
-        prompt_tokens=reading.prompt_tokens if usage.prompt_tokens is None else usage.prompt_tokens,
-        completion_tokens=(
-            reading.completion_tokens if usage.completion_tokens is None else usage.completion_tokens
-        ),
-    )
+@dataclass(frozen=True)
+class RetryPolicy:
+    """How many attempts, how long to wait between them, how to sleep.
 
+    Args:
+        max_attempts: Attempts per reading, retries included (>= 1).
+        wait: See :func:`make_wait`.
+        sleep: Sleep function (sync: ``(seconds) -> None``, async: awaitable); None
+            uses ``time.sleep`` / ``asyncio.sleep``. Tests inject a recorder.
+    """
 
-def _failed(err: ReaderError, usage: Usage, attempts: int, what: str) -> Reading:
-    retryable = is_retryable(err)
-    n = max(attempts, usage.calls)
-    if retryable:
-        error = f"{what}: gave up after {n} attempt{'s' if n != 1 else ''}: {err}"
-    else:
-        error = f"{what}: {err}"
-    return Reading(
-        cited=(),
-        failed=True,
-        error=error,
-        raw=getattr(err, "raw", None),
-        attempts=n,
-        prompt_tokens=usage.prompt_tokens,
-        completion_tokens=usage.completion_tokens,
-        extra={"error_type": type(err).__name__, "retryable": retryable},
-    )
+    max_attempts: int = 3
+    wait: Wait | float | None = None
+    sleep: Callable[[float], Any] | None = None
+
+    def __post_init__(self) -> None:
+        check_max_attempts(self.max_attempts)
+        make_wait(self.wait)
 
 
 def _log_retry(what: str) -> Callable[[RetryCallState], None]:
@@ -366,29 +384,131 @@ def _log_retry(what: str) -> Callable[[RetryCallState], None]:
     return before_sleep
 
 
-def _retry_options(max_attempts: int, wait: Wait | float | None, sleep: Any, what: str) -> dict[str, Any]:
-    """Keyword arguments of ``Retrying``/``AsyncRetrying`` for the shared policy."""
-    return {
-        "stop": stop_after_attempt(max_attempts),
-        "wait": make_wait(wait),
-        "retry": retry_if_exception(is_retryable),
-        "sleep": sleep,
-        "reraise": True,
-        "before_sleep": _log_retry(what),
-    }
+class _Run:
+    """The bookkeeping of one reading: attempts, tokens, classification, the result."""
+
+    def __init__(self, policy: RetryPolicy, what: str) -> None:
+        self.policy = policy
+        self.what = what
+        self.usage = Usage()
+        self.count = 0
+
+    def options(self, default_sleep: Callable[[float], Any]) -> dict[str, Any]:
+        return {
+            "stop": stop_after_attempt(self.policy.max_attempts),
+            "wait": make_wait(self.policy.wait),
+            "retry": retry_if_exception(is_retryable),
+            "sleep": self.policy.sleep or default_sleep,
+            "reraise": True,
+            "before_sleep": _log_retry(self.what),
+        }
+
+    def classified(self, err: Exception) -> BaseException:
+        """What to raise instead of ``err`` (carrying its raw output)."""
+        if isinstance(err, (ReaderError, MissingExtraError)):
+            return err
+        new = classify_error(err)
+        raw = getattr(err, "raw", None)
+        if raw is not None:
+            new.raw = raw  # type: ignore[attr-defined]
+        new.__cause__ = err
+        return new
+
+    def finish(self, reading: Reading) -> Reading:
+        u = self.usage
+        return replace(
+            reading,
+            attempts=max(self.count, u.calls),
+            prompt_tokens=reading.prompt_tokens if u.prompt_tokens is None else u.prompt_tokens,
+            completion_tokens=reading.completion_tokens
+            if u.completion_tokens is None
+            else u.completion_tokens,
+        )
+
+    def failed(self, err: ReaderError) -> Reading:
+        retryable = is_retryable(err)
+        n = max(self.count, self.usage.calls)
+        if retryable:
+            error = f"{self.what}: gave up after {n} attempt{'s' if n != 1 else ''}: {err}"
+        else:
+            error = f"{self.what}: {err}"
+        return Reading(
+            cited=(),
+            failed=True,
+            error=error,
+            raw=getattr(err, "raw", None),
+            attempts=n,
+            prompt_tokens=self.usage.prompt_tokens,
+            completion_tokens=self.usage.completion_tokens,
+            extra={"error_type": type(err).__name__, "retryable": retryable},
+        )
+
+    def fatal(self, err: FatalReaderError) -> FatalReaderError:
+        new = FatalReaderError(f"{self.what}: {err}", status_code=err.status_code)
+        return new
 
 
-def _reclassified(err: Exception) -> ReaderError | None:
-    """The classified error to raise in place of ``err`` (carrying its ``raw``), or
-    None when ``err`` itself should propagate (already classified, or a missing extra)."""
-    if isinstance(err, MissingExtraError):
-        return None
-    classified = classify_error(err)
-    if classified is err:
-        return None
-    if getattr(err, "raw", None) is not None:
-        attach_raw(classified, err.raw)  # type: ignore[attr-defined]
-    return classified
+def with_retries(
+    attempt: Callable[[Usage], Reading] | Callable[[Usage], Awaitable[Reading]],
+    *,
+    policy: RetryPolicy,
+    what: str = "reader",
+) -> Any:
+    """Run ``attempt`` until it returns, retrying transient errors and malformed output.
+
+    One wrapper for both flavours: a coroutine function ``attempt`` gives an awaitable
+    (tenacity's ``AsyncRetrying``), a plain one gives the reading (``Retrying``).
+
+    Args:
+        attempt: One model call plus parsing: ``(usage) -> Reading``. It adds calls and
+            tokens to ``usage`` and raises on failure (any exception; it is classified
+            with :func:`classify_error`).
+        policy: Attempts, wait and sleep.
+        what: The reader, named in messages and logs (e.g. its model and URL).
+
+    Returns:
+        The attempt's reading with ``attempts`` and summed tokens filled in, or a failed
+        reading.
+
+    Raises:
+        FatalReaderError: A permanent failure (message prefixed with ``what``).
+        MissingExtraError: An optional package is missing.
+    """
+    run = _Run(policy, what)
+    if inspect.iscoroutinefunction(attempt):
+
+        async def aonce() -> Reading:
+            run.count += 1
+            try:
+                return await attempt(run.usage)  # type: ignore[misc]
+            except Exception as err:  # classify everything a model call may raise
+                raise run.classified(err) from err
+
+        async def arun() -> Reading:
+            try:
+                reading = await AsyncRetrying(**run.options(asyncio.sleep))(aonce)
+            except FatalReaderError as err:
+                raise run.fatal(err) from err
+            except ReaderError as err:
+                return run.failed(err)
+            return run.finish(reading)
+
+        return arun()
+
+    def once() -> Reading:
+        run.count += 1
+        try:
+            return attempt(run.usage)  # type: ignore[return-value]
+        except Exception as err:  # classify everything a model call may raise
+            raise run.classified(err) from err
+
+    try:
+        reading = Retrying(**run.options(time.sleep))(once)
+    except FatalReaderError as err:
+        raise run.fatal(err) from err
+    except ReaderError as err:
+        return run.failed(err)
+    return run.finish(reading)
 
 
 def call_with_retries(
@@ -396,45 +516,11 @@ def call_with_retries(
     *,
     max_attempts: int = 3,
     wait: Wait | float | None = None,
-    sleep: Callable[[float], None] = time.sleep,
+    sleep: Callable[[float], None] | None = None,
     what: str = "reader",
 ) -> Reading:
-    """Run ``attempt`` until it returns, retrying transient errors and malformed output.
-
-    Args:
-        attempt: One model call plus parsing: ``(usage) -> Reading``. It adds calls and
-            tokens to ``usage`` and raises on failure (any exception; it is classified
-            with :func:`classify_error`).
-        max_attempts: Attempts in all, >= 1.
-        wait: See :func:`make_wait`.
-        sleep: How to sleep between attempts (tests may pass a no-op).
-        what: Name used in error messages and logs.
-
-    Returns:
-        The attempt's reading with ``attempts`` and summed tokens filled in, or a failed
-        reading (never raises for model-side errors).
-    """
-    check_max_attempts(max_attempts)
-    usage = Usage()
-    count = 0
-
-    def once() -> Reading:
-        nonlocal count
-        count += 1
-        try:
-            return attempt(usage)
-        except Exception as err:  # classify everything a model call may raise
-            classified = _reclassified(err)
-            if classified is None:
-                raise
-            raise classified from err
-
-    retrying = Retrying(**_retry_options(max_attempts, wait, sleep, what))
-    try:
-        reading = retrying(once)
-    except ReaderError as err:
-        return _failed(err, usage, count, what)
-    return _finish(reading, usage, count)
+    """:func:`with_retries` for a synchronous ``attempt`` with the policy spelled out."""
+    return with_retries(attempt, policy=RetryPolicy(max_attempts, wait, sleep), what=what)  # type: ignore[no-any-return]
 
 
 async def acall_with_retries(
@@ -442,96 +528,8 @@ async def acall_with_retries(
     *,
     max_attempts: int = 3,
     wait: Wait | float | None = None,
-    sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+    sleep: Callable[[float], Awaitable[None]] | None = None,
     what: str = "reader",
 ) -> Reading:
-    """Asynchronous :func:`call_with_retries`: ``attempt`` is awaited, and so is the sleep."""
-    check_max_attempts(max_attempts)
-    usage = Usage()
-    count = 0
-
-    async def once() -> Reading:
-        nonlocal count
-        count += 1
-        try:
-            return await attempt(usage)
-        except Exception as err:
-            classified = _reclassified(err)
-            if classified is None:
-                raise
-            raise classified from err
-
-    retrying = AsyncRetrying(**_retry_options(max_attempts, wait, sleep, what))
-    try:
-        reading = await retrying(once)
-    except ReaderError as err:
-        return _failed(err, usage, count, what)
-    return _finish(reading, usage, count)
-
-
-# ------------------------------------------------------------------ shared reading logic
-def check_echo(text: str, documents: Sequence[str]) -> None:
-    """Raise :class:`CitationParseError` when the output repeats the prompt's document
-    block (models or mocks that echo the prompt would otherwise "cite" label ``[1]``)."""
-    if len(documents) == 0 or not text:
-        return
-    from ._prompt import render_documents
-
-    # The first document's line, at most 80 characters: enough to recognise an echo,
-    # cheap for megabyte documents, and still found when max_chars_per_doc cut it (>= 76).
-    first = render_documents([documents[0]])[:80]
-    if len(first) >= 8 and first in text:
-        raise CitationParseError("the model echoed the prompt instead of answering")
-
-
-def _bounded(text: str) -> Any:
-    """``text`` decoded when it is JSON as a whole, else at most its first
-    :data:`MAX_SCAN_CHARS` characters (for the JSON search in prose)."""
-    if len(text) <= MAX_SCAN_CHARS:
-        return text
-    try:
-        value = json.loads(text)
-    except (ValueError, RecursionError):
-        logger.info("model output of %d characters: searching only the first %d", len(text), MAX_SCAN_CHARS)
-        return text[:MAX_SCAN_CHARS]
-    return value if isinstance(value, (dict, list)) else text[:MAX_SCAN_CHARS]
-
-
-def reading_from_citations(
-    value: Any,
-    documents: Sequence[str],
-    *,
-    max_citations: int | None,
-    raw: Any,
-    extra: dict[str, Any] | None = None,
-) -> Reading:
-    """Validate a model output (text, or decoded JSON from structured output) into a
-    :class:`Reading`; raises :class:`CitationParseError` (with ``raw`` attached) when
-    it is not citation JSON."""
-    from ._prompt import parse_citations
-
-    try:
-        if isinstance(value, str):
-            check_echo(value, documents)
-            value = _bounded(value)
-        parsed = parse_citations(value, len(documents), max_citations=max_citations)
-    except CitationParseError as err:
-        raise attach_raw(err, raw) from None
-    return Reading(
-        cited=parsed.cited,
-        answer=parsed.answer,
-        raw=truncate(raw),
-        invalid_labels=parsed.invalid,
-        duplicate_labels=parsed.duplicates,
-        extra={"mode": "cite", **(extra or {})},
-    )
-
-
-def check_mode(mode: str) -> str:
-    """Validate ``mode`` (``"cite"`` or ``"answer"``)."""
-    if mode not in ("cite", "answer"):
-        raise ValueError(
-            f"mode must be 'cite' (the model lists document numbers) or 'answer' "
-            f"(the model answers; documents containing the answer count as cited), got {mode!r}"
-        )
-    return mode
+    """:func:`with_retries` for an asynchronous ``attempt`` with the policy spelled out."""
+    return await with_retries(attempt, policy=RetryPolicy(max_attempts, wait, sleep), what=what)  # type: ignore[no-any-return]

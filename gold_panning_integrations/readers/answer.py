@@ -11,6 +11,15 @@ The matcher deciding "document supports answer" is replaceable: any callable
 ``(answer, document) -> bool``. The default normalises both texts (lowercase, accents
 and punctuation removed, articles dropped, whitespace collapsed) and looks for the
 answer as a contiguous token sequence inside the document.
+
+When no document contains the whole answer (small models answer in sentences: "The Bob
+& Tom Show (BTS) is a syndicated US radio show that began on March 7, 1983"), the
+answer still supports the passage holding its *key span*: the question's words and
+filler words (:data:`STOPWORDS`) are dropped, the rest splits into runs at the
+question's words, and the documents sharing the longest run (stopwords skipped on both
+sides) are credited, only when that span is distinctive (a multi-word span, or one
+word with a digit or of five letters or more) and found in few of the shown documents
+(:attr:`AnswerAttribution.max_share`): generic words never credit many documents.
 """
 
 from __future__ import annotations
@@ -22,7 +31,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..engine.reading import Reading
-from ._prompt import check_max_chars_per_doc, clip_document
+from ._prompt import check_max_chars_per_doc, clip_document, truncate
 
 __all__ = [
     "ANSWER_SYSTEM_PROMPT",
@@ -75,6 +84,24 @@ _ARTICLES = frozenset({"a", "an", "the"})
 _NON_WORD = re.compile(r"[^\w\s]|_", re.UNICODE)
 _PREFIX = re.compile(r"^\s*(?:final\s+)?(?:answer|a)\s*[:\-]\s*", re.IGNORECASE)
 _FILLER = frozenset({"is", "are", "was", "were", "s", "of", "in", "it", "answer", "what", "which", "who"})
+
+_STOPWORD_TEXT = """
+a an the and or but nor so yet if then than that this these those there here
+is are was were be been being am do does did done has have had having will would
+shall should can could may might must
+of in on at to for from by with about as into onto over under between through
+during before after above below up down out off since until while within without
+upon per via
+it its he she they them their theirs his her hers him we us our you your i me my
+who whom whose which what when where why how
+not no also only just very too more most much many some any all each both either
+neither such same other another own
+s t d ll re ve m
+answer called named known
+"""
+STOPWORDS: frozenset[str] = frozenset(_STOPWORD_TEXT.split())
+"""Filler words dropped from an answer (and skipped in documents) before its key span is
+looked for. Normalised forms (lowercase, no punctuation: "it's" is "it s")."""
 
 
 def normalize_tokens(text: str) -> list[str]:
@@ -130,9 +157,12 @@ class AnswerAttribution:
         matcher: ``(answer, document) -> bool``; default :func:`token_matcher`.
         generic: Normalised answers that never support anything.
         question_residual: When the whole answer matches no document and a question is
-            given, also try the answer with the question's words removed (so "Lena
-            Park's access code is 48213" is attributed through "48213"). The residual
-            must keep at least one token that is not filler.
+            given, credit the documents holding the answer's key span (see
+            :meth:`key_span_documents`): "Lena Park's access code is 48213" is
+            attributed through "48213", "The value corresponding to the key ... is
+            6861447d-..." through the value.
+        max_share: Most documents (as a share of those shown, at least one) a key span
+            may credit; a span found in more supports nothing.
         require_new_words: When a question is given, an answer made only of the
             question's words (an echo such as "Leo Ford's access code") supports
             nothing: it would otherwise match the gold document through the key alone.
@@ -142,6 +172,7 @@ class AnswerAttribution:
     generic: frozenset[str] = GENERIC_ANSWERS
     question_residual: bool = True
     require_new_words: bool = True
+    max_share: float = 0.25
 
     def is_generic(self, answer: str) -> bool:
         """True for answers that support nothing ("", "I don't know", ...)."""
@@ -167,15 +198,75 @@ class AnswerAttribution:
         if hits:
             return hits, "answer"
         if self.question_residual and question:
-            q = set(normalize_tokens(question))
-            rest = [t for t in normalize_tokens(answer) if t not in q]
-            if rest and any(t not in _FILLER for t in rest):
-                residual = " ".join(rest)
-                if not self.is_generic(residual):
-                    hits = tuple(i for i, d in enumerate(documents) if self.matcher(residual, d))
-                    if hits:
-                        return hits, "residual"
+            hits = self.key_span_documents(answer, documents, question=question)
+            if hits:
+                return hits, "residual"
         return (), "none"
+
+    def key_span_documents(self, answer: str, documents: Sequence[str], *, question: str) -> tuple[int, ...]:
+        """Positions of the documents holding the answer's key span (see the module
+        docstring); ``()`` when the span is not distinctive or too common.
+
+        Args:
+            answer: The model's answer (a word, a phrase or a sentence).
+            documents: The documents as shown, shape ``(m,)``.
+            question: The question; its words are not part of any span.
+        """
+        runs = _answer_runs(answer, question)
+        if not runs:
+            return ()
+        wanted = {t for r in runs for t in r}
+        seqs = [[t for t in normalize_tokens(d) if t not in STOPWORDS] for d in documents]
+        scores = [_best_run(runs, seq) if wanted.intersection(seq) else (0, ()) for seq in seqs]
+        best = max(n for n, _ in scores)
+        hits = tuple(i for i, (n, _) in enumerate(scores) if n == best and best > 0)
+        limit = max(1, int(self.max_share * len(documents)))
+        if not hits or len(hits) > limit:
+            return ()  # no span, or one common to many shown documents: says nothing
+        span = scores[hits[0]][1]
+        if best == 1 and not _distinctive(span[0]):
+            return ()
+        if all(sum(t in seq for seq in seqs) > limit for t in span):
+            return ()  # every word of the span is common among the shown documents
+        return hits
+
+
+def _answer_runs(answer: str, question: str) -> list[list[str]]:
+    """The answer's tokens without stopwords, split into runs at the question's words."""
+    q = set(normalize_tokens(question))
+    runs: list[list[str]] = [[]]
+    for t in normalize_tokens(answer):
+        if t in q:
+            runs.append([])
+        elif t not in STOPWORDS:
+            runs[-1].append(t)
+    return [r for r in runs if r]
+
+
+def _best_run(runs: Sequence[Sequence[str]], seq: Sequence[str]) -> tuple[int, tuple[str, ...]]:
+    """The longest run shared by ``seq`` and any of ``runs`` (length, tokens)."""
+    return max((_longest_common_run(r, seq) for r in runs), key=lambda x: x[0])
+
+
+def _distinctive(token: str) -> bool:
+    """A one-word span that can identify a passage: has a digit, or 5+ characters."""
+    return any(ch.isdigit() for ch in token) or len(token) >= 5
+
+
+def _longest_common_run(a: Sequence[str], b: Sequence[str]) -> tuple[int, tuple[str, ...]]:
+    """Length and tokens of the longest contiguous token run shared by ``a`` and ``b``."""
+    best, end = 0, 0
+    prev = [0] * (len(b) + 1)
+    for i in range(1, len(a) + 1):
+        cur = [0] * (len(b) + 1)
+        ai = a[i - 1]
+        for j in range(1, len(b) + 1):
+            if ai == b[j - 1]:
+                cur[j] = prev[j - 1] + 1
+                if cur[j] > best:
+                    best, end = cur[j], i
+        prev = cur
+    return best, tuple(a[end - best : end])
 
 
 def render_answer_prompt(
@@ -235,7 +326,7 @@ def reading_from_answer(
     return Reading(
         cited=cited,
         answer=answer or None,
-        raw=None if completion is None else str(completion)[:2000],
+        raw=truncate(completion),
         attempts=attempts,
         prompt_tokens=prompt_tokens,
         completion_tokens=completion_tokens,

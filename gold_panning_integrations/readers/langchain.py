@@ -1,11 +1,23 @@
-"""Reader for any LangChain chat model (``langchain_core.language_models.BaseChatModel``).
+"""Reader for any LangChain chat model or chat-model Runnable.
 
-Structured output first: with ``structured="auto"`` the reader asks the model for
-``with_structured_output(Citations, include_raw=True)``; models without it (LangChain's
-fake chat models raise ``NotImplementedError``) are read as plain text and the JSON is
-extracted and validated strictly. On the structured path the *raw* tool-call arguments
-are validated (not the pydantic-coerced object), so ``"3"``, ``3.0`` or ``true`` labels
-are counted as invalid exactly as in text mode.
+Anything that is a ``Runnable`` taking a list of messages and returning a message is
+accepted: a ``BaseChatModel`` (``ChatOpenAI``, ``ChatOllama``, a fake, ...) and the
+Runnables built from one: ``chat_model.bind(...)``, ``.with_retry()``,
+``.with_fallbacks([...])``, ``.configurable_fields(...)``.
+
+Structured output first: with ``structured="auto"`` the reader asks the underlying chat
+model for ``with_structured_output(Citations, include_raw=True)`` (only when the reader
+was given a plain ``BaseChatModel``: a wrapper's bindings, retries and fallbacks would
+be lost); models without it (LangChain's fake chat models raise
+``NotImplementedError``) are read as plain text and the JSON is extracted and validated
+strictly. On the structured path the *raw* tool-call arguments are validated (not the
+pydantic-coerced object), so ``3.0`` or ``true`` labels are counted as invalid exactly
+as in text mode.
+
+Errors of an OpenAI-backed chat model (``ChatOpenAI``) are the ``openai`` SDK's own and
+are classified the same way as :class:`.openai.OpenAIReader`'s: a closed port or HTTP
+401/403/404 raises :class:`~gold_panning_integrations.errors.FatalReaderError` naming
+the model and its base URL.
 
 This is the only module of the package that imports ``langchain_core`` for readers.
 """
@@ -14,40 +26,21 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
-from typing import Any, Literal
+from typing import Any
 
 from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
+from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 from langchain_core.runnables import Runnable, RunnableConfig
 
 from ..engine.reading import Reading
 from ..errors import CitationParseError
-from ._common import (
-    check_max_citations,
-    check_structured,
-    no_documents_reading,
-    reading_from_text,
-    system_prompt,
-    token_counts,
-    user_message,
-)
-from ._prompt import Citations, PromptTemplate, check_max_chars_per_doc
-from ._retry import (
-    Usage,
-    Wait,
-    acall_with_retries,
-    attach_raw,
-    call_with_retries,
-    check_max_attempts,
-    check_mode,
-    reading_from_citations,
-)
+from ._base import BaseReader, Mode, Prompt, Reply, Structured, token_counts
+from ._prompt import Citations, PromptTemplate, attach_raw
+from ._retry import Usage, Wait
 
-__all__ = ["ChatModelReader"]
+__all__ = ["ChatModelReader", "is_chat_runnable"]
 
 logger = logging.getLogger(__name__)
-
-Structured = Literal["auto"] | bool
 
 
 def _text_of(message: Any) -> str | None:
@@ -82,12 +75,48 @@ def _usage_of(message: Any) -> tuple[int | None, int | None]:
     return None, None
 
 
-class ChatModelReader:
+def underlying_chat_model(runnable: Any) -> BaseChatModel | None:
+    """The ``BaseChatModel`` inside a chat-model Runnable (itself, ``.bind()``'s bound,
+    ``.with_retry()``'s bound, ``.with_fallbacks()``'s first runnable,
+    ``.configurable_fields()``'s default), or None."""
+    seen = 0
+    cur = runnable
+    while cur is not None and seen < 8:
+        if isinstance(cur, BaseChatModel):
+            return cur
+        seen += 1
+        cur = getattr(cur, "bound", None) or getattr(cur, "runnable", None) or getattr(cur, "default", None)
+    return None
+
+
+def is_chat_runnable(obj: Any) -> bool:
+    """True for a Runnable taking messages and returning a message: a chat model, or a
+    ``bind``/``with_retry``/``with_fallbacks``/``configurable_fields`` wrapper of one."""
+    return isinstance(obj, Runnable) and underlying_chat_model(obj) is not None
+
+
+def _base_url_of(model: Any) -> str | None:
+    """The endpoint a chat model talks to, when it says (``openai_api_base``,
+    ``base_url``, its openai client's ``base_url``)."""
+    for attr in ("openai_api_base", "base_url", "api_base"):
+        value = getattr(model, attr, None)
+        if isinstance(value, str) and value:
+            return value
+    for attr in ("root_client", "client"):
+        value = getattr(getattr(model, attr, None), "base_url", None)
+        if value is not None:
+            return str(value)
+    return None
+
+
+class ChatModelReader(BaseReader):
     """Ask a LangChain chat model which shown documents answer the question.
 
     Args:
-        chat_model: Any ``BaseChatModel`` (``ChatOpenAI``, ``ChatOllama``, a fake, ...).
-            Its own retries (e.g. ``ChatOpenAI(max_retries=...)``) add to this reader's.
+        chat_model: Any ``BaseChatModel`` (``ChatOpenAI``, ``ChatOllama``, a fake, ...)
+            or a Runnable wrapping one (``.bind()``, ``.with_retry()``,
+            ``.with_fallbacks()``, ``.configurable_fields()``). Its own retries (e.g.
+            ``ChatOpenAI(max_retries=...)``) add to this reader's.
         template: Replacement user message (cite mode: see :mod:`._prompt`; answer
             mode: see :mod:`.answer`).
         max_citations: Most labels accepted per reading; the rest count as invalid.
@@ -108,85 +137,83 @@ class ChatModelReader:
 
     def __init__(
         self,
-        chat_model: BaseChatModel,
+        chat_model: Runnable,
         *,
         template: PromptTemplate | None = None,
         max_citations: int | None = None,
         max_attempts: int = 3,
         wait: Wait | float | None = None,
         structured: Structured = "auto",
-        mode: Literal["cite", "answer"] = "cite",
+        mode: Mode = "cite",
         attribution: Any = None,
         config: RunnableConfig | None = None,
         max_chars_per_doc: int | None = None,
     ) -> None:
-        if not isinstance(chat_model, BaseChatModel):
+        if not is_chat_runnable(chat_model):
             raise TypeError(
-                f"ChatModelReader needs a langchain_core BaseChatModel, got {type(chat_model).__name__}"
+                "ChatModelReader needs a LangChain chat model or a Runnable wrapping one (bind, with_retry, "
+                f"with_fallbacks, configurable_fields), got {type(chat_model).__name__}"
             )
-        check_structured(structured)
+        super().__init__(
+            mode=mode,
+            template=template,
+            max_citations=max_citations,
+            max_attempts=max_attempts,
+            wait=wait,
+            attribution=attribution,
+            max_chars_per_doc=max_chars_per_doc,
+            structured=structured,
+        )
         self.chat_model = chat_model
-        self.template = template
-        self.max_citations = check_max_citations(max_citations)
-        self.max_attempts = check_max_attempts(max_attempts)
-        self.wait = wait
-        self.structured = structured
-        self.mode = check_mode(mode)
-        self.attribution = attribution
         self.config = config
-        self.max_chars_per_doc = check_max_chars_per_doc(max_chars_per_doc)
+        self._inner = underlying_chat_model(chat_model)
         self._structured_runnable: Runnable | None = None
-        self._use_structured = structured is not False and self.mode == "cite"
-        if self._use_structured:
+        if structured is not False and self.mode == "cite":
             self._structured_runnable = self._make_structured()
-            if self._structured_runnable is None:
-                if structured is True:
-                    raise ValueError(
-                        f"{type(chat_model).__name__} does not support with_structured_output; "
-                        "use structured='auto' or False to read JSON from plain text"
-                    )
-                self._use_structured = False
+            if self._structured_runnable is None and structured is True:
+                raise ValueError(
+                    f"{type(chat_model).__name__} does not support with_structured_output; "
+                    "use structured='auto' or False to read JSON from plain text"
+                )
+        self._use_structured = self._structured_runnable is not None
 
     @property
     def model_name(self) -> str:
         """The chat model's ``model_name``/``model`` attribute, else its class name."""
         for attr in ("model_name", "model"):
-            value = getattr(self.chat_model, attr, None)
+            value = getattr(self._inner, attr, None)
             if isinstance(value, str) and value:
                 return value
-        return type(self.chat_model).__name__
+        return type(self._inner).__name__
 
     @property
-    def uses_structured_output(self) -> bool:
-        """True when readings go through ``with_structured_output``."""
-        return self._use_structured
+    def base_url(self) -> str | None:
+        """The endpoint the chat model talks to, when it exposes one."""
+        return _base_url_of(self._inner)
+
+    def _repr_fields(self) -> str:
+        wrapper = "" if self.chat_model is self._inner else f", runnable={type(self.chat_model).__name__}"
+        url = self.base_url
+        return f"{wrapper}, chat_model={type(self._inner).__name__}" + (f", base_url={url!r}" if url else "")
 
     def _make_structured(self) -> Runnable | None:
+        if self.chat_model is not self._inner:
+            return None  # a wrapper's bindings, retries or fallbacks would be lost
         try:
-            return self.chat_model.with_structured_output(Citations, include_raw=True)
+            return self._inner.with_structured_output(Citations, include_raw=True)
         except NotImplementedError:
-            logger.info(
-                "%s has no structured output; reading plain-text JSON", type(self.chat_model).__name__
-            )
+            logger.info("%s has no structured output; reading plain-text JSON", type(self._inner).__name__)
             return None
         except (TypeError, ValueError) as err:  # include_raw unsupported by an override
             logger.info("with_structured_output(include_raw=True) failed (%s); trying without", err)
         try:
-            return self.chat_model.with_structured_output(Citations)
+            return self._inner.with_structured_output(Citations)
         except (NotImplementedError, TypeError, ValueError):
             return None
 
-    # ------------------------------------------------------------------ prompts
-    def messages(self, question: str, documents: Sequence[str]) -> list[BaseMessage]:
-        """The chat messages (system + human) for one prompt."""
-        user = user_message(
-            question,
-            documents,
-            mode=self.mode,
-            template=self.template,
-            max_chars_per_doc=self.max_chars_per_doc,
-        )
-        return [SystemMessage(content=system_prompt(self.mode)), HumanMessage(content=user)]
+    # ------------------------------------------------------------------ conversion
+    def _messages(self, prompt: Prompt) -> list[BaseMessage]:
+        return [SystemMessage(content=prompt.system), HumanMessage(content=prompt.user)]
 
     def _config(self, config: RunnableConfig | None) -> RunnableConfig | None:
         if config is None:
@@ -195,40 +222,23 @@ class ChatModelReader:
             return config
         return {**self.config, **config}
 
-    # ------------------------------------------------------------------ outputs
-    def _from_text(
-        self, message: Any, question: str, docs: Sequence[str], usage: Usage, extra: dict[str, Any]
-    ) -> Reading:
-        pt, ct = _usage_of(message)
-        usage.add(pt, ct)
-        return reading_from_text(
-            _text_of(message),
-            docs,
-            mode=self.mode,
-            question=question,
-            attribution=self.attribution,
-            max_citations=self.max_citations,
-            extra=extra,
-            no_text="the chat model returned no text",
-        )
+    @staticmethod
+    def _text_reply(message: Any, usage: Usage) -> Reply:
+        usage.add(*_usage_of(message))
+        return Reply(text=_text_of(message), extra={"structured": False})
 
-    def _from_structured(self, out: Any, docs: Sequence[str], usage: Usage) -> Reading:
+    @staticmethod
+    def _structured_reply(out: Any, usage: Usage) -> Reply:
         extra: dict[str, Any] = {"structured": True}
         raw_msg = out.get("raw") if isinstance(out, dict) and "raw" in out else None
         if raw_msg is not None:
-            pt, ct = _usage_of(raw_msg)
-            usage.add(pt, ct)
+            usage.add(*_usage_of(raw_msg))
             calls = getattr(raw_msg, "tool_calls", None) or []
             if calls and isinstance(calls[0], dict) and isinstance(calls[0].get("args"), dict):
-                args = calls[0]["args"]
-                return reading_from_citations(
-                    args, docs, max_citations=self.max_citations, raw=args, extra=extra
-                )
+                return Reply(value=calls[0]["args"], extra=extra)
             text = _text_of(raw_msg)
             if text and text.strip():
-                return reading_from_citations(
-                    text, docs, max_citations=self.max_citations, raw=text, extra=extra
-                )
+                return Reply(text=text, extra=extra)
             parsed = out.get("parsed")
             if parsed is None:
                 err = out.get("parsing_error")
@@ -238,84 +248,53 @@ class ChatModelReader:
                 )
         else:
             parsed = out
-        if isinstance(parsed, Citations):
-            value: Any = parsed.model_dump()
-        elif hasattr(parsed, "model_dump"):
-            value = parsed.model_dump()
-        else:
-            value = parsed
+        value = parsed.model_dump() if hasattr(parsed, "model_dump") else parsed
         if not isinstance(value, (dict, list)):
             raise attach_raw(
                 CitationParseError(f"structured output of unexpected type {type(value).__name__}"), value
             )
-        return reading_from_citations(value, docs, max_citations=self.max_citations, raw=value, extra=extra)
+        return Reply(value=value, extra=extra)
+
+    # ------------------------------------------------------------------ calls
+    def _call(self, prompt: Prompt, usage: Usage, **options: Any) -> Reply:
+        return self._text_reply(
+            self.chat_model.invoke(self._messages(prompt), config=options.get("config")), usage
+        )
+
+    async def _acall(self, prompt: Prompt, usage: Usage, **options: Any) -> Reply:
+        msg = await self.chat_model.ainvoke(self._messages(prompt), config=options.get("config"))
+        return self._text_reply(msg, usage)
+
+    def _call_structured(self, prompt: Prompt, usage: Usage, **options: Any) -> Reply:
+        assert self._structured_runnable is not None
+        out = self._structured_runnable.invoke(self._messages(prompt), config=options.get("config"))
+        return self._structured_reply(out, usage)
+
+    async def _acall_structured(self, prompt: Prompt, usage: Usage, **options: Any) -> Reply:
+        assert self._structured_runnable is not None
+        out = await self._structured_runnable.ainvoke(self._messages(prompt), config=options.get("config"))
+        return self._structured_reply(out, usage)
 
     # ------------------------------------------------------------------ reading
     def read(
-        self, question: str, documents: Sequence[str], *, config: RunnableConfig | None = None
+        self,
+        question: str,
+        documents: Sequence[Any],
+        *,
+        labels: Sequence[int] | None = None,
+        config: RunnableConfig | None = None,
     ) -> Reading:
-        """Ask the model about one prompt (``invoke``); ``documents`` in prompt order.
-
-        Returns:
-            Validated citations (0-based positions) or a failed reading; never raises
-            for model-side errors.
-        """
-        docs = [str(d) for d in documents]
-        if not docs:
-            return no_documents_reading()
-        messages = self.messages(question, docs)
-        cfg = self._config(config)
-
-        def attempt(usage: Usage) -> Reading:
-            usage.calls += 1
-            if self._use_structured and self._structured_runnable is not None:
-                try:
-                    out = self._structured_runnable.invoke(messages, config=cfg)
-                except NotImplementedError:
-                    self._fall_back_to_text()
-                else:
-                    return self._from_structured(out, docs, usage)
-            msg = self.chat_model.invoke(messages, config=cfg)
-            return self._from_text(msg, question, docs, usage, {"structured": False})
-
-        return call_with_retries(attempt, max_attempts=self.max_attempts, wait=self.wait, what=self._what())
+        """:meth:`BaseReader.read` through ``invoke``; ``config`` (callbacks, tags)
+        is merged over the reader's own."""
+        return self._read(question, documents, labels, config=self._config(config))
 
     async def aread(
-        self, question: str, documents: Sequence[str], *, config: RunnableConfig | None = None
+        self,
+        question: str,
+        documents: Sequence[Any],
+        *,
+        labels: Sequence[int] | None = None,
+        config: RunnableConfig | None = None,
     ) -> Reading:
         """Asynchronous :meth:`read` (``ainvoke``)."""
-        docs = [str(d) for d in documents]
-        if not docs:
-            return no_documents_reading()
-        messages = self.messages(question, docs)
-        cfg = self._config(config)
-
-        async def attempt(usage: Usage) -> Reading:
-            usage.calls += 1
-            if self._use_structured and self._structured_runnable is not None:
-                try:
-                    out = await self._structured_runnable.ainvoke(messages, config=cfg)
-                except NotImplementedError:
-                    self._fall_back_to_text()
-                else:
-                    return self._from_structured(out, docs, usage)
-            msg: AIMessage = await self.chat_model.ainvoke(messages, config=cfg)
-            return self._from_text(msg, question, docs, usage, {"structured": False})
-
-        return await acall_with_retries(
-            attempt, max_attempts=self.max_attempts, wait=self.wait, what=self._what()
-        )
-
-    def _fall_back_to_text(self) -> None:
-        if self.structured is True:
-            raise NotImplementedError(
-                f"{type(self.chat_model).__name__} failed structured output at call time; use structured='auto'"
-            )
-        logger.info("structured output not implemented at call time; switching to plain text")
-        self._use_structured = False
-
-    def _what(self) -> str:
-        return f"ChatModelReader({type(self.chat_model).__name__})"
-
-    def __repr__(self) -> str:
-        return f"ChatModelReader({type(self.chat_model).__name__}, mode={self.mode!r}, structured={self._use_structured})"
+        return await self._aread(question, documents, labels, config=self._config(config))

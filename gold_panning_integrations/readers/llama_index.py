@@ -17,8 +17,7 @@ never citations read off the echoed document labels.
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any
 
 from llama_index.core.base.llms.types import ChatMessage, MessageRole
 from llama_index.core.llms import LLM
@@ -26,34 +25,14 @@ from llama_index.core.prompts import ChatPromptTemplate
 from llama_index.core.types import PydanticProgramMode
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, WithJsonSchema
 
-from ..engine.reading import Reading
 from ..errors import CitationParseError
-from ._common import (
-    check_max_citations,
-    check_structured,
-    no_documents_reading,
-    reading_from_text,
-    system_prompt,
-    token_counts,
-)
-from ._common import user_message as _user_message
-from ._prompt import SYSTEM_PROMPT, PromptTemplate, check_max_chars_per_doc
-from ._retry import (
-    Usage,
-    Wait,
-    acall_with_retries,
-    attach_raw,
-    call_with_retries,
-    check_max_attempts,
-    check_mode,
-    reading_from_citations,
-)
+from ._base import BaseReader, Mode, Prompt, Reply, Structured, token_counts
+from ._prompt import PromptTemplate, attach_raw
+from ._retry import Usage, Wait
 
 __all__ = ["CitationsOutput", "LlamaIndexLLMReader"]
 
 logger = logging.getLogger(__name__)
-
-Structured = Literal["auto"] | bool
 
 
 class CitationsOutput(BaseModel):
@@ -99,7 +78,7 @@ def _chat_usage(response: Any) -> tuple[Any, Any]:
     return _usage_from(getattr(response, "raw", None))
 
 
-class LlamaIndexLLMReader:
+class LlamaIndexLLMReader(BaseReader):
     """Ask a LlamaIndex LLM which shown documents answer the question.
 
     Args:
@@ -131,31 +110,32 @@ class LlamaIndexLLMReader:
         max_attempts: int = 3,
         wait: Wait | float | None = None,
         structured: Structured = "auto",
-        mode: Literal["cite", "answer"] = "cite",
+        mode: Mode = "cite",
         attribution: Any = None,
         max_chars_per_doc: int | None = None,
     ) -> None:
         if not isinstance(llm, LLM):
             raise TypeError(f"LlamaIndexLLMReader needs a llama_index.core LLM, got {type(llm).__name__}")
-        check_structured(structured)
+        super().__init__(
+            mode=mode,
+            template=template,
+            max_citations=max_citations,
+            max_attempts=max_attempts,
+            wait=wait,
+            attribution=attribution,
+            max_chars_per_doc=max_chars_per_doc,
+            structured=structured,
+        )
         self.llm = llm
-        self.template = template
-        self.max_citations = check_max_citations(max_citations)
-        self.max_attempts = check_max_attempts(max_attempts)
-        self.wait = wait
-        self.structured = structured
-        self.mode = check_mode(mode)
-        self.attribution = attribution
-        self.max_chars_per_doc = check_max_chars_per_doc(max_chars_per_doc)
         if self.mode == "answer" or structured is False:
             self._use_structured = False
         elif structured is True:
             self._use_structured = True
         else:
             self._use_structured = self._supports_structured()
-        self._prompt = ChatPromptTemplate(
+        self._prompt_template = ChatPromptTemplate(
             message_templates=[
-                ChatMessage(role=MessageRole.SYSTEM, content=SYSTEM_PROMPT),
+                ChatMessage(role=MessageRole.SYSTEM, content="{gp_system_message}"),
                 ChatMessage(role=MessageRole.USER, content="{gp_user_message}"),
             ]
         )
@@ -178,49 +158,34 @@ class LlamaIndexLLMReader:
             name = None
         return name if isinstance(name, str) and name else type(self.llm).__name__
 
-    @property
-    def uses_structured_output(self) -> bool:
-        """True when readings go through ``structured_predict``."""
-        return self._use_structured
-
-    # ------------------------------------------------------------------ prompts
-    def user_message(self, question: str, documents: Sequence[str]) -> str:
-        """The user message for one prompt."""
-        return _user_message(
-            question,
-            documents,
-            mode=self.mode,
-            template=self.template,
-            max_chars_per_doc=self.max_chars_per_doc,
+    def _repr_fields(self) -> str:
+        url = getattr(self.llm, "api_base", None) or getattr(self.llm, "base_url", None)
+        return f", llm={type(self.llm).__name__}" + (
+            f", base_url={url!r}" if isinstance(url, str) and url else ""
         )
 
-    def messages(self, question: str, documents: Sequence[str]) -> list[ChatMessage]:
-        """The chat messages (system + user) for one prompt."""
+    # ------------------------------------------------------------------ conversion
+    def user_message(self, question: str, documents: Any, *, labels: Any = None) -> str:
+        """The user message for one prompt."""
+        return self.prompt(question, documents, labels=labels).user
+
+    def _messages(self, prompt: Prompt) -> list[ChatMessage]:
         return [
-            ChatMessage(role=MessageRole.SYSTEM, content=system_prompt(self.mode)),
-            ChatMessage(role=MessageRole.USER, content=self.user_message(question, documents)),
+            ChatMessage(role=MessageRole.SYSTEM, content=prompt.system),
+            ChatMessage(role=MessageRole.USER, content=prompt.user),
         ]
 
-    # ------------------------------------------------------------------ outputs
-    def _from_chat(self, response: Any, question: str, docs: Sequence[str], usage: Usage) -> Reading:
-        pt, ct = _chat_usage(response)
-        usage.add(pt, ct)
+    @staticmethod
+    def _chat_reply(response: Any, usage: Usage) -> Reply:
+        usage.add(*_chat_usage(response))
         msg = getattr(response, "message", None)
         text = getattr(msg, "content", None) if msg is not None else None
         if text is not None and not isinstance(text, str):
             text = str(text)
-        return reading_from_text(
-            text,
-            docs,
-            mode=self.mode,
-            question=question,
-            attribution=self.attribution,
-            max_citations=self.max_citations,
-            extra={"structured": False},
-            no_text="the LLM returned no text",
-        )
+        return Reply(text=text, extra={"structured": False})
 
-    def _from_structured(self, out: Any, docs: Sequence[str]) -> Reading:
+    @staticmethod
+    def _structured_reply(out: Any) -> Reply:
         if isinstance(out, list) and out:  # some programs return a list of objects
             out = out[0]
         value = out.model_dump() if hasattr(out, "model_dump") else out
@@ -228,80 +193,36 @@ class LlamaIndexLLMReader:
             raise attach_raw(
                 CitationParseError(f"structured output of unexpected type {type(out).__name__}"), out
             )
-        return reading_from_citations(
-            value, docs, max_citations=self.max_citations, raw=value, extra={"structured": True}
-        )
+        return Reply(value=value, extra={"structured": True})
+
+    def _structured_kwargs(self, prompt: Prompt) -> dict[str, Any]:
+        return {"gp_system_message": prompt.system, "gp_user_message": prompt.user}
 
     @staticmethod
     def _structured_error(err: Exception) -> CitationParseError:
         return CitationParseError(f"structured output could not be parsed: {type(err).__name__}: {err}")
 
-    # ------------------------------------------------------------------ reading
-    def read(self, question: str, documents: Sequence[str]) -> Reading:
-        """Ask the LLM about one prompt; ``documents`` in prompt order.
+    # ------------------------------------------------------------------ calls
+    def _call(self, prompt: Prompt, usage: Usage, **options: Any) -> Reply:
+        return self._chat_reply(self.llm.chat(self._messages(prompt)), usage)
 
-        Returns:
-            Validated citations (0-based positions) or a failed reading; never raises
-            for model-side errors.
-        """
-        docs = [str(d) for d in documents]
-        if not docs:
-            return no_documents_reading()
+    async def _acall(self, prompt: Prompt, usage: Usage, **options: Any) -> Reply:
+        return self._chat_reply(await self.llm.achat(self._messages(prompt)), usage)
 
-        def attempt(usage: Usage) -> Reading:
-            usage.calls += 1
-            if self._use_structured:
-                try:
-                    out = self.llm.structured_predict(
-                        CitationsOutput, self._prompt, gp_user_message=self.user_message(question, docs)
-                    )
-                except NotImplementedError:
-                    self._fall_back_to_chat()
-                except (ValidationError, ValueError, TypeError) as err:
-                    raise self._structured_error(err) from err
-                else:
-                    return self._from_structured(out, docs)
-            response = self.llm.chat(self.messages(question, docs))
-            return self._from_chat(response, question, docs, usage)
-
-        return call_with_retries(attempt, max_attempts=self.max_attempts, wait=self.wait, what=self._what())
-
-    async def aread(self, question: str, documents: Sequence[str]) -> Reading:
-        """Asynchronous :meth:`read` (``astructured_predict`` / ``achat``)."""
-        docs = [str(d) for d in documents]
-        if not docs:
-            return no_documents_reading()
-
-        async def attempt(usage: Usage) -> Reading:
-            usage.calls += 1
-            if self._use_structured:
-                try:
-                    out = await self.llm.astructured_predict(
-                        CitationsOutput, self._prompt, gp_user_message=self.user_message(question, docs)
-                    )
-                except NotImplementedError:
-                    self._fall_back_to_chat()
-                except (ValidationError, ValueError, TypeError) as err:
-                    raise self._structured_error(err) from err
-                else:
-                    return self._from_structured(out, docs)
-            response = await self.llm.achat(self.messages(question, docs))
-            return self._from_chat(response, question, docs, usage)
-
-        return await acall_with_retries(
-            attempt, max_attempts=self.max_attempts, wait=self.wait, what=self._what()
-        )
-
-    def _fall_back_to_chat(self) -> None:
-        if self.structured is True:
-            raise NotImplementedError(
-                f"{type(self.llm).__name__} does not implement structured_predict; use structured='auto'"
+    def _call_structured(self, prompt: Prompt, usage: Usage, **options: Any) -> Reply:
+        try:
+            out = self.llm.structured_predict(
+                CitationsOutput, self._prompt_template, **self._structured_kwargs(prompt)
             )
-        logger.info("structured_predict not implemented; switching to chat")
-        self._use_structured = False
+        except (ValidationError, ValueError, TypeError) as err:
+            raise self._structured_error(err) from err
+        return self._structured_reply(out)
 
-    def _what(self) -> str:
-        return f"LlamaIndexLLMReader({type(self.llm).__name__})"
-
-    def __repr__(self) -> str:
-        return f"LlamaIndexLLMReader({type(self.llm).__name__}, mode={self.mode!r}, structured={self._use_structured})"
+    async def _acall_structured(self, prompt: Prompt, usage: Usage, **options: Any) -> Reply:
+        try:
+            out = await self.llm.astructured_predict(
+                CitationsOutput, self._prompt_template, **self._structured_kwargs(prompt)
+            )
+        except (ValidationError, ValueError, TypeError) as err:
+            raise self._structured_error(err) from err
+        return self._structured_reply(out)

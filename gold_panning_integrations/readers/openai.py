@@ -4,7 +4,8 @@ Works with OpenAI, vLLM, llama.cpp's server, Ollama and anything else that speak
 ``POST /v1/chat/completions``, through the official ``openai`` client (sync
 ``OpenAI`` for :meth:`OpenAIReader.read`, ``AsyncOpenAI`` for :meth:`OpenAIReader.aread`).
 The client's own retries are switched off (``max_retries=0``): the package's tenacity
-policy (:mod:`._retry`) is the single retry layer.
+policy (:mod:`._retry`) is the single retry layer. ``timeout`` is a deadline for the
+whole request (:mod:`._http`); redirects to another host are never followed.
 
 Output format negotiation (``response_format="auto"``): the reader first asks for
 ``{"type": "json_schema"}`` with the citation schema, falls back to
@@ -17,30 +18,18 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import math
 import os
 import weakref
-from collections.abc import Sequence
 from typing import Any, Literal
 
 from typing_extensions import Self
 
-from ..engine.reading import Reading
-from ..errors import CitationParseError, ReaderError
-from ._common import answer_reading, check_max_citations, no_documents_reading, system_prompt, user_message
-from ._prompt import PromptTemplate, check_max_chars_per_doc, citation_json_schema
-from ._retry import (
-    FatalReaderError,
-    Usage,
-    Wait,
-    acall_with_retries,
-    attach_raw,
-    call_with_retries,
-    check_max_attempts,
-    check_mode,
-    classify_error,
-    reading_from_citations,
-    truncate,
-)
+from ..errors import CitationParseError, FatalReaderError, ReaderError
+from ._base import BaseReader, Mode, Prompt, Reply
+from ._http import deadline, make_async_http_client, make_http_client
+from ._prompt import PromptTemplate, attach_raw, citation_json_schema, truncate
+from ._retry import Usage, Wait, classify_error
 
 __all__ = ["RESPONSE_FORMATS", "OpenAIReader"]
 
@@ -53,11 +42,9 @@ RESPONSE_FORMATS: tuple[str, ...] = ("json_schema", "json_object", "text")
 LOCAL_API_KEY = "not-needed"
 """Placeholder key sent to local servers (vLLM, llama.cpp, Ollama) that ignore it."""
 
+OPENAI_BASE_URL = "https://api.openai.com/v1"
+
 _FORMAT_WORDS = ("response_format", "json_schema", "json_object", "response format", "structured output")
-
-
-class _FormatRejected(ReaderError):
-    """The server rejected the requested ``response_format``."""
 
 
 def _is_format_rejection(err: BaseException) -> bool:
@@ -87,7 +74,7 @@ def _content_text(content: Any) -> str | None:
     return str(content)
 
 
-class OpenAIReader:
+class OpenAIReader(BaseReader):
     """Ask an OpenAI-compatible chat model which shown documents answer the question.
 
     Args:
@@ -103,7 +90,10 @@ class OpenAIReader:
         temperature: Sampling temperature (0: as deterministic as the server allows).
         top_p: Nucleus sampling; None leaves the server default.
         max_tokens: Completion budget per call.
-        timeout: Per-request timeout in seconds; a timeout is retried.
+        timeout: Deadline in seconds for the whole request (connection, upload, the
+            server's reply), however slowly the server sends it; a timeout is retried.
+            A ``client=`` you pass keeps its own HTTP settings (per-read timeouts,
+            redirects); the async reader applies the deadline to any client.
         max_attempts: Attempts per reading, retries included (>= 1).
         wait: Wait between attempts: None (honour Retry-After, else exponential
             backoff), seconds, a tenacity wait strategy or ``(retry_state) -> seconds``.
@@ -124,8 +114,10 @@ class OpenAIReader:
             unchanged). None (default): no limit, and a prompt too long for the model
             fails with an error saying so. Not applied to a callable ``template``.
 
-    Failures never raise from :meth:`read`/:meth:`aread`: they give a failed
-    :class:`Reading` whose ``error`` says what went wrong and what to do.
+    Permanent failures (HTTP 401/403/404, a closed port, a redirect to another host or
+    a redirect loop) raise :class:`~gold_panning_integrations.errors.FatalReaderError`
+    naming the base URL and model; every other failure gives a failed :class:`Reading`
+    whose ``error`` says what went wrong and what to do.
     """
 
     def __init__(
@@ -144,12 +136,21 @@ class OpenAIReader:
         wait: Wait | float | None = None,
         template: PromptTemplate | None = None,
         max_citations: int | None = None,
-        mode: Literal["cite", "answer"] = "cite",
+        mode: Mode = "cite",
         response_format: ResponseFormat = "auto",
         attribution: Any = None,
         extra_body: dict[str, Any] | None = None,
         max_chars_per_doc: int | None = None,
     ) -> None:
+        super().__init__(
+            mode=mode,
+            template=template,
+            max_citations=max_citations,
+            max_attempts=max_attempts,
+            wait=wait,
+            attribution=attribution,
+            max_chars_per_doc=max_chars_per_doc,
+        )
         if not isinstance(model, str) or not model:
             raise ValueError(f"model must be a non-empty model name, got {model!r}")
         if response_format not in ("auto", *RESPONSE_FORMATS):
@@ -162,24 +163,21 @@ class OpenAIReader:
             raise ValueError(f"top_p must be in (0, 1] or None, got {top_p!r}")
         if max_tokens < 1:
             raise ValueError(f"max_tokens must be >= 1, got {max_tokens!r}")
-        if timeout <= 0:
-            raise ValueError(f"timeout must be > 0 seconds, got {timeout!r}")
-        check_max_citations(max_citations)
+        if (
+            isinstance(timeout, bool)
+            or not isinstance(timeout, (int, float))
+            or not math.isfinite(timeout)
+            or timeout <= 0
+        ):
+            raise ValueError(f"timeout must be a finite number of seconds > 0, got {timeout!r}")
         self.model = model
         self.base_url = base_url
         self.temperature = float(temperature)
         self.top_p = top_p
         self.max_tokens = int(max_tokens)
         self.timeout = float(timeout)
-        self.max_attempts = check_max_attempts(max_attempts)
-        self.wait = wait
-        self.template = template
-        self.max_citations = max_citations
-        self.mode = check_mode(mode)
         self.response_format = response_format
-        self.attribution = attribution
         self.extra_body = dict(extra_body) if extra_body else None
-        self.max_chars_per_doc = check_max_chars_per_doc(max_chars_per_doc)
         self._level = 0 if response_format == "auto" else RESPONSE_FORMATS.index(response_format)
         if client is None and async_client is None or api_key is not None:
             self._api_key: str | None = self._resolve_key(api_key, base_url)
@@ -217,6 +215,11 @@ class OpenAIReader:
         return client
 
     @property
+    def url(self) -> str:
+        """The endpoint root requests go to (``base_url``, ``OPENAI_BASE_URL`` or OpenAI's)."""
+        return self.base_url or os.environ.get("OPENAI_BASE_URL") or OPENAI_BASE_URL
+
+    @property
     def client(self) -> Any:
         """The synchronous ``openai.OpenAI`` client (created on first use)."""
         if self._client is None:
@@ -224,9 +227,10 @@ class OpenAIReader:
 
             self._client = OpenAI(
                 api_key=self._api_key or self._resolve_key(None, self.base_url),
-                base_url=self.base_url,
+                base_url=self.url,
                 timeout=self.timeout,
                 max_retries=0,
+                http_client=make_http_client(self.url, timeout=self.timeout),
             )
         return self._client
 
@@ -246,9 +250,10 @@ class OpenAIReader:
 
             client = AsyncOpenAI(
                 api_key=self._api_key or self._resolve_key(None, self.base_url),
-                base_url=self.base_url,
+                base_url=self.url,
                 timeout=self.timeout,
                 max_retries=0,
+                http_client=make_async_http_client(self.url, timeout=self.timeout),
             )
             if loop is not None:
                 self._loop_clients[loop] = client
@@ -264,18 +269,10 @@ class OpenAIReader:
         """The response format currently used in cite mode (remembered after fallbacks)."""
         return RESPONSE_FORMATS[self._level]
 
-    # ------------------------------------------------------------------ requests
-    def messages(self, question: str, documents: Sequence[str]) -> list[dict[str, str]]:
-        """The chat messages (system + user) for one prompt."""
-        user = user_message(
-            question,
-            documents,
-            mode=self.mode,
-            template=self.template,
-            max_chars_per_doc=self.max_chars_per_doc,
-        )
-        return [{"role": "system", "content": system_prompt(self.mode)}, {"role": "user", "content": user}]
+    def _repr_fields(self) -> str:
+        return f", base_url={self.url!r}"
 
+    # ------------------------------------------------------------------ requests
     def _response_format(self, level: int) -> dict[str, Any] | None:
         name = RESPONSE_FORMATS[level]
         if name == "json_schema":
@@ -309,6 +306,9 @@ class OpenAIReader:
             kw["extra_body"] = self.extra_body
         return kw
 
+    def _level_now(self) -> int | None:
+        return None if self.mode == "answer" else self._level
+
     def _downgrade(self, level: int, err: BaseException) -> int:
         """Next format level after a rejection, or raise when there is none to try."""
         if self.response_format != "auto" or level + 1 >= len(RESPONSE_FORMATS):
@@ -325,10 +325,8 @@ class OpenAIReader:
         self._level = max(self._level, level + 1)
         return level + 1
 
-    # ------------------------------------------------------------------ responses
-    def _reading(
-        self, resp: Any, question: str, documents: Sequence[str], usage: Usage, level: int | None
-    ) -> Reading:
+    def _to_reply(self, resp: Any, usage: Usage, level: int | None) -> Reply:
+        """The :class:`Reply` of one chat-completions response."""
         if isinstance(resp, (str, bytes)):
             raise attach_raw(
                 CitationParseError(
@@ -342,89 +340,53 @@ class OpenAIReader:
         choices = getattr(resp, "choices", None) or []
         if not choices:
             raise CitationParseError("the server returned no choices")
-        choice = choices[0]
-        message = getattr(choice, "message", None)
-        finish = getattr(choice, "finish_reason", None)
+        message = getattr(choices[0], "message", None)
         refusal = getattr(message, "refusal", None)
-        content = _content_text(getattr(message, "content", None))
         if refusal:
-            raise attach_raw(
-                FatalReaderError(f"the model refused to answer: {truncate(refusal, 300)}"), refusal
-            )
-        if content is None or not content.strip():
-            hint = f" (finish_reason={finish!r})" if finish else ""
-            raise CitationParseError(f"the model returned no content{hint}")
-        extra: dict[str, Any] = {"model": getattr(resp, "model", None) or self.model, "finish_reason": finish}
-        if self.mode == "answer":
-            return answer_reading(
-                content, documents, question=question, attribution=self.attribution, extra=extra
-            )
+            raise attach_raw(ReaderError(f"the model refused to answer: {truncate(refusal, 300)}"), refusal)
+        extra: dict[str, Any] = {"model": getattr(resp, "model", None) or self.model}
+        extra["finish_reason"] = getattr(choices[0], "finish_reason", None)
         if level is not None:
             extra["response_format"] = RESPONSE_FORMATS[level]
-        try:
-            return reading_from_citations(
-                content, documents, max_citations=self.max_citations, raw=content, extra=extra
-            )
-        except CitationParseError as err:
-            if finish == "length":
-                new = CitationParseError(
-                    f"{err} (output cut at max_tokens={self.max_tokens}; raise max_tokens)"
+        return Reply(
+            text=_content_text(getattr(message, "content", None)),
+            finish_reason=extra["finish_reason"],
+            extra=extra,
+        )
+
+    def _call(self, prompt: Prompt, usage: Usage, **options: Any) -> Reply:
+        level = self._level_now()
+        # the client and its resources are created (openai's modules imported) before the
+        # request's deadline starts
+        create = self.client.chat.completions.create
+        while True:
+            try:
+                with deadline(self.timeout):
+                    resp = create(**self._kwargs(prompt.as_dicts(), level))
+            except Exception as err:
+                if level is not None and _is_format_rejection(err):
+                    level = self._downgrade(level, err)
+                    usage.calls += 1
+                    continue
+                raise
+            return self._to_reply(resp, usage, level)
+
+    async def _acall(self, prompt: Prompt, usage: Usage, **options: Any) -> Reply:
+        level = self._level_now()
+        acreate = self.async_client.chat.completions.create
+        while True:
+            try:
+                resp = await asyncio.wait_for(
+                    acreate(**self._kwargs(prompt.as_dicts(), level)),
+                    self.timeout,
                 )
-                raise attach_raw(new, content) from err
-            raise
-
-    # ------------------------------------------------------------------ reading
-    def read(self, question: str, documents: Sequence[str]) -> Reading:
-        """Ask the model about one prompt; ``documents`` in prompt order, shape ``(m,)``.
-
-        Returns:
-            The validated citations (0-based positions), or a failed reading.
-        """
-        docs = [str(d) for d in documents]
-        if not docs:
-            return no_documents_reading()
-        messages = self.messages(question, docs)
-
-        def attempt(usage: Usage) -> Reading:
-            level = None if self.mode == "answer" else self._level
-            while True:
-                usage.calls += 1
-                try:
-                    resp = self.client.chat.completions.create(**self._kwargs(messages, level))
-                except Exception as err:
-                    if level is not None and _is_format_rejection(err):
-                        level = self._downgrade(level, err)
-                        continue
-                    raise
-                return self._reading(resp, question, docs, usage, level)
-
-        return call_with_retries(
-            attempt, max_attempts=self.max_attempts, wait=self.wait, what=f"OpenAIReader({self.model})"
-        )
-
-    async def aread(self, question: str, documents: Sequence[str]) -> Reading:
-        """Asynchronous :meth:`read` on ``AsyncOpenAI`` (no threads)."""
-        docs = [str(d) for d in documents]
-        if not docs:
-            return no_documents_reading()
-        messages = self.messages(question, docs)
-
-        async def attempt(usage: Usage) -> Reading:
-            level = None if self.mode == "answer" else self._level
-            while True:
-                usage.calls += 1
-                try:
-                    resp = await self.async_client.chat.completions.create(**self._kwargs(messages, level))
-                except Exception as err:
-                    if level is not None and _is_format_rejection(err):
-                        level = self._downgrade(level, err)
-                        continue
-                    raise
-                return self._reading(resp, question, docs, usage, level)
-
-        return await acall_with_retries(
-            attempt, max_attempts=self.max_attempts, wait=self.wait, what=f"OpenAIReader({self.model})"
-        )
+            except Exception as err:
+                if level is not None and _is_format_rejection(err):
+                    level = self._downgrade(level, err)
+                    usage.calls += 1
+                    continue
+                raise
+            return self._to_reply(resp, usage, level)
 
     # ------------------------------------------------------------------ cleanup
     def close(self) -> None:
@@ -454,7 +416,3 @@ class OpenAIReader:
 
     async def __aexit__(self, *exc: object) -> None:
         await self.aclose()
-
-    def __repr__(self) -> str:
-        where = f", base_url={self.base_url!r}" if self.base_url else ""
-        return f"OpenAIReader(model={self.model!r}{where}, mode={self.mode!r})"

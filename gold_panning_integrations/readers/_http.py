@@ -1,0 +1,198 @@
+"""HTTP clients for the OpenAI-compatible reader: a deadline for the whole request and
+no redirects to another host.
+
+* **Deadline**: an httpx timeout bounds each socket operation, not the request, so a
+  server dripping one byte every 2 s holds a request with ``timeout=5`` indefinitely.
+  The synchronous client's network streams read the request's deadline (a context
+  variable set around each call, :func:`deadline`) and shrink every socket timeout to
+  the time left; past the deadline they raise the transport's ``ReadTimeout``, which
+  the ``openai`` client turns into ``APITimeoutError`` (a transient error, retried).
+  The asynchronous reader wraps the call in ``asyncio.wait_for`` instead.
+* **Redirects**: the question and documents are in the request body; a redirect to
+  another origin (scheme, host, port) would re-send them there. A request hook refuses
+  that (:class:`._retry.RedirectRefused`, a fatal error), and at most
+  :data:`MAX_REDIRECTS` same-origin redirects are followed, so a loop is one clear
+  error (``TooManyRedirects``) instead of a long series of requests.
+
+The ``openai`` SDK ships its own copy of httpx (``httpx2`` in openai 3.x, ``httpx``
+before); the modules are found from ``openai.DefaultHttpxClient`` rather than named.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import contextvars
+import logging
+import sys
+import time
+from collections.abc import Iterator
+from typing import Any
+
+from ._retry import RedirectRefused
+
+__all__ = ["MAX_REDIRECTS", "deadline", "make_async_http_client", "make_http_client"]
+
+logger = logging.getLogger(__name__)
+
+MAX_REDIRECTS = 3
+"""Same-origin redirects followed per request; one more is a redirect-loop error."""
+
+class _Deadline:
+    """A request's time budget; the clock starts at its first socket operation, so the
+    client's own preparation (imports, request building) does not eat the budget."""
+
+    def __init__(self, seconds: float) -> None:
+        self.seconds = seconds
+        self.end: float | None = None
+
+    def left(self) -> float:
+        now = time.monotonic()
+        if self.end is None:
+            self.end = now + self.seconds
+        return self.end - now
+
+
+_DEADLINE: contextvars.ContextVar[_Deadline | None] = contextvars.ContextVar("gp_http_deadline", default=None)
+
+
+@contextlib.contextmanager
+def deadline(seconds: float) -> Iterator[None]:
+    """Requests made inside this block (by clients from :func:`make_http_client`, in
+    this thread or task) end within ``seconds`` of their first network operation,
+    whatever the server does."""
+    token = _DEADLINE.set(_Deadline(float(seconds)))
+    try:
+        yield
+    finally:
+        _DEADLINE.reset(token)
+
+
+def _httpx_module() -> Any:
+    """The httpx module the installed ``openai`` uses (``httpx2`` or ``httpx``)."""
+    import openai
+
+    for klass in openai.DefaultHttpxClient.__mro__:
+        if klass.__name__ == "Client" and klass.__module__.split(".")[0].startswith("httpx"):
+            return sys.modules[klass.__module__.split(".")[0]]
+    import httpx  # pragma: no cover - an SDK without DefaultHttpxClient's usual base
+
+    return httpx  # pragma: no cover
+
+
+def _origin(url: Any) -> tuple[str, str, int | None]:
+    return (url.scheme, url.host, url.port)
+
+
+def _same_origin_hook(base_url: str, httpx: Any) -> Any:
+    origin = _origin(httpx.URL(base_url))
+
+    def check(request: Any) -> None:
+        if _origin(request.url) != origin:
+            target = str(request.url.copy_with(query=None))
+            raise RedirectRefused(
+                f"the server at {base_url} redirected to {target}: redirects to another host are not "
+                "followed (the question and documents would be re-sent there); set base_url to the "
+                "server you mean to use"
+            )
+
+    return check
+
+
+def _deadline_backend(core: Any, inner: Any) -> Any:
+    """``inner`` (an httpcore sync network backend) with every socket timeout cut to the
+    time left before the current :func:`deadline`."""
+
+    def bounded(timeout: float | None) -> float | None:
+        budget = _DEADLINE.get()
+        if budget is None:
+            return timeout
+        left = budget.left()
+        if left <= 0:
+            raise core.ReadTimeout(
+                "the request's deadline passed (the whole request took longer than timeout)"
+            )
+        return left if timeout is None else min(timeout, left)
+
+    class Stream(core.NetworkStream):  # type: ignore[misc,name-defined]
+        def __init__(self, stream: Any) -> None:
+            self._stream = stream
+
+        def read(self, max_bytes: int, timeout: float | None = None) -> bytes:
+            return self._stream.read(max_bytes, bounded(timeout))  # type: ignore[no-any-return]
+
+        def write(self, buffer: bytes, timeout: float | None = None) -> None:
+            self._stream.write(buffer, bounded(timeout))
+
+        def close(self) -> None:
+            self._stream.close()
+
+        def start_tls(
+            self, ssl_context: Any, server_hostname: str | None = None, timeout: float | None = None
+        ) -> Any:
+            return Stream(self._stream.start_tls(ssl_context, server_hostname, bounded(timeout)))
+
+        def get_extra_info(self, info: str) -> Any:
+            return self._stream.get_extra_info(info)
+
+    class Backend(core.NetworkBackend):  # type: ignore[misc,name-defined]
+        def connect_tcp(
+            self,
+            host: str,
+            port: int,
+            timeout: float | None = None,
+            local_address: str | None = None,
+            socket_options: Any = None,
+        ) -> Any:
+            return Stream(inner.connect_tcp(host, port, bounded(timeout), local_address, socket_options))
+
+        def connect_unix_socket(
+            self, path: str, timeout: float | None = None, socket_options: Any = None
+        ) -> Any:
+            return Stream(inner.connect_unix_socket(path, bounded(timeout), socket_options))
+
+        def sleep(self, seconds: float) -> None:
+            inner.sleep(seconds)
+
+    return Backend()
+
+
+def make_http_client(base_url: str, *, timeout: float) -> Any:
+    """The synchronous HTTP client for ``openai.OpenAI(http_client=...)``: deadline-aware
+    sockets, same-origin redirects only (at most :data:`MAX_REDIRECTS`)."""
+    import openai
+
+    httpx = _httpx_module()
+    transport = httpx.HTTPTransport()
+    pool = getattr(transport, "_pool", None)
+    inner = getattr(pool, "_network_backend", None)
+    if inner is not None:
+        core = sys.modules[type(pool).__module__.split(".")[0]]
+        pool._network_backend = _deadline_backend(core, inner)  # type: ignore[union-attr]
+    else:  # pragma: no cover - an httpx without the usual pool: per-operation timeouts only
+        logger.warning("this httpx has no connection pool to wrap: timeout bounds each read, not the request")
+    return openai.DefaultHttpxClient(
+        transport=transport,
+        timeout=timeout,
+        follow_redirects=True,
+        max_redirects=MAX_REDIRECTS,
+        event_hooks={"request": [_same_origin_hook(base_url, httpx)]},
+    )
+
+
+def make_async_http_client(base_url: str, *, timeout: float) -> Any:
+    """The asynchronous HTTP client for ``openai.AsyncOpenAI(http_client=...)``:
+    same-origin redirects only (the deadline is ``asyncio.wait_for`` around the call)."""
+    import openai
+
+    httpx = _httpx_module()
+    check = _same_origin_hook(base_url, httpx)
+
+    async def acheck(request: Any) -> None:
+        check(request)
+
+    return openai.DefaultAsyncHttpxClient(
+        timeout=timeout,
+        follow_redirects=True,
+        max_redirects=MAX_REDIRECTS,
+        event_hooks={"request": [acheck]},
+    )
