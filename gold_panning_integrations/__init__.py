@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .engine import GoldPanner, PanningResult, Reading, RoundTrace, SimulatedReader, simulate
+from .engine import PanningResult, Reading, RoundTrace, SimulatedReader, simulate
 from .errors import (
     AllRoundsFailedError,
     CheckpointError,
@@ -20,6 +20,7 @@ from .errors import (
     ReaderError,
     TransientReaderError,
 )
+from .panning import GoldPanner, PanningConfig
 from .profiles import DetectorProfile, bundled_profiles, load_profile
 
 __version__ = "0.1.0"
@@ -39,6 +40,7 @@ __all__ = [
     "LocalReader",
     "MissingExtraError",
     "OpenAIReader",
+    "PanningConfig",
     "PanningResult",
     "ProfileError",
     "Reading",

@@ -37,8 +37,8 @@ PROMPT_OVERHEAD = 60
 class _TokenCountingReader(SimulatedReader):
     """A profile-following reader that reports simulated prompt tokens."""
 
-    def read(self, question: str, documents: Sequence[Any]) -> Reading:
-        r = super().read(question, documents)
+    def read(self, question: str, documents: Sequence[Any], *, labels: Sequence[int] | None = None) -> Reading:
+        r = super().read(question, documents, labels=labels)
         return Reading(
             cited=r.cited,
             prompt_tokens=PROMPT_OVERHEAD + TOKENS_PER_DOC * len(documents),
