@@ -32,9 +32,18 @@ from typing import Any
 import numpy as np
 import pytest
 
-from gold_panning_integrations import DetectorProfile, GoldPanner, Reading
+from gold_panning_integrations import DetectorProfile, Reading
+from gold_panning_integrations import GoldPanner as _GoldPanner
 from gold_panning_integrations.engine import log_likelihood_ratios
 from gold_panning_integrations.readers import parse_citations, render_documents, render_prompt
+
+
+def GoldPanner(*args: Any, **kwargs: Any) -> _GoldPanner:  # noqa: N802
+    """The panner with ``shuffle_top=0`` unless given: these tests pin placements by hand
+    (the shuffle of the top documents is tested in ``test_engine_labels.py``)."""
+    kwargs.setdefault("shuffle_top", 0)
+    return _GoldPanner(*args, **kwargs)
+
 
 QUESTION = "What is the capital of France?"
 GOLD = "The capital of France is Paris."

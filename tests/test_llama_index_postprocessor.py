@@ -126,9 +126,11 @@ def test_scores_are_posteriors_pinned_by_hand() -> None:
     # Two positions: position 0 detects (TPR 0.9, FPR 0.1), position 1 carries no
     # evidence. Flat prior 1/2 each; the needle at position 0 is cited: odds x9 -> 0.9.
     nodes = _nodes(2, needle_at=0)
+    # seed=1: the engine's shuffle of the top documents (shuffle_top) keeps input order here.
     p = GoldPanningPostprocessor(
-        reader=ScriptedReader(), profile=TWO, top_n=2, rounds=1, retriever_prior="none"
+        reader=ScriptedReader(), profile=TWO, top_n=2, rounds=1, retriever_prior="none", seed=1
     )
+    assert p.pan(nodes, "q")[1].rounds[0].windows == ((0, 1),)
     out = p.postprocess_nodes(nodes, query_bundle=QueryBundle("where is the needle?"))
     assert [n.node.node_id for n in out] == ["n0", "n1"]
     assert [n.score for n in out] == pytest.approx([0.9, 0.5])
@@ -250,7 +252,9 @@ def test_llama_index_llm_as_reader(captured: Captured) -> None:
     out, result = p.pan(_nodes(5), "q")
     assert result.failed_rounds == 0 and result.calls == 3
     assert all(t.cited == (t.shown[0],) for t in result.rounds)
-    assert out[0].node.node_id == f"n{result.rounds[0].shown[0]}"
+    # The top documents are shuffled over the top positions each round (shuffle_top), so
+    # "always cite the first" no longer confirms one leader; the pick is a cited document.
+    assert result.citation_counts[int(out[0].node.node_id[1:])] >= 1
     start = next(e for e in captured.events if isinstance(e, ReRankStartEvent))
     assert start.model_name == "citing-llm"
 

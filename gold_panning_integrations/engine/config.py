@@ -104,7 +104,7 @@ class PanningConfig:
     on_failure: Literal["raise", "fallback"] = "raise"
     eps: float = DEFAULT_EPS
     resample_profile: bool = True
-    shuffle_top: int = 0
+    shuffle_top: int = 3
     robust: bool = False
     empty_prompts: EmptyPromptRule = "evidence"
     adapt_level: bool = False
