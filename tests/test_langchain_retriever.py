@@ -146,13 +146,14 @@ def test_posterior_and_rank_pinned_by_hand() -> None:
     assert r.pan("q").result.rounds[0].windows == ((0, 1),)
     out = r.invoke("where is the needle?")
     assert [d.metadata["i"] for d in out] == [0, 1]
-    assert out[0].metadata["gold_panning_posterior"] == pytest.approx(0.9)
+    # Robust likelihood (the default): rates 0.95 * rate + 0.025, so 0.9/0.1 -> 0.88/0.12.
+    assert out[0].metadata["gold_panning_posterior"] == pytest.approx(0.88)
     assert out[1].metadata["gold_panning_posterior"] == pytest.approx(0.5)
     assert [d.metadata["gold_panning_rank"] for d in out] == [1, 2]
     assert all(d.metadata["gold_panning_panned"] is True for d in out)
 
     out2 = _retriever(docs, ScriptedReader(), profile=TWO, k=1, rounds=2, retriever_prior="none", seed=1).invoke("q")
-    assert out2[0].metadata["gold_panning_posterior"] == pytest.approx(81 / 82)
+    assert out2[0].metadata["gold_panning_posterior"] == pytest.approx(484 / 493)  # odds (22/3)^2
 
 
 def test_metadata_kept_and_base_documents_not_mutated() -> None:
@@ -366,15 +367,15 @@ class ChatRecorder(Recorder):
 def test_langchain_chat_model_as_reader() -> None:
     from langchain_core.language_models import FakeListChatModel
 
-    # The fake model always cites label 1, the first document of each prompt. The
-    # belief policy puts the likeliest document first, so the document cited in round 1
-    # keeps its place and is cited every round.
+    # The fake model always cites label 1, the first document of each prompt. The top
+    # documents are shuffled over the top positions each round (shuffle_top), so the
+    # pick is one of the cited documents.
     chat = FakeListChatModel(responses=['{"cited": [1]}'])
     rec = ChatRecorder()
     out, result = _retriever(_docs(5), chat, k=2, rounds=3).pan("q", config={"callbacks": [rec]})
     assert result.failed_rounds == 0 and result.calls == 3
     assert all(t.cited == (t.shown[0],) for t in result.rounds)
-    assert out[0].metadata["i"] == result.rounds[0].shown[0]
+    assert result.citation_counts[out[0].metadata["i"]] >= 1
     # the chat model's runs nest under the retriever run (child callbacks)
     outer_run = rec.starts[0][1]
     assert rec.chat_parents == [outer_run] * 3

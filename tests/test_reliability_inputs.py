@@ -103,9 +103,10 @@ def test_one_document_through_both_adapters() -> None:
     assert [d.page_content for d in docs] == [NEEDLE] and res.k == 1 and res.calls == 2
     assert reader.prompts == [[NEEDLE], [NEEDLE]]
     # n=1, k=3: the rank prior's mass is capped below 1; two citations at the strong
-    # position (the profile resampled to one position keeps its first: 0.9/0.1).
+    # position (the profile resampled to one position keeps its first: 0.9/0.1, which the
+    # default robust likelihood reads as 0.88/0.12).
     prior = rank_prior_probs(1, k=3, top10_recall=0.5)[0]
-    assert res.log_odds[0] == pytest.approx(math.log(prior / (1 - prior)) + 2 * math.log(9))
+    assert res.log_odds[0] == pytest.approx(math.log(prior / (1 - prior)) + 2 * math.log(0.88 / 0.12))
     nodes, res2 = GoldPanningPostprocessor(reader=NeedleReader(), top_n=3, rounds=2, profile=TWO).pan(
         _nodes([NEEDLE]), Q
     )
@@ -362,7 +363,8 @@ def test_profile_shorter_than_the_prompt_is_resampled_through_the_retriever() ->
     assert reader.prompts == [texts]
     base = math.log(0.5)  # log-odds of 1/3
     assert res.log_odds.tolist() == pytest.approx(
-        [base + math.log(0.9 / 0.1), base + math.log(0.3 / 0.7), base + math.log(0.5 / 0.5)]
+        # robust likelihood (default): TPR [0.88, 0.69, 0.5], FPR [0.12, 0.31, 0.5]
+        [base + math.log(0.88 / 0.12), base + math.log(0.31 / 0.69), base + math.log(0.5 / 0.5)]
     )
 
 

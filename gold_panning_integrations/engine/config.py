@@ -105,7 +105,7 @@ class PanningConfig:
     eps: float = DEFAULT_EPS
     resample_profile: bool = True
     shuffle_top: int = 3
-    robust: bool = False
+    robust: bool = True
     empty_prompts: EmptyPromptRule = "evidence"
     adapt_level: bool = False
 

@@ -347,7 +347,7 @@ def simulate(
         geometry = Geometry(t_true, f_true, config=cfg, temperature=temp, placement=(t_dec, f_dec))
     else:
         geometry = Geometry(t_dec, f_dec, config=cfg, temperature=temp)
-    true_geometry = Geometry(t_true, f_true, config=PanningConfig())
+    true_geometry = Geometry(t_true, f_true, config=PanningConfig(robust=False, resample_profile=True))
     if prior_probs is not None:
         lo0 = logit(np.asarray(prior_probs, dtype=np.float64).reshape(n))
     else:
