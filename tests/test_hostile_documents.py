@@ -39,11 +39,14 @@ from gold_panning_integrations.readers import parse_citations, render_documents,
 
 
 def GoldPanner(*args: Any, **kwargs: Any) -> _GoldPanner:  # noqa: N802
-    """The panner with ``shuffle_top=0`` and ``robust=False`` unless given: these tests pin
+    """The panner with the paper's update (``shuffle_top=0``, ``robust=False``,
+    ``empty_prompts="evidence"``, ``adapt_level=False``) unless given: these tests pin
     placements and updates by hand from the profile's own rates (the shuffle is tested in
     ``test_engine_labels.py``, the robust likelihood in ``test_engine_robust.py``)."""
     kwargs.setdefault("shuffle_top", 0)
     kwargs.setdefault("robust", False)
+    kwargs.setdefault("empty_prompts", "evidence")
+    kwargs.setdefault("adapt_level", False)
     return _GoldPanner(*args, **kwargs)
 
 

@@ -18,10 +18,12 @@ from .policies import POLICIES
 
 __all__ = ["PanningConfig", "EmptyPromptRule"]
 
-EmptyPromptRule = Literal["evidence", "skip"]
+EmptyPromptRule = Literal["evidence", "skip", "mixture"]
 """What a prompt whose reply cites nothing at all counts as: ``"evidence"`` (a miss for
-every shown document, the paper's independent-citation model) or ``"skip"`` (a failed
-reading of the whole prompt: no update)."""
+every shown document, the paper's independent-citation model), ``"skip"`` (a failed
+reading of the whole prompt: no update), or ``"mixture"`` (a reply is silent with a
+probability estimated online from how many more empty replies came than the profile
+expects; an empty reply is a miss as far as it is not explained by silence)."""
 
 
 def _is_int(value: Any) -> bool:
@@ -106,8 +108,8 @@ class PanningConfig:
     resample_profile: bool = True
     shuffle_top: int = 3
     robust: bool = True
-    empty_prompts: EmptyPromptRule = "evidence"
-    adapt_level: bool = False
+    empty_prompts: EmptyPromptRule = "mixture"
+    adapt_level: bool = True
 
     def __post_init__(self) -> None:
         for name, low in (("rounds", 1), ("k", 1), ("min_rounds", 1), ("shuffle_top", 0)):
@@ -135,8 +137,10 @@ class PanningConfig:
             raise ValueError(f"on_failure must be 'raise' or 'fallback', got {self.on_failure!r}")
         if self.prior not in ("base-rate", "uniform"):
             raise ValueError(f"prior must be 'base-rate' or 'uniform', got {self.prior!r}")
-        if self.empty_prompts not in ("evidence", "skip"):
-            raise ValueError(f"empty_prompts must be 'evidence' or 'skip', got {self.empty_prompts!r}")
+        if self.empty_prompts not in ("evidence", "skip", "mixture"):
+            raise ValueError(
+                f"empty_prompts must be 'evidence', 'skip' or 'mixture', got {self.empty_prompts!r}"
+            )
         for name in ("windows", "resample_profile", "robust", "adapt_level"):
             if not isinstance(getattr(self, name), bool):
                 raise ValueError(f"{name} must be True or False, got {getattr(self, name)!r}")

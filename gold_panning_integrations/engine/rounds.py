@@ -194,6 +194,9 @@ class BatchState:
     times_shown: NDArray[np.int64] = field(init=False)
     observed: NDArray[np.float64] = field(init=False)
     predicted: NDArray[np.float64] = field(init=False)
+    empty_seen: NDArray[np.float64] = field(init=False)
+    empty_expected: NDArray[np.float64] = field(init=False)
+    prompts: NDArray[np.float64] = field(init=False)
 
     def __post_init__(self) -> None:
         b, n = self.log_odds.shape
@@ -201,6 +204,17 @@ class BatchState:
         self.times_shown = np.zeros((b, n), dtype=np.int64)
         self.observed = np.zeros(b)
         self.predicted = np.zeros(b)
+        self.empty_seen = np.zeros(b)
+        self.empty_expected = np.zeros(b)
+        self.prompts = np.zeros(b)
+
+    @property
+    def silence(self) -> NDArray[np.float64]:
+        """Estimated probability that a reply is silent whatever the prompt holds, per run,
+        shape ``(B,)``: empty replies beyond those the profile expects, ``(seen - expected)
+        / (prompts - expected + 1)``, clipped to [0, 1]."""
+        excess = self.empty_seen - self.empty_expected
+        return np.clip(excess / (self.prompts - self.empty_expected + 1.0), 0.0, 1.0)
 
     @classmethod
     def start(cls, log_odds: NDArray[np.float64]) -> BatchState:
@@ -336,6 +350,41 @@ def plan_round(
     return Placement(positions, sizes, prompt, labels)
 
 
+def _mixture_missed(
+    state: BatchState,
+    t: NDArray[np.float64],
+    f: NDArray[np.float64],
+    shown: NDArray[np.bool_],
+    n_cited: NDArray[np.int64],
+    read_ok: NDArray[np.bool_],
+    config: PanningConfig,
+    geometry: Geometry,
+) -> NDArray[np.float64]:
+    """Miss log-likelihood ratios, shape ``(B, n)``, under "a reply is silent with
+    probability pi whatever the prompt holds" (pi = :attr:`BatchState.silence`, estimated
+    online). A prompt with citations is not silent: its misses are the usual ones. For an
+    empty prompt, with ``D`` the chance that all shown documents go uncited when none is
+    relevant, document ``i`` (rates ``t_i``, ``f_i``) gets
+    ``log((pi + (1-pi) (1-t_i) D / (1-f_i)) / (pi + (1-pi) D))``: the usual miss when
+    pi = 0, nothing when pi = 1."""
+    eps = config.eps
+    tc, fc = np.clip(t, eps, 1 - eps), np.clip(f, eps, 1 - eps)
+    log_d = np.where(shown, np.log1p(-fc), 0.0).sum(axis=1, keepdims=True)
+    d = np.exp(log_d)
+    p = sigmoid(state.log_odds)
+    q = np.where(shown, np.minimum(1.0, config.k * p / np.maximum(p.sum(axis=1, keepdims=True), 1e-12)), 0.0)
+    p_empty_if = (1.0 - tc) / (1.0 - fc) * d  # empty prompt if document i is the relevant one
+    expected = (q * p_empty_if).sum(axis=1) + np.maximum(0.0, 1.0 - q.sum(axis=1)) * d[:, 0]
+    empty = read_ok & (n_cited == 0)
+    state.prompts += read_ok
+    state.empty_seen += empty
+    state.empty_expected += np.where(read_ok, expected, 0.0)
+    pi = state.silence[:, None]
+    mixed = np.log(pi + (1.0 - pi) * p_empty_if) - np.log(pi + (1.0 - pi) * d)
+    missed = np.log1p(-tc) - np.log1p(-fc)
+    return np.where(empty[:, None], mixed, missed) / geometry.temperature
+
+
 def observe_round(
     state: BatchState,
     positions: NDArray[np.intp],
@@ -363,24 +412,30 @@ def observe_round(
     shown = positions >= 0
     cited = cited & shown
     b = positions.shape[0]
-    upd = np.ones(b, dtype=bool) if ok is None else np.asarray(ok, dtype=bool).copy()
+    read_ok = np.ones(b, dtype=bool) if ok is None else np.asarray(ok, dtype=bool)
     n_cited = cited.sum(axis=1)
-    if config.empty_prompts == "skip":
-        upd &= n_cited > 0
-    if not upd.any():
+    upd = read_ok & (n_cited > 0) if config.empty_prompts == "skip" else read_ok.copy()
+    if not (upd.any() or (config.adapt_level and read_ok.any())):
         return upd
     tpr, fpr = geometry.stacked(sizes, positions.shape[1])
     pos = np.where(shown, positions, 0)
     t = np.take_along_axis(np.broadcast_to(tpr, (b, tpr.shape[1])), pos, axis=1)
     f = np.take_along_axis(np.broadcast_to(fpr, (b, fpr.shape[1])), pos, axis=1)
     if config.adapt_level:
+        # The level counts every successful reading, empty ones included: a model that
+        # stays silent round after round lowers it even when silence updates nothing.
+        # Beliefs rescaled to the expected number of relevant documents (k), so the
+        # prediction holds under the paper's uniform prior (0.5 each) as well.
         p = sigmoid(state.log_odds)
+        p = np.minimum(1.0, config.k * p / np.maximum(p.sum(axis=1, keepdims=True), 1e-12))
         predicted = np.where(shown, p * t + (1.0 - p) * f, 0.0).sum(axis=1)
-        state.observed += np.where(upd, n_cited, 0.0)
-        state.predicted += np.where(upd, predicted, 0.0)
+        state.observed += np.where(read_ok, n_cited, 0.0)
+        state.predicted += np.where(read_ok, predicted, 0.0)
         scale = state.level[:, None]
         t, f = t * scale, f * scale
     llr_c, llr_m = geometry.llr(t, f)
+    if config.empty_prompts == "mixture":
+        llr_m = _mixture_missed(state, t, f, shown, n_cited, read_ok, config, geometry)
     delta = np.where(cited, llr_c, llr_m)
     apply = shown & upd[:, None]
     state.log_odds = state.log_odds + np.where(apply, delta, 0.0)
