@@ -109,7 +109,7 @@ def test_simulate_equals_goldpanner_with_options(options: dict) -> None:
         ({"evidence_temperature": float("nan")}, r"evidence_temperature must be a number > 0"),
         ({"empty_prompts": "ignore"}, r"empty_prompts must be 'evidence', 'skip' or 'mixture', got 'ignore'"),
         ({"robust": 1}, r"robust must be True or False, got 1"),
-        ({"policy": "greedy"}, r"unknown policy 'greedy'"),
+        ({"policy": "greedy"}, r"policy must be one of belief, entropy, random, oracle, got 'greedy'"),
     ],
 )
 def test_config_rejects_bad_values_naming_them(options: dict, pattern: str) -> None:

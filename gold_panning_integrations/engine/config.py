@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 import numbers
 from dataclasses import asdict, dataclass, fields, replace
+from collections.abc import Callable
 from typing import Any, Literal
 
 from .beliefs import DEFAULT_EPS, PriorSpec
@@ -32,6 +33,69 @@ def _is_int(value: Any) -> bool:
 
 def _is_real(value: Any) -> bool:
     return isinstance(value, numbers.Real) and not isinstance(value, bool) and math.isfinite(float(value))
+
+
+def _int_at_least(low: int, *, optional: bool = False) -> Callable[[Any], str | None]:
+    def check(value: Any) -> str | None:
+        if optional and value is None:
+            return None
+        ok = _is_int(value) and value >= low
+        return None if ok else f"an int >= {low}" + (" or None" if optional else "")
+
+    return check
+
+
+def _number_in(low: float, high: float | None, *, optional: bool = True) -> Callable[[Any], str | None]:
+    def check(value: Any) -> str | None:
+        if optional and value is None:
+            return None
+        ok = _is_real(value) and low < value and (high is None or value < high)
+        span = f"in ({low:g}, {high:g})" if high is not None else f"> {low:g}"
+        return None if ok else f"a number {span}" + (" or None" if optional else "")
+
+    return check
+
+
+def _one_of(*choices: str) -> Callable[[Any], str | None]:
+    def check(value: Any) -> str | None:
+        if value in choices:
+            return None
+        return " or ".join(", ".join(repr(c) for c in choices).rsplit(", ", 1))
+
+    return check
+
+
+def _flag(value: Any) -> str | None:
+    return None if isinstance(value, bool) else "True or False"
+
+
+def _policy(value: Any) -> str | None:
+    return None if value in POLICIES else f"one of {', '.join(POLICIES)}"
+
+
+_CHECKS: dict[str, Callable[[Any], str | None]] = {
+    "rounds": _int_at_least(1),
+    "k": _int_at_least(1),
+    "min_rounds": _int_at_least(1),
+    "shuffle_top": _int_at_least(0),
+    "max_docs_per_prompt": _int_at_least(1, optional=True),
+    "max_calls": _int_at_least(1, optional=True),
+    "max_prompt_tokens": _int_at_least(1, optional=True),
+    "policy": _policy,
+    "stop_at": _number_in(0.0, 1.0),
+    "prune_below": _number_in(0.0, 1.0),
+    "min_gain": _number_in(0.0, None),
+    "evidence_temperature": _number_in(0.0, None),
+    "eps": _number_in(0.0, 0.5, optional=False),
+    "on_failure": _one_of("raise", "fallback"),
+    "prior": _one_of("base-rate", "uniform"),
+    "empty_prompts": _one_of("evidence", "skip", "mixture"),
+    "windows": _flag,
+    "resample_profile": _flag,
+    "robust": _flag,
+    "adapt_level": _flag,
+}
+"""One check per option: None when the value is valid, else what it must be."""
 
 
 @dataclass(frozen=True)
@@ -112,38 +176,10 @@ class PanningConfig:
     adapt_level: bool = True
 
     def __post_init__(self) -> None:
-        for name, low in (("rounds", 1), ("k", 1), ("min_rounds", 1), ("shuffle_top", 0)):
-            value = getattr(self, name)
-            if not _is_int(value) or value < low:
-                raise ValueError(f"{name} must be an int >= {low}, got {value!r}")
-        for name in ("max_docs_per_prompt", "max_calls", "max_prompt_tokens"):
-            value = getattr(self, name)
-            if value is not None and (not _is_int(value) or value < 1):
-                raise ValueError(f"{name} must be an int >= 1 or None, got {value!r}")
-        if self.policy not in POLICIES:
-            raise ValueError(f"unknown policy {self.policy!r}; choose one of {', '.join(POLICIES)}")
-        for name in ("stop_at", "prune_below"):
-            value = getattr(self, name)
-            if value is not None and not (_is_real(value) and 0.0 < value < 1.0):
-                raise ValueError(f"{name} must be a number in (0, 1) or None, got {value!r}")
-        if self.min_gain is not None and not (_is_real(self.min_gain) and self.min_gain > 0.0):
-            raise ValueError(f"min_gain must be a number > 0 or None, got {self.min_gain!r}")
-        temp = self.evidence_temperature
-        if temp is not None and not (_is_real(temp) and temp > 0.0):
-            raise ValueError(f"evidence_temperature must be a number > 0 or None, got {temp!r}")
-        if not (_is_real(self.eps) and 0.0 < self.eps < 0.5):
-            raise ValueError(f"eps must be a number in (0, 0.5), got {self.eps!r}")
-        if self.on_failure not in ("raise", "fallback"):
-            raise ValueError(f"on_failure must be 'raise' or 'fallback', got {self.on_failure!r}")
-        if self.prior not in ("base-rate", "uniform"):
-            raise ValueError(f"prior must be 'base-rate' or 'uniform', got {self.prior!r}")
-        if self.empty_prompts not in ("evidence", "skip", "mixture"):
-            raise ValueError(
-                f"empty_prompts must be 'evidence', 'skip' or 'mixture', got {self.empty_prompts!r}"
-            )
-        for name in ("windows", "resample_profile", "robust", "adapt_level"):
-            if not isinstance(getattr(self, name), bool):
-                raise ValueError(f"{name} must be True or False, got {getattr(self, name)!r}")
+        for name, check in _CHECKS.items():
+            message = check(getattr(self, name))
+            if message is not None:
+                raise ValueError(f"{name} must be {message}, got {getattr(self, name)!r}")
 
     @classmethod
     def from_options(cls, config: PanningConfig | None = None, **options: Any) -> PanningConfig:

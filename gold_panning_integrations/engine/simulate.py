@@ -261,6 +261,97 @@ def _cite(
     return cited
 
 
+def _check_args(*, n: int, k: int, rounds: int, trials: int, policies: Sequence[str]) -> None:
+    if n < 1 or k < 1 or k > n:
+        raise ValueError(f"need 1 <= k <= n, got n={n!r}, k={k!r}")
+    if rounds < 1 or trials < 1:
+        raise ValueError(f"rounds and trials must be >= 1, got {rounds!r} and {trials!r}")
+    unknown = [p for p in policies if p not in POLICIES]
+    if unknown or not policies:
+        raise ValueError(f"unknown policies {unknown}; choose from {', '.join(POLICIES)}")
+
+
+class _Tally:
+    """Per policy and round: sums of hits, squared hits and recall; kept posteriors."""
+
+    def __init__(self, policies: Sequence[str], rounds: int, *, keep: bool) -> None:
+        self.stats = {p: np.zeros((3, rounds)) for p in policies}
+        self.calls = {p: np.zeros(rounds) for p in policies}
+        self.keep = keep
+        self.truth: list[NDArray[np.bool_]] = []
+        self.post: dict[str, list[NDArray[np.float64]]] = {p: [] for p in policies}
+
+    def curves(self, trials: int, *, recall: bool) -> dict[str, PolicyCurve]:
+        means = {p: st[0] / trials for p, st in self.stats.items()}
+        target = float(means["random"][-1]) if "random" in means else None
+        out: dict[str, PolicyCurve] = {}
+        for pol, st in self.stats.items():
+            mean = means[pol]
+            var = np.maximum(st[1] / trials - mean**2, 0.0) * trials / max(trials - 1, 1)
+            match = None
+            if target is not None:
+                hit = np.flatnonzero(mean >= target - 1e-12)
+                match = int(hit[0]) + 1 if hit.size else None
+            out[pol] = PolicyCurve(
+                f1=mean,
+                ci95=1.96 * np.sqrt(var / trials),
+                rounds_to_match_random=match,
+                recall=st[2] / trials if recall else None,
+                calls=np.cumsum(self.calls[pol]) / trials,
+            )
+        return out
+
+
+@dataclass
+class _Batch:
+    """The fixed parts of one :func:`simulate` call; :meth:`run_chunk` runs ``b`` trials."""
+
+    cfgs: dict[str, PanningConfig]
+    geometry: Geometry
+    true_geometry: Geometry
+    attack: Attack | None
+    recall_at: int | None
+    streams: tuple[np.random.Generator, ...]
+
+    def run_chunk(
+        self, b: int, lo0: NDArray[np.float64], needle_probs: NDArray[np.float64] | None, tally: _Tally
+    ) -> None:
+        needle_rng, model_rng, policy_rng, tie_rng = self.streams
+        some = next(iter(self.cfgs.values()))
+        k, n = some.k, lo0.size
+        truth, hostile = _draw_truth(needle_rng, b, n, k, needle_probs)
+        states = {p: BatchState.start(np.broadcast_to(lo0, (b, n))) for p in self.cfgs}
+        live = {p: np.ones(b, dtype=bool) for p in self.cfgs}
+        for t in range(some.rounds):
+            plans = {}
+            for pol, cfg in self.cfgs.items():
+                st = states[pol]
+                live[pol] &= ~threshold_reached(st.log_odds, k=k, stop_at=cfg.stop_at, done=t, min_rounds=cfg.min_rounds)
+                active = active_mask(st, k=k, prune_below=cfg.prune_below, started=t > 0)
+                plans[pol] = plan_round(st, active, config=cfg, geometry=self.geometry, rng=policy_rng, truth=truth)
+            width = max(int(p.sizes.max()) for p in plans.values())
+            u = model_rng.random((b, width))  # common random numbers across policies
+            obeyed = None
+            if self.attack is not None and self.attack.obey < 1.0:
+                obeyed = model_rng.random(b) < self.attack.obey
+            for pol, cfg in self.cfgs.items():
+                st, plan = states[pol], plans[pol]
+                cited = _cite(plan, truth, hostile, u, obeyed, self.true_geometry, self.attack)
+                observe_round(st, plan.positions, plan.sizes, cited, ok=live[pol], config=cfg, geometry=self.geometry)
+                tally.calls[pol][t] += live[pol].sum()
+                # PSC ranks by votes (random ties), the others by belief.
+                keys = st.counts + tie_rng.random((b, n)) if pol == "random" else st.log_odds
+                hits = _top_k_hits(keys, truth, k)
+                tally.stats[pol][0, t] += hits.sum()
+                tally.stats[pol][1, t] += np.square(hits).sum()
+                if self.recall_at:
+                    tally.stats[pol][2, t] += _recall_at(keys, truth, self.recall_at).sum()
+        if tally.keep:
+            tally.truth.append(truth)
+            for pol in self.cfgs:
+                tally.post[pol].append(sigmoid(states[pol].log_odds))
+
+
 def simulate(
     tpr: ArrayLike,
     fpr: ArrayLike,
@@ -327,13 +418,7 @@ def simulate(
     Returns:
         A :class:`SimulationResult`.
     """
-    if n < 1 or k < 1 or k > n:
-        raise ValueError(f"need 1 <= k <= n, got n={n!r}, k={k!r}")
-    if rounds < 1 or trials < 1:
-        raise ValueError(f"rounds and trials must be >= 1, got {rounds!r} and {trials!r}")
-    unknown = [p for p in policies if p not in POLICIES]
-    if unknown or not policies:
-        raise ValueError(f"unknown policies {unknown}; choose from {', '.join(POLICIES)}")
+    _check_args(n=n, k=k, rounds=rounds, trials=trials, policies=policies)
     cfg = replace(config or PanningConfig(), rounds=rounds, k=k, prior=prior, eps=eps)
     if cfg.windows or cfg.min_gain is not None or cfg.max_calls is not None or cfg.max_prompt_tokens is not None:
         raise ValueError("simulate does not model windows, min_gain, max_calls or max_prompt_tokens")
@@ -347,81 +432,28 @@ def simulate(
         geometry = Geometry(t_true, f_true, config=cfg, temperature=temp, placement=(t_dec, f_dec))
     else:
         geometry = Geometry(t_dec, f_dec, config=cfg, temperature=temp)
-    true_geometry = Geometry(t_true, f_true, config=PanningConfig(robust=False, resample_profile=True))
     if prior_probs is not None:
         lo0 = logit(np.asarray(prior_probs, dtype=np.float64).reshape(n))
     else:
         lo0 = initial_log_odds(n, k=k, prior=cfg.prior)
     npb = None if needle_probs is None else np.asarray(needle_probs, dtype=np.float64).reshape(n)
-    if npb is not None:
-        npb = npb / npb.sum()
-
-    cfgs = {pol: replace(cfg, policy=pol) for pol in policies}
+    sim = _Batch(
+        cfgs={pol: replace(cfg, policy=pol) for pol in policies},
+        geometry=geometry,
+        true_geometry=Geometry(t_true, f_true, config=PanningConfig(robust=False, resample_profile=True)),
+        attack=attack,
+        recall_at=recall_at,
+        streams=tuple(gen.spawn(4)),  # needles, model, policy, ties
+    )
     chunk = chunk_trials or max(1, min(trials, _CHUNK_ELEMENTS // n))
-    stats = {p: np.zeros((3 if recall_at else 2, rounds)) for p in policies}
-    calls_sum = {p: np.zeros(rounds) for p in policies}
-    kept_truth: list[NDArray[np.bool_]] = []
-    kept_post: dict[str, list[NDArray[np.float64]]] = {p: [] for p in policies}
-    needle_rng, model_rng, policy_rng, tie_rng = gen.spawn(4)
+    tally = _Tally(policies, rounds, keep=keep_posteriors)
     done = 0
     while done < trials:
         b = min(chunk, trials - done)
-        truth, hostile = _draw_truth(needle_rng, b, n, k, npb)
-        states = {p: BatchState.start(np.broadcast_to(lo0, (b, n))) for p in policies}
-        live = {p: np.ones(b, dtype=bool) for p in policies}
-        for t in range(rounds):
-            plans = {}
-            for pol in policies:
-                st = states[pol]
-                stop = threshold_reached(st.log_odds, k=k, stop_at=cfg.stop_at, done=t, min_rounds=cfg.min_rounds)
-                live[pol] &= ~stop
-                active = active_mask(st, k=k, prune_below=cfg.prune_below, started=t > 0)
-                plans[pol] = plan_round(st, active, config=cfgs[pol], geometry=geometry, rng=policy_rng, truth=truth)
-            width = max(int(p.sizes.max()) for p in plans.values())
-            u = model_rng.random((b, width))  # common random numbers across policies
-            obeyed = None
-            if attack is not None and attack.obey < 1.0:
-                obeyed = model_rng.random(b) < attack.obey
-            for pol in policies:
-                st, plan = states[pol], plans[pol]
-                cited = _cite(plan, truth, hostile, u, obeyed, true_geometry, attack)
-                observe_round(st, plan.positions, plan.sizes, cited, ok=live[pol], config=cfg, geometry=geometry)
-                calls_sum[pol][t] += live[pol].sum()
-                if pol == "random":
-                    keys = st.counts + tie_rng.random((b, n))  # majority vote, random ties
-                else:
-                    keys = st.log_odds
-                hits = _top_k_hits(keys, truth, k)
-                stats[pol][0, t] += hits.sum()
-                stats[pol][1, t] += np.square(hits).sum()
-                if recall_at:
-                    stats[pol][2, t] += _recall_at(keys, truth, recall_at).sum()
-        if keep_posteriors:
-            kept_truth.append(truth)
-            for pol in policies:
-                kept_post[pol].append(sigmoid(states[pol].log_odds))
+        sim.run_chunk(b, lo0, None if npb is None else npb / npb.sum(), tally)
         done += b
         if progress is not None:
             progress(done)
-
-    curves: dict[str, PolicyCurve] = {}
-    means = {p: stats[p][0] / trials for p in policies}
-    target = float(means["random"][-1]) if "random" in means else None
-    for pol in policies:
-        mean = means[pol]
-        var = np.maximum(stats[pol][1] / trials - mean**2, 0.0) * trials / max(trials - 1, 1)
-        ci = 1.96 * np.sqrt(var / trials)
-        match = None
-        if target is not None:
-            hit = np.flatnonzero(mean >= target - 1e-12)
-            match = int(hit[0]) + 1 if hit.size else None
-        curves[pol] = PolicyCurve(
-            f1=mean,
-            ci95=ci,
-            rounds_to_match_random=match,
-            recall=stats[pol][2] / trials if recall_at else None,
-            calls=np.cumsum(calls_sum[pol]) / trials,
-        )
     return SimulationResult(
         n=n,
         k=k,
@@ -429,7 +461,7 @@ def simulate(
         trials=trials,
         tpr=resample_curve(t_true, n),
         fpr=resample_curve(f_true, n),
-        policies=curves,
-        truth=np.concatenate(kept_truth) if keep_posteriors else None,
-        posteriors={p: np.concatenate(v) for p, v in kept_post.items()} if keep_posteriors else None,
+        policies=tally.curves(trials, recall=bool(recall_at)),
+        truth=np.concatenate(tally.truth) if keep_posteriors else None,
+        posteriors={p: np.concatenate(v) for p, v in tally.post.items()} if keep_posteriors else None,
     )
