@@ -111,13 +111,26 @@ class _Plan:
         return tuple(w.docs for w in self.windows)
 
 
+_LABELS_CACHE: dict[Any, bool] = {}
+
+
 def _accepts_labels(method: Any) -> bool:
-    """Whether ``method`` takes a ``labels`` keyword (or ``**kwargs``)."""
+    """Whether ``method`` takes a ``labels`` keyword (or ``**kwargs``); cached per function."""
+    key = getattr(method, "__func__", method)
+    try:
+        return _LABELS_CACHE[key]
+    except (KeyError, TypeError):
+        pass
     try:
         params = inspect.signature(method).parameters.values()
+        ok = any(p.name == "labels" or p.kind is inspect.Parameter.VAR_KEYWORD for p in params)
     except (TypeError, ValueError):
-        return True
-    return any(p.name == "labels" or p.kind is inspect.Parameter.VAR_KEYWORD for p in params)
+        ok = True
+    try:
+        _LABELS_CACHE[key] = ok
+    except TypeError:
+        pass
+    return ok
 
 
 class _Run:

@@ -154,7 +154,7 @@ class Geometry:
         """Decision ``(tpr, fpr)`` per row for prompts of ``sizes`` documents, each shape
         ``(B, W)`` (zero-padded to ``W = max(width, profile positions)``), or ``(1, W)``
         when every row has the same size."""
-        uniq = np.unique(sizes)
+        uniq = sizes[:1] if sizes.size == 1 else np.unique(sizes)
         w = max(width, self.tpr.size) if not self.config.resample_profile else max(width, 1)
         if uniq.size == 1:
             r = self.for_size(int(uniq[0]))
@@ -320,7 +320,7 @@ def place(order: NDArray[np.intp], sizes: NDArray[np.intp], geometry: Geometry) 
     """
     b, n = order.shape
     pos_by_rank = np.full((b, n), -1, dtype=np.intp)
-    for s in np.unique(sizes):
+    for s in sizes[:1] if b == 1 else np.unique(sizes):
         po = geometry.for_size(int(s)).pos_order[: int(s)]
         pos_by_rank[sizes == s, : int(s)] = po
     positions = np.empty((b, n), dtype=np.intp)
