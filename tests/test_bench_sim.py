@@ -266,3 +266,15 @@ def test_delta_ci_is_the_root_sum_of_squares(results: dict) -> None:
     b, r = s["policies"]["belief"], s["policies"]["random"]
     assert s["delta_ci95"][2] == pytest.approx(math.hypot(b["ci95"][2], r["ci95"][2]))
     assert s["delta_f1"][2] == pytest.approx(b["f1"][2] - r["f1"][2])
+
+
+def test_update_paper_runs_the_papers_gp_belief() -> None:
+    res = bs.run_sim_bench(trials=20, seed=0, panels=("main",), update="paper")
+    assert res["update"] == "paper"
+    assert (res["config"]["robust"], res["config"]["shuffle_top"]) == (False, 0)
+    assert (res["config"]["empty_prompts"], res["config"]["adapt_level"]) == ("evidence", False)
+
+
+def test_update_must_be_known() -> None:
+    with pytest.raises(ValueError, match="update must be one of default, paper, got 'x'"):
+        bs.base_config("x")

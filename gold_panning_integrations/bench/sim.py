@@ -63,7 +63,7 @@ import logging
 import math
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -116,6 +116,21 @@ ATTACKS: tuple[tuple[str, float], ...] = (
     ("self", 1.0),
 )
 """Attack-panel settings: (kind, probability the model obeys)."""
+UPDATES: tuple[str, ...] = ("default", "paper")
+"""``default``: the library's :class:`PanningConfig` defaults (robust likelihood,
+``shuffle_top``, the empty-prompt mixture with level adaptation); ``paper``: the paper's
+GP-Belief (plain likelihood, no shuffle, every miss is evidence)."""
+
+
+def base_config(update: str) -> PanningConfig:
+    """The :class:`PanningConfig` of ``update`` (one of :data:`UPDATES`)."""
+    if update == "default":
+        return PanningConfig()
+    if update == "paper":
+        return PanningConfig(robust=False, shuffle_top=0, empty_prompts="evidence", adapt_level=False)
+    raise ValueError(f"update must be one of {', '.join(UPDATES)}, got {update!r}")
+
+
 ISSUE10_TPR: tuple[float, ...] = (0.8, 0.6, 0.25, 0.25, 0.25, 0.25, 0.25, 0.25, 0.25, 0.6)
 """Issue 10's model at 10 documents: TPR by prompt slot (FPR 0.03 everywhere)."""
 
@@ -287,6 +302,7 @@ def _plan(
     ks: Sequence[int],
     draws: int,
     hetero_fpr: float,
+    base_cfg: PanningConfig | None = None,
 ) -> list[_Job]:
     panel_seeds = dict(zip(PANELS, np.random.SeedSequence(seed).spawn(len(PANELS))))
     jobs: list[_Job] = []
@@ -297,8 +313,8 @@ def _plan(
             jobs.append(_Job("main", name, p.tpr_array, p.fpr_array, 100, 1, trials, ALL_POLICIES, ss))
     if "noise" in panels:
         t100, f100 = resample_curve(bt, 100), resample_curve(bf, 100)
-        plain = PanningConfig(robust=False)
-        robust = PanningConfig(robust=True)
+        plain = replace(base_cfg or PanningConfig(), robust=False)
+        robust = replace(base_cfg or PanningConfig(), robust=True)
         variants = {"robust": (robust, False), "plain": (plain, False), "placement-only": (plain, True)}
         for sigma, ss in zip(sigmas, panel_seeds["noise"].spawn(len(sigmas))):
             shares = _split(trials, draws)
@@ -324,7 +340,7 @@ def _plan(
             for (kind, obey), ass in zip(ATTACKS, ss.spawn(len(ATTACKS))):
                 attack = None if kind == "none" else Attack(kind, obey)  # type: ignore[arg-type]
                 for top in (PanningConfig().shuffle_top, 0):
-                    cfg = None if top == PanningConfig().shuffle_top else PanningConfig(shuffle_top=0)
+                    cfg = replace(base_cfg or PanningConfig(), shuffle_top=top)
                     jobs.append(
                         _Job("attack", f"{scen}|{kind}|{obey:g}|{top}", np.asarray(t), np.asarray(f), n, 1, trials,
                              ("belief", "random"), ass, dt, df, config=cfg, attack=attack, rounds=r)
@@ -361,6 +377,7 @@ def run_sim_bench(
     draws: int = _DRAWS,
     hetero_fpr: float = 0.05,
     progress: Callable[[int, int], None] | None = None,
+    update: str = "default",
 ) -> dict[str, Any]:
     """Run the simulated benchmark and return every panel's numbers.
 
@@ -383,6 +400,9 @@ def run_sim_bench(
         hetero_fpr: FPR of every position in the ``heterogeneity`` panel.
         progress: Called as ``progress(done, total)`` in work units (trials x N x
             rounds x policies) after each simulator chunk.
+        update: ``"default"`` (the library's defaults) or ``"paper"`` (the paper's
+            GP-Belief update); see :data:`UPDATES`. Panels that vary an option (noise:
+            robust; attack: shuffle_top) vary it on top of this.
 
     Returns:
         ``{"trials", "seed", "rounds", "prior", "seconds", "main", "noise",
@@ -414,6 +434,7 @@ def run_sim_bench(
         ks=ks,
         draws=draws,
         hetero_fpr=hetero_fpr,
+        base_cfg=base_config(update),
     )
     total = sum(j.cost(rounds) for j in jobs)
     done = 0
@@ -440,7 +461,7 @@ def run_sim_bench(
             decision_tpr=job.decision_tpr,
             decision_fpr=job.decision_fpr,
             placement_only=job.placement_only,
-            config=job.config,
+            config=job.config if job.config is not None else base_config(update),
             attack=job.attack,
             prior="uniform",
             progress=tick,
@@ -449,7 +470,10 @@ def run_sim_bench(
         results.setdefault((job.panel, job.key), []).append(res)
     seconds = time.perf_counter() - t0
 
-    out: dict[str, Any] = {"trials": trials, "seed": seed, "rounds": rounds, "prior": "uniform"}
+    out: dict[str, Any] = {
+        "trials": trials, "seed": seed, "rounds": rounds, "prior": "uniform", "update": update,
+        "config": base_config(update).to_dict(),
+    }
 
     def settings(panel: str) -> dict[str, dict[str, Any]]:
         return {key: _with_delta(pool_results(rs)) | {"trials": sum(r.trials for r in rs)}
@@ -865,6 +889,13 @@ def register(subparsers: Any) -> None:
     p.add_argument("--json", action="store_true", help="print one JSON object instead of tables")
     p.add_argument("--plot-dir", default=None, help="write one PNG per panel here (needs the plot extra)")
     p.add_argument("--markdown", default=None, metavar="FILE", help="also write a Markdown results section")
+    p.add_argument(
+        "--update",
+        choices=UPDATES,
+        default="default",
+        help="default: the library's defaults (robust likelihood, shuffle_top, empty-prompt mixture); "
+        "paper: the paper's GP-Belief update (default: default)",
+    )
     p.set_defaults(func=main)
 
 
@@ -874,7 +905,10 @@ def main(args: argparse.Namespace) -> int:
 
     if args.trials < 1:
         raise ValueError(f"--trials must be >= 1, got {args.trials}")
-    command = f"gold-panning bench sim --trials {args.trials} --seed {args.seed}"
+    update = getattr(args, "update", "default")
+    command = f"gold-panning bench sim --trials {args.trials} --seed {args.seed}" + (
+        f" --update {update}" if update != "default" else ""
+    )
     bar: Progress | None = None
 
     def progress(done: int, total: int) -> None:
@@ -884,7 +918,7 @@ def main(args: argparse.Namespace) -> int:
         bar.update(done)
 
     t0 = time.perf_counter()
-    results = run_sim_bench(trials=args.trials, seed=args.seed, progress=progress)
+    results = run_sim_bench(trials=args.trials, seed=args.seed, progress=progress, update=update)
     wall = time.perf_counter() - t0
     if args.plot_dir:
         for path in plot_panels(results, args.plot_dir):
