@@ -28,6 +28,15 @@ it is relevant, ``FPR_j`` if not). Six panels, each a JSON-ready dict:
     ``lost-in-the-middle`` at ``N = 100`` and on issue 10's model at ``N = 10`` (cites the
     gold with 0.8 / 0.6 / 0.25 / 0.6 at the first / second / middle / last slot, 0.03 false
     positives; the panner uses ``lost-in-the-middle``), 4 rounds for the latter.
+``no_harm``
+    Do no harm (issue 11): ``N = 10`` documents from a good retriever (the needle is its
+    first with 0.80, second 0.10, third 0.05: top-3 recall 0.95), the library's rank prior
+    (``top10_recall = 0.5``), the panner using a profile (``smollm2-135m-kv`` or
+    ``lost-in-the-middle``) while the model cites at ``scale`` x that profile's rates
+    (0.05: a model that cannot answer and cites nothing in ~19 of 20 prompts; 0.3: weak;
+    1: answers as calibrated). Empty-prompt rules: ``paper`` (every miss is evidence, no
+    level adaptation), ``skip`` (an empty prompt updates nothing), ``default`` (mixture +
+    level adaptation). Top-1 F1 and top-3 recall after 3 and 8 rounds, GP-Belief only.
 ``heterogeneity``
     Position heterogeneity. For each ``alpha`` on a log grid, ``TPR_j ~ Beta(alpha,
     alpha)`` independently per position and ``FPR_j = fpr`` (0.05 by default) at every
@@ -72,6 +81,7 @@ from numpy.typing import ArrayLike, NDArray
 
 from ..engine.config import PanningConfig
 from ..engine.curves import resample_curve
+from ..engine.priors import rank_prior_probs
 from ..engine.simulate import Attack, SimulationResult, simulate
 from ..profiles import DetectorProfile, bundled_profiles
 
@@ -95,7 +105,7 @@ __all__ = [
 
 logger = logging.getLogger(__name__)
 
-PANELS: tuple[str, ...] = ("main", "noise", "heterogeneity", "scaling", "multi_needle", "attack")
+PANELS: tuple[str, ...] = ("main", "noise", "heterogeneity", "scaling", "multi_needle", "attack", "no_harm")
 """Panels that run simulations; ``efficiency`` is derived from them."""
 DEFAULT_SIGMAS: tuple[float, ...] = (0.0, 0.1, 0.2, 0.3, 0.4, 0.5)
 DEFAULT_ALPHAS: tuple[float, ...] = (0.1, 0.2, 0.5, 1.0, 2.0, 5.0, 10.0, 20.0, 50.0, 100.0)
@@ -131,6 +141,14 @@ def base_config(update: str) -> PanningConfig:
     raise ValueError(f"update must be one of {', '.join(UPDATES)}, got {update!r}")
 
 
+NO_HARM_NEEDLE: tuple[float, ...] = (0.80, 0.10, 0.05) + (0.05 / 7,) * 7
+"""``no_harm`` panel: probability that the needle is the retriever's r-th document."""
+NO_HARM_SCALES: tuple[float, ...] = (0.05, 0.3, 1.0)
+NO_HARM_RULES: dict[str, dict[str, Any]] = {
+    "paper": {"empty_prompts": "evidence", "adapt_level": False},
+    "skip": {"empty_prompts": "skip", "adapt_level": False},
+    "default": {},
+}
 ISSUE10_TPR: tuple[float, ...] = (0.8, 0.6, 0.25, 0.25, 0.25, 0.25, 0.25, 0.25, 0.25, 0.6)
 """Issue 10's model at 10 documents: TPR by prompt slot (FPR 0.03 everywhere)."""
 
@@ -266,6 +284,8 @@ class _Job:
     attack: Attack | None = None
     placement_only: bool = False
     rounds: int | None = None
+    prior_probs: NDArray[np.float64] | None = None
+    needle_probs: NDArray[np.float64] | None = None
 
     def cost(self, rounds: int) -> int:
         return self.trials * self.n * (self.rounds or rounds) * len(self.policies)
@@ -332,6 +352,21 @@ def _plan(
                 _Job("noise", f"tpr+30%|{name}", t100, f100, 100, 1, trials, ABLATION_POLICIES, ss, over, f100,
                      config=robust if name == "robust" else plain)
             )
+    if "no_harm" in panels:
+        prior = rank_prior_probs(10, k=1, top10_recall=0.5)
+        needle = np.asarray(NO_HARM_NEEDLE)
+        names = [x for x in ("smollm2-135m-kv", "lost-in-the-middle") if x in bundled_profiles()]
+        seeds = panel_seeds["no_harm"].spawn(len(names) * len(NO_HARM_SCALES) * 2)
+        grid = [(nm, sc, r) for nm in names for sc in NO_HARM_SCALES for r in (3, 8)]
+        for (nm, scale, r), ss in zip(grid, seeds):
+            prof = DetectorProfile.bundled(nm)
+            t, f = prof.tpr_array, prof.fpr_array
+            for rule, opts in NO_HARM_RULES.items():
+                jobs.append(
+                    _Job("no_harm", f"{nm}|{scale:g}|{r}|{rule}", scale * t, scale * f, 10, 1, trials, ("belief",),
+                         ss, t, f, config=replace(base_cfg or PanningConfig(), **opts), rounds=r,
+                         prior_probs=prior, needle_probs=needle)
+                )
     if "attack" in panels:
         issue = (np.asarray(ISSUE10_TPR), np.full(len(ISSUE10_TPR), 0.03))
         scenarios = {"lost-in-the-middle": (bt, bf, None, None, 100, None), "issue-10": (*issue, bt, bf, 10, 4)}
@@ -463,6 +498,9 @@ def run_sim_bench(
             placement_only=job.placement_only,
             config=job.config if job.config is not None else base_config(update),
             attack=job.attack,
+            prior_probs=job.prior_probs,
+            needle_probs=job.needle_probs,
+            recall_at=3 if job.panel == "no_harm" else None,
             prior="uniform",
             progress=tick,
         )
@@ -500,6 +538,25 @@ def run_sim_bench(
             "overestimate": {
                 name: {"tpr_scale": 1.3, "likelihood": name} | s[f"tpr+30%|{name}"] for name in ("robust", "plain")
             },
+        }
+    if "no_harm" in panels:
+        rows = []
+        for (panel, key), rs in results.items():
+            if panel != "no_harm":
+                continue
+            nm, scale, r, rule = key.split("|")
+            c = rs[0].policies["belief"]
+            assert c.recall is not None
+            rows.append({
+                "profile": nm, "scale": float(scale), "rounds": int(r), "rule": rule, "trials": rs[0].trials,
+                "top1": float(c.f1[-1]), "top1_ci95": float(c.ci95[-1]), "top3": float(c.recall[-1]),
+            })
+        out["no_harm"] = {
+            "n": 10,
+            "retriever": {"needle_rank_probs": list(NO_HARM_NEEDLE), "top1": NO_HARM_NEEDLE[0],
+                          "top3": float(sum(NO_HARM_NEEDLE[:3]))},
+            "prior": "rank_prior_probs(10, k=1, top10_recall=0.5)",
+            "settings": rows,
         }
     if "attack" in panels:
         s = settings("attack")
@@ -668,6 +725,24 @@ def _tables(results: dict[str, Any]) -> list[tuple[str, list[str], list[list[Any
             (
                 f"Calibration noise by likelihood: dF1 (GP-Belief - PSC) at round {rounds}",
                 ["sigma", "robust (default)", "plain", "noise in placement only"],
+                rows,
+            )
+        )
+    if "no_harm" in results:
+        nh = results["no_harm"]
+        table: dict[tuple[str, float, int], dict[str, Any]] = {}
+        for x in nh["settings"]:
+            table.setdefault((x["profile"], x["scale"], x["rounds"]), {})[x["rule"]] = x
+        rows = [
+            [nm, f"x{sc:g}", r] + [f"{v[rule]['top1']:.3f} / {v[rule]['top3']:.3f}" for rule in NO_HARM_RULES if rule in v]
+            for (nm, sc, r), v in table.items()
+        ]
+        ret = nh["retriever"]
+        out.append(
+            (
+                f"Do no harm (N=10, rank prior; retriever alone: top-1 {ret['top1']:.2f} / top-3 {ret['top3']:.2f}): "
+                "GP-Belief top-1 F1 / top-3 recall",
+                ["profile", "model rates", "rounds"] + [f"{r}" for r in NO_HARM_RULES],
                 rows,
             )
         )
@@ -848,6 +923,22 @@ def plot_panels(results: dict[str, Any], out_dir: str | Path) -> list[Path]:
         axes[0].set_ylabel("F1")
         axes[0].legend(fontsize=7)
         save(fig, "attack")
+
+    if "no_harm" in results:
+        nh = [x for x in results["no_harm"]["settings"] if x["rounds"] == 3]
+        labels = sorted({(x["profile"], x["scale"]) for x in nh})
+        fig, ax = plt.subplots(figsize=(9, 4))
+        w = 0.8 / len(NO_HARM_RULES)
+        for i, rule in enumerate(NO_HARM_RULES):
+            vals = [next((x["top3"] for x in nh if (x["profile"], x["scale"]) == lab and x["rule"] == rule), np.nan)
+                    for lab in labels]
+            ax.bar(np.arange(len(labels)) + i * w, vals, w, label=rule)
+        ax.axhline(results["no_harm"]["retriever"]["top3"], color="k", lw=0.8, ls="--", label="retriever alone")
+        ax.set_xticks(np.arange(len(labels)) + 0.4 - w / 2, [f"{p}\nrates x{s:g}" for p, s in labels], fontsize=7)
+        ax.set_ylabel("top-3 recall after 3 rounds")
+        ax.set_ylim(0, 1.02)
+        ax.legend(fontsize=7)
+        save(fig, "no_harm")
 
     rows = results.get("efficiency", {}).get("rows", [])
     if rows:
