@@ -724,7 +724,7 @@ def _tables(results: dict[str, Any]) -> list[tuple[str, list[str], list[list[Any
         out.append(
             (
                 f"Calibration noise by likelihood: dF1 (GP-Belief - PSC) at round {rounds}",
-                ["sigma", "robust (default)", "plain", "noise in placement only"],
+                ["sigma", "robust", "plain", "noise in placement only"],
                 rows,
             )
         )
