@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .engine import GoldPanner, PanningResult, Reading, RoundTrace, SimulatedReader, simulate
+from .engine import PanningResult, Reading, RoundTrace, SimulatedReader, simulate
 from .errors import (
     AllRoundsFailedError,
     CheckpointError,
@@ -24,6 +24,7 @@ from .errors import (
     ReaderError,
     TransientReaderError,
 )
+from .panning import GoldPanner, PanningConfig
 from .profiles import DetectorProfile, bundled_profiles, load_profile
 
 __version__ = "0.1.0"
@@ -45,6 +46,7 @@ __all__ = [
     "LocalReader",
     "MissingExtraError",
     "OpenAIReader",
+    "PanningConfig",
     "PanningResult",
     "ProfileError",
     "ReaderError",

@@ -481,23 +481,25 @@ class PanningOptions(BaseModel):
             )
 
     def _panner(self, k: int, reader: Any = None) -> GoldPanner:
-        """A fresh panner per query: no state is shared between concurrent queries."""
-        return GoldPanner(
+        """A fresh panner per query: no state is shared between concurrent queries.
+
+        The options become one :class:`~gold_panning_integrations.engine.config.PanningConfig`
+        (validated there); options not exposed here keep the config's defaults."""
+        from .panning import GoldPanner as EdgePanner
+        from .panning import PanningConfig
+
+        options = {
+            name: getattr(self, name)
+            for name in (
+                "rounds", "policy", "max_docs_per_prompt", "windows", "stop_at", "min_gain",
+                "min_rounds", "max_calls", "max_prompt_tokens", "prune_below",
+                "evidence_temperature", "on_failure",
+            )
+        }
+        return EdgePanner(
             self._get_reader() if reader is None else reader,
-            profile=self.profile,
-            rounds=self.rounds,
-            k=k,
-            policy=self.policy,
-            max_docs_per_prompt=self.max_docs_per_prompt,
-            windows=self.windows,
-            stop_at=self.stop_at,
-            min_gain=self.min_gain,
-            min_rounds=self.min_rounds,
-            max_calls=self.max_calls,
-            max_prompt_tokens=self.max_prompt_tokens,
-            prune_below=self.prune_below,
-            evidence_temperature=self.evidence_temperature,
-            on_failure=self.on_failure,
+            self.profile,
+            PanningConfig(k=k, **options),
             rng=np.random.default_rng(self.seed),
         )
 

@@ -123,6 +123,38 @@ def test_structure_of_the_results(results: dict) -> None:
     json.dumps(results)  # JSON-ready
 
 
+def test_noise_panel_shows_every_likelihood(results: dict) -> None:
+    nz = results["noise"]
+    assert {s["likelihood"] for s in nz["settings"]} == {"robust"}
+    assert set(nz["variants"]) == {"plain", "placement-only"}
+    for rows in nz["variants"].values():
+        assert [s["sigma"] for s in rows] == list(bs.DEFAULT_SIGMAS)
+    assert set(nz["overestimate"]) == {"robust", "plain"}
+
+
+def test_noise_free_likelihoods_differ_only_by_the_robust_transform(results: dict) -> None:
+    # sigma = 0: plain and placement-only run the very same rates on the same seeds.
+    plain, only = results["noise"]["variants"]["plain"][0], results["noise"]["variants"]["placement-only"][0]
+    assert plain["policies"]["belief"]["f1"] == only["policies"]["belief"]["f1"]
+
+
+def test_attack_panel_covers_every_attack_with_and_without_the_shuffle(results: dict) -> None:
+    rows = results["attack"]["settings"]
+    keys = {(r["scenario"], r["attack"], r["obey"], r["shuffle_top"]) for r in rows}
+    assert len(keys) == len(rows) == 2 * len(bs.ATTACKS) * 2
+    assert all(set(r["policies"]) == {"belief", "random"} for r in rows)
+
+
+def test_position_attack_without_shuffle_sinks_gp_belief(results: dict) -> None:
+    # Always obeyed, no shuffle: the leader sits first and is confirmed every round; the
+    # needle is found only when it leads after round 1 (F1 ~0.01 at N=100).
+    row = next(
+        r for r in results["attack"]["settings"]
+        if (r["scenario"], r["attack"], r["obey"], r["shuffle_top"]) == ("lost-in-the-middle", "position", 1.0, 0)
+    )
+    assert row["policies"]["belief"]["f1"][-1] < 0.1
+
+
 def test_seeded_runs_are_reproducible_and_panels_independent() -> None:
     a = bs.run_sim_bench(trials=50, seed=7, panels=("multi_needle",), ks=(1,))
     b = bs.run_sim_bench(trials=50, seed=7, panels=("main", "multi_needle"), ks=(1,))
@@ -161,7 +193,7 @@ def test_cli_bench_sim_json(capsys: pytest.CaptureFixture[str]) -> None:
     out = capsys.readouterr().out
     assert out.count("\n") == 1  # exactly one JSON object on one line
     data = json.loads(out)
-    for key in ("main", "noise", "heterogeneity", "scaling", "multi_needle", "efficiency"):
+    for key in ("main", "noise", "heterogeneity", "scaling", "multi_needle", "attack", "efficiency"):
         assert key in data
     assert data["command"] == "gold-panning bench sim --trials 40 --seed 1"
     assert data["trials"] == 40
@@ -217,3 +249,15 @@ def test_delta_ci_is_the_root_sum_of_squares(results: dict) -> None:
     b, r = s["policies"]["belief"], s["policies"]["random"]
     assert s["delta_ci95"][2] == pytest.approx(math.hypot(b["ci95"][2], r["ci95"][2]))
     assert s["delta_f1"][2] == pytest.approx(b["f1"][2] - r["f1"][2])
+
+
+def test_update_paper_runs_the_papers_gp_belief() -> None:
+    res = bs.run_sim_bench(trials=20, seed=0, panels=("main",), update="paper")
+    assert res["update"] == "paper"
+    assert (res["config"]["robust"], res["config"]["shuffle_top"]) == (False, 0)
+    assert (res["config"]["empty_prompts"], res["config"]["adapt_level"]) == ("evidence", False)
+
+
+def test_update_must_be_known() -> None:
+    with pytest.raises(ValueError, match="update must be one of default, paper, got 'x'"):
+        bs.base_config("x")

@@ -2,7 +2,9 @@
 PSC, for PSC, the paper's GP-Belief, and GP-Belief with each of our features.
 
 Runs the real :class:`~gold_panning_integrations.engine.panner.GoldPanner` (not the
-batch simulator) so every feature is measured through the code users run, against a
+batch simulator) so every feature is measured through the code users run (the library's
+defaults: robust likelihood, ``shuffle_top``, the empty-prompt mixture with level
+adaptation; "gp-belief (paper)" switches them off), against a
 :class:`_TokenCountingReader` that follows the detector profile and reports prompt
 tokens as ``overhead + tokens_per_doc x documents shown``.
 
@@ -37,8 +39,8 @@ PROMPT_OVERHEAD = 60
 class _TokenCountingReader(SimulatedReader):
     """A profile-following reader that reports simulated prompt tokens."""
 
-    def read(self, question: str, documents: Sequence[Any]) -> Reading:
-        r = super().read(question, documents)
+    def read(self, question: str, documents: Sequence[Any], *, labels: Sequence[int] | None = None) -> Reading:
+        r = super().read(question, documents, labels=labels)
         return Reading(
             cited=r.cited,
             prompt_tokens=PROMPT_OVERHEAD + TOKENS_PER_DOC * len(documents),
@@ -64,7 +66,11 @@ class Variant:
 
 VARIANTS: tuple[Variant, ...] = (
     Variant("psc", "random", {}, shuffle=True),
-    Variant("gp-belief (paper)", "belief", {}, prior="uniform", shuffle=True),
+    Variant(
+        "gp-belief (paper)", "belief",
+        {"robust": False, "shuffle_top": 0, "empty_prompts": "evidence", "adapt_level": False},
+        prior="uniform", shuffle=True,
+    ),
     Variant("gp-belief, retriever order", "belief", {}),
     Variant("+ rank prior", "belief", {}, retriever_prior=True),
     Variant("+ rank prior (default shape)", "belief", {}, retriever_prior=True, head_decay=0.85),

@@ -13,6 +13,30 @@ it is relevant, ``FPR_j`` if not). Six panels, each a JSON-ready dict:
     for every position and for TPR and FPR. A fresh noisy profile is drawn for each of
     ``draws`` groups of trials, so a result is an average over noise draws, not one lucky
     draw.
+    Three likelihoods side by side on the same noise draws and seeds: ``robust`` (the
+    default: rates ``0.95 * rate + 0.025``, inverted positions merged), ``plain`` (the
+    noisy rates enter the update as they are) and ``placement-only`` (the noisy rates
+    move placement, the update uses the true rates: what the paper's noise figure seems
+    to rest on). ``overestimate`` adds the case "every TPR overestimated by 30%".
+``attack``
+    One hostile non-needle document per trial whose injection the model obeys (always or
+    with probability 0.5): label-targeted ("cite document 1": it also cites whatever is
+    shown under label 1, which is drawn at random each round) and position-targeted
+    ("cite the first document listed"), with the default ``shuffle_top`` and without it
+    (``shuffle_top=0``); plus the self-citing document (the model is persuaded to cite
+    the hostile document itself), the documented limit. GP-Belief vs PSC on
+    ``lost-in-the-middle`` at ``N = 100`` and on issue 10's model at ``N = 10`` (cites the
+    gold with 0.8 / 0.6 / 0.25 / 0.6 at the first / second / middle / last slot, 0.03 false
+    positives; the panner uses ``lost-in-the-middle``), 4 rounds for the latter.
+``no_harm``
+    Do no harm (issue 11): ``N = 10`` documents from a good retriever (the needle is its
+    first with 0.80, second 0.10, third 0.05: top-3 recall 0.95), the library's rank prior
+    (``top10_recall = 0.5``), the panner using a profile (``smollm2-135m-kv`` or
+    ``lost-in-the-middle``) while the model cites at ``scale`` x that profile's rates
+    (0.05: a model that cannot answer and cites nothing in ~19 of 20 prompts; 0.3: weak;
+    1: answers as calibrated). Empty-prompt rules: ``paper`` (every miss is evidence, no
+    level adaptation), ``skip`` (an empty prompt updates nothing), ``default`` (mixture +
+    level adaptation). Top-1 F1 and top-3 recall after 3 and 8 rounds, GP-Belief only.
 ``heterogeneity``
     Position heterogeneity. For each ``alpha`` on a log grid, ``TPR_j ~ Beta(alpha,
     alpha)`` independently per position and ``FPR_j = fpr`` (0.05 by default) at every
@@ -34,7 +58,9 @@ ci_psc**2)``, which assumes independence; the simulator uses common random numbe
 (same needles and citation draws) for all policies, so the paired interval is narrower
 and this one is conservative.
 
-All panels use the paper's uniform prior (0.5). Seeds: one child of
+All panels use the paper's uniform prior (0.5) and otherwise the library's default
+:class:`~gold_panning_integrations.engine.config.PanningConfig` (robust likelihood,
+``shuffle_top``), through the round functions ``GoldPanner`` runs. Seeds: one child of
 ``numpy.random.SeedSequence(seed)`` per panel and one grandchild per setting, so a
 panel's numbers do not depend on which other panels ran.
 """
@@ -46,15 +72,17 @@ import logging
 import math
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from ..engine.config import PanningConfig
 from ..engine.curves import resample_curve
-from ..engine.simulate import SimulationResult, simulate
+from ..engine.priors import rank_prior_probs
+from ..engine.simulate import Attack, SimulationResult, simulate
 from ..profiles import DetectorProfile, bundled_profiles
 
 __all__ = [
@@ -77,7 +105,7 @@ __all__ = [
 
 logger = logging.getLogger(__name__)
 
-PANELS: tuple[str, ...] = ("main", "noise", "heterogeneity", "scaling", "multi_needle")
+PANELS: tuple[str, ...] = ("main", "noise", "heterogeneity", "scaling", "multi_needle", "attack", "no_harm")
 """Panels that run simulations; ``efficiency`` is derived from them."""
 DEFAULT_SIGMAS: tuple[float, ...] = (0.0, 0.1, 0.2, 0.3, 0.4, 0.5)
 DEFAULT_ALPHAS: tuple[float, ...] = (0.1, 0.2, 0.5, 1.0, 2.0, 5.0, 10.0, 20.0, 50.0, 100.0)
@@ -87,6 +115,42 @@ ALL_POLICIES: tuple[str, ...] = ("belief", "entropy", "random", "oracle")
 ABLATION_POLICIES: tuple[str, ...] = ("belief", "random", "oracle")
 _DRAWS = 10
 _Z95 = 1.96
+LIKELIHOODS: tuple[str, ...] = ("robust", "plain", "placement-only")
+"""Noise-panel variants: robust likelihood (default), plain, noise in placement only."""
+ATTACKS: tuple[tuple[str, float], ...] = (
+    ("none", 1.0),
+    ("label", 1.0),
+    ("label", 0.5),
+    ("position", 1.0),
+    ("position", 0.5),
+    ("self", 1.0),
+)
+"""Attack-panel settings: (kind, probability the model obeys)."""
+UPDATES: tuple[str, ...] = ("default", "paper")
+"""``default``: the library's :class:`PanningConfig` defaults (robust likelihood,
+``shuffle_top``, the empty-prompt mixture with level adaptation); ``paper``: the paper's
+GP-Belief (plain likelihood, no shuffle, every miss is evidence)."""
+
+
+def base_config(update: str) -> PanningConfig:
+    """The :class:`PanningConfig` of ``update`` (one of :data:`UPDATES`)."""
+    if update == "default":
+        return PanningConfig()
+    if update == "paper":
+        return PanningConfig(robust=False, shuffle_top=0, empty_prompts="evidence", adapt_level=False)
+    raise ValueError(f"update must be one of {', '.join(UPDATES)}, got {update!r}")
+
+
+NO_HARM_NEEDLE: tuple[float, ...] = (0.80, 0.10, 0.05) + (0.05 / 7,) * 7
+"""``no_harm`` panel: probability that the needle is the retriever's r-th document."""
+NO_HARM_SCALES: tuple[float, ...] = (0.05, 0.3, 1.0)
+NO_HARM_RULES: dict[str, dict[str, Any]] = {
+    "paper": {"empty_prompts": "evidence", "adapt_level": False},
+    "skip": {"empty_prompts": "skip", "adapt_level": False},
+    "default": {},
+}
+ISSUE10_TPR: tuple[float, ...] = (0.8, 0.6, 0.25, 0.25, 0.25, 0.25, 0.25, 0.25, 0.25, 0.6)
+"""Issue 10's model at 10 documents: TPR by prompt slot (FPR 0.03 everywhere)."""
 
 
 # ----------------------------------------------------------------- profiles
@@ -216,9 +280,15 @@ class _Job:
     seed: np.random.SeedSequence
     decision_tpr: NDArray[np.float64] | None = None
     decision_fpr: NDArray[np.float64] | None = None
+    config: PanningConfig | None = None
+    attack: Attack | None = None
+    placement_only: bool = False
+    rounds: int | None = None
+    prior_probs: NDArray[np.float64] | None = None
+    needle_probs: NDArray[np.float64] | None = None
 
     def cost(self, rounds: int) -> int:
-        return self.trials * self.n * rounds * len(self.policies)
+        return self.trials * self.n * (self.rounds or rounds) * len(self.policies)
 
 
 def _split(trials: int, parts: int) -> list[int]:
@@ -252,6 +322,7 @@ def _plan(
     ks: Sequence[int],
     draws: int,
     hetero_fpr: float,
+    base_cfg: PanningConfig | None = None,
 ) -> list[_Job]:
     panel_seeds = dict(zip(PANELS, np.random.SeedSequence(seed).spawn(len(PANELS))))
     jobs: list[_Job] = []
@@ -261,15 +332,54 @@ def _plan(
             p = profiles[name]
             jobs.append(_Job("main", name, p.tpr_array, p.fpr_array, 100, 1, trials, ALL_POLICIES, ss))
     if "noise" in panels:
+        t100, f100 = resample_curve(bt, 100), resample_curve(bf, 100)
+        plain = replace(base_cfg or PanningConfig(), robust=False)
+        robust = replace(base_cfg or PanningConfig(), robust=True)
+        variants = {"robust": (robust, False), "plain": (plain, False), "placement-only": (plain, True)}
         for sigma, ss in zip(sigmas, panel_seeds["noise"].spawn(len(sigmas))):
-            t100, f100 = resample_curve(bt, 100), resample_curve(bf, 100)
             shares = _split(trials, draws)
             for share, child in zip(shares, ss.spawn(len(shares))):
                 noise_ss, sim_ss = child.spawn(2)
                 dt, df = noisy_profile(t100, f100, sigma, rng=np.random.default_rng(noise_ss))
+                for name, (cfg, only) in variants.items():  # paired: same draws and seeds
+                    jobs.append(
+                        _Job("noise", f"{_fmt_key(sigma)}|{name}", t100, f100, 100, 1, share, ABLATION_POLICIES,
+                             sim_ss, dt, df, config=cfg, placement_only=only)
+                    )
+        over = np.minimum(1.3 * t100, 1.0)
+        for name, ss in zip(("robust", "plain"), panel_seeds["noise"].spawn(len(sigmas) + 2)[-2:]):
+            jobs.append(
+                _Job("noise", f"tpr+30%|{name}", t100, f100, 100, 1, trials, ABLATION_POLICIES, ss, over, f100,
+                     config=robust if name == "robust" else plain)
+            )
+    if "no_harm" in panels:
+        prior = rank_prior_probs(10, k=1, top10_recall=0.5)
+        needle = np.asarray(NO_HARM_NEEDLE)
+        names = [x for x in ("smollm2-135m-kv", "lost-in-the-middle") if x in bundled_profiles()]
+        seeds = panel_seeds["no_harm"].spawn(len(names) * len(NO_HARM_SCALES) * 2)
+        grid = [(nm, sc, r) for nm in names for sc in NO_HARM_SCALES for r in (3, 8)]
+        for (nm, scale, r), ss in zip(grid, seeds):
+            prof = DetectorProfile.bundled(nm)
+            t, f = prof.tpr_array, prof.fpr_array
+            for rule, opts in NO_HARM_RULES.items():
                 jobs.append(
-                    _Job("noise", _fmt_key(sigma), t100, f100, 100, 1, share, ABLATION_POLICIES, sim_ss, dt, df)
+                    _Job("no_harm", f"{nm}|{scale:g}|{r}|{rule}", scale * t, scale * f, 10, 1, trials, ("belief",),
+                         ss, t, f, config=replace(base_cfg or PanningConfig(), **opts), rounds=r,
+                         prior_probs=prior, needle_probs=needle)
                 )
+    if "attack" in panels:
+        issue = (np.asarray(ISSUE10_TPR), np.full(len(ISSUE10_TPR), 0.03))
+        scenarios = {"lost-in-the-middle": (bt, bf, None, None, 100, None), "issue-10": (*issue, bt, bf, 10, 4)}
+        seeds = panel_seeds["attack"].spawn(len(scenarios))
+        for (scen, (t, f, dt, df, n, r)), ss in zip(scenarios.items(), seeds):
+            for (kind, obey), ass in zip(ATTACKS, ss.spawn(len(ATTACKS))):
+                attack = None if kind == "none" else Attack(kind, obey)  # type: ignore[arg-type]
+                for top in (PanningConfig().shuffle_top, 0):
+                    cfg = replace(base_cfg or PanningConfig(), shuffle_top=top)
+                    jobs.append(
+                        _Job("attack", f"{scen}|{kind}|{obey:g}|{top}", np.asarray(t), np.asarray(f), n, 1, trials,
+                             ("belief", "random"), ass, dt, df, config=cfg, attack=attack, rounds=r)
+                    )
     if "heterogeneity" in panels:
         for alpha, ss in zip(alphas, panel_seeds["heterogeneity"].spawn(len(alphas))):
             shares = _split(trials, draws)
@@ -302,6 +412,7 @@ def run_sim_bench(
     draws: int = _DRAWS,
     hetero_fpr: float = 0.05,
     progress: Callable[[int, int], None] | None = None,
+    update: str = "default",
 ) -> dict[str, Any]:
     """Run the simulated benchmark and return every panel's numbers.
 
@@ -324,6 +435,9 @@ def run_sim_bench(
         hetero_fpr: FPR of every position in the ``heterogeneity`` panel.
         progress: Called as ``progress(done, total)`` in work units (trials x N x
             rounds x policies) after each simulator chunk.
+        update: ``"default"`` (the library's defaults) or ``"paper"`` (the paper's
+            GP-Belief update); see :data:`UPDATES`. Panels that vary an option (noise:
+            robust; attack: shuffle_top) vary it on top of this.
 
     Returns:
         ``{"trials", "seed", "rounds", "prior", "seconds", "main", "noise",
@@ -355,6 +469,7 @@ def run_sim_bench(
         ks=ks,
         draws=draws,
         hetero_fpr=hetero_fpr,
+        base_cfg=base_config(update),
     )
     total = sum(j.cost(rounds) for j in jobs)
     done = 0
@@ -373,12 +488,19 @@ def run_sim_bench(
             job.fpr,
             n=job.n,
             k=job.k,
-            rounds=rounds,
+            rounds=job.rounds or rounds,
             trials=job.trials,
             policies=job.policies,
-            rng=np.random.default_rng(job.seed),
+            # A fresh copy: spawning advances a SeedSequence, and paired jobs share one.
+            rng=np.random.default_rng(np.random.SeedSequence(job.seed.entropy, spawn_key=job.seed.spawn_key)),
             decision_tpr=job.decision_tpr,
             decision_fpr=job.decision_fpr,
+            placement_only=job.placement_only,
+            config=job.config if job.config is not None else base_config(update),
+            attack=job.attack,
+            prior_probs=job.prior_probs,
+            needle_probs=job.needle_probs,
+            recall_at=3 if job.panel == "no_harm" else None,
             prior="uniform",
             progress=tick,
         )
@@ -386,7 +508,10 @@ def run_sim_bench(
         results.setdefault((job.panel, job.key), []).append(res)
     seconds = time.perf_counter() - t0
 
-    out: dict[str, Any] = {"trials": trials, "seed": seed, "rounds": rounds, "prior": "uniform"}
+    out: dict[str, Any] = {
+        "trials": trials, "seed": seed, "rounds": rounds, "prior": "uniform", "update": update,
+        "config": base_config(update).to_dict(),
+    }
 
     def settings(panel: str) -> dict[str, dict[str, Any]]:
         return {key: _with_delta(pool_results(rs)) | {"trials": sum(r.trials for r in rs)}
@@ -403,7 +528,50 @@ def run_sim_bench(
             "draws": min(draws, trials),
             "noise": "decision rates = clip(rate + Normal(0, sigma), 0, 1) per position, "
             "TPR and FPR independently; the simulated model uses the true rates",
-            "settings": [{"sigma": float(x)} | s[_fmt_key(x)] for x in sigmas],
+            "likelihood": "settings: robust (default); variants: plain, placement-only (noise moves "
+            "placement, the update uses the true rates)",
+            "settings": [{"sigma": float(x), "likelihood": "robust"} | s[f"{_fmt_key(x)}|robust"] for x in sigmas],
+            "variants": {
+                name: [{"sigma": float(x), "likelihood": name} | s[f"{_fmt_key(x)}|{name}"] for x in sigmas]
+                for name in LIKELIHOODS[1:]
+            },
+            "overestimate": {
+                name: {"tpr_scale": 1.3, "likelihood": name} | s[f"tpr+30%|{name}"] for name in ("robust", "plain")
+            },
+        }
+    if "no_harm" in panels:
+        rows = []
+        for (panel, key), rs in results.items():
+            if panel != "no_harm":
+                continue
+            nm, scale, r, rule = key.split("|")
+            c = rs[0].policies["belief"]
+            assert c.recall is not None
+            rows.append({
+                "profile": nm, "scale": float(scale), "rounds": int(r), "rule": rule, "trials": rs[0].trials,
+                "top1": float(c.f1[-1]), "top1_ci95": float(c.ci95[-1]), "top3": float(c.recall[-1]),
+            })
+        out["no_harm"] = {
+            "n": 10,
+            "retriever": {"needle_rank_probs": list(NO_HARM_NEEDLE), "top1": NO_HARM_NEEDLE[0],
+                          "top3": float(sum(NO_HARM_NEEDLE[:3]))},
+            "prior": "rank_prior_probs(10, k=1, top10_recall=0.5)",
+            "settings": rows,
+        }
+    if "attack" in panels:
+        s = settings("attack")
+        rows = []
+        for key, v in s.items():
+            scen, kind, obey, top = key.split("|")
+            rows.append({"scenario": scen, "attack": kind, "obey": float(obey), "shuffle_top": int(top)} | v)
+        out["attack"] = {
+            "k": 1,
+            "scenarios": {
+                "lost-in-the-middle": {"n": 100, "rounds": rounds, "model": "the profile itself"},
+                "issue-10": {"n": 10, "rounds": 4, "model": "TPR by slot " + str(list(ISSUE10_TPR))
+                             + ", FPR 0.03; the panner uses lost-in-the-middle"},
+            },
+            "settings": rows,
         }
     if "heterogeneity" in panels:
         s = settings("heterogeneity")
@@ -495,6 +663,7 @@ _LABELS = {"belief": "GP-Belief", "entropy": "GP-Entropy", "random": "PSC", "ora
 
 
 def _pm(curve: dict[str, Any], t: int) -> str:
+    """``f1 ±ci`` of ``curve`` at round index ``t`` (negative counts from the end)."""
     return f"{curve['f1'][t]:.3f} ±{curve['ci95'][t]:.3f}"
 
 
@@ -539,6 +708,57 @@ def _tables(results: dict[str, Any]) -> list[tuple[str, list[str], list[list[Any
             (
                 f"{title}: F1 at round {rounds}",
                 [label, "trials"] + [_LABELS[p] for p in pols] + ["dF1 (Belief-PSC)", f"mean dF1 r1-{rounds}", "Belief match"],
+                rows,
+            )
+        )
+    if "noise" in results and "variants" in results["noise"]:
+        nz = results["noise"]
+        by = {"robust": nz["settings"], **nz["variants"]}
+        rows = [
+            [f"{s['sigma']:g}"] + [_delta(by[name][i]) for name in LIKELIHOODS if name in by]
+            for i, s in enumerate(nz["settings"])
+        ]
+        rows += [
+            ["TPR x1.3"] + [_delta(nz["overestimate"][name]) if name in nz["overestimate"] else "-" for name in LIKELIHOODS]
+        ]
+        out.append(
+            (
+                f"Calibration noise by likelihood: dF1 (GP-Belief - PSC) at round {rounds}",
+                ["sigma", "robust", "plain", "noise in placement only"],
+                rows,
+            )
+        )
+    if "no_harm" in results:
+        nh = results["no_harm"]
+        table: dict[tuple[str, float, int], dict[str, Any]] = {}
+        for x in nh["settings"]:
+            table.setdefault((x["profile"], x["scale"], x["rounds"]), {})[x["rule"]] = x
+        rows = [
+            [nm, f"x{sc:g}", r] + [f"{v[rule]['top1']:.3f} / {v[rule]['top3']:.3f}" for rule in NO_HARM_RULES if rule in v]
+            for (nm, sc, r), v in table.items()
+        ]
+        ret = nh["retriever"]
+        out.append(
+            (
+                f"Do no harm (N=10, rank prior; retriever alone: top-1 {ret['top1']:.2f} / top-3 {ret['top3']:.2f}): "
+                "GP-Belief top-1 F1 / top-3 recall",
+                ["profile", "model rates", "rounds"] + [f"{r}" for r in NO_HARM_RULES],
+                rows,
+            )
+        )
+    if "attack" in results:
+        rows = []
+        for s in results["attack"]["settings"]:
+            pol = s["policies"]
+            rows.append(
+                [s["scenario"], s["attack"], f"{s['obey']:g}", s["shuffle_top"],
+                 _pm(pol["belief"], -1), _pm(pol["random"], -1),
+                 " ".join(f"{x:.2f}" for x in pol["belief"]["f1"])]
+            )
+        out.append(
+            (
+                "Attack: one hostile document (F1 at the last round; GP-Belief F1 per round)",
+                ["scenario", "attack", "obeys", "shuffle_top", "GP-Belief", "PSC", "GP-Belief per round"],
                 rows,
             )
         )
@@ -684,6 +904,42 @@ def plot_panels(results: dict[str, Any], out_dir: str | Path) -> list[Path]:
             curves(ax, s["policies"], f"k={s['k']} needles (N=100)")
         save(fig, "multi_needle")
 
+    if "attack" in results:
+        sets = [x for x in results["attack"]["settings"] if x["scenario"] == "lost-in-the-middle"]
+        kinds = [k for k, _ in ATTACKS]
+        fig, axes = plt.subplots(1, 2, figsize=(11, 4), sharey=True)
+        for ax, top in zip(axes, sorted({x["shuffle_top"] for x in sets}, reverse=True)):
+            for x in sets:
+                if x["shuffle_top"] != top:
+                    continue
+                f1 = x["policies"]["belief"]["f1"]
+                ax.plot(np.arange(1, len(f1) + 1), f1, marker="o", ms=3,
+                        color=f"C{kinds.index(x['attack'])}", ls="-" if x["obey"] >= 1 else "--",
+                        label=f"{x['attack']} (obeys {x['obey']:g})")
+            ax.set_title(f"GP-Belief under attack, shuffle_top={top} (N=100)")
+            ax.set_xlabel("round (LLM calls)")
+            ax.set_ylim(0, 1.02)
+            ax.grid(alpha=0.3)
+        axes[0].set_ylabel("F1")
+        axes[0].legend(fontsize=7)
+        save(fig, "attack")
+
+    if "no_harm" in results:
+        nh = [x for x in results["no_harm"]["settings"] if x["rounds"] == 3]
+        labels = sorted({(x["profile"], x["scale"]) for x in nh})
+        fig, ax = plt.subplots(figsize=(9, 4))
+        w = 0.8 / len(NO_HARM_RULES)
+        for i, rule in enumerate(NO_HARM_RULES):
+            vals = [next((x["top3"] for x in nh if (x["profile"], x["scale"]) == lab and x["rule"] == rule), np.nan)
+                    for lab in labels]
+            ax.bar(np.arange(len(labels)) + i * w, vals, w, label=rule)
+        ax.axhline(results["no_harm"]["retriever"]["top3"], color="k", lw=0.8, ls="--", label="retriever alone")
+        ax.set_xticks(np.arange(len(labels)) + 0.4 - w / 2, [f"{p}\nrates x{s:g}" for p, s in labels], fontsize=7)
+        ax.set_ylabel("top-3 recall after 3 rounds")
+        ax.set_ylim(0, 1.02)
+        ax.legend(fontsize=7)
+        save(fig, "no_harm")
+
     rows = results.get("efficiency", {}).get("rows", [])
     if rows:
         labels = [f"{r['panel']}:{r['setting']}" for r in rows]
@@ -724,6 +980,13 @@ def register(subparsers: Any) -> None:
     p.add_argument("--json", action="store_true", help="print one JSON object instead of tables")
     p.add_argument("--plot-dir", default=None, help="write one PNG per panel here (needs the plot extra)")
     p.add_argument("--markdown", default=None, metavar="FILE", help="also write a Markdown results section")
+    p.add_argument(
+        "--update",
+        choices=UPDATES,
+        default="default",
+        help="default: the library's defaults (robust likelihood, shuffle_top, empty-prompt mixture); "
+        "paper: the paper's GP-Belief update (default: default)",
+    )
     p.set_defaults(func=main)
 
 
@@ -733,7 +996,10 @@ def main(args: argparse.Namespace) -> int:
 
     if args.trials < 1:
         raise ValueError(f"--trials must be >= 1, got {args.trials}")
-    command = f"gold-panning bench sim --trials {args.trials} --seed {args.seed}"
+    update = getattr(args, "update", "default")
+    command = f"gold-panning bench sim --trials {args.trials} --seed {args.seed}" + (
+        f" --update {update}" if update != "default" else ""
+    )
     bar: Progress | None = None
 
     def progress(done: int, total: int) -> None:
@@ -743,7 +1009,7 @@ def main(args: argparse.Namespace) -> int:
         bar.update(done)
 
     t0 = time.perf_counter()
-    results = run_sim_bench(trials=args.trials, seed=args.seed, progress=progress)
+    results = run_sim_bench(trials=args.trials, seed=args.seed, progress=progress, update=update)
     wall = time.perf_counter() - t0
     if args.plot_dir:
         for path in plot_panels(results, args.plot_dir):

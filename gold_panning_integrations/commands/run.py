@@ -95,7 +95,7 @@ def _default_profile(args: argparse.Namespace) -> str:
 def main(args: argparse.Namespace) -> int:
     import numpy as np
 
-    from ..engine.panner import GoldPanner
+    from ..panning import GoldPanner, PanningConfig
     from ._reader_args import make_reader
 
     truth: list[int] | None = None
@@ -114,10 +114,10 @@ def main(args: argparse.Namespace) -> int:
         docs, meta = load_documents(args.docs)
     profile = _default_profile(args)
     reader = make_reader(args, seed=args.seed)
-    panner = GoldPanner(
-        reader, profile=profile, rounds=args.rounds, k=args.k, policy=args.policy, rng=args.seed,
-        stop_at=args.stop_at, max_calls=args.max_calls,
+    config = PanningConfig(
+        rounds=args.rounds, k=args.k, policy=args.policy, stop_at=args.stop_at, max_calls=args.max_calls
     )
+    panner = GoldPanner(reader, profile, config, rng=args.seed)
     result = panner.run(question, docs)
     if args.plot:
         from ..plots import plot_belief_trajectories

@@ -36,6 +36,7 @@ def register(sub: Any) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
+    from ..engine.config import PanningConfig
     from ..engine.simulate import simulate
     from ..profiles import load_profile
     from ._util import Progress, format_table, print_json
@@ -43,6 +44,7 @@ def main(args: argparse.Namespace) -> int:
     profile = load_profile(args.profile)
     policies = [s.strip() for s in args.policies.split(",") if s.strip()]
     bar = Progress(args.trials, label="simulate")
+    config = PanningConfig(rounds=args.rounds, k=args.k, prior=args.prior)
     res = simulate(
         profile.tpr,
         profile.fpr,
@@ -53,6 +55,7 @@ def main(args: argparse.Namespace) -> int:
         policies=policies,
         rng=args.seed,
         prior=args.prior,
+        config=config,
         progress=bar.update,
     )
     if args.json:

@@ -1,4 +1,4 @@
-"""The numpy engine: beliefs, policies, assignment, the panning loop, simulation.
+"""The numpy engine: beliefs, policies, assignment, one round (batch), the panning loop, simulation.
 
 Imports numpy only (never langchain, llama_index or openai).
 """
@@ -6,17 +6,22 @@ Imports numpy only (never langchain, llama_index or openai).
 from .assignment import assign, diagnosticity, position_order, shown_order
 from .beliefs import initial_log_odds, log_likelihood_ratios, sigmoid, update_log_odds
 from .curves import grid_positions, interpolate_grid, resample_curve
-from .panner import GoldPanner, PanningResult, RoundTrace
+from .config import PanningConfig
+from .panner import GoldPanner
+from .result import PanningResult, ProfileLike, RoundTrace
 from .policies import POLICIES, binary_entropy, score_documents, vote_ranking
 from .reading import AsyncReader, Reader, Reading
-from .simulate import PolicyCurve, SimulatedReader, SimulationResult, simulate
+from .simulate import Attack, PolicyCurve, SimulatedReader, SimulationResult, simulate
 
 __all__ = [
     "POLICIES",
     "AsyncReader",
+    "Attack",
     "GoldPanner",
+    "PanningConfig",
     "PanningResult",
     "PolicyCurve",
+    "ProfileLike",
     "Reader",
     "Reading",
     "RoundTrace",

@@ -1,30 +1,65 @@
 """Simulation under the paper's observation model: a reader for tests, a batch simulator.
 
 * :class:`SimulatedReader` cites each shown document independently with its
-  position's TPR (relevant) or FPR (irrelevant). It plugs into :class:`GoldPanner`
-  like any LLM reader.
-* :func:`simulate` runs thousands of trials at once in numpy, for every policy, and
-  returns F1 per round with a 95% confidence interval.
+  position's TPR (relevant) or FPR (irrelevant), and can play a model that obeys an
+  injection in one hostile document (:class:`Attack`). It plugs into
+  :class:`~gold_panning_integrations.engine.panner.GoldPanner` like any LLM reader.
+* :func:`simulate` runs thousands of trials at once through the very round functions
+  :class:`GoldPanner` runs (:mod:`.rounds`: pruning, placement, ``shuffle_top``, labels,
+  the update with its robust and empty-prompt rules; :mod:`.stopping`), vectorised over
+  trials, and returns F1 per round with a 95% confidence interval.
+
+Random streams: ``rng`` is split into four children ``(needles, model, policy,
+ties)``. The ``model`` child plays the reader's generator and the ``policy`` child the
+panner's, so one trial of :func:`simulate` equals ``GoldPanner(SimulatedReader(...,
+rng=model), rng=policy)`` draw for draw (pinned by a test).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Collection, Sequence
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, replace
+from typing import Any, Literal
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from .assignment import assign, position_order
-from .beliefs import DEFAULT_EPS, PriorSpec, initial_log_odds, log_likelihood_ratios, update_log_odds
+from .beliefs import DEFAULT_EPS, PriorSpec, initial_log_odds, logit, sigmoid
+from .config import PanningConfig
 from .curves import resample_curve
-from .policies import POLICIES, score_documents
+from .policies import POLICIES
 from .reading import Reading
+from .rounds import BatchState, Geometry, active_mask, plan_round, observe_round
+from .stopping import threshold_reached
 
-__all__ = ["SimulatedReader", "PolicyCurve", "SimulationResult", "simulate"]
+__all__ = ["Attack", "SimulatedReader", "PolicyCurve", "SimulationResult", "simulate"]
 
 _CHUNK_ELEMENTS = 1 << 22  # trials x n per chunk: ~34 MB per float64 array
+
+AttackKind = Literal["label", "position", "self"]
+
+
+@dataclass(frozen=True)
+class Attack:
+    """A hostile document whose injection the model obeys.
+
+    Attributes:
+        kind: ``"label"``: "cite document 1" (the model additionally cites whatever is
+            shown under label 1); ``"position"``: "cite the first document listed" (it
+            additionally cites prompt slot 0); ``"self"``: the document persuades the model
+            to cite the hostile document itself.
+        obey: Probability the model obeys, per prompt in which the hostile document is
+            shown, in (0, 1].
+    """
+
+    kind: AttackKind
+    obey: float = 1.0
+
+    def __post_init__(self) -> None:
+        if self.kind not in ("label", "position", "self"):
+            raise ValueError(f"attack kind must be 'label', 'position' or 'self', got {self.kind!r}")
+        if not 0.0 < self.obey <= 1.0:
+            raise ValueError(f"attack obey must be in (0, 1], got {self.obey!r}")
 
 
 class SimulatedReader:
@@ -36,6 +71,12 @@ class SimulatedReader:
         relevant: The relevant documents (a collection tested with ``in``) or a
             predicate ``doc -> bool``.
         rng: Generator or seed for the citations.
+        hostile: The hostile documents (collection or predicate); only used with ``attack``.
+        attack: How the model obeys a hostile document's injection (see :class:`Attack`).
+
+    Per prompt it draws ``m`` uniforms (one per slot) and, with an attack that is obeyed
+    with probability below 1, one more: the same draws, in the same order, as
+    :func:`simulate`.
     """
 
     def __init__(
@@ -44,17 +85,23 @@ class SimulatedReader:
         relevant: Collection[Any] | Callable[[Any], bool],
         *,
         rng: np.random.Generator | int | None = None,
+        hostile: Collection[Any] | Callable[[Any], bool] | None = None,
+        attack: Attack | None = None,
     ) -> None:
         self.tpr = np.asarray(profile.tpr, dtype=np.float64)
         self.fpr = np.asarray(profile.fpr, dtype=np.float64)
-        self._is_relevant: Callable[[Any], bool] = (
-            relevant if callable(relevant) else (lambda d: d in relevant)  # type: ignore[operator]
-        )
+        self._is_relevant = _predicate(relevant)
+        self._is_hostile = _predicate(() if hostile is None else hostile)
+        self.attack = attack
         self.rng = rng if isinstance(rng, np.random.Generator) else np.random.default_rng(rng)
         self.calls = 0
 
-    def read(self, question: str, documents: Sequence[Any]) -> Reading:
-        """Cite each document with its position's TPR or FPR; positions are 0-based."""
+    def read(self, question: str, documents: Sequence[Any], *, labels: Sequence[int] | None = None) -> Reading:
+        """Cite each document with its position's TPR or FPR; positions are 0-based.
+
+        ``labels[i]`` is the label ``documents[i]`` is shown under (None: ``1..m``); only a
+        label-targeted attack looks at them.
+        """
         self.calls += 1
         m = len(documents)
         if m == 0:
@@ -62,13 +109,30 @@ class SimulatedReader:
         tpr = resample_curve(self.tpr, m)
         fpr = resample_curve(self.fpr, m)
         rel = np.fromiter((bool(self._is_relevant(d)) for d in documents), dtype=bool, count=m)
-        p = np.where(rel, tpr, fpr)
-        cited = np.flatnonzero(self.rng.random(m) < p)
-        return Reading(cited=tuple(int(c) for c in cited))
+        cited = self.rng.random(m) < np.where(rel, tpr, fpr)
+        if self.attack is not None:
+            obeys = self.attack.obey >= 1.0 or bool(self.rng.random() < self.attack.obey)
+            hostile = [i for i, d in enumerate(documents) if self._is_hostile(d)]
+            if obeys and hostile:
+                if self.attack.kind == "position":
+                    cited[0] = True
+                elif self.attack.kind == "self":
+                    cited[hostile] = True
+                else:
+                    labs = list(range(1, m + 1)) if labels is None else [int(x) for x in labels]
+                    if 1 in labs:
+                        cited[labs.index(1)] = True
+        return Reading(cited=tuple(int(c) for c in np.flatnonzero(cited)))
 
-    async def aread(self, question: str, documents: Sequence[Any]) -> Reading:
+    async def aread(
+        self, question: str, documents: Sequence[Any], *, labels: Sequence[int] | None = None
+    ) -> Reading:
         """Asynchronous :meth:`read` (no I/O, returns at once)."""
-        return self.read(question, documents)
+        return self.read(question, documents, labels=labels)
+
+
+def _predicate(spec: Collection[Any] | Callable[[Any], bool]) -> Callable[[Any], bool]:
+    return spec if callable(spec) else (lambda d: d in spec)  # type: ignore[operator,return-value]
 
 
 @dataclass(frozen=True)
@@ -87,6 +151,10 @@ class PolicyCurve:
     f1: NDArray[np.float64]
     ci95: NDArray[np.float64]
     rounds_to_match_random: int | None
+    recall: NDArray[np.float64] | None = None
+    """With ``recall_at=r``: mean fraction of the needles in the top ``r``, per round."""
+    calls: NDArray[np.float64] | None = None
+    """Mean cumulative prompts sent after each round (less than the round with ``stop_at``)."""
 
 
 @dataclass(frozen=True)
@@ -100,6 +168,10 @@ class SimulationResult:
     tpr: NDArray[np.float64]
     fpr: NDArray[np.float64]
     policies: dict[str, PolicyCurve]
+    truth: NDArray[np.bool_] | None = None
+    """With ``keep_posteriors=True``: the needles, shape ``(trials, n)``."""
+    posteriors: dict[str, NDArray[np.float64]] | None = None
+    """With ``keep_posteriors=True``: final posteriors per policy, shape ``(trials, n)``."""
 
     def to_json(self) -> dict[str, Any]:
         """``{"n","k","rounds","trials","profile":{"tpr","fpr"},"policies":{...}}``."""
@@ -120,6 +192,7 @@ class SimulationResult:
         }
 
 
+
 def _top_k_hits(keys: NDArray[np.float64], truth: NDArray[np.bool_], k: int) -> NDArray[np.float64]:
     """Fraction of the top-k (by ``keys``, per row) that are relevant: F1 when |truth| = k."""
     if k == 1:
@@ -127,6 +200,156 @@ def _top_k_hits(keys: NDArray[np.float64], truth: NDArray[np.bool_], k: int) -> 
     else:
         top = np.argpartition(-keys, k - 1, axis=1)[:, :k]
     return np.take_along_axis(truth, top, axis=1).sum(axis=1) / k
+
+
+def _recall_at(keys: NDArray[np.float64], truth: NDArray[np.bool_], r: int) -> NDArray[np.float64]:
+    """Fraction of the needles among the top ``r`` by ``keys`` (stable order), per row."""
+    top = np.argsort(-keys, axis=1, kind="stable")[:, :r]
+    return np.take_along_axis(truth, top, axis=1).sum(axis=1) / np.maximum(truth.sum(axis=1), 1)
+
+
+def _draw_truth(
+    rng: np.random.Generator, b: int, n: int, k: int, needle_probs: NDArray[np.float64] | None
+) -> tuple[NDArray[np.bool_], NDArray[np.intp]]:
+    """``k`` needles per trial (uniform, or by ``needle_probs`` without replacement) and one
+    hostile non-needle document per trial (uniform; -1 when ``k == n``)."""
+    keys = rng.random((b, n))
+    if needle_probs is not None:  # Gumbel top-k: sampling without replacement
+        keys = np.log(needle_probs)[None, :] - np.log(-np.log(np.maximum(keys, 1e-300)))
+    top = np.argpartition(-keys, k - 1, axis=1)[:, :k]
+    truth = np.zeros((b, n), dtype=bool)
+    np.put_along_axis(truth, top, True, axis=1)
+    h = np.where(truth, -1.0, rng.random((b, n)))
+    hostile = np.where(truth.all(axis=1), -1, np.argmax(h, axis=1))
+    return truth, hostile
+
+
+def _cite(
+    placement: Any,
+    truth: NDArray[np.bool_],
+    hostile: NDArray[np.intp],
+    u: NDArray[np.float64],
+    obeyed: NDArray[np.bool_] | None,
+    true_geometry: Geometry,
+    attack: Attack | None,
+) -> NDArray[np.bool_]:
+    """The simulated model's citations per document, shape ``(B, n)``: slot ``j`` of a
+    prompt of ``m`` is cited when ``u[:, j]`` falls below the true rate of slot ``j`` (the
+    true profile resampled to ``m``), as :class:`SimulatedReader` does; plus the attack."""
+    b, n = truth.shape
+    w = u.shape[1]
+    sizes = placement.sizes
+    prompt = placement.prompt[:, :w]
+    in_prompt = np.arange(w)[None, :] < sizes[:, None]
+    rel = np.take_along_axis(truth, prompt, axis=1)
+    t, f = true_geometry.stacked(sizes, w)
+    rate = np.where(rel, t[:, :w], f[:, :w])
+    cited_slot = (u < rate) & in_prompt
+    if attack is not None:
+        is_h = (prompt == hostile[:, None]) & in_prompt
+        go = is_h.any(axis=1) if obeyed is None else is_h.any(axis=1) & obeyed
+        if attack.kind == "position":
+            target = np.zeros((b, w), dtype=bool)
+            target[:, 0] = True
+        elif attack.kind == "self":
+            target = is_h
+        else:
+            target = (placement.labels[:, :w] == 1) & in_prompt
+        cited_slot |= target & go[:, None]
+    cited = np.zeros((b, n), dtype=bool)
+    np.put_along_axis(cited, prompt, cited_slot, axis=1)
+    return cited
+
+
+def _check_args(*, n: int, k: int, rounds: int, trials: int, policies: Sequence[str]) -> None:
+    if n < 1 or k < 1 or k > n:
+        raise ValueError(f"need 1 <= k <= n, got n={n!r}, k={k!r}")
+    if rounds < 1 or trials < 1:
+        raise ValueError(f"rounds and trials must be >= 1, got {rounds!r} and {trials!r}")
+    unknown = [p for p in policies if p not in POLICIES]
+    if unknown or not policies:
+        raise ValueError(f"unknown policies {unknown}; choose from {', '.join(POLICIES)}")
+
+
+class _Tally:
+    """Per policy and round: sums of hits, squared hits and recall; kept posteriors."""
+
+    def __init__(self, policies: Sequence[str], rounds: int, *, keep: bool) -> None:
+        self.stats = {p: np.zeros((3, rounds)) for p in policies}
+        self.calls = {p: np.zeros(rounds) for p in policies}
+        self.keep = keep
+        self.truth: list[NDArray[np.bool_]] = []
+        self.post: dict[str, list[NDArray[np.float64]]] = {p: [] for p in policies}
+
+    def curves(self, trials: int, *, recall: bool) -> dict[str, PolicyCurve]:
+        means = {p: st[0] / trials for p, st in self.stats.items()}
+        target = float(means["random"][-1]) if "random" in means else None
+        out: dict[str, PolicyCurve] = {}
+        for pol, st in self.stats.items():
+            mean = means[pol]
+            var = np.maximum(st[1] / trials - mean**2, 0.0) * trials / max(trials - 1, 1)
+            match = None
+            if target is not None:
+                hit = np.flatnonzero(mean >= target - 1e-12)
+                match = int(hit[0]) + 1 if hit.size else None
+            out[pol] = PolicyCurve(
+                f1=mean,
+                ci95=1.96 * np.sqrt(var / trials),
+                rounds_to_match_random=match,
+                recall=st[2] / trials if recall else None,
+                calls=np.cumsum(self.calls[pol]) / trials,
+            )
+        return out
+
+
+@dataclass
+class _Batch:
+    """The fixed parts of one :func:`simulate` call; :meth:`run_chunk` runs ``b`` trials."""
+
+    cfgs: dict[str, PanningConfig]
+    geometry: Geometry
+    true_geometry: Geometry
+    attack: Attack | None
+    recall_at: int | None
+    streams: tuple[np.random.Generator, ...]
+
+    def run_chunk(
+        self, b: int, lo0: NDArray[np.float64], needle_probs: NDArray[np.float64] | None, tally: _Tally
+    ) -> None:
+        needle_rng, model_rng, policy_rng, tie_rng = self.streams
+        some = next(iter(self.cfgs.values()))
+        k, n = some.k, lo0.size
+        truth, hostile = _draw_truth(needle_rng, b, n, k, needle_probs)
+        states = {p: BatchState.start(np.broadcast_to(lo0, (b, n))) for p in self.cfgs}
+        live = {p: np.ones(b, dtype=bool) for p in self.cfgs}
+        for t in range(some.rounds):
+            plans = {}
+            for pol, cfg in self.cfgs.items():
+                st = states[pol]
+                live[pol] &= ~threshold_reached(st.log_odds, k=k, stop_at=cfg.stop_at, done=t, min_rounds=cfg.min_rounds)
+                active = active_mask(st, k=k, prune_below=cfg.prune_below, started=t > 0)
+                plans[pol] = plan_round(st, active, config=cfg, geometry=self.geometry, rng=policy_rng, truth=truth)
+            width = max(int(p.sizes.max()) for p in plans.values())
+            u = model_rng.random((b, width))  # common random numbers across policies
+            obeyed = None
+            if self.attack is not None and self.attack.obey < 1.0:
+                obeyed = model_rng.random(b) < self.attack.obey
+            for pol, cfg in self.cfgs.items():
+                st, plan = states[pol], plans[pol]
+                cited = _cite(plan, truth, hostile, u, obeyed, self.true_geometry, self.attack)
+                observe_round(st, plan.positions, plan.sizes, cited, ok=live[pol], config=cfg, geometry=self.geometry)
+                tally.calls[pol][t] += live[pol].sum()
+                # PSC ranks by votes (random ties), the others by belief.
+                keys = st.counts + tie_rng.random((b, n)) if pol == "random" else st.log_odds
+                hits = _top_k_hits(keys, truth, k)
+                tally.stats[pol][0, t] += hits.sum()
+                tally.stats[pol][1, t] += np.square(hits).sum()
+                if self.recall_at:
+                    tally.stats[pol][2, t] += _recall_at(keys, truth, self.recall_at).sum()
+        if tally.keep:
+            tally.truth.append(truth)
+            for pol in self.cfgs:
+                tally.post[pol].append(sigmoid(states[pol].log_odds))
 
 
 def simulate(
@@ -141,31 +364,53 @@ def simulate(
     rng: np.random.Generator | int | None = None,
     decision_tpr: ArrayLike | None = None,
     decision_fpr: ArrayLike | None = None,
+    placement_only: bool = False,
     prior: PriorSpec = "uniform",
     eps: float = DEFAULT_EPS,
+    config: PanningConfig | None = None,
+    attack: Attack | None = None,
+    prior_probs: ArrayLike | None = None,
+    needle_probs: ArrayLike | None = None,
+    recall_at: int | None = None,
+    keep_posteriors: bool = False,
     chunk_trials: int | None = None,
     progress: Callable[[int], None] | None = None,
 ) -> SimulationResult:
     """Simulate panning under the observation model for many trials at once.
 
-    Each trial places ``k`` needles at random among ``n`` documents; the simulated
-    model cites with the *true* rates ``(tpr, fpr)``, while the policy places and
-    updates with the *decision* rates (the same unless given: used for the
-    calibration-noise ablation). Every policy sees the same needles.
+    Each trial places ``k`` needles among ``n`` documents (uniformly, or by
+    ``needle_probs``: a simulated base retriever); the simulated model cites with the
+    *true* rates ``(tpr, fpr)``, while the panner places and updates with the
+    *decision* rates (the same unless given: the calibration-noise ablation). Every
+    policy sees the same needles and, slot for slot, the same citation draws (common
+    random numbers). The rounds run through :mod:`.rounds`, the functions
+    :class:`~gold_panning_integrations.engine.panner.GoldPanner` runs.
 
     Args:
-        tpr: True TPR per position, shape ``(m,)``; resampled to ``n``.
-        fpr: True FPR per position, shape ``(m,)``; resampled to ``n``.
-        n: Documents per trial (all shown every round).
+        tpr: True TPR per position, shape ``(m,)``; resampled to each prompt's size.
+        fpr: True FPR per position, shape ``(m,)``.
+        n: Documents per trial.
         k: Needles per trial; F1 of the top-k selection equals the fraction found.
-        rounds: Rounds per trial.
+        rounds: Rounds per trial (overrides ``config.rounds``).
         trials: Number of trials.
         policies: Subset of ``belief``, ``entropy``, ``random``, ``oracle``.
-        rng: Generator or seed.
-        decision_tpr: TPR the policy believes, shape ``(n,)`` after resampling.
-        decision_fpr: FPR the policy believes.
-        prior: ``"uniform"`` (0.5, the paper) or ``"base-rate"`` (k/n).
-        eps: Clamp for the decision rates.
+        rng: Generator or seed (split into needle, model, policy and tie streams).
+        decision_tpr: TPR the panner believes (any length; resampled).
+        decision_fpr: FPR the panner believes.
+        placement_only: The decision rates move placement only; the update uses the
+            true rates (the "noise moves placement but not the update" ablation).
+        prior: ``"uniform"`` (0.5, the paper) or ``"base-rate"`` (k/n); overrides
+            ``config.prior``. Ignored with ``prior_probs``.
+        eps: Clamp for the decision rates (overrides ``config.eps``).
+        config: Panning options (``shuffle_top``, ``robust``, ``empty_prompts``,
+            ``adapt_level``, ``prune_below``, ``max_docs_per_prompt``, ``stop_at``,
+            ``min_rounds``, ``evidence_temperature``, ``resample_profile``); windows and
+            the call/token/gain budgets are not simulated.
+        attack: A hostile non-needle document per trial and how the model obeys it.
+        prior_probs: Per-document prior probabilities, shape ``(n,)`` (e.g. a rank prior).
+        needle_probs: Probability of each index being a needle, shape ``(n,)``.
+        recall_at: Also report the fraction of needles in the top ``recall_at``.
+        keep_posteriors: Keep the final posteriors and needles of every trial.
         chunk_trials: Trials per chunk; default keeps each array near 34 MB, so
             5,000 trials at ``n = 1,000`` use well under 2 GB.
         progress: Called with the number of trials finished after each chunk.
@@ -173,69 +418,50 @@ def simulate(
     Returns:
         A :class:`SimulationResult`.
     """
-    if n < 1 or k < 1 or k > n:
-        raise ValueError(f"need 1 <= k <= n, got n={n!r}, k={k!r}")
-    if rounds < 1 or trials < 1:
-        raise ValueError(f"rounds and trials must be >= 1, got {rounds!r} and {trials!r}")
-    unknown = [p for p in policies if p not in POLICIES]
-    if unknown or not policies:
-        raise ValueError(f"unknown policies {unknown}; choose from {', '.join(POLICIES)}")
+    _check_args(n=n, k=k, rounds=rounds, trials=trials, policies=policies)
+    cfg = replace(config or PanningConfig(), rounds=rounds, k=k, prior=prior, eps=eps)
+    if cfg.windows or cfg.min_gain is not None or cfg.max_calls is not None or cfg.max_prompt_tokens is not None:
+        raise ValueError("simulate does not model windows, min_gain, max_calls or max_prompt_tokens")
     gen = rng if isinstance(rng, np.random.Generator) else np.random.default_rng(rng)
-    t_true = resample_curve(tpr, n)
-    f_true = resample_curve(fpr, n)
-    t_dec = t_true if decision_tpr is None else resample_curve(decision_tpr, n)
-    f_dec = f_true if decision_fpr is None else resample_curve(decision_fpr, n)
-    pos_order = position_order(t_dec, f_dec)
-    llr_c, llr_m = log_likelihood_ratios(t_dec, f_dec, eps=eps)
-    lo0 = initial_log_odds(n, k=k, prior=prior)
-
+    t_true = np.asarray(tpr, dtype=np.float64)
+    f_true = np.asarray(fpr, dtype=np.float64)
+    t_dec = t_true if decision_tpr is None else np.asarray(decision_tpr, dtype=np.float64)
+    f_dec = f_true if decision_fpr is None else np.asarray(decision_fpr, dtype=np.float64)
+    temp = 1.0 if cfg.evidence_temperature is None else cfg.evidence_temperature
+    if placement_only:
+        geometry = Geometry(t_true, f_true, config=cfg, temperature=temp, placement=(t_dec, f_dec))
+    else:
+        geometry = Geometry(t_dec, f_dec, config=cfg, temperature=temp)
+    if prior_probs is not None:
+        lo0 = logit(np.asarray(prior_probs, dtype=np.float64).reshape(n))
+    else:
+        lo0 = initial_log_odds(n, k=k, prior=cfg.prior)
+    npb = None if needle_probs is None else np.asarray(needle_probs, dtype=np.float64).reshape(n)
+    sim = _Batch(
+        cfgs={pol: replace(cfg, policy=pol) for pol in policies},
+        geometry=geometry,
+        true_geometry=Geometry(t_true, f_true, config=PanningConfig(robust=False, resample_profile=True)),
+        attack=attack,
+        recall_at=recall_at,
+        streams=tuple(gen.spawn(4)),  # needles, model, policy, ties
+    )
     chunk = chunk_trials or max(1, min(trials, _CHUNK_ELEMENTS // n))
-    sums = {p: np.zeros(rounds) for p in policies}
-    sqs = {p: np.zeros(rounds) for p in policies}
-    # Common random numbers: every policy sees the same needles and, for the same
-    # document in the same round, the same citation draw. Differences between
-    # policies then come from placement alone (identical placements give identical
-    # outcomes), which removes most of the noise from the comparison.
-    cite_rng, policy_rng = gen.spawn(2)
+    tally = _Tally(policies, rounds, keep=keep_posteriors)
     done = 0
     while done < trials:
         b = min(chunk, trials - done)
-        needle_idx = np.argpartition(cite_rng.random((b, n)), k - 1, axis=1)[:, :k]
-        truth = np.zeros((b, n), dtype=bool)
-        np.put_along_axis(truth, needle_idx, True, axis=1)
-        lo = {p: np.broadcast_to(lo0, (b, n)).copy() for p in policies}
-        counts = np.zeros((b, n), dtype=np.float64) if "random" in policies else None
-        for t in range(rounds):
-            u = cite_rng.random((b, n))
-            for pol in policies:
-                scores = score_documents(pol, lo[pol], rng=policy_rng, truth=truth)
-                pos = assign(scores, pos_order)
-                cited = u < np.where(truth, t_true[pos], f_true[pos])
-                lo[pol] = update_log_odds(lo[pol], pos, cited, llr_c, llr_m)
-                if pol == "random" and counts is not None:
-                    counts += cited
-                    keys = counts + policy_rng.random((b, n))  # majority vote, random ties
-                else:
-                    keys = lo[pol]
-                hits = _top_k_hits(keys, truth, k)
-                sums[pol][t] += hits.sum()
-                sqs[pol][t] += np.square(hits).sum()
+        sim.run_chunk(b, lo0, None if npb is None else npb / npb.sum(), tally)
         done += b
         if progress is not None:
             progress(done)
-
-    curves: dict[str, PolicyCurve] = {}
-    means = {p: sums[p] / trials for p in policies}
-    target = float(means["random"][-1]) if "random" in means else None
-    for pol in policies:
-        mean = means[pol]
-        var = np.maximum(sqs[pol] / trials - mean**2, 0.0) * trials / max(trials - 1, 1)
-        ci = 1.96 * np.sqrt(var / trials)
-        match = None
-        if target is not None:
-            hit = np.flatnonzero(mean >= target - 1e-12)
-            match = int(hit[0]) + 1 if hit.size else None
-        curves[pol] = PolicyCurve(f1=mean, ci95=ci, rounds_to_match_random=match)
     return SimulationResult(
-        n=n, k=k, rounds=rounds, trials=trials, tpr=t_true, fpr=f_true, policies=curves
+        n=n,
+        k=k,
+        rounds=rounds,
+        trials=trials,
+        tpr=resample_curve(t_true, n),
+        fpr=resample_curve(f_true, n),
+        policies=tally.curves(trials, recall=bool(recall_at)),
+        truth=np.concatenate(tally.truth) if keep_posteriors else None,
+        posteriors={p: np.concatenate(v) for p, v in tally.post.items()} if keep_posteriors else None,
     )

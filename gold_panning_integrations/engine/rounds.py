@@ -1,0 +1,444 @@
+"""One panning round, written once with a leading batch axis (numpy only).
+
+:class:`~gold_panning_integrations.engine.panner.GoldPanner` calls these functions with a
+batch of one; :func:`~gold_panning_integrations.engine.simulate.simulate` calls them with
+thousands of trials. A simulated number is therefore a number about the code users run.
+
+A round is:
+
+1. :func:`active_mask`: documents still in play (pruning);
+2. :func:`plan_round`: score by policy, rank, randomly permute the top few
+   (``shuffle_top``), match to positions by diagnosticity, and draw the labels the shown
+   documents go under (a random permutation of ``1..m`` per prompt);
+3. the reader (or the simulated model) cites prompt slots;
+4. :func:`observe_round`: the Bayesian update with the (robust, level-adapted) rates,
+   with the empty-prompt rule.
+
+The order of random draws from the policy generator is fixed (scores, shuffle, labels),
+so a batch of one consumes it exactly as the panner does.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+from .assignment import position_order
+from .beliefs import log_likelihood_ratios, sigmoid
+from .config import PanningConfig
+from .curves import resample_curve
+from .policies import score_documents
+
+__all__ = [
+    "ROBUST_SCALE",
+    "ROBUST_SHIFT",
+    "BatchState",
+    "Geometry",
+    "Placement",
+    "Rates",
+    "active_mask",
+    "draw_labels",
+    "observe_round",
+    "plan_round",
+    "robust_rates",
+]
+
+ROBUST_SCALE = 0.95
+ROBUST_SHIFT = 0.025
+
+
+def robust_rates(tpr: ArrayLike, fpr: ArrayLike) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """The robust likelihood's rates: ``0.95 * rate + 0.025`` for TPR and FPR, then any
+    position whose TPR is below its FPR gets both set to their mean (no evidence there).
+
+    Args:
+        tpr: TPR per position, shape ``(m,)``.
+        fpr: FPR per position, shape ``(m,)``.
+
+    Returns:
+        ``(tpr, fpr)``, each shape ``(m,)``, in ``[0.025, 0.975]``.
+    """
+    t = ROBUST_SCALE * np.asarray(tpr, dtype=np.float64) + ROBUST_SHIFT
+    f = ROBUST_SCALE * np.asarray(fpr, dtype=np.float64) + ROBUST_SHIFT
+    inverted = t < f
+    mean = (t + f) / 2.0
+    return np.where(inverted, mean, t), np.where(inverted, mean, f)
+
+
+@dataclass(frozen=True)
+class Rates:
+    """Decision rates for one prompt size.
+
+    Attributes:
+        tpr: Decision TPR per position, shape ``(m,)`` (robust transform applied).
+        fpr: Decision FPR per position, shape ``(m,)``.
+        pos_order: Positions from most to least diagnostic, shape ``(m,)``.
+        llr_cited: Log-likelihood ratio of a citation per position (tempered), ``(m,)``.
+        llr_missed: Log-likelihood ratio of a miss per position (tempered), ``(m,)``.
+    """
+
+    tpr: NDArray[np.float64]
+    fpr: NDArray[np.float64]
+    pos_order: NDArray[np.intp]
+    llr_cited: NDArray[np.float64]
+    llr_missed: NDArray[np.float64]
+
+
+class Geometry:
+    """A profile's decision rates per prompt size (cached).
+
+    Args:
+        tpr: Profile TPR per position, shape ``(M,)``.
+        fpr: Profile FPR per position, shape ``(M,)``.
+        config: Uses ``resample_profile``, ``robust``, ``eps``.
+        temperature: Evidence temperature (divides every log-likelihood ratio).
+        placement: Other ``(tpr, fpr)`` that decide placement only (the simulator's
+            "noise moves placement but not the update" ablation); default the profile.
+    """
+
+    def __init__(
+        self,
+        tpr: ArrayLike,
+        fpr: ArrayLike,
+        *,
+        config: PanningConfig,
+        temperature: float = 1.0,
+        placement: tuple[ArrayLike, ArrayLike] | None = None,
+    ) -> None:
+        self.tpr = np.asarray(tpr, dtype=np.float64)
+        self.fpr = np.asarray(fpr, dtype=np.float64)
+        self._placement = None if placement is None else tuple(np.asarray(x, dtype=np.float64) for x in placement)
+        self.config = config
+        self.temperature = float(temperature)
+        self._cache: dict[int, Rates] = {}
+
+    @property
+    def informative(self) -> bool:
+        """False when TPR equals FPR at every position of the profile."""
+        return bool(np.any(np.abs(self.tpr - self.fpr) > 1e-9))
+
+    def llr(
+        self, tpr: NDArray[np.float64], fpr: NDArray[np.float64]
+    ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+        """Tempered ``(llr_cited, llr_missed)`` of decision rates (any shape)."""
+        c, m = log_likelihood_ratios(tpr, fpr, eps=self.config.eps)
+        return c / self.temperature, m / self.temperature
+
+    def for_size(self, size: int) -> Rates:
+        """Rates for a prompt of ``size`` documents: the profile resampled by relative
+        position, or (``resample_profile=False``) the profile itself, whose least
+        diagnostic positions are then left to dummy documents."""
+        r = self._cache.get(size)
+        if r is None:
+            t, f = self._sized(self.tpr, size), self._sized(self.fpr, size)
+            # Placement uses the profile's own diagnosticity; the update the robust rates.
+            if self._placement is None:
+                order = position_order(t, f)
+            else:
+                order = position_order(self._sized(self._placement[0], size), self._sized(self._placement[1], size))
+            if self.config.robust:
+                t, f = robust_rates(t, f)
+            c, m = self.llr(t, f)
+            r = Rates(t, f, order, c, m)
+            self._cache[size] = r
+        return r
+
+    def _sized(self, curve: NDArray[np.float64], size: int) -> NDArray[np.float64]:
+        if self.config.resample_profile and curve.size != size:
+            return resample_curve(curve, size)
+        return curve
+
+    def stacked(self, sizes: NDArray[np.intp], width: int) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+        """Decision ``(tpr, fpr)`` per row for prompts of ``sizes`` documents, each shape
+        ``(B, W)`` (zero-padded to ``W = max(width, profile positions)``), or ``(1, W)``
+        when every row has the same size."""
+        uniq = sizes[:1] if sizes.size == 1 else np.unique(sizes)
+        w = max(width, self.tpr.size) if not self.config.resample_profile else max(width, 1)
+        if uniq.size == 1:
+            r = self.for_size(int(uniq[0]))
+            t = np.zeros((1, max(w, r.tpr.size)))
+            f = np.zeros_like(t)
+            t[0, : r.tpr.size], f[0, : r.fpr.size] = r.tpr, r.fpr
+            return t, f
+        widths = [self.for_size(int(s)).tpr.size for s in uniq]
+        w = max([w, *widths])
+        t = np.zeros((sizes.size, w))
+        f = np.zeros_like(t)
+        for s in uniq:
+            r = self.for_size(int(s))
+            rows = sizes == s
+            t[rows, : r.tpr.size] = r.tpr
+            f[rows, : r.fpr.size] = r.fpr
+        return t, f
+
+
+@dataclass
+class BatchState:
+    """Beliefs and tallies of ``B`` panning runs over ``n`` documents each.
+
+    Attributes:
+        log_odds: Current log-odds, shape ``(B, n)``.
+        prior_log_odds: Log-odds before any evidence, shape ``(B, n)``.
+        counts: Times each document was cited, shape ``(B, n)``.
+        times_shown: Times each document was shown in a prompt that updated beliefs,
+            shape ``(B, n)``.
+        observed: Citations observed so far per run, shape ``(B,)`` (level adaptation).
+        predicted: Citations the decision rates predicted so far, shape ``(B,)``.
+    """
+
+    log_odds: NDArray[np.float64]
+    prior_log_odds: NDArray[np.float64]
+    counts: NDArray[np.int64] = field(init=False)
+    times_shown: NDArray[np.int64] = field(init=False)
+    observed: NDArray[np.float64] = field(init=False)
+    predicted: NDArray[np.float64] = field(init=False)
+    empty_seen: NDArray[np.float64] = field(init=False)
+    empty_expected: NDArray[np.float64] = field(init=False)
+    prompts: NDArray[np.float64] = field(init=False)
+
+    def __post_init__(self) -> None:
+        b, n = self.log_odds.shape
+        self.counts = np.zeros((b, n), dtype=np.int64)
+        self.times_shown = np.zeros((b, n), dtype=np.int64)
+        self.observed = np.zeros(b)
+        self.predicted = np.zeros(b)
+        self.empty_seen = np.zeros(b)
+        self.empty_expected = np.zeros(b)
+        self.prompts = np.zeros(b)
+
+    @property
+    def silence(self) -> NDArray[np.float64]:
+        """Estimated probability that a reply is silent whatever the prompt holds, per run,
+        shape ``(B,)``: empty replies beyond those the profile expects, ``(seen - expected)
+        / (prompts - expected + 1)``, clipped to [0, 1]."""
+        excess = self.empty_seen - self.empty_expected
+        return np.clip(excess / (self.prompts - self.empty_expected + 1.0), 0.0, 1.0)
+
+    @classmethod
+    def start(cls, log_odds: NDArray[np.float64]) -> BatchState:
+        """A state starting from ``log_odds``, shape ``(B, n)`` (copied)."""
+        lo = np.array(log_odds, dtype=np.float64, ndmin=2)
+        return cls(lo, lo.copy())
+
+    @property
+    def level(self) -> NDArray[np.float64]:
+        """The level-adaptation factor per run, shape ``(B,)``: ``(observed + 1) /
+        (predicted + 1)``, capped at 1."""
+        return np.minimum(1.0, (self.observed + 1.0) / (self.predicted + 1.0))
+
+
+@dataclass(frozen=True)
+class Placement:
+    """One planned prompt per run.
+
+    Attributes:
+        positions: Profile position of each document, shape ``(B, n)``; ``-1`` = not
+            shown this round.
+        sizes: Documents shown per run, shape ``(B,)``.
+        prompt: Document indices in prompt order, shape ``(B, n)``; the first
+            ``sizes[b]`` entries of row ``b`` are the shown documents.
+        labels: Label of each prompt slot, shape ``(B, W)``; a random permutation of
+            ``1..sizes[b]`` in the first ``sizes[b]`` entries of row ``b``, 0 after.
+    """
+
+    positions: NDArray[np.intp]
+    sizes: NDArray[np.intp]
+    prompt: NDArray[np.intp]
+    labels: NDArray[np.int64]
+
+
+def active_mask(state: BatchState, *, k: int, prune_below: float | None, started: bool) -> NDArray[np.bool_]:
+    """Documents still in play, shape ``(B, n)``: all, minus those whose evidence
+    (posterior odds / prior odds) fell below ``prune_below`` after two looks; the current
+    top-``k`` are never pruned."""
+    lo = state.log_odds
+    if prune_below is None or not started:
+        return np.ones(lo.shape, dtype=bool)
+    # One miss at a strong position can push a needle far down; a second independent
+    # look rarely agrees by chance, so a document leaves only after two.
+    keep = (lo - state.prior_log_odds >= np.log(prune_below)) | (state.times_shown < 2)
+    top = np.argsort(-lo, axis=1, kind="stable")[:, :k]
+    np.put_along_axis(keep, top, True, axis=1)
+    return keep
+
+
+def draw_labels(rng: np.random.Generator, sizes: NDArray[np.intp], width: int) -> NDArray[np.int64]:
+    """Random labels per prompt: row ``b`` holds a uniform permutation of ``1..sizes[b]``
+    in its first ``sizes[b]`` entries and 0 after; shape ``(B, width)``."""
+    keys = rng.random((sizes.size, width))
+    pad = np.arange(width)[None, :] >= sizes[:, None]
+    keys[pad] = np.inf
+    labels = np.argsort(np.argsort(keys, axis=1, kind="stable"), axis=1, kind="stable") + 1
+    labels[pad] = 0
+    return labels.astype(np.int64)
+
+
+def _shuffle_top(order: NDArray[np.intp], sizes: NDArray[np.intp], top: int, rng: np.random.Generator) -> None:
+    """Permute, in place and uniformly, the first ``min(top, sizes[b])`` entries of each row."""
+    t = min(top, order.shape[1])
+    if t < 2:
+        return
+    keys = rng.random((order.shape[0], t))
+    cols = np.arange(t)[None, :]
+    keys = np.where(cols < np.minimum(sizes, t)[:, None], keys, cols + 1.0)
+    perm = np.argsort(keys, axis=1, kind="stable")
+    order[:, :t] = np.take_along_axis(order[:, :t], perm, axis=1)
+
+
+def rank_documents(
+    policy: str,
+    state: BatchState,
+    active: NDArray[np.bool_],
+    *,
+    rng: np.random.Generator,
+    truth: NDArray[np.bool_] | None = None,
+    shuffle_top: int = 0,
+) -> tuple[NDArray[np.intp], NDArray[np.intp]]:
+    """Documents best first by the policy's score, inactive ones last.
+
+    Returns:
+        ``(order, n_active)``: shape ``(B, n)`` and ``(B,)``. With ``shuffle_top``, the
+        first ``shuffle_top`` of each row are in uniformly random order.
+    """
+    scores = score_documents(policy, state.log_odds, rng=rng, truth=truth)
+    scores = np.where(active, scores, -np.inf)
+    order = np.argsort(-scores, axis=1, kind="stable")
+    n_active = active.sum(axis=1).astype(np.intp)
+    _shuffle_top(order, n_active, shuffle_top, rng)
+    return order, n_active
+
+
+def place(order: NDArray[np.intp], sizes: NDArray[np.intp], geometry: Geometry) -> tuple[NDArray[np.intp], NDArray[np.intp]]:
+    """Rank ``r < sizes[b]`` of row ``b`` takes the ``r``-th most diagnostic position of a
+    prompt of ``sizes[b]`` documents; the rest get ``-1`` (not shown).
+
+    Returns:
+        ``(positions, prompt)``: position per document and document indices in prompt
+        order (ascending position, shown first), each shape ``(B, n)``.
+    """
+    b, n = order.shape
+    pos_by_rank = np.full((b, n), -1, dtype=np.intp)
+    for s in sizes[:1] if b == 1 else np.unique(sizes):
+        po = geometry.for_size(int(s)).pos_order[: int(s)]
+        pos_by_rank[sizes == s, : int(s)] = po
+    positions = np.empty((b, n), dtype=np.intp)
+    np.put_along_axis(positions, order, pos_by_rank, axis=1)
+    key = np.where(positions >= 0, positions, np.iinfo(np.intp).max)
+    prompt = np.argsort(key, axis=1, kind="stable")
+    return positions, prompt
+
+
+def plan_round(
+    state: BatchState,
+    active: NDArray[np.bool_],
+    *,
+    config: PanningConfig,
+    geometry: Geometry,
+    rng: np.random.Generator,
+    truth: NDArray[np.bool_] | None = None,
+) -> Placement:
+    """Plan one prompt per run (the whole active set, cut to ``max_docs_per_prompt``)."""
+    order, n_active = rank_documents(
+        config.policy, state, active, rng=rng, truth=truth, shuffle_top=config.shuffle_top
+    )
+    budget = config.max_docs_per_prompt
+    sizes = n_active if budget is None else np.minimum(n_active, budget)
+    positions, prompt = place(order, sizes, geometry)
+    labels = draw_labels(rng, sizes, int(sizes.max()) if sizes.size else 0)
+    return Placement(positions, sizes, prompt, labels)
+
+
+def _mixture_missed(
+    state: BatchState,
+    t: NDArray[np.float64],
+    f: NDArray[np.float64],
+    shown: NDArray[np.bool_],
+    n_cited: NDArray[np.int64],
+    read_ok: NDArray[np.bool_],
+    config: PanningConfig,
+    geometry: Geometry,
+) -> NDArray[np.float64]:
+    """Miss log-likelihood ratios, shape ``(B, n)``, under "a reply is silent with
+    probability pi whatever the prompt holds" (pi = :attr:`BatchState.silence`, estimated
+    online). A prompt with citations is not silent: its misses are the usual ones. For an
+    empty prompt, with ``D`` the chance that all shown documents go uncited when none is
+    relevant, document ``i`` (rates ``t_i``, ``f_i``) gets
+    ``log((pi + (1-pi) (1-t_i) D / (1-f_i)) / (pi + (1-pi) D))``: the usual miss when
+    pi = 0, nothing when pi = 1."""
+    eps = config.eps
+    tc, fc = np.clip(t, eps, 1 - eps), np.clip(f, eps, 1 - eps)
+    log_d = np.where(shown, np.log1p(-fc), 0.0).sum(axis=1, keepdims=True)
+    d = np.exp(log_d)
+    p = sigmoid(state.log_odds)
+    q = np.where(shown, np.minimum(1.0, config.k * p / np.maximum(p.sum(axis=1, keepdims=True), 1e-12)), 0.0)
+    p_empty_if = (1.0 - tc) / (1.0 - fc) * d  # empty prompt if document i is the relevant one
+    expected = (q * p_empty_if).sum(axis=1) + np.maximum(0.0, 1.0 - q.sum(axis=1)) * d[:, 0]
+    empty = read_ok & (n_cited == 0)
+    state.prompts += read_ok
+    state.empty_seen += empty
+    state.empty_expected += np.where(read_ok, expected, 0.0)
+    pi = state.silence[:, None]
+    mixed = np.log(pi + (1.0 - pi) * p_empty_if) - np.log(pi + (1.0 - pi) * d)
+    missed = np.log1p(-tc) - np.log1p(-fc)
+    return np.where(empty[:, None], mixed, missed) / geometry.temperature
+
+
+def observe_round(
+    state: BatchState,
+    positions: NDArray[np.intp],
+    sizes: NDArray[np.intp],
+    cited: NDArray[np.bool_],
+    *,
+    ok: NDArray[np.bool_] | None = None,
+    config: PanningConfig,
+    geometry: Geometry,
+) -> NDArray[np.bool_]:
+    """Apply one prompt per run to ``state`` (in place): the Bayesian update.
+
+    Args:
+        state: Batch state; ``log_odds`` and the tallies are updated.
+        positions: Profile position per document, shape ``(B, n)``, ``-1`` = not shown.
+        sizes: Documents in each prompt, shape ``(B,)`` (selects the resampled rates).
+        cited: Whether each document was cited, shape ``(B, n)`` (ignored where not shown).
+        ok: Runs whose reading succeeded, shape ``(B,)``; the others are left unchanged.
+        config: Uses ``empty_prompts`` and ``adapt_level``.
+        geometry: The profile's decision rates.
+
+    Returns:
+        The runs that were updated, shape ``(B,)``.
+    """
+    shown = positions >= 0
+    cited = cited & shown
+    b = positions.shape[0]
+    read_ok = np.ones(b, dtype=bool) if ok is None else np.asarray(ok, dtype=bool)
+    n_cited = cited.sum(axis=1)
+    upd = read_ok & (n_cited > 0) if config.empty_prompts == "skip" else read_ok.copy()
+    if not (upd.any() or (config.adapt_level and read_ok.any())):
+        return upd
+    tpr, fpr = geometry.stacked(sizes, positions.shape[1])
+    pos = np.where(shown, positions, 0)
+    t = np.take_along_axis(np.broadcast_to(tpr, (b, tpr.shape[1])), pos, axis=1)
+    f = np.take_along_axis(np.broadcast_to(fpr, (b, fpr.shape[1])), pos, axis=1)
+    if config.adapt_level:
+        # The level counts every successful reading, empty ones included: a model that
+        # stays silent round after round lowers it even when silence updates nothing.
+        # Beliefs rescaled to the expected number of relevant documents (k), so the
+        # prediction holds under the paper's uniform prior (0.5 each) as well.
+        p = sigmoid(state.log_odds)
+        p = np.minimum(1.0, config.k * p / np.maximum(p.sum(axis=1, keepdims=True), 1e-12))
+        predicted = np.where(shown, p * t + (1.0 - p) * f, 0.0).sum(axis=1)
+        state.observed += np.where(read_ok, n_cited, 0.0)
+        state.predicted += np.where(read_ok, predicted, 0.0)
+        scale = state.level[:, None]
+        t, f = t * scale, f * scale
+    llr_c, llr_m = geometry.llr(t, f)
+    if config.empty_prompts == "mixture":
+        llr_m = _mixture_missed(state, t, f, shown, n_cited, read_ok, config, geometry)
+    delta = np.where(cited, llr_c, llr_m)
+    apply = shown & upd[:, None]
+    state.log_odds = state.log_odds + np.where(apply, delta, 0.0)
+    state.counts += cited & upd[:, None]
+    state.times_shown += apply
+    return upd
