@@ -39,7 +39,8 @@ def test_kv_text_and_question() -> None:
     name = inst.metadata["name"]
     assert inst.question == f"What is {name}'s access code?"
     assert inst.documents[1] == f"{name}'s access code is {inst.answers[0]}."
-    assert len(inst.answers[0]) == 5 and inst.answers[0].isdigit()
+    assert len(inst.answers[0]) == 5
+    assert inst.answers[0].isdigit()
     # distractors are other people's facts of the same attribute
     assert all("access code is" in d and name not in d for i, d in enumerate(inst.documents) if i != 1)
 
@@ -56,8 +57,11 @@ def test_monorel_answer_is_head_of_chain() -> None:
     assert inst.question.endswith("of the three?")
     a, b, c = inst.metadata["chain"]
     assert inst.answers == (a,)
-    assert inst.documents[2].startswith(f"{a} is ") and inst.documents[2].endswith(f"{c}.")
-    assert b in inst.question and a not in inst.question and c not in inst.question
+    assert inst.documents[2].startswith(f"{a} is ")
+    assert inst.documents[2].endswith(f"{c}.")
+    assert b in inst.question
+    assert a not in inst.question
+    assert c not in inst.question
 
 
 @pytest.mark.parametrize("bad", [-1, 5])
