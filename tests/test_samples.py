@@ -6,21 +6,22 @@ import gzip
 import hashlib
 import json
 import math
-import tomllib
 from pathlib import Path
 
 import numpy as np
 import pytest
+import tomllib
 
 from gold_panning_integrations.readers.answer import token_matcher
-from gold_panning_integrations.tasks import KVSample, NQSample, load_sample
+from gold_panning_integrations.tasks import BM25, KVSample, NQSample, load_sample
 from gold_panning_integrations.tasks._build_samples import (
-    BM25,
     answer_in_text,
     build_kv_sample,
     build_nq_sample,
-    main as build_main,
     write_json_gz,
+)
+from gold_panning_integrations.tasks._build_samples import (
+    main as build_main,
 )
 from gold_panning_integrations.tasks.samples import sample_path
 
@@ -169,6 +170,16 @@ def test_bm25_rank_breaks_ties_by_id() -> None:
     assert bm.rank("cherry") == [0, 2, 1]
 
 
+def test_bm25_top_k_pairs_ids_and_scores() -> None:
+    bm = BM25(["apple banana", "apple apple cherry", "cherry date"])
+    assert [i for i, _ in bm.top_k("cherry", 2)] == [2, 1]
+
+
+def test_bm25_top_k_rejects_zero() -> None:
+    with pytest.raises(ValueError, match="k must be >= 1, got 0"):
+        BM25(["a b"]).top_k("b", 0)
+
+
 def test_bm25_ignores_stop_words() -> None:
     bm = BM25(["the apple", "the pear"])
     assert bm.scores("the").tolist() == [0.0, 0.0]
@@ -209,7 +220,7 @@ def test_build_nq_filters_answers_and_ranks_by_bm25() -> None:
     assert "no answer in gold" not in by_q
     hamlet = by_q["who wrote hamlet"]
     # the Macbeth passage names Shakespeare, so it is skipped; the Hamlet film ranks first
-    assert [titles[p] for p in hamlet["distractors"]][0] == "Hamlet (1948 film)"
+    assert titles[hamlet["distractors"][0]] == "Hamlet (1948 film)"
     assert "Macbeth" not in [titles[p] for p in hamlet["distractors"]]
 
 

@@ -4,7 +4,8 @@ Every builder has ``name`` and ``make(n, *, gold_position, rng) -> TaskInstance`
 ``kv`` (synthetic one-sentence key-value facts), ``monorel`` and ``pir`` (FLenQA-style),
 ``nq`` (Natural Questions passages with BM25-retrieved distractors, from the shipped
 sample by default) and ``kv-retrieval`` (the "Lost in the Middle" UUID key-value data,
-from the shipped sample). :func:`load_sample` gives the shipped samples as typed records.
+from the shipped sample). :func:`load_sample` gives the shipped samples as typed records;
+:class:`BM25` is the dependency-free BM25 that built the NQ sample.
 """
 
 from __future__ import annotations
@@ -12,12 +13,14 @@ from __future__ import annotations
 from pathlib import Path
 
 from .base import TaskBuilder, TaskInstance
+from .bm25 import BM25
 from .flenqa import MonoRelTask, PIRTask
 from .kv import KVRetrievalTask, KVTask
 from .nq import NQTask, load_nq
 from .samples import KVExample, KVSample, NQPassage, NQQuestion, NQSample, load_sample
 
 __all__ = [
+    "BM25",
     "CALIBRATION_SPLIT",
     "TASKS",
     "KVExample",

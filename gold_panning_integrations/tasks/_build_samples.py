@@ -28,7 +28,7 @@ Run from the repository root (the default source is ``../shared/data``)::
 
     python -m gold_panning_integrations.tasks._build_samples --source ../shared/data
 
-Only the standard library and numpy are used.
+Only the standard library and numpy are used (BM25 is :mod:`gold_panning_integrations.tasks.bm25`).
 """
 
 from __future__ import annotations
@@ -39,15 +39,15 @@ import hashlib
 import io
 import json
 import logging
-import math
 import re
-import unicodedata
-from collections import Counter, defaultdict
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+from .bm25 import BM25, tokenize
+from .bm25 import strip_accents as _strip_accents
 
 __all__ = [
     "BM25",
@@ -67,27 +67,11 @@ NQ_FILE = "nq-open-oracle.jsonl.gz"
 KV_FILE = "kv-retrieval-75_keys.jsonl.gz"
 _DEFAULT_OUT = Path(__file__).resolve().parents[1] / "_data"
 
-_STOP_WORDS = frozenset(
-    """a an and are as at be but by did do does for from had has have how i in is it its
-    of on or that the their there these this to was were what when where which who whom
-    whose why will with""".split()
-)
-_WORD = re.compile(r"\w+", re.UNICODE)
 _NON_WORD = re.compile(r"[^\w\s]|_", re.UNICODE)
 _ARTICLES = frozenset({"a", "an", "the"})
 
 
 # --------------------------------------------------------------------------- text
-def _strip_accents(text: str) -> str:
-    s = unicodedata.normalize("NFKD", text)
-    return "".join(ch for ch in s if not unicodedata.combining(ch))
-
-
-def tokenize(text: str) -> list[str]:
-    """BM25 tokens: accent-free lower-cased word tokens without English stop words."""
-    return [t for t in _WORD.findall(_strip_accents(text).lower()) if t not in _STOP_WORDS]
-
-
 def _answer_tokens(text: str) -> list[str]:
     s = _NON_WORD.sub(" ", _strip_accents(text).lower())
     return [t for t in s.split() if t not in _ARTICLES]
@@ -102,53 +86,6 @@ def answer_in_text(answer: str, text: str) -> bool:
     t = _answer_tokens(text)
     m = len(a)
     return any(t[i : i + m] == a for i in range(len(t) - m + 1))
-
-
-# --------------------------------------------------------------------------- BM25
-class BM25:
-    """Okapi BM25 over a fixed list of documents (pure Python, deterministic).
-
-    Args:
-        documents: Document texts, shape ``(N,)``.
-        k1: Term-frequency saturation.
-        b: Length normalisation.
-    """
-
-    def __init__(self, documents: Sequence[str], *, k1: float = 1.5, b: float = 0.75) -> None:
-        if not documents:
-            raise ValueError("BM25 needs at least one document")
-        self.k1 = k1
-        self.b = b
-        self._postings: dict[str, list[tuple[int, int]]] = defaultdict(list)
-        lengths = []
-        for i, doc in enumerate(documents):
-            toks = tokenize(doc)
-            lengths.append(len(toks))
-            for term, tf in sorted(Counter(toks).items()):
-                self._postings[term].append((i, tf))
-        self.n = len(documents)
-        self._len = np.asarray(lengths, dtype=np.float64)
-        self._avg = float(self._len.mean()) or 1.0
-
-    def idf(self, term: str) -> float:
-        """Lucene's non-negative idf, ``log(1 + (N - df + 0.5) / (df + 0.5))``."""
-        df = len(self._postings.get(term, ()))
-        return math.log(1.0 + (self.n - df + 0.5) / (df + 0.5))
-
-    def scores(self, query: str) -> np.ndarray:
-        """BM25 score of every document for ``query``, float array of shape ``(N,)``."""
-        out = np.zeros(self.n, dtype=np.float64)
-        norm = self.k1 * (1.0 - self.b + self.b * self._len / self._avg)
-        for term in sorted(set(tokenize(query))):
-            idf = self.idf(term)
-            for i, tf in self._postings.get(term, ()):
-                out[i] += idf * tf * (self.k1 + 1.0) / (tf + norm[i])
-        return out
-
-    def rank(self, query: str) -> list[int]:
-        """Document ids by decreasing score, ties broken by id (all ``N`` of them)."""
-        s = self.scores(query)
-        return [int(i) for i in np.lexsort((np.arange(self.n), -s))]
 
 
 # --------------------------------------------------------------------------- io

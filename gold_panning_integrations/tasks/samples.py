@@ -18,21 +18,21 @@ import functools
 import gzip
 import io
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
-from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Any, Literal, overload
 
 __all__ = [
+    "MAX_SAMPLE_BYTES",
+    "SAMPLES",
     "KVExample",
     "KVSample",
-    "MAX_SAMPLE_BYTES",
     "NQPassage",
     "NQQuestion",
     "NQSample",
-    "SAMPLES",
     "load_sample",
     "sample_path",
 ]
