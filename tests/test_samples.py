@@ -264,8 +264,15 @@ def test_shipped_files_are_what_the_build_script_makes(tmp_path: Path) -> None:
 
 # ------------------------------------------------------------------ packaging
 def _package_data_files() -> list[Path]:
-    conf = tomllib.loads((ROOT / "pyproject.toml").read_text())
-    globs = conf["tool"]["setuptools"]["package-data"]["gold_panning_integrations"]
+    text = (ROOT / "pyproject.toml").read_text()
+    try:
+        import tomllib  # Python >= 3.11
+
+        globs = tomllib.loads(text)["tool"]["setuptools"]["package-data"]["gold_panning_integrations"]
+    except ImportError:  # Python 3.10: the one line of that table
+        line = re.search(r"^gold_panning_integrations = \[(.*)\]$", text, re.MULTILINE)
+        assert line is not None
+        globs = re.findall(r'"([^"]+)"', line.group(1))
     pkg = ROOT / "gold_panning_integrations"
     return sorted({p for g in globs for p in pkg.glob(g) if p.is_file()})
 
