@@ -116,3 +116,9 @@ def test_example_long_form_on_the_embedded_model(script: str, tmp_path: Path) ->
     out = _run(script, tmp_path, "--question-id", "nq-591", "--n", "10", "--rounds", "4", timeout=3600)
     assert _rounds(out) == 4
     assert _answer(out, script).strip("'\"")
+
+
+@pytest.mark.parametrize("script", EXAMPLES)
+def test_example_does_not_use_langchain_community(script: str) -> None:
+    """langchain-community was sunset and archived (2026): no example may need it."""
+    assert "langchain_community" not in (ROOT / "examples" / script).read_text()
