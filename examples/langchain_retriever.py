@@ -19,6 +19,7 @@ Run::
     python examples/langchain_retriever.py                      # one short question
     python examples/langchain_retriever.py --question "who wrote the declaration of independence"
     python examples/langchain_retriever.py --question-id nq-2147 --n 10 --rounds 4
+    python examples/langchain_retriever.py --base-url http://127.0.0.1:8080/v1 --model my-model
 
 No file outside the package is read, so it runs the same from a clone and from a wheel.
 """
@@ -26,6 +27,7 @@ No file outside the package is read, so it runs the same from a clone and from a
 from __future__ import annotations
 
 import argparse
+import os
 import re
 import time
 from typing import Any
@@ -135,6 +137,27 @@ def local_models() -> tuple[Any, Any]:
     return local, RunnableLambda(chat, name="LocalChat")
 
 
+def endpoint_models(base_url: str | None, model: str, api_key: str | None) -> tuple[Any, Any]:
+    """Any OpenAI-compatible server (vLLM, llama.cpp's server, Ollama, OpenAI): the
+    package's ``OpenAIReader`` for panning, a small runnable on the ``openai`` client for
+    the chain (``langchain_openai.ChatOpenAI`` works as both, if you have it)."""
+    from openai import OpenAI
+
+    from gold_panning_integrations.readers.openai import OpenAIReader
+
+    key = api_key or os.environ.get("OPENAI_API_KEY") or "not-needed"
+    reader = OpenAIReader(model=model, base_url=base_url, api_key=key)
+    client = OpenAI(base_url=base_url, api_key=key)
+    roles = {"human": "user", "ai": "assistant", "system": "system"}
+
+    def chat(prompt: Any) -> str:
+        messages = [{"role": roles.get(m.type, "user"), "content": str(m.content)} for m in prompt.to_messages()]
+        out = client.chat.completions.create(model=model, messages=messages, temperature=0)  # type: ignore[arg-type]
+        return out.choices[0].message.content or ""
+
+    return reader, RunnableLambda(chat, name="OpenAICompatibleChat")
+
+
 # ------------------------------------------------------------------------- main
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
@@ -144,6 +167,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--n", type=int, default=5, help="documents the BM25 retriever returns (default 5)")
     p.add_argument("--k", type=int, default=2, help="documents kept after panning (default 2)")
     p.add_argument("--rounds", type=int, default=3, help="panning rounds, one model call each (default 3)")
+    p.add_argument("--model", help="model name on an OpenAI-compatible endpoint (default: the embedded model)")
+    p.add_argument("--base-url", help="OpenAI-compatible endpoint, e.g. http://127.0.0.1:8080/v1")
+    p.add_argument("--api-key", help="API key (default: $OPENAI_API_KEY, or none for local servers)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--reader", choices=["local", "simulated"], default="local", help=argparse.SUPPRESS)
     return p.parse_args(argv)
@@ -168,6 +194,8 @@ def main(argv: list[str] | None = None) -> int:
     bm25 = BM25sRetriever.from_documents(docs, k=args.n)
     if args.reader == "simulated":
         reader, chat = simulated_models(gold_ids, args.seed)
+    elif args.model or args.base_url:
+        reader, chat = endpoint_models(args.base_url, args.model or "gpt-4o-mini", args.api_key)
     else:
         reader, chat = local_models()
     retriever = GoldPanningRetriever(

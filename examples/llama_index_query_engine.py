@@ -14,6 +14,7 @@ Run::
     python examples/llama_index_query_engine.py                  # one short question
     python examples/llama_index_query_engine.py --question "who wrote the declaration of independence"
     python examples/llama_index_query_engine.py --question-id nq-2147 --n 10 --rounds 4
+    python examples/llama_index_query_engine.py --base-url http://127.0.0.1:8080/v1 --model my-model
 
 No file outside the package is read, so it runs the same from a clone and from a wheel.
 """
@@ -21,6 +22,7 @@ No file outside the package is read, so it runs the same from a clone and from a
 from __future__ import annotations
 
 import argparse
+import os
 import time
 from collections.abc import Callable
 from typing import Any
@@ -83,8 +85,9 @@ class FunctionLLM(CustomLLM):
         yield CompletionResponse(text=text, delta=text)
 
 
-def build_models(reader_kind: str, gold_ids: set[int], nodes: list[TextNode], seed: int) -> tuple[Any, Any]:
+def build_models(args: argparse.Namespace, gold_ids: set[int], nodes: list[TextNode]) -> tuple[Any, Any]:
     """``(reader for the postprocessor, LLM for the response synthesizer)``."""
+    reader_kind, seed = args.reader, args.seed
     if reader_kind == "simulated":  # offline stand-in for tests without the model
         from gold_panning_integrations import DetectorProfile, SimulatedReader
 
@@ -93,6 +96,22 @@ def build_models(reader_kind: str, gold_ids: set[int], nodes: list[TextNode], se
         return SimulatedReader(DetectorProfile.bundled("lost-in-the-middle"), is_gold, rng=seed), MockLLM(
             max_tokens=16
         )
+    if args.model or args.base_url:  # any OpenAI-compatible server
+        from openai import OpenAI
+
+        from gold_panning_integrations.readers.openai import OpenAIReader
+
+        model = args.model or "gpt-4o-mini"
+        key = args.api_key or os.environ.get("OPENAI_API_KEY") or "not-needed"
+        client = OpenAI(base_url=args.base_url, api_key=key)
+
+        def ask(prompt: str) -> str:
+            out = client.chat.completions.create(
+                model=model, messages=[{"role": "user", "content": prompt}], temperature=0
+            )
+            return out.choices[0].message.content or ""
+
+        return OpenAIReader(model=model, base_url=args.base_url, api_key=key), FunctionLLM(fn=ask, name=model)
     from gold_panning_integrations.readers import as_reader
 
     local = as_reader("local")
@@ -112,6 +131,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--n", type=int, default=5, help="nodes the BM25 retriever returns (default 5)")
     p.add_argument("--top-n", type=int, default=2, help="nodes kept after panning (default 2)")
     p.add_argument("--rounds", type=int, default=3, help="panning rounds, one model call each (default 3)")
+    p.add_argument("--model", help="model name on an OpenAI-compatible endpoint (default: the embedded model)")
+    p.add_argument("--base-url", help="OpenAI-compatible endpoint, e.g. http://127.0.0.1:8080/v1")
+    p.add_argument("--api-key", help="API key (default: $OPENAI_API_KEY, or none for local servers)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--reader", choices=["local", "simulated"], default="local", help=argparse.SUPPRESS)
     return p.parse_args(argv)
@@ -134,7 +156,7 @@ def main(argv: list[str] | None = None) -> int:
     gold_ids = {record.gold} if record else set()
 
     retriever = BM25Retriever.from_defaults(nodes=nodes, similarity_top_k=args.n)
-    reader, llm = build_models(args.reader, gold_ids, nodes, args.seed)
+    reader, llm = build_models(args, gold_ids, nodes)
     panning = GoldPanningPostprocessor(
         reader=reader,
         top_n=args.top_n,

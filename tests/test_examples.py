@@ -96,6 +96,21 @@ def test_example_unknown_question_id(script: str, tmp_path: Path) -> None:
     assert "unknown --question-id 'nq-x'" in proc.stderr
 
 
+@pytest.mark.parametrize("script", EXAMPLES)
+def test_example_on_an_openai_compatible_server(script: str, tmp_path: Path) -> None:
+    """--base-url/--model: panning and the answer go to the server (loopback fake)."""
+    from openai_server import FakeOpenAIServer, cite, dynamic, ok
+
+    # panning prompts ask for JSON (response_format); the chain's answer prompt does not
+    reply = dynamic(lambda req: cite(1) if req.response_format_type else ok("Herbert Hoover"))
+    with FakeOpenAIServer(default=reply) as server:
+        out = _run(script, tmp_path, "--base-url", server.base_url, "--model", "fake-model", timeout=600)
+        calls = len(server.requests)
+    assert _rounds(out) == 3
+    assert _answer(out, script) == "'Herbert Hoover'"
+    assert calls == 7  # 3 panning calls, 3 more inside the chain / query engine, 1 answer
+
+
 # ------------------------------------------------------------------ embedded model
 @pytest.mark.real_model
 @pytest.mark.parametrize("script", EXAMPLES)
