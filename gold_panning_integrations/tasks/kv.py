@@ -1,4 +1,7 @@
-"""Key-value needles: ``name -> attribute -> value`` facts generated from templates.
+"""Key-value needles: synthetic ``name -> attribute -> value`` facts (:class:`KVTask`), and
+the "Lost in the Middle" UUID key-value retrieval data (:class:`KVRetrievalTask`).
+
+:class:`KVTask` builds its facts from templates.
 
 Each document states one person's value of one attribute ("Lena Park's access code is
 48213."). The question asks for the gold person's value; the distractors state the same
@@ -15,8 +18,9 @@ import numpy as np
 
 from ._words import CITIES, COLORS, FIRST_NAMES, LAST_NAMES
 from .base import TaskInstance, check_make_args
+from .samples import KVExample, KVSample, load_sample
 
-__all__ = ["VALUE_FORMATS", "KVTask"]
+__all__ = ["VALUE_FORMATS", "KVRetrievalTask", "KVTask"]
 
 _LETTERS = "ABCDEFGHJKLMNPQRSTUVWXYZ"
 
@@ -96,4 +100,55 @@ class KVTask:
             answers=(gold_value,),
             task=self.name,
             metadata={"name": names[gold_position], "attribute": attribute, "value_format": self.value_format},
+        )
+
+
+@dataclass(frozen=True)
+class KVRetrievalTask:
+    """Builder of "Lost in the Middle" key-value retrieval instances (UUID keys and values).
+
+    Each document is one pair of a kv-retrieval-75 example, rendered with ``template``; the
+    question asks for the value of the example's queried key, which is the answer. An
+    instance shows the queried pair at ``gold_position`` and ``n - 1`` other pairs of the
+    same example in random order. The pairs come from the sample shipped in the package
+    (:func:`~gold_panning_integrations.tasks.samples.load_sample` ``("kv")``) unless
+    ``sample`` is given. Measured: SmolLM2-135M cannot copy the UUID value at 20 pairs, so
+    this is a task for larger models, or for the simulator.
+
+    Args:
+        sample: A :class:`~gold_panning_integrations.tasks.samples.KVSample`; default the shipped one.
+        template: Document template with ``{key}`` and ``{value}``.
+        question_template: Question template with ``{key}``.
+    """
+
+    sample: KVSample | None = None
+    template: str = 'Key: "{key}" Value: "{value}"'
+    question_template: str = 'What is the value of key "{key}"?'
+    name: str = "kv-retrieval"
+
+    def _examples(self) -> tuple[KVExample, ...]:
+        return (self.sample if self.sample is not None else load_sample("kv")).examples
+
+    @property
+    def max_n(self) -> int:
+        """Largest ``n``: the fewest pairs of any example (75 for the shipped sample)."""
+        return min(len(e.records) for e in self._examples())
+
+    def make(self, n: int, *, gold_position: int, rng: np.random.Generator) -> TaskInstance:
+        """An instance of ``n`` pairs of one random example, the queried pair at ``gold_position``."""
+        examples = self._examples()
+        check_make_args(n, gold_position, max_n=self.max_n, task=self.name)
+        ei = int(rng.integers(len(examples)))
+        ex = examples[ei]
+        others = [r for r in ex.records if r[0] != ex.key and ex.value not in r]
+        pick = rng.choice(len(others), size=n - 1, replace=False)
+        pairs = [others[int(i)] for i in pick]
+        pairs.insert(gold_position, (ex.key, ex.value))
+        return TaskInstance(
+            question=self.question_template.format(key=ex.key),
+            documents=[self.template.format(key=k, value=v) for k, v in pairs],
+            gold=(gold_position,),
+            answers=(ex.value,),
+            task=self.name,
+            metadata={"example": ex.id, "key": ex.key},
         )

@@ -1,10 +1,14 @@
-"""NQ multi-document QA read from a JSONL(.gz) file in the "Lost in the Middle" format.
+"""NQ multi-document QA in the "Lost in the Middle" format.
 
-Each line: ``{"question": str, "answers": [str], "ctxs": [{"title", "text", "isgold", ...}]}``.
-An instance is one question's gold passage plus ``n - 1`` gold passages of other
-questions (distractors). Distractors that contain one of the question's answers are
-skipped, so answer attribution stays unambiguous. The data is read from the path given,
-never bundled (e.g. ``../shared/data/nq-open-oracle.jsonl.gz``).
+By default the questions come from the sample shipped in the package
+(:func:`~gold_panning_integrations.tasks.samples.load_sample` ``("nq")``): each question has
+its gold passage and 20 BM25-retrieved distractors (gold passages of other questions that
+hold none of its answers), and an instance shows the top ``n - 1`` of them, as the paper's
+MDQA construction does. A larger source is optional: a JSONL(.gz) file in the "Lost in the
+Middle" format (``{"question", "answers", "ctxs": [{"title", "text", "isgold"}]}`` per line,
+e.g. ``../shared/data/nq-open-oracle.jsonl.gz``) gives random distractors (gold passages of
+other questions); distractors that contain one of the question's answers are skipped, so
+answer attribution stays unambiguous.
 """
 
 from __future__ import annotations
@@ -18,8 +22,9 @@ from typing import Any
 import numpy as np
 
 from .base import TaskInstance, check_make_args
+from .samples import NQSample, load_sample
 
-__all__ = ["NQItem", "NQTask", "load_nq"]
+__all__ = ["DISTRACTOR_MODES", "NQItem", "NQTask", "load_nq"]
 
 
 @dataclass(frozen=True)
@@ -71,57 +76,108 @@ def load_nq(path: str | Path) -> list[NQItem]:
     return items
 
 
+DISTRACTOR_MODES = ("retrieved", "random")
+
+
 class NQTask:
     """Builder of NQ multi-document instances.
 
     Args:
-        path: JSONL(.gz) file in the "Lost in the Middle" format.
+        path: Optional larger source: a JSONL(.gz) file in the "Lost in the Middle" format.
+            Without ``path`` and ``items`` the shipped sample is used.
         items: Already loaded items (instead of ``path``).
+        sample: An :class:`~gold_panning_integrations.tasks.samples.NQSample` (default: the
+            shipped one when neither ``path`` nor ``items`` is given).
+        split: With a sample, the questions of one split (``"calibration"`` or ``"test"``);
+            ``None`` uses all.
+        distractors: ``"retrieved"`` (a sample's BM25 distractors, best first; the default
+            with a sample; ``n <= 21``) or ``"random"`` (gold passages of other questions in
+            random order; the only mode for ``path``/``items``).
     """
 
     name = "nq"
 
-    def __init__(self, path: str | Path | None = None, *, items: list[NQItem] | None = None) -> None:
-        if items is None:
-            if path is None:
-                raise ValueError("NQTask needs path=... (a JSONL(.gz) file) or items=...")
-            items = load_nq(path)
+    def __init__(
+        self,
+        path: str | Path | None = None,
+        *,
+        items: list[NQItem] | None = None,
+        sample: NQSample | None = None,
+        split: str | None = None,
+        distractors: str | None = None,
+    ) -> None:
+        self._retrieved: list[list[str]] | None = None
+        if items is None and path is None:
+            smp = sample if sample is not None else load_sample("nq")
+            questions = smp.split(split)
+            items = [
+                NQItem(q.question, smp.gold_passage(q).content, q.answers) for q in questions
+            ]
+            self._retrieved = [[p.content for p in smp.distractor_passages(q)] for q in questions]
+            pool = [p.content for p in smp.passages]
+            mode = distractors or "retrieved"
+        else:
+            if sample is not None or split is not None:
+                raise ValueError("sample= and split= apply to the shipped sample; do not combine them with path/items")
+            if items is None:
+                assert path is not None
+                items = load_nq(path)
+            pool = [it.passage for it in items]
+            mode = distractors or "random"
+            if mode == "retrieved":
+                raise ValueError(
+                    "distractors='retrieved' needs a sample with retrieved distractors (omit path/items); "
+                    "a JSONL source gives distractors='random'"
+                )
+        if mode not in DISTRACTOR_MODES:
+            raise ValueError(f"unknown distractors mode {mode!r}; choose one of {', '.join(DISTRACTOR_MODES)}")
         self.items = items
+        self.distractors = mode
+        self._pool = pool
 
     @property
     def max_n(self) -> int:
-        """Largest ``n`` (one passage per question)."""
-        return len(self.items)
+        """Largest ``n``: 1 + the retrieved distractors per question, or the passage pool size."""
+        if self.distractors == "retrieved":
+            assert self._retrieved is not None
+            return 1 + min(len(r) for r in self._retrieved)
+        return len(self._pool)
 
     def make(self, n: int, *, gold_position: int, rng: np.random.Generator) -> TaskInstance:
-        """A random question's gold passage at ``gold_position`` among ``n - 1`` other
-        questions' gold passages that do not contain its answers."""
-        from ..readers.answer import token_matcher
-
+        """A random question's gold passage at ``gold_position`` among ``n - 1`` distractors
+        that do not contain its answers (retrieved: the best ``n - 1`` in BM25 order)."""
         check_make_args(n, gold_position, max_n=self.max_n, task=self.name)
         qi = int(rng.integers(len(self.items)))
         item = self.items[qi]
-        order = rng.permutation(len(self.items))
-        distractors: list[str] = []
-        skipped = 0
-        for j in order:
-            if len(distractors) == n - 1:
-                break
-            if int(j) == qi:
-                continue
-            text = self.items[int(j)].passage
-            if any(token_matcher(a, text) for a in item.answers) or text == item.passage:
-                skipped += 1
-                continue
-            distractors.append(text)
-        if len(distractors) < n - 1:
-            raise ValueError(f"only {len(distractors)} usable distractors for n={n}; use a smaller n")
-        docs = distractors[:gold_position] + [item.passage] + distractors[gold_position:]
+        if self.distractors == "retrieved":
+            assert self._retrieved is not None
+            chosen = self._retrieved[qi][: n - 1]
+            skipped = 0
+        else:
+            chosen, skipped = self._random_distractors(item, n - 1, rng)
+        docs = chosen[:gold_position] + [item.passage] + chosen[gold_position:]
         return TaskInstance(
             question=item.question,
             documents=docs,
             gold=(gold_position,),
             answers=item.answers,
             task=self.name,
-            metadata={"question_index": qi, "skipped_distractors": skipped},
+            metadata={"question_index": qi, "skipped_distractors": skipped, "distractors": self.distractors},
         )
+
+    def _random_distractors(self, item: NQItem, k: int, rng: np.random.Generator) -> tuple[list[str], int]:
+        from ..readers.answer import token_matcher
+
+        out: list[str] = []
+        skipped = 0
+        for j in rng.permutation(len(self._pool)):
+            if len(out) == k:
+                break
+            text = self._pool[int(j)]
+            if text == item.passage or any(token_matcher(a, text) for a in item.answers):
+                skipped += 1
+                continue
+            out.append(text)
+        if len(out) < k:
+            raise ValueError(f"only {len(out)} usable distractors for n={k + 1}; use a smaller n")
+        return out, skipped

@@ -1,0 +1,261 @@
+"""Build the real data samples that ship inside the package (``gold_panning_integrations/_data``).
+
+Sources (see ``_data/NOTICE.md`` for licences): the "Lost in the Middle" repository
+(nelson-liu/lost-in-the-middle, MIT, Copyright (c) 2023 Nelson Liu):
+
+* ``qa_data/nq-open-oracle.jsonl.gz``: NQ-Open questions with their gold Wikipedia passage
+  (CC BY-SA 3.0 text);
+* ``kv_retrieval_data/kv-retrieval-75_keys.jsonl.gz``: synthetic key-value retrieval.
+
+What is built (deterministic: same inputs and seed, byte-identical outputs):
+
+``nq_sample.json.gz``
+    Every distinct gold passage becomes one BM25 document (``title`` + ``text``, Okapi BM25,
+    ``k1=1.5``, ``b=0.75``, lower-cased word tokens, English stop words removed, ties broken
+    by passage id). ``--questions`` questions are drawn with ``numpy.random.default_rng(seed)``
+    among those whose gold passage contains one of their answers; for each, the passages
+    BM25 ranks highest for the question text become its ``--distractors`` distractors,
+    skipping its own gold passage and every passage that contains one of its answers (as
+    a normalised token sequence), so answer attribution stays unambiguous. This is the
+    Lost-in-the-Middle multi-document QA construction with the gold passages of other
+    questions as the retrieval corpus. Passages are stored once and referenced by id; only
+    the passages some question uses are kept. The first half of the drawn questions is
+    split ``calibration``, the second half ``test`` (held out).
+``kv_sample.json.gz``
+    ``--kv`` examples of kv-retrieval-75 drawn with the same seed, unchanged.
+
+Run from the repository root (the default source is ``../shared/data``)::
+
+    python -m gold_panning_integrations.tasks._build_samples --source ../shared/data
+
+Only the standard library and numpy are used (BM25 is :mod:`gold_panning_integrations.tasks.bm25`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import hashlib
+import io
+import json
+import logging
+import re
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from .bm25 import BM25, tokenize
+from .bm25 import strip_accents as _strip_accents
+
+__all__ = [
+    "BM25",
+    "FORMAT_VERSION",
+    "answer_in_text",
+    "build_kv_sample",
+    "build_nq_sample",
+    "main",
+    "tokenize",
+    "write_json_gz",
+]
+
+logger = logging.getLogger(__name__)
+
+FORMAT_VERSION = 1
+NQ_FILE = "nq-open-oracle.jsonl.gz"
+KV_FILE = "kv-retrieval-75_keys.jsonl.gz"
+_DEFAULT_OUT = Path(__file__).resolve().parents[1] / "_data"
+
+_NON_WORD = re.compile(r"[^\w\s]|_", re.UNICODE)
+_ARTICLES = frozenset({"a", "an", "the"})
+
+
+# --------------------------------------------------------------------------- text
+def _answer_tokens(text: str) -> list[str]:
+    s = _NON_WORD.sub(" ", _strip_accents(text).lower())
+    return [t for t in s.split() if t not in _ARTICLES]
+
+
+def answer_in_text(answer: str, text: str) -> bool:
+    """True when the normalised answer (lower case, no accents, punctuation or articles)
+    occurs as a contiguous token sequence in ``text``; an empty answer matches nothing."""
+    a = _answer_tokens(answer)
+    if not a:
+        return False
+    t = _answer_tokens(text)
+    m = len(a)
+    return any(t[i : i + m] == a for i in range(len(t) - m + 1))
+
+
+# --------------------------------------------------------------------------- io
+def _read_jsonl_gz(path: Path) -> Iterator[dict[str, Any]]:
+    if not path.is_file():
+        raise FileNotFoundError(
+            f"source file not found: {str(path)!r}; pass --source with the folder holding {NQ_FILE} and "
+            f"{KV_FILE} (from nelson-liu/lost-in-the-middle)"
+        )
+    with gzip.open(path, "rt", encoding="utf-8") as fh:
+        for line in fh:
+            if line.strip():
+                yield json.loads(line)
+
+
+def write_json_gz(obj: Any, path: Path) -> int:
+    """Write ``obj`` as compact JSON in a reproducible gzip file (mtime 0); returns bytes written."""
+    raw = json.dumps(obj, ensure_ascii=False, separators=(",", ":"), sort_keys=False).encode("utf-8")
+    buf = io.BytesIO()
+    with gzip.GzipFile(filename="", mode="wb", fileobj=buf, compresslevel=9, mtime=0) as gz:
+        gz.write(raw)
+    data = buf.getvalue()
+    path.write_bytes(data)
+    return len(data)
+
+
+def _sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+# --------------------------------------------------------------------------- builders
+def build_nq_sample(
+    rows: Sequence[dict[str, Any]],
+    *,
+    questions: int,
+    distractors: int,
+    rng: np.random.Generator,
+    source: str = NQ_FILE,
+) -> dict[str, Any]:
+    """The NQ sample as a JSON-ready dict (see the module docstring for the construction).
+
+    Args:
+        rows: Source records ``{"question", "answers", "ctxs": [{"title", "text", "isgold"}]}``.
+        questions: Questions to draw (first half ``calibration``, second half ``test``).
+        distractors: Retrieved distractor passages per question.
+        rng: Draws the questions.
+        source: Name recorded in the sample's metadata.
+    """
+    if questions < 2:
+        raise ValueError(f"questions must be >= 2 (one per split), got {questions}")
+    if distractors < 1:
+        raise ValueError(f"distractors must be >= 1, got {distractors}")
+    # Distinct gold passages, in order of first appearance in the source file.
+    key_to_pid: dict[tuple[str, str], int] = {}
+    corpus: list[tuple[str, str]] = []
+    gold_of: list[int] = []
+    for line_no, row in enumerate(rows):
+        ctxs = row.get("ctxs") or []
+        gold = next((c for c in ctxs if c.get("isgold")), ctxs[0] if ctxs else None)
+        if gold is None:
+            raise ValueError(f"source record {line_no} has no passage")
+        key = (" ".join(str(gold.get("title") or "").split()), " ".join(str(gold.get("text") or "").split()))
+        if key not in key_to_pid:
+            key_to_pid[key] = len(corpus)
+            corpus.append(key)
+        gold_of.append(key_to_pid[key])
+    bm25 = BM25([f"{t} {x}" for t, x in corpus])
+
+    def usable(i: int) -> bool:
+        answers = [str(a) for a in rows[i]["answers"] if str(a).strip()]
+        title, text = corpus[gold_of[i]]
+        return bool(answers) and any(answer_in_text(a, f"{title}: {text}") for a in answers)
+
+    candidates = [i for i in range(len(rows)) if usable(i)]
+    if len(candidates) < questions:
+        raise ValueError(f"only {len(candidates)} usable questions, asked for {questions}")
+    order = rng.permutation(len(candidates))
+    chosen: list[dict[str, Any]] = []
+    for rank_in_draw, j in enumerate(order[:questions]):
+        i = candidates[int(j)]
+        row = rows[i]
+        answers = [str(a) for a in row["answers"] if str(a).strip()]
+        picked: list[int] = []
+        for pid in bm25.rank(str(row["question"])):
+            if pid == gold_of[i]:
+                continue
+            title, text = corpus[pid]
+            if any(answer_in_text(a, f"{title}: {text}") for a in answers):
+                continue
+            picked.append(pid)
+            if len(picked) == distractors:
+                break
+        chosen.append(
+            {
+                "id": f"nq-{i}",
+                "question": str(row["question"]),
+                "answers": answers,
+                "gold": gold_of[i],
+                "distractors": picked,
+                "split": "calibration" if rank_in_draw < questions // 2 else "test",
+            }
+        )
+    # Keep only the passages some question uses, renumbered in source order.
+    used = sorted({q["gold"] for q in chosen} | {p for q in chosen for p in q["distractors"]})
+    new_id = {old: new for new, old in enumerate(used)}
+    for q in chosen:
+        q["gold"] = new_id[q["gold"]]
+        q["distractors"] = [new_id[p] for p in q["distractors"]]
+    return {
+        "format": FORMAT_VERSION,
+        "name": "nq",
+        "source": source,
+        "retrieval_corpus_passages": len(corpus),
+        "distractors_per_question": distractors,
+        "passages": [[corpus[old][0], corpus[old][1]] for old in used],
+        "questions": chosen,
+    }
+
+
+def build_kv_sample(
+    rows: Sequence[dict[str, Any]], *, examples: int, rng: np.random.Generator, source: str = KV_FILE
+) -> dict[str, Any]:
+    """``examples`` kv-retrieval records drawn with ``rng`` (kept in draw order, unchanged)."""
+    if not 1 <= examples <= len(rows):
+        raise ValueError(f"examples must be in 1..{len(rows)}, got {examples}")
+    idx = rng.choice(len(rows), size=examples, replace=False)
+    out = []
+    for i in idx:
+        r = rows[int(i)]
+        out.append(
+            {
+                "id": f"kv-{int(i)}",
+                "key": r["key"],
+                "value": r["value"],
+                "records": [[str(k), str(v)] for k, v in r["ordered_kv_records"]],
+            }
+        )
+    return {"format": FORMAT_VERSION, "name": "kv", "source": source, "examples": out}
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description="Build the data samples shipped in gold_panning_integrations/_data.")
+    p.add_argument("--source", type=Path, default=Path("../shared/data"), help="folder with the source files")
+    p.add_argument("--out", type=Path, default=_DEFAULT_OUT, help="output folder (default: the package's _data)")
+    p.add_argument("--questions", type=int, default=400, help="NQ questions (default 400: 200 + 200 held out)")
+    p.add_argument("--distractors", type=int, default=20, help="retrieved distractors per question (default 20)")
+    p.add_argument("--kv", type=int, default=100, help="kv-retrieval-75 examples (default 100)")
+    p.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
+    args = p.parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(message)s")
+
+    nq_rows = list(_read_jsonl_gz(args.source / NQ_FILE))
+    kv_rows = list(_read_jsonl_gz(args.source / KV_FILE))
+    rng = np.random.default_rng(args.seed)
+    nq = build_nq_sample(nq_rows, questions=args.questions, distractors=args.distractors, rng=rng)
+    kv = build_kv_sample(kv_rows, examples=args.kv, rng=rng)
+    args.out.mkdir(parents=True, exist_ok=True)
+    for obj, name in ((nq, "nq_sample.json.gz"), (kv, "kv_sample.json.gz")):
+        path = args.out / name
+        size = write_json_gz(obj, path)
+        logger.info("%s: %d bytes, sha256 %s", path, size, _sha256(path))
+    logger.info(
+        "nq: %d questions, %d passages (of %d in the retrieval corpus); kv: %d examples",
+        len(nq["questions"]),
+        len(nq["passages"]),
+        nq["retrieval_corpus_passages"],
+        len(kv["examples"]),
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

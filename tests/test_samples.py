@@ -1,0 +1,326 @@
+"""The data samples that ship in the package: contents, loader, build script, packaging."""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+import tomllib
+
+from gold_panning_integrations.readers.answer import token_matcher
+from gold_panning_integrations.tasks import BM25, KVSample, NQSample, load_sample
+from gold_panning_integrations.tasks._build_samples import (
+    answer_in_text,
+    build_kv_sample,
+    build_nq_sample,
+    write_json_gz,
+)
+from gold_panning_integrations.tasks._build_samples import (
+    main as build_main,
+)
+from gold_panning_integrations.tasks.samples import sample_path
+
+ROOT = Path(__file__).resolve().parents[1]
+DATA_DIR = ROOT / "gold_panning_integrations" / "_data"
+SOURCE = ROOT.parent / "shared" / "data"
+
+
+# ------------------------------------------------------------------ shipped NQ
+def test_nq_sample_sizes() -> None:
+    s = load_sample("nq")
+    assert isinstance(s, NQSample)
+    assert len(s.questions) == 400
+    assert len(s.passages) == 2365
+    assert [len(s.split("calibration")), len(s.split("test"))] == [200, 200]
+    assert {len(q.distractors) for q in s.questions} == {20}
+
+
+def test_nq_splits_are_disjoint_questions() -> None:
+    s = load_sample("nq")
+    cal = {q.id for q in s.split("calibration")}
+    test = {q.id for q in s.split("test")}
+    assert cal.isdisjoint(test)
+
+
+def test_nq_first_question_pinned() -> None:
+    q = load_sample("nq").questions[0]
+    assert q.id == "nq-1421"
+    assert q.question == "when does synapsis of homologous chromosomes occur in mitosis"
+    assert q.answers == ("prophase I of meiosis", "during prophase I of meiosis")
+    assert q.split == "calibration"
+
+
+def test_nq_first_question_gold_and_best_distractor() -> None:
+    s = load_sample("nq")
+    q = s.questions[0]
+    assert s.gold_passage(q).title == "Synapsis"
+    assert s.distractor_passages(q, 1)[0].title == "Mitosis"
+
+
+def test_nq_every_answer_in_gold_and_none_in_distractors() -> None:
+    s = load_sample("nq")
+    bad_gold = [q.id for q in s.questions if not any(token_matcher(a, s.gold_passage(q).content) for a in q.answers)]
+    bad_distractor = [
+        (q.id, p.id)
+        for q in s.questions
+        for p in s.distractor_passages(q)
+        if any(token_matcher(a, p.content) for a in q.answers)
+    ]
+    assert bad_gold == []
+    assert bad_distractor == []
+
+
+def test_nq_distractors_are_distinct() -> None:
+    assert [q.id for q in load_sample("nq").questions if len(set(q.distractors)) != 20] == []
+
+
+def test_nq_gold_is_never_a_distractor() -> None:
+    assert [q.id for q in load_sample("nq").questions if q.gold in q.distractors] == []
+
+
+def test_passage_content_is_title_colon_text() -> None:
+    p = load_sample("nq").passages[0]
+    assert p.content == f"{p.title}: {p.text}"
+
+
+def test_unknown_split_names_the_choices() -> None:
+    with pytest.raises(ValueError, match="unknown split 'dev'; this sample has calibration, test"):
+        load_sample("nq").split("dev")
+
+
+# ------------------------------------------------------------------ shipped kv
+def test_kv_sample_sizes_and_queried_pair_present() -> None:
+    s = load_sample("kv")
+    assert isinstance(s, KVSample)
+    assert len(s.examples) == 100
+    assert {len(e.records) for e in s.examples} == {75}
+    assert all((e.key, e.value) in e.records for e in s.examples)
+
+
+def test_kv_values_are_uuids() -> None:
+    e = load_sample("kv").examples[0]
+    assert [len(part) for part in e.value.split("-")] == [8, 4, 4, 4, 12]
+
+
+# ------------------------------------------------------------------ loader
+def test_load_sample_is_cached() -> None:
+    assert load_sample("nq") is load_sample("nq")
+
+
+def test_unknown_sample_name() -> None:
+    with pytest.raises(ValueError, match="unknown sample 'squad'; choose one of nq, kv"):
+        load_sample("squad")
+
+
+def test_sample_metadata_is_read_only() -> None:
+    with pytest.raises(TypeError):
+        load_sample("nq").metadata["format"] = 2  # type: ignore[index]
+
+
+def test_path_holding_the_other_sample_is_rejected() -> None:
+    with pytest.raises(ValueError, match="holds the 'kv' sample, not 'nq'"):
+        load_sample("nq", path=sample_path("kv"))
+
+
+def test_missing_path_says_how_to_build(tmp_path: Path) -> None:
+    with pytest.raises(FileNotFoundError, match="_build_samples"):
+        load_sample("nq", path=tmp_path / "nope.json.gz")
+
+
+def test_not_gzip_is_named(tmp_path: Path) -> None:
+    p = tmp_path / "plain.json.gz"
+    p.write_text('{"format": 1}')
+    with pytest.raises(ValueError, match="is not gzip-compressed JSON"):
+        load_sample("nq", path=p)
+
+
+def test_wrong_format_version_says_rebuild(tmp_path: Path) -> None:
+    p = tmp_path / "old.json.gz"
+    write_json_gz({"format": 0, "name": "nq"}, p)
+    with pytest.raises(ValueError, match="has format 0, expected 1; rebuild"):
+        load_sample("nq", path=p)
+
+
+def test_out_of_range_passage_id_is_named(tmp_path: Path) -> None:
+    p = tmp_path / "bad.json.gz"
+    q = {"id": "nq-1", "question": "q", "answers": ["a"], "gold": 0, "distractors": [3], "split": "test"}
+    write_json_gz({"format": 1, "name": "nq", "passages": [["t", "a"]], "questions": [q]}, p)
+    with pytest.raises(ValueError, match="question nq-1 references passage 3, outside 0..0"):
+        load_sample("nq", path=p)
+
+
+# ------------------------------------------------------------------ build script
+def test_bm25_score_by_hand() -> None:
+    # N=3, lengths 2, 3, 2 (avg 7/3); "banana" only in doc 0 (tf 1, df 1):
+    # idf = ln(1 + 2.5/1.5); norm = 1.5 * (0.25 + 0.75 * 2 / (7/3)); score = idf * 2.5 / (1 + norm)
+    bm = BM25(["apple banana", "apple apple cherry", "cherry date"])
+    idf = math.log(1 + 2.5 / 1.5)
+    norm = 1.5 * (0.25 + 0.75 * 2 / (7 / 3))
+    assert bm.scores("banana").tolist() == pytest.approx([idf * 2.5 / (1 + norm), 0.0, 0.0])
+    assert idf * 2.5 / (1 + norm) == pytest.approx(1.04822, abs=1e-5)
+
+
+def test_bm25_rank_breaks_ties_by_id() -> None:
+    bm = BM25(["cherry pie", "apple", "cherry tart"])
+    assert bm.rank("cherry") == [0, 2, 1]
+
+
+def test_bm25_top_k_pairs_ids_and_scores() -> None:
+    bm = BM25(["apple banana", "apple apple cherry", "cherry date"])
+    assert [i for i, _ in bm.top_k("cherry", 2)] == [2, 1]
+
+
+def test_bm25_top_k_rejects_zero() -> None:
+    with pytest.raises(ValueError, match="k must be >= 1, got 0"):
+        BM25(["a b"]).top_k("b", 0)
+
+
+def test_bm25_ignores_stop_words() -> None:
+    bm = BM25(["the apple", "the pear"])
+    assert bm.scores("the").tolist() == [0.0, 0.0]
+
+
+@pytest.mark.parametrize(
+    ("answer", "text", "expected"),
+    [
+        ("Röntgen", "awarded to Wilhelm Conrad Rontgen in 1901", True),
+        ("the United Kingdom", "filmed in United Kingdom.", True),
+        ("1979", "released in 19790", False),
+        ("", "anything", False),
+    ],
+)
+def test_answer_in_text(answer: str, text: str, expected: bool) -> None:
+    assert answer_in_text(answer, text) is expected
+
+
+def _rows() -> list[dict[str, object]]:
+    def row(q: str, a: str, title: str, text: str) -> dict[str, object]:
+        return {"question": q, "answers": [a], "ctxs": [{"title": title, "text": text, "isgold": True}]}
+
+    return [
+        row("who wrote hamlet", "Shakespeare", "Hamlet", "Hamlet is a tragedy written by Shakespeare."),
+        row("capital of peru", "Lima", "Peru", "Lima is the capital of Peru."),
+        row("hamlet film cast", "Olivier", "Hamlet (1948 film)", "Hamlet film starring Olivier."),
+        row("author of macbeth", "Shakespeare", "Macbeth", "Macbeth, a play by Shakespeare."),
+        row("largest planet", "Jupiter", "Jupiter", "Jupiter is the largest planet."),
+        row("no answer in gold", "Mars", "Venus", "Venus is hot."),
+    ]
+
+
+def test_build_nq_filters_answers_and_ranks_by_bm25() -> None:
+    out = build_nq_sample(_rows(), questions=4, distractors=2, rng=np.random.default_rng(0))
+    titles = [t for t, _ in out["passages"]]
+    by_q = {q["question"]: q for q in out["questions"]}
+    # "no answer in gold" is never drawn: its gold passage lacks its answer
+    assert "no answer in gold" not in by_q
+    hamlet = by_q["who wrote hamlet"]
+    # the Macbeth passage names Shakespeare, so it is skipped; the Hamlet film ranks first
+    assert titles[hamlet["distractors"][0]] == "Hamlet (1948 film)"
+    assert "Macbeth" not in [titles[p] for p in hamlet["distractors"]]
+
+
+def test_build_nq_splits_halves() -> None:
+    out = build_nq_sample(_rows(), questions=4, distractors=2, rng=np.random.default_rng(0))
+    assert [q["split"] for q in out["questions"]] == ["calibration", "calibration", "test", "test"]
+
+
+def test_build_is_deterministic(tmp_path: Path) -> None:
+    a = build_nq_sample(_rows(), questions=4, distractors=2, rng=np.random.default_rng(3))
+    b = build_nq_sample(_rows(), questions=4, distractors=2, rng=np.random.default_rng(3))
+    write_json_gz(a, tmp_path / "a.json.gz")
+    write_json_gz(b, tmp_path / "b.json.gz")
+    assert (tmp_path / "a.json.gz").read_bytes() == (tmp_path / "b.json.gz").read_bytes()
+
+
+def test_build_kv_keeps_records_unchanged() -> None:
+    rows = [{"ordered_kv_records": [["k1", "v1"], ["k2", "v2"]], "key": "k2", "value": "v2"}] * 3
+    out = build_kv_sample(rows, examples=2, rng=np.random.default_rng(0))
+    assert out["examples"][0]["records"] == [["k1", "v1"], ["k2", "v2"]]
+
+
+def test_build_rejects_too_many_questions() -> None:
+    with pytest.raises(ValueError, match="only 5 usable questions, asked for 9"):
+        build_nq_sample(_rows(), questions=9, distractors=2, rng=np.random.default_rng(0))
+
+
+def test_build_missing_source_says_what_to_pass(tmp_path: Path) -> None:
+    with pytest.raises(FileNotFoundError, match="pass --source"):
+        build_main(["--source", str(tmp_path), "--out", str(tmp_path / "out")])
+
+
+def test_shipped_files_are_what_the_build_script_makes(tmp_path: Path) -> None:
+    if not (SOURCE / "nq-open-oracle.jsonl.gz").is_file():
+        pytest.skip(f"source data not found at {SOURCE} (only needed to check the build)")
+    assert build_main(["--source", str(SOURCE), "--out", str(tmp_path)]) == 0
+    for name in ("nq_sample.json.gz", "kv_sample.json.gz"):
+        shipped = hashlib.sha256((DATA_DIR / name).read_bytes()).hexdigest()
+        assert hashlib.sha256((tmp_path / name).read_bytes()).hexdigest() == shipped, name
+
+
+# ------------------------------------------------------------------ packaging
+def _package_data_files() -> list[Path]:
+    text = (ROOT / "pyproject.toml").read_text()
+    try:
+        import tomllib  # Python >= 3.11
+
+        globs = tomllib.loads(text)["tool"]["setuptools"]["package-data"]["gold_panning_integrations"]
+    except ImportError:  # Python 3.10: the one line of that table
+        line = re.search(r"^gold_panning_integrations = \[(.*)\]$", text, re.MULTILINE)
+        assert line is not None
+        globs = re.findall(r'"([^"]+)"', line.group(1))
+    pkg = ROOT / "gold_panning_integrations"
+    return sorted({p for g in globs for p in pkg.glob(g) if p.is_file()})
+
+
+def test_package_data_includes_samples_and_notice() -> None:
+    names = {p.name for p in _package_data_files()}
+    assert {"nq_sample.json.gz", "kv_sample.json.gz", "NOTICE.md"} <= names
+
+
+def test_package_data_at_most_2_mb() -> None:
+    assert sum(p.stat().st_size for p in _package_data_files()) <= 2 * 1024 * 1024
+
+
+def test_notice_credits_wikipedia_and_mit() -> None:
+    text = (DATA_DIR / "NOTICE.md").read_text()
+    assert "CC BY-SA 3.0" in text
+    assert "Wikipedia" in text
+    assert "Copyright (c) 2023 Nelson Liu" in text
+
+
+def test_samples_are_gzip_json_objects() -> None:
+    with gzip.open(DATA_DIR / "nq_sample.json.gz", "rt", encoding="utf-8") as fh:
+        assert json.load(fh)["name"] == "nq"
+
+
+# ------------------------------------------------------------------ run --demo nq
+def test_run_demo_nq_json(capsys: pytest.CaptureFixture[str]) -> None:
+    from gold_panning_integrations.cli import main
+
+    assert main(["run", "--demo", "nq", "--reader", "simulated", "--rounds", "2", "--json", "--profile", "lost-in-the-middle"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["question"] == "who sang it must have been love but its over now"
+    assert out["gold"] == [4]
+
+
+def test_demo_nq_instance_is_a_real_test_split_question() -> None:
+    from gold_panning_integrations.commands.run import demo_instance
+
+    inst = demo_instance("nq")
+    test_questions = {q.question for q in load_sample("nq").split("test")}
+    assert inst.question in test_questions
+    assert inst.n == 5
+    assert inst.documents[inst.gold[0]].startswith("Roxette: ")
+
+
+def test_demo_kv_unchanged() -> None:
+    from gold_panning_integrations.commands.run import demo_instance
+
+    inst = demo_instance("kv")
+    assert inst.question == "What is Erin Vogel's access code?"
+    assert inst.gold == (9,)
