@@ -109,7 +109,7 @@ def test_panning_beats_chance_on_kv(reader) -> None:  # type: ignore[no-untyped-
     Chance (top-1 of 10) would find about 0.8 of 8; at least 3 happens by chance with
     probability under 4%. Greedy decoding makes the outcome deterministic per build.
     """
-    from gold_panning_integrations.engine.panner import GoldPanner
+    from gold_panning_integrations import GoldPanner
     from gold_panning_integrations.tasks.kv import KVTask
 
     hits = 0

@@ -36,7 +36,7 @@ import numpy as np
 from ..engine.assignment import assign, position_order
 from ..engine.beliefs import log_likelihood_ratios, update_log_odds
 from ..engine.curves import resample_curve
-from ..engine.panner import GoldPanner
+from ..panning import GoldPanner  # resolves the profile (None: the generic one)
 from ..engine.policies import score_documents
 from ..engine.reading import Reading
 from ..engine.simulate import simulate

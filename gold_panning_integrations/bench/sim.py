@@ -309,6 +309,97 @@ def _fmt_key(x: float) -> str:
     return f"{x:g}"
 
 
+def _noise_jobs(
+    ss_panel: np.random.SeedSequence,
+    bt: NDArray[np.float64],
+    bf: NDArray[np.float64],
+    *,
+    trials: int,
+    draws: int,
+    sigmas: Sequence[float],
+    base_cfg: PanningConfig | None,
+) -> list[_Job]:
+    """Noise panel: every likelihood on the same noise draws and seeds."""
+    jobs: list[_Job] = []
+    t100, f100 = resample_curve(bt, 100), resample_curve(bf, 100)
+    plain = replace(base_cfg or PanningConfig(), robust=False)
+    robust = replace(base_cfg or PanningConfig(), robust=True)
+    variants = {"robust": (robust, False), "plain": (plain, False), "placement-only": (plain, True)}
+    for sigma, ss in zip(sigmas, ss_panel.spawn(len(sigmas))):
+        shares = _split(trials, draws)
+        for share, child in zip(shares, ss.spawn(len(shares))):
+            noise_ss, sim_ss = child.spawn(2)
+            dt, df = noisy_profile(t100, f100, sigma, rng=np.random.default_rng(noise_ss))
+            for name, (cfg, only) in variants.items():  # paired: same draws and seeds
+                jobs.append(
+                    _Job("noise", f"{_fmt_key(sigma)}|{name}", t100, f100, 100, 1, share, ABLATION_POLICIES,
+                         sim_ss, dt, df, config=cfg, placement_only=only)
+                )
+    over = np.minimum(1.3 * t100, 1.0)
+    for name, ss in zip(("robust", "plain"), ss_panel.spawn(len(sigmas) + 2)[-2:]):
+        jobs.append(
+            _Job("noise", f"tpr+30%|{name}", t100, f100, 100, 1, trials, ABLATION_POLICIES, ss, over, f100,
+                 config=robust if name == "robust" else plain)
+        )
+    return jobs
+
+
+def _no_harm_jobs(
+    ss_panel: np.random.SeedSequence,
+    bt: NDArray[np.float64],
+    bf: NDArray[np.float64],
+    *,
+    trials: int,
+    draws: int,
+    sigmas: Sequence[float],
+    base_cfg: PanningConfig | None,
+) -> list[_Job]:
+    """Do-no-harm panel: good retriever, rank prior, a model at a fraction of its profile."""
+    jobs: list[_Job] = []
+    prior = rank_prior_probs(10, k=1, top10_recall=0.5)
+    needle = np.asarray(NO_HARM_NEEDLE)
+    names = [x for x in ("smollm2-135m-kv", "lost-in-the-middle") if x in bundled_profiles()]
+    seeds = ss_panel.spawn(len(names) * len(NO_HARM_SCALES) * 2)
+    grid = [(nm, sc, r) for nm in names for sc in NO_HARM_SCALES for r in (3, 8)]
+    for (nm, scale, r), ss in zip(grid, seeds):
+        prof = DetectorProfile.bundled(nm)
+        t, f = prof.tpr_array, prof.fpr_array
+        for rule, opts in NO_HARM_RULES.items():
+            jobs.append(
+                _Job("no_harm", f"{nm}|{scale:g}|{r}|{rule}", scale * t, scale * f, 10, 1, trials, ("belief",),
+                     ss, t, f, config=replace(base_cfg or PanningConfig(), **opts), rounds=r,
+                     prior_probs=prior, needle_probs=needle)
+            )
+    return jobs
+
+
+def _attack_jobs(
+    ss_panel: np.random.SeedSequence,
+    bt: NDArray[np.float64],
+    bf: NDArray[np.float64],
+    *,
+    trials: int,
+    draws: int,
+    sigmas: Sequence[float],
+    base_cfg: PanningConfig | None,
+) -> list[_Job]:
+    """Attack panel: one hostile document, with and without shuffle_top."""
+    jobs: list[_Job] = []
+    issue = (np.asarray(ISSUE10_TPR), np.full(len(ISSUE10_TPR), 0.03))
+    scenarios = {"lost-in-the-middle": (bt, bf, None, None, 100, None), "issue-10": (*issue, bt, bf, 10, 4)}
+    seeds = ss_panel.spawn(len(scenarios))
+    for (scen, (t, f, dt, df, n, r)), ss in zip(scenarios.items(), seeds):
+        for (kind, obey), ass in zip(ATTACKS, ss.spawn(len(ATTACKS))):
+            attack = None if kind == "none" else Attack(kind, obey)  # type: ignore[arg-type]
+            for top in (PanningConfig().shuffle_top, 0):
+                cfg = replace(base_cfg or PanningConfig(), shuffle_top=top)
+                jobs.append(
+                    _Job("attack", f"{scen}|{kind}|{obey:g}|{top}", np.asarray(t), np.asarray(f), n, 1, trials,
+                         ("belief", "random"), ass, dt, df, config=cfg, attack=attack, rounds=r)
+                )
+    return jobs
+
+
 def _plan(
     profiles: dict[str, DetectorProfile],
     base: DetectorProfile,
@@ -331,55 +422,10 @@ def _plan(
         for name, ss in zip(profiles, panel_seeds["main"].spawn(len(profiles))):
             p = profiles[name]
             jobs.append(_Job("main", name, p.tpr_array, p.fpr_array, 100, 1, trials, ALL_POLICIES, ss))
-    if "noise" in panels:
-        t100, f100 = resample_curve(bt, 100), resample_curve(bf, 100)
-        plain = replace(base_cfg or PanningConfig(), robust=False)
-        robust = replace(base_cfg or PanningConfig(), robust=True)
-        variants = {"robust": (robust, False), "plain": (plain, False), "placement-only": (plain, True)}
-        for sigma, ss in zip(sigmas, panel_seeds["noise"].spawn(len(sigmas))):
-            shares = _split(trials, draws)
-            for share, child in zip(shares, ss.spawn(len(shares))):
-                noise_ss, sim_ss = child.spawn(2)
-                dt, df = noisy_profile(t100, f100, sigma, rng=np.random.default_rng(noise_ss))
-                for name, (cfg, only) in variants.items():  # paired: same draws and seeds
-                    jobs.append(
-                        _Job("noise", f"{_fmt_key(sigma)}|{name}", t100, f100, 100, 1, share, ABLATION_POLICIES,
-                             sim_ss, dt, df, config=cfg, placement_only=only)
-                    )
-        over = np.minimum(1.3 * t100, 1.0)
-        for name, ss in zip(("robust", "plain"), panel_seeds["noise"].spawn(len(sigmas) + 2)[-2:]):
-            jobs.append(
-                _Job("noise", f"tpr+30%|{name}", t100, f100, 100, 1, trials, ABLATION_POLICIES, ss, over, f100,
-                     config=robust if name == "robust" else plain)
-            )
-    if "no_harm" in panels:
-        prior = rank_prior_probs(10, k=1, top10_recall=0.5)
-        needle = np.asarray(NO_HARM_NEEDLE)
-        names = [x for x in ("smollm2-135m-kv", "lost-in-the-middle") if x in bundled_profiles()]
-        seeds = panel_seeds["no_harm"].spawn(len(names) * len(NO_HARM_SCALES) * 2)
-        grid = [(nm, sc, r) for nm in names for sc in NO_HARM_SCALES for r in (3, 8)]
-        for (nm, scale, r), ss in zip(grid, seeds):
-            prof = DetectorProfile.bundled(nm)
-            t, f = prof.tpr_array, prof.fpr_array
-            for rule, opts in NO_HARM_RULES.items():
-                jobs.append(
-                    _Job("no_harm", f"{nm}|{scale:g}|{r}|{rule}", scale * t, scale * f, 10, 1, trials, ("belief",),
-                         ss, t, f, config=replace(base_cfg or PanningConfig(), **opts), rounds=r,
-                         prior_probs=prior, needle_probs=needle)
-                )
-    if "attack" in panels:
-        issue = (np.asarray(ISSUE10_TPR), np.full(len(ISSUE10_TPR), 0.03))
-        scenarios = {"lost-in-the-middle": (bt, bf, None, None, 100, None), "issue-10": (*issue, bt, bf, 10, 4)}
-        seeds = panel_seeds["attack"].spawn(len(scenarios))
-        for (scen, (t, f, dt, df, n, r)), ss in zip(scenarios.items(), seeds):
-            for (kind, obey), ass in zip(ATTACKS, ss.spawn(len(ATTACKS))):
-                attack = None if kind == "none" else Attack(kind, obey)  # type: ignore[arg-type]
-                for top in (PanningConfig().shuffle_top, 0):
-                    cfg = replace(base_cfg or PanningConfig(), shuffle_top=top)
-                    jobs.append(
-                        _Job("attack", f"{scen}|{kind}|{obey:g}|{top}", np.asarray(t), np.asarray(f), n, 1, trials,
-                             ("belief", "random"), ass, dt, df, config=cfg, attack=attack, rounds=r)
-                    )
+    kw: dict[str, Any] = {"trials": trials, "draws": draws, "sigmas": sigmas, "base_cfg": base_cfg}
+    for panel, make in (("noise", _noise_jobs), ("no_harm", _no_harm_jobs), ("attack", _attack_jobs)):
+        if panel in panels:
+            jobs += make(panel_seeds[panel], bt, bf, **kw)
     if "heterogeneity" in panels:
         for alpha, ss in zip(alphas, panel_seeds["heterogeneity"].spawn(len(alphas))):
             shares = _split(trials, draws)
@@ -397,6 +443,77 @@ def _plan(
 
 
 # ------------------------------------------------------------------ running
+def _noise_panel(
+    s_all: dict[str, dict[str, Any]], *, sigmas: Sequence[float], draws: int, trials: int, ablation_profile: str
+) -> dict[str, Any]:
+    """The ``noise`` panel of :func:`run_sim_bench` from its pooled settings."""
+    out: dict[str, Any] = {}
+    s = s_all
+    out["noise"] = {
+        "profile": ablation_profile,
+        "n": 100,
+        "k": 1,
+        "draws": min(draws, trials),
+        "noise": "decision rates = clip(rate + Normal(0, sigma), 0, 1) per position, "
+        "TPR and FPR independently; the simulated model uses the true rates",
+        "likelihood": "settings: robust (default); variants: plain, placement-only (noise moves "
+        "placement, the update uses the true rates)",
+        "settings": [{"sigma": float(x), "likelihood": "robust"} | s[f"{_fmt_key(x)}|robust"] for x in sigmas],
+        "variants": {
+            name: [{"sigma": float(x), "likelihood": name} | s[f"{_fmt_key(x)}|{name}"] for x in sigmas]
+            for name in LIKELIHOODS[1:]
+        },
+        "overestimate": {
+            name: {"tpr_scale": 1.3, "likelihood": name} | s[f"tpr+30%|{name}"] for name in ("robust", "plain")
+        },
+    }
+    return out
+
+
+def _no_harm_panel(results: dict[tuple[str, str], list[SimulationResult]]) -> dict[str, Any]:
+    """The ``no_harm`` panel of :func:`run_sim_bench` from its runs."""
+    out: dict[str, Any] = {}
+    rows = []
+    for (panel, key), rs in results.items():
+        if panel != "no_harm":
+            continue
+        nm, scale, r, rule = key.split("|")
+        c = rs[0].policies["belief"]
+        assert c.recall is not None
+        rows.append({
+            "profile": nm, "scale": float(scale), "rounds": int(r), "rule": rule, "trials": rs[0].trials,
+            "top1": float(c.f1[-1]), "top1_ci95": float(c.ci95[-1]), "top3": float(c.recall[-1]),
+        })
+    out["no_harm"] = {
+        "n": 10,
+        "retriever": {"needle_rank_probs": list(NO_HARM_NEEDLE), "top1": NO_HARM_NEEDLE[0],
+                      "top3": float(sum(NO_HARM_NEEDLE[:3]))},
+        "prior": "rank_prior_probs(10, k=1, top10_recall=0.5)",
+        "settings": rows,
+    }
+    return out
+
+
+def _attack_panel(s_all: dict[str, dict[str, Any]], *, rounds: int) -> dict[str, Any]:
+    """The ``attack`` panel of :func:`run_sim_bench` from its pooled settings."""
+    out: dict[str, Any] = {}
+    s = s_all
+    rows = []
+    for key, v in s.items():
+        scen, kind, obey, top = key.split("|")
+        rows.append({"scenario": scen, "attack": kind, "obey": float(obey), "shuffle_top": int(top)} | v)
+    out["attack"] = {
+        "k": 1,
+        "scenarios": {
+            "lost-in-the-middle": {"n": 100, "rounds": rounds, "model": "the profile itself"},
+            "issue-10": {"n": 10, "rounds": 4, "model": "TPR by slot " + str(list(ISSUE10_TPR))
+                         + ", FPR 0.03; the panner uses lost-in-the-middle"},
+        },
+        "settings": rows,
+    }
+    return out
+
+
 def run_sim_bench(
     profiles: Sequence[str] | None = None,
     *,
@@ -520,59 +637,12 @@ def run_sim_bench(
     if "main" in panels:
         out["main"] = {"n": 100, "k": 1, "profiles": settings("main")}
     if "noise" in panels:
-        s = settings("noise")
-        out["noise"] = {
-            "profile": ablation_profile,
-            "n": 100,
-            "k": 1,
-            "draws": min(draws, trials),
-            "noise": "decision rates = clip(rate + Normal(0, sigma), 0, 1) per position, "
-            "TPR and FPR independently; the simulated model uses the true rates",
-            "likelihood": "settings: robust (default); variants: plain, placement-only (noise moves "
-            "placement, the update uses the true rates)",
-            "settings": [{"sigma": float(x), "likelihood": "robust"} | s[f"{_fmt_key(x)}|robust"] for x in sigmas],
-            "variants": {
-                name: [{"sigma": float(x), "likelihood": name} | s[f"{_fmt_key(x)}|{name}"] for x in sigmas]
-                for name in LIKELIHOODS[1:]
-            },
-            "overestimate": {
-                name: {"tpr_scale": 1.3, "likelihood": name} | s[f"tpr+30%|{name}"] for name in ("robust", "plain")
-            },
-        }
+        out |= _noise_panel(settings("noise"), sigmas=sigmas, draws=draws, trials=trials,
+                            ablation_profile=ablation_profile)
     if "no_harm" in panels:
-        rows = []
-        for (panel, key), rs in results.items():
-            if panel != "no_harm":
-                continue
-            nm, scale, r, rule = key.split("|")
-            c = rs[0].policies["belief"]
-            assert c.recall is not None
-            rows.append({
-                "profile": nm, "scale": float(scale), "rounds": int(r), "rule": rule, "trials": rs[0].trials,
-                "top1": float(c.f1[-1]), "top1_ci95": float(c.ci95[-1]), "top3": float(c.recall[-1]),
-            })
-        out["no_harm"] = {
-            "n": 10,
-            "retriever": {"needle_rank_probs": list(NO_HARM_NEEDLE), "top1": NO_HARM_NEEDLE[0],
-                          "top3": float(sum(NO_HARM_NEEDLE[:3]))},
-            "prior": "rank_prior_probs(10, k=1, top10_recall=0.5)",
-            "settings": rows,
-        }
+        out |= _no_harm_panel(results)
     if "attack" in panels:
-        s = settings("attack")
-        rows = []
-        for key, v in s.items():
-            scen, kind, obey, top = key.split("|")
-            rows.append({"scenario": scen, "attack": kind, "obey": float(obey), "shuffle_top": int(top)} | v)
-        out["attack"] = {
-            "k": 1,
-            "scenarios": {
-                "lost-in-the-middle": {"n": 100, "rounds": rounds, "model": "the profile itself"},
-                "issue-10": {"n": 10, "rounds": 4, "model": "TPR by slot " + str(list(ISSUE10_TPR))
-                             + ", FPR 0.03; the panner uses lost-in-the-middle"},
-            },
-            "settings": rows,
-        }
+        out |= _attack_panel(settings("attack"), rounds=rounds)
     if "heterogeneity" in panels:
         s = settings("heterogeneity")
         out["heterogeneity"] = {
@@ -671,6 +741,72 @@ def _delta(s: dict[str, Any]) -> str:
     return f"{s['delta_f1'][-1]:+.3f} ±{s['delta_ci95'][-1]:.3f}"
 
 
+def _noise_likelihood_table(results: dict[str, Any], rounds: int) -> list[tuple[str, list[str], list[list[Any]]]]:
+    """The noise panel by likelihood (when its variants ran)."""
+    out: list[tuple[str, list[str], list[list[Any]]]] = []
+    nz = results["noise"]
+    by = {"robust": nz["settings"], **nz["variants"]}
+    rows = [
+        [f"{s['sigma']:g}"] + [_delta(by[name][i]) for name in LIKELIHOODS if name in by]
+        for i, s in enumerate(nz["settings"])
+    ]
+    rows += [
+        ["TPR x1.3"] + [_delta(nz["overestimate"][name]) if name in nz["overestimate"] else "-" for name in LIKELIHOODS]
+    ]
+    out.append(
+        (
+            f"Calibration noise by likelihood: dF1 (GP-Belief - PSC) at round {rounds}",
+            ["sigma", "robust", "plain", "noise in placement only"],
+            rows,
+        )
+    )
+    return out
+
+
+def _no_harm_table(results: dict[str, Any], rounds: int) -> list[tuple[str, list[str], list[list[Any]]]]:
+    """The do-no-harm panel."""
+    out: list[tuple[str, list[str], list[list[Any]]]] = []
+    nh = results["no_harm"]
+    table: dict[tuple[str, float, int], dict[str, Any]] = {}
+    for x in nh["settings"]:
+        table.setdefault((x["profile"], x["scale"], x["rounds"]), {})[x["rule"]] = x
+    rows = [
+        [nm, f"x{sc:g}", r] + [f"{v[rule]['top1']:.3f} / {v[rule]['top3']:.3f}" for rule in NO_HARM_RULES if rule in v]
+        for (nm, sc, r), v in table.items()
+    ]
+    ret = nh["retriever"]
+    out.append(
+        (
+            f"Do no harm (N=10, rank prior; retriever alone: top-1 {ret['top1']:.2f} / top-3 {ret['top3']:.2f}): "
+            "GP-Belief top-1 F1 / top-3 recall",
+            ["profile", "model rates", "rounds"] + [f"{r}" for r in NO_HARM_RULES],
+            rows,
+        )
+    )
+    return out
+
+
+def _attack_table(results: dict[str, Any], rounds: int) -> list[tuple[str, list[str], list[list[Any]]]]:
+    """The attack panel."""
+    out: list[tuple[str, list[str], list[list[Any]]]] = []
+    rows = []
+    for s in results["attack"]["settings"]:
+        pol = s["policies"]
+        rows.append(
+            [s["scenario"], s["attack"], f"{s['obey']:g}", s["shuffle_top"],
+             _pm(pol["belief"], -1), _pm(pol["random"], -1),
+             " ".join(f"{x:.2f}" for x in pol["belief"]["f1"])]
+        )
+    out.append(
+        (
+            "Attack: one hostile document (F1 at the last round; GP-Belief F1 per round)",
+            ["scenario", "attack", "obeys", "shuffle_top", "GP-Belief", "PSC", "GP-Belief per round"],
+            rows,
+        )
+    )
+    return out
+
+
 def _tables(results: dict[str, Any]) -> list[tuple[str, list[str], list[list[Any]]]]:
     """(title, headers, rows) for every panel present."""
     out: list[tuple[str, list[str], list[list[Any]]]] = []
@@ -712,56 +848,11 @@ def _tables(results: dict[str, Any]) -> list[tuple[str, list[str], list[list[Any
             )
         )
     if "noise" in results and "variants" in results["noise"]:
-        nz = results["noise"]
-        by = {"robust": nz["settings"], **nz["variants"]}
-        rows = [
-            [f"{s['sigma']:g}"] + [_delta(by[name][i]) for name in LIKELIHOODS if name in by]
-            for i, s in enumerate(nz["settings"])
-        ]
-        rows += [
-            ["TPR x1.3"] + [_delta(nz["overestimate"][name]) if name in nz["overestimate"] else "-" for name in LIKELIHOODS]
-        ]
-        out.append(
-            (
-                f"Calibration noise by likelihood: dF1 (GP-Belief - PSC) at round {rounds}",
-                ["sigma", "robust", "plain", "noise in placement only"],
-                rows,
-            )
-        )
+        out += _noise_likelihood_table(results, rounds)
     if "no_harm" in results:
-        nh = results["no_harm"]
-        table: dict[tuple[str, float, int], dict[str, Any]] = {}
-        for x in nh["settings"]:
-            table.setdefault((x["profile"], x["scale"], x["rounds"]), {})[x["rule"]] = x
-        rows = [
-            [nm, f"x{sc:g}", r] + [f"{v[rule]['top1']:.3f} / {v[rule]['top3']:.3f}" for rule in NO_HARM_RULES if rule in v]
-            for (nm, sc, r), v in table.items()
-        ]
-        ret = nh["retriever"]
-        out.append(
-            (
-                f"Do no harm (N=10, rank prior; retriever alone: top-1 {ret['top1']:.2f} / top-3 {ret['top3']:.2f}): "
-                "GP-Belief top-1 F1 / top-3 recall",
-                ["profile", "model rates", "rounds"] + [f"{r}" for r in NO_HARM_RULES],
-                rows,
-            )
-        )
+        out += _no_harm_table(results, rounds)
     if "attack" in results:
-        rows = []
-        for s in results["attack"]["settings"]:
-            pol = s["policies"]
-            rows.append(
-                [s["scenario"], s["attack"], f"{s['obey']:g}", s["shuffle_top"],
-                 _pm(pol["belief"], -1), _pm(pol["random"], -1),
-                 " ".join(f"{x:.2f}" for x in pol["belief"]["f1"])]
-            )
-        out.append(
-            (
-                "Attack: one hostile document (F1 at the last round; GP-Belief F1 per round)",
-                ["scenario", "attack", "obeys", "shuffle_top", "GP-Belief", "PSC", "GP-Belief per round"],
-                rows,
-            )
-        )
+        out += _attack_table(results, rounds)
     if "efficiency" in results:
         rows = [
             [
@@ -821,6 +912,46 @@ def markdown_report(results: dict[str, Any], *, command: str, wall_seconds: floa
 
 
 # -------------------------------------------------------------------- plots
+def _plot_attack(results: dict[str, Any], plt: Any, save: Callable[[Any, str], None]) -> None:
+    """attack.png: GP-Belief F1 per round under each attack, with and without shuffle_top."""
+    sets = [x for x in results["attack"]["settings"] if x["scenario"] == "lost-in-the-middle"]
+    kinds = [k for k, _ in ATTACKS]
+    fig, axes = plt.subplots(1, 2, figsize=(11, 4), sharey=True)
+    for ax, top in zip(axes, sorted({x["shuffle_top"] for x in sets}, reverse=True)):
+        for x in sets:
+            if x["shuffle_top"] != top:
+                continue
+            f1 = x["policies"]["belief"]["f1"]
+            ax.plot(np.arange(1, len(f1) + 1), f1, marker="o", ms=3,
+                    color=f"C{kinds.index(x['attack'])}", ls="-" if x["obey"] >= 1 else "--",
+                    label=f"{x['attack']} (obeys {x['obey']:g})")
+        ax.set_title(f"GP-Belief under attack, shuffle_top={top} (N=100)")
+        ax.set_xlabel("round (LLM calls)")
+        ax.set_ylim(0, 1.02)
+        ax.grid(alpha=0.3)
+    axes[0].set_ylabel("F1")
+    axes[0].legend(fontsize=7)
+    save(fig, "attack")
+
+
+def _plot_no_harm(results: dict[str, Any], plt: Any, save: Callable[[Any, str], None]) -> None:
+    """no_harm.png: top-3 recall after 3 rounds per empty-prompt rule."""
+    nh = [x for x in results["no_harm"]["settings"] if x["rounds"] == 3]
+    labels = sorted({(x["profile"], x["scale"]) for x in nh})
+    fig, ax = plt.subplots(figsize=(9, 4))
+    w = 0.8 / len(NO_HARM_RULES)
+    for i, rule in enumerate(NO_HARM_RULES):
+        vals = [next((x["top3"] for x in nh if (x["profile"], x["scale"]) == lab and x["rule"] == rule), np.nan)
+                for lab in labels]
+        ax.bar(np.arange(len(labels)) + i * w, vals, w, label=rule)
+    ax.axhline(results["no_harm"]["retriever"]["top3"], color="k", lw=0.8, ls="--", label="retriever alone")
+    ax.set_xticks(np.arange(len(labels)) + 0.4 - w / 2, [f"{p}\nrates x{s:g}" for p, s in labels], fontsize=7)
+    ax.set_ylabel("top-3 recall after 3 rounds")
+    ax.set_ylim(0, 1.02)
+    ax.legend(fontsize=7)
+    save(fig, "no_harm")
+
+
 def plot_panels(results: dict[str, Any], out_dir: str | Path) -> list[Path]:
     """Write one PNG per panel present in ``results`` into ``out_dir``.
 
@@ -905,40 +1036,9 @@ def plot_panels(results: dict[str, Any], out_dir: str | Path) -> list[Path]:
         save(fig, "multi_needle")
 
     if "attack" in results:
-        sets = [x for x in results["attack"]["settings"] if x["scenario"] == "lost-in-the-middle"]
-        kinds = [k for k, _ in ATTACKS]
-        fig, axes = plt.subplots(1, 2, figsize=(11, 4), sharey=True)
-        for ax, top in zip(axes, sorted({x["shuffle_top"] for x in sets}, reverse=True)):
-            for x in sets:
-                if x["shuffle_top"] != top:
-                    continue
-                f1 = x["policies"]["belief"]["f1"]
-                ax.plot(np.arange(1, len(f1) + 1), f1, marker="o", ms=3,
-                        color=f"C{kinds.index(x['attack'])}", ls="-" if x["obey"] >= 1 else "--",
-                        label=f"{x['attack']} (obeys {x['obey']:g})")
-            ax.set_title(f"GP-Belief under attack, shuffle_top={top} (N=100)")
-            ax.set_xlabel("round (LLM calls)")
-            ax.set_ylim(0, 1.02)
-            ax.grid(alpha=0.3)
-        axes[0].set_ylabel("F1")
-        axes[0].legend(fontsize=7)
-        save(fig, "attack")
-
+        _plot_attack(results, plt, save)
     if "no_harm" in results:
-        nh = [x for x in results["no_harm"]["settings"] if x["rounds"] == 3]
-        labels = sorted({(x["profile"], x["scale"]) for x in nh})
-        fig, ax = plt.subplots(figsize=(9, 4))
-        w = 0.8 / len(NO_HARM_RULES)
-        for i, rule in enumerate(NO_HARM_RULES):
-            vals = [next((x["top3"] for x in nh if (x["profile"], x["scale"]) == lab and x["rule"] == rule), np.nan)
-                    for lab in labels]
-            ax.bar(np.arange(len(labels)) + i * w, vals, w, label=rule)
-        ax.axhline(results["no_harm"]["retriever"]["top3"], color="k", lw=0.8, ls="--", label="retriever alone")
-        ax.set_xticks(np.arange(len(labels)) + 0.4 - w / 2, [f"{p}\nrates x{s:g}" for p, s in labels], fontsize=7)
-        ax.set_ylabel("top-3 recall after 3 rounds")
-        ax.set_ylim(0, 1.02)
-        ax.legend(fontsize=7)
-        save(fig, "no_harm")
+        _plot_no_harm(results, plt, save)
 
     rows = results.get("efficiency", {}).get("rows", [])
     if rows:

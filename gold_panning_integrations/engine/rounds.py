@@ -270,9 +270,11 @@ def draw_labels(rng: np.random.Generator, sizes: NDArray[np.intp], width: int) -
     keys = rng.random((sizes.size, width))
     pad = np.arange(width)[None, :] >= sizes[:, None]
     keys[pad] = np.inf
-    labels = np.argsort(np.argsort(keys, axis=1, kind="stable"), axis=1, kind="stable") + 1
+    order = np.argsort(keys, axis=1, kind="stable")
+    labels = np.empty(keys.shape, dtype=np.int64)  # the rank of each key, 1-based
+    np.put_along_axis(labels, order, np.broadcast_to(np.arange(1, width + 1), keys.shape), axis=1)
     labels[pad] = 0
-    return labels.astype(np.int64)
+    return labels
 
 
 def _shuffle_top(order: NDArray[np.intp], sizes: NDArray[np.intp], top: int, rng: np.random.Generator) -> None:
@@ -325,6 +327,14 @@ def place(order: NDArray[np.intp], sizes: NDArray[np.intp], geometry: Geometry) 
         pos_by_rank[sizes == s, : int(s)] = po
     positions = np.empty((b, n), dtype=np.intp)
     np.put_along_axis(positions, order, pos_by_rank, axis=1)
+    if b == 1 and geometry.config.resample_profile:
+        # Shown positions are exactly 0..s-1: invert them in O(n), the rest follow by index.
+        s0 = int(sizes[0])
+        shown = positions[0] >= 0
+        prompt = np.empty((1, n), dtype=np.intp)
+        prompt[0, positions[0, shown]] = np.flatnonzero(shown)
+        prompt[0, s0:] = np.flatnonzero(~shown)
+        return positions, prompt
     key = np.where(positions >= 0, positions, np.iinfo(np.intp).max)
     prompt = np.argsort(key, axis=1, kind="stable")
     return positions, prompt
