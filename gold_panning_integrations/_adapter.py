@@ -21,6 +21,7 @@ Nothing here imports LangChain or LlamaIndex.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import math
 import threading
@@ -34,6 +35,7 @@ from numpy.typing import NDArray
 from pydantic import BaseModel, Field, PrivateAttr, field_serializer, field_validator
 
 from .engine import GoldPanner, PanningResult
+from .engine.config import PanningConfig
 from .engine.priors import rank_prior_probs, score_prior_probs
 from .errors import InvalidInputError
 from .profiles import DetectorProfile, load_profile, resolve_profile
@@ -60,6 +62,8 @@ __all__ = [
 ]
 
 logger = logging.getLogger(__name__)
+
+_CONFIG_FIELDS = frozenset(f.name for f in dataclasses.fields(PanningConfig))
 
 RetrieverPrior = Literal["rank", "score", "none"]
 
@@ -387,6 +391,12 @@ class PanningOptions(BaseModel):
     prior_temperature: float = Field(default=1.0, gt=0.0)
     """Softness of the score prior, in standard deviations of the scores; larger is flatter."""
 
+    config: PanningConfig | None = None
+    """Engine options the adapter does not declare itself, as a ``PanningConfig`` (e.g.
+    ``PanningConfig(shuffle_top=0, robust=False, empty_prompts="evidence",
+    adapt_level=False)`` for the paper's GP-Belief update). Options this adapter declares
+    (``rounds``, ``policy``, ...) and ``k`` override the same fields of ``config``."""
+
     seed: int | None = None
     """Seed of the panner's random generator (the ``random`` policy and tie-breaking).
     The same seed gives the same placements on every call; None draws fresh entropy."""
@@ -484,22 +494,16 @@ class PanningOptions(BaseModel):
         """A fresh panner per query: no state is shared between concurrent queries.
 
         The options become one :class:`~gold_panning_integrations.engine.config.PanningConfig`
-        (validated there); options not exposed here keep the config's defaults."""
+        (validated there): ``config`` (or the engine defaults) with every option this adapter
+        declares under the same name laid on top, and ``k`` for this query."""
         from .panning import GoldPanner as EdgePanner
-        from .panning import PanningConfig
 
-        options = {
-            name: getattr(self, name)
-            for name in (
-                "rounds", "policy", "max_docs_per_prompt", "windows", "stop_at", "min_gain",
-                "min_rounds", "max_calls", "max_prompt_tokens", "prune_below",
-                "evidence_temperature", "on_failure",
-            )
-        }
+        base = self.config if self.config is not None else PanningConfig()
+        options = {name: getattr(self, name) for name in _CONFIG_FIELDS & type(self).model_fields.keys()}
         return EdgePanner(
             self._get_reader() if reader is None else reader,
             self.profile,
-            PanningConfig(k=k, **options),
+            dataclasses.replace(base, **{**options, "k": k}),
             rng=np.random.default_rng(self.seed),
         )
 

@@ -276,3 +276,24 @@ def test_postprocessor_to_json() -> None:
     assert data["class_name"] == "GoldPanningPostprocessor"
     assert data["top_n"] == 2
     assert data["profile"]["fpr"] == [0.1, 0.5]
+
+
+# ------------------------------------------------------------------------ engine config
+@RUNNERS
+def test_config_reaches_the_engine_and_adapter_fields_override_it(run: Runner) -> None:
+    from gold_panning_integrations import PanningConfig
+
+    paper = PanningConfig(rounds=7, shuffle_top=0, robust=False, empty_prompts="evidence", adapt_level=False)
+    adapter, result = run(ScriptedReader(), profile=TWO, rounds=2, config=paper, seed=1)
+    panner = adapter._panner(1)
+    assert panner.config.shuffle_top == 0
+    assert panner.config.robust is False
+    assert panner.config.empty_prompts == "evidence"
+    assert panner.config.rounds == 2  # the adapter's own field wins over config.rounds
+    assert result.calls == 2
+
+
+@RUNNERS
+def test_bad_config_is_refused_at_construction(run: Runner) -> None:
+    with pytest.raises(ValueError, match="shuffle_top must be an int >= 0, got -1"):
+        run(ScriptedReader(), profile=TWO, config={"shuffle_top": -1})
