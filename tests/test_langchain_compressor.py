@@ -60,14 +60,36 @@ def test_is_a_document_compressor() -> None:
     assert isinstance(_compressor(), BaseDocumentCompressor)
 
 
-def test_posterior_and_relevance_score_pinned_by_hand() -> None:
-    # TWO: citing position 0 multiplies the odds by 9 (flat prior 1/2 -> 0.9); position 1
-    # carries no evidence (stays 1/2).
-    out = _compressor(profile=TWO, top_n=2, rounds=1, retriever_prior="none").compress_documents(
+def _pan_two(seed: int) -> Any:
+    return _compressor(profile=TWO, top_n=2, rounds=1, retriever_prior="none", seed=seed).pan(
         make_docs(2, needle_at=0), "where is the needle?"
     )
-    assert [d.metadata["relevance_score"] for d in out] == pytest.approx([0.9, 0.5])
-    assert [d.metadata["gold_panning_rank"] for d in out] == [1, 2]
+
+
+def test_posterior_and_relevance_score_pinned_by_hand() -> None:
+    # TWO under the default robust likelihood: rates 0.95*rate + 0.025 give position 0
+    # TPR 0.88, FPR 0.12 and position 1 TPR = FPR = 0.5 (no evidence). Flat prior
+    # min(2/2, 0.5) = 1/2. The two documents tie, so the seed decides who leads; seed=1
+    # puts the needle (document 0) at position 0, where it is cited. Level adaptation
+    # scales TPR and FPR by the same factor, so a citation's ratio stays 0.88/0.12:
+    # odds 1 * 0.88/0.12 = 22/3 -> posterior 0.88. The filler at position 1 stays 1/2.
+    got = _pan_two(seed=1)
+    assert got.result.rounds[0].windows == ((0, 1),)
+    assert [d.metadata["relevance_score"] for d in got.documents] == pytest.approx([0.88, 0.5])
+    assert [d.metadata["gold_panning_rank"] for d in got.documents] == [1, 2]
+
+
+def test_level_adapted_miss_pinned_by_hand() -> None:
+    # seed=0 puts the filler (document 1) at position 0, uncited, and the needle at
+    # position 1 (no evidence: stays 1/2). The level: beliefs rescaled to k=2 give each
+    # document p = 1, so the predicted citations are 0.88 + 0.5 = 1.38 against 1 observed:
+    # level (1+1)/(1.38+1) = 0.840336. Position 0 becomes TPR 0.739496, FPR 0.100840;
+    # a miss multiplies the odds by (1-0.739496)/(1-0.100840) = 0.289720, so the filler's
+    # posterior is 0.289720/1.289720 = 0.224638 (0.12 without the level adaptation).
+    got = _pan_two(seed=0)
+    assert got.result.rounds[0].windows == ((1, 0),)
+    assert [d.metadata["relevance_score"] for d in got.documents] == pytest.approx([0.5, 0.224638], abs=1e-6)
+    assert [d.page_content for d in got.documents][0] == NEEDLE
 
 
 def test_relevance_score_equals_the_posterior_on_the_retriever() -> None:

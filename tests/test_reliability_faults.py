@@ -421,13 +421,16 @@ def _citation_check(o: Outcome) -> tuple[int, int]:
     mis = lost = 0
     at = 0
     for tr in o.result.rounds:
-        for window, reading in zip(tr.windows, tr.readings):
+        assert len(tr.labels) == len(tr.windows), "one label tuple per prompt"
+        for window, labels, reading in zip(tr.windows, tr.labels, tr.readings):
             at += reading.attempts
             if reading.failed:
                 continue
             seen = o.log[at - 1]
-            # the prompt showed the trace's documents in the trace's order
-            assert [text_to_doc[seen.texts[j + 1]] for j in range(len(window))] == list(window)
+            # the prompt showed each of the trace's documents under the label the trace
+            # records for it (labels are drawn per prompt: a label is not a position)
+            assert sorted(labels) == sorted(seen.texts) == list(range(1, len(window) + 1))
+            assert {lab: text_to_doc[seen.texts[lab]] for lab in labels} == dict(zip(labels, window))
             trace_docs = {window[p] for p in reading.cited}
             meant = {text_to_doc[seen.texts[lab]] for lab in (seen.intended or ())}
             mis += len(trace_docs - meant)
@@ -514,14 +517,24 @@ def test_every_round_failing_fallback_is_flagged(name: str, path: Path_) -> None
 
 # ----------------------------------------------------------------------- the summary
 def _summary() -> dict[str, int]:
-    crashes = mis = lost = 0
+    crashes = mis = lost = shuffled = 0
     for k in KINDS:
         for p in PATHS:
             o = outcome(k.name, p)
             crashes += o.error is not None
             mis += o.mis_mapped
             lost += o.lost
-    return {"kinds": len(KINDS), "paths": len(PATHS), "crashes": crashes, "mis_mapped": mis, "lost": lost}
+            if o.result is not None:
+                rounds = o.result.rounds
+                shuffled += sum(list(lab) != list(range(1, len(lab) + 1)) for tr in rounds for lab in tr.labels)
+    return {
+        "kinds": len(KINDS),
+        "paths": len(PATHS),
+        "crashes": crashes,
+        "mis_mapped": mis,
+        "lost": lost,
+        "shuffled_prompts": shuffled,
+    }
 
 
 @pytest.mark.parametrize(
@@ -539,6 +552,9 @@ def test_fault_matrix_summary(expected: dict[str, int]) -> None:
     assert s["kinds"] == expected["kinds"] and s["kinds"] >= 30
     assert s["crashes"] == expected["crashes"]
     assert s["mis_mapped"] == expected["mis_mapped"] and s["lost"] == 0
+    # the check went through labels that were not positions (else label == position + 1
+    # would pass it by accident)
+    assert s["shuffled_prompts"] > 0
 
 
 def test_the_mis_mapping_check_can_fail() -> None:

@@ -40,7 +40,7 @@ from ..panning import GoldPanner  # resolves the profile (None: the generic one)
 from ..engine.policies import score_documents
 from ..engine.reading import Reading
 from ..engine.simulate import simulate
-from ..profiles import DetectorProfile
+from ..profiles import DetectorProfile, load_profile
 
 __all__ = [
     "TARGETS",
@@ -202,7 +202,7 @@ def panner_round(n: int, *, rounds: int = 8, repeat: int = 5, seed: int = 0) -> 
         see :func:`time_pair`).
     """
     docs = [f"document {i}" for i in range(n)]
-    panner = GoldPanner(_FixedReader(), profile=_PROFILE, rounds=rounds, prior="uniform", rng=seed)
+    panner = GoldPanner(_FixedReader(), profile=load_profile(_PROFILE), rounds=rounds, prior="uniform", rng=seed)
     x = np.random.default_rng(seed).random(n)
     pair = time_pair(
         lambda: panner.run("question", docs), lambda: np.argsort(x), repeat=repeat, min_batch_seconds=0.0,
@@ -218,7 +218,7 @@ def profile_panner(n: int, *, rounds: int = 8, top: int = 12) -> list[dict[str, 
         ``[{"function", "calls", "own_ms_per_round", "cum_ms_per_round"}]``.
     """
     docs = [f"document {i}" for i in range(n)]
-    panner = GoldPanner(_FixedReader(), profile=_PROFILE, rounds=rounds, prior="uniform", rng=0)
+    panner = GoldPanner(_FixedReader(), profile=load_profile(_PROFILE), rounds=rounds, prior="uniform", rng=0)
     prof = cProfile.Profile()
     prof.enable()
     panner.run("question", docs)
