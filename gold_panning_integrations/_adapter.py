@@ -32,7 +32,7 @@ from typing import Any, Literal
 
 import numpy as np
 from numpy.typing import NDArray
-from pydantic import BaseModel, Field, PrivateAttr, field_serializer, field_validator
+from pydantic import BaseModel, Field, PrivateAttr, field_serializer, field_validator, model_validator
 
 from .engine import GoldPanner, PanningResult
 from .engine.config import PanningConfig
@@ -410,6 +410,21 @@ class PanningOptions(BaseModel):
     _reader_cache: Any = PrivateAttr(default=None)
     _reader_lock: Any = PrivateAttr(default_factory=threading.Lock)
     _profile_resolved: bool = PrivateAttr(default=False)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _engine_options_go_in_config(cls, data: Any) -> Any:
+        """An engine option the adapter does not declare (``robust=False``) is an error
+        that says where it goes, not an unknown field silently dropped."""
+        if isinstance(data, dict):
+            misplaced = sorted(k for k in data if k in _CONFIG_FIELDS and k not in cls.model_fields)
+            if misplaced:
+                shown = ", ".join(f"{k}={data[k]!r}" for k in misplaced)
+                raise ValueError(
+                    f"{', '.join(misplaced)} is an engine option of PanningConfig, not a field of "
+                    f"{cls.__name__}: pass config=PanningConfig({shown})"
+                )
+        return data
 
     @field_validator("profile", mode="before")
     @classmethod

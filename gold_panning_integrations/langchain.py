@@ -233,7 +233,7 @@ class GoldPanningRetriever(BaseRetriever, _LangChainPanning):
     :class:`GoldPanningCompressor`.
     """
 
-    model_config = ConfigDict(arbitrary_types_allowed=True)
+    model_config = ConfigDict(arbitrary_types_allowed=True, extra="forbid")
 
     base_retriever: BaseRetriever
     """The retriever whose documents are reranked, called with child callbacks; its
@@ -352,7 +352,7 @@ class GoldPanningCompressor(BaseDocumentCompressor, _LangChainPanning):
     :class:`~gold_panning_integrations.PanningResult`.
     """
 
-    model_config = ConfigDict(arbitrary_types_allowed=True)
+    model_config = ConfigDict(arbitrary_types_allowed=True, extra="forbid")
 
     top_n: int = 4
     """Number of documents to return (a positive int)."""

@@ -81,7 +81,7 @@ class GoldPanningPostprocessor(BaseNodePostprocessor, PanningOptions):
     LangChain chat model, or ``"local"``), not both.
     """
 
-    model_config = ConfigDict(arbitrary_types_allowed=True)
+    model_config = ConfigDict(arbitrary_types_allowed=True, extra="forbid")
 
     llm: LLM | None = Field(default=None, description="LlamaIndex LLM that reads the prompts.")
     """LlamaIndex LLM that reads the prompts (wrapped by ``readers.as_reader``)."""

@@ -297,3 +297,15 @@ def test_config_reaches_the_engine_and_adapter_fields_override_it(run: Runner) -
 def test_bad_config_is_refused_at_construction(run: Runner) -> None:
     with pytest.raises(ValueError, match="shuffle_top must be an int >= 0, got -1"):
         run(ScriptedReader(), profile=TWO, config={"shuffle_top": -1})
+
+
+@RUNNERS
+def test_engine_option_given_as_a_field_says_where_it_goes(run: Runner) -> None:
+    with pytest.raises(ValueError, match=r"pass config=PanningConfig\(robust=False, shuffle_top=0\)"):
+        run(ScriptedReader(), profile=TWO, robust=False, shuffle_top=0)
+
+
+@RUNNERS
+def test_unknown_option_is_refused(run: Runner) -> None:
+    with pytest.raises(ValueError, match="bogus_option"):
+        run(ScriptedReader(), profile=TWO, bogus_option=1)
