@@ -179,3 +179,15 @@ def test_invalid_budget_options_are_refused() -> None:
     for kw in ({"max_prompt_tokens": 0}, {"min_gain": 0.0}, {"prune_below": 1.5}, {"evidence_temperature": 0.0}):
         with pytest.raises(ValueError):
             GoldPanner(Cites(set()), profile=FLAT2, **kw)
+
+
+def test_rank_prior_below_chance_recall_is_raised_to_chance_so_the_head_still_leads() -> None:
+    # n = 15 at the default 0.5: chance puts the needle in the top 10 with 10/15, so the
+    # recall is taken as 2/3: head weights (2/3) * 0.85^r / sum(0.85^0..9), tail (1/3) / 5
+    # = 1/15 each; head ranks below the tail's weight are lifted to it (monotone), then
+    # everything is scaled to sum to k = 1.
+    p = rank_prior_probs(15, k=1, top10_recall=0.5)
+    g = 0.85 ** np.arange(10)
+    w = np.concatenate([np.maximum((2 / 3) * g / g.sum(), 1 / 15), np.full(5, 1 / 15)])
+    np.testing.assert_allclose(p, w / w.sum())
+    assert p[0] > 1.8 * p[14]  # before: flat, p[0] == p[14] == 1/15

@@ -53,7 +53,8 @@ def rank_prior_probs(
         n: Number of documents, in the base retriever's order.
         k: Expected number of relevant documents.
         top10_recall: How often your retriever's top 10 holds the answer, in (0, 1).
-            Measure it on a few labelled queries; 0.5 is a cautious default.
+            Measure it on a few labelled queries; 0.5 is a cautious default. Values
+            below chance (``10/n``) are raised to it.
         head_decay: Ratio between consecutive ranks inside the top 10, in (0, 1].
 
     Returns:
@@ -71,8 +72,12 @@ def rank_prior_probs(
     if n <= head:
         w[:] = g
     else:
-        w[:head] = top10_recall * g / g.sum()
-        w[head:] = (1.0 - top10_recall) / (n - head)
+        # A retriever's top 10 holds the answer at least as often as chance (10/n): a
+        # lower figure would make every tail document likelier than the head and the
+        # prior flat (n = 11..19 at the default 0.5), throwing the retriever's order away.
+        recall = max(top10_recall, head / n)
+        w[:head] = recall * g / g.sum()
+        w[head:] = (1.0 - recall) / (n - head)
         # Keep the order monotone when the tail would outweigh the head's last rank.
         w[:head] = np.maximum(w[:head], w[head])
     return _to_expected_k(w, k)
