@@ -858,7 +858,7 @@ def run_compare(
     Returns:
         Rows ``{"instance", "method", "top1", "top3", "gold_rank", "ranking_len",
         "per_round", "round_tokens", "calls", "prompt_tokens", "completion_tokens",
-        "http_errors", "usage_missing", "seconds", "error", "unusable", "same_as_base",
+        "http_errors", "usage_missing", "seconds", "error", "error_message", "unusable", "same_as_base",
         "note"}`` in (instance, method) order.
     """
     usage = usage or _NoUsage()
@@ -877,12 +877,12 @@ def run_compare(
                     continue
                 before = usage.stats()
                 t0 = time.perf_counter()
-                error = None
+                error = error_message = None
                 try:
                     out = fn(inst)
                 except Exception as err:  # an exception is a miss; its type is recorded
                     logger.info("%s raised on instance %d: %s: %s", name, i, type(err).__name__, err)
-                    error = type(err).__name__
+                    error, error_message = type(err).__name__, str(err)[:300]
                     out = MethodOutcome(ranking=[])
                 seconds = time.perf_counter() - t0
                 after = usage.stats()
@@ -900,6 +900,7 @@ def run_compare(
                     "round_tokens": out.round_tokens,
                     "seconds": round(seconds, 3),
                     "error": error,
+                    "error_message": error_message,
                     "unusable": int(out.unusable),
                     "same_as_base": name != "base" and bool(out.ranking) and out.ranking[:3] == base_top,
                     "note": out.note,
@@ -930,7 +931,7 @@ def summarize(
         ``{method: {"status", "instances", "top1", "top1_ci95", "top3", "top3_ci95",
         "per_round", "per_round_prompt_tokens", "calls_per_query",
         "prompt_tokens_per_query", "completion_tokens_per_query", "seconds_per_query",
-        "exceptions", "exception_types", "unusable", "same_as_base", "http_errors",
+        "exceptions", "exception_types", "first_error", "unusable", "same_as_base", "http_errors",
         "usage_missing"}}``; a skipped method has only ``status`` and ``reason``.
     """
     skipped = dict(skipped or {})
@@ -956,6 +957,7 @@ def summarize(
             "seconds_per_query": round(sum(r["seconds"] for r in rs) / k, 2) if k else None,
             "exceptions": sum(r["error"] is not None for r in rs),
             "exception_types": dict(Counter(r["error"] for r in rs if r["error"] is not None)),
+            "first_error": next((f"{r['error']}: {r.get('error_message') or ''}" for r in rs if r["error"]), None),
             "unusable": sum(int(r["unusable"]) for r in rs),
             "same_as_base": sum(bool(r["same_as_base"]) for r in rs),
             "http_errors": sum(int(r.get("http_errors", 0)) for r in rs),

@@ -17,7 +17,7 @@ from typing import Any
 
 __all__ = ["SUBCOMMANDS", "register", "main"]
 
-SUBCOMMANDS: tuple[str, ...] = ("sim", "real", "engine", "efficiency", "real_efficiency")
+SUBCOMMANDS: tuple[str, ...] = ("sim", "real", "engine", "efficiency", "real_efficiency", "compare")
 """Modules of :mod:`gold_panning_integrations.bench` tried in this order."""
 
 
