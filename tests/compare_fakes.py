@@ -21,7 +21,7 @@ from typing import Any
 
 from openai_server import Behaviour, RecordedRequest, dynamic, ok, raw_body
 
-__all__ = ["kv_model", "PROMPT_TOKENS", "COMPLETION_TOKENS"]
+__all__ = ["COMPLETION_TOKENS", "PROMPT_TOKENS", "kv_model"]
 
 PROMPT_TOKENS = 50
 COMPLETION_TOKENS = 5
@@ -58,16 +58,16 @@ def kv_model(*, wrong: bool = False) -> Behaviour:
             return ok(content, prompt_tokens=PROMPT_TOKENS, completion_tokens=COMPLETION_TOKENS)
 
         if "RankGPT" in joined:
-            docs = [(int(m.group(1)), m.group(2)) for t in texts if (m := re.match(r"\[(\d+)\] (.*)", t, re.S))]
+            docs = [(int(m.group(1)), m.group(2)) for t in texts if (m := re.match(r"\[(\d+)\] (.*)", t, re.DOTALL))]
             top = _pick(name, docs, wrong)
             order = [top] + [k for k, _ in docs if k != top]
             return reply(" > ".join(f"[{k}]" for k in order))
         if "Relevance:" in joined and "Document 1:" in joined:
             user = texts[-1].split("Let's try this now:")[-1]
-            docs = [(int(k), d) for k, d in re.findall(r"Document (\d+):\n(.*?)(?=\n\nDocument \d+:|\nQuestion:)", user, re.S)]
+            docs = [(int(k), d) for k, d in re.findall(r"Document (\d+):\n(.*?)(?=\n\nDocument \d+:|\nQuestion:)", user, re.DOTALL)]
             return reply(f"Doc: {_pick(name, docs, wrong)}, Relevance: 10")
         if "Document ID:" in joined:
-            docs = [(int(k), d) for k, d in re.findall(r"Document ID: (\d+)\n```(.*?)```", joined, re.S)]
+            docs = [(int(k), d) for k, d in re.findall(r"Document ID: (\d+)\n```(.*?)```", joined, re.DOTALL)]
             top = _pick(name, docs, wrong)
             ids = [top] + [k for k, _ in docs if k != top]
             content = json.dumps({"ranked_document_ids": ids})

@@ -95,18 +95,20 @@ def test_proxy_counts_an_http_error_as_a_call_without_tokens() -> None:
 
 
 def test_proxy_counts_a_reply_without_usage() -> None:
-    with FakeOpenAIServer(default=ok("x", prompt_tokens=None, completion_tokens=None)) as srv:
-        with C.UsageProxy(srv.base_url) as proxy:
-            _chat(_client(proxy))
-            stats = proxy.stats()
+    with FakeOpenAIServer(default=ok("x", prompt_tokens=None, completion_tokens=None)) as srv, C.UsageProxy(
+        srv.base_url
+    ) as proxy:
+        _chat(_client(proxy))
+        stats = proxy.stats()
     assert stats["usage_missing"] == 1
 
 
 def test_proxy_answers_502_when_the_upstream_is_unreachable() -> None:
     port = C.free_port()  # nothing listens there
-    with C.UsageProxy(f"http://127.0.0.1:{port}/v1", timeout=2) as proxy:
-        with pytest.raises(openai.InternalServerError, match="upstream unreachable"):
-            _chat(_client(proxy))
+    with C.UsageProxy(f"http://127.0.0.1:{port}/v1", timeout=2) as proxy, pytest.raises(
+        openai.InternalServerError, match="upstream unreachable"
+    ):
+        _chat(_client(proxy))
 
 
 def test_proxy_rejects_a_url_without_scheme() -> None:
@@ -585,3 +587,9 @@ def test_per_round_tokens_carry_forward_after_an_early_stop() -> None:
     )
     hits, toks = C._per_round(res, (0,), 3, np.random.default_rng(0))
     assert (hits, toks) == ([1.0, 1.0, 1.0], [10, 10, 10])
+
+
+def test_markdown_names_the_first_exception() -> None:
+    rows = [_row("langchain-listwise", False, False, error="OpenAIAPIError", error_message="HTTP 500")]
+    md = C.format_markdown(C.summarize(rows, ["langchain-listwise"], rounds=1), rounds=1)
+    assert "1 exceptions; first: OpenAIAPIError: HTTP 500" in md

@@ -30,7 +30,11 @@ stopped). Our methods read it in answer mode (citation by number carries no sign
 that model).
 
 Accuracy: top-1 / top-3 hit of the single gold document, with 95% Wilson intervals
-(:func:`wilson_interval`); an exception is a miss and its type is recorded.
+(:func:`wilson_interval`); an exception is a miss and its type is recorded. Accuracy per
+round for the panning methods follows ``bench real`` (:func:`.real.per_round_hits`):
+GP ranks by posterior; PSC by votes with random tie-breaks drawn from its own generator,
+so PSC's last-round value can differ from its top-1 column (the panner's own ranking)
+when votes tie.
 """
 
 from __future__ import annotations
@@ -60,15 +64,16 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from typing_extensions import Self
 
 from ..errors import CheckpointError, MissingExtraError
 
 __all__ = [
     "ALL_METHODS",
+    "PEERS",
     "CompareInstance",
     "EmbeddedServer",
     "MethodOutcome",
-    "PEERS",
     "UsageProxy",
     "format_markdown",
     "main",
@@ -259,8 +264,7 @@ def _litm_kv_instances(
 
 
 _STOP = frozenset(
-    "a an and are as at be by did do does for from has have how in is it its of on or that the this to "
-    "was were what when where which who whom whose why will with".split()
+    ["a", "an", "and", "are", "as", "at", "be", "by", "did", "do", "does", "for", "from", "has", "have", "how", "in", "is", "it", "its", "of", "on", "or", "that", "the", "this", "to", "was", "were", "what", "when", "where", "which", "who", "whom", "whose", "why", "will", "with"]
 )
 
 
@@ -299,7 +303,8 @@ class _BM25:
 
 def _nq_instances(items: Sequence[Any], *, n: int, instances: int, rng: np.random.Generator) -> list[CompareInstance]:
     """Gold passage + the ``n - 1`` passages BM25 ranks highest for the question among
-    the other questions' gold passages (those containing an answer skipped), in BM25 order."""
+    the other questions' gold passages (those containing an answer, and repeats,
+    skipped), in BM25 order (the retriever's order; the gold is often first)."""
     from ..readers.answer import token_matcher
 
     passages = [it.passage for it in items]
@@ -309,14 +314,16 @@ def _nq_instances(items: Sequence[Any], *, n: int, instances: int, rng: np.rando
         item = items[int(qi)]
         s = bm25.scores(item.question)
         chosen: list[int] = []
+        seen = {item.passage}
         for j in np.argsort(-s, kind="stable"):
             if len(chosen) == n - 1:
                 break
-            if int(j) == int(qi) or passages[j] == item.passage:
+            if int(j) == int(qi) or passages[j] in seen:  # questions can share a passage
                 continue
             if any(token_matcher(a, passages[j]) for a in item.answers):
                 continue
             chosen.append(int(j))
+            seen.add(passages[j])
         ids = sorted([int(qi), *chosen], key=lambda j: (-s[j], j != int(qi)))
         docs = [passages[j] for j in ids]
         out.append(CompareInstance(item.question, docs, (ids.index(int(qi)),), tuple(item.answers), "nq"))
@@ -348,8 +355,7 @@ class _ProxyHandler(BaseHTTPRequestHandler):
         headers = {k: v for k, v in self.headers.items() if k.lower() not in _HOP}
         headers["Accept-Encoding"] = "identity"
         path = self.path
-        if path.startswith(proxy.prefix):
-            path = path[len(proxy.prefix):]
+        path = path.removeprefix(proxy.prefix)
         target = proxy.upstream_path + path
         is_llm = self.command == "POST" and path.rstrip("/").endswith(("/chat/completions", "/completions"))
         try:
@@ -436,7 +442,7 @@ class UsageProxy:
         with self._lock:
             return dict(self._stats)
 
-    def start(self) -> UsageProxy:
+    def start(self) -> Self:
         """Bind 127.0.0.1 on a free port and serve in a daemon thread."""
         httpd = ThreadingHTTPServer(("127.0.0.1", 0), _ProxyHandler)
         httpd.daemon_threads = True
@@ -463,7 +469,7 @@ class UsageProxy:
             raise RuntimeError("the proxy is not running; call start() first")
         return f"http://127.0.0.1:{self._httpd.server_address[1]}{self.prefix}"
 
-    def __enter__(self) -> UsageProxy:
+    def __enter__(self) -> Self:
         return self.start()
 
     def __exit__(self, *exc: object) -> None:
@@ -545,7 +551,7 @@ class EmbeddedServer:
         except OSError:
             return ""
 
-    def start(self) -> EmbeddedServer:
+    def start(self) -> Self:
         """Start the process and wait for readiness (raises RuntimeError naming the log)."""
         self.log.parent.mkdir(parents=True, exist_ok=True)
         with self.log.open("wb") as fh:
@@ -584,7 +590,7 @@ class EmbeddedServer:
             proc.kill()
             proc.wait(timeout=10)
 
-    def __enter__(self) -> EmbeddedServer:
+    def __enter__(self) -> Self:
         return self.start()
 
     def __exit__(self, *exc: object) -> None:
@@ -792,7 +798,7 @@ class _Checkpoint:
                 try:
                     obj = json.loads(line)
                     if not isinstance(obj, dict):
-                        raise ValueError("not a JSON object")
+                        raise ValueError("not a JSON object")  # noqa: TRY004 - handled just below
                 except ValueError as err:
                     if b"".join(lines[i + 1:]).strip():
                         raise CheckpointError(
@@ -880,7 +886,7 @@ def run_compare(
                 error = error_message = None
                 try:
                     out = fn(inst)
-                except Exception as err:  # an exception is a miss; its type is recorded
+                except Exception as err:  # noqa: BLE001 - an exception is a miss; its type is recorded
                     logger.info("%s raised on instance %d: %s: %s", name, i, type(err).__name__, err)
                     error, error_message = type(err).__name__, str(err)[:300]
                     out = MethodOutcome(ranking=[])
@@ -997,6 +1003,10 @@ def format_markdown(summary: Mapping[str, Mapping[str, Any]], *, rounds: int) ->
             f"| {d['completion_tokens_per_query']:,.0f} | {d['seconds_per_query']:.2f} | {exc} "
             f"| {d['unusable']} | {d['same_as_base'] if m != 'base' else '-'} |"
         )
+    notes = [f"- {LABELS.get(m, m)}: {d['exceptions']} exceptions; first: {d['first_error']}"
+             for m, d in summary.items() if d.get("first_error")]
+    if notes:
+        lines += ["", "Exceptions (each one is a miss):", "", *notes]
     pan = [m for m in summary if summary[m].get("per_round")]
     if pan:
         lines += ["", "Top-1 accuracy after each round (an early stop carries its answer forward):", ""]
@@ -1091,7 +1101,8 @@ def _methods(arg: str) -> list[str]:
 
 @contextlib.contextmanager
 def _endpoint(args: argparse.Namespace) -> Iterator[tuple[str, str, str]]:
-    """``(upstream base URL, model name, api key)``; serves the embedded model when asked."""
+    """``(upstream base URL, model name, api key)``; serves the embedded model when asked
+    (its port and log are written to stderr and kept in ``args.server_info``)."""
     if args.reader == "openai":
         if not args.base_url and not (args.api_key or os.environ.get("OPENAI_API_KEY")):
             raise ValueError("--reader openai needs --base-url URL (or an API key for api.openai.com)")
@@ -1111,6 +1122,7 @@ def _endpoint(args: argparse.Namespace) -> Iterator[tuple[str, str, str]]:
         llama_server_command(model_path, port=port, n_ctx=args.n_ctx, threads=args.threads),
         port=port, log=log, ready_timeout=args.server_timeout,
     )
+    args.server_info = {"command": "python -m llama_cpp.server", "port": port, "log": str(log), "n_ctx": args.n_ctx}
     sys.stderr.write(f"bench compare: serving {model_path.name} at {server.base_url} (log: {log})\n")
     with server:
         sys.stderr.write(f"bench compare: server ready on port {port}\n")
@@ -1189,7 +1201,7 @@ def main(args: argparse.Namespace) -> int:
         signal.signal(signal.SIGTERM, old_term)
     summary = summarize(rows, methods, rounds=args.rounds, skipped=skipped)
     res = {
-        **meta, "instances": len(instances), "endpoint": "embedded llama_cpp.server" if embedded else upstream,
+        **meta, "instances": len(instances), "endpoint": getattr(args, "server_info", None) or upstream,
         "seconds": round(time.perf_counter() - t_start, 1), "cost_saving": COST_SAVING, "methods": summary,
     }
     if args.plot:
