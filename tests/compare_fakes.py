@@ -5,6 +5,7 @@ the key-value fact about the person the question names (KVTask's "What is Lena P
 access code?"):
 
 * our answer mode: replies with the value (answer attribution then credits that fact);
+* our cite mode: ``{"cited": [k]}`` for that fact's label;
 * LlamaIndex LLMRerank: ``Doc: k, Relevance: 10`` for that fact's ``Document k``;
 * LlamaIndex RankGPTRerank: ``[k] > [others...]``;
 * LangChain LLMListwiseRerank (structured output): ``{"ranked_document_ids": [...]}``.
@@ -75,6 +76,9 @@ def kv_model(*, wrong: bool = False) -> Behaviour:
                 tool = body["tools"][0]["function"]["name"]
                 return raw_body(json.dumps(_tool_call_body(tool, content)))
             return reply(content)
+        if '{"cited": [numbers]}' in joined:  # our cite mode: "[k] text" blocks
+            docs = [(int(k), d) for k, d in re.findall(r"^\[(\d+)\] (.*)$", texts[-1], re.MULTILINE)]
+            return reply(json.dumps({"cited": [_pick(name, docs, wrong)]}))
         # our answer mode: "Documents:\n- <one per line>\n\nQuestion: ..."
         user = texts[-1]
         block = user.split("Documents:\n", 1)[-1].split("\n\nQuestion:", 1)[0]

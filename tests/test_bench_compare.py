@@ -593,3 +593,19 @@ def test_markdown_names_the_first_exception() -> None:
     rows = [_row("langchain-listwise", False, False, error="OpenAIAPIError", error_message="HTTP 500")]
     md = C.format_markdown(C.summarize(rows, ["langchain-listwise"], rounds=1), rounds=1)
     assert "1 exceptions; first: OpenAIAPIError: HTTP 500" in md
+
+
+def test_cli_without_profile_uses_the_generic_one_for_an_endpoint(capsys: pytest.CaptureFixture[str]) -> None:
+    with FakeOpenAIServer(default=kv_model()) as srv:
+        args = _args(srv.base_url, "--methods", "base")
+        args.profile = None
+        res = _run(capsys, args)
+    assert res["profile"] == "lost-in-the-middle"
+
+
+def test_cli_cite_mode_is_the_default_for_an_endpoint(capsys: pytest.CaptureFixture[str]) -> None:
+    with FakeOpenAIServer(default=kv_model()) as srv:
+        args = _args(srv.base_url, "--methods", "gp-belief")
+        args.mode = None
+        res = _run(capsys, args)
+    assert (res["mode"], res["methods"]["gp-belief"]["top1"]) == ("cite", 1.0)

@@ -1176,8 +1176,10 @@ def main(args: argparse.Namespace) -> int:
             elif embedded:
                 profile, profile_name = load_profile(EMBEDDED_PROFILE), EMBEDDED_PROFILE
             else:
+                from ..profiles import GENERIC_PROFILE
+
                 profile = resolve_profile(None, reader=reader)
-                profile_name = str(getattr(reader, "recommended_profile", None) or profile.model or "lost-in-the-middle")
+                profile_name = str(getattr(reader, "recommended_profile", None) or GENERIC_PROFILE)
             ep = Endpoint(proxy.base_url, model, key, timeout=args.timeout, peer_max_tokens=args.peer_max_tokens)
             fns: dict[str, MethodFn] = {}
             for m in methods:
