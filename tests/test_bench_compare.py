@@ -609,3 +609,8 @@ def test_cli_cite_mode_is_the_default_for_an_endpoint(capsys: pytest.CaptureFixt
         args.mode = None
         res = _run(capsys, args)
     assert (res["mode"], res["methods"]["gp-belief"]["top1"]) == ("cite", 1.0)
+
+
+def test_summary_accuracy_per_prompt_token() -> None:
+    rows = [_row("m", True, True, prompt_tokens=500), _row("m", False, True, prompt_tokens=500)]
+    assert C.summarize(rows, ["m"], rounds=1)["m"]["top1_per_1k_prompt_tokens"] == 1.0

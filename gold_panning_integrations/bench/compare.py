@@ -937,7 +937,8 @@ def summarize(
         ``{method: {"status", "instances", "top1", "top1_ci95", "top3", "top3_ci95",
         "per_round", "per_round_prompt_tokens", "calls_per_query",
         "prompt_tokens_per_query", "completion_tokens_per_query", "seconds_per_query",
-        "exceptions", "exception_types", "first_error", "unusable", "same_as_base", "http_errors",
+        "top1_per_1k_prompt_tokens", "exceptions", "exception_types", "first_error", "unusable",
+        "same_as_base", "http_errors",
         "usage_missing"}}``; a skipped method has only ``status`` and ``reason``.
     """
     skipped = dict(skipped or {})
@@ -969,6 +970,8 @@ def summarize(
             "http_errors": sum(int(r.get("http_errors", 0)) for r in rs),
             "usage_missing": sum(int(r.get("usage_missing", 0)) for r in rs),
         }
+        tok = d["prompt_tokens_per_query"]
+        d["top1_per_1k_prompt_tokens"] = round(1000 * d["top1"] / tok, 4) if k and tok else None
         pr = [r["per_round"] for r in rs if r.get("per_round")]
         if m in PANNING and pr:
             d["per_round"] = [round(float(x), 4) for x in np.mean(np.asarray(pr, dtype=float), axis=0)]
@@ -985,13 +988,13 @@ def _pct(x: float | None) -> str:
 
 def format_markdown(summary: Mapping[str, Mapping[str, Any]], *, rounds: int) -> str:
     """The results table (one row per method) and, for panning methods, top-1 by round."""
-    head = ("| method | top-1 [95% CI] | top-3 [95% CI] | LLM calls/q | prompt tok/q | completion tok/q | s/q "
-            "| exceptions | unusable | same top-3 as base |")
-    lines = [head, "|" + "---|" * 10]
+    head = ("| method | top-1 [95% CI] | top-3 [95% CI] | LLM calls/q | prompt tok/q | completion tok/q "
+            "| top-1 per 1k prompt tok | s/q | exceptions | unusable | same top-3 as base |")
+    lines = [head, "|" + "---|" * 11]
     for m, d in summary.items():
         label = LABELS.get(m, m)
         if d["status"] != "ran":
-            lines.append(f"| {label} | skipped: {d.get('reason', '')} |" + " |" * 8)
+            lines.append(f"| {label} | skipped: {d.get('reason', '')} |" + " |" * 9)
             continue
         exc = str(d["exceptions"])
         if d["exception_types"]:
@@ -1000,7 +1003,8 @@ def format_markdown(summary: Mapping[str, Mapping[str, Any]], *, rounds: int) ->
             f"| {label} | {_pct(d['top1'])} [{d['top1_ci95'][0]:.2f}, {d['top1_ci95'][1]:.2f}] "
             f"| {_pct(d['top3'])} [{d['top3_ci95'][0]:.2f}, {d['top3_ci95'][1]:.2f}] "
             f"| {d['calls_per_query']:.2f} | {d['prompt_tokens_per_query']:,.0f} "
-            f"| {d['completion_tokens_per_query']:,.0f} | {d['seconds_per_query']:.2f} | {exc} "
+            f"| {d['completion_tokens_per_query']:,.0f} | {_pct(d['top1_per_1k_prompt_tokens'])} "
+            f"| {d['seconds_per_query']:.2f} | {exc} "
             f"| {d['unusable']} | {d['same_as_base'] if m != 'base' else '-'} |"
         )
     notes = [f"- {LABELS.get(m, m)}: {d['exceptions']} exceptions; first: {d['first_error']}"
