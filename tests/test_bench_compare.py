@@ -614,3 +614,44 @@ def test_cli_cite_mode_is_the_default_for_an_endpoint(capsys: pytest.CaptureFixt
 def test_summary_accuracy_per_prompt_token() -> None:
     rows = [_row("m", True, True, prompt_tokens=500), _row("m", False, True, prompt_tokens=500)]
     assert C.summarize(rows, ["m"], rounds=1)["m"]["top1_per_1k_prompt_tokens"] == 1.0
+
+
+class _FailingReader:
+    """Every reading fails: the panner gathers no evidence."""
+
+    def read(self, question: str, documents: Any, **kw: Any) -> Any:
+        from gold_panning_integrations.engine.reading import Reading
+
+        return Reading.failure("no model")
+
+
+@pytest.mark.parametrize("method", ["gp-belief-rank", "gp-cost"])
+def test_without_evidence_the_rank_prior_returns_the_base_order(method: str) -> None:
+    fn = C.panning_method(method, _FailingReader(), profile="smollm2-135m-kv", rounds=2, seed=0)
+    out = fn(C.make_instances("kv", n=6, instances=1, seed=0)[0])
+    assert out.ranking == [0, 1, 2, 3, 4, 5]
+
+
+@pytest.mark.parametrize(("method", "ranked"), [("gp-belief", False), ("gp-belief-rank", True), ("gp-cost", True)])
+def test_rank_prior_is_given_to_the_panner_only_where_promised(
+    method: str, ranked: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from gold_panning_integrations.engine import panner as P
+
+    seen: list[Any] = []
+    real_run = P.GoldPanner.run
+
+    def run(self: Any, question: str, documents: Any, **kw: Any) -> Any:
+        seen.append(kw.get("prior_probs"))
+        return real_run(self, question, documents, **kw)
+
+    monkeypatch.setattr(P.GoldPanner, "run", run)
+    fn = C.panning_method(method, _FailingReader(), profile="smollm2-135m-kv", rounds=1, seed=0)
+    fn(C.make_instances("kv", n=20, instances=1, seed=0)[0])
+    # the rank prior decreases over the top 10 (head_decay 0.85): first > tenth
+    assert (seen[0] is not None and seen[0][0] > seen[0][9]) is ranked
+
+
+def test_without_evidence_failed_rounds_count_as_unusable() -> None:
+    fn = C.panning_method("gp-belief", _FailingReader(), profile="smollm2-135m-kv", rounds=2, seed=0)
+    assert fn(C.make_instances("kv", n=6, instances=1, seed=0)[0]).unusable == 2

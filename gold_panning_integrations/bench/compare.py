@@ -9,6 +9,9 @@ Methods (``--methods``, all by default):
 * ``gp-belief``: GP-Belief with the panner's defaults (base-rate prior), ``--rounds``.
 * ``gp-cost``: GP-Belief with the README's cost-saving settings: the base order as a rank
   prior, ``prune_below=0.05``, ``min_rounds=2``, ``stop_at=0.3``.
+* ``gp-belief-rank``: GP-Belief with the base order as a rank prior (``top10_recall=0.5``),
+  what ``GoldPanningRetriever``/``GoldPanningPostprocessor`` do by default
+  (``retriever_prior="rank"``); ``gp-belief`` is the engine's default (no per-document prior).
 * ``langchain-listwise``: LangChain ``LLMListwiseRerank`` (langchain-classic) with
   ``ChatOpenAI`` (langchain-openai).
 * ``llamaindex-llmrerank``: LlamaIndex ``LLMRerank`` (llama-index-core) with
@@ -86,15 +89,16 @@ __all__ = [
 
 logger = logging.getLogger(__name__)
 
-OURS = ("base", "psc", "gp-belief", "gp-cost")
+OURS = ("base", "psc", "gp-belief", "gp-cost", "gp-belief-rank")
 PEER_METHODS = ("langchain-listwise", "llamaindex-llmrerank", "llamaindex-rankgpt")
 ALL_METHODS: tuple[str, ...] = OURS + PEER_METHODS
-PANNING = ("psc", "gp-belief", "gp-cost")
+PANNING = ("psc", "gp-belief", "gp-cost", "gp-belief-rank")
 LABELS = {
     "base": "base order",
     "psc": "PSC (policy=random)",
     "gp-belief": "GP-Belief (defaults)",
     "gp-cost": "GP, cost-saving settings",
+    "gp-belief-rank": "GP-Belief + rank prior (integration defaults)",
     "langchain-listwise": "LangChain LLMListwiseRerank + ChatOpenAI",
     "llamaindex-llmrerank": "LlamaIndex LLMRerank + OpenAILike",
     "llamaindex-rankgpt": "LlamaIndex RankGPTRerank + OpenAILike",
@@ -663,6 +667,9 @@ def panning_method(
                 prune_below=COST_SAVING["prune_below"], min_rounds=COST_SAVING["min_rounds"],
                 stop_at=COST_SAVING["stop_at"],
             )
+            prior_probs = rank_prior_probs(n, k=1, top10_recall=COST_SAVING["prior_top10_recall"])
+        elif name == "gp-belief-rank":
+            panner = GoldPanner(reader, profile=profile, rounds=rounds, k=1, on_failure="fallback", rng=rng)
             prior_probs = rank_prior_probs(n, k=1, top10_recall=COST_SAVING["prior_top10_recall"])
         else:
             raise ValueError(f"{name!r} is not a panning method; choose one of {', '.join(PANNING)}")
