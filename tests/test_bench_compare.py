@@ -649,7 +649,7 @@ def test_rank_prior_is_given_to_the_panner_only_where_promised(
     fn = C.panning_method(method, _FailingReader(), profile="smollm2-135m-kv", rounds=1, seed=0)
     fn(C.make_instances("kv", n=20, instances=1, seed=0)[0])
     # the rank prior decreases over the top 10 (head_decay 0.85): first > tenth
-    assert (seen[0] is not None and seen[0][0] > seen[0][9]) is ranked
+    assert bool(seen[0] is not None and seen[0][0] > seen[0][9]) is ranked
 
 
 def test_without_evidence_failed_rounds_count_as_unusable() -> None:
