@@ -648,9 +648,16 @@ def _per_round(result: Any, gold: Sequence[int], rounds: int, rng: np.random.Gen
 def panning_method(
     name: str, reader: Any, *, profile: Any, rounds: int, seed: int
 ) -> MethodFn:
-    """One of our methods (``psc``, ``gp-belief``, ``gp-cost``) as ``instance -> outcome``."""
+    """One of our methods (``psc``, ``gp-belief``, ``gp-cost``, ``gp-belief-rank``) as
+    ``instance -> outcome``; ``profile`` is a profile object, a bundled name or a path
+    (resolved here, at the edge: the engine takes profile objects)."""
     from ..engine.panner import GoldPanner
     from ..engine.priors import rank_prior_probs
+
+    if isinstance(profile, (str, Path)):
+        from ..profiles import load_profile
+
+        profile = load_profile(profile)
 
     def run(inst: CompareInstance) -> MethodOutcome:
         rng = np.random.default_rng([seed, inst.index, ALL_METHODS.index(name)])
