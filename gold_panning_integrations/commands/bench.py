@@ -43,7 +43,8 @@ BENCHMARKS: tuple[Benchmark, ...] = (
               "GP-Belief vs GP-Entropy vs PSC with a real model on held-out key-value instances (slow)"),
     Benchmark("real-efficiency", "gold_panning_integrations.bench.real_efficiency",
               "efficiency report and posterior calibration on a real model (slow: minutes)"),
-    # Benchmark("compare", "gold_panning_integrations.bench.compare", "..."),  # bench/compare.py: add here
+    Benchmark("compare", "gold_panning_integrations.bench.compare",
+              "Gold Panning side by side with LangChain/LlamaIndex rerankers on one endpoint (slow)"),
 )
 """Every ``gold-panning bench`` sub-command, in the order ``--help`` lists them."""
 

@@ -1,0 +1,1240 @@
+"""``gold-panning bench compare``: Gold Panning side by side with the rerankers users
+would otherwise pick, on the same instances and the same endpoint.
+
+Methods (``--methods``, all by default):
+
+* ``base``: the base order (the retriever's order for NQ, the input order otherwise).
+* ``psc``: permutation self-consistency, :class:`~..engine.panner.GoldPanner` with
+  ``policy="random"`` (the paper's baseline).
+* ``gp-belief``: GP-Belief with the panner's defaults (base-rate prior), ``--rounds``.
+* ``gp-cost``: GP-Belief with the README's cost-saving settings: the base order as a rank
+  prior, ``prune_below=0.05``, ``min_rounds=2``, ``stop_at=0.3``.
+* ``gp-belief-rank``: GP-Belief with the base order as a rank prior (``top10_recall=0.5``),
+  what ``GoldPanningRetriever``/``GoldPanningPostprocessor`` do by default
+  (``retriever_prior="rank"``); ``gp-belief`` is the engine's default (no per-document prior).
+* ``langchain-listwise``: LangChain ``LLMListwiseRerank`` (langchain-classic) with
+  ``ChatOpenAI`` (langchain-openai).
+* ``llamaindex-llmrerank``: LlamaIndex ``LLMRerank`` (llama-index-core) with
+  ``OpenAILike`` (llama-index-llms-openai-like).
+* ``llamaindex-rankgpt``: LlamaIndex ``RankGPTRerank``
+  (llama-index-postprocessor-rankgpt-rerank) with ``OpenAILike``.
+
+The peers run through their own packages, unmodified: the bench only builds their LLM
+client (model, endpoint, temperature 0, a completion cap) and maps the documents they
+return back to input indices. A peer whose packages are not installed is reported as
+skipped, with the ``pip install`` line.
+
+Every method talks to the endpoint through a loopback counting proxy
+(:class:`UsageProxy`), so LLM calls and the server's prompt/completion token usage are
+counted the same way for our methods and for the peers, without touching their code.
+By default the endpoint is the embedded SmolLM2 model, served by the bench itself with
+``python -m llama_cpp.server`` (:class:`EmbeddedServer`: started, waited for, always
+stopped). Our methods read it in answer mode (citation by number carries no signal on
+that model).
+
+Accuracy: top-1 / top-3 hit of the single gold document, with 95% Wilson intervals
+(:func:`wilson_interval`); an exception is a miss and its type is recorded. Accuracy per
+round for the panning methods follows ``bench real`` (:func:`.real.per_round_hits`):
+GP ranks by posterior; PSC by votes with random tie-breaks drawn from its own generator,
+so PSC's last-round value can differ from its top-1 column (the panner's own ranking)
+when votes tie.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import gzip
+import http.client
+import importlib.util
+import json
+import logging
+import math
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+import urllib.parse
+from collections import Counter
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, replace
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from typing_extensions import Self
+
+from ..errors import CheckpointError, MissingExtraError
+
+__all__ = [
+    "ALL_METHODS",
+    "PEERS",
+    "CompareInstance",
+    "EmbeddedServer",
+    "MethodOutcome",
+    "UsageProxy",
+    "format_markdown",
+    "main",
+    "make_instances",
+    "register",
+    "run_compare",
+    "summarize",
+    "wilson_interval",
+]
+
+logger = logging.getLogger(__name__)
+
+OURS = ("base", "psc", "gp-belief", "gp-cost", "gp-belief-rank")
+PEER_METHODS = ("langchain-listwise", "llamaindex-llmrerank", "llamaindex-rankgpt")
+ALL_METHODS: tuple[str, ...] = OURS + PEER_METHODS
+PANNING = ("psc", "gp-belief", "gp-cost", "gp-belief-rank")
+LABELS = {
+    "base": "base order",
+    "psc": "PSC (policy=random)",
+    "gp-belief": "GP-Belief (defaults)",
+    "gp-cost": "GP, cost-saving settings",
+    "gp-belief-rank": "GP-Belief + rank prior (integration defaults)",
+    "langchain-listwise": "LangChain LLMListwiseRerank + ChatOpenAI",
+    "llamaindex-llmrerank": "LlamaIndex LLMRerank + OpenAILike",
+    "llamaindex-rankgpt": "LlamaIndex RankGPTRerank + OpenAILike",
+}
+
+PEERS: dict[str, tuple[tuple[str, ...], str]] = {
+    "langchain-listwise": (("langchain_classic", "langchain_openai"), "pip install langchain-classic langchain-openai"),
+    "llamaindex-llmrerank": (
+        ("llama_index.core", "llama_index.llms.openai_like"),
+        "pip install llama-index-core llama-index-llms-openai-like",
+    ),
+    "llamaindex-rankgpt": (
+        ("llama_index.core", "llama_index.llms.openai_like", "llama_index.postprocessor.rankgpt_rerank"),
+        "pip install llama-index-llms-openai-like llama-index-postprocessor-rankgpt-rerank",
+    ),
+}
+"""Peer -> (modules it needs, the install line shown when one is missing)."""
+
+TASKS = ("kv", "nq", "litm-kv")
+EMBEDDED_PROFILE = "smollm2-135m-kv"
+EMBEDDED_MODEL = "SmolLM2-135M-Instruct"
+COST_SAVING: dict[str, Any] = {"prune_below": 0.05, "min_rounds": 2, "stop_at": 0.3, "prior_top10_recall": 0.5}
+"""The README's recommended cost-saving settings (plus the base order as a rank prior)."""
+
+_CHECKPOINT_KEYS = ("task", "n", "seed", "rounds", "model", "mode", "profile", "top_n")
+
+
+# =============================================================================== statistics
+def wilson_interval(successes: int, trials: int, *, z: float = 1.96) -> tuple[float, float]:
+    """Wilson score interval for a binomial proportion (95% for ``z=1.96``).
+
+    Unlike the normal approximation it stays inside [0, 1] and is not empty at 0 or
+    ``trials`` successes (0/30 gives about (0, 0.114)).
+
+    Args:
+        successes: Number of hits, ``0 <= successes <= trials``.
+        trials: Number of trials, ``>= 0``; 0 gives ``(0.0, 1.0)``.
+        z: Standard-normal quantile of the two-sided level.
+
+    Returns:
+        ``(low, high)`` bounds of the interval.
+    """
+    if trials < 0 or not 0 <= successes <= max(trials, 0):
+        raise ValueError(f"need 0 <= successes <= trials, got successes={successes!r}, trials={trials!r}")
+    if trials == 0:
+        return 0.0, 1.0
+    p = successes / trials
+    z2 = z * z
+    denom = 1.0 + z2 / trials
+    center = (p + z2 / (2 * trials)) / denom
+    half = z * math.sqrt(p * (1 - p) / trials + z2 / (4 * trials * trials)) / denom
+    return max(0.0, center - half), min(1.0, center + half)
+
+
+# ==================================================================================== tasks
+@dataclass(frozen=True)
+class CompareInstance:
+    """One question with its documents in the base order (retriever or input order).
+
+    Attributes:
+        question: The question.
+        documents: ``n`` document texts in the base order.
+        gold: 0-based indices of the relevant documents.
+        answers: Accepted answers (recorded; answer attribution matches documents, not these).
+        task: Task name.
+        index: Position of the instance in its run (seeds the panners' generators).
+    """
+
+    question: str
+    documents: list[str]
+    gold: tuple[int, ...]
+    answers: tuple[str, ...] = ()
+    task: str = "kv"
+    index: int = 0
+
+
+def make_instances(
+    task: str, *, n: int, instances: int, seed: int, data: str | Path | None = None
+) -> list[CompareInstance]:
+    """The evaluation instances of ``task`` (``kv``, ``nq``, ``litm-kv``), a pure
+    function of its arguments.
+
+    * ``kv``: synthetic one-sentence key-value facts (:class:`~..tasks.kv.KVTask`), the
+      gold at a uniform random position; base order = input order.
+    * ``nq``: an NQ question, its gold passage and the ``n - 1`` passages BM25 ranks
+      highest for the question (without the answer); base order = BM25's order.
+    * ``litm-kv``: Lost-in-the-Middle key-value retrieval (UUID keys and values), ``n``
+      pairs of one record, the queried pair at a uniform random position.
+    """
+    if n < 2:
+        raise ValueError(f"--n must be >= 2 documents, got {n!r}")
+    if instances < 1:
+        raise ValueError(f"--instances must be >= 1, got {instances!r}")
+    rng = np.random.default_rng(seed)
+    out = _make(task, n=n, instances=instances, rng=rng, data=data)
+    return [replace(inst, index=i) for i, inst in enumerate(out)]
+
+
+def _make(
+    task: str, *, n: int, instances: int, rng: np.random.Generator, data: str | Path | None
+) -> list[CompareInstance]:
+    if task == "kv":
+        from ..tasks.kv import KVTask
+
+        kv = KVTask()
+        out = []
+        for _ in range(instances):
+            inst = kv.make(n, gold_position=int(rng.integers(n)), rng=rng)
+            out.append(CompareInstance(inst.question, list(inst.documents), inst.gold, inst.answers, "kv"))
+        return out
+    if task == "nq":
+        return _nq_instances(_nq_items(data), n=n, instances=instances, rng=rng)
+    if task == "litm-kv":
+        return _litm_kv_instances(_litm_kv_records(data), n=n, instances=instances, rng=rng)
+    raise ValueError(f"unknown task {task!r}; choose one of {', '.join(TASKS)}")
+
+
+def _shared_data(name: str) -> Path:
+    return Path("..") / "shared" / "data" / name
+
+
+def _nq_items(data: str | Path | None) -> list[Any]:
+    """NQ questions with their gold passage (``NQItem``): the one place that loads them.
+
+    TODO(data): switch to ``gold_panning_integrations.tasks.load_sample("nq")`` once the
+    shipped sample lands; until then ``--data`` or ``../shared/data``.
+    """
+    from ..tasks.nq import load_nq
+
+    return load_nq(data if data is not None else _shared_data("nq-open-oracle.jsonl.gz"))
+
+
+def _litm_kv_records(data: str | Path | None) -> list[dict[str, Any]]:
+    """Lost-in-the-Middle kv-retrieval records (``ordered_kv_records``, ``key``, ``value``).
+
+    TODO(data): switch to ``load_sample("kv")`` once the shipped sample lands.
+    """
+    path = Path(data) if data is not None else _shared_data("kv-retrieval-75_keys.jsonl.gz")
+    if not path.is_file():
+        raise FileNotFoundError(
+            f"kv-retrieval data not found: {str(path)!r}; pass --data PATH to kv-retrieval-75_keys.jsonl.gz "
+            "(nelson-liu/lost-in-the-middle)"
+        )
+    opener: Any = gzip.open if path.suffix == ".gz" else open
+    with opener(path, "rt", encoding="utf-8") as fh:
+        return [json.loads(line) for line in fh if line.strip()]
+
+
+def _litm_kv_instances(
+    records: Sequence[Mapping[str, Any]], *, n: int, instances: int, rng: np.random.Generator
+) -> list[CompareInstance]:
+    out = []
+    picks = rng.choice(len(records), size=min(instances, len(records)), replace=False)
+    for r in picks:
+        rec = records[int(r)]
+        key, value = str(rec["key"]), str(rec["value"])
+        others = [(str(k), str(v)) for k, v in rec["ordered_kv_records"] if str(k) != key]
+        if len(others) < n - 1:
+            raise ValueError(f"a kv-retrieval record has {len(others) + 1} pairs; use --n <= {len(others) + 1}")
+        chosen = [others[int(i)] for i in rng.choice(len(others), size=n - 1, replace=False)]
+        g = int(rng.integers(n))
+        chosen.insert(g, (key, value))
+        docs = [f'"{k}": "{v}"' for k, v in chosen]
+        question = f'What is the value associated with the key "{key}"?'
+        out.append(CompareInstance(question, docs, (g,), (value,), "litm-kv"))
+    return out
+
+
+_STOP = frozenset(
+    ["a", "an", "and", "are", "as", "at", "be", "by", "did", "do", "does", "for", "from", "has", "have", "how", "in", "is", "it", "its", "of", "on", "or", "that", "the", "this", "to", "was", "were", "what", "when", "where", "which", "who", "whom", "whose", "why", "will", "with"]
+)
+
+
+def _bm25_tokens(text: str) -> list[str]:
+    return [t for t in re.findall(r"[a-z0-9]+", text.lower()) if t not in _STOP]
+
+
+class _BM25:
+    """Okapi BM25 (k1=1.5, b=0.75) over a fixed corpus; ``scores(query)`` shape ``(N,)``."""
+
+    def __init__(self, corpus: Sequence[str], *, k1: float = 1.5, b: float = 0.75) -> None:
+        toks = [_bm25_tokens(d) for d in corpus]
+        self.n_docs = len(toks)
+        lengths = np.array([len(t) for t in toks], dtype=np.float64)
+        norm = k1 * (1 - b + b * lengths / max(lengths.mean(), 1e-9))
+        postings: dict[str, dict[int, int]] = {}
+        for i, t in enumerate(toks):
+            for w in t:
+                d = postings.setdefault(w, {})
+                d[i] = d.get(i, 0) + 1
+        self.index: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+        for w, d in postings.items():
+            ids = np.fromiter(d.keys(), dtype=np.int64, count=len(d))
+            tf = np.fromiter(d.values(), dtype=np.float64, count=len(d))
+            idf = math.log(1 + (self.n_docs - len(d) + 0.5) / (len(d) + 0.5))
+            self.index[w] = (ids, idf * tf * (k1 + 1) / (tf + norm[ids]))
+
+    def scores(self, query: str) -> np.ndarray:
+        s = np.zeros(self.n_docs)
+        for w in set(_bm25_tokens(query)):
+            if w in self.index:
+                ids, contrib = self.index[w]
+                s[ids] += contrib
+        return s
+
+
+def _nq_instances(items: Sequence[Any], *, n: int, instances: int, rng: np.random.Generator) -> list[CompareInstance]:
+    """Gold passage + the ``n - 1`` passages BM25 ranks highest for the question among
+    the other questions' gold passages (those containing an answer, and repeats,
+    skipped), in BM25 order (the retriever's order; the gold is often first)."""
+    from ..readers.answer import token_matcher
+
+    passages = [it.passage for it in items]
+    bm25 = _BM25(passages)
+    out = []
+    for qi in rng.choice(len(items), size=min(instances, len(items)), replace=False):
+        item = items[int(qi)]
+        s = bm25.scores(item.question)
+        chosen: list[int] = []
+        seen = {item.passage}
+        for j in np.argsort(-s, kind="stable"):
+            if len(chosen) == n - 1:
+                break
+            if int(j) == int(qi) or passages[j] in seen:  # questions can share a passage
+                continue
+            if any(token_matcher(a, passages[j]) for a in item.answers):
+                continue
+            chosen.append(int(j))
+            seen.add(passages[j])
+        ids = sorted([int(qi), *chosen], key=lambda j: (-s[j], j != int(qi)))
+        docs = [passages[j] for j in ids]
+        out.append(CompareInstance(item.question, docs, (ids.index(int(qi)),), tuple(item.answers), "nq"))
+    return out
+
+
+# ============================================================================ usage proxy
+_HOP = {"connection", "keep-alive", "transfer-encoding", "content-length", "host", "accept-encoding", "upgrade",
+        "proxy-connection", "te", "trailer"}
+
+
+class _ProxyHandler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    server: Any
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass
+
+    def do_GET(self) -> None:
+        self._forward()
+
+    def do_POST(self) -> None:
+        self._forward()
+
+    def _forward(self) -> None:
+        proxy: UsageProxy = self.server.owner
+        length = int(self.headers.get("Content-Length") or 0)
+        body = self.rfile.read(length) if length else b""
+        headers = {k: v for k, v in self.headers.items() if k.lower() not in _HOP}
+        headers["Accept-Encoding"] = "identity"
+        path = self.path
+        path = path.removeprefix(proxy.prefix)
+        target = proxy.upstream_path + path
+        is_llm = self.command == "POST" and path.rstrip("/").endswith(("/chat/completions", "/completions"))
+        try:
+            conn_cls = http.client.HTTPSConnection if proxy.scheme == "https" else http.client.HTTPConnection
+            conn = conn_cls(proxy.host, proxy.port, timeout=proxy.timeout)
+            try:
+                conn.request(self.command, target, body=body or None, headers=headers)
+                resp = conn.getresponse()
+                data = resp.read()
+                status, reason, rheaders = resp.status, resp.reason, resp.getheaders()
+            finally:
+                conn.close()
+        except (OSError, http.client.HTTPException) as err:
+            if is_llm:
+                proxy._record(status=502, data=b"")
+            msg = json.dumps({"error": {"message": f"bench proxy: upstream unreachable: {err}", "type": "proxy"}})
+            self._reply(502, "Bad Gateway", [("Content-Type", "application/json")], msg.encode())
+            return
+        if is_llm:
+            proxy._record(status=status, data=data)
+        self._reply(status, reason, [(k, v) for k, v in rheaders if k.lower() not in _HOP], data)
+
+    def _reply(self, status: int, reason: str, headers: Sequence[tuple[str, str]], data: bytes) -> None:
+        try:
+            self.send_response(status, reason)
+            for k, v in headers:
+                self.send_header(k, v)
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+        except OSError:  # the client gave up (timeout); nothing to answer
+            self.close_connection = True
+
+
+class UsageProxy:
+    """A loopback reverse proxy that counts LLM calls and the server's token usage.
+
+    Every method (ours and the peers) is pointed at :attr:`base_url`; requests are
+    forwarded unchanged to ``upstream`` and every ``POST .../chat/completions`` (or
+    ``.../completions``) is counted with the ``usage`` of its response. Counting at the
+    HTTP level needs no change to any peer and counts retries as calls.
+
+    Args:
+        upstream: The real endpoint root, e.g. ``"http://127.0.0.1:8080/v1"``.
+        timeout: Seconds to wait for the upstream per request.
+    """
+
+    def __init__(self, upstream: str, *, timeout: float = 600.0) -> None:
+        u = urllib.parse.urlsplit(upstream)
+        if u.scheme not in ("http", "https") or not u.hostname:
+            raise ValueError(f"base URL must be http(s)://host[:port]/path, got {upstream!r}")
+        self.upstream = upstream
+        self.scheme = u.scheme
+        self.host = u.hostname
+        self.port = u.port or (443 if u.scheme == "https" else 80)
+        self.upstream_path = u.path.rstrip("/")
+        self.prefix = "/v1"
+        self.timeout = timeout
+        self._lock = threading.Lock()
+        self._stats = {"calls": 0, "prompt_tokens": 0, "completion_tokens": 0, "http_errors": 0, "usage_missing": 0}
+        self._httpd: ThreadingHTTPServer | None = None
+        self._thread: threading.Thread | None = None
+
+    def _record(self, *, status: int, data: bytes) -> None:
+        pt = ct = None
+        if status < 400:
+            with contextlib.suppress(ValueError, AttributeError, TypeError):
+                usage = json.loads(data).get("usage") or {}
+                pt, ct = usage.get("prompt_tokens"), usage.get("completion_tokens")
+        with self._lock:
+            s = self._stats
+            s["calls"] += 1
+            if status >= 400:
+                s["http_errors"] += 1
+            elif isinstance(pt, int) and isinstance(ct, int):
+                s["prompt_tokens"] += pt
+                s["completion_tokens"] += ct
+            else:
+                s["usage_missing"] += 1
+
+    def stats(self) -> dict[str, int]:
+        """Counters so far: ``calls``, ``prompt_tokens``, ``completion_tokens``,
+        ``http_errors`` (status >= 400) and ``usage_missing`` (a 2xx without usage)."""
+        with self._lock:
+            return dict(self._stats)
+
+    def start(self) -> Self:
+        """Bind 127.0.0.1 on a free port and serve in a daemon thread."""
+        httpd = ThreadingHTTPServer(("127.0.0.1", 0), _ProxyHandler)
+        httpd.daemon_threads = True
+        httpd.owner = self  # type: ignore[attr-defined]
+        self._httpd = httpd
+        self._thread = threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.1}, daemon=True)
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        """Stop serving and close the socket."""
+        if self._httpd is not None:
+            self._httpd.shutdown()
+            self._httpd.server_close()
+            self._httpd = None
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+            self._thread = None
+
+    @property
+    def base_url(self) -> str:
+        """``http://127.0.0.1:<port>/v1``, the endpoint every method is given."""
+        if self._httpd is None:
+            raise RuntimeError("the proxy is not running; call start() first")
+        return f"http://127.0.0.1:{self._httpd.server_address[1]}{self.prefix}"
+
+    def __enter__(self) -> Self:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+# ========================================================================= embedded server
+def free_port() -> int:
+    """A free TCP port on 127.0.0.1 (bound and released; a tiny race remains)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def llama_server_command(
+    model_path: str | Path, *, port: int, n_ctx: int = 8192, threads: int | None = None
+) -> list[str]:
+    """``python -m llama_cpp.server`` on loopback for ``model_path``."""
+    cmd = [sys.executable, "-m", "llama_cpp.server", "--model", str(model_path), "--host", "127.0.0.1",
+           "--port", str(port), "--n_ctx", str(n_ctx)]
+    if threads is not None:
+        cmd += ["--n_threads", str(threads)]
+    return cmd
+
+
+def check_server_extra() -> None:
+    """Raise :class:`MissingExtraError` unless llama-cpp-python and its server extra import."""
+    for mod, pkg in (("llama_cpp", "llama-cpp-python"), ("uvicorn", "llama-cpp-python[server]"),
+                     ("fastapi", "llama-cpp-python[server]"), ("sse_starlette", "llama-cpp-python[server]"),
+                     ("starlette_context", "llama-cpp-python[server]"),
+                     ("pydantic_settings", "llama-cpp-python[server]")):
+        if importlib.util.find_spec(mod) is None:
+            raise MissingExtraError(pkg, "compare", "Serving the embedded model for `bench compare`")
+
+
+class EmbeddedServer:
+    """Runs an OpenAI-compatible server as a child process for the length of a ``with``.
+
+    Started with ``command`` (see :func:`llama_server_command`), its output to ``log``;
+    ready when ``GET /v1/models`` answers 200 within ``ready_timeout`` seconds. Always
+    stopped on exit, also on an error or Ctrl-C (terminate, then kill after 10 s).
+
+    Args:
+        command: The argv to run; the server must listen on ``port``.
+        port: The port it listens on.
+        log: File receiving the server's stdout and stderr.
+        ready_timeout: Deadline in seconds for readiness.
+        poll: Seconds between readiness checks.
+    """
+
+    def __init__(
+        self, command: Sequence[str], *, port: int, log: str | Path, ready_timeout: float = 180.0, poll: float = 0.25
+    ) -> None:
+        self.command = list(command)
+        self.port = port
+        self.log = Path(log)
+        self.ready_timeout = ready_timeout
+        self.poll = poll
+        self.proc: subprocess.Popen[bytes] | None = None
+
+    @property
+    def base_url(self) -> str:
+        """``http://127.0.0.1:<port>/v1``."""
+        return f"http://127.0.0.1:{self.port}/v1"
+
+    def _ready(self) -> bool:
+        conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=2)
+        try:
+            conn.request("GET", "/v1/models")
+            return conn.getresponse().status == 200
+        except (OSError, http.client.HTTPException):
+            return False
+        finally:
+            conn.close()
+
+    def _tail(self, lines: int = 15) -> str:
+        try:
+            return "\n".join(self.log.read_text(encoding="utf-8", errors="replace").splitlines()[-lines:])
+        except OSError:
+            return ""
+
+    def start(self) -> Self:
+        """Start the process and wait for readiness (raises RuntimeError naming the log)."""
+        self.log.parent.mkdir(parents=True, exist_ok=True)
+        with self.log.open("wb") as fh:
+            self.proc = subprocess.Popen(
+                self.command, stdout=fh, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True
+            )
+        deadline = time.monotonic() + self.ready_timeout
+        try:
+            while True:
+                if self.proc.poll() is not None:
+                    raise RuntimeError(
+                        f"the model server exited with code {self.proc.returncode} before it was ready; "
+                        f"log {str(self.log)!r}:\n{self._tail()}"
+                    )
+                if self._ready():
+                    return self
+                if time.monotonic() > deadline:
+                    raise RuntimeError(
+                        f"the model server was not ready within {self.ready_timeout:.0f} s on port {self.port}; "
+                        f"log {str(self.log)!r}:\n{self._tail()}"
+                    )
+                time.sleep(self.poll)
+        except BaseException:
+            self.stop()
+            raise
+
+    def stop(self) -> None:
+        """Terminate the process (kill after 10 s); safe to call twice."""
+        proc, self.proc = self.proc, None
+        if proc is None or proc.poll() is not None:
+            return
+        proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(timeout=10)
+
+    def __enter__(self) -> Self:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+# ================================================================================= methods
+@dataclass
+class MethodOutcome:
+    """What one method returned for one instance.
+
+    Attributes:
+        ranking: Input indices best first (may be shorter than ``n`` for peers' top-n).
+        per_round: Top-1 hit after each round (panning methods), shape ``(rounds,)``.
+        round_tokens: Cumulative prompt tokens after each round (reader-reported),
+            shape ``(rounds,)``.
+        unusable: Model outputs that could not be used (failed rounds, empty results).
+        note: Free text for the checkpoint (e.g. the stop reason).
+    """
+
+    ranking: list[int]
+    per_round: list[float] | None = None
+    round_tokens: list[int] | None = None
+    unusable: int = 0
+    note: str | None = None
+
+
+MethodFn = Callable[[CompareInstance], MethodOutcome]
+
+
+@dataclass(frozen=True)
+class Endpoint:
+    """Where the methods send their requests (the proxy's URL) and with what model."""
+
+    base_url: str
+    model: str
+    api_key: str = "not-needed"
+    timeout: float = 300.0
+    peer_max_tokens: int = 512
+
+
+def _per_round(result: Any, gold: Sequence[int], rounds: int, rng: np.random.Generator) -> tuple[list[float], list[int]]:
+    from .real import per_round_hits
+
+    hits = per_round_hits(result, gold, rng=rng, rounds=rounds)
+    toks = np.cumsum([r.prompt_tokens for r in result.rounds]) if result.rounds else np.zeros(0)
+    toks = np.concatenate([toks[:rounds], np.full(max(rounds - toks.size, 0), toks[-1] if toks.size else 0)])
+    return [float(h) for h in hits], [int(t) for t in toks]
+
+
+def panning_method(
+    name: str, reader: Any, *, profile: Any, rounds: int, seed: int
+) -> MethodFn:
+    """One of our methods (``psc``, ``gp-belief``, ``gp-cost``, ``gp-belief-rank``) as
+    ``instance -> outcome``; ``profile`` is a profile object, a bundled name or a path
+    (resolved here, at the edge: the engine takes profile objects)."""
+    from ..engine.panner import GoldPanner
+    from ..engine.priors import rank_prior_probs
+
+    if isinstance(profile, (str, Path)):
+        from ..profiles import load_profile
+
+        profile = load_profile(profile)
+
+    def run(inst: CompareInstance) -> MethodOutcome:
+        rng = np.random.default_rng([seed, inst.index, ALL_METHODS.index(name)])
+        n = len(inst.documents)
+        prior_probs = None
+        if name == "psc":
+            panner = GoldPanner(reader, profile=profile, rounds=rounds, k=1, policy="random", prior="uniform",
+                                on_failure="fallback", rng=rng)
+        elif name == "gp-belief":
+            panner = GoldPanner(reader, profile=profile, rounds=rounds, k=1, on_failure="fallback", rng=rng)
+        elif name == "gp-cost":
+            panner = GoldPanner(
+                reader, profile=profile, rounds=rounds, k=1, on_failure="fallback", rng=rng,
+                prune_below=COST_SAVING["prune_below"], min_rounds=COST_SAVING["min_rounds"],
+                stop_at=COST_SAVING["stop_at"],
+            )
+            prior_probs = rank_prior_probs(n, k=1, top10_recall=COST_SAVING["prior_top10_recall"])
+        elif name == "gp-belief-rank":
+            panner = GoldPanner(reader, profile=profile, rounds=rounds, k=1, on_failure="fallback", rng=rng)
+            prior_probs = rank_prior_probs(n, k=1, top10_recall=COST_SAVING["prior_top10_recall"])
+        else:
+            raise ValueError(f"{name!r} is not a panning method; choose one of {', '.join(PANNING)}")
+        res = panner.run(inst.question, inst.documents, prior_probs=prior_probs)
+        hits, toks = _per_round(res, inst.gold, rounds, rng)
+        return MethodOutcome(
+            ranking=[int(i) for i in res.ranking], per_round=hits, round_tokens=toks,
+            unusable=res.failed_rounds, note=res.stop_reason,
+        )
+
+    run.__name__ = name
+    return run
+
+
+def base_method(inst: CompareInstance) -> MethodOutcome:
+    """The base order: no model call."""
+    return MethodOutcome(ranking=list(range(len(inst.documents))))
+
+
+def peer_missing(name: str) -> str | None:
+    """The install line when a peer's packages are missing, else None."""
+    modules, hint = PEERS[name]
+    for mod in modules:
+        try:
+            found = importlib.util.find_spec(mod) is not None
+        except (ImportError, ValueError):  # a parent package is missing
+            found = False
+        if not found:
+            return f"{mod} not installed ({hint})"
+    return None
+
+
+def _index_of(obj: Any, key: str) -> int | None:
+    meta = getattr(obj, "metadata", None) or {}
+    v = meta.get(key)
+    return int(v) if isinstance(v, int) else None
+
+
+def _node_index(node: Any) -> int | None:
+    nid = str(getattr(node, "node_id", ""))
+    return int(nid[len("gp-doc-"):]) if nid.startswith("gp-doc-") and nid[len("gp-doc-"):].isdigit() else None
+
+
+def _mapped(items: Sequence[Any], get: Callable[[Any], int | None]) -> tuple[list[int], int]:
+    """Indices of returned items in order (unknown or repeated ones dropped and counted)."""
+    out: list[int] = []
+    bad = 0
+    for it in items:
+        i = get(it)
+        if i is None or i in out:
+            bad += 1
+            continue
+        out.append(i)
+    return out, bad
+
+
+def peer_method(name: str, ep: Endpoint, *, top_n: int = 3) -> MethodFn:
+    """A peer reranker, built from its own package, as ``instance -> outcome``.
+
+    The peer returns its top ``top_n`` documents; those are the ranking. An empty result
+    counts as an unusable output (a miss).
+    """
+    if name == "langchain-listwise":
+        from langchain_classic.retrievers.document_compressors import LLMListwiseRerank
+        from langchain_core.documents import Document
+        from langchain_openai import ChatOpenAI
+
+        llm = ChatOpenAI(
+            model=ep.model, base_url=ep.base_url, api_key=ep.api_key, temperature=0,
+            max_tokens=ep.peer_max_tokens, timeout=ep.timeout,
+        )
+        reranker = LLMListwiseRerank.from_llm(llm, top_n=top_n)
+
+        def run_lc(inst: CompareInstance) -> MethodOutcome:
+            docs = [Document(page_content=d, metadata={"gp_index": i}) for i, d in enumerate(inst.documents)]
+            got = reranker.compress_documents(docs, inst.question)
+            ranking, bad = _mapped(list(got), lambda d: _index_of(d, "gp_index"))
+            return MethodOutcome(ranking=ranking, unusable=int(not ranking) + bad)
+
+        return run_lc
+    if name in ("llamaindex-llmrerank", "llamaindex-rankgpt"):
+        from llama_index.core.schema import NodeWithScore, TextNode
+        from llama_index.llms.openai_like import OpenAILike
+
+        li_llm = OpenAILike(
+            model=ep.model, api_base=ep.base_url, api_key=ep.api_key, is_chat_model=True,
+            context_window=8192, max_tokens=ep.peer_max_tokens, temperature=0.0, timeout=ep.timeout,
+        )
+        post: Any
+        if name == "llamaindex-llmrerank":
+            from llama_index.core.postprocessor import LLMRerank
+
+            post = None  # choice_batch_size follows n (one call per query), set per instance
+        else:
+            from llama_index.postprocessor.rankgpt_rerank import RankGPTRerank
+
+            post = RankGPTRerank(llm=li_llm, top_n=top_n)
+
+        def run_li(inst: CompareInstance) -> MethodOutcome:
+            p = post if post is not None else LLMRerank(
+                llm=li_llm, top_n=top_n, choice_batch_size=len(inst.documents)
+            )
+            # No metadata: both peers show node metadata to the model; the id is not shown.
+            nodes = [NodeWithScore(node=TextNode(text=d, id_=f"gp-doc-{i}"), score=None)
+                     for i, d in enumerate(inst.documents)]
+            got = p.postprocess_nodes(nodes, query_str=inst.question)
+            ranking, bad = _mapped(list(got), lambda nw: _node_index(nw.node))
+            return MethodOutcome(ranking=ranking, unusable=int(not ranking) + bad)
+
+        return run_li
+    raise ValueError(f"unknown peer {name!r}; choose one of {', '.join(PEER_METHODS)}")
+
+
+# =================================================================================== runner
+class _Checkpoint:
+    """JSONL: a meta line with the run's settings, then one line per (instance, method)."""
+
+    def __init__(self, path: str | Path, meta: Mapping[str, Any]) -> None:
+        self.path = Path(path)
+        self.rows: dict[tuple[int, str], dict[str, Any]] = {}
+        old_meta = None
+        if self.path.exists():
+            if not self.path.is_file():
+                raise CheckpointError(f"checkpoint {str(self.path)!r} is not a regular file")
+            raw = self.path.read_bytes()
+            lines = raw.split(b"\n")
+            offset = 0
+            for i, line in enumerate(lines):
+                start = offset
+                offset += len(line) + 1
+                if not line.strip():
+                    continue
+                try:
+                    obj = json.loads(line)
+                    if not isinstance(obj, dict):
+                        raise ValueError("not a JSON object")  # noqa: TRY004 - handled just below
+                except ValueError as err:
+                    if b"".join(lines[i + 1:]).strip():
+                        raise CheckpointError(
+                            f"checkpoint {str(self.path)!r} line {i + 1} is corrupt ({err}); delete the file "
+                            "to start over"
+                        ) from err
+                    logger.warning("checkpoint %s: dropping a cut last line; that row reruns", self.path)
+                    with self.path.open("r+b") as fh:
+                        fh.truncate(start)
+                    break
+                if obj.get("type") == "meta":
+                    old_meta = obj
+                elif obj.get("type") == "row":
+                    self.rows[(int(obj["instance"]), str(obj["method"]))] = obj
+        if old_meta is not None:
+            diff = [k for k in _CHECKPOINT_KEYS if old_meta.get(k) != meta.get(k)]
+            if diff:
+                shown = ", ".join(f"{k}: {old_meta.get(k)!r} in the file vs {meta.get(k)!r} now" for k in diff)
+                raise CheckpointError(
+                    f"checkpoint {str(self.path)!r} belongs to another comparison ({shown}); "
+                    "use another --checkpoint path or delete the file"
+                )
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._fh = self.path.open("a", encoding="utf-8")
+        if old_meta is None:
+            self.write({"type": "meta", **{k: meta.get(k) for k in _CHECKPOINT_KEYS}})
+
+    def write(self, obj: Mapping[str, Any]) -> None:
+        self._fh.write(json.dumps(obj) + "\n")
+        self._fh.flush()
+
+    def close(self) -> None:
+        self._fh.close()
+
+
+class _NoUsage:
+    def stats(self) -> dict[str, int]:
+        return {"calls": 0, "prompt_tokens": 0, "completion_tokens": 0, "http_errors": 0, "usage_missing": 0}
+
+
+def run_compare(
+    instances: Sequence[CompareInstance],
+    methods: Mapping[str, MethodFn],
+    *,
+    usage: Any = None,
+    checkpoint: str | Path | None = None,
+    meta: Mapping[str, Any] | None = None,
+    progress: Callable[[int], None] | None = None,
+) -> list[dict[str, Any]]:
+    """Run every method on every instance, instance after instance; one row per pair.
+
+    Args:
+        instances: The evaluation instances (same for every method).
+        methods: Name -> ``instance -> MethodOutcome``. An exception is recorded as a
+            miss with its type (``KeyboardInterrupt``/``SystemExit`` end the run).
+        usage: Object with ``stats()`` (a :class:`UsageProxy`) read before and after
+            each call; None counts nothing.
+        checkpoint: JSONL path; finished pairs are appended and skipped on a rerun.
+        meta: Settings recorded in the checkpoint's meta line and checked on resume
+            (keys in ``_CHECKPOINT_KEYS``).
+        progress: Called with the number of finished pairs.
+
+    Returns:
+        Rows ``{"instance", "method", "top1", "top3", "gold_rank", "ranking_len",
+        "per_round", "round_tokens", "calls", "prompt_tokens", "completion_tokens",
+        "http_errors", "usage_missing", "seconds", "error", "error_message", "unusable", "same_as_base",
+        "note"}`` in (instance, method) order.
+    """
+    usage = usage or _NoUsage()
+    ck = _Checkpoint(checkpoint, meta or {}) if checkpoint is not None else None
+    rows: list[dict[str, Any]] = []
+    done = 0
+    try:
+        for i, inst in enumerate(instances):
+            base_top = list(range(min(3, len(inst.documents))))
+            for name, fn in methods.items():
+                if ck is not None and (i, name) in ck.rows:
+                    rows.append(ck.rows[(i, name)])
+                    done += 1
+                    if progress:
+                        progress(done)
+                    continue
+                before = usage.stats()
+                t0 = time.perf_counter()
+                error = error_message = None
+                try:
+                    out = fn(inst)
+                except Exception as err:  # noqa: BLE001 - an exception is a miss; its type is recorded
+                    logger.info("%s raised on instance %d: %s: %s", name, i, type(err).__name__, err)
+                    error, error_message = type(err).__name__, str(err)[:300]
+                    out = MethodOutcome(ranking=[])
+                seconds = time.perf_counter() - t0
+                after = usage.stats()
+                gold = set(inst.gold)
+                rank = next((r for r, j in enumerate(out.ranking) if j in gold), None)
+                row = {
+                    "type": "row",
+                    "instance": i,
+                    "method": name,
+                    "top1": rank is not None and rank < 1,
+                    "top3": rank is not None and rank < 3,
+                    "gold_rank": rank,
+                    "ranking_len": len(out.ranking),
+                    "per_round": out.per_round,
+                    "round_tokens": out.round_tokens,
+                    "seconds": round(seconds, 3),
+                    "error": error,
+                    "error_message": error_message,
+                    "unusable": int(out.unusable),
+                    "same_as_base": name != "base" and bool(out.ranking) and out.ranking[:3] == base_top,
+                    "note": out.note,
+                    **{k: after[k] - before[k] for k in after},
+                }
+                rows.append(row)
+                if ck is not None:
+                    ck.write(row)
+                done += 1
+                if progress:
+                    progress(done)
+    finally:
+        if ck is not None:
+            ck.close()
+    return rows
+
+
+def summarize(
+    rows: Sequence[Mapping[str, Any]],
+    methods: Sequence[str],
+    *,
+    rounds: int,
+    skipped: Mapping[str, str] | None = None,
+) -> dict[str, dict[str, Any]]:
+    """Per-method results from the rows of :func:`run_compare`.
+
+    Returns:
+        ``{method: {"status", "instances", "top1", "top1_ci95", "top3", "top3_ci95",
+        "per_round", "per_round_prompt_tokens", "calls_per_query",
+        "prompt_tokens_per_query", "completion_tokens_per_query", "seconds_per_query",
+        "top1_per_1k_prompt_tokens", "exceptions", "exception_types", "first_error", "unusable",
+        "same_as_base", "http_errors",
+        "usage_missing"}}``; a skipped method has only ``status`` and ``reason``.
+    """
+    skipped = dict(skipped or {})
+    out: dict[str, dict[str, Any]] = {}
+    for m in methods:
+        if m in skipped:
+            out[m] = {"status": "skipped", "reason": skipped[m]}
+            continue
+        rs = [r for r in rows if r["method"] == m]
+        k = len(rs)
+        h1 = sum(bool(r["top1"]) for r in rs)
+        h3 = sum(bool(r["top3"]) for r in rs)
+        d: dict[str, Any] = {
+            "status": "ran",
+            "instances": k,
+            "top1": round(h1 / k, 4) if k else None,
+            "top1_ci95": [round(x, 4) for x in wilson_interval(h1, k)],
+            "top3": round(h3 / k, 4) if k else None,
+            "top3_ci95": [round(x, 4) for x in wilson_interval(h3, k)],
+            "calls_per_query": round(sum(r["calls"] for r in rs) / k, 3) if k else None,
+            "prompt_tokens_per_query": round(sum(r["prompt_tokens"] for r in rs) / k, 1) if k else None,
+            "completion_tokens_per_query": round(sum(r["completion_tokens"] for r in rs) / k, 1) if k else None,
+            "seconds_per_query": round(sum(r["seconds"] for r in rs) / k, 2) if k else None,
+            "exceptions": sum(r["error"] is not None for r in rs),
+            "exception_types": dict(Counter(r["error"] for r in rs if r["error"] is not None)),
+            "first_error": next((f"{r['error']}: {r.get('error_message') or ''}" for r in rs if r["error"]), None),
+            "unusable": sum(int(r["unusable"]) for r in rs),
+            "same_as_base": sum(bool(r["same_as_base"]) for r in rs),
+            "http_errors": sum(int(r.get("http_errors", 0)) for r in rs),
+            "usage_missing": sum(int(r.get("usage_missing", 0)) for r in rs),
+        }
+        tok = d["prompt_tokens_per_query"]
+        d["top1_per_1k_prompt_tokens"] = round(1000 * d["top1"] / tok, 4) if k and tok else None
+        pr = [r["per_round"] for r in rs if r.get("per_round")]
+        if m in PANNING and pr:
+            d["per_round"] = [round(float(x), 4) for x in np.mean(np.asarray(pr, dtype=float), axis=0)]
+            rt = [r["round_tokens"] for r in rs if r.get("round_tokens")]
+            d["per_round_prompt_tokens"] = [round(float(x), 1) for x in np.mean(np.asarray(rt, dtype=float), axis=0)]
+        out[m] = d
+    return out
+
+
+# ================================================================================ reporting
+def _pct(x: float | None) -> str:
+    return "-" if x is None else f"{x:.2f}"
+
+
+def format_markdown(summary: Mapping[str, Mapping[str, Any]], *, rounds: int) -> str:
+    """The results table (one row per method) and, for panning methods, top-1 by round."""
+    head = ("| method | top-1 [95% CI] | top-3 [95% CI] | LLM calls/q | prompt tok/q | completion tok/q "
+            "| top-1 per 1k prompt tok | s/q | exceptions | unusable | same top-3 as base |")
+    lines = [head, "|" + "---|" * 11]
+    for m, d in summary.items():
+        label = LABELS.get(m, m)
+        if d["status"] != "ran":
+            lines.append(f"| {label} | skipped: {d.get('reason', '')} |" + " |" * 9)
+            continue
+        exc = str(d["exceptions"])
+        if d["exception_types"]:
+            exc += " (" + ", ".join(f"{t} {c}" for t, c in sorted(d["exception_types"].items())) + ")"
+        lines.append(
+            f"| {label} | {_pct(d['top1'])} [{d['top1_ci95'][0]:.2f}, {d['top1_ci95'][1]:.2f}] "
+            f"| {_pct(d['top3'])} [{d['top3_ci95'][0]:.2f}, {d['top3_ci95'][1]:.2f}] "
+            f"| {d['calls_per_query']:.2f} | {d['prompt_tokens_per_query']:,.0f} "
+            f"| {d['completion_tokens_per_query']:,.0f} | {_pct(d['top1_per_1k_prompt_tokens'])} "
+            f"| {d['seconds_per_query']:.2f} | {exc} "
+            f"| {d['unusable']} | {d['same_as_base'] if m != 'base' else '-'} |"
+        )
+    notes = [f"- {LABELS.get(m, m)}: {d['exceptions']} exceptions; first: {d['first_error']}"
+             for m, d in summary.items() if d.get("first_error")]
+    if notes:
+        lines += ["", "Exceptions (each one is a miss):", "", *notes]
+    pan = [m for m in summary if summary[m].get("per_round")]
+    if pan:
+        lines += ["", "Top-1 accuracy after each round (an early stop carries its answer forward):", ""]
+        lines.append("| method | " + " | ".join(str(t) for t in range(1, rounds + 1)) + " |")
+        lines.append("|" + "---|" * (rounds + 1))
+        for m in pan:
+            lines.append(f"| {LABELS.get(m, m)} | " + " | ".join(f"{x:.2f}" for x in summary[m]["per_round"]) + " |")
+    return "\n".join(lines)
+
+
+def plot_compare(summary: Mapping[str, Mapping[str, Any]], path: str | Path, *, title: str = "") -> None:
+    """Top-1 accuracy against prompt tokens per query, one marker per method (95% CI
+    bars); panning methods also as a curve through their rounds."""
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError as err:
+        raise MissingExtraError("matplotlib", "plot", "Plotting the comparison") from err
+    fig, ax = plt.subplots(figsize=(7.0, 4.2))
+    for m, d in summary.items():
+        if d["status"] != "ran" or d["top1"] is None:
+            continue
+        x, y = d["prompt_tokens_per_query"], d["top1"]
+        lo, hi = d["top1_ci95"]
+        line = ax.errorbar([x], [y], yerr=[[y - lo], [hi - y]], fmt="o", capsize=3, label=LABELS.get(m, m))
+        if d.get("per_round") and d.get("per_round_prompt_tokens"):
+            ax.plot(d["per_round_prompt_tokens"], d["per_round"], "-", alpha=0.5, color=line[0].get_color())
+    ax.set_xlabel("prompt tokens per query (server usage)")
+    ax.set_ylabel("top-1 accuracy")
+    ax.set_ylim(-0.02, 1.02)
+    if title:
+        ax.set_title(title, fontsize=9)
+    ax.legend(fontsize=7, loc="best")
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+# ====================================================================================== CLI
+def register(sub: Any) -> None:
+    p = sub.add_parser(
+        "compare",
+        help="Gold Panning vs LangChain/LlamaIndex LLM rerankers on the same instances and endpoint",
+        description=(
+            "Base order, PSC, GP-Belief and GP with cost-saving settings against LangChain "
+            "LLMListwiseRerank and LlamaIndex LLMRerank / RankGPTRerank (through their own packages), "
+            "on the same instances and the same OpenAI-compatible endpoint. By default the embedded "
+            "SmolLM2 model, served by the bench on loopback with llama-cpp-python's server."
+        ),
+    )
+    g = p.add_argument_group("endpoint")
+    g.add_argument("--reader", choices=("embedded", "openai"), default="embedded",
+                   help="embedded: serve the embedded SmolLM2 model on loopback (default); "
+                        "openai: an OpenAI-compatible endpoint (--base-url, --model)")
+    g.add_argument("--base-url", default=None, help="endpoint for --reader openai, e.g. http://127.0.0.1:8000/v1")
+    g.add_argument("--model", default=None, help="model name for --reader openai")
+    g.add_argument("--api-key", default=None, help="API key for --reader openai (default: $OPENAI_API_KEY)")
+    g.add_argument("--model-path", default=None, help="GGUF file for --reader embedded (default: SmolLM2-135M)")
+    g.add_argument("--mode", choices=("answer", "cite"), default=None,
+                   help="how our methods read the model: answer (default for embedded) or cite (default for openai)")
+    g.add_argument("--threads", type=int, default=None, help="CPU threads of the embedded server")
+    g.add_argument("--n-ctx", type=int, default=8192, help="context of the embedded server (default 8192)")
+    g.add_argument("--timeout", type=float, default=300.0, help="seconds per LLM request (default 300)")
+    g.add_argument("--server-timeout", type=float, default=180.0, help="seconds to wait for the embedded server")
+    g.add_argument("--server-log", default=None, help="log file of the embedded server (default: a temp file)")
+    g.add_argument("--peer-max-tokens", type=int, default=512,
+                   help="completion cap given to the peers' LLM clients (default 512)")
+    p.add_argument("--task", choices=TASKS, default="kv", help="kv (synthetic, default), nq, litm-kv (UUIDs)")
+    p.add_argument("--data", default=None, help="data file for nq / litm-kv (default: ../shared/data/...)")
+    p.add_argument("--n", type=int, default=20, help="documents per instance (default 20)")
+    p.add_argument("--instances", type=int, default=30, help="instances (default 30)")
+    p.add_argument("--seed", type=int, default=1, help="instance seed (default 1; calibration used 0)")
+    p.add_argument("--rounds", type=int, default=8, help="rounds of the panning methods (default 8)")
+    p.add_argument("--profile", default=None, help="detector profile (default: smollm2-135m-kv for embedded)")
+    p.add_argument("--methods", default=",".join(ALL_METHODS), help=f"comma-separated subset of {','.join(ALL_METHODS)}")
+    p.add_argument("--top-n", type=int, default=3, help="documents the peers return (default 3, for top-3)")
+    p.add_argument("--checkpoint", default=None, help="JSONL of finished (instance, method) pairs, for resuming")
+    p.add_argument("--json", action="store_true", help="print one JSON object instead of the tables")
+    p.add_argument("--plot", default=None, help="write accuracy vs prompt tokens here (PNG; needs matplotlib)")
+    p.set_defaults(func=main)
+
+
+def _methods(arg: str) -> list[str]:
+    names = [m.strip() for m in arg.split(",") if m.strip()]
+    bad = [m for m in names if m not in ALL_METHODS]
+    if bad or not names:
+        raise ValueError(f"unknown method(s) {', '.join(bad) or '(none)'}; choose from {', '.join(ALL_METHODS)}")
+    return list(dict.fromkeys(names))
+
+
+@contextlib.contextmanager
+def _endpoint(args: argparse.Namespace) -> Iterator[tuple[str, str, str]]:
+    """``(upstream base URL, model name, api key)``; serves the embedded model when asked
+    (its port and log are written to stderr and kept in ``args.server_info``)."""
+    if args.reader == "openai":
+        if not args.base_url and not (args.api_key or os.environ.get("OPENAI_API_KEY")):
+            raise ValueError("--reader openai needs --base-url URL (or an API key for api.openai.com)")
+        if not args.model:
+            raise ValueError("--reader openai needs --model NAME")
+        yield (args.base_url or "https://api.openai.com/v1", args.model,
+               args.api_key or os.environ.get("OPENAI_API_KEY") or "not-needed")
+        return
+    check_server_extra()
+    from ..readers.local import default_model_path
+
+    model_path = Path(args.model_path) if args.model_path else default_model_path()
+    port = free_port()
+    log = Path(args.server_log) if args.server_log else Path(
+        os.environ.get("TMPDIR", "/tmp")) / f"gold-panning-compare-server-{port}.log"
+    server = EmbeddedServer(
+        llama_server_command(model_path, port=port, n_ctx=args.n_ctx, threads=args.threads),
+        port=port, log=log, ready_timeout=args.server_timeout,
+    )
+    args.server_info = {"command": "python -m llama_cpp.server", "port": port, "log": str(log), "n_ctx": args.n_ctx}
+    sys.stderr.write(f"bench compare: serving {model_path.name} at {server.base_url} (log: {log})\n")
+    with server:
+        sys.stderr.write(f"bench compare: server ready on port {port}\n")
+        yield server.base_url, EMBEDDED_MODEL, "not-needed"
+    sys.stderr.write(f"bench compare: server on port {port} stopped\n")
+
+
+def _progress(total: int) -> tuple[Callable[[int], None], Callable[[], None]]:
+    try:
+        from tqdm import tqdm
+    except ImportError:
+        from ..commands._util import Progress
+
+        bar = Progress(total, label="bench compare")
+        return bar.update, bar.close
+    t = tqdm(total=total, desc="bench compare", file=sys.stderr, mininterval=1.0 if sys.stderr.isatty() else 30.0)
+
+    def update(done: int) -> None:
+        t.update(done - t.n)
+
+    return update, t.close
+
+
+def _raise_interrupt(signum: int, frame: Any) -> None:
+    raise KeyboardInterrupt(f"signal {signum}")
+
+
+def main(args: argparse.Namespace) -> int:
+    from ..profiles import load_profile, resolve_profile
+    from ..readers.openai import OpenAIReader
+
+    methods = _methods(args.methods)
+    if args.plot and importlib.util.find_spec("matplotlib") is None:
+        raise MissingExtraError("matplotlib", "plot", "--plot")
+    skipped = {m: why for m in methods if m in PEER_METHODS and (why := peer_missing(m)) is not None}
+    for m, why in skipped.items():
+        sys.stderr.write(f"bench compare: skipping {m}: {why}\n")
+    instances = make_instances(args.task, n=args.n, instances=args.instances, seed=args.seed, data=args.data)
+    embedded = args.reader == "embedded"
+    mode = args.mode or ("answer" if embedded else "cite")
+    old_term = signal.signal(signal.SIGTERM, _raise_interrupt)  # SIGTERM stops the server too
+    t_start = time.perf_counter()
+    try:
+        with _endpoint(args) as (upstream, model, key), UsageProxy(upstream, timeout=args.timeout) as proxy:
+            reader = OpenAIReader(
+                model=model, base_url=proxy.base_url, api_key=key, mode=mode, temperature=0.0,
+                max_tokens=32 if mode == "answer" else 256, timeout=args.timeout,
+            )
+            if args.profile:
+                profile, profile_name = load_profile(args.profile), args.profile
+            elif embedded:
+                profile, profile_name = load_profile(EMBEDDED_PROFILE), EMBEDDED_PROFILE
+            else:
+                from ..profiles import GENERIC_PROFILE
+
+                profile = resolve_profile(None, reader=reader)
+                profile_name = str(getattr(reader, "recommended_profile", None) or GENERIC_PROFILE)
+            ep = Endpoint(proxy.base_url, model, key, timeout=args.timeout, peer_max_tokens=args.peer_max_tokens)
+            fns: dict[str, MethodFn] = {}
+            for m in methods:
+                if m in skipped:
+                    continue
+                if m == "base":
+                    fns[m] = base_method
+                elif m in PANNING:
+                    fns[m] = panning_method(m, reader, profile=profile, rounds=args.rounds, seed=args.seed)
+                else:
+                    fns[m] = peer_method(m, ep, top_n=args.top_n)
+            meta = {"task": args.task, "n": args.n, "seed": args.seed, "rounds": args.rounds, "model": model,
+                    "mode": mode, "profile": profile_name, "top_n": args.top_n}
+            update, close = _progress(len(instances) * len(fns))
+            try:
+                rows = run_compare(instances, fns, usage=proxy, checkpoint=args.checkpoint, meta=meta,
+                                   progress=update)
+            finally:
+                close()
+    finally:
+        signal.signal(signal.SIGTERM, old_term)
+    summary = summarize(rows, methods, rounds=args.rounds, skipped=skipped)
+    res = {
+        **meta, "instances": len(instances), "endpoint": getattr(args, "server_info", None) or upstream,
+        "seconds": round(time.perf_counter() - t_start, 1), "cost_saving": COST_SAVING, "methods": summary,
+    }
+    if args.plot:
+        plot_compare(summary, args.plot, title=f"{model}, {args.task}, n={args.n}, {len(instances)} instances")
+    if args.json:
+        from ..commands._util import print_json
+
+        print_json(res)
+        return 0
+    print(
+        f"bench compare: task {args.task}, n={args.n}, {len(instances)} instances, seed {args.seed}, model {model} "
+        f"({mode} mode for ours, profile {profile_name}), {args.rounds} rounds, {res['seconds']} s"
+    )
+    print()
+    print(format_markdown(summary, rounds=args.rounds))
+    return 0

@@ -1,0 +1,107 @@
+"""A scripted "model" for `bench compare` tests, behind tests/openai_server.py.
+
+It reads each chat request the way the method that sent it formats its prompt and finds
+the key-value fact about the person the question names (KVTask's "What is Lena Park's
+access code?"):
+
+* our answer mode: replies with the value (answer attribution then credits that fact);
+* our cite mode: ``{"cited": [k]}`` for that fact's label;
+* LlamaIndex LLMRerank: ``Doc: k, Relevance: 10`` for that fact's ``Document k``;
+* LlamaIndex RankGPTRerank: ``[k] > [others...]``;
+* LangChain LLMListwiseRerank (structured output): ``{"ranked_document_ids": [...]}``.
+
+``wrong=True`` makes every method's answer point at another document (a model that is
+always wrong), so tests can tell real routing from luck.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+from openai_server import Behaviour, RecordedRequest, dynamic, ok, raw_body
+
+__all__ = ["COMPLETION_TOKENS", "PROMPT_TOKENS", "kv_model"]
+
+PROMPT_TOKENS = 50
+COMPLETION_TOKENS = 5
+_NAME = re.compile(r"What is (.+?)'s ")
+
+
+def _text(m: dict[str, Any]) -> str:
+    c = m.get("content")
+    if isinstance(c, list):
+        return "".join(p.get("text", "") for p in c if isinstance(p, dict))
+    return c or ""
+
+
+def _pick(name: str, docs: list[tuple[int, str]], wrong: bool) -> int:
+    """The label of the fact about ``name`` (or of another document when ``wrong``)."""
+    hit = next(k for k, d in docs if d.strip().startswith(f"{name}'s"))
+    if not wrong:
+        return hit
+    return next(k for k, _ in docs if k != hit)
+
+
+def kv_model(*, wrong: bool = False) -> Behaviour:
+    """The dynamic behaviour answering every method's prompt format (see the module docstring)."""
+
+    def answer(req: RecordedRequest) -> Behaviour:
+        msgs = req.messages
+        texts = [_text(m) for m in msgs]
+        joined = "\n".join(texts)
+        name_m = _NAME.search(joined)
+        name = name_m.group(1) if name_m else ""
+        body = req.body or {}
+
+        def reply(content: str) -> Behaviour:
+            return ok(content, prompt_tokens=PROMPT_TOKENS, completion_tokens=COMPLETION_TOKENS)
+
+        if "RankGPT" in joined:
+            docs = [(int(m.group(1)), m.group(2)) for t in texts if (m := re.match(r"\[(\d+)\] (.*)", t, re.DOTALL))]
+            top = _pick(name, docs, wrong)
+            order = [top] + [k for k, _ in docs if k != top]
+            return reply(" > ".join(f"[{k}]" for k in order))
+        if "Relevance:" in joined and "Document 1:" in joined:
+            user = texts[-1].split("Let's try this now:")[-1]
+            docs = [(int(k), d) for k, d in re.findall(r"Document (\d+):\n(.*?)(?=\n\nDocument \d+:|\nQuestion:)", user, re.DOTALL)]
+            return reply(f"Doc: {_pick(name, docs, wrong)}, Relevance: 10")
+        if "Document ID:" in joined:
+            docs = [(int(k), d) for k, d in re.findall(r"Document ID: (\d+)\n```(.*?)```", joined, re.DOTALL)]
+            top = _pick(name, docs, wrong)
+            ids = [top] + [k for k, _ in docs if k != top]
+            content = json.dumps({"ranked_document_ids": ids})
+            if body.get("tools"):
+                tool = body["tools"][0]["function"]["name"]
+                return raw_body(json.dumps(_tool_call_body(tool, content)))
+            return reply(content)
+        if '{"cited": [numbers]}' in joined:  # our cite mode: "[k] text" blocks
+            docs = [(int(k), d) for k, d in re.findall(r"^\[(\d+)\] (.*)$", texts[-1], re.MULTILINE)]
+            return reply(json.dumps({"cited": [_pick(name, docs, wrong)]}))
+        # our answer mode: "Documents:\n- <one per line>\n\nQuestion: ..."
+        user = texts[-1]
+        block = user.split("Documents:\n", 1)[-1].split("\n\nQuestion:", 1)[0]
+        docs = [(i, line.removeprefix("- ")) for i, line in enumerate(block.split("\n"))]
+        k = _pick(name, docs, wrong)
+        value = docs[k][1].rsplit(" is ", 1)[-1].rstrip(".")
+        return reply(value)
+
+    return dynamic(answer)
+
+
+def _tool_call_body(tool: str, arguments: str) -> dict[str, Any]:
+    return {
+        "id": "chatcmpl-fake",
+        "object": "chat.completion",
+        "created": 1_700_000_000,
+        "model": "fake-model",
+        "choices": [{
+            "index": 0,
+            "message": {"role": "assistant", "content": None, "tool_calls": [
+                {"id": "call_1", "type": "function", "function": {"name": tool, "arguments": arguments}}]},
+            "finish_reason": "tool_calls",
+        }],
+        "usage": {"prompt_tokens": PROMPT_TOKENS, "completion_tokens": COMPLETION_TOKENS,
+                  "total_tokens": PROMPT_TOKENS + COMPLETION_TOKENS},
+    }
