@@ -210,10 +210,35 @@ def _make(
             out.append(CompareInstance(inst.question, list(inst.documents), inst.gold, inst.answers, "kv"))
         return out
     if task == "nq":
+        if data is None:
+            return _nq_sample_instances(n=n, instances=instances, rng=rng)
         return _nq_instances(_nq_items(data), n=n, instances=instances, rng=rng)
     if task == "litm-kv":
         return _litm_kv_instances(_litm_kv_records(data), n=n, instances=instances, rng=rng)
     raise ValueError(f"unknown task {task!r}; choose one of {', '.join(TASKS)}")
+
+
+def _nq_sample_instances(*, n: int, instances: int, rng: np.random.Generator) -> list[CompareInstance]:
+    """Held-out questions of the shipped NQ sample (``load_sample("nq")``, split ``test``;
+    calibration uses the other split): the gold passage and its ``n - 1`` BM25-retrieved
+    distractors, in the order BM25 over all shipped passages ranks them (the retriever's
+    order; the gold is not always first)."""
+    from ..tasks import BM25, load_sample
+
+    sample = load_sample("nq")
+    if n - 1 > min(len(q.distractors) for q in sample.questions):
+        raise ValueError(f"the shipped NQ sample has {len(sample.questions[0].distractors)} distractors per question; use --n <= 21")
+    bm25 = BM25([p.content for p in sample.passages])
+    test = sample.split("test")
+    out = []
+    for qi in rng.choice(len(test), size=min(instances, len(test)), replace=False):
+        q = test[int(qi)]
+        ids = [q.gold, *q.distractors[: n - 1]]
+        s = bm25.scores(q.question)
+        ids.sort(key=lambda j: (-float(s[j]), j != q.gold))
+        docs = [sample.passages[j].content for j in ids]
+        out.append(CompareInstance(q.question, docs, (ids.index(q.gold),), tuple(q.answers), "nq"))
+    return out
 
 
 def _shared_data(name: str) -> Path:
