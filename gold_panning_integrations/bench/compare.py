@@ -120,7 +120,7 @@ PEERS: dict[str, tuple[tuple[str, ...], str]] = {
 TASKS = ("kv", "nq", "litm-kv")
 EMBEDDED_PROFILE = "smollm2-135m-kv"
 EMBEDDED_MODEL = "SmolLM2-135M-Instruct"
-COST_SAVING: dict[str, Any] = {"prune_below": 0.05, "min_rounds": 2, "stop_at": 0.3, "prior_top10_recall": 0.5}
+COST_SAVING: dict[str, Any] = {"prune_below": None, "min_rounds": 1, "stop_at": 0.8, "prior_top10_recall": 0.5}
 """The README's recommended cost-saving settings (plus the base order as a rank prior)."""
 
 _CHECKPOINT_KEYS = ("task", "n", "seed", "rounds", "model", "mode", "profile", "top_n")
