@@ -472,11 +472,15 @@ def test_cli_counts_the_panners_calls_and_server_tokens(capsys: pytest.CaptureFi
     )
 
 
-def test_cli_cost_saving_settings_stop_after_the_second_look(capsys: pytest.CaptureFixture[str]) -> None:
-    # min_rounds=2 and two agreeing citations put the posterior above stop_at=0.3.
+def test_cli_cost_saving_settings_stop_early_and_keep_the_answer(capsys: pytest.CaptureFixture[str]) -> None:
+    # stop_at=0.8: a correct model's citations push the gold past 0.8 within the 3 rounds
+    # gp-belief always spends, so gp-cost makes fewer calls and still finds every gold.
     with FakeOpenAIServer(default=kv_model()) as srv:
-        res = _run(capsys, _args(srv.base_url, "--methods", "gp-cost"))
-    assert res["methods"]["gp-cost"]["calls_per_query"] == 2.0
+        res = _run(capsys, _args(srv.base_url, "--methods", "gp-belief,gp-cost"))
+    cost, full = res["methods"]["gp-cost"], res["methods"]["gp-belief"]
+    assert full["calls_per_query"] == 3.0
+    assert 1.0 <= cost["calls_per_query"] < 3.0
+    assert cost["top1"] == 1.0
 
 
 def test_cli_base_order_makes_no_call(capsys: pytest.CaptureFixture[str]) -> None:

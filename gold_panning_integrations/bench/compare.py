@@ -241,27 +241,25 @@ def _nq_sample_instances(*, n: int, instances: int, rng: np.random.Generator) ->
     return out
 
 
-def _shared_data(name: str) -> Path:
-    return Path("..") / "shared" / "data" / name
-
-
-def _nq_items(data: str | Path | None) -> list[Any]:
-    """NQ questions with their gold passage (``NQItem``): the one place that loads them.
-
-    TODO(data): switch to ``gold_panning_integrations.tasks.load_sample("nq")`` once the
-    shipped sample lands; until then ``--data`` or ``../shared/data``.
-    """
+def _nq_items(data: str | Path) -> list[Any]:
+    """NQ questions with their gold passage (``NQItem``) from a Lost-in-the-Middle NQ file
+    given with ``--data`` (the larger source; by default the shipped sample is used)."""
     from ..tasks.nq import load_nq
 
-    return load_nq(data if data is not None else _shared_data("nq-open-oracle.jsonl.gz"))
+    return load_nq(data)
 
 
 def _litm_kv_records(data: str | Path | None) -> list[dict[str, Any]]:
-    """Lost-in-the-Middle kv-retrieval records (``ordered_kv_records``, ``key``, ``value``).
+    """Lost-in-the-Middle kv-retrieval records (``ordered_kv_records``, ``key``, ``value``):
+    the shipped sample (``load_sample("kv")``), or a kv-retrieval file given with ``--data``."""
+    if data is None:
+        from ..tasks import load_sample
 
-    TODO(data): switch to ``load_sample("kv")`` once the shipped sample lands.
-    """
-    path = Path(data) if data is not None else _shared_data("kv-retrieval-75_keys.jsonl.gz")
+        return [
+            {"key": ex.key, "value": ex.value, "ordered_kv_records": [list(r) for r in ex.records]}
+            for ex in load_sample("kv").examples
+        ]
+    path = Path(data)
     if not path.is_file():
         raise FileNotFoundError(
             f"kv-retrieval data not found: {str(path)!r}; pass --data PATH to kv-retrieval-75_keys.jsonl.gz "
@@ -1120,7 +1118,7 @@ def register(sub: Any) -> None:
     g.add_argument("--peer-max-tokens", type=int, default=512,
                    help="completion cap given to the peers' LLM clients (default 512)")
     p.add_argument("--task", choices=TASKS, default="kv", help="kv (synthetic, default), nq, litm-kv (UUIDs)")
-    p.add_argument("--data", default=None, help="data file for nq / litm-kv (default: ../shared/data/...)")
+    p.add_argument("--data", default=None, help="a larger data file for nq / litm-kv in the Lost-in-the-Middle format (default: the samples shipped in the package)")
     p.add_argument("--n", type=int, default=20, help="documents per instance (default 20)")
     p.add_argument("--instances", type=int, default=30, help="instances (default 30)")
     p.add_argument("--seed", type=int, default=1, help="instance seed (default 1; calibration used 0)")
