@@ -200,7 +200,6 @@ def test_cli_bench_sim_json(capsys: pytest.CaptureFixture[str]) -> None:
 
 
 def test_cli_bench_sim_tables_plots_and_markdown(tmp_path, capsys: pytest.CaptureFixture[str]) -> None:
-    pytest.importorskip("matplotlib")
     md = tmp_path / "res.md"
     rc = main(["bench", "sim", "--trials", "20", "--plot-dir", str(tmp_path / "plots"), "--markdown", str(md)])
     assert rc == 0

@@ -99,15 +99,14 @@ def test_calibrate_cli_writes_profile_and_resumes(tmp_path: Path, capsys: pytest
 
 
 def test_calibrate_plot(tmp_path: Path) -> None:
-    pytest.importorskip("matplotlib")
     png = tmp_path / "p.png"
     code = main(["calibrate", "--reader", "simulated", "--task", "pir", "--n", "6", "--grid", "3", "--trials", "2",
                  "--out", str(tmp_path / "p.json"), "--plot", str(png)])
-    assert code == 0 and png.stat().st_size > 1000
+    assert code == 0
+    assert png.stat().st_size > 1000
 
 
 def test_bench_real_with_simulated_reader_resumes(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    pytest.importorskip("gold_panning_integrations.commands.bench")
     ck = tmp_path / "bench.jsonl"
     args = ["bench", "real", "--reader", "simulated", "--instances", "4", "--rounds", "3", "--json",
             "--profile", "lost-in-the-middle", "--checkpoint", str(ck)]

@@ -9,7 +9,7 @@ import pytest
 
 from gold_panning_integrations import DetectorProfile, GoldPanner, SimulatedReader
 
-pytest.importorskip("matplotlib")
+import matplotlib  # noqa: F401,E402  (the test extra installs it)
 
 from gold_panning_integrations.plots import plot_belief_trajectories  # noqa: E402
 

@@ -178,7 +178,8 @@ def test_cli_rejects_bad_timeout_and_attempts(
 
 
 def test_chatopenai_on_a_closed_port_is_fatal_naming_url_and_model() -> None:
-    langchain_openai = pytest.importorskip("langchain_openai")
+    import langchain_openai  # the test extra installs it (through compare)
+
     url = f"http://127.0.0.1:{_closed_port()}/v1"
     model = langchain_openai.ChatOpenAI(model="gpt-x", base_url=url, api_key="k", max_retries=0)
     with pytest.raises(FatalReaderError, match="connection refused") as info:
