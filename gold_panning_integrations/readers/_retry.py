@@ -208,6 +208,54 @@ def _from_status(status: int, msg: str, headers: Any) -> ReaderError:
     return ReaderError(f"request rejected (HTTP {status}): {msg}")
 
 
+def _sdk_status_error(
+    err: BaseException, msg: str, chain: list[BaseException], openai: Any, httpxes: list[Any]
+) -> ReaderError | None:
+    """The error for an OpenAI or httpx status error, or an httpx redirect loop; else ``None``."""
+    if openai is not None and isinstance(err, openai.APIStatusError):
+        return _from_status(int(err.status_code), msg, err.response.headers)
+    for httpx in httpxes:
+        if isinstance(err, httpx.HTTPStatusError):
+            return _from_status(err.response.status_code, msg, err.response.headers)
+        if any(isinstance(e, httpx.TooManyRedirects) for e in chain):
+            return FatalReaderError("redirect loop (too many redirects): fix base_url")
+    return None
+
+
+def _sdk_types(
+    base: tuple[type[BaseException], ...], httpx_name: str, openai_name: str, openai: Any, httpxes: list[Any]
+) -> tuple[type[BaseException], ...]:
+    """``base`` plus the class ``httpx_name`` of each httpx and ``openai_name`` of openai (if installed)."""
+    types = base + tuple(getattr(h, httpx_name) for h in httpxes)
+    if openai is not None:
+        types += (getattr(openai, openai_name),)
+    return types
+
+
+def _from_connection(msg: str, chain: list[BaseException], httpxes: list[Any]) -> ReaderError:
+    """The error for a failed connection: refused or bad scheme (fatal), else transient."""
+    if _refused(chain):
+        return FatalReaderError(
+            "connection refused: nothing is listening there; start the server or fix base_url"
+        )
+    if any(isinstance(e, h.UnsupportedProtocol) for e in chain for h in httpxes):
+        return FatalReaderError(
+            "base_url must start with http:// or https:// (e.g. http://127.0.0.1:8000/v1)"
+        )
+    root = _message_of(chain[-1])  # the underlying cause says more than "Connection error."
+    return TransientReaderError(f"connection failed: {msg}" + (f" ({root})" if root != msg else ""))
+
+
+def _from_other(err: BaseException, msg: str) -> ReaderError:
+    """Other SDKs' status errors (a ``status_code`` int), malformed JSON, else a plain error."""
+    status = getattr(err, "status_code", None)  # other SDKs' status errors (same pattern)
+    if isinstance(status, int) and not isinstance(status, bool):
+        return _from_status(status, msg, getattr(getattr(err, "response", None), "headers", None))
+    if isinstance(err, json.JSONDecodeError):
+        return TransientReaderError(f"the server sent a malformed response body: {msg}")
+    return ReaderError(f"{type(err).__name__}: {msg}")
+
+
 def classify_error(err: BaseException) -> ReaderError:
     """Map any exception raised while calling a model to the package's error family
     (see the module docstring for the classes and what each one does).
@@ -222,43 +270,19 @@ def classify_error(err: BaseException) -> ReaderError:
     httpxes = [m for m in (_sdk("httpx"), _sdk("httpx2")) if m is not None]  # openai 3.x ships httpx2
     msg = _message_of(err)
     chain = _causes(err)
-    if openai is not None and isinstance(err, openai.APIStatusError):
-        return _from_status(int(err.status_code), msg, err.response.headers)
-    for httpx in httpxes:
-        if isinstance(err, httpx.HTTPStatusError):
-            return _from_status(err.response.status_code, msg, err.response.headers)
-        if any(isinstance(e, httpx.TooManyRedirects) for e in chain):
-            return FatalReaderError("redirect loop (too many redirects): fix base_url")
+    from_status = _sdk_status_error(err, msg, chain, openai, httpxes)
+    if from_status is not None:
+        return from_status
     refused = next((e for e in chain if isinstance(e, RedirectRefused)), None)
     if refused is not None:
         return FatalReaderError(str(refused))
-    timeout_types: tuple[type[BaseException], ...] = (TimeoutError, asyncio.TimeoutError)
-    timeout_types += tuple(h.TimeoutException for h in httpxes)
-    if openai is not None:
-        timeout_types += (openai.APITimeoutError,)
-    if isinstance(err, timeout_types):
+    timeouts = (TimeoutError, asyncio.TimeoutError)
+    if isinstance(err, _sdk_types(timeouts, "TimeoutException", "APITimeoutError", openai, httpxes)):
         return TransientReaderError(f"request timed out: {msg}")
-    connection_types: tuple[type[BaseException], ...] = (ConnectionError,)
-    connection_types += tuple(h.TransportError for h in httpxes)
-    if openai is not None:
-        connection_types += (openai.APIConnectionError,)
-    if isinstance(err, connection_types):
-        if _refused(chain):
-            return FatalReaderError(
-                "connection refused: nothing is listening there; start the server or fix base_url"
-            )
-        if any(isinstance(e, h.UnsupportedProtocol) for e in chain for h in httpxes):
-            return FatalReaderError(
-                "base_url must start with http:// or https:// (e.g. http://127.0.0.1:8000/v1)"
-            )
-        root = _message_of(chain[-1])  # the underlying cause says more than "Connection error."
-        return TransientReaderError(f"connection failed: {msg}" + (f" ({root})" if root != msg else ""))
-    status = getattr(err, "status_code", None)  # other SDKs' status errors (same pattern)
-    if isinstance(status, int) and not isinstance(status, bool):
-        return _from_status(status, msg, getattr(getattr(err, "response", None), "headers", None))
-    if isinstance(err, json.JSONDecodeError):
-        return TransientReaderError(f"the server sent a malformed response body: {msg}")
-    return ReaderError(f"{type(err).__name__}: {msg}")
+    connections = (ConnectionError,)
+    if isinstance(err, _sdk_types(connections, "TransportError", "APIConnectionError", openai, httpxes)):
+        return _from_connection(msg, chain, httpxes)
+    return _from_other(err, msg)
 
 
 def is_retryable(err: BaseException) -> bool:
