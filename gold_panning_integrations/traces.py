@@ -161,14 +161,25 @@ def _int_list(v: Any) -> bool:
     return isinstance(v, list) and all(isinstance(x, int) and not isinstance(x, bool) for x in v)
 
 
-def _check_trace(obj: Any, path: str, lineno: int) -> dict[str, Any]:
+def _is_int(v: Any) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+def _header_problem(obj: Any) -> str | None:
+    """What is wrong with a trace's type, version and ``n`` (``None`` when nothing is)."""
     if not isinstance(obj, dict) or obj.get("type") != "trace":
-        raise _bad(path, lineno, "not a trace object (field 'type' must be 'trace')")
+        return "not a trace object (field 'type' must be 'trace')"
     if obj.get("version") != TRACE_VERSION:
-        raise _bad(path, lineno, f"trace version {obj.get('version')!r} is not {TRACE_VERSION}")
+        return f"trace version {obj.get('version')!r} is not {TRACE_VERSION}"
     n = obj.get("n")
-    if not isinstance(n, int) or isinstance(n, bool) or n < 0:
-        raise _bad(path, lineno, f"field 'n' must be an integer >= 0, got {n!r:.40}")
+    if not _is_int(n) or n < 0:
+        return f"field 'n' must be an integer >= 0, got {n!r:.40}"
+    return None
+
+
+def _numbers_problem(obj: dict[str, Any], n: int) -> str | None:
+    """What is wrong with ``posteriors`` / ``prior_log_odds`` (each a list of ``n`` numbers;
+    ``prior_log_odds`` may be null)."""
     for key in ("posteriors", "prior_log_odds"):
         v = obj.get(key)
         if v is None and key == "prior_log_odds":
@@ -176,29 +187,51 @@ def _check_trace(obj: Any, path: str, lineno: int) -> dict[str, Any]:
         if not isinstance(v, list) or len(v) != n or any(
             isinstance(x, bool) or not isinstance(x, (int, float)) for x in v
         ):
-            raise _bad(path, lineno, f"field {key!r} must be a list of {n} numbers")
-    rounds = obj.get("rounds")
+            return f"field {key!r} must be a list of {n} numbers"
+    return None
+
+
+def _prompt_problem(p: Any, n: int) -> str | None:
+    """What is wrong with one prompt record of a trace over ``n`` documents."""
+    if not isinstance(p, dict):
+        return "a prompt must be an object"
+    for key in ("docs", "positions", "cited"):
+        if not _int_list(p.get(key)):
+            return f"prompt field {key!r} must be a list of integers"
+    if len(p["docs"]) != len(p["positions"]):
+        return "prompt fields 'docs' and 'positions' differ in length"
+    span = p.get("span")
+    if not _is_int(span) or (p["positions"] and span <= max(p["positions"])):
+        return f"prompt field 'span' must be an integer above every position, got {span!r:.20}"
+    if any(not 0 <= d < n for d in p["docs"]) or not set(p["cited"]) <= set(p["docs"]):
+        return "prompt documents must be in 0..n-1 and cited ones among them"
+    if not isinstance(p.get("failed", False), bool):
+        return "prompt field 'failed' must be true or false"
+    return None
+
+
+def _rounds_problem(rounds: Any, n: int) -> str | None:
+    """What is wrong with a trace's ``rounds`` (a list of rounds, each with a list of prompts)."""
     if not isinstance(rounds, list):
-        raise _bad(path, lineno, "field 'rounds' must be a list")
+        return "field 'rounds' must be a list"
     for r in rounds:
         prompts = r.get("prompts") if isinstance(r, dict) else None
         if not isinstance(prompts, list):
-            raise _bad(path, lineno, "every round needs a list 'prompts'")
+            return "every round needs a list 'prompts'"
         for p in prompts:
-            if not isinstance(p, dict):
-                raise _bad(path, lineno, "a prompt must be an object")
-            for key in ("docs", "positions", "cited"):
-                if not _int_list(p.get(key)):
-                    raise _bad(path, lineno, f"prompt field {key!r} must be a list of integers")
-            if len(p["docs"]) != len(p["positions"]):
-                raise _bad(path, lineno, "prompt fields 'docs' and 'positions' differ in length")
-            span = p.get("span")
-            if not isinstance(span, int) or isinstance(span, bool) or (p["positions"] and span <= max(p["positions"])):
-                raise _bad(path, lineno, f"prompt field 'span' must be an integer above every position, got {span!r:.20}")
-            if any(not 0 <= d < n for d in p["docs"]) or not set(p["cited"]) <= set(p["docs"]):
-                raise _bad(path, lineno, "prompt documents must be in 0..n-1 and cited ones among them")
-            if not isinstance(p.get("failed", False), bool):
-                raise _bad(path, lineno, "prompt field 'failed' must be true or false")
+            problem = _prompt_problem(p, n)
+            if problem is not None:
+                return problem
+    return None
+
+
+def _check_trace(obj: Any, path: str, lineno: int) -> dict[str, Any]:
+    """``obj`` when it is a valid trace record; else raise the ValueError naming the file and line."""
+    problem = _header_problem(obj)
+    if problem is None:
+        problem = _numbers_problem(obj, obj["n"]) or _rounds_problem(obj.get("rounds"), obj["n"])
+    if problem is not None:
+        raise _bad(path, lineno, problem)
     return obj
 
 
