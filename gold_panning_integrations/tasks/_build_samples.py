@@ -117,6 +117,72 @@ def _sha256(path: Path) -> str:
 
 
 # --------------------------------------------------------------------------- builders
+def _gold_corpus(rows: Sequence[dict[str, Any]]) -> tuple[list[tuple[str, str]], list[int]]:
+    """Distinct gold passages, in order of first appearance in the source file.
+
+    Returns:
+        ``(corpus, gold_of)``: the ``(title, text)`` of each passage (whitespace collapsed), and
+        the passage id of each row's gold passage, length ``len(rows)``.
+    """
+    key_to_pid: dict[tuple[str, str], int] = {}
+    corpus: list[tuple[str, str]] = []
+    gold_of: list[int] = []
+    for line_no, row in enumerate(rows):
+        ctxs = row.get("ctxs") or []
+        gold = next((c for c in ctxs if c.get("isgold")), ctxs[0] if ctxs else None)
+        if gold is None:
+            raise ValueError(f"source record {line_no} has no passage")
+        key = (" ".join(str(gold.get("title") or "").split()), " ".join(str(gold.get("text") or "").split()))
+        if key not in key_to_pid:
+            key_to_pid[key] = len(corpus)
+            corpus.append(key)
+        gold_of.append(key_to_pid[key])
+    return corpus, gold_of
+
+
+def _answers(row: dict[str, Any]) -> list[str]:
+    """A source row's non-blank answers, as strings."""
+    return [str(a) for a in row["answers"] if str(a).strip()]
+
+
+def _mentions_any(passage: tuple[str, str], answers: Sequence[str]) -> bool:
+    """True when the passage (``"title: text"``) contains one of ``answers``."""
+    title, text = passage
+    return any(answer_in_text(a, f"{title}: {text}") for a in answers)
+
+
+def _usable(row: dict[str, Any], gold: tuple[str, str]) -> bool:
+    """True when the row has an answer and its gold passage contains one."""
+    answers = _answers(row)
+    return bool(answers) and _mentions_any(gold, answers)
+
+
+def _pick_distractors(
+    bm25: BM25, question: str, *, gold: int, corpus: list[tuple[str, str]], answers: list[str], count: int
+) -> list[int]:
+    """The ``count`` passages BM25 ranks highest for ``question``, skipping the gold passage
+    and every passage that contains one of ``answers``."""
+    picked: list[int] = []
+    for pid in bm25.rank(question):
+        if pid == gold or _mentions_any(corpus[pid], answers):
+            continue
+        picked.append(pid)
+        if len(picked) == count:
+            break
+    return picked
+
+
+def _renumber(chosen: list[dict[str, Any]]) -> list[int]:
+    """Keep only the passages some question uses, renumbered in source order (``chosen`` is
+    updated in place); returns the old ids of the kept passages, in their new order."""
+    used = sorted({q["gold"] for q in chosen} | {p for q in chosen for p in q["distractors"]})
+    new_id = {old: new for new, old in enumerate(used)}
+    for q in chosen:
+        q["gold"] = new_id[q["gold"]]
+        q["distractors"] = [new_id[p] for p in q["distractors"]]
+    return used
+
+
 def build_nq_sample(
     rows: Sequence[dict[str, Any]],
     *,
@@ -138,28 +204,9 @@ def build_nq_sample(
         raise ValueError(f"questions must be >= 2 (one per split), got {questions}")
     if distractors < 1:
         raise ValueError(f"distractors must be >= 1, got {distractors}")
-    # Distinct gold passages, in order of first appearance in the source file.
-    key_to_pid: dict[tuple[str, str], int] = {}
-    corpus: list[tuple[str, str]] = []
-    gold_of: list[int] = []
-    for line_no, row in enumerate(rows):
-        ctxs = row.get("ctxs") or []
-        gold = next((c for c in ctxs if c.get("isgold")), ctxs[0] if ctxs else None)
-        if gold is None:
-            raise ValueError(f"source record {line_no} has no passage")
-        key = (" ".join(str(gold.get("title") or "").split()), " ".join(str(gold.get("text") or "").split()))
-        if key not in key_to_pid:
-            key_to_pid[key] = len(corpus)
-            corpus.append(key)
-        gold_of.append(key_to_pid[key])
+    corpus, gold_of = _gold_corpus(rows)
     bm25 = BM25([f"{t} {x}" for t, x in corpus])
-
-    def usable(i: int) -> bool:
-        answers = [str(a) for a in rows[i]["answers"] if str(a).strip()]
-        title, text = corpus[gold_of[i]]
-        return bool(answers) and any(answer_in_text(a, f"{title}: {text}") for a in answers)
-
-    candidates = [i for i in range(len(rows)) if usable(i)]
+    candidates = [i for i in range(len(rows)) if _usable(rows[i], corpus[gold_of[i]])]
     if len(candidates) < questions:
         raise ValueError(f"only {len(candidates)} usable questions, asked for {questions}")
     order = rng.permutation(len(candidates))
@@ -167,17 +214,10 @@ def build_nq_sample(
     for rank_in_draw, j in enumerate(order[:questions]):
         i = candidates[int(j)]
         row = rows[i]
-        answers = [str(a) for a in row["answers"] if str(a).strip()]
-        picked: list[int] = []
-        for pid in bm25.rank(str(row["question"])):
-            if pid == gold_of[i]:
-                continue
-            title, text = corpus[pid]
-            if any(answer_in_text(a, f"{title}: {text}") for a in answers):
-                continue
-            picked.append(pid)
-            if len(picked) == distractors:
-                break
+        answers = _answers(row)
+        picked = _pick_distractors(
+            bm25, str(row["question"]), gold=gold_of[i], corpus=corpus, answers=answers, count=distractors
+        )
         chosen.append(
             {
                 "id": f"nq-{i}",
@@ -188,12 +228,7 @@ def build_nq_sample(
                 "split": "calibration" if rank_in_draw < questions // 2 else "test",
             }
         )
-    # Keep only the passages some question uses, renumbered in source order.
-    used = sorted({q["gold"] for q in chosen} | {p for q in chosen for p in q["distractors"]})
-    new_id = {old: new for new, old in enumerate(used)}
-    for q in chosen:
-        q["gold"] = new_id[q["gold"]]
-        q["distractors"] = [new_id[p] for p in q["distractors"]]
+    used = _renumber(chosen)
     return {
         "format": FORMAT_VERSION,
         "name": "nq",
