@@ -961,6 +961,62 @@ def run_compare(
     return rows
 
 
+def _per_query(rs: Sequence[Mapping[str, Any]], key: str, digits: int) -> float | None:
+    """Mean of ``key`` over the rows, rounded to ``digits``; ``None`` for no rows."""
+    return round(sum(r[key] for r in rs) / len(rs), digits) if rs else None
+
+
+def _accuracy(rs: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """``top1``/``top3`` hit rates (``None`` for no rows) with their Wilson 95% intervals."""
+    k = len(rs)
+    out: dict[str, Any] = {}
+    for key in ("top1", "top3"):
+        hits = sum(bool(r[key]) for r in rs)
+        out[key] = round(hits / k, 4) if k else None
+        out[f"{key}_ci95"] = [round(x, 4) for x in wilson_interval(hits, k)]
+    return out
+
+
+def _failures(rs: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """Exception counts, types and first message; unusable, same-as-base, HTTP and usage counts."""
+    return {
+        "exceptions": sum(r["error"] is not None for r in rs),
+        "exception_types": dict(Counter(r["error"] for r in rs if r["error"] is not None)),
+        "first_error": next((f"{r['error']}: {r.get('error_message') or ''}" for r in rs if r["error"]), None),
+        "unusable": sum(int(r["unusable"]) for r in rs),
+        "same_as_base": sum(bool(r["same_as_base"]) for r in rs),
+        "http_errors": sum(int(r.get("http_errors", 0)) for r in rs),
+        "usage_missing": sum(int(r.get("usage_missing", 0)) for r in rs),
+    }
+
+
+def _round_means(rs: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """Mean top-1 and prompt tokens after each round over the rows that have them (``{}`` if none)."""
+    pr = [r["per_round"] for r in rs if r.get("per_round")]
+    if not pr:
+        return {}
+    rt = [r["round_tokens"] for r in rs if r.get("round_tokens")]
+    return {
+        "per_round": [round(float(x), 4) for x in np.mean(np.asarray(pr, dtype=float), axis=0)],
+        "per_round_prompt_tokens": [round(float(x), 1) for x in np.mean(np.asarray(rt, dtype=float), axis=0)],
+    }
+
+
+def _summarize_method(rs: Sequence[Mapping[str, Any]], method: str) -> dict[str, Any]:
+    """One method's summary (see :func:`summarize`) from its rows."""
+    d: dict[str, Any] = {"status": "ran", "instances": len(rs), **_accuracy(rs)}
+    d["calls_per_query"] = _per_query(rs, "calls", 3)
+    d["prompt_tokens_per_query"] = _per_query(rs, "prompt_tokens", 1)
+    d["completion_tokens_per_query"] = _per_query(rs, "completion_tokens", 1)
+    d["seconds_per_query"] = _per_query(rs, "seconds", 2)
+    d.update(_failures(rs))
+    tok = d["prompt_tokens_per_query"]
+    d["top1_per_1k_prompt_tokens"] = round(1000 * d["top1"] / tok, 4) if rs and tok else None
+    if method in PANNING:
+        d.update(_round_means(rs))
+    return d
+
+
 def summarize(
     rows: Sequence[Mapping[str, Any]],
     methods: Sequence[str],
@@ -983,38 +1039,8 @@ def summarize(
     for m in methods:
         if m in skipped:
             out[m] = {"status": "skipped", "reason": skipped[m]}
-            continue
-        rs = [r for r in rows if r["method"] == m]
-        k = len(rs)
-        h1 = sum(bool(r["top1"]) for r in rs)
-        h3 = sum(bool(r["top3"]) for r in rs)
-        d: dict[str, Any] = {
-            "status": "ran",
-            "instances": k,
-            "top1": round(h1 / k, 4) if k else None,
-            "top1_ci95": [round(x, 4) for x in wilson_interval(h1, k)],
-            "top3": round(h3 / k, 4) if k else None,
-            "top3_ci95": [round(x, 4) for x in wilson_interval(h3, k)],
-            "calls_per_query": round(sum(r["calls"] for r in rs) / k, 3) if k else None,
-            "prompt_tokens_per_query": round(sum(r["prompt_tokens"] for r in rs) / k, 1) if k else None,
-            "completion_tokens_per_query": round(sum(r["completion_tokens"] for r in rs) / k, 1) if k else None,
-            "seconds_per_query": round(sum(r["seconds"] for r in rs) / k, 2) if k else None,
-            "exceptions": sum(r["error"] is not None for r in rs),
-            "exception_types": dict(Counter(r["error"] for r in rs if r["error"] is not None)),
-            "first_error": next((f"{r['error']}: {r.get('error_message') or ''}" for r in rs if r["error"]), None),
-            "unusable": sum(int(r["unusable"]) for r in rs),
-            "same_as_base": sum(bool(r["same_as_base"]) for r in rs),
-            "http_errors": sum(int(r.get("http_errors", 0)) for r in rs),
-            "usage_missing": sum(int(r.get("usage_missing", 0)) for r in rs),
-        }
-        tok = d["prompt_tokens_per_query"]
-        d["top1_per_1k_prompt_tokens"] = round(1000 * d["top1"] / tok, 4) if k and tok else None
-        pr = [r["per_round"] for r in rs if r.get("per_round")]
-        if m in PANNING and pr:
-            d["per_round"] = [round(float(x), 4) for x in np.mean(np.asarray(pr, dtype=float), axis=0)]
-            rt = [r["round_tokens"] for r in rs if r.get("round_tokens")]
-            d["per_round_prompt_tokens"] = [round(float(x), 1) for x in np.mean(np.asarray(rt, dtype=float), axis=0)]
-        out[m] = d
+        else:
+            out[m] = _summarize_method([r for r in rows if r["method"] == m], m)
     return out
 
 
