@@ -952,6 +952,105 @@ def _plot_no_harm(results: dict[str, Any], plt: Any, save: Callable[[Any, str], 
     save(fig, "no_harm")
 
 
+def _curves(ax: Any, pols: dict[str, Any], title: str, *, rounds: int) -> None:
+    """F1 by round (1..``rounds``) with its 95% band, one line per policy in ``pols``."""
+    x = np.arange(1, rounds + 1)
+    for name, c in pols.items():
+        f1, ci = np.asarray(c["f1"]), np.asarray(c["ci95"])
+        ax.plot(x, f1, marker="o", ms=3, label=_LABELS.get(name, name), ls="--" if name == "oracle" else "-")
+        ax.fill_between(x, f1 - ci, f1 + ci, alpha=0.2)
+    ax.set_title(title)
+    ax.set_xlabel("round (LLM calls)")
+    ax.set_ylabel("F1")
+    ax.set_ylim(0, 1.02)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8)
+
+
+def _plot_main(results: dict[str, Any], plt: Any, save: Callable[[Any, str], None]) -> None:
+    """main.png: F1 by round, one panel per profile."""
+    profs = results["main"]["profiles"]
+    fig, axes = plt.subplots(1, len(profs), figsize=(5 * len(profs), 4), squeeze=False)
+    for ax, (name, s) in zip(axes[0], profs.items()):
+        _curves(ax, s["policies"], f"{name} (N=100, k=1)", rounds=results["rounds"])
+    save(fig, "main")
+
+
+# (panel, setting field, x-axis label, log x-axis) of the sweeps plotted by _plot_sweep
+_SWEEPS = (
+    ("noise", "sigma", "calibration noise sigma", False),
+    ("heterogeneity", "alpha", "Beta concentration alpha", True),
+    ("scaling", "n", "documents N", True),
+)
+
+
+def _plot_sweep(
+    results: dict[str, Any],
+    plt: Any,
+    save: Callable[[Any, str], None],
+    *,
+    panel: str,
+    label: str,
+    xlabel: str,
+    logx: bool,
+) -> None:
+    """``{panel}.png``: final-round F1 per policy and GP-Belief - PSC across the sweep's settings."""
+    rounds = results["rounds"]
+    settings = results[panel]["settings"]
+    xs = np.array([s[label] for s in settings], dtype=float)
+    fig, (a1, a2) = plt.subplots(1, 2, figsize=(10, 4))
+    for name in ("belief", "random", "oracle", "entropy"):
+        if name not in settings[0]["policies"]:
+            continue
+        f1 = np.array([s["policies"][name]["f1"][-1] for s in settings])
+        ci = np.array([s["policies"][name]["ci95"][-1] for s in settings])
+        a1.errorbar(xs, f1, yerr=ci, marker="o", ms=3, capsize=2, label=_LABELS[name])
+    d = np.array([s["delta_f1"][-1] for s in settings])
+    dci = np.array([s["delta_ci95"][-1] for s in settings])
+    a2.errorbar(xs, d, yerr=dci, marker="o", ms=3, capsize=2, color="C3")
+    a2.axhline(0, color="k", lw=0.8)
+    for ax, yl in ((a1, f"F1 at round {rounds}"), (a2, f"dF1 = GP-Belief - PSC (round {rounds})")):
+        ax.set_xlabel(xlabel)
+        ax.set_ylabel(yl)
+        ax.grid(alpha=0.3)
+        if logx:
+            ax.set_xscale("log")
+    a1.legend(fontsize=8)
+    save(fig, panel)
+
+
+def _plot_multi_needle(results: dict[str, Any], plt: Any, save: Callable[[Any, str], None]) -> None:
+    """multi_needle.png: F1 by round, one panel per number of needles k."""
+    settings = results["multi_needle"]["settings"]
+    fig, axes = plt.subplots(1, len(settings), figsize=(5 * len(settings), 4), squeeze=False)
+    for ax, s in zip(axes[0], settings):
+        _curves(ax, s["policies"], f"k={s['k']} needles (N=100)", rounds=results["rounds"])
+    save(fig, "multi_needle")
+
+
+def _plot_efficiency(
+    results: dict[str, Any], rows: list[dict[str, Any]], plt: Any, save: Callable[[Any, str], None]
+) -> None:
+    """efficiency.png: GP-Belief's calls to reach PSC's final F1, and F1 areas, per setting (``rows``)."""
+    labels = [f"{r['panel']}:{r['setting']}" for r in rows]
+    fig, (a1, a2) = plt.subplots(2, 1, figsize=(max(8, 0.35 * len(rows)), 7), sharex=True)
+    pct = [r["calls_pct"] if r["calls_pct"] is not None else np.nan for r in rows]
+    a1.bar(range(len(rows)), pct, color="C0")
+    a1.axhline(100, color="k", lw=0.8)
+    a1.set_ylabel("GP-Belief calls, % of PSC's")
+    a1.set_title(f"Calls for GP-Belief to reach PSC's round-{results['rounds']} F1 (missing bar: never)")
+    w = 0.4
+    idx = np.arange(len(rows))
+    a2.bar(idx - w / 2, [r.get("belief_area_frac") or np.nan for r in rows], w, label="GP-Belief")
+    a2.bar(idx + w / 2, [r.get("psc_area_frac") or np.nan for r in rows], w, label="PSC")
+    a2.set_ylabel("F1 area / oracle's")
+    a2.legend(fontsize=8)
+    a2.set_xticks(idx, labels, rotation=75, fontsize=7)
+    for ax in (a1, a2):
+        ax.grid(alpha=0.3, axis="y")
+    save(fig, "efficiency")
+
+
 def plot_panels(results: dict[str, Any], out_dir: str | Path) -> list[Path]:
     """Write one PNG per panel present in ``results`` into ``out_dir``.
 
@@ -970,20 +1069,6 @@ def plot_panels(results: dict[str, Any], out_dir: str | Path) -> list[Path]:
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     written: list[Path] = []
-    rounds = results["rounds"]
-    x = np.arange(1, rounds + 1)
-
-    def curves(ax: Any, pols: dict[str, Any], title: str) -> None:
-        for name, c in pols.items():
-            f1, ci = np.asarray(c["f1"]), np.asarray(c["ci95"])
-            ax.plot(x, f1, marker="o", ms=3, label=_LABELS.get(name, name), ls="--" if name == "oracle" else "-")
-            ax.fill_between(x, f1 - ci, f1 + ci, alpha=0.2)
-        ax.set_title(title)
-        ax.set_xlabel("round (LLM calls)")
-        ax.set_ylabel("F1")
-        ax.set_ylim(0, 1.02)
-        ax.grid(alpha=0.3)
-        ax.legend(fontsize=8)
 
     def save(fig: Any, name: str) -> None:
         path = out / f"{name}.png"
@@ -993,72 +1078,19 @@ def plot_panels(results: dict[str, Any], out_dir: str | Path) -> list[Path]:
         written.append(path)
 
     if "main" in results:
-        profs = results["main"]["profiles"]
-        fig, axes = plt.subplots(1, len(profs), figsize=(5 * len(profs), 4), squeeze=False)
-        for ax, (name, s) in zip(axes[0], profs.items()):
-            curves(ax, s["policies"], f"{name} (N=100, k=1)")
-        save(fig, "main")
-
-    for panel, label, xlabel, logx in (
-        ("noise", "sigma", "calibration noise sigma", False),
-        ("heterogeneity", "alpha", "Beta concentration alpha", True),
-        ("scaling", "n", "documents N", True),
-    ):
-        if panel not in results:
-            continue
-        settings = results[panel]["settings"]
-        xs = np.array([s[label] for s in settings], dtype=float)
-        fig, (a1, a2) = plt.subplots(1, 2, figsize=(10, 4))
-        for name in ("belief", "random", "oracle", "entropy"):
-            if name not in settings[0]["policies"]:
-                continue
-            f1 = np.array([s["policies"][name]["f1"][-1] for s in settings])
-            ci = np.array([s["policies"][name]["ci95"][-1] for s in settings])
-            a1.errorbar(xs, f1, yerr=ci, marker="o", ms=3, capsize=2, label=_LABELS[name])
-        d = np.array([s["delta_f1"][-1] for s in settings])
-        dci = np.array([s["delta_ci95"][-1] for s in settings])
-        a2.errorbar(xs, d, yerr=dci, marker="o", ms=3, capsize=2, color="C3")
-        a2.axhline(0, color="k", lw=0.8)
-        for ax, yl in ((a1, f"F1 at round {rounds}"), (a2, f"dF1 = GP-Belief - PSC (round {rounds})")):
-            ax.set_xlabel(xlabel)
-            ax.set_ylabel(yl)
-            ax.grid(alpha=0.3)
-            if logx:
-                ax.set_xscale("log")
-        a1.legend(fontsize=8)
-        save(fig, panel)
-
+        _plot_main(results, plt, save)
+    for panel, label, xlabel, logx in _SWEEPS:
+        if panel in results:
+            _plot_sweep(results, plt, save, panel=panel, label=label, xlabel=xlabel, logx=logx)
     if "multi_needle" in results:
-        settings = results["multi_needle"]["settings"]
-        fig, axes = plt.subplots(1, len(settings), figsize=(5 * len(settings), 4), squeeze=False)
-        for ax, s in zip(axes[0], settings):
-            curves(ax, s["policies"], f"k={s['k']} needles (N=100)")
-        save(fig, "multi_needle")
-
+        _plot_multi_needle(results, plt, save)
     if "attack" in results:
         _plot_attack(results, plt, save)
     if "no_harm" in results:
         _plot_no_harm(results, plt, save)
-
     rows = results.get("efficiency", {}).get("rows", [])
     if rows:
-        labels = [f"{r['panel']}:{r['setting']}" for r in rows]
-        fig, (a1, a2) = plt.subplots(2, 1, figsize=(max(8, 0.35 * len(rows)), 7), sharex=True)
-        pct = [r["calls_pct"] if r["calls_pct"] is not None else np.nan for r in rows]
-        a1.bar(range(len(rows)), pct, color="C0")
-        a1.axhline(100, color="k", lw=0.8)
-        a1.set_ylabel("GP-Belief calls, % of PSC's")
-        a1.set_title(f"Calls for GP-Belief to reach PSC's round-{rounds} F1 (missing bar: never)")
-        w = 0.4
-        idx = np.arange(len(rows))
-        a2.bar(idx - w / 2, [r.get("belief_area_frac") or np.nan for r in rows], w, label="GP-Belief")
-        a2.bar(idx + w / 2, [r.get("psc_area_frac") or np.nan for r in rows], w, label="PSC")
-        a2.set_ylabel("F1 area / oracle's")
-        a2.legend(fontsize=8)
-        a2.set_xticks(idx, labels, rotation=75, fontsize=7)
-        for ax in (a1, a2):
-            ax.grid(alpha=0.3, axis="y")
-        save(fig, "efficiency")
+        _plot_efficiency(results, rows, plt, save)
     return written
 
 
