@@ -284,20 +284,12 @@ def ranked(result: PanningResult) -> list[Ranked]:
 
 
 def empty_result(policy: str) -> PanningResult:
-    """The result for zero documents: no calls, ``stop_reason="no-documents"``."""
-    return PanningResult(
-        posteriors=np.zeros(0),
-        log_odds=np.zeros(0),
-        ranking=np.zeros(0, dtype=np.intp),
-        selected=np.zeros(0, dtype=np.intp),
-        citation_counts=np.zeros(0, dtype=np.int64),
-        rounds=(),
-        calls=0,
-        stop_reason="no-documents",
-        panned=False,
-        policy=policy,
-        k=0,
-    )
+    """The result for zero documents: no calls, ``stop_reason="no-documents"``.
+
+    :meth:`PanningResult.empty`, except that the framework adapters have always left
+    ``prior_log_odds`` unset (``None``, written as ``null`` in a trace).
+    """
+    return dataclasses.replace(PanningResult.empty(policy), prior_log_odds=None)
 
 
 def describe(result: PanningResult) -> str:
