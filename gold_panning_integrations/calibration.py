@@ -44,6 +44,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from ._jsonl import checkpoint_lines
 from .engine.curves import grid_positions
 from .engine.reading import Reading
 from .errors import CheckpointError, FatalReaderError
@@ -384,42 +385,28 @@ def _read_checkpoint(path: Path) -> tuple[dict[str, Any] | None, dict[str, dict[
     if not os.path.lexists(path):
         return None, {}
     raw = read_regular_file(path, max_bytes=MAX_CHECKPOINT_BYTES, what="checkpoint", error=CheckpointError)
-    lines = raw.split(b"\n")
     meta: dict[str, Any] | None = None
     records: dict[str, dict[str, Any]] = {}
-    offset = 0
-    for i, line in enumerate(lines):
-        start = offset
-        offset += len(line) + 1
-        if not line.strip():
-            continue
-        try:
-            obj = json.loads(line)
-            if not isinstance(obj, dict):
-                raise ValueError("not an object")
-        except (ValueError, RecursionError) as err:  # UnicodeDecodeError is a ValueError
-            rest = b"".join(lines[i + 1 :]).strip()
-            if rest:
-                raise CheckpointError(
-                    f"checkpoint {str(path)!r} line {i + 1} is corrupt ({err}) and is not the last line; "
-                    "delete the file to start over"
-                ) from err
-            logger.warning(
-                "checkpoint %s: ignoring a corrupt last line (an interrupted write); that trial will rerun",
-                path,
-            )
-            with path.open("r+b") as fh:
-                fh.truncate(start)
-            break
+    for lineno, obj in checkpoint_lines(
+        path,
+        raw,
+        corrupt=lambda n, err: CheckpointError(
+            f"checkpoint {str(path)!r} line {n} is corrupt ({err}) and is not the last line; "
+            "delete the file to start over"
+        ),
+        torn="checkpoint %s: ignoring a corrupt last line (an interrupted write); that trial will rerun",
+        log=logger,
+        errors=(ValueError, RecursionError),  # UnicodeDecodeError is a ValueError
+    ):
         kind = obj.get("type")
         if kind == "meta":
             meta = obj
         elif kind == "trial":
-            _check_trial(obj, path, i + 1)
+            _check_trial(obj, path, lineno)
             records[obj["trial_id"]] = obj
         else:
             raise CheckpointError(
-                f"checkpoint {str(path)!r} line {i + 1}: field 'type' is {kind!r:.40}, expected 'meta' or 'trial'; "
+                f"checkpoint {str(path)!r} line {lineno}: field 'type' is {kind!r:.40}, expected 'meta' or 'trial'; "
                 "is this a calibration checkpoint? Use another --checkpoint path"
             )
     return meta, records

@@ -69,6 +69,7 @@ from typing import Any
 import numpy as np
 from typing_extensions import Self
 
+from .._jsonl import checkpoint_lines
 from ..errors import CheckpointError, MissingExtraError
 
 __all__ = [
@@ -824,28 +825,17 @@ class _Checkpoint:
         if self.path.exists():
             if not self.path.is_file():
                 raise CheckpointError(f"checkpoint {str(self.path)!r} is not a regular file")
-            raw = self.path.read_bytes()
-            lines = raw.split(b"\n")
-            offset = 0
-            for i, line in enumerate(lines):
-                start = offset
-                offset += len(line) + 1
-                if not line.strip():
-                    continue
-                try:
-                    obj = json.loads(line)
-                    if not isinstance(obj, dict):
-                        raise ValueError("not a JSON object")  # noqa: TRY004 - handled just below
-                except ValueError as err:
-                    if b"".join(lines[i + 1:]).strip():
-                        raise CheckpointError(
-                            f"checkpoint {str(self.path)!r} line {i + 1} is corrupt ({err}); delete the file "
-                            "to start over"
-                        ) from err
-                    logger.warning("checkpoint %s: dropping a cut last line; that row reruns", self.path)
-                    with self.path.open("r+b") as fh:
-                        fh.truncate(start)
-                    break
+            for _, obj in checkpoint_lines(
+                self.path,
+                self.path.read_bytes(),
+                corrupt=lambda lineno, err: CheckpointError(
+                    f"checkpoint {str(self.path)!r} line {lineno} is corrupt ({err}); delete the file "
+                    "to start over"
+                ),
+                torn="checkpoint %s: dropping a cut last line; that row reruns",
+                log=logger,
+                not_object="not a JSON object",
+            ):
                 if obj.get("type") == "meta":
                     old_meta = obj
                 elif obj.get("type") == "row":
