@@ -309,8 +309,9 @@ class OpenAIReader(BaseReader):
     def _level_now(self) -> int | None:
         return None if self.mode == "answer" else self._level
 
-    def _downgrade(self, level: int, err: BaseException) -> int:
-        """Next format level after a rejection, or raise when there is none to try."""
+    def _downgrade(self, level: int, err: BaseException, usage: Usage) -> int:
+        """Next format level after a rejection (the rejected call is counted in ``usage``),
+        or raise when there is none to try."""
         if self.response_format != "auto" or level + 1 >= len(RESPONSE_FORMATS):
             raise FatalReaderError(
                 f"the server rejected response_format={RESPONSE_FORMATS[level]!r}: {classify_error(err)}; "
@@ -323,6 +324,7 @@ class OpenAIReader(BaseReader):
             RESPONSE_FORMATS[level + 1],
         )
         self._level = max(self._level, level + 1)
+        usage.calls += 1
         return level + 1
 
     def _to_reply(self, resp: Any, usage: Usage, level: int | None) -> Reply:
@@ -364,12 +366,11 @@ class OpenAIReader(BaseReader):
                 with deadline(self.timeout):
                     resp = create(**self._kwargs(prompt.as_dicts(), level))
             except Exception as err:
-                if level is not None and _is_format_rejection(err):
-                    level = self._downgrade(level, err)
-                    usage.calls += 1
-                    continue
-                raise
-            return self._to_reply(resp, usage, level)
+                if level is None or not _is_format_rejection(err):
+                    raise
+                level = self._downgrade(level, err, usage)  # and try again at that level
+            else:
+                return self._to_reply(resp, usage, level)
 
     async def _acall(self, prompt: Prompt, usage: Usage, **options: Any) -> Reply:
         level = self._level_now()
@@ -381,12 +382,11 @@ class OpenAIReader(BaseReader):
                     self.timeout,
                 )
             except Exception as err:
-                if level is not None and _is_format_rejection(err):
-                    level = self._downgrade(level, err)
-                    usage.calls += 1
-                    continue
-                raise
-            return self._to_reply(resp, usage, level)
+                if level is None or not _is_format_rejection(err):
+                    raise
+                level = self._downgrade(level, err, usage)  # and try again at that level
+            else:
+                return self._to_reply(resp, usage, level)
 
     # ------------------------------------------------------------------ cleanup
     def close(self) -> None:
