@@ -368,6 +368,10 @@ class GoldPanningCompressor(BaseDocumentCompressor, _LangChainPanning):
     def _documents(self, documents: Any) -> list[Document]:
         return check_items(documents, Document, source="compress_documents was given", what=_DOCUMENTS)
 
+    def _pan_inputs(self, documents: Any, top_n: int | None) -> tuple[int, list[Document]]:
+        """The checked ``top_n`` (this compressor's when ``None``) and documents of :meth:`pan`."""
+        return check_count(self.top_n if top_n is None else top_n, name="top_n"), self._documents(documents)
+
     def pan(
         self,
         documents: Sequence[Document],
@@ -381,8 +385,7 @@ class GoldPanningCompressor(BaseDocumentCompressor, _LangChainPanning):
         ``result.posteriors`` / ``result.ranking`` index ``documents`` in the given
         order. No documents: an empty result (``stop_reason="no-documents"``), no call.
         """
-        n = check_count(self.top_n if top_n is None else top_n, name="top_n")
-        docs = self._documents(documents)
+        n, docs = self._pan_inputs(documents, top_n)
         result = self._pan_documents(query, docs, k=n, callbacks=callbacks)
         return PannedDocuments(self._to_documents(docs, result), result)
 
@@ -395,8 +398,7 @@ class GoldPanningCompressor(BaseDocumentCompressor, _LangChainPanning):
         callbacks: Callbacks = None,
     ) -> PannedDocuments:
         """Asynchronous :meth:`pan` (the reader's ``aread``)."""
-        n = check_count(self.top_n if top_n is None else top_n, name="top_n")
-        docs = self._documents(documents)
+        n, docs = self._pan_inputs(documents, top_n)
         result = await self._apan_documents(query, docs, k=n, callbacks=callbacks)
         return PannedDocuments(self._to_documents(docs, result), result)
 
