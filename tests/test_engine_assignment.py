@@ -5,13 +5,12 @@ from __future__ import annotations
 import math
 from collections import Counter
 from collections.abc import Sequence
-from typing import Any
 
 import numpy as np
 import pytest
+from paper_panner import GoldPanner
 
 from gold_panning_integrations import DetectorProfile, Reading
-from gold_panning_integrations import GoldPanner as _GoldPanner
 from gold_panning_integrations.engine import (
     assign,
     diagnosticity,
@@ -20,17 +19,6 @@ from gold_panning_integrations.engine import (
     shown_order,
     vote_ranking,
 )
-
-
-def GoldPanner(*args: Any, **kwargs: Any) -> _GoldPanner:  # noqa: N802
-    """The panner with the paper's update (``shuffle_top=0``, ``robust=False``,
-    ``empty_prompts="evidence"``, ``adapt_level=False``) unless given: these tests pin
-    placements and updates by hand from the profile's own rates."""
-    kwargs.setdefault("shuffle_top", 0)
-    kwargs.setdefault("robust", False)
-    kwargs.setdefault("empty_prompts", "evidence")
-    kwargs.setdefault("adapt_level", False)
-    return _GoldPanner(*args, **kwargs)
 
 
 def _flat(positions: Sequence) -> tuple[int, ...]:

@@ -3,31 +3,16 @@ the retriever priors. Numbers derived by hand where they can be."""
 
 from __future__ import annotations
 
-from typing import Any
-
 import asyncio
 import math
 from collections.abc import Sequence
 
 import numpy as np
 import pytest
+from paper_panner import GoldPanner
 
 from gold_panning_integrations import DetectorProfile, Reading
-from gold_panning_integrations import GoldPanner as _GoldPanner
 from gold_panning_integrations.engine.priors import MAX_PRIOR, rank_prior_probs, score_prior_probs
-
-
-def GoldPanner(*args: Any, **kwargs: Any) -> _GoldPanner:  # noqa: N802
-    """The panner with the paper's update (``shuffle_top=0``, ``robust=False``,
-    ``empty_prompts="evidence"``, ``adapt_level=False``) unless given: these tests pin
-    placements and updates by hand from the profile's own rates (the shuffle is tested in
-    ``test_engine_labels.py``, the robust likelihood in ``test_engine_robust.py``)."""
-    kwargs.setdefault("shuffle_top", 0)
-    kwargs.setdefault("robust", False)
-    kwargs.setdefault("empty_prompts", "evidence")
-    kwargs.setdefault("adapt_level", False)
-    return _GoldPanner(*args, **kwargs)
-
 
 FLAT2 = DetectorProfile(n_positions=2, tpr=[0.8, 0.8], fpr=[0.2, 0.2])
 

@@ -2,37 +2,22 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 import logging
 import math
 from collections.abc import Callable, Sequence
 
 import numpy as np
 import pytest
+from paper_panner import GoldPanner
 
 from gold_panning_integrations import (
     AllRoundsFailedError,
     DetectorProfile,
-    GoldPanner as _GoldPanner,
     PanningResult,
     Reading,
     SimulatedReader,
 )
 from gold_panning_integrations.engine import log_likelihood_ratios, sigmoid
-
-
-def GoldPanner(*args: Any, **kwargs: Any) -> _GoldPanner:  # noqa: N802
-    """The panner with the paper's update (``shuffle_top=0``, ``robust=False``,
-    ``empty_prompts="evidence"``, ``adapt_level=False``) unless given: these tests pin
-    placements and updates by hand from the profile's own rates (the shuffle is tested in
-    ``test_engine_labels.py``, the robust likelihood in ``test_engine_robust.py``)."""
-    kwargs.setdefault("shuffle_top", 0)
-    kwargs.setdefault("robust", False)
-    kwargs.setdefault("empty_prompts", "evidence")
-    kwargs.setdefault("adapt_level", False)
-    return _GoldPanner(*args, **kwargs)
-
 
 # Three positions: TPR 0.8/0.6/0.3, FPR 0.2/0.3/0.1 -> diagnosticity 0.6/0.3/0.2,
 # cited LLR log 4 / log 2 / log 3, missed LLR log(1/4) / log(4/7) / log(7/9).

@@ -31,24 +31,11 @@ from typing import Any
 
 import numpy as np
 import pytest
+from paper_panner import GoldPanner
 
 from gold_panning_integrations import DetectorProfile, Reading
-from gold_panning_integrations import GoldPanner as _GoldPanner
 from gold_panning_integrations.engine import log_likelihood_ratios
 from gold_panning_integrations.readers import parse_citations, render_documents, render_prompt
-
-
-def GoldPanner(*args: Any, **kwargs: Any) -> _GoldPanner:  # noqa: N802
-    """The panner with the paper's update (``shuffle_top=0``, ``robust=False``,
-    ``empty_prompts="evidence"``, ``adapt_level=False``) unless given: these tests pin
-    placements and updates by hand from the profile's own rates (the shuffle is tested in
-    ``test_engine_labels.py``, the robust likelihood in ``test_engine_robust.py``)."""
-    kwargs.setdefault("shuffle_top", 0)
-    kwargs.setdefault("robust", False)
-    kwargs.setdefault("empty_prompts", "evidence")
-    kwargs.setdefault("adapt_level", False)
-    return _GoldPanner(*args, **kwargs)
-
 
 QUESTION = "What is the capital of France?"
 GOLD = "The capital of France is Paris."
