@@ -531,27 +531,28 @@ PEER_MODULES = {
 }
 
 
+def _run_peer(peer: str, capsys: pytest.CaptureFixture[str], *, wrong: bool = False) -> dict[str, Any]:
+    """``bench compare --methods peer`` against a fake server whose model is right (or ``wrong``)."""
+    importlib.import_module(PEER_MODULES[peer])
+    with FakeOpenAIServer(default=kv_model(wrong=wrong)) as srv:
+        return _run(capsys, _args(srv.base_url, "--methods", peer))
+
+
 @pytest.mark.parametrize("peer", C.PEER_METHODS)
 def test_real_peer_finds_the_gold_with_a_correct_model(peer: str, capsys: pytest.CaptureFixture[str]) -> None:
-    importlib.import_module(PEER_MODULES[peer])
-    with FakeOpenAIServer(default=kv_model()) as srv:
-        res = _run(capsys, _args(srv.base_url, "--methods", peer))
+    res = _run_peer(peer, capsys)
     assert res["methods"][peer]["top1"] == 1.0
 
 
 @pytest.mark.parametrize("peer", C.PEER_METHODS)
 def test_real_peer_misses_with_a_wrong_model(peer: str, capsys: pytest.CaptureFixture[str]) -> None:
-    importlib.import_module(PEER_MODULES[peer])
-    with FakeOpenAIServer(default=kv_model(wrong=True)) as srv:
-        res = _run(capsys, _args(srv.base_url, "--methods", peer))
+    res = _run_peer(peer, capsys, wrong=True)
     assert res["methods"][peer]["top1"] == 0.0
 
 
 @pytest.mark.parametrize("peer", C.PEER_METHODS)
 def test_real_peer_makes_one_call_per_query(peer: str, capsys: pytest.CaptureFixture[str]) -> None:
-    importlib.import_module(PEER_MODULES[peer])
-    with FakeOpenAIServer(default=kv_model()) as srv:
-        res = _run(capsys, _args(srv.base_url, "--methods", peer))
+    res = _run_peer(peer, capsys)
     assert res["methods"][peer]["calls_per_query"] == 1.0
 
 
