@@ -10,6 +10,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from core_doubles import MarkedTask
 
 from gold_panning_integrations.calibration import (
     Calibrator,
@@ -21,18 +22,6 @@ from gold_panning_integrations.calibration import (
 )
 from gold_panning_integrations.engine.curves import grid_positions
 from gold_panning_integrations.engine.reading import Reading
-from gold_panning_integrations.tasks.base import TaskInstance
-
-
-class MarkedTask:
-    """Gold document reads "GOLD", distractors "d<i>"."""
-
-    name = "marked"
-
-    def make(self, n: int, *, gold_position: int, rng: np.random.Generator) -> TaskInstance:
-        docs = [f"d{int(rng.integers(1000))}" for _ in range(n)]
-        docs[gold_position] = "GOLD"
-        return TaskInstance("q", docs, (gold_position,), ("GOLD",), task=self.name)
 
 
 class ScriptedReader:

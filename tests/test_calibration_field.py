@@ -8,8 +8,8 @@ import re
 from collections.abc import Sequence
 from pathlib import Path
 
-import numpy as np
 import pytest
+from core_doubles import MarkedTask
 
 from gold_panning_integrations.calibration import (
     Calibrator,
@@ -21,16 +21,6 @@ from gold_panning_integrations.cli import main as cli_main
 from gold_panning_integrations.engine.reading import Reading
 from gold_panning_integrations.errors import CheckpointError, FatalReaderError
 from gold_panning_integrations.profiles import DetectorProfile
-from gold_panning_integrations.tasks.base import TaskInstance
-
-
-class MarkedTask:
-    name = "marked"
-
-    def make(self, n: int, *, gold_position: int, rng: np.random.Generator) -> TaskInstance:
-        docs = [f"d{int(rng.integers(1000))}" for _ in range(n)]
-        docs[gold_position] = "GOLD"
-        return TaskInstance("q", docs, (gold_position,), ("GOLD",), task=self.name)
 
 
 class GoldReader:

@@ -9,7 +9,7 @@ from collections.abc import Sequence
 
 import numpy as np
 import pytest
-from paper_panner import GoldPanner
+from core_doubles import GoldPanner
 
 from gold_panning_integrations import DetectorProfile, Reading
 from gold_panning_integrations.engine.priors import MAX_PRIOR, rank_prior_probs, score_prior_probs

@@ -8,7 +8,7 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 import pytest
-from paper_panner import GoldPanner
+from core_doubles import GoldPanner
 
 from gold_panning_integrations import (
     AllRoundsFailedError,
