@@ -309,17 +309,30 @@ def _fmt_key(x: float) -> str:
     return f"{x:g}"
 
 
-def _noise_jobs(
-    ss_panel: np.random.SeedSequence,
-    bt: NDArray[np.float64],
-    bf: NDArray[np.float64],
-    *,
-    trials: int,
-    draws: int,
-    sigmas: Sequence[float],
-    base_cfg: PanningConfig | None,
-) -> list[_Job]:
+@dataclass(frozen=True)
+class _PanelArgs:
+    """What every ablation panel's job builder is given (besides its seed).
+
+    Attributes:
+        bt: TPR of the ablation profile by position, shape ``(P,)``.
+        bf: FPR of the ablation profile by position, shape ``(P,)``.
+        trials: Trials per setting.
+        draws: Independent noise/profile draws the trials are split over.
+        sigmas: Calibration-noise levels of the noise panel.
+        base_cfg: Panning options every job starts from (``None``: the defaults).
+    """
+
+    bt: NDArray[np.float64]
+    bf: NDArray[np.float64]
+    trials: int
+    draws: int
+    sigmas: Sequence[float]
+    base_cfg: PanningConfig | None
+
+
+def _noise_jobs(ss_panel: np.random.SeedSequence, a: _PanelArgs) -> list[_Job]:
     """Noise panel: every likelihood on the same noise draws and seeds."""
+    bt, bf, trials, draws, sigmas, base_cfg = a.bt, a.bf, a.trials, a.draws, a.sigmas, a.base_cfg
     jobs: list[_Job] = []
     t100, f100 = resample_curve(bt, 100), resample_curve(bf, 100)
     plain = replace(base_cfg or PanningConfig(), robust=False)
@@ -344,17 +357,9 @@ def _noise_jobs(
     return jobs
 
 
-def _no_harm_jobs(
-    ss_panel: np.random.SeedSequence,
-    bt: NDArray[np.float64],
-    bf: NDArray[np.float64],
-    *,
-    trials: int,
-    draws: int,
-    sigmas: Sequence[float],
-    base_cfg: PanningConfig | None,
-) -> list[_Job]:
+def _no_harm_jobs(ss_panel: np.random.SeedSequence, a: _PanelArgs) -> list[_Job]:
     """Do-no-harm panel: good retriever, rank prior, a model at a fraction of its profile."""
+    trials, base_cfg = a.trials, a.base_cfg
     jobs: list[_Job] = []
     prior = rank_prior_probs(10, k=1, top10_recall=0.5)
     needle = np.asarray(NO_HARM_NEEDLE)
@@ -373,17 +378,9 @@ def _no_harm_jobs(
     return jobs
 
 
-def _attack_jobs(
-    ss_panel: np.random.SeedSequence,
-    bt: NDArray[np.float64],
-    bf: NDArray[np.float64],
-    *,
-    trials: int,
-    draws: int,
-    sigmas: Sequence[float],
-    base_cfg: PanningConfig | None,
-) -> list[_Job]:
+def _attack_jobs(ss_panel: np.random.SeedSequence, a: _PanelArgs) -> list[_Job]:
     """Attack panel: one hostile document, with and without shuffle_top."""
+    bt, bf, trials, base_cfg = a.bt, a.bf, a.trials, a.base_cfg
     jobs: list[_Job] = []
     issue = (np.asarray(ISSUE10_TPR), np.full(len(ISSUE10_TPR), 0.03))
     scenarios = {"lost-in-the-middle": (bt, bf, None, None, 100, None), "issue-10": (*issue, bt, bf, 10, 4)}
@@ -422,10 +419,10 @@ def _plan(
         for name, ss in zip(profiles, panel_seeds["main"].spawn(len(profiles))):
             p = profiles[name]
             jobs.append(_Job("main", name, p.tpr_array, p.fpr_array, 100, 1, trials, ALL_POLICIES, ss))
-    kw: dict[str, Any] = {"trials": trials, "draws": draws, "sigmas": sigmas, "base_cfg": base_cfg}
+    args = _PanelArgs(bt, bf, trials=trials, draws=draws, sigmas=sigmas, base_cfg=base_cfg)
     for panel, make in (("noise", _noise_jobs), ("no_harm", _no_harm_jobs), ("attack", _attack_jobs)):
         if panel in panels:
-            jobs += make(panel_seeds[panel], bt, bf, **kw)
+            jobs += make(panel_seeds[panel], args)
     if "heterogeneity" in panels:
         for alpha, ss in zip(alphas, panel_seeds["heterogeneity"].spawn(len(alphas))):
             shares = _split(trials, draws)
