@@ -137,3 +137,19 @@ def test_example_long_form_on_the_embedded_model(script: str, tmp_path: Path) ->
 def test_example_does_not_use_langchain_community(script: str) -> None:
     """langchain-community was sunset and archived (2026): no example may need it."""
     assert "langchain_community" not in (ROOT / "examples" / script).read_text()
+
+
+@pytest.mark.real_model
+def test_posterior_calibration_example_on_the_embedded_model(tmp_path: Path) -> None:
+    """Two small instances, both updates: the report has one entry per update, and the
+    accuracy and posteriors are probabilities over the instances panned."""
+    import json
+
+    out = _run("posterior_calibration.py", tmp_path, "--instances", "2", "--n", "6", "--rounds", "2")
+    report = json.loads(out)
+    assert sorted(report) == ["library defaults", "paper update"]
+    for row in report.values():
+        assert row["instances"] == 2
+        assert row["accuracy"] in (0.0, 0.5, 1.0)
+        assert 0.0 < row["mean_top_posterior"] < 1.0
+        assert 0 <= row["wrong_picks_above_0.9"] <= 2
