@@ -36,7 +36,7 @@ from pydantic import BaseModel, Field, PrivateAttr, field_serializer, field_vali
 
 from .engine import GoldPanner, PanningResult
 from .engine.config import PanningConfig
-from .engine.priors import rank_prior_probs, score_prior_probs
+from .engine.priors import DEFAULT_HEAD_DECAY, rank_prior_probs, score_prior_probs
 from .errors import InvalidInputError
 from .profiles import DetectorProfile, load_profile, resolve_profile
 
@@ -221,6 +221,7 @@ def prior_probs(
     k: int,
     mode: RetrieverPrior,
     top10_recall: float,
+    head_decay: float = DEFAULT_HEAD_DECAY,
     scores: Sequence[float | None] | None = None,
     temperature: float = 1.0,
 ) -> NDArray[np.float64] | None:
@@ -237,6 +238,7 @@ def prior_probs(
             prior when all scores are equal; ``"none"``: flat (returns None, the engine's
             base rate ``min(k/n, 0.5)``).
         top10_recall: For ``"rank"``: how often the retriever's top 10 holds the answer.
+        head_decay: For ``"rank"``: ratio between consecutive ranks inside the top 10.
         scores: For ``"score"``: one score per document (None where unknown), shape ``(n,)``.
         temperature: For ``"score"``: softmax temperature in standard deviations (> 0).
 
@@ -263,7 +265,7 @@ def prior_probs(
         )
     elif mode != "rank":
         raise ValueError(f"retriever_prior must be 'rank', 'score' or 'none', got {mode!r}")
-    return rank_prior_probs(n, k=k, top10_recall=top10_recall)
+    return rank_prior_probs(n, k=k, top10_recall=top10_recall, head_decay=head_decay)
 
 
 @dataclass(frozen=True)
@@ -374,6 +376,12 @@ class PanningOptions(BaseModel):
     document (measure it on a few labelled queries). Higher trusts the retriever's order
     more; about ``10/n`` is nearly flat."""
 
+    prior_head_decay: float = Field(default=DEFAULT_HEAD_DECAY, gt=0.0, le=1.0)
+    """Shape of the rank prior inside the top 10: the ratio between consecutive ranks
+    (0.6: the first document 0.34, the second 0.21 at 10 documents). Closer to 1 trusts
+    the retriever's order less (1: flat inside the top 10); lower protects its first
+    documents more from a reader that cannot answer."""
+
     expected_relevant: int | None = Field(default=None, ge=1)
     """How many relevant documents a query usually has among the base results; sets the
     prior's total mass so posteriors read as probabilities. None: the number of
@@ -385,8 +393,7 @@ class PanningOptions(BaseModel):
 
     config: PanningConfig | None = None
     """Engine options the adapter does not declare itself, as a ``PanningConfig`` (e.g.
-    ``PanningConfig(shuffle_top=0, robust=False, empty_prompts="evidence",
-    adapt_level=False)`` for the paper's GP-Belief update). Options this adapter declares
+    ``PanningConfig.paper()`` for the paper's GP-Belief update). Options this adapter declares
     (``rounds``, ``policy``, ...) and ``k`` override the same fields of ``config``."""
 
     seed: int | None = None
@@ -524,6 +531,7 @@ class PanningOptions(BaseModel):
             k=mass,
             mode=self.retriever_prior,
             top10_recall=self.prior_top10_recall,
+            head_decay=self.prior_head_decay,
             scores=scores,
             temperature=self.prior_temperature,
         )

@@ -17,13 +17,15 @@ from gold_panning_integrations.tasks.base import TaskInstance
 
 def GoldPanner(*args: Any, **kwargs: Any) -> _GoldPanner:
     """The panner with the paper's update (``shuffle_top=0``, ``robust=False``,
-    ``empty_prompts="evidence"``, ``adapt_level=False``) unless given: these tests pin
+    ``empty_prompts="evidence"``, ``adapt_level=False``, no document-level mixture) unless given: these tests pin
     placements and updates by hand from the profile's own rates (the shuffle is tested in
     ``test_engine_labels.py``, the robust likelihood in ``test_engine_robust.py``)."""
     kwargs.setdefault("shuffle_top", 0)
     kwargs.setdefault("robust", False)
     kwargs.setdefault("empty_prompts", "evidence")
     kwargs.setdefault("adapt_level", False)
+    kwargs.setdefault("false_leads", 0.0)
+    kwargs.setdefault("blind_rate", 0.0)
     return _GoldPanner(*args, **kwargs)
 
 

@@ -303,7 +303,7 @@ def test_markdown_shows_a_skipped_peer() -> None:
 def test_markdown_has_a_per_round_table_for_panning_methods() -> None:
     rows = [_row("gp-belief", True, True, per_round=[0.0, 1.0], round_tokens=[1, 2])]
     md = C.format_markdown(C.summarize(rows, ["gp-belief"], rounds=2), rounds=2)
-    assert "| GP-Belief (defaults) | 0.00 | 1.00 |" in md
+    assert "| GP-Belief (integration defaults: base order as rank prior) | 0.00 | 1.00 |" in md
 
 
 def test_peer_missing_names_the_install_line(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -474,7 +474,7 @@ def test_cli_counts_the_panners_calls_and_server_tokens(capsys: pytest.CaptureFi
 
 
 def test_cli_cost_saving_settings_stop_early_and_keep_the_answer(capsys: pytest.CaptureFixture[str]) -> None:
-    # stop_at=0.8: a correct model's citations push the gold past 0.8 within the 3 rounds
+    # stop_at=0.6: a correct model's citations push the gold past 0.6 within the 3 rounds
     # gp-belief always spends, so gp-cost makes fewer calls and still finds every gold.
     with FakeOpenAIServer(default=kv_model()) as srv:
         res = _run(capsys, _args(srv.base_url, "--methods", "gp-belief,gp-cost"))
@@ -520,7 +520,8 @@ def test_cli_markdown_output(capsys: pytest.CaptureFixture[str]) -> None:
         args = _args(srv.base_url, "--methods", "base,gp-belief")
         args.json = False
         assert C.main(args) == 0
-    assert "| GP-Belief (defaults) | 1.00 [0.44, 1.00] |" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "| GP-Belief (integration defaults: base order as rank prior) | 1.00 [0.44, 1.00] |" in out
 
 
 # The real peers (installed by the `compare` extra) against the scripted model.
@@ -631,14 +632,14 @@ class _FailingReader:
         return Reading.failure("no model")
 
 
-@pytest.mark.parametrize("method", ["gp-belief-rank", "gp-cost"])
+@pytest.mark.parametrize("method", ["gp-belief", "gp-cost"])
 def test_without_evidence_the_rank_prior_returns_the_base_order(method: str) -> None:
     fn = C.panning_method(method, _FailingReader(), profile="smollm2-135m-kv", rounds=2, seed=0)
     out = fn(C.make_instances("kv", n=6, instances=1, seed=0)[0])
     assert out.ranking == [0, 1, 2, 3, 4, 5]
 
 
-@pytest.mark.parametrize(("method", "ranked"), [("gp-belief", False), ("gp-belief-rank", True), ("gp-cost", True)])
+@pytest.mark.parametrize(("method", "ranked"), [("gp-belief", True), ("gp-belief-flat", False), ("gp-cost", True)])
 def test_rank_prior_is_given_to_the_panner_only_where_promised(
     method: str, ranked: bool, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -654,7 +655,7 @@ def test_rank_prior_is_given_to_the_panner_only_where_promised(
     monkeypatch.setattr(P.GoldPanner, "run", run)
     fn = C.panning_method(method, _FailingReader(), profile="smollm2-135m-kv", rounds=1, seed=0)
     fn(C.make_instances("kv", n=20, instances=1, seed=0)[0])
-    # the rank prior decreases over the top 10 (head_decay 0.85): first > tenth
+    # the rank prior decreases over the top 10 (head_decay 0.6, head_floor 0.2): first > tenth
     assert bool(seen[0] is not None and seen[0][0] > seen[0][9]) is ranked
 
 

@@ -144,7 +144,7 @@ def test_pruning_needs_two_looks_and_never_drops_the_selection() -> None:
 
 
 def test_rank_prior_sums_to_k_is_monotone_and_has_a_flat_tail() -> None:
-    p = rank_prior_probs(100, k=1, top10_recall=0.7)
+    p = rank_prior_probs(100, k=1, top10_recall=0.7, head_decay=0.85, head_floor=0.0)
     assert p.sum() == pytest.approx(1.0)
     assert p[:10].sum() == pytest.approx(0.7)
     assert np.all(np.diff(p) <= 1e-12)
@@ -171,7 +171,7 @@ def test_rank_prior_below_chance_recall_is_raised_to_chance_so_the_head_still_le
     # recall is taken as 2/3: head weights (2/3) * 0.85^r / sum(0.85^0..9), tail (1/3) / 5
     # = 1/15 each; head ranks below the tail's weight are lifted to it (monotone), then
     # everything is scaled to sum to k = 1.
-    p = rank_prior_probs(15, k=1, top10_recall=0.5)
+    p = rank_prior_probs(15, k=1, top10_recall=0.5, head_decay=0.85, head_floor=0.0)
     g = 0.85 ** np.arange(10)
     w = np.concatenate([np.maximum((2 / 3) * g / g.sum(), 1 / 15), np.full(5, 1 / 15)])
     np.testing.assert_allclose(p, w / w.sum())

@@ -283,7 +283,7 @@ def test_postprocessor_to_json() -> None:
 def test_config_reaches_the_engine_and_adapter_fields_override_it(run: Runner) -> None:
     from gold_panning_integrations import PanningConfig
 
-    paper = PanningConfig(rounds=7, shuffle_top=0, robust=False, empty_prompts="evidence", adapt_level=False)
+    paper = PanningConfig.paper(rounds=7)
     adapter, result = run(ScriptedReader(), profile=TWO, rounds=2, config=paper, seed=1)
     panner = adapter._panner(1)
     assert panner.config.shuffle_top == 0

@@ -72,10 +72,14 @@ def test_posterior_and_relevance_score_pinned_by_hand() -> None:
     # min(2/2, 0.5) = 1/2. The two documents tie, so the seed decides who leads; seed=1
     # puts the needle (document 0) at position 0, where it is cited. Level adaptation
     # scales TPR and FPR by the same factor, so a citation's ratio stays 0.88/0.12:
-    # odds 1 * 0.88/0.12 = 22/3 -> posterior 0.88. The filler at position 1 stays 1/2.
+    # evidence E = log(22/3). Document-level mixture: n = 2 documents, k = top_n = 2, so
+    # no irrelevant one (a = 0) and b = blind_rate = 0.3: g(E) = log(0.7 * 22/3 + 0.3)
+    # = log(5.43333), odds 1 * 5.43333 -> posterior 5.43333/6.43333 = 163/193 = 0.844560
+    # (0.88 without the mixture). The filler at position 1 has E = 0: g(0) = 0, stays 1/2.
     got = _pan_two(seed=1)
     assert got.result.rounds[0].windows == ((0, 1),)
-    assert [d.metadata["relevance_score"] for d in got.documents] == pytest.approx([0.88, 0.5])
+    scores = [d.metadata["relevance_score"] for d in got.documents]
+    assert scores == pytest.approx([163 / 193, 0.5], abs=1e-12)
     assert [d.metadata["gold_panning_rank"] for d in got.documents] == [1, 2]
 
 
@@ -84,11 +88,13 @@ def test_level_adapted_miss_pinned_by_hand() -> None:
     # position 1 (no evidence: stays 1/2). The level: beliefs rescaled to k=2 give each
     # document p = 1, so the predicted citations are 0.88 + 0.5 = 1.38 against 1 observed:
     # level (1+1)/(1.38+1) = 0.840336. Position 0 becomes TPR 0.739496, FPR 0.100840;
-    # a miss multiplies the odds by (1-0.739496)/(1-0.100840) = 0.289720, so the filler's
-    # posterior is 0.289720/1.289720 = 0.224638 (0.12 without the level adaptation).
+    # a miss gives evidence E = log((1-0.739496)/(1-0.100840)) = log(0.289720). Mixture
+    # with a = 0 (n = k = 2) and b = 0.3: g(E) = log(0.7 * 0.289720 + 0.3) = log(0.502804),
+    # so the filler's posterior is 0.502804/1.502804 = 0.334577 (0.224638 without the
+    # mixture, 0.12 without the level adaptation either).
     got = _pan_two(seed=0)
     assert got.result.rounds[0].windows == ((1, 0),)
-    assert [d.metadata["relevance_score"] for d in got.documents] == pytest.approx([0.5, 0.224638], abs=1e-6)
+    assert [d.metadata["relevance_score"] for d in got.documents] == pytest.approx([0.5, 0.334577], abs=1e-6)
     assert [d.page_content for d in got.documents][0] == NEEDLE
 
 

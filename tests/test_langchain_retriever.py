@@ -59,14 +59,24 @@ def test_posterior_and_rank_pinned_by_hand() -> None:
     assert r.pan("q").result.rounds[0].windows == ((0, 1),)
     out = r.invoke("where is the needle?")
     assert [d.metadata["i"] for d in out] == [0, 1]
-    # Robust likelihood (the default): rates 0.95 * rate + 0.025, so 0.9/0.1 -> 0.88/0.12.
-    assert out[0].metadata["gold_panning_posterior"] == pytest.approx(0.88)
-    assert out[1].metadata["gold_panning_posterior"] == pytest.approx(0.5)
+    # Robust likelihood (the default): rates 0.95 * rate + 0.025, so 0.9/0.1 -> 0.88/0.12:
+    # the cited needle's evidence is E = log(22/3). Document-level mixture (the default):
+    # n = 2, k = 2, so no irrelevant document (a = 0), b = 0.3: odds 1 * (0.7 * 22/3 + 0.3)
+    # = 163/30 -> posterior 163/193 = 0.844560 (0.88 without the mixture). The filler at
+    # position 1 has E = 0 (TPR = FPR): stays 1/2.
+    assert out[0].metadata["gold_panning_posterior"] == pytest.approx(163 / 193, abs=1e-12)
+    assert out[1].metadata["gold_panning_posterior"] == pytest.approx(0.5, abs=1e-12)
     assert [d.metadata["gold_panning_rank"] for d in out] == [1, 2]
     assert [d.metadata["gold_panning_panned"] for d in out] == [True, True]
 
     out2 = _retriever(docs, ScriptedReader(), profile=TWO, k=1, rounds=2, retriever_prior="none", seed=1).invoke("q")
-    assert out2[0].metadata["gold_panning_posterior"] == pytest.approx(484 / 493)  # odds (22/3)^2
+    # k=1, two rounds, the needle cited at position 0 both times: E = 2 log(22/3), e^E =
+    # 484/9 (the level scales TPR and FPR alike: a citation's ratio is unchanged). Now
+    # n - k = 1 irrelevant document, a = min(0.25/1, 0.5) = 0.25, b = 0.3: odds
+    # (0.7 * 484/9 + 0.3) / (0.25 * 484/9 + 0.75) = (341.5/9) / (127.75/9) = 1366/511
+    # -> posterior 1366/1877 = 0.727757 (484/493 = 0.98 without the mixture: the cap
+    # (1-b)/a = 2.8 on the odds is near).
+    assert out2[0].metadata["gold_panning_posterior"] == pytest.approx(1366 / 1877, abs=1e-12)
 
 
 def test_metadata_kept_and_base_documents_not_mutated() -> None:

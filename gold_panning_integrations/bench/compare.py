@@ -1,17 +1,18 @@
 """``gold-panning bench compare``: Gold Panning side by side with the rerankers users
 would otherwise pick, on the same instances and the same endpoint.
 
-Methods (``--methods``, all by default):
+Methods (``--methods``, all but ``gp-belief-flat`` by default):
 
 * ``base``: the base order (the retriever's order for NQ, the input order otherwise).
 * ``psc``: permutation self-consistency, :class:`~..engine.panner.GoldPanner` with
   ``policy="random"`` (the paper's baseline).
-* ``gp-belief``: GP-Belief with the panner's defaults (base-rate prior), ``--rounds``.
-* ``gp-cost``: GP-Belief with the README's cost-saving settings: the base order as a rank
-  prior, ``prune_below=0.05``, ``min_rounds=2``, ``stop_at=0.3``.
-* ``gp-belief-rank``: GP-Belief with the base order as a rank prior (``top10_recall=0.5``),
-  what ``GoldPanningRetriever``/``GoldPanningPostprocessor`` do by default
-  (``retriever_prior="rank"``); ``gp-belief`` is the engine's default (no per-document prior).
+* ``gp-belief``: GP-Belief as ``GoldPanningRetriever``/``GoldPanningPostprocessor`` run it
+  by default: the panner's defaults with the base order as a rank prior
+  (``retriever_prior="rank"``), ``--rounds``.
+* ``gp-cost``: GP-Belief with the README's cost-saving settings: the same rank prior and
+  ``stop_at=0.6``.
+* ``gp-belief-flat``: GP-Belief without the base order (the engine's base-rate prior): what
+  the reader alone finds. Not run unless named.
 * ``langchain-listwise``: LangChain ``LLMListwiseRerank`` (langchain-classic) with
   ``ChatOpenAI`` (langchain-openai).
 * ``llamaindex-llmrerank``: LlamaIndex ``LLMRerank`` (llama-index-core) with
@@ -74,6 +75,7 @@ from ..errors import CheckpointError, MissingExtraError
 
 __all__ = [
     "ALL_METHODS",
+    "DEFAULT_METHODS",
     "PEERS",
     "CompareInstance",
     "EmbeddedServer",
@@ -90,16 +92,17 @@ __all__ = [
 
 logger = logging.getLogger(__name__)
 
-OURS = ("base", "psc", "gp-belief", "gp-cost", "gp-belief-rank")
+OURS = ("base", "psc", "gp-belief", "gp-cost", "gp-belief-flat")
 PEER_METHODS = ("langchain-listwise", "llamaindex-llmrerank", "llamaindex-rankgpt")
 ALL_METHODS: tuple[str, ...] = OURS + PEER_METHODS
-PANNING = ("psc", "gp-belief", "gp-cost", "gp-belief-rank")
+DEFAULT_METHODS: tuple[str, ...] = tuple(m for m in ALL_METHODS if m != "gp-belief-flat")
+PANNING = ("psc", "gp-belief", "gp-cost", "gp-belief-flat")
 LABELS = {
     "base": "base order",
     "psc": "PSC (policy=random)",
-    "gp-belief": "GP-Belief (defaults)",
+    "gp-belief": "GP-Belief (integration defaults: base order as rank prior)",
     "gp-cost": "GP, cost-saving settings",
-    "gp-belief-rank": "GP-Belief + rank prior (integration defaults)",
+    "gp-belief-flat": "GP-Belief, no prior (the reader alone)",
     "langchain-listwise": "LangChain LLMListwiseRerank + ChatOpenAI",
     "llamaindex-llmrerank": "LlamaIndex LLMRerank + OpenAILike",
     "llamaindex-rankgpt": "LlamaIndex RankGPTRerank + OpenAILike",
@@ -121,7 +124,7 @@ PEERS: dict[str, tuple[tuple[str, ...], str]] = {
 TASKS = ("kv", "nq", "litm-kv")
 EMBEDDED_PROFILE = "smollm2-135m-kv"
 EMBEDDED_MODEL = "SmolLM2-135M-Instruct"
-COST_SAVING: dict[str, Any] = {"prune_below": None, "min_rounds": 1, "stop_at": 0.8, "prior_top10_recall": 0.5}
+COST_SAVING: dict[str, Any] = {"prune_below": None, "min_rounds": 1, "stop_at": 0.6, "prior_top10_recall": 0.5}
 """The README's recommended cost-saving settings (plus the base order as a rank prior)."""
 
 _CHECKPOINT_KEYS = ("task", "n", "seed", "rounds", "model", "mode", "profile", "top_n")
@@ -672,7 +675,7 @@ def _per_round(result: Any, gold: Sequence[int], rounds: int, rng: np.random.Gen
 def panning_method(
     name: str, reader: Any, *, profile: Any, rounds: int, seed: int
 ) -> MethodFn:
-    """One of our methods (``psc``, ``gp-belief``, ``gp-cost``, ``gp-belief-rank``) as
+    """One of our methods (``psc``, ``gp-belief``, ``gp-cost``, ``gp-belief-flat``) as
     ``instance -> outcome``; ``profile`` is a profile object, a bundled name or a path
     (resolved here, at the edge: the engine takes profile objects)."""
     from ..engine.panner import GoldPanner
@@ -692,6 +695,7 @@ def panning_method(
                                 on_failure="fallback", rng=rng)
         elif name == "gp-belief":
             panner = GoldPanner(reader, profile=profile, rounds=rounds, k=1, on_failure="fallback", rng=rng)
+            prior_probs = rank_prior_probs(n, k=1, top10_recall=COST_SAVING["prior_top10_recall"])
         elif name == "gp-cost":
             panner = GoldPanner(
                 reader, profile=profile, rounds=rounds, k=1, on_failure="fallback", rng=rng,
@@ -699,9 +703,8 @@ def panning_method(
                 stop_at=COST_SAVING["stop_at"],
             )
             prior_probs = rank_prior_probs(n, k=1, top10_recall=COST_SAVING["prior_top10_recall"])
-        elif name == "gp-belief-rank":
+        elif name == "gp-belief-flat":
             panner = GoldPanner(reader, profile=profile, rounds=rounds, k=1, on_failure="fallback", rng=rng)
-            prior_probs = rank_prior_probs(n, k=1, top10_recall=COST_SAVING["prior_top10_recall"])
         else:
             raise ValueError(f"{name!r} is not a panning method; choose one of {', '.join(PANNING)}")
         res = panner.run(inst.question, inst.documents, prior_probs=prior_probs)
@@ -1140,7 +1143,11 @@ def register(sub: Any) -> None:
     p.add_argument("--seed", type=int, default=1, help="instance seed (default 1; calibration used 0)")
     p.add_argument("--rounds", type=int, default=8, help="rounds of the panning methods (default 8)")
     p.add_argument("--profile", default=None, help="detector profile (default: smollm2-135m-kv for embedded)")
-    p.add_argument("--methods", default=",".join(ALL_METHODS), help=f"comma-separated subset of {','.join(ALL_METHODS)}")
+    p.add_argument(
+        "--methods",
+        default=",".join(DEFAULT_METHODS),
+        help=f"comma-separated subset of {','.join(ALL_METHODS)} (default: all but gp-belief-flat)",
+    )
     p.add_argument("--top-n", type=int, default=3, help="documents the peers return (default 3, for top-3)")
     p.add_argument("--checkpoint", default=None, help="JSONL of finished (instance, method) pairs, for resuming")
     p.add_argument("--json", action="store_true", help="print one JSON object instead of the tables")

@@ -23,7 +23,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from ..engine.panner import GoldPanner
-from ..engine.priors import rank_prior_probs
+from ..engine.priors import DEFAULT_HEAD_DECAY, rank_prior_probs
 from ..engine.reading import Reading
 from ..engine.simulate import SimulatedReader
 from .real import per_round_hits
@@ -61,20 +61,23 @@ class Variant:
     """Hide the retriever's order (random input order), as in the paper's setting."""
     head_decay: float = 1.0
     """Shape of the rank prior inside the top 10; 1.0 fits the simulated retriever
-    (uniform inside its top 10), the library default 0.85 is shown for robustness."""
+    (uniform inside its top 10), the library default (0.6 with a flat share of 0.2) is
+    shown for robustness."""
 
 
 VARIANTS: tuple[Variant, ...] = (
     Variant("psc", "random", {}, shuffle=True),
     Variant(
         "gp-belief (paper)", "belief",
-        {"robust": False, "shuffle_top": 0, "empty_prompts": "evidence", "adapt_level": False},
+        {"robust": False, "shuffle_top": 0, "empty_prompts": "evidence", "adapt_level": False,
+         "false_leads": 0.0, "blind_rate": 0.0},
         prior="uniform", shuffle=True,
     ),
     Variant("gp-belief, retriever order", "belief", {}),
     Variant("+ rank prior", "belief", {}, retriever_prior=True),
-    Variant("+ rank prior (default shape)", "belief", {}, retriever_prior=True, head_decay=0.85),
+    Variant("+ rank prior (default shape)", "belief", {}, retriever_prior=True, head_decay=DEFAULT_HEAD_DECAY),
     Variant("+ prior + stop@0.8", "belief", {"stop_at": 0.8}, retriever_prior=True),
+    Variant("+ prior + stop@0.6", "belief", {"stop_at": 0.6}, retriever_prior=True),
     Variant("+ prior + stop@0.97", "belief", {"stop_at": 0.97}, retriever_prior=True),
     Variant("+ prior + min-gain", "belief", {"min_gain": 0.002}, retriever_prior=True),
     Variant("+ prior + prune", "belief", {"prune_below": 0.05}, retriever_prior=True),

@@ -129,7 +129,7 @@ ATTACKS: tuple[tuple[str, float], ...] = (
 UPDATES: tuple[str, ...] = ("default", "paper")
 """``default``: the library's :class:`PanningConfig` defaults (robust likelihood,
 ``shuffle_top``, the empty-prompt mixture with level adaptation); ``paper``: the paper's
-GP-Belief (plain likelihood, no shuffle, every miss is evidence)."""
+GP-Belief (plain likelihood, no shuffle, every miss is evidence, independent rounds)."""
 
 
 def base_config(update: str) -> PanningConfig:
@@ -137,7 +137,7 @@ def base_config(update: str) -> PanningConfig:
     if update == "default":
         return PanningConfig()
     if update == "paper":
-        return PanningConfig(robust=False, shuffle_top=0, empty_prompts="evidence", adapt_level=False)
+        return PanningConfig.paper()
     raise ValueError(f"update must be one of {', '.join(UPDATES)}, got {update!r}")
 
 

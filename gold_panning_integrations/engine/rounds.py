@@ -40,6 +40,8 @@ __all__ = [
     "Rates",
     "active_mask",
     "draw_labels",
+    "lead_rate",
+    "mixed_evidence",
     "observe_round",
     "plan_round",
     "robust_rates",
@@ -186,10 +188,13 @@ class BatchState:
             shape ``(B, n)``.
         observed: Citations observed so far per run, shape ``(B,)`` (level adaptation).
         predicted: Citations the decision rates predicted so far, shape ``(B,)``.
+        evidence: Each document's summed log-likelihood ratio under the independent
+            model, shape ``(B, n)``; ``log_odds = prior_log_odds + mixed_evidence(evidence)``.
     """
 
     log_odds: NDArray[np.float64]
     prior_log_odds: NDArray[np.float64]
+    evidence: NDArray[np.float64] = field(init=False)
     counts: NDArray[np.int64] = field(init=False)
     times_shown: NDArray[np.int64] = field(init=False)
     observed: NDArray[np.float64] = field(init=False)
@@ -200,6 +205,7 @@ class BatchState:
 
     def __post_init__(self) -> None:
         b, n = self.log_odds.shape
+        self.evidence = np.zeros((b, n))
         self.counts = np.zeros((b, n), dtype=np.int64)
         self.times_shown = np.zeros((b, n), dtype=np.int64)
         self.observed = np.zeros(b)
@@ -247,6 +253,44 @@ class Placement:
     sizes: NDArray[np.intp]
     prompt: NDArray[np.intp]
     labels: NDArray[np.int64]
+
+
+def lead_rate(config: PanningConfig, n: int) -> float:
+    """Probability that one irrelevant document is a false lead, from the expected number
+    ``config.false_leads`` among the ``n - k`` irrelevant ones of a run of ``n``; at most 0.5."""
+    irrelevant = n - config.k
+    if config.false_leads == 0.0 or irrelevant <= 0:
+        return 0.0
+    return min(config.false_leads / irrelevant, 0.5)
+
+
+def mixed_evidence(
+    evidence: NDArray[np.float64], *, attractor_rate: float, blind_rate: float
+) -> NDArray[np.float64]:
+    """A document's evidence under the document-level mixture, elementwise (any shape).
+
+    ``evidence`` is ``log(L_rel / L_irr)``, the summed log-likelihood ratio of all the
+    document's observations under the independent model. With a relevant document read
+    as irrelevant with probability ``b`` and an irrelevant one read as relevant with
+    probability ``a``, the ratio of the mixtures is
+    ``((1 - b) e^E + b) / (a e^E + 1 - a)``: ``E`` itself when ``a = b = 0``, and always
+    between ``log(b / (1 - a))`` and ``log((1 - b) / a)``.
+
+    Example: ``E = 3 * log(4)`` (three citations at TPR/FPR = 4) with ``a = b = 0.1``
+    gives ``log((0.9 * 64 + 0.1) / (6.4 + 0.9)) = log(57.7 / 7.3) = 2.07``, not 4.16.
+    """
+    e = np.asarray(evidence, dtype=np.float64)
+    if attractor_rate == 0.0 and blind_rate == 0.0:
+        return e
+    with np.errstate(divide="ignore"):
+        la, lb = np.log(attractor_rate), np.log(blind_rate)  # -inf for a rate of 0
+    l1a, l1b = np.log1p(-attractor_rate), np.log1p(-blind_rate)
+    # Factor e^E (E > 0) or 1 (E < 0) out of both mixtures so that two large numbers are
+    # never subtracted: exactly 0 at E = 0, unbounded when the matching rate is 0.
+    m = -np.abs(e)
+    up = np.logaddexp(l1b, lb + m) - np.logaddexp(la, l1a + m)
+    down = np.logaddexp(l1b + m, lb) - np.logaddexp(la + m, l1a)
+    return np.where(e > 0, up, np.where(e < 0, down, 0.0))
 
 
 def active_mask(state: BatchState, *, k: int, prune_below: float | None, started: bool) -> NDArray[np.bool_]:
@@ -448,7 +492,10 @@ def observe_round(
         llr_m = _mixture_missed(state, t, f, shown, n_cited, read_ok, config, geometry)
     delta = np.where(cited, llr_c, llr_m)
     apply = shown & upd[:, None]
-    state.log_odds = state.log_odds + np.where(apply, delta, 0.0)
+    state.evidence = state.evidence + np.where(apply, delta, 0.0)
+    state.log_odds = state.prior_log_odds + mixed_evidence(
+        state.evidence, attractor_rate=lead_rate(config, state.log_odds.shape[1]), blind_rate=config.blind_rate
+    )
     state.counts += cited & upd[:, None]
     state.times_shown += apply
     return upd
