@@ -18,10 +18,8 @@ import time
 
 import numpy as np
 
-from gold_panning_integrations import GoldPanner
+from gold_panning_integrations import GoldPanner, PanningConfig
 from gold_panning_integrations.tasks.kv import KVTask
-
-PAPER = {"robust": False, "shuffle_top": 0, "empty_prompts": "evidence", "adapt_level": False}
 
 
 def main() -> None:
@@ -45,12 +43,12 @@ def main() -> None:
     task = KVTask()
     instances = [task.make(args.n, gold_position=int(rng.integers(args.n)), rng=rng) for _ in range(args.instances)]
     report = {}
-    for name, options in (("paper update", PAPER), ("library defaults", {})):
+    for name, config in (("paper update", PanningConfig.paper()), ("library defaults", PanningConfig())):
         t0 = time.perf_counter()
         picks = []
         for i, inst in enumerate(instances):
-            panner = GoldPanner(reader, profile=args.profile, rounds=args.rounds, k=1,
-                                rng=np.random.default_rng([5, i]), **options)
+            panner = GoldPanner(reader, profile=args.profile, config=config, rounds=args.rounds, k=1,
+                                rng=np.random.default_rng([5, i]))
             res = panner.run(inst.question, list(inst.documents))
             top = int(res.selected[0])
             picks.append((top in inst.gold, float(res.posteriors[top])))
