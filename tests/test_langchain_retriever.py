@@ -192,6 +192,12 @@ def test_rank_prior_is_the_default() -> None:
     # a stronger prior_top10_recall is passed through
     _, strong = _retriever(_docs(3), ScriptedReader(), profile=FLAT, k=1, prior_top10_recall=0.9).pan("q")
     assert strong.posteriors.tolist() == pytest.approx(rank_prior_probs(3, k=1, top10_recall=0.9).tolist())
+    # the default shape at 3 documents, by hand: weights 0.8 * 0.6^r / (1 + 0.6 + 0.36)
+    # + 0.2 / 3 = [0.47483, 0.31156, 0.21361], already summing to 1
+    assert expected.tolist() == pytest.approx([0.474830, 0.311565, 0.213605], abs=1e-6)
+    # prior_head_decay is passed through: 1.0 is flat inside the top 10
+    _, flat_head = _retriever(_docs(3), ScriptedReader(), profile=FLAT, k=1, prior_head_decay=1.0).pan("q")
+    assert flat_head.posteriors.tolist() == pytest.approx([1 / 3, 1 / 3, 1 / 3])
     # expected_relevant sets the prior's mass independently of how many are returned
     r = _retriever(_docs(3), ScriptedReader(), profile=FLAT, k=3, expected_relevant=1)
     post = [d.metadata["gold_panning_posterior"] for d in r.invoke("q")]
@@ -262,6 +268,8 @@ def test_profile_validated_at_construction() -> None:
         ({"stop_at": 1.5}, "stop_at"),
         ({"prior_top10_recall": 1.0}, "prior_top10_recall"),
         ({"prior_top10_recall": 0.0}, "prior_top10_recall"),
+        ({"prior_head_decay": 0.0}, "prior_head_decay"),
+        ({"prior_head_decay": 1.5}, "prior_head_decay"),
     ],
 )
 def test_options_validated(bad: dict[str, Any], match: str) -> None:

@@ -12,7 +12,9 @@ A round is:
    documents go under (a random permutation of ``1..m`` per prompt);
 3. the reader (or the simulated model) cites prompt slots;
 4. :func:`observe_round`: the Bayesian update with the (robust, level-adapted) rates,
-   with the empty-prompt rule.
+   with the empty-prompt rule, summed per document and read through the document-level
+   mixture (:func:`mixed_evidence`: false leads and blind spots bound a document's total
+   evidence).
 
 The order of random draws from the policy generator is fixed (scores, shuffle, labels),
 so a batch of one consumes it exactly as the panner does.
