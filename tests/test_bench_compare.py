@@ -236,6 +236,14 @@ def test_a_checkpoint_of_other_settings_is_refused(tmp_path: Path) -> None:
         C.run_compare(_instances(1), {"a": _fixed([2])}, checkpoint=ck, meta={**META, "n": 10})
 
 
+def test_a_checkpoint_of_another_package_version_is_refused(tmp_path: Path) -> None:
+    # "gp-belief" meant no prior in 0.2 and the rank prior in 0.3: rows must not mix.
+    ck = tmp_path / "ck.jsonl"
+    C.run_compare(_instances(1), {"a": _fixed([2])}, checkpoint=ck, meta={**META, "version": "0.2.0"})
+    with pytest.raises(CheckpointError, match="version: '0.2.0' in the file vs '0.3.0' now"):
+        C.run_compare(_instances(1), {"a": _fixed([2])}, checkpoint=ck, meta={**META, "version": "0.3.0"})
+
+
 def test_a_cut_last_line_is_dropped_and_that_pair_reruns(tmp_path: Path) -> None:
     ck = tmp_path / "ck.jsonl"
     C.run_compare(_instances(2), {"a": _fixed([2])}, checkpoint=ck, meta=META)

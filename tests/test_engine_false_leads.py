@@ -25,13 +25,13 @@ DOCS = [f"d{i}" for i in range(10)]
 
 def test_mixed_evidence_by_hand() -> None:
     # E = 3 log 4, a = b = 0.1: log((0.9 * 64 + 0.1) / (0.1 * 64 + 0.9)) = log(57.7 / 7.3).
-    got = mixed_evidence(np.array([3 * math.log(4.0)]), attractor_rate=0.1, blind_rate=0.1)
+    got = mixed_evidence(np.array([3 * math.log(4.0)]), false_lead_rate=0.1, blind_rate=0.1)
     assert got[0] == pytest.approx(math.log(57.7 / 7.3))
 
 
 def test_mixed_evidence_is_bounded_by_the_two_rates() -> None:
     e = np.array([-1e6, -50.0, 50.0, 1e6])
-    got = mixed_evidence(e, attractor_rate=0.05, blind_rate=0.3)
+    got = mixed_evidence(e, false_lead_rate=0.05, blind_rate=0.3)
     assert got[0] == pytest.approx(math.log(0.3 / 0.95))
     assert got[3] == pytest.approx(math.log(0.7 / 0.05))
     assert np.all(np.isfinite(got))
@@ -39,22 +39,22 @@ def test_mixed_evidence_is_bounded_by_the_two_rates() -> None:
 
 def test_mixed_evidence_is_the_identity_without_the_mixture_and_zero_at_zero() -> None:
     e = np.array([-3.0, 0.0, 2.5])
-    assert mixed_evidence(e, attractor_rate=0.0, blind_rate=0.0).tolist() == e.tolist()
-    assert mixed_evidence(np.zeros(3), attractor_rate=0.2, blind_rate=0.3).tolist() == [0.0, 0.0, 0.0]
+    assert mixed_evidence(e, false_lead_rate=0.0, blind_rate=0.0).tolist() == e.tolist()
+    assert mixed_evidence(np.zeros(3), false_lead_rate=0.2, blind_rate=0.3).tolist() == [0.0, 0.0, 0.0]
 
 
 def test_mixed_evidence_is_monotone_and_keeps_the_sign() -> None:
     e = np.linspace(-10.0, 10.0, 2001)
-    got = mixed_evidence(e, attractor_rate=0.03, blind_rate=0.3)
+    got = mixed_evidence(e, false_lead_rate=0.03, blind_rate=0.3)
     assert np.all(np.diff(got) > 0)
     assert np.array_equal(np.sign(got), np.sign(e))
-    far = mixed_evidence(np.linspace(-800.0, 800.0, 4001), attractor_rate=0.03, blind_rate=0.3)
+    far = mixed_evidence(np.linspace(-800.0, 800.0, 4001), false_lead_rate=0.03, blind_rate=0.3)
     assert np.all(np.diff(far) >= 0)  # saturated, never reversed
 
 
 def test_one_rate_of_zero_leaves_that_side_unbounded() -> None:
     # a = 0: log(0.9 e^E + 0.1) for E = 2 is log(0.9 * 7.389 + 0.1) = log(6.750).
-    got = mixed_evidence(np.array([2.0, 1e6]), attractor_rate=0.0, blind_rate=0.1)
+    got = mixed_evidence(np.array([2.0, 1e6]), false_lead_rate=0.0, blind_rate=0.1)
     assert got[0] == pytest.approx(math.log(0.9 * math.exp(2.0) + 0.1))
     assert got[1] == pytest.approx(1e6 + math.log(0.9))
 

@@ -71,6 +71,7 @@ import numpy as np
 from typing_extensions import Self
 
 from .._jsonl import checkpoint_lines
+from .. import __version__
 from ..errors import CheckpointError, MissingExtraError
 
 __all__ = [
@@ -127,7 +128,10 @@ EMBEDDED_MODEL = "SmolLM2-135M-Instruct"
 COST_SAVING: dict[str, Any] = {"prune_below": None, "min_rounds": 1, "stop_at": 0.6, "prior_top10_recall": 0.5}
 """The README's recommended cost-saving settings (plus the base order as a rank prior)."""
 
-_CHECKPOINT_KEYS = ("task", "n", "seed", "rounds", "model", "mode", "profile", "top_n")
+_CHECKPOINT_KEYS = ("task", "n", "seed", "rounds", "model", "mode", "profile", "top_n", "version")
+"""Settings a checkpoint must share with the run resuming it; ``version`` (the package's)
+because a method's meaning can change between versions (``gp-belief`` gained the rank
+prior in 0.3), so rows of another version are never mixed in silently."""
 
 
 # =============================================================================== statistics
@@ -1256,7 +1260,7 @@ def main(args: argparse.Namespace) -> int:
                 else:
                     fns[m] = peer_method(m, ep, top_n=args.top_n)
             meta = {"task": args.task, "n": args.n, "seed": args.seed, "rounds": args.rounds, "model": model,
-                    "mode": mode, "profile": profile_name, "top_n": args.top_n}
+                    "mode": mode, "profile": profile_name, "top_n": args.top_n, "version": __version__}
             update, close = _progress(len(instances) * len(fns))
             try:
                 rows = run_compare(instances, fns, usage=proxy, checkpoint=args.checkpoint, meta=meta,

@@ -267,7 +267,7 @@ def lead_rate(config: PanningConfig, n: int) -> float:
 
 
 def mixed_evidence(
-    evidence: NDArray[np.float64], *, attractor_rate: float, blind_rate: float
+    evidence: NDArray[np.float64], *, false_lead_rate: float, blind_rate: float
 ) -> NDArray[np.float64]:
     """A document's evidence under the document-level mixture, elementwise (any shape).
 
@@ -282,11 +282,11 @@ def mixed_evidence(
     gives ``log((0.9 * 64 + 0.1) / (6.4 + 0.9)) = log(57.7 / 7.3) = 2.07``, not 4.16.
     """
     e = np.asarray(evidence, dtype=np.float64)
-    if attractor_rate == 0.0 and blind_rate == 0.0:
+    if false_lead_rate == 0.0 and blind_rate == 0.0:
         return e
     with np.errstate(divide="ignore"):
-        la, lb = np.log(attractor_rate), np.log(blind_rate)  # -inf for a rate of 0
-    l1a, l1b = np.log1p(-attractor_rate), np.log1p(-blind_rate)
+        la, lb = np.log(false_lead_rate), np.log(blind_rate)  # -inf for a rate of 0
+    l1a, l1b = np.log1p(-false_lead_rate), np.log1p(-blind_rate)
     # Factor e^E (E > 0) or 1 (E < 0) out of both mixtures so that two large numbers are
     # never subtracted: exactly 0 at E = 0, unbounded when the matching rate is 0.
     m = -np.abs(e)
@@ -496,7 +496,7 @@ def observe_round(
     apply = shown & upd[:, None]
     state.evidence = state.evidence + np.where(apply, delta, 0.0)
     state.log_odds = state.prior_log_odds + mixed_evidence(
-        state.evidence, attractor_rate=lead_rate(config, state.log_odds.shape[1]), blind_rate=config.blind_rate
+        state.evidence, false_lead_rate=lead_rate(config, state.log_odds.shape[1]), blind_rate=config.blind_rate
     )
     state.counts += cited & upd[:, None]
     state.times_shown += apply
