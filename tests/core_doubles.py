@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 
 from gold_panning_integrations import GoldPanner as _GoldPanner
+from gold_panning_integrations.engine.config import PAPER_UPDATE
 from gold_panning_integrations.tasks.base import TaskInstance
 
 
@@ -20,12 +21,8 @@ def GoldPanner(*args: Any, **kwargs: Any) -> _GoldPanner:
     ``empty_prompts="evidence"``, ``adapt_level=False``, no document-level mixture) unless given: these tests pin
     placements and updates by hand from the profile's own rates (the shuffle is tested in
     ``test_engine_labels.py``, the robust likelihood in ``test_engine_robust.py``)."""
-    kwargs.setdefault("shuffle_top", 0)
-    kwargs.setdefault("robust", False)
-    kwargs.setdefault("empty_prompts", "evidence")
-    kwargs.setdefault("adapt_level", False)
-    kwargs.setdefault("false_leads", 0.0)
-    kwargs.setdefault("blind_rate", 0.0)
+    for name, value in PAPER_UPDATE.items():
+        kwargs.setdefault(name, value)
     return _GoldPanner(*args, **kwargs)
 
 

@@ -692,21 +692,22 @@ def panning_method(
 
     def run(inst: CompareInstance) -> MethodOutcome:
         rng = np.random.default_rng([seed, inst.index, ALL_METHODS.index(name)])
-        n = len(inst.documents)
+        # The base order as the integrations' default rank prior (gp-belief, gp-cost).
+        ranked = rank_prior_probs(len(inst.documents), k=1, top10_recall=COST_SAVING["prior_top10_recall"])
         prior_probs = None
         if name == "psc":
             panner = GoldPanner(reader, profile=profile, rounds=rounds, k=1, policy="random", prior="uniform",
                                 on_failure="fallback", rng=rng)
         elif name == "gp-belief":
             panner = GoldPanner(reader, profile=profile, rounds=rounds, k=1, on_failure="fallback", rng=rng)
-            prior_probs = rank_prior_probs(n, k=1, top10_recall=COST_SAVING["prior_top10_recall"])
+            prior_probs = ranked
         elif name == "gp-cost":
             panner = GoldPanner(
                 reader, profile=profile, rounds=rounds, k=1, on_failure="fallback", rng=rng,
                 prune_below=COST_SAVING["prune_below"], min_rounds=COST_SAVING["min_rounds"],
                 stop_at=COST_SAVING["stop_at"],
             )
-            prior_probs = rank_prior_probs(n, k=1, top10_recall=COST_SAVING["prior_top10_recall"])
+            prior_probs = ranked
         elif name == "gp-belief-flat":
             panner = GoldPanner(reader, profile=profile, rounds=rounds, k=1, on_failure="fallback", rng=rng)
         else:

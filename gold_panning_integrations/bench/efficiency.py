@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from ..engine.config import PAPER_UPDATE
 from ..engine.panner import GoldPanner
 from ..engine.priors import DEFAULT_HEAD_DECAY, rank_prior_probs
 from ..engine.reading import Reading
@@ -69,8 +70,7 @@ VARIANTS: tuple[Variant, ...] = (
     Variant("psc", "random", {}, shuffle=True),
     Variant(
         "gp-belief (paper)", "belief",
-        {"robust": False, "shuffle_top": 0, "empty_prompts": "evidence", "adapt_level": False,
-         "false_leads": 0.0, "blind_rate": 0.0},
+        dict(PAPER_UPDATE),
         prior="uniform", shuffle=True,
     ),
     Variant("gp-belief, retriever order", "belief", {}),

@@ -17,7 +17,7 @@ from typing import Any, Literal
 from .beliefs import DEFAULT_EPS, PriorSpec
 from .policies import POLICIES
 
-__all__ = ["PanningConfig", "EmptyPromptRule"]
+__all__ = ["PAPER_UPDATE", "PanningConfig", "EmptyPromptRule"]
 
 EmptyPromptRule = Literal["evidence", "skip", "mixture"]
 """What a prompt whose reply cites nothing at all counts as: ``"evidence"`` (a miss for
@@ -25,6 +25,18 @@ every shown document, the paper's independent-citation model), ``"skip"`` (a fai
 reading of the whole prompt: no update), or ``"mixture"`` (a reply is silent with a
 probability estimated online from how many more empty replies came than the profile
 expects; an empty reply is a miss as far as it is not explained by silence)."""
+
+
+PAPER_UPDATE: dict[str, Any] = {
+    "robust": False,
+    "shuffle_top": 0,
+    "empty_prompts": "evidence",
+    "adapt_level": False,
+    "false_leads": 0.0,
+    "blind_rate": 0.0,
+}
+"""The options that turn every extension off: the paper's GP-Belief update (independent
+citations at the profile's exact rates). :meth:`PanningConfig.paper` applies them."""
 
 
 def _is_int(value: Any) -> bool:
@@ -231,11 +243,7 @@ class PanningConfig:
         """The paper's update: independent citations at the profile's exact rates (no
         robust likelihood, no document-level mixture, no top shuffle, empty replies count
         as misses, no level adaptation), with ``options`` laid over it."""
-        return cls.from_options(
-            cls(robust=False, shuffle_top=0, empty_prompts="evidence", adapt_level=False,
-                false_leads=0.0, blind_rate=0.0),
-            **options,
-        )
+        return cls.from_options(cls(**PAPER_UPDATE), **options)
 
     def to_dict(self) -> dict[str, Any]:
         """The options as a plain dict (JSON-ready)."""
