@@ -36,7 +36,7 @@ from pydantic import BaseModel, Field, PrivateAttr, field_serializer, field_vali
 
 from .engine import GoldPanner, PanningResult
 from .engine.config import PanningConfig
-from .engine.priors import DEFAULT_HEAD_DECAY, rank_prior_probs, score_prior_probs
+from .engine.priors import DEFAULT_HEAD_DECAY, profile_head_decay, rank_prior_probs, score_prior_probs
 from .errors import InvalidInputError
 from .profiles import DetectorProfile, load_profile, resolve_profile
 
@@ -377,11 +377,13 @@ class PanningOptions(BaseModel):
     document (measure it on a few labelled queries). Higher trusts the retriever's order
     more; about ``10/n`` is nearly flat."""
 
-    prior_head_decay: float = Field(default=DEFAULT_HEAD_DECAY, gt=0.0, le=1.0)
+    prior_head_decay: float | None = Field(default=None, gt=0.0, le=1.0)
     """Shape of the rank prior inside the top 10: the ratio between consecutive ranks
     (0.6: the first document 0.34, the second 0.21 at 10 documents). Closer to 1 trusts
     the retriever's order less (1: flat inside the top 10); lower protects its first
-    documents more from a reader that cannot answer."""
+    documents more from a reader that cannot answer. None: the profile's
+    ``extra["prior_head_decay"]`` (fitted on labelled traces by ``gold-panning calibrate
+    --from-traces``), else 0.6."""
 
     expected_relevant: int | None = Field(default=None, ge=1)
     """How many relevant documents a query usually has among the base results; sets the
@@ -532,7 +534,7 @@ class PanningOptions(BaseModel):
             k=mass,
             mode=self.retriever_prior,
             top10_recall=self.prior_top10_recall,
-            head_decay=self.prior_head_decay,
+            head_decay=profile_head_decay(self.profile, self.prior_head_decay),
             scores=scores,
             temperature=self.prior_temperature,
         )

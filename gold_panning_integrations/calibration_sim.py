@@ -161,18 +161,21 @@ def biased_profile(profile: DetectorProfile, *, tpr_scale: float = 1.3, fpr_scal
 
 
 def simulated_traces(
-    true: DetectorProfile, start: DetectorProfile, *, queries: int, n: int, rounds: int, seed: int
+    true: DetectorProfile, start: DetectorProfile, *, queries: int, n: int, rounds: int, seed: int,
+    labelled: bool = False,
 ) -> list[dict[str, Any]]:
     """Trace records of ``queries`` GoldPanner runs (one gold among ``n``) panned with
-    ``start`` while the simulated model cites with ``true``."""
+    ``start`` while the simulated model cites with ``true``; ``labelled`` records the gold
+    (``relevant``)."""
     rng = np.random.default_rng(seed)
     out = []
     reader = SimulatedReader(true, relevant=lambda d: d == "GOLD", rng=rng)
     panner = GoldPanner(reader, profile=start, rounds=rounds, rng=rng)
     for _ in range(queries):
         docs = [f"d{i}" for i in range(n)]
-        docs[int(rng.integers(n))] = "GOLD"
-        out.append(trace_record(panner.run("q", docs)))
+        gold = int(rng.integers(n))
+        docs[gold] = "GOLD"
+        out.append(trace_record(panner.run("q", docs), relevant=[gold] if labelled else None))
     return out
 
 
@@ -188,8 +191,10 @@ def learning_study(
     relevance: str = "independent",
     prior_strength: float = 3.0,
     seed: int = 0,
+    labelled: bool = False,
 ) -> dict[str, Any]:
-    """Rate error and F1 of profiles learned from unlabeled traces, from a wrong start.
+    """Rate error and F1 of profiles learned from traces (unlabelled, or ``labelled`` with
+    each query's gold), from a wrong start.
 
     Rate error: mean absolute difference to the true TPR (and FPR) over the ``n``
     positions of the resampled profiles. F1: GP-Belief at round ``rounds`` with the
@@ -209,7 +214,9 @@ def learning_study(
     for q in query_counts:
         f1s, gaps, te, fe = [], [], [], []
         for r in range(repetitions):
-            traces = simulated_traces(true_n, start, queries=q, n=n, rounds=rounds, seed=seed + 104729 * r + q)
+            traces = simulated_traces(
+                true_n, start, queries=q, n=n, rounds=rounds, seed=seed + 104729 * r + q, labelled=labelled
+            )
             learned = learn_profile(traces, start, relevance=relevance, prior_strength=prior_strength).profile  # type: ignore[arg-type]
             f1, _ = belief_f1(true_n, learned.resample(n), n=n, rounds=rounds, trials=trials, seed=seed)
             f1s.append(f1)
@@ -234,6 +241,7 @@ def learning_study(
         "repetitions": repetitions,
         "trials": trials,
         "relevance": relevance,
+        "labelled": labelled,
         "f1_true": f1_true,
         "f1_start": f1_start,
         "f1_psc": f1_psc,
@@ -340,6 +348,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--trials", type=int, default=None)
     p.add_argument("--relevance", default="independent", choices=("independent", "one"))
     p.add_argument("--prior-strength", type=float, default=3.0)
+    p.add_argument("--labelled", action="store_true", help="learn: traces carry each query's gold")
     p.add_argument("--queries", default="50,200,1000")
     p.add_argument("--budgets", default="50,100,200")
     p.add_argument("--seed", type=int, default=0)
@@ -382,6 +391,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             relevance=args.relevance,
             prior_strength=args.prior_strength,
             seed=args.seed,
+            labelled=args.labelled,
         )
     out["true"] = args.true
     out["start"] = args.start if args.study == "learn" else None

@@ -58,6 +58,15 @@ __all__ = [
 
 logger = logging.getLogger(__name__)
 
+_EXTRA_RANGES: dict[str, tuple[float, float | None, bool, bool]] = {
+    # key: (low, high, low open, high open)
+    "blind_rate": (0.0, 1.0, False, True),
+    "false_leads": (0.0, None, False, True),
+    "prior_head_decay": (0.0, 1.0, True, False),
+    "evidence_temperature": (0.0, None, True, True),
+}
+"""Measured values a profile's ``extra`` may carry for the engine, and their ranges."""
+
 SCHEMA_VERSION = 2
 """Version written by this release; :data:`SUPPORTED_SCHEMA_VERSIONS` are read."""
 SUPPORTED_SCHEMA_VERSIONS = (1, 2)
@@ -256,6 +265,24 @@ class DetectorProfile(BaseModel):
                 f"counts.positions must lie within [0, {self.n_positions - 1}], got {self.counts.positions}"
             )
         return self
+
+    @field_validator("extra")
+    @classmethod
+    def _measured_extras(cls, v: dict[str, Any]) -> dict[str, Any]:
+        """The extras the engine reads must hold valid numbers (a corrupt profile fails at
+        load, naming the key, not at the first query)."""
+        for key, (low, high, low_open, high_open) in _EXTRA_RANGES.items():
+            if key not in v:
+                continue
+            x = v[key]
+            ok = isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(float(x))
+            if ok:
+                x = float(x)
+                ok = (x > low if low_open else x >= low) and (high is None or (x < high if high_open else x <= high))
+            if not ok:
+                span = f"{'(' if low_open else '['}{low:g}, {'inf' if high is None else format(high, 'g')}{')' if high_open or high is None else ']'}"
+                raise ValueError(f"extra[{key!r}] must be a number in {span}, got {x!r:.40}")
+        return v
 
     def rate_counts(self) -> RateCounts | None:
         """The counts behind the rates: the ``counts`` field, else (schema-1 files made by

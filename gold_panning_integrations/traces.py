@@ -1,4 +1,4 @@
-"""Learning a detector profile from use: panning traces to JSONL, and EM without labels.
+"""Learning a detector profile from use: panning traces to JSONL, and EM with or without labels.
 
 Saving traces
     :class:`TraceWriter` is a callable that appends one JSON line per
@@ -16,6 +16,15 @@ Learning from traces
     profile's own counts (:meth:`DetectorProfile.rate_counts`), or, for a profile that
     carries none (the bundled generic one), with ``prior_strength`` pseudo-trials per
     grid position, so a few queries nudge the profile and many queries dominate it.
+
+Learning from labelled traces
+    A trace may carry ``relevant`` (``TraceWriter(path)(result, relevant=[...])``, or
+    ``gold-panning bench compare --traces``). Labelled documents are counted instead of
+    guessed, and the EM also measures what per-position rates cannot: how often this
+    reader misses a relevant document whatever its position (``blind_rate``) and how many
+    irrelevant documents per query it keeps citing (``false_leads``), plus how good the
+    base retriever's order was (``prior_head_decay``). The panner and the integrations
+    use the profile's values unless these options are set.
 
 Observation model (the engine's): a document shown at relative depth ``x`` (0 = first,
 1 = last position of its prompt) is cited with ``TPR(x)`` if relevant, ``FPR(x)`` if not;
@@ -47,8 +56,11 @@ from .profiles import DetectorProfile, RateCounts, read_regular_file
 __all__ = [
     "TRACE_VERSION",
     "LearnResult",
+    "MixtureFit",
     "Observations",
+    "RetrieverFit",
     "TraceWriter",
+    "fit_head_decay",
     "learn_profile",
     "observations_from_traces",
     "read_traces",
@@ -65,7 +77,9 @@ Relevance = Literal["independent", "one"]
 
 
 # ------------------------------------------------------------------------ writing
-def trace_record(result: Any, *, profile_positions: int | None = None) -> dict[str, Any]:
+def trace_record(
+    result: Any, *, profile_positions: int | None = None, relevant: Iterable[int] | None = None
+) -> dict[str, Any]:
     """One JSON-ready trace line for a panning result.
 
     Args:
@@ -73,6 +87,9 @@ def trace_record(result: Any, *, profile_positions: int | None = None) -> dict[s
         profile_positions: Positions of the profile the panner used; only needed when
             it ran with ``resample_profile=False`` and dummy positions (otherwise the
             positions of each prompt are ``0..m-1`` for its ``m`` documents).
+        relevant: Input indices of the documents known to be relevant (a labelled
+            query), or None. Labelled traces let :func:`learn_profile` count instead of
+            guess, and measure the reader's ``false_leads`` and ``blind_rate``.
 
     Returns:
         ``{"type": "trace", "version", "n", "k", "policy", "prior_log_odds",
@@ -103,7 +120,7 @@ def trace_record(result: Any, *, profile_positions: int | None = None) -> dict[s
             )
         rounds.append({"round": int(r.round), "prompts": prompts})
     prior = getattr(result, "prior_log_odds", None)
-    return {
+    record: dict[str, Any] = {
         "type": "trace",
         "version": TRACE_VERSION,
         "n": len(result.posteriors),
@@ -113,13 +130,30 @@ def trace_record(result: Any, *, profile_positions: int | None = None) -> dict[s
         "posteriors": [round(float(p), 6) for p in result.posteriors],
         "rounds": rounds,
     }
+    if relevant is not None:
+        record["relevant"] = _check_relevant(relevant, len(result.posteriors))
+    return record
+
+
+def _check_relevant(relevant: Iterable[int], n: int) -> list[int]:
+    """Sorted distinct indices in ``0..n-1``; a ValueError naming the bad one otherwise."""
+    if isinstance(relevant, (str, bytes)):
+        raise ValueError(f"relevant must be document indices, got {relevant!r:.40}")
+    out = set()
+    for d in relevant:
+        if isinstance(d, bool) or not isinstance(d, (int, np.integer)) or not 0 <= int(d) < n:
+            raise ValueError(f"relevant must hold document indices in 0..{n - 1}, got {d!r:.40}")
+        out.add(int(d))
+    return sorted(out)
 
 
 class TraceWriter:
     """Append panning traces to a JSONL file; usable as an ``on_result`` callback.
 
     ``writer(result)`` (extra positional or keyword arguments, e.g. the query, are
-    ignored: no document or query text is ever written) appends one line and flushes it.
+    ignored: no document or query text is ever written) appends one line and flushes it;
+    ``writer(result, relevant=[2])`` also records which documents are relevant (a
+    labelled query, see :func:`trace_record`).
     Thread-safe within a process; each line is written with one ``write`` call in
     append mode, so lines from several processes do not interleave on local disks.
 
@@ -138,8 +172,9 @@ class TraceWriter:
         self.written = 0
         self._lock = threading.Lock()
 
-    def __call__(self, result: Any, *args: Any, **kwargs: Any) -> None:
-        line = json.dumps(trace_record(result, profile_positions=self.profile_positions)) + "\n"
+    def __call__(self, result: Any, *args: Any, relevant: Iterable[int] | None = None, **kwargs: Any) -> None:
+        record = trace_record(result, profile_positions=self.profile_positions, relevant=relevant)
+        line = json.dumps(record) + "\n"
         with self._lock:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
@@ -230,6 +265,10 @@ def _check_trace(obj: Any, path: str, lineno: int) -> dict[str, Any]:
     problem = _header_problem(obj)
     if problem is None:
         problem = _numbers_problem(obj, obj["n"]) or _rounds_problem(obj.get("rounds"), obj["n"])
+    if problem is None and obj.get("relevant") is not None:
+        rel = obj["relevant"]
+        if not _int_list(rel) or len(set(rel)) != len(rel) or any(not 0 <= d < obj["n"] for d in rel):
+            problem = "field 'relevant' must be a list of distinct document indices in 0..n-1"
     if problem is not None:
         raise _bad(path, lineno, problem)
     return obj
@@ -276,6 +315,8 @@ class Observations:
         prior_log_odds: Prior log-odds of each document, shape ``(D,)``.
         query: Query index of each document, shape ``(D,)``.
         final_posteriors: Posterior each trace reported, shape ``(D,)``.
+        label: 1 for a document labelled relevant, 0 for one labelled irrelevant (the
+            other documents of a labelled trace), NaN in unlabelled traces, shape ``(D,)``.
     """
 
     doc: NDArray[np.intp]
@@ -284,10 +325,16 @@ class Observations:
     prior_log_odds: NDArray[np.float64]
     query: NDArray[np.intp]
     final_posteriors: NDArray[np.float64]
+    label: NDArray[np.float64] | None = None
 
     @property
     def n_queries(self) -> int:
         return int(self.query.max()) + 1 if self.query.size else 0
+
+    @property
+    def labels(self) -> NDArray[np.float64]:
+        """:attr:`label`, all NaN when the traces carried none, shape ``(D,)``."""
+        return np.full(self.prior_log_odds.size, np.nan) if self.label is None else self.label
 
 
 def observations_from_traces(traces: Iterable[Mapping[str, Any]]) -> Observations:
@@ -300,9 +347,18 @@ def observations_from_traces(traces: Iterable[Mapping[str, Any]]) -> Observation
     prior: list[float] = []
     query: list[int] = []
     final: list[float] = []
+    label: list[float] = []
     offset = 0
     for qi, t in enumerate(traces):
         n = int(t["n"])
+        rel = t.get("relevant")
+        if rel is None:
+            label.extend([float("nan")] * n)
+        else:
+            row = [0.0] * n
+            for d in _check_relevant(rel, n):
+                row[d] = 1.0
+            label.extend(row)
         if t.get("prior_log_odds") is not None:
             prior.extend(float(x) for x in t["prior_log_odds"])
         else:
@@ -328,6 +384,7 @@ def observations_from_traces(traces: Iterable[Mapping[str, Any]]) -> Observation
         prior_log_odds=np.asarray(prior, dtype=np.float64),
         query=np.asarray(query, dtype=np.intp),
         final_posteriors=np.asarray(final, dtype=np.float64),
+        label=np.asarray(label, dtype=np.float64),
     )
 
 
@@ -358,6 +415,98 @@ def _accumulate(left: NDArray[np.intp], w: NDArray[np.float64], weights: NDArray
     return np.bincount(left, weights * (1.0 - w), minlength=k) + np.bincount(left + 1, weights * w, minlength=k)
 
 
+# ------------------------------------------------------------- mixture
+@dataclass(frozen=True)
+class MixtureFit:
+    """The reader's document-level mixture, measured on labelled traces.
+
+    Attributes:
+        false_leads: Expected false leads per query: ``false_lead_rate`` times the
+            labelled queries' mean number of irrelevant documents.
+        blind_rate: Share of relevant documents the reader reads as irrelevant.
+        false_lead_rate: Share of irrelevant documents it reads as relevant.
+        relevant: Labelled relevant documents behind the estimate.
+        irrelevant: Labelled irrelevant documents behind the estimate.
+        queries: Labelled queries.
+    """
+
+    false_leads: float
+    blind_rate: float
+    false_lead_rate: float
+    relevant: int
+    irrelevant: int
+    queries: int
+
+
+MIXTURE_PRIOR_WEIGHT = 2.0
+"""Pseudo-documents behind the default ``blind_rate`` and lead rate when
+:func:`learn_profile` measures them (a Beta prior): a handful of labelled queries move
+the estimate, and no estimate reaches exactly 0 or 1."""
+
+
+@dataclass(frozen=True)
+class RetrieverFit:
+    """How good the base retriever's order was on labelled traces.
+
+    Attributes:
+        head_decay: The rank prior's ``head_decay`` that makes the relevant documents'
+            ranks likeliest (maximum likelihood on a grid, ``head_floor`` at its default).
+        top1_share: Share of labelled queries whose first document was relevant.
+        queries: Labelled queries behind the estimate.
+    """
+
+    head_decay: float
+    top1_share: float
+    queries: int
+
+
+MIN_RETRIEVER_QUERIES = 5
+"""Labelled queries with a rank prior needed before :func:`fit_head_decay` says anything."""
+
+
+def fit_head_decay(traces: Iterable[Mapping[str, Any]]) -> RetrieverFit | None:
+    """Fit the rank prior's ``head_decay`` to where the relevant documents sat in the base
+    retriever's order, from labelled traces.
+
+    The integrations pan documents in the base retriever's order, so a document's index
+    is its rank. Only labelled traces whose prior decreases with the index (a rank prior:
+    non-increasing, not flat) count. Each relevant document's rank is a draw from the rank
+    prior normalised over the query's documents.
+
+    Returns:
+        A :class:`RetrieverFit`, or None with fewer than :data:`MIN_RETRIEVER_QUERIES`
+        such queries.
+    """
+    from .engine.priors import rank_prior_probs
+
+    ranks: list[tuple[int, int]] = []
+    queries = top1 = 0
+    for t in traces:
+        rel, prior = t.get("relevant"), t.get("prior_log_odds")
+        if not rel or prior is None or len(prior) < 2:
+            continue
+        lo = np.asarray(prior, dtype=np.float64)
+        if np.any(np.diff(lo) > 1e-9) or lo[0] - lo[-1] < 1e-6:
+            continue
+        n = int(t["n"])
+        queries += 1
+        top1 += int(0 in rel)
+        ranks.extend((n, int(r)) for r in rel)
+    if queries < MIN_RETRIEVER_QUERIES:
+        return None
+    grid = np.round(np.linspace(0.05, 1.0, 96), 4)
+    ll = np.zeros(grid.size)
+    cache: dict[tuple[int, float], NDArray[np.float64]] = {}
+    for i, d in enumerate(grid):
+        for n, r in ranks:
+            key = (n, float(d))
+            if key not in cache:
+                p = rank_prior_probs(n, k=1, head_decay=float(d))
+                cache[key] = np.log(p / p.sum())
+            ll[i] += cache[key][r]
+    return RetrieverFit(head_decay=float(grid[int(np.argmax(ll))]), top1_share=top1 / queries, queries=queries)
+
+
 @dataclass(frozen=True)
 class LearnResult:
     """Outcome of :func:`learn_profile`.
@@ -369,6 +518,10 @@ class LearnResult:
         queries: Queries used.
         sightings: Document sightings used (failed prompts excluded).
         new_counts: The expected counts from the traces alone.
+        mixture: ``false_leads`` and ``blind_rate`` measured on the labelled traces (also
+            in ``profile.extra``), or None when no trace was labelled.
+        retriever: The base retriever's rank prior fitted on the labelled traces (its
+            ``head_decay`` is ``profile.extra["prior_head_decay"]``), or None.
     """
 
     profile: DetectorProfile
@@ -377,6 +530,8 @@ class LearnResult:
     queries: int
     sightings: int
     new_counts: RateCounts
+    mixture: MixtureFit | None = None
+    retriever: RetrieverFit | None = None
 
 
 def _prior_counts(prior: DetectorProfile, grid: NDArray[np.intp], strength: float) -> tuple[NDArray[np.float64], ...]:
@@ -402,7 +557,18 @@ def learn_profile(
     tol: float = 1e-5,
     eps: float = DEFAULT_EPS,
 ) -> LearnResult:
-    """Re-estimate a profile's rates from unlabeled panning traces by EM.
+    """Re-estimate a profile's rates from panning traces by EM; labelled traces also
+    measure the reader's mixture and the retriever's rank prior.
+
+    Unlabelled documents get soft labels from their posterior (E-step). When some traces
+    carry ``relevant`` labels, each document is further split into "reads as relevant"
+    (cited at TPR) or not (at FPR): a relevant document fails to read as relevant with
+    probability ``blind_rate``, an irrelevant one reads as relevant with probability
+    ``false_leads / (n - k)``; both are estimated with the rates (2 pseudo-documents at
+    the defaults, :data:`MIXTURE_PRIOR_WEIGHT`) and stored in ``profile.extra``, where
+    the panner reads them. The TPR is then that of a document the reader recognises, not
+    diluted by the queries it cannot answer. Labelled traces that used a rank prior also
+    fit ``prior_head_decay`` (:func:`fit_head_decay`).
 
     Args:
         traces: Trace records or already flattened :class:`Observations`.
@@ -429,6 +595,10 @@ def learn_profile(
         raise ValueError(f"relevance must be 'independent' or 'one', got {relevance!r}")
     if not prior_strength > 0:
         raise ValueError(f"prior_strength must be > 0, got {prior_strength!r}")
+    retriever = None
+    if not isinstance(traces, Observations):
+        traces = list(traces)
+        retriever = fit_head_decay(traces)
     obs = traces if isinstance(traces, Observations) else observations_from_traces(traces)
     P = prior.n_positions
     if grid is None:
@@ -442,18 +612,40 @@ def learn_profile(
     left, w = _grid_weights(obs.depth, g, P)
     cited = obs.cited
     D = obs.prior_log_odds.size
+    labels = obs.labels
+    known = ~np.isnan(labels)
+    n_labelled = int(np.unique(obs.query[known]).size) if known.any() else 0
+    rel_l, irr_l = known & (labels == 1.0), known & (labels == 0.0)
+    # With labels the reader's mixture is measured too: each document "reads as relevant"
+    # (cited at TPR) or not (at FPR); a relevant one reads as irrelevant with probability
+    # b (blind), an irrelevant one as relevant with probability a (a false lead). Without
+    # labels a = b = 0 and "reads as relevant" is relevance itself (the paper's model).
+    mixture = bool(rel_l.any() and irr_l.any())
+    irr_per_query = 0.0
+    if mixture:
+        from .engine.config import DEFAULT_BLIND_RATE, DEFAULT_FALSE_LEADS
+
+        lq = np.unique(obs.query[known])
+        irr_per_query = float(np.mean(np.bincount(obs.query[irr_l], minlength=obs.n_queries)[lq]))
+        b0 = DEFAULT_BLIND_RATE
+        a0 = min(DEFAULT_FALSE_LEADS / max(irr_per_query, 1.0), 0.5)
+        b_rate, a_rate = b0, a0
+    else:
+        b0 = a0 = b_rate = a_rate = 0.0
     # Start the E-step from the prior profile's own rates (what the traces were panned with).
     t_grid = prior.tpr_array[g].copy()
     f_grid = prior.fpr_array[g].copy()
     converged = False
     it = 0
     new = (np.zeros(k),) * 4
+    wm = MIXTURE_PRIOR_WEIGHT
     for it in range(1, iterations + 1):
-        # E-step: soft labels from all of each document's sightings.
+        # E-step: P(document reads as relevant | all its sightings).
         t_o = _rates_at(t_grid, left, w)
         f_o = _rates_at(f_grid, left, w)
         llr_c, llr_m = log_likelihood_ratios(t_o, f_o, eps=eps)
-        lo = obs.prior_log_odds + np.bincount(obs.doc, np.where(cited, llr_c, llr_m), minlength=D)
+        ev = np.bincount(obs.doc, np.where(cited, llr_c, llr_m), minlength=D)
+        lo = obs.prior_log_odds + ev
         if relevance == "one":
             m = np.full(obs.n_queries, -np.inf)
             np.maximum.at(m, obs.query, lo)
@@ -462,6 +654,18 @@ def learn_profile(
             post = e / z[obs.query]
         else:
             post = sigmoid(lo)
+        ab_old = (a_rate, b_rate)
+        if mixture:
+            # Unlabelled: relevant-and-seen or a false lead; labelled: the class given the label.
+            pi = np.clip(sigmoid(obs.prior_log_odds), 1e-12, 1.0 - 1e-12)
+            like = pi * (1.0 - b_rate) + (1.0 - pi) * a_rate
+            post = sigmoid(np.log(like) - np.log1p(-like) + ev)
+            post = np.where(rel_l, sigmoid(np.log1p(-b_rate) - np.log(b_rate) + ev), post)
+            post = np.where(irr_l, sigmoid(np.log(a_rate) - np.log1p(-a_rate) + ev), post)
+            b_rate = float((np.sum(1.0 - post[rel_l]) + wm * b0) / (rel_l.sum() + wm))
+            a_rate = float((np.sum(post[irr_l]) + wm * a0) / (irr_l.sum() + wm))
+        else:
+            post = np.where(known, labels, post)  # labelled documents are counted, not guessed
         q = post[obs.doc]
         # M-step: expected counts per grid position, blended with the prior's.
         gs = _accumulate(left, w, q, k)
@@ -471,7 +675,10 @@ def learn_profile(
         new = (gc, gs, dc, ds)
         t_new = (a_gc + gc + 0.5) / (a_gs + gs + 1.0)
         f_new = (a_dc + dc + 0.5) / (a_ds + ds + 1.0)
-        delta = max(float(np.max(np.abs(t_new - t_grid))), float(np.max(np.abs(f_new - f_grid))))
+        delta = max(
+            float(np.max(np.abs(t_new - t_grid))), float(np.max(np.abs(f_new - f_grid))),
+            abs(a_rate - ab_old[0]), abs(b_rate - ab_old[1]),
+        )
         t_grid, f_grid = t_new, f_new
         if delta < tol:
             converged = True
@@ -491,6 +698,34 @@ def learn_profile(
         distractor_cited=dc.tolist(),
         distractor_shown=ds.tolist(),
     )
+    how = f"by EM ({n_labelled} of them labelled)" if n_labelled else "by EM"
+    # What the reader is known to do beyond per-position rates stays with it unless re-measured.
+    kept = {
+        key: prior.extra[key] for key in ("false_leads", "blind_rate", "prior_head_decay") if key in (prior.extra or {})
+    }
+    extra: dict[str, Any] = {
+        **kept,
+        "learned_from_traces": {
+            "queries": obs.n_queries,
+            "labelled_queries": n_labelled,
+            "sightings": int(obs.doc.size),
+            "iterations": it,
+            "converged": converged,
+            "relevance": relevance,
+            "prior_strength": prior_strength if prior.rate_counts() is None else None,
+        },
+    }
+    fit = None
+    if mixture:
+        fit = MixtureFit(
+            false_leads=round(a_rate * irr_per_query, 4), blind_rate=min(round(b_rate, 4), 0.9999),
+            false_lead_rate=a_rate, relevant=int(rel_l.sum()), irrelevant=int(irr_l.sum()), queries=n_labelled,
+        )
+        extra["false_leads"], extra["blind_rate"] = fit.false_leads, fit.blind_rate
+        extra["mixture_fit"] = {"relevant": fit.relevant, "irrelevant": fit.irrelevant, "queries": fit.queries}
+    if retriever is not None:
+        extra["prior_head_decay"] = retriever.head_decay
+        extra["retriever_fit"] = {"queries": retriever.queries, "top1_share": round(retriever.top1_share, 4)}
     profile = DetectorProfile.from_grid(
         g,
         t_grid,
@@ -500,21 +735,13 @@ def learn_profile(
         model=prior.model,
         task=prior.task,
         notes=(
-            f"Learned from {obs.n_queries} panning traces ({obs.doc.size} document sightings) by EM "
+            f"Learned from {obs.n_queries} panning traces ({obs.doc.size} document sightings) {how} "
             f"({it} iterations, relevance={relevance}), blended with the prior profile "
             f"{prior.model!r}/{prior.task!r} by counts. Prior notes: {prior.notes}"
         ).strip(),
-        extra={
-            "learned_from_traces": {
-                "queries": obs.n_queries,
-                "sightings": int(obs.doc.size),
-                "iterations": it,
-                "converged": converged,
-                "relevance": relevance,
-                "prior_strength": prior_strength if prior.rate_counts() is None else None,
-            }
-        },
+        extra=extra,
     )
     return LearnResult(
-        profile=profile, iterations=it, converged=converged, queries=obs.n_queries, sightings=int(obs.doc.size), new_counts=fresh
+        profile=profile, iterations=it, converged=converged, queries=obs.n_queries, sightings=int(obs.doc.size),
+        new_counts=fresh, mixture=fit, retriever=retriever,
     )

@@ -670,3 +670,67 @@ def test_rank_prior_is_given_to_the_panner_only_where_promised(
 def test_without_evidence_failed_rounds_count_as_unusable() -> None:
     fn = C.panning_method("gp-belief", _FailingReader(), profile="smollm2-135m-kv", rounds=2, seed=0)
     assert fn(C.make_instances("kv", n=6, instances=1, seed=0)[0]).unusable == 2
+
+
+def test_nq_calibration_split_is_disjoint_from_the_test_questions() -> None:
+    test = {i.question for i in C.make_instances("nq", n=5, instances=40, seed=1)}
+    cal = C.make_instances("nq", n=5, instances=40, seed=1, split="calibration")
+    assert len(cal) == 40 and not test & {i.question for i in cal}
+    assert C.make_instances("nq", n=5, instances=3, seed=1) == C.make_instances("nq", n=5, instances=3, seed=1, split="test")
+
+
+@pytest.mark.parametrize(("task", "split", "message"), [
+    ("kv", "calibration", "applies to the shipped NQ sample only"),
+    ("nq", "train", "--split must be one of test, calibration"),
+])
+def test_bad_split_is_refused(task: str, split: str, message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        C.make_instances(task, n=5, instances=1, seed=0, split=split)
+
+
+def test_traces_option_writes_labelled_gp_belief_traces(tmp_path: Path) -> None:
+    from gold_panning_integrations.traces import read_traces
+
+    path = tmp_path / "t.jsonl"
+    on_result = C._trace_writer(str(path))
+    assert C._trace_writer(None) is None
+    fn = C.panning_method("gp-belief", _FailingReader(), profile="smollm2-135m-kv", rounds=2, seed=0,
+                          on_result=on_result)
+    insts = C.make_instances("kv", n=6, instances=2, seed=0)
+    for inst in insts:
+        fn(inst)
+    traces = read_traces(path)
+    assert [t["relevant"] for t in traces] == [list(i.gold) for i in insts]
+    assert all(p["failed"] for t in traces for r in t["rounds"] for p in r["prompts"])
+
+
+def test_embedded_task_profiles_ship_and_carry_valid_measurements() -> None:
+    from gold_panning_integrations.engine.config import PanningConfig
+    from gold_panning_integrations.engine.priors import profile_head_decay
+    from gold_panning_integrations.profiles import bundled_profiles, load_profile
+
+    for task, name in C.EMBEDDED_TASK_PROFILES.items():
+        assert task in C.TASKS and name in bundled_profiles()
+        prof = load_profile(name)
+        assert prof.task == task and prof.model == C.EMBEDDED_MODEL
+        cfg = PanningConfig().with_profile(prof)
+        assert (cfg.blind_rate, cfg.false_leads) == (prof.extra["blind_rate"], prof.extra["false_leads"])
+        assert profile_head_decay(prof) == prof.extra["prior_head_decay"]
+        assert prof.extra["mixture_fit"]["queries"] == 25
+
+
+def test_unwritable_traces_fail_before_any_call_and_stop_the_run(tmp_path: Path) -> None:
+    (tmp_path / "file").write_text("x")
+    with pytest.raises(C.TracesNotWritten, match="cannot write --traces"):
+        C._trace_writer(str(tmp_path / "file" / "t.jsonl"))  # a folder that is a file
+    with pytest.raises(C.TracesNotWritten, match="is a directory"):
+        C._trace_writer(str(tmp_path))
+    # a write failing mid-run stops the run instead of counting as the method's miss
+    path = tmp_path / "t.jsonl"
+    on_result = C._trace_writer(str(path))
+    path.unlink()
+    path.mkdir()
+    fn = C.panning_method("gp-belief", _FailingReader(), profile="smollm2-135m-kv", rounds=1, seed=0,
+                          on_result=on_result)
+    with pytest.raises(C.TracesNotWritten, match="cannot append to --traces"):
+        C.run_compare(C.make_instances("kv", n=4, instances=1, seed=0), {"gp-belief": fn})

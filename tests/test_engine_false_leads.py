@@ -129,12 +129,44 @@ def test_paper_config_turns_every_extension_off() -> None:
 @pytest.mark.parametrize(
     ("field", "value", "message"),
     [
-        ("false_leads", -0.1, "false_leads must be a number >= 0, got -0.1"),
-        ("false_leads", float("nan"), "false_leads must be a number >= 0, got nan"),
-        ("blind_rate", 1.0, r"blind_rate must be a number in \[0, 1\), got 1.0"),
-        ("blind_rate", True, r"blind_rate must be a number in \[0, 1\), got True"),
+        ("false_leads", -0.1, "false_leads must be a number >= 0 or None, got -0.1"),
+        ("false_leads", float("nan"), "false_leads must be a number >= 0 or None, got nan"),
+        ("blind_rate", 1.0, r"blind_rate must be a number in \[0, 1\) or None, got 1.0"),
+        ("blind_rate", True, r"blind_rate must be a number in \[0, 1\) or None, got True"),
     ],
 )
 def test_bad_mixture_options_are_refused(field: str, value: object, message: str) -> None:
     with pytest.raises(ValueError, match=message):
         PanningConfig(**{field: value})  # type: ignore[arg-type]
+
+
+def test_profile_measured_mixture_is_used_unless_set() -> None:
+    from types import SimpleNamespace
+
+    from gold_panning_integrations.engine.config import DEFAULT_BLIND_RATE, DEFAULT_FALSE_LEADS
+
+    measured = SimpleNamespace(extra={"blind_rate": 0.7, "false_leads": 0.1})
+    cfg = PanningConfig().with_profile(measured)
+    assert (cfg.blind_rate, cfg.false_leads) == (0.7, 0.1)
+    assert PanningConfig(blind_rate=0.2).with_profile(measured).blind_rate == 0.2
+    assert PanningConfig.paper().with_profile(measured).blind_rate == 0.0  # explicit 0 wins
+    plain = PanningConfig().with_profile(SimpleNamespace(extra={}))
+    assert (plain.blind_rate, plain.false_leads) == (DEFAULT_BLIND_RATE, DEFAULT_FALSE_LEADS) == (0.3, 0.25)
+    assert PanningConfig().with_profile(None).blind_rate == 0.3
+
+
+@pytest.mark.parametrize(("extra", "message"), [
+    ({"blind_rate": 1.5}, r"the profile's extra\['blind_rate'\] must be a number in \[0, 1\)"),
+    ({"false_leads": -1}, r"the profile's extra\['false_leads'\] must be a number >= 0"),
+    ({"blind_rate": None}, r"the profile's extra\['blind_rate'\] must be a number, got None"),
+    ({"false_leads": "a lot"}, r"extra\['false_leads'\] must be a number >= 0 or None, got 'a lot'"),
+])
+def test_a_profile_with_a_bad_mixture_is_refused_by_name(extra: dict[str, object], message: str) -> None:
+    from types import SimpleNamespace
+
+    with pytest.raises(ValueError, match=message):
+        PanningConfig().with_profile(SimpleNamespace(extra=extra))
+
+
+def test_lead_rate_of_an_unresolved_config_uses_the_default() -> None:
+    assert lead_rate(PanningConfig(), 11) == pytest.approx(0.25 / 10)

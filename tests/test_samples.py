@@ -6,11 +6,11 @@ import gzip
 import hashlib
 import json
 import math
+import re
 from pathlib import Path
 
 import numpy as np
 import pytest
-import tomllib
 
 from gold_panning_integrations.readers.answer import token_matcher
 from gold_panning_integrations.tasks import BM25, KVSample, NQSample, load_sample

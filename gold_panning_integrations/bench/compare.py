@@ -123,12 +123,17 @@ PEERS: dict[str, tuple[tuple[str, ...], str]] = {
 """Peer -> (modules it needs, the install line shown when one is missing)."""
 
 TASKS = ("kv", "nq", "litm-kv")
+SPLITS = ("test", "calibration")
 EMBEDDED_PROFILE = "smollm2-135m-kv"
+EMBEDDED_TASK_PROFILES: dict[str, str] = {"nq": "smollm2-135m-nq-labelled"}
+"""The embedded model's bundled profile measured on a task, where one ships: on ``nq`` the
+one learned from 25 labelled calibration-split questions (it also carries the model's
+measured ``blind_rate``/``false_leads`` and BM25's ``prior_head_decay``)."""
 EMBEDDED_MODEL = "SmolLM2-135M-Instruct"
 COST_SAVING: dict[str, Any] = {"prune_below": None, "min_rounds": 1, "stop_at": 0.6, "prior_top10_recall": 0.5}
 """The README's recommended cost-saving settings (plus the base order as a rank prior)."""
 
-_CHECKPOINT_KEYS = ("task", "n", "seed", "rounds", "model", "mode", "profile", "top_n", "version")
+_CHECKPOINT_KEYS = ("task", "split", "n", "seed", "rounds", "model", "mode", "profile", "top_n", "version")
 """Settings a checkpoint must share with the run resuming it; ``version`` (the package's)
 because a method's meaning can change between versions (``gp-belief`` gained the rank
 prior in 0.3), so rows of another version are never mixed in silently."""
@@ -184,7 +189,7 @@ class CompareInstance:
 
 
 def make_instances(
-    task: str, *, n: int, instances: int, seed: int, data: str | Path | None = None
+    task: str, *, n: int, instances: int, seed: int, data: str | Path | None = None, split: str = "test"
 ) -> list[CompareInstance]:
     """The evaluation instances of ``task`` (``kv``, ``nq``, ``litm-kv``), a pure
     function of its arguments.
@@ -195,18 +200,26 @@ def make_instances(
       highest for the question (without the answer); base order = BM25's order.
     * ``litm-kv``: Lost-in-the-Middle key-value retrieval (UUID keys and values), ``n``
       pairs of one record, the queried pair at a uniform random position.
+
+    ``split`` picks the shipped NQ sample's questions: ``test`` (held out, the default)
+    or ``calibration`` (for measuring a reader, e.g. labelled traces); other tasks and
+    ``data`` files have no split.
     """
+    if split not in SPLITS:
+        raise ValueError(f"--split must be one of {', '.join(SPLITS)}, got {split!r}")
+    if split != "test" and (task != "nq" or data is not None):
+        raise ValueError("--split calibration applies to the shipped NQ sample only (--task nq without --data)")
     if n < 2:
         raise ValueError(f"--n must be >= 2 documents, got {n!r}")
     if instances < 1:
         raise ValueError(f"--instances must be >= 1, got {instances!r}")
     rng = np.random.default_rng(seed)
-    out = _make(task, n=n, instances=instances, rng=rng, data=data)
+    out = _make(task, n=n, instances=instances, rng=rng, data=data, split=split)
     return [replace(inst, index=i) for i, inst in enumerate(out)]
 
 
 def _make(
-    task: str, *, n: int, instances: int, rng: np.random.Generator, data: str | Path | None
+    task: str, *, n: int, instances: int, rng: np.random.Generator, data: str | Path | None, split: str = "test"
 ) -> list[CompareInstance]:
     if task == "kv":
         from ..tasks.kv import KVTask
@@ -219,16 +232,18 @@ def _make(
         return out
     if task == "nq":
         if data is None:
-            return _nq_sample_instances(n=n, instances=instances, rng=rng)
+            return _nq_sample_instances(n=n, instances=instances, rng=rng, split=split)
         return _nq_instances(_nq_items(data), n=n, instances=instances, rng=rng)
     if task == "litm-kv":
         return _litm_kv_instances(_litm_kv_records(data), n=n, instances=instances, rng=rng)
     raise ValueError(f"unknown task {task!r}; choose one of {', '.join(TASKS)}")
 
 
-def _nq_sample_instances(*, n: int, instances: int, rng: np.random.Generator) -> list[CompareInstance]:
-    """Held-out questions of the shipped NQ sample (``load_sample("nq")``, split ``test``;
-    calibration uses the other split): the gold passage and its ``n - 1`` BM25-retrieved
+def _nq_sample_instances(
+    *, n: int, instances: int, rng: np.random.Generator, split: str = "test"
+) -> list[CompareInstance]:
+    """Questions of the shipped NQ sample (``load_sample("nq")``, by default the held-out
+    split ``test``; calibration uses the other split): the gold passage and its ``n - 1`` BM25-retrieved
     distractors, in the order BM25 over all shipped passages ranks them (the retriever's
     order; the gold is not always first)."""
     from ..tasks import BM25, load_sample
@@ -237,7 +252,7 @@ def _nq_sample_instances(*, n: int, instances: int, rng: np.random.Generator) ->
     if n - 1 > min(len(q.distractors) for q in sample.questions):
         raise ValueError(f"the shipped NQ sample has {len(sample.questions[0].distractors)} distractors per question; use --n <= 21")
     bm25 = BM25([p.content for p in sample.passages])
-    test = sample.split("test")
+    test = sample.split(split)
     out = []
     for qi in rng.choice(len(test), size=min(instances, len(test)), replace=False):
         q = test[int(qi)]
@@ -677,23 +692,32 @@ def _per_round(result: Any, gold: Sequence[int], rounds: int, rng: np.random.Gen
 
 
 def panning_method(
-    name: str, reader: Any, *, profile: Any, rounds: int, seed: int
+    name: str,
+    reader: Any,
+    *,
+    profile: Any,
+    rounds: int,
+    seed: int,
+    on_result: Callable[[Any, CompareInstance], None] | None = None,
 ) -> MethodFn:
     """One of our methods (``psc``, ``gp-belief``, ``gp-cost``, ``gp-belief-flat``) as
     ``instance -> outcome``; ``profile`` is a profile object, a bundled name or a path
-    (resolved here, at the edge: the engine takes profile objects)."""
+    (resolved here, at the edge: the engine takes profile objects). ``on_result(result,
+    instance)`` is called with every finished panning result (``--traces``)."""
     from ..engine.panner import GoldPanner
-    from ..engine.priors import rank_prior_probs
+    from ..engine.priors import profile_head_decay, rank_prior_probs
 
     if isinstance(profile, (str, Path)):
         from ..profiles import load_profile
 
         profile = load_profile(profile)
+    head_decay = profile_head_decay(profile)  # the integrations' default: the profile's, else 0.6
 
     def run(inst: CompareInstance) -> MethodOutcome:
         rng = np.random.default_rng([seed, inst.index, ALL_METHODS.index(name)])
         # The base order as the integrations' default rank prior (gp-belief, gp-cost).
-        ranked = rank_prior_probs(len(inst.documents), k=1, top10_recall=COST_SAVING["prior_top10_recall"])
+        ranked = rank_prior_probs(len(inst.documents), k=1, top10_recall=COST_SAVING["prior_top10_recall"],
+                                  head_decay=head_decay)
         prior_probs = None
         if name == "psc":
             panner = GoldPanner(reader, profile=profile, rounds=rounds, k=1, policy="random", prior="uniform",
@@ -713,6 +737,8 @@ def panning_method(
         else:
             raise ValueError(f"{name!r} is not a panning method; choose one of {', '.join(PANNING)}")
         res = panner.run(inst.question, inst.documents, prior_probs=prior_probs)
+        if on_result is not None:
+            on_result(res, inst)
         hits, toks = _per_round(res, inst.gold, rounds, rng)
         return MethodOutcome(
             ranking=[int(i) for i in res.ranking], per_round=hits, round_tokens=toks,
@@ -721,6 +747,37 @@ def panning_method(
 
     run.__name__ = name
     return run
+
+
+class TracesNotWritten(OSError):
+    """``--traces`` could not be written: the run stops (the traces are what was asked for),
+    instead of counting the failure as the method's miss."""
+
+
+def _trace_writer(path: str | None) -> Callable[[Any, CompareInstance], None] | None:
+    """``--traces``: an ``on_result`` that appends each result labelled with its gold. The
+    file is opened once up front, so an unwritable path fails before any model call."""
+    if not path:
+        return None
+    from ..traces import TraceWriter
+
+    try:
+        writer = TraceWriter(path)
+        writer.path.parent.mkdir(parents=True, exist_ok=True)
+        with open(writer.path, "a", encoding="utf-8"):
+            pass
+    except (OSError, ValueError) as err:
+        raise TracesNotWritten(f"cannot write --traces {path!r}: {getattr(err, 'strerror', None) or err}") from err
+
+    def write(result: Any, inst: CompareInstance) -> None:
+        try:
+            writer(result, relevant=list(inst.gold))
+        except OSError as err:
+            raise TracesNotWritten(
+                f"cannot append to --traces {path!r}: {err.strerror or err}; the rows so far are in the checkpoint"
+            ) from err
+
+    return write
 
 
 def base_method(inst: CompareInstance) -> MethodOutcome:
@@ -921,6 +978,8 @@ def run_compare(
                 error = error_message = None
                 try:
                     out = fn(inst)
+                except TracesNotWritten:
+                    raise
                 except Exception as err:  # noqa: BLE001 - an exception is a miss; its type is recorded
                     logger.info("%s raised on instance %d: %s: %s", name, i, type(err).__name__, err)
                     error, error_message = type(err).__name__, str(err)[:300]
@@ -1142,12 +1201,20 @@ def register(sub: Any) -> None:
     g.add_argument("--peer-max-tokens", type=int, default=512,
                    help="completion cap given to the peers' LLM clients (default 512)")
     p.add_argument("--task", choices=TASKS, default="kv", help="kv (synthetic, default), nq, litm-kv (UUIDs)")
+    p.add_argument("--split", choices=SPLITS, default="test",
+                   help="questions of the shipped NQ sample: test (held out, default) or calibration (to measure "
+                        "a reader with --traces without touching the test questions)")
+    p.add_argument("--traces", default=None, metavar="FILE",
+                   help="append a labelled trace of every gp-belief run to FILE (JSONL; the gold is known), "
+                        "for gold-panning calibrate --from-traces")
     p.add_argument("--data", default=None, help="a larger data file for nq / litm-kv in the Lost-in-the-Middle format (default: the samples shipped in the package)")
     p.add_argument("--n", type=int, default=20, help="documents per instance (default 20)")
     p.add_argument("--instances", type=int, default=30, help="instances (default 30)")
     p.add_argument("--seed", type=int, default=1, help="instance seed (default 1; calibration used 0)")
     p.add_argument("--rounds", type=int, default=8, help="rounds of the panning methods (default 8)")
-    p.add_argument("--profile", default=None, help="detector profile (default: smollm2-135m-kv for embedded)")
+    p.add_argument("--profile", default=None,
+                   help="detector profile (default for embedded: smollm2-135m-nq-labelled on --task nq, "
+                        "smollm2-135m-kv otherwise; for openai: the reader's, else the generic one)")
     p.add_argument(
         "--methods",
         default=",".join(DEFAULT_METHODS),
@@ -1229,7 +1296,10 @@ def main(args: argparse.Namespace) -> int:
     skipped = {m: why for m in methods if m in PEER_METHODS and (why := peer_missing(m)) is not None}
     for m, why in skipped.items():
         sys.stderr.write(f"bench compare: skipping {m}: {why}\n")
-    instances = make_instances(args.task, n=args.n, instances=args.instances, seed=args.seed, data=args.data)
+    split = getattr(args, "split", "test")
+    instances = make_instances(args.task, n=args.n, instances=args.instances, seed=args.seed, data=args.data,
+                               split=split)
+    traces = _trace_writer(getattr(args, "traces", None))
     embedded = args.reader == "embedded"
     mode = args.mode or ("answer" if embedded else "cite")
     old_term = signal.signal(signal.SIGTERM, _raise_interrupt)  # SIGTERM stops the server too
@@ -1243,7 +1313,8 @@ def main(args: argparse.Namespace) -> int:
             if args.profile:
                 profile, profile_name = load_profile(args.profile), args.profile
             elif embedded:
-                profile, profile_name = load_profile(EMBEDDED_PROFILE), EMBEDDED_PROFILE
+                profile_name = EMBEDDED_TASK_PROFILES.get(args.task, EMBEDDED_PROFILE)
+                profile = load_profile(profile_name)
             else:
                 from ..profiles import GENERIC_PROFILE
 
@@ -1257,10 +1328,12 @@ def main(args: argparse.Namespace) -> int:
                 if m == "base":
                     fns[m] = base_method
                 elif m in PANNING:
-                    fns[m] = panning_method(m, reader, profile=profile, rounds=args.rounds, seed=args.seed)
+                    on_result = traces if m == "gp-belief" else None
+                    fns[m] = panning_method(m, reader, profile=profile, rounds=args.rounds, seed=args.seed,
+                                            on_result=on_result)
                 else:
                     fns[m] = peer_method(m, ep, top_n=args.top_n)
-            meta = {"task": args.task, "n": args.n, "seed": args.seed, "rounds": args.rounds, "model": model,
+            meta = {"task": args.task, "split": split, "n": args.n, "seed": args.seed, "rounds": args.rounds, "model": model,
                     "mode": mode, "profile": profile_name, "top_n": args.top_n, "version": __version__}
             update, close = _progress(len(instances) * len(fns))
             try:

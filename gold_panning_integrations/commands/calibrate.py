@@ -52,7 +52,8 @@ def register(sub: Any) -> None:
     p.add_argument(
         "--from-traces", default=None, metavar="FILE",
         help="no model calls: re-estimate the rates from panning traces (TraceWriter JSONL) by EM, "
-        "blended with --prior by counts",
+        "blended with --prior by counts; traces labelled with 'relevant' (TraceWriter(result, relevant=...), "
+        "bench compare --traces) also measure the reader's blind_rate and false_leads",
     )
     p.add_argument(
         "--prior", default=None, metavar="PROFILE",
@@ -242,6 +243,23 @@ def _from_traces(args: argparse.Namespace, out: Path) -> int:
     if problem is not None:
         print(f"gold-panning calibrate: error: {problem}", file=sys.stderr)
         return 2
+    if res.mixture is not None:
+        m = res.mixture
+        print(
+            f"measured on {m.queries} labelled traces ({m.relevant} relevant, {m.irrelevant} irrelevant documents): "
+            f"blind_rate {m.blind_rate:.3f} (share of relevant documents this reader reads as irrelevant), "
+            f"false_leads {m.false_leads:.3f} per query; panning with this profile uses them unless you set them"
+        )
+    else:
+        print("no trace carries 'relevant' labels: rates learned by EM alone (label some queries to also "
+              "measure blind_rate and false_leads)")
+    if res.retriever is not None:
+        r = res.retriever
+        print(
+            f"the base retriever's first document was relevant in {r.top1_share:.0%} of {r.queries} labelled queries: "
+            f"prior_head_decay {r.head_decay:g} fits its ranks (default 0.6); the integrations use it with this "
+            "profile unless you set prior_head_decay"
+        )
     print(
         f"wrote {saved} (learned from {res.queries} traces, {res.sightings} document sightings; "
         f"EM {res.iterations} iterations{'' if res.converged else ', not converged'})"

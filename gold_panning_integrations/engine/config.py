@@ -17,7 +17,13 @@ from typing import Any, Literal
 from .beliefs import DEFAULT_EPS, PriorSpec
 from .policies import POLICIES
 
-__all__ = ["PAPER_UPDATE", "PanningConfig", "EmptyPromptRule"]
+__all__ = ["DEFAULT_BLIND_RATE", "DEFAULT_FALSE_LEADS", "PAPER_UPDATE", "PanningConfig", "EmptyPromptRule"]
+
+DEFAULT_FALSE_LEADS = 0.25
+"""``false_leads`` when neither the options nor the profile set it."""
+
+DEFAULT_BLIND_RATE = 0.3
+"""``blind_rate`` when neither the options nor the profile set it."""
 
 EmptyPromptRule = Literal["evidence", "skip", "mixture"]
 """What a prompt whose reply cites nothing at all counts as: ``"evidence"`` (a miss for
@@ -78,11 +84,11 @@ def _one_of(*choices: str) -> Callable[[Any], str | None]:
 
 
 def _non_negative(value: Any) -> str | None:
-    return None if _is_real(value) and value >= 0.0 else "a number >= 0"
+    return None if value is None or (_is_real(value) and value >= 0.0) else "a number >= 0 or None"
 
 
 def _rate_in_unit(value: Any) -> str | None:
-    return None if _is_real(value) and 0.0 <= value < 1.0 else "a number in [0, 1)"
+    return None if value is None or (_is_real(value) and 0.0 <= value < 1.0) else "a number in [0, 1) or None"
 
 
 def _flag(value: Any) -> str | None:
@@ -183,12 +189,16 @@ class PanningConfig:
             likelihood ratio of that mixture, which never lifts it by more than
             ``log(1 / a)`` nats in all (measured on the embedded model over NQ: 7 of 171
             distractors drew 3 or more of 6 citations, against 0.4 expected under
-            independence). 0: the paper's update.
+            independence). 0: the paper's update. None (default): the profile's
+            ``extra["false_leads"]`` (measured from labelled traces by
+            :func:`~gold_panning_integrations.traces.learn_profile`) when present, else
+            :data:`DEFAULT_FALSE_LEADS`.
         blind_rate: Probability, in [0, 1), that a relevant document is one this reader
             cannot recognise (it is cited like an irrelevant one). Bounds the total
             evidence against a document at ``log(blind_rate)`` nats, so a reader that
             cannot answer a question cannot bury the retriever's best documents either.
-            0: the paper's update.
+            0: the paper's update. None (default): the profile's ``extra["blind_rate"]``
+            when present, else :data:`DEFAULT_BLIND_RATE`.
     """
 
     rounds: int = 4
@@ -211,8 +221,8 @@ class PanningConfig:
     robust: bool = True
     empty_prompts: EmptyPromptRule = "mixture"
     adapt_level: bool = True
-    false_leads: float = 0.25
-    blind_rate: float = 0.3
+    false_leads: float | None = None
+    blind_rate: float | None = None
 
     def __post_init__(self) -> None:
         for name, check in _CHECKS.items():
@@ -244,6 +254,30 @@ class PanningConfig:
         robust likelihood, no document-level mixture, no top shuffle, empty replies count
         as misses, no level adaptation), with ``options`` laid over it."""
         return cls.from_options(cls(**PAPER_UPDATE), **options)
+
+    def with_profile(self, profile: Any) -> PanningConfig:
+        """This config with the options left to the profile filled in: ``false_leads`` and
+        ``blind_rate`` from ``profile.extra`` (what labelled traces measured for that
+        reader), else :data:`DEFAULT_FALSE_LEADS` / :data:`DEFAULT_BLIND_RATE`. Options
+        set explicitly always win.
+
+        Raises:
+            ValueError: the profile carries an invalid value (the message names it).
+        """
+        extra = getattr(profile, "extra", None) or {}
+        fill: dict[str, Any] = {}
+        for name, default in (("false_leads", DEFAULT_FALSE_LEADS), ("blind_rate", DEFAULT_BLIND_RATE)):
+            if getattr(self, name) is not None:
+                continue
+            value = extra.get(name, default)
+            message = _CHECKS[name](value)
+            if value is None or message is not None:
+                raise ValueError(
+                    f"the profile's extra[{name!r}] must be {message or 'a number'}, got {value!r}; "
+                    "fix or remove it, or pass the option explicitly"
+                )
+            fill[name] = float(value)
+        return replace(self, **fill) if fill else self
 
     def to_dict(self) -> dict[str, Any]:
         """The options as a plain dict (JSON-ready)."""

@@ -393,7 +393,7 @@ class GoldPanner:
             raise ValueError(
                 f"profile needs tpr and fpr of equal length >= 1, got {len(profile.tpr)} and {len(profile.fpr)}"
             )
-        self.config = PanningConfig.from_options(config, **options)
+        self.config = PanningConfig.from_options(config, **options).with_profile(profile)
         temperature = self.config.evidence_temperature
         if temperature is None:
             extra = getattr(profile, "extra", None) or {}

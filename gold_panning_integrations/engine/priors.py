@@ -12,7 +12,14 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-__all__ = ["rank_prior_probs", "score_prior_probs", "MAX_PRIOR", "DEFAULT_HEAD_DECAY", "DEFAULT_HEAD_FLOOR"]
+__all__ = [
+    "rank_prior_probs",
+    "score_prior_probs",
+    "profile_head_decay",
+    "MAX_PRIOR",
+    "DEFAULT_HEAD_DECAY",
+    "DEFAULT_HEAD_FLOOR",
+]
 
 MAX_PRIOR = 0.95
 """No prior probability exceeds this: a prior never overrules the evidence entirely."""
@@ -26,6 +33,27 @@ DEFAULT_HEAD_DECAY = 0.6
 0.21, its tenth 0.023: a cautious shape (BM25 puts the gold passage first for 73% of the
 shipped NQ test questions). The 0.2 default, 0.85 with no floor, gave the first only 0.19,
 so one wrong citation of a small model outvoted the retriever."""
+
+
+def profile_head_decay(profile: object, override: float | None = None) -> float:
+    """The rank prior's ``head_decay``: ``override`` when given, else the profile's
+    ``extra["prior_head_decay"]`` (fitted to the retriever on labelled traces by
+    :func:`~gold_panning_integrations.traces.learn_profile`), else
+    :data:`DEFAULT_HEAD_DECAY`.
+
+    Raises:
+        ValueError: the profile's value is not a number in (0, 1].
+    """
+    if override is not None:
+        return float(override)
+    extra = getattr(profile, "extra", None) or {}
+    value = extra.get("prior_head_decay", DEFAULT_HEAD_DECAY)
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0.0 < float(value) <= 1.0:
+        raise ValueError(
+            f"the profile's extra['prior_head_decay'] must be a number in (0, 1], got {value!r}; "
+            "fix or remove it, or pass prior_head_decay explicitly"
+        )
+    return float(value)
 
 
 def _to_expected_k(weights: NDArray[np.float64], k: int) -> NDArray[np.float64]:

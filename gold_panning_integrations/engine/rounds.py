@@ -260,10 +260,11 @@ class Placement:
 def lead_rate(config: PanningConfig, n: int) -> float:
     """Probability that one irrelevant document is a false lead, from the expected number
     ``config.false_leads`` among the ``n - k`` irrelevant ones of a run of ``n``; at most 0.5."""
+    config = config.with_profile(None)  # a config not resolved against a profile: defaults
     irrelevant = n - config.k
     if config.false_leads == 0.0 or irrelevant <= 0:
         return 0.0
-    return min(config.false_leads / irrelevant, 0.5)
+    return min(float(config.false_leads) / irrelevant, 0.5)
 
 
 def mixed_evidence(
@@ -496,7 +497,8 @@ def observe_round(
     apply = shown & upd[:, None]
     state.evidence = state.evidence + np.where(apply, delta, 0.0)
     state.log_odds = state.prior_log_odds + mixed_evidence(
-        state.evidence, false_lead_rate=lead_rate(config, state.log_odds.shape[1]), blind_rate=config.blind_rate
+        state.evidence, false_lead_rate=lead_rate(config, state.log_odds.shape[1]),
+        blind_rate=float(config.with_profile(None).blind_rate),
     )
     state.counts += cited & upd[:, None]
     state.times_shown += apply

@@ -419,7 +419,8 @@ def simulate(
         A :class:`SimulationResult`.
     """
     _check_args(n=n, k=k, rounds=rounds, trials=trials, policies=policies)
-    cfg = replace(config or PanningConfig(), rounds=rounds, k=k, prior=prior, eps=eps)
+    # simulate takes rates, not a profile: options left to the profile get the defaults.
+    cfg = replace(config or PanningConfig(), rounds=rounds, k=k, prior=prior, eps=eps).with_profile(None)
     if cfg.windows or cfg.min_gain is not None or cfg.max_calls is not None or cfg.max_prompt_tokens is not None:
         raise ValueError("simulate does not model windows, min_gain, max_calls or max_prompt_tokens")
     gen = rng if isinstance(rng, np.random.Generator) else np.random.default_rng(rng)
