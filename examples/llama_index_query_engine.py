@@ -135,6 +135,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--base-url", help="OpenAI-compatible endpoint, e.g. http://127.0.0.1:8080/v1")
     p.add_argument("--api-key", help="API key (default: $OPENAI_API_KEY, or none for local servers)")
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--profile", default=None,
+                   help="detector profile, bundled name or JSON (default: the reader's own; e.g. "
+                        "smollm2-135m-nq-labelled, learned from labelled NQ questions)")
     p.add_argument("--reader", choices=["local", "simulated"], default="local", help=argparse.SUPPRESS)
     return p.parse_args(argv)
 
@@ -164,6 +167,7 @@ def main(argv: list[str] | None = None) -> int:
         retriever_prior="score",  # BM25 scores arrive as NodeWithScore.score
         expected_relevant=1,  # NQ: one gold passage per question
         seed=args.seed,
+        profile=args.profile,  # None: the reader's own (smollm2-135m-kv for the embedded model)
     )
     engine = RetrieverQueryEngine.from_args(retriever, node_postprocessors=[panning], llm=llm)
 
