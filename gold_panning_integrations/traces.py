@@ -142,7 +142,8 @@ def _check_relevant(relevant: Iterable[int], n: int) -> list[int]:
     out = set()
     for d in relevant:
         if isinstance(d, bool) or not isinstance(d, (int, np.integer)) or not 0 <= int(d) < n:
-            raise ValueError(f"relevant must hold document indices in 0..{n - 1}, got {d!r:.40}")
+            where = f"in 0..{n - 1}" if n else "(this result has no documents)"
+            raise ValueError(f"relevant must hold document indices {where}, got {d!r:.40}")
         out.add(int(d))
     return sorted(out)
 

@@ -374,3 +374,11 @@ def test_labelled_simulated_traces_learn_the_rates_and_a_near_zero_mixture() -> 
     # the simulated reader has no blind spots and no false leads; estimated 0.09 and 0.009
     # (a never-cited gold at a low-TPR position is ambiguous, so b is biased up a little)
     assert res.mixture is not None and res.mixture.blind_rate < 0.15 and res.mixture.false_leads < 0.05
+
+
+def test_labels_of_an_empty_result() -> None:
+    prof = load_profile("lost-in-the-middle")
+    empty = GoldPanner(_NoReader(), profile=prof).run("q", [])
+    assert trace_record(empty, relevant=[])["relevant"] == []
+    with pytest.raises(ValueError, match=r"indices \(this result has no documents\), got 0"):
+        trace_record(empty, relevant=[0])
