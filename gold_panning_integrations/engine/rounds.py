@@ -496,9 +496,10 @@ def observe_round(
     delta = np.where(cited, llr_c, llr_m)
     apply = shown & upd[:, None]
     state.evidence = state.evidence + np.where(apply, delta, 0.0)
+    resolved = config.with_profile(None)  # the panner and simulate resolve it up front: a no-op there
     state.log_odds = state.prior_log_odds + mixed_evidence(
-        state.evidence, false_lead_rate=lead_rate(config, state.log_odds.shape[1]),
-        blind_rate=float(config.with_profile(None).blind_rate),
+        state.evidence, false_lead_rate=lead_rate(resolved, state.log_odds.shape[1]),
+        blind_rate=float(resolved.blind_rate),  # type: ignore[arg-type]  # resolved: not None
     )
     state.counts += cited & upd[:, None]
     state.times_shown += apply
