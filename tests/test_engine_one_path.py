@@ -23,6 +23,7 @@ from gold_panning_integrations import (
     simulate,
 )
 from gold_panning_integrations.engine import Attack
+from gold_panning_integrations.engine.simulate import Mistakes
 from gold_panning_integrations.engine import GoldPanner as EngineGoldPanner
 
 PROFILE = DetectorProfile.bundled("lost-in-the-middle")
@@ -32,6 +33,7 @@ DOCS = [f"d{i}" for i in range(12)]
 def _pair(seed: int, policy: str, **options: object) -> tuple[np.ndarray, np.ndarray]:
     """(simulate's final posteriors, GoldPanner's) for one trial with the same seed."""
     attack = options.pop("attack", None)
+    mistakes = options.pop("mistakes", None)
     config = PanningConfig(**options)  # type: ignore[arg-type]
     sim = simulate(
         PROFILE.tpr,
@@ -45,10 +47,19 @@ def _pair(seed: int, policy: str, **options: object) -> tuple[np.ndarray, np.nda
         prior=config.prior,
         config=config,
         attack=attack,  # type: ignore[arg-type]
+        mistakes=mistakes,  # type: ignore[arg-type]
         keep_posteriors=True,
     )
     assert sim.truth is not None and sim.posteriors is not None
     needles = {DOCS[i] for i in np.flatnonzero(sim.truth[0])}
+    if mistakes is not None:
+        # What the simulated model reads as relevant: replay the needle stream.
+        from gold_panning_integrations.engine.simulate import _draw_truth
+
+        needle_rng = np.random.default_rng(seed).spawn(4)[0]
+        truth, _ = _draw_truth(needle_rng, 1, len(DOCS), config.k, None)
+        reads = mistakes.draw(needle_rng, truth)  # type: ignore[attr-defined]
+        needles = {DOCS[i] for i in np.flatnonzero(reads[0])}
     _, model_rng, policy_rng, _ = np.random.default_rng(seed).spawn(4)
     hostile = None
     if attack is not None:
@@ -85,6 +96,13 @@ def test_simulate_equals_goldpanner_for_the_same_seed(seed: int, policy: str) ->
         {"attack": Attack("label", obey=0.5)},
         {"attack": Attack("position")},
         {"attack": Attack("self")},
+        {"prompts_per_round": 3},
+        {"prompts_per_round": 2, "spread": "draw"},
+        {"prompts_per_round": 2, "spread": "copies", "k": 2, "prior": "base-rate"},
+        {"prompts_per_round": 3, "max_docs_per_prompt": 7, "prune_below": 0.3},
+        {"prompts_per_round": 2, "stop_at": 0.6, "min_rounds": 1},
+        {"prompts_per_round": 2, "attack": Attack("label", obey=0.5)},
+        {"prompts_per_round": 2, "mistakes": Mistakes(false_leads=1.0, blind_rate=0.3)},
     ],
     ids=lambda o: ",".join(f"{k}={v}" for k, v in o.items()),
 )

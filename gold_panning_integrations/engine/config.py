@@ -10,14 +10,21 @@ from __future__ import annotations
 
 import math
 import numbers
-from dataclasses import asdict, dataclass, fields, replace
 from collections.abc import Callable
+from dataclasses import asdict, dataclass, fields, replace
 from typing import Any, Literal
 
 from .beliefs import DEFAULT_EPS, PriorSpec
 from .policies import POLICIES
 
-__all__ = ["DEFAULT_BLIND_RATE", "DEFAULT_FALSE_LEADS", "PAPER_UPDATE", "PanningConfig", "EmptyPromptRule"]
+__all__ = [
+    "DEFAULT_BLIND_RATE",
+    "DEFAULT_FALSE_LEADS",
+    "PAPER_UPDATE",
+    "EmptyPromptRule",
+    "PanningConfig",
+    "Spread",
+]
 
 DEFAULT_FALSE_LEADS = 0.25
 """``false_leads`` when neither the options nor the profile set it."""
@@ -31,6 +38,15 @@ every shown document, the paper's independent-citation model), ``"skip"`` (a fai
 reading of the whole prompt: no update), or ``"mixture"`` (a reply is silent with a
 probability estimated online from how many more empty replies came than the profile
 expects; an empty reply is a miss as far as it is not explained by silence)."""
+
+Spread = Literal["stride", "draw", "copies"]
+"""How the prompts of one round differ when ``prompts_per_round > 1`` (the first prompt
+is always the policy's own placement): ``"stride"`` (prompt ``b`` puts the documents
+ranked ``b, b+B, b+2B, ...`` on the most diagnostic positions, the others after them in
+rank order), ``"draw"`` (prompt ``b`` ranks by the policy's score plus Gumbel noise: a
+Plackett-Luce draw whose first place goes to a document with probability proportional
+to its odds), or ``"copies"`` (every prompt ranks alike; only the top shuffle and the
+labels differ)."""
 
 
 PAPER_UPDATE: dict[str, Any] = {
@@ -101,6 +117,8 @@ def _policy(value: Any) -> str | None:
 
 _CHECKS: dict[str, Callable[[Any], str | None]] = {
     "rounds": _int_at_least(1),
+    "prompts_per_round": _int_at_least(1),
+    "spread": _one_of("stride", "draw", "copies"),
     "k": _int_at_least(1),
     "min_rounds": _int_at_least(1),
     "shuffle_top": _int_at_least(0),
@@ -131,8 +149,14 @@ class PanningConfig:
     """Options of one panning run (GP-Belief, GP-Entropy or PSC over one question).
 
     Attributes:
-        rounds: Maximum number of rounds (``>= 1``). The paper uses 8; GP-Belief usually
-            reaches PSC's 8-round quality in about half of that.
+        rounds: Maximum number of rounds (``>= 1``), run one after another: the number
+            of sequential model calls, which sets the latency.
+        prompts_per_round: Prompts sent together in each round (``>= 1``), each with its
+            own placement (see ``spread``) and its own labels; beliefs are updated on all
+            of them before the next round is planned. A round costs ``prompts_per_round``
+            calls (times the windows) but one call of latency when the reader takes
+            concurrent calls.
+        spread: How the prompts of one round differ; see :data:`Spread`.
         k: Number of relevant documents to select (top-k), an int ``>= 1``.
         policy: ``"belief"`` (GP-Belief), ``"entropy"`` (GP-Entropy), ``"random"`` (PSC),
             or ``"oracle"`` (simulation only; needs ``truth=``).
@@ -202,6 +226,8 @@ class PanningConfig:
     """
 
     rounds: int = 4
+    prompts_per_round: int = 1
+    spread: Spread = "stride"
     k: int = 1
     policy: str = "belief"
     max_docs_per_prompt: int | None = None

@@ -15,10 +15,13 @@ paths and the reader's recommended profile are resolved at the edge
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import inspect
 import logging
+import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Awaitable, Iterable, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -32,9 +35,27 @@ from .config import PanningConfig
 from .policies import vote_ranking
 from .reading import Reading
 from .result import PanningResult, ProfileLike, RoundTrace, StopReason
-from .rounds import BatchState, Geometry, active_mask, draw_labels, observe_round, place, plan_round, rank_documents
+from .rounds import (
+    BatchState,
+    Geometry,
+    active_mask,
+    draw_labels,
+    observe_round,
+    place,
+    plan_round,
+    rank_documents,
+)
 
-__all__ = ["GoldPanner", "PanningConfig", "PanningResult", "RoundTrace", "ProfileLike", "StopReason"]
+__all__ = [
+    "POOL_WORKERS",
+    "GoldPanner",
+    "PanningConfig",
+    "PanningResult",
+    "ProfileLike",
+    "RoundTrace",
+    "StopReason",
+    "takes_concurrent_calls",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -92,6 +113,8 @@ class _Window:
     """Profile position per document of the run, shape ``(1, n)``; -1 = not in this prompt."""
     labels: NDArray[np.int64]
     """Label per prompt slot, shape ``(m,)``."""
+    prompt: int = 0
+    """Which of the round's ``prompts_per_round`` parallel prompts this window belongs to."""
 
     @property
     def shown_positions(self) -> NDArray[np.intp]:
@@ -109,6 +132,10 @@ class _Plan:
     @property
     def docs(self) -> tuple[NDArray[np.intp], ...]:
         return tuple(w.docs for w in self.windows)
+
+    def first_prompts(self, count: int) -> _Plan:
+        """The plan cut to its first ``count`` parallel prompts (all their windows)."""
+        return _Plan(tuple(w for w in self.windows if w.prompt < count), self.active)
 
 
 _LABELS_CACHE: dict[Any, bool] = {}
@@ -185,31 +212,45 @@ class _Run:
 
     # -------------------------------------------------------------- planning
     def plan(self) -> _Plan:
-        """The next round's prompts (the same batch functions the simulator runs)."""
+        """The next round's prompts (the same batch functions the simulator runs): one
+        per ``prompts_per_round``, each split into windows when ``windows=True`` and the
+        active documents exceed ``max_docs_per_prompt``."""
         cfg, st = self.cfg, self.state
         active = active_mask(st, k=cfg.k, prune_below=cfg.prune_below, started=bool(self.traces))
         truth = None if self.truth is None else self.truth[None, :]
         n_active = int(active.sum())
         budget = cfg.max_docs_per_prompt or n_active
-        if not (cfg.windows and n_active > budget):
-            p = plan_round(st, active, config=cfg, geometry=self.geometry, rng=self.rng, truth=truth)
-            size = int(p.sizes[0])
-            window = _Window(p.prompt[0, :size], p.positions, p.labels[0, :size])
-            return _Plan((window,), n_active)
-        # Windows: deal the ranked documents round-robin, one prompt each.
-        order, _ = rank_documents(
-            cfg.policy, st, active, rng=self.rng, truth=truth, shuffle_top=cfg.shuffle_top
-        )
-        ranked = order[0, :n_active]
-        n_win = -(-n_active // budget)
-        windows = []
-        for w in range(n_win):
-            group = ranked[w::n_win]
-            rest = np.setdiff1d(np.arange(self.n), group, assume_unique=True)
-            sizes = np.array([group.size], dtype=np.intp)
-            positions, prompt = place(np.concatenate([group, rest])[None, :], sizes, self.geometry)
-            labels = draw_labels(self.rng, sizes, group.size)
-            windows.append(_Window(prompt[0, : group.size], positions, labels[0]))
+        split = cfg.windows and n_active > budget
+        windows: list[_Window] = []
+        for b in range(cfg.prompts_per_round):
+            if not split:
+                p = plan_round(
+                    st, active, config=cfg, geometry=self.geometry, rng=self.rng, truth=truth, prompt=b
+                )
+                size = int(p.sizes[0])
+                windows.append(_Window(p.prompt[0, :size], p.positions, p.labels[0, :size], b))
+                continue
+            # Windows: deal the ranked documents round-robin, one prompt each.
+            order, _ = rank_documents(
+                cfg.policy,
+                st,
+                active,
+                rng=self.rng,
+                truth=truth,
+                shuffle_top=cfg.shuffle_top,
+                prompt=b,
+                prompts=cfg.prompts_per_round,
+                spread=cfg.spread,
+            )
+            ranked = order[0, :n_active]
+            n_win = -(-n_active // budget)
+            for w in range(n_win):
+                group = ranked[w::n_win]
+                rest = np.setdiff1d(np.arange(self.n), group, assume_unique=True)
+                sizes = np.array([group.size], dtype=np.intp)
+                positions, prompt = place(np.concatenate([group, rest])[None, :], sizes, self.geometry)
+                labels = draw_labels(self.rng, sizes, group.size)
+                windows.append(_Window(prompt[0, : group.size], positions, labels[0], b))
         return _Plan(tuple(windows), n_active)
 
     def next_round(self) -> _Plan | None:
@@ -227,9 +268,15 @@ class _Run:
             self.stop_reason = "threshold"
             return None
         plan = self.plan()
-        if stopping.call_budget_exceeded(sum(t.calls for t in self.traces), len(plan.windows), cfg.max_calls):
-            self.stop_reason = "call-budget"
-            return None
+        calls = sum(t.calls for t in self.traces)
+        if stopping.call_budget_exceeded(calls, len(plan.windows), cfg.max_calls):
+            # Send the round's first prompts (with all their windows) that still fit.
+            per_prompt = len(plan.windows) // cfg.prompts_per_round
+            fit = (int(cfg.max_calls or 0) - calls) // per_prompt
+            if fit < 1:
+                self.stop_reason = "call-budget"
+                return None
+            plan = plan.first_prompts(fit)
         if stopping.token_budget_exceeded(
             sum(t.prompt_tokens for t in self.traces),
             sum(len(w) for t in self.traces for w in t.windows),
@@ -278,6 +325,7 @@ class _Run:
                     tuple(w.labels.tolist()) if labelled else tuple(range(1, w.docs.size + 1))
                     for w in plan.windows
                 ),
+                prompt_index=tuple(w.prompt for w in plan.windows),
             )
         )
 
@@ -347,7 +395,7 @@ def _take(documents: Sequence[Any], idx: NDArray[np.intp]) -> list[Any]:
 
 
 def _reader_failure(err: Exception) -> Reading:
-    logger.warning("reader raised %s", type(err).__name__, exc_info=True)
+    logger.warning("reader raised %s", type(err).__name__, exc_info=err)
     return Reading.failure(f"{type(err).__name__}: {err}")
 
 
@@ -490,20 +538,54 @@ class GoldPanner:
         labelled = run.stop_reason is None and self._takes_labels("read")
         while (plan := run.next_round()) is not None:
             t0 = time.perf_counter()
-            readings = []
-            for w in plan.windows:
-                docs = _take(documents, w.docs)
-                try:
-                    if labelled:
-                        readings.append(self.reader.read(question, docs, labels=w.labels.tolist()))
-                    else:
-                        readings.append(self.reader.read(question, docs))
-                except FatalReaderError:
-                    raise  # permanent: not a failed round, the run ends here
-                except Exception as err:  # a reader must not crash the run: record, go on
-                    readings.append(_reader_failure(err))
+            readings = self._read_round(question, documents, plan.windows, labelled=labelled)
             run.observe(plan, readings, time.perf_counter() - t0, labelled=labelled)
         return run.result()
+
+    def _read_one(self, question: str, documents: Sequence[Any], window: _Window, labelled: bool) -> Reading:
+        """One prompt through ``reader.read``; any error but a fatal one becomes a failed reading."""
+        docs = _take(documents, window.docs)
+        try:
+            if labelled:
+                return self.reader.read(question, docs, labels=window.labels.tolist())  # type: ignore[no-any-return]
+            return self.reader.read(question, docs)  # type: ignore[no-any-return]
+        except FatalReaderError:
+            raise  # permanent: not a failed round, the run ends here
+        except Exception as err:  # noqa: BLE001 - a reader must not crash the run: record, go on
+            return _reader_failure(err)
+
+    def _read_round(
+        self, question: str, documents: Sequence[Any], windows: Sequence[_Window], *, labelled: bool
+    ) -> list[Reading]:
+        """A round's prompts through the synchronous reader, one reading per window.
+
+        When the reader takes concurrent calls (:func:`takes_concurrent_calls`), every
+        prompt but the first goes to the shared thread pool and the first runs in this
+        thread, so the round costs one call of latency; the reader's own limit on calls
+        in flight still applies. Otherwise the prompts run here, one after another, in
+        order. A :class:`FatalReaderError` is raised once every prompt already running has
+        finished; prompts not yet started are cancelled.
+        """
+        if len(windows) == 1 or not takes_concurrent_calls(self.reader):
+            return [self._read_one(question, documents, w, labelled) for w in windows]
+        pool = _thread_pool()
+        futures = [
+            pool.submit(contextvars.copy_context().run, self._read_one, question, documents, w, labelled)
+            for w in windows[1:]
+        ]
+        try:
+            first = self._read_one(question, documents, windows[0], labelled)
+        except BaseException:
+            _settle(futures)
+            raise
+        readings = [first]
+        for i, f in enumerate(futures):
+            try:
+                readings.append(f.result())
+            except BaseException:
+                _settle(futures[i + 1 :])
+                raise
+        return readings
 
     async def arun(
         self,
@@ -530,15 +612,68 @@ class GoldPanner:
             docs = _take(documents, w.docs)
             try:
                 if labelled:
-                    return await self.reader.aread(question, docs, labels=w.labels.tolist())
-                return await self.reader.aread(question, docs)
+                    return await self.reader.aread(question, docs, labels=w.labels.tolist())  # type: ignore[no-any-return]
+                return await self.reader.aread(question, docs)  # type: ignore[no-any-return]
             except FatalReaderError:
                 raise
-            except Exception as err:
+            except Exception as err:  # noqa: BLE001 - as in _read_one
                 return _reader_failure(err)
 
         while (plan := run.next_round()) is not None:
             t0 = time.perf_counter()
-            readings = await asyncio.gather(*(one(w) for w in plan.windows))
+            if len(plan.windows) == 1:
+                readings = [await one(plan.windows[0])]
+            else:
+                readings = await _gather_all(one(w) for w in plan.windows)
             run.observe(plan, readings, time.perf_counter() - t0, labelled=labelled)
         return run.result()
+
+
+def takes_concurrent_calls(reader: Any) -> bool:
+    """Whether the panner may send ``reader`` several prompts at once from threads: the
+    reader declares ``max_concurrency`` (its limit on calls in flight, None for no
+    limit) other than 1. A reader that declares nothing is called one prompt at a time
+    on the synchronous path (its ``read`` may not be thread-safe); ``aread`` calls are
+    always gathered, since an async reader yields only where it is ready to."""
+    limit = getattr(reader, "max_concurrency", 1)
+    return limit is None or (isinstance(limit, int) and not isinstance(limit, bool) and limit > 1)
+
+
+POOL_WORKERS = 64
+"""Threads of the pool the synchronous path sends a round's prompts through (shared by
+every panner in the process; each reader's ``max_concurrency`` bounds its own calls)."""
+
+_POOL: ThreadPoolExecutor | None = None
+_POOL_LOCK = threading.Lock()
+
+
+def _thread_pool() -> ThreadPoolExecutor:
+    """The process-wide pool, created on first use."""
+    global _POOL
+    if _POOL is None:
+        with _POOL_LOCK:
+            if _POOL is None:
+                _POOL = ThreadPoolExecutor(max_workers=POOL_WORKERS, thread_name_prefix="gold-panning")
+    return _POOL
+
+
+def _settle(futures: Sequence[Future[Any]]) -> None:
+    """Cancel the futures not started yet and wait for the running ones (each reader call
+    has its own deadline), so no call outlives the run that made it."""
+    for f in futures:
+        f.cancel()
+    wait(futures)
+
+
+async def _gather_all(coros: Iterable[Awaitable[Reading]]) -> list[Reading]:
+    """``asyncio.gather`` that leaves no task behind: when one prompt raises (a fatal
+    reader error) or the caller is cancelled, the others are cancelled and awaited
+    before the error propagates."""
+    tasks = [asyncio.ensure_future(c) for c in coros]
+    try:
+        return list(await asyncio.gather(*tasks))
+    except BaseException:
+        for t in tasks:
+            t.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        raise

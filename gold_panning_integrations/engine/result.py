@@ -40,8 +40,10 @@ class ProfileLike(Protocol):
 class RoundTrace:
     """What happened in one round.
 
-    A round is one prompt, or several prompts ("windows") sent concurrently when
-    ``windows=True`` and the documents exceed the context budget.
+    A round is ``prompts_per_round`` prompts sent together, each of them one call, or
+    several calls ("windows") when ``windows=True`` and the documents exceed the context
+    budget. ``windows``, ``positions``, ``labels``, ``readings`` and ``prompt_index``
+    hold one entry per call, in the order the calls were planned.
 
     Attributes:
         round: 1-based round number.
@@ -57,6 +59,8 @@ class RoundTrace:
         posteriors: Posterior of every document after the round, shape ``(n,)``.
         seconds: Wall time of the round's reader calls.
         active: Documents still in play this round (not pruned).
+        prompt_index: Per call, which of the round's parallel prompts it belongs to
+            (0-based; all 0 with one prompt per round).
     """
 
     round: int
@@ -69,6 +73,7 @@ class RoundTrace:
     seconds: float
     active: int = 0
     labels: tuple[tuple[int, ...], ...] = ()
+    prompt_index: tuple[int, ...] = ()
 
     @property
     def shown(self) -> tuple[int, ...]:
@@ -230,6 +235,7 @@ class PanningResult:
                     "windows": [list(w) for w in r.windows],
                     "positions": [list(p) for p in r.positions],
                     "labels": [list(lab) for lab in r.labels],
+                    "prompt_index": list(r.prompt_index),
                     "cited": list(r.cited),
                     "failed": r.failed,
                     "active": r.active,

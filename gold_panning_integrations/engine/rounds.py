@@ -7,11 +7,12 @@ thousands of trials. A simulated number is therefore a number about the code use
 A round is:
 
 1. :func:`active_mask`: documents still in play (pruning);
-2. :func:`plan_round`: score by policy, rank, randomly permute the top few
-   (``shuffle_top``), match to positions by diagnosticity, and draw the labels the shown
-   documents go under (a random permutation of ``1..m`` per prompt);
+2. :func:`plan_round`, once per prompt of the round (``prompts_per_round``): score by
+   policy, rank (the round's later prompts spread differently, see ``spread``), randomly
+   permute the top few (``shuffle_top``), match to positions by diagnosticity, and draw
+   the labels the shown documents go under (a random permutation of ``1..m`` per prompt);
 3. the reader (or the simulated model) cites prompt slots;
-4. :func:`observe_round`: the Bayesian update with the (robust, level-adapted) rates,
+4. :func:`observe_round`, once per prompt, in prompt order: the Bayesian update with the (robust, level-adapted) rates,
    with the empty-prompt rule, summed per document and read through the document-level
    mixture (:func:`mixed_evidence`: false leads and blind spots bound a document's total
    evidence).
@@ -336,6 +337,16 @@ def _shuffle_top(order: NDArray[np.intp], sizes: NDArray[np.intp], top: int, rng
     order[:, :t] = np.take_along_axis(order[:, :t], perm, axis=1)
 
 
+def _stride(order: NDArray[np.intp], n_active: NDArray[np.intp], prompt: int, prompts: int) -> NDArray[np.intp]:
+    """Each row of ``order`` (best first) reordered so that ranks ``prompt, prompt +
+    prompts, ...`` among the row's ``n_active`` active documents come first, the other
+    active ones next (in rank order), the inactive ones last."""
+    r = np.arange(order.shape[1])[None, :]
+    live = r < n_active[:, None]
+    group = np.where(live & (r % prompts == prompt), 0, np.where(live, 1, 2))
+    return np.take_along_axis(order, np.argsort(group, axis=1, kind="stable"), axis=1)
+
+
 def rank_documents(
     policy: str,
     state: BatchState,
@@ -344,17 +355,30 @@ def rank_documents(
     rng: np.random.Generator,
     truth: NDArray[np.bool_] | None = None,
     shuffle_top: int = 0,
+    prompt: int = 0,
+    prompts: int = 1,
+    spread: str = "stride",
 ) -> tuple[NDArray[np.intp], NDArray[np.intp]]:
     """Documents best first by the policy's score, inactive ones last.
+
+    Args:
+        prompt: Which of the round's ``prompts`` parallel prompts this order is for.
+            Prompt 0 is the policy's own order; the others differ by ``spread``
+            (:data:`~.config.Spread`). The ``random`` policy draws a fresh permutation
+            for every prompt whatever ``spread`` says.
 
     Returns:
         ``(order, n_active)``: shape ``(B, n)`` and ``(B,)``. With ``shuffle_top``, the
         first ``shuffle_top`` of each row are in uniformly random order.
     """
     scores = score_documents(policy, state.log_odds, rng=rng, truth=truth)
+    if prompt > 0 and spread == "draw" and policy != "random":
+        scores = scores - np.log(-np.log(np.maximum(rng.random(scores.shape), 1e-300)))  # + Gumbel
     scores = np.where(active, scores, -np.inf)
     order = np.argsort(-scores, axis=1, kind="stable")
     n_active = active.sum(axis=1).astype(np.intp)
+    if prompt > 0 and spread == "stride" and policy != "random":
+        order = _stride(order, n_active, prompt, prompts)
     _shuffle_top(order, n_active, shuffle_top, rng)
     return order, n_active
 
@@ -395,16 +419,26 @@ def plan_round(
     geometry: Geometry,
     rng: np.random.Generator,
     truth: NDArray[np.bool_] | None = None,
+    prompt: int = 0,
 ) -> Placement:
-    """Plan one prompt per run (the whole active set, cut to ``max_docs_per_prompt``)."""
+    """Plan one prompt per run (the whole active set, cut to ``max_docs_per_prompt``):
+    prompt ``prompt`` of the round's ``config.prompts_per_round``."""
     order, n_active = rank_documents(
-        config.policy, state, active, rng=rng, truth=truth, shuffle_top=config.shuffle_top
+        config.policy,
+        state,
+        active,
+        rng=rng,
+        truth=truth,
+        shuffle_top=config.shuffle_top,
+        prompt=prompt,
+        prompts=config.prompts_per_round,
+        spread=config.spread,
     )
     budget = config.max_docs_per_prompt
     sizes = n_active if budget is None else np.minimum(n_active, budget)
-    positions, prompt = place(order, sizes, geometry)
+    positions, prompt_order = place(order, sizes, geometry)
     labels = draw_labels(rng, sizes, int(sizes.max()) if sizes.size else 0)
-    return Placement(positions, sizes, prompt, labels)
+    return Placement(positions, sizes, prompt_order, labels)
 
 
 def _mixture_missed(

@@ -17,6 +17,7 @@ rng=model), rng=policy)`` draw for draw (pinned by a test).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Literal
@@ -29,10 +30,10 @@ from .config import PanningConfig
 from .curves import resample_curve
 from .policies import POLICIES
 from .reading import Reading
-from .rounds import BatchState, Geometry, active_mask, plan_round, observe_round
+from .rounds import BatchState, Geometry, active_mask, observe_round, plan_round
 from .stopping import threshold_reached
 
-__all__ = ["Attack", "SimulatedReader", "PolicyCurve", "SimulationResult", "simulate"]
+__all__ = ["Attack", "Mistakes", "PolicyCurve", "SimulatedReader", "SimulationResult", "simulate"]
 
 _CHUNK_ELEMENTS = 1 << 22  # trials x n per chunk: ~34 MB per float64 array
 
@@ -60,6 +61,42 @@ class Attack:
             raise ValueError(f"attack kind must be 'label', 'position' or 'self', got {self.kind!r}")
         if not 0.0 < self.obey <= 1.0:
             raise ValueError(f"attack obey must be in (0, 1], got {self.obey!r}")
+
+
+@dataclass(frozen=True)
+class Mistakes:
+    """A simulated reader whose mistakes repeat (the true model, not the panner's belief).
+
+    Per trial, each irrelevant document is a *false lead* with probability
+    ``min(false_leads / (n - k), 1)``: the model reads it as relevant and cites it at its
+    position's TPR, round after round; each relevant document is a *blind spot* with
+    probability ``blind_rate``: the model cites it at the FPR only. The paper's model
+    (independent readings) is ``Mistakes(0, 0)``.
+
+    Attributes:
+        false_leads: Expected false leads per trial (``>= 0``).
+        blind_rate: Probability that a relevant document is a blind spot, in [0, 1].
+    """
+
+    false_leads: float = 0.0
+    blind_rate: float = 0.0
+
+    def __post_init__(self) -> None:
+        if not (math.isfinite(self.false_leads) and self.false_leads >= 0.0):
+            raise ValueError(f"false_leads must be a number >= 0, got {self.false_leads!r}")
+        if not 0.0 <= self.blind_rate <= 1.0:
+            raise ValueError(f"blind_rate must be in [0, 1], got {self.blind_rate!r}")
+
+    def draw(self, rng: np.random.Generator, truth: NDArray[np.bool_]) -> NDArray[np.bool_]:
+        """What the model reads as relevant, shape ``(B, n)`` like ``truth``: the
+        relevant documents that are not blind spots, and the false leads. Draws two
+        uniforms per document (leads first, then blind spots)."""
+        b, n = truth.shape
+        k = truth.sum(axis=1, keepdims=True)
+        a = np.minimum(self.false_leads / np.maximum(n - k, 1), 1.0)
+        lead = ~truth & (rng.random((b, n)) < a)
+        blind = truth & (rng.random((b, n)) < self.blind_rate)
+        return (truth & ~blind) | lead
 
 
 class SimulatedReader:
@@ -312,35 +349,46 @@ class _Batch:
     attack: Attack | None
     recall_at: int | None
     streams: tuple[np.random.Generator, ...]
+    mistakes: Mistakes | None = None
 
     def run_chunk(
-        self, b: int, lo0: NDArray[np.float64], needle_probs: NDArray[np.float64] | None, tally: _Tally
+        self, bsz: int, lo0: NDArray[np.float64], needle_probs: NDArray[np.float64] | None, tally: _Tally
     ) -> None:
         needle_rng, model_rng, policy_rng, tie_rng = self.streams
         some = next(iter(self.cfgs.values()))
         k, n = some.k, lo0.size
-        truth, hostile = _draw_truth(needle_rng, b, n, k, needle_probs)
-        states = {p: BatchState.start(np.broadcast_to(lo0, (b, n))) for p in self.cfgs}
-        live = {p: np.ones(b, dtype=bool) for p in self.cfgs}
+        truth, hostile = _draw_truth(needle_rng, bsz, n, k, needle_probs)
+        states = {p: BatchState.start(np.broadcast_to(lo0, (bsz, n))) for p in self.cfgs}
+        live = {p: np.ones(bsz, dtype=bool) for p in self.cfgs}
+        reads = truth if self.mistakes is None else self.mistakes.draw(needle_rng, truth)
+        prompts = some.prompts_per_round
         for t in range(some.rounds):
-            plans = {}
+            plans: dict[str, list[Any]] = {}
             for pol, cfg in self.cfgs.items():
                 st = states[pol]
                 live[pol] &= ~threshold_reached(st.log_odds, k=k, stop_at=cfg.stop_at, done=t, min_rounds=cfg.min_rounds)
                 active = active_mask(st, k=k, prune_below=cfg.prune_below, started=t > 0)
-                plans[pol] = plan_round(st, active, config=cfg, geometry=self.geometry, rng=policy_rng, truth=truth)
-            width = max(int(p.sizes.max()) for p in plans.values())
-            u = model_rng.random((b, width))  # common random numbers across policies
-            obeyed = None
-            if self.attack is not None and self.attack.obey < 1.0:
-                obeyed = model_rng.random(b) < self.attack.obey
-            for pol, cfg in self.cfgs.items():
-                st, plan = states[pol], plans[pol]
-                cited = _cite(plan, truth, hostile, u, obeyed, self.true_geometry, self.attack)
-                observe_round(st, plan.positions, plan.sizes, cited, ok=live[pol], config=cfg, geometry=self.geometry)
-                tally.calls[pol][t] += live[pol].sum()
+                plans[pol] = [
+                    plan_round(st, active, config=cfg, geometry=self.geometry, rng=policy_rng, truth=truth, prompt=b)
+                    for b in range(prompts)
+                ]
+            for b in range(prompts):
+                width = max(int(p[b].sizes.max()) for p in plans.values())
+                u = model_rng.random((bsz, width))  # common random numbers across policies
+                obeyed = None
+                if self.attack is not None and self.attack.obey < 1.0:
+                    obeyed = model_rng.random(bsz) < self.attack.obey
+                for pol, cfg in self.cfgs.items():
+                    plan = plans[pol][b]
+                    cited = _cite(plan, reads, hostile, u, obeyed, self.true_geometry, self.attack)
+                    observe_round(
+                        states[pol], plan.positions, plan.sizes, cited, ok=live[pol], config=cfg, geometry=self.geometry
+                    )
+                    tally.calls[pol][t] += live[pol].sum()
+            for pol in self.cfgs:
+                st = states[pol]
                 # PSC ranks by votes (random ties), the others by belief.
-                keys = st.counts + tie_rng.random((b, n)) if pol == "random" else st.log_odds
+                keys = st.counts + tie_rng.random((bsz, n)) if pol == "random" else st.log_odds
                 hits = _top_k_hits(keys, truth, k)
                 tally.stats[pol][0, t] += hits.sum()
                 tally.stats[pol][1, t] += np.square(hits).sum()
@@ -369,6 +417,7 @@ def simulate(
     eps: float = DEFAULT_EPS,
     config: PanningConfig | None = None,
     attack: Attack | None = None,
+    mistakes: Mistakes | None = None,
     prior_probs: ArrayLike | None = None,
     needle_probs: ArrayLike | None = None,
     recall_at: int | None = None,
@@ -402,11 +451,15 @@ def simulate(
         prior: ``"uniform"`` (0.5, the paper) or ``"base-rate"`` (k/n); overrides
             ``config.prior``. Ignored with ``prior_probs``.
         eps: Clamp for the decision rates (overrides ``config.eps``).
-        config: Panning options (``shuffle_top``, ``robust``, ``empty_prompts``,
-            ``adapt_level``, ``prune_below``, ``max_docs_per_prompt``, ``stop_at``,
-            ``min_rounds``, ``evidence_temperature``, ``resample_profile``); windows and
-            the call/token/gain budgets are not simulated.
+        config: Panning options (``prompts_per_round``, ``spread``, ``shuffle_top``,
+            ``robust``, ``empty_prompts``, ``adapt_level``, ``prune_below``,
+            ``max_docs_per_prompt``, ``stop_at``, ``min_rounds``,
+            ``evidence_temperature``, ``resample_profile``); windows and the
+            call/token/gain budgets are not simulated.
         attack: A hostile non-needle document per trial and how the model obeys it.
+        mistakes: The simulated model's repeated mistakes (false leads, blind spots),
+            drawn per trial from the needle stream after the needles; None: the paper's
+            independent readings.
         prior_probs: Per-document prior probabilities, shape ``(n,)`` (e.g. a rank prior).
         needle_probs: Probability of each index being a needle, shape ``(n,)``.
         recall_at: Also report the fraction of needles in the top ``recall_at``.
@@ -445,6 +498,7 @@ def simulate(
         attack=attack,
         recall_at=recall_at,
         streams=tuple(gen.spawn(4)),  # needles, model, policy, ties
+        mistakes=mistakes,
     )
     chunk = chunk_trials or max(1, min(trials, _CHUNK_ELEMENTS // n))
     tally = _Tally(policies, rounds, keep=keep_posteriors)

@@ -27,6 +27,7 @@ from typing import Any, ClassVar, Literal
 
 from ..engine.reading import Reading
 from ..errors import CitationParseError
+from ._limit import CallLimit
 from ._prompt import (
     SYSTEM_PROMPT,
     PromptTemplate,
@@ -42,6 +43,7 @@ from ._prompt import (
 from ._retry import RetryPolicy, Usage, Wait, check_max_attempts, make_wait, with_retries
 
 __all__ = [
+    "DEFAULT_MAX_CONCURRENCY",
     "BaseReader",
     "Mode",
     "Prompt",
@@ -54,6 +56,9 @@ __all__ = [
 ]
 
 logger = logging.getLogger(__name__)
+
+DEFAULT_MAX_CONCURRENCY = 16
+"""Calls in flight through one network reader unless ``max_concurrency=`` says otherwise."""
 
 Mode = Literal["cite", "answer"]
 Structured = Literal["auto"] | bool
@@ -158,6 +163,11 @@ class BaseReader:
             unchanged). None: no limit. Not applied to a callable ``template``.
         structured: ``"auto"``, ``True`` or ``False``: whether cite mode uses the model's
             structured output (readers without it ignore this).
+        max_concurrency: The most model calls in flight through this reader at once,
+            shared by every query and every prompt that goes through it (threads and
+            event loops alike); further calls wait their turn, first come first served.
+            ``1``: the reader takes no concurrent calls, and the panner sends a round's
+            prompts one after another. None: no limit.
 
     Failures never raise from :meth:`read`/:meth:`aread` except permanent ones
     (:class:`~gold_panning_integrations.errors.FatalReaderError`, naming the reader, its
@@ -181,6 +191,7 @@ class BaseReader:
         attribution: Any = None,
         max_chars_per_doc: int | None = None,
         structured: Structured = "auto",
+        max_concurrency: int | None = DEFAULT_MAX_CONCURRENCY,
     ) -> None:
         self.mode = check_mode(mode)
         self.template = template
@@ -191,6 +202,7 @@ class BaseReader:
         self.attribution = attribution
         self.max_chars_per_doc = check_max_chars_per_doc(max_chars_per_doc)
         self.structured = check_structured(structured)
+        self.call_limit = CallLimit(max_concurrency)
         self._use_structured = False
         self._warned_template = False
 
@@ -199,6 +211,11 @@ class BaseReader:
     def model_name(self) -> str:
         """The model's name, as recorded in profiles and traces."""
         raise NotImplementedError
+
+    @property
+    def max_concurrency(self) -> int | None:
+        """The most model calls in flight through this reader (None: no limit)."""
+        return self.call_limit.limit
 
     @property
     def uses_structured_output(self) -> bool:
@@ -353,7 +370,9 @@ class BaseReader:
 
         def attempt(usage: Usage) -> Reading:
             usage.calls += 1
-            return self._reading(self._reply(prompt, usage, options), prompt)
+            with self.call_limit.slot():
+                reply = self._reply(prompt, usage, options)
+            return self._reading(reply, prompt)
 
         return with_retries(attempt, policy=self._policy(), what=repr(self))  # type: ignore[no-any-return]
 
@@ -366,7 +385,9 @@ class BaseReader:
 
         async def attempt(usage: Usage) -> Reading:
             usage.calls += 1
-            return self._reading(await self._areply(prompt, usage, options), prompt)
+            async with self.call_limit.aslot():
+                reply = await self._areply(prompt, usage, options)
+            return self._reading(reply, prompt)
 
         return await with_retries(attempt, policy=self._policy(), what=repr(self))  # type: ignore[no-any-return]
 

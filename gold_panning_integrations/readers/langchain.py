@@ -34,7 +34,7 @@ from langchain_core.runnables import Runnable, RunnableConfig
 
 from ..engine.reading import Reading
 from ..errors import CitationParseError
-from ._base import BaseReader, Mode, Prompt, Reply, Structured, token_counts
+from ._base import DEFAULT_MAX_CONCURRENCY, BaseReader, Mode, Prompt, Reply, Structured, token_counts
 from ._prompt import Citations, PromptTemplate, attach_raw
 from ._retry import Usage, Wait
 
@@ -133,6 +133,8 @@ class ChatModelReader(BaseReader):
             longer documents are cut there and marked ``" [...]"`` (their label is
             unchanged). None (default): no limit, and a prompt too long for the model
             fails with an error saying so. Not applied to a callable ``template``.
+        max_concurrency: The most model calls in flight through this reader, shared by
+            every query that uses it (None: no limit); see :class:`._base.BaseReader`.
     """
 
     def __init__(
@@ -148,6 +150,7 @@ class ChatModelReader(BaseReader):
         attribution: Any = None,
         config: RunnableConfig | None = None,
         max_chars_per_doc: int | None = None,
+        max_concurrency: int | None = DEFAULT_MAX_CONCURRENCY,
     ) -> None:
         if not is_chat_runnable(chat_model):
             raise TypeError(
@@ -162,6 +165,7 @@ class ChatModelReader(BaseReader):
             wait=wait,
             attribution=attribution,
             max_chars_per_doc=max_chars_per_doc,
+            max_concurrency=max_concurrency,
             structured=structured,
         )
         self.chat_model = chat_model

@@ -26,7 +26,7 @@ from llama_index.core.types import PydanticProgramMode
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, WithJsonSchema
 
 from ..errors import CitationParseError
-from ._base import BaseReader, Mode, Prompt, Reply, Structured, token_counts
+from ._base import DEFAULT_MAX_CONCURRENCY, BaseReader, Mode, Prompt, Reply, Structured, token_counts
 from ._prompt import PromptTemplate, attach_raw
 from ._retry import Usage, Wait
 
@@ -99,6 +99,8 @@ class LlamaIndexLLMReader(BaseReader):
             longer documents are cut there and marked ``" [...]"`` (their label is
             unchanged). None (default): no limit, and a prompt too long for the model
             fails with an error saying so. Not applied to a callable ``template``.
+        max_concurrency: The most model calls in flight through this reader, shared by
+            every query that uses it (None: no limit); see :class:`._base.BaseReader`.
     """
 
     def __init__(
@@ -113,6 +115,7 @@ class LlamaIndexLLMReader(BaseReader):
         mode: Mode = "cite",
         attribution: Any = None,
         max_chars_per_doc: int | None = None,
+        max_concurrency: int | None = DEFAULT_MAX_CONCURRENCY,
     ) -> None:
         if not isinstance(llm, LLM):
             raise TypeError(f"LlamaIndexLLMReader needs a llama_index.core LLM, got {type(llm).__name__}")
@@ -124,6 +127,7 @@ class LlamaIndexLLMReader(BaseReader):
             wait=wait,
             attribution=attribution,
             max_chars_per_doc=max_chars_per_doc,
+            max_concurrency=max_concurrency,
             structured=structured,
         )
         self.llm = llm

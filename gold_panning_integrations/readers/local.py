@@ -99,7 +99,9 @@ def declared_context(llm: Any) -> int | None:
 class LocalReader(BaseReader):
     """Reader running a GGUF model in this process with llama-cpp-python.
 
-    The model is loaded on first use and kept (one load per reader). With ``n_ctx=None``
+    The model is loaded on first use and kept (one load per reader). It takes no
+    concurrent calls (``max_concurrency == 1``): a round's prompts run one after another,
+    and queries from several threads wait their turn. With ``n_ctx=None``
     the context follows the prompts: the model is (re)loaded with the next power of two
     that fits the prompt plus ``max_tokens`` (at least 1024), up to the context length
     the GGUF file declares; a prompt longer than that gives a failed reading saying so.
@@ -160,6 +162,7 @@ class LocalReader(BaseReader):
             attribution=attribution,
             max_chars_per_doc=max_chars_per_doc,
             structured=False,
+            max_concurrency=1,  # one llama.cpp context in this process: one call at a time
         )
         if n_ctx is not None and n_ctx < 64:
             raise ValueError(f"n_ctx must be >= 64 or None, got {n_ctx!r}")

@@ -26,7 +26,7 @@ from typing import Any, Literal
 from typing_extensions import Self
 
 from ..errors import CitationParseError, FatalReaderError, ReaderError
-from ._base import BaseReader, Mode, Prompt, Reply
+from ._base import DEFAULT_MAX_CONCURRENCY, BaseReader, Mode, Prompt, Reply
 from ._http import deadline, make_async_http_client, make_http_client
 from ._prompt import PromptTemplate, attach_raw, citation_json_schema, truncate
 from ._retry import Usage, Wait, classify_error
@@ -113,6 +113,8 @@ class OpenAIReader(BaseReader):
             longer documents are cut there and marked ``" [...]"`` (their label is
             unchanged). None (default): no limit, and a prompt too long for the model
             fails with an error saying so. Not applied to a callable ``template``.
+        max_concurrency: The most model calls in flight through this reader, shared by
+            every query that uses it (None: no limit); see :class:`._base.BaseReader`.
 
     Permanent failures (HTTP 401/403/404, a closed port, a redirect to another host or
     a redirect loop) raise :class:`~gold_panning_integrations.errors.FatalReaderError`
@@ -141,6 +143,7 @@ class OpenAIReader(BaseReader):
         attribution: Any = None,
         extra_body: dict[str, Any] | None = None,
         max_chars_per_doc: int | None = None,
+        max_concurrency: int | None = DEFAULT_MAX_CONCURRENCY,
     ) -> None:
         super().__init__(
             mode=mode,
@@ -150,6 +153,7 @@ class OpenAIReader(BaseReader):
             wait=wait,
             attribution=attribution,
             max_chars_per_doc=max_chars_per_doc,
+            max_concurrency=max_concurrency,
         )
         if not isinstance(model, str) or not model:
             raise ValueError(f"model must be a non-empty model name, got {model!r}")
