@@ -1,10 +1,14 @@
-"""The user-facing :class:`GoldPanner`: the engine's panner with profiles resolved at the edge.
+"""The public :class:`GoldPanner`: the engine's panner with the profile and the reader
+resolved at the edge.
 
-The numpy engine takes any object with ``tpr``/``fpr``
-(:class:`~gold_panning_integrations.engine.result.ProfileLike`) and never imports
-:mod:`gold_panning_integrations.profiles`. This subclass accepts what a user has at hand
-(a ``DetectorProfile``, a bundled name, a path to a profile JSON file, or nothing) and
-resolves it with :func:`~gold_panning_integrations.profiles.resolve_profile`.
+The numpy engine (:class:`~gold_panning_integrations.engine.panner.Panner`) takes any
+object with ``tpr``/``fpr`` (:class:`~gold_panning_integrations.engine.result.ProfileLike`)
+and a reader of the declared protocol, and never imports
+:mod:`gold_panning_integrations.profiles`. This class accepts what a user has at hand (a
+``DetectorProfile``, a bundled name, a path to a profile JSON file, or nothing; a reader,
+a LangChain chat model, a LlamaIndex LLM or ``"local"``) and resolves both, once, with
+the rules every entry point follows (:func:`~gold_panning_integrations.profiles.resolve_profile`,
+:func:`~gold_panning_integrations.readers.as_reader`).
 """
 
 from __future__ import annotations
@@ -14,34 +18,44 @@ from typing import Any
 
 import numpy as np
 
-from .engine import panner as _engine
 from .engine.config import PanningConfig
+from .engine.panner import Panner
 from .profiles import DetectorProfile, resolve_profile
 
 __all__ = ["GoldPanner", "PanningConfig"]
 
 
-class GoldPanner(_engine.GoldPanner):
+class GoldPanner(Panner):
     """Bayesian active search for the relevant documents of one question.
 
-    The same as :class:`gold_panning_integrations.engine.GoldPanner` (see it for the round
-    loop), except ``profile`` may be:
-
-    * a ``DetectorProfile`` or any object with ``tpr``/``fpr``;
-    * a bundled profile name (``gold_panning_integrations.bundled_profiles()``) or a path
-      to a profile JSON file (e.g. from ``gold-panning calibrate``);
-    * None: the profile the reader recommends for itself (its ``recommended_profile``),
-      else the generic ``lost-in-the-middle`` profile with a one-time warning.
+    Each round the panner scores documents by their belief (``policy="belief"``),
+    matches the best to the most diagnostic positions of the detector profile, shows them
+    under labels drawn at random for every prompt, asks the reader which shown documents
+    answer the question, and updates every shown document's log-odds by Bayes' rule.
+    ``run``/``arun(question, documents, *, scores=None, prior_probs=None, ...)`` start
+    from the retriever prior over the documents' order (``retriever_prior``, default
+    ``"rank"``) unless ``prior_probs`` or ``prior_log_odds`` is given; pass
+    ``retriever_prior="none"`` for documents in no meaningful order.
 
     Args:
-        reader: Object with ``read(question, documents, *, labels=None)`` and/or ``aread``.
-        profile: See above.
+        reader: A reader (``read``/``aread`` of the
+            :class:`~gold_panning_integrations.engine.reading.Reader` protocol), a
+            LangChain chat model, a LlamaIndex LLM, or ``"local"`` for the embedded model;
+            adapted once by :func:`~gold_panning_integrations.readers.as_reader` (a
+            ``read`` without ``labels`` is wrapped, with one warning). None: only the
+            planning helpers are used.
+        profile: A ``DetectorProfile`` (or any object with ``tpr``/``fpr``), a bundled
+            profile name (``gold_panning_integrations.bundled_profiles()``), a path to a
+            profile JSON file (e.g. from ``gold-panning calibrate``), or None: the profile
+            the reader recommends for itself (its ``recommended_profile``), else the
+            generic ``lost-in-the-middle`` profile with a one-time warning.
         config: A :class:`PanningConfig`; None for the defaults.
         rng: ``numpy.random.Generator`` or seed.
         **options: Any :class:`PanningConfig` field (``rounds=4, k=1, ...``).
 
     Raises:
         ProfileError: the name or file is not a valid profile (the message says which).
+        TypeError: the reader cannot be used as one (the message says what is needed).
         ValueError: an option is out of range (the message names it and its value).
     """
 
@@ -54,6 +68,10 @@ class GoldPanner(_engine.GoldPanner):
         rng: np.random.Generator | int | None = None,
         **options: Any,
     ) -> None:
+        if reader is not None:
+            from .readers import as_reader
+
+            reader = as_reader(reader)
         if profile is None or isinstance(profile, (str, Path, DetectorProfile)):
             profile = resolve_profile(profile, reader=reader)
         super().__init__(reader, profile, config, rng=rng, **options)

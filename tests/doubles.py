@@ -1,18 +1,21 @@
-"""Test doubles shared by the integration tests (LangChain retriever and compressor,
-LlamaIndex postprocessor, reliability tests): in-memory base retrievers, scripted readers,
-document/node builders and two hand-checkable profiles.
+"""Test doubles, in one place: the engine tests' panner with the paper's update, scripted
+readers (every one of the reader protocol: ``read(question, documents, *, labels)``), a
+calibration task, in-memory base retrievers, document/node builders and two
+hand-checkable profiles.
 
 Import them (``from doubles import ListRetriever``); ``conftest.py`` also exposes the
 common ones as fixtures. One definition each: before, ``ListRetriever`` lived in three
-test files.
+test files, the ``GoldPanner`` wrapper in four, ``MarkedTask`` in two, and the engine
+tests' readers and trace helper beside each test.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
+import numpy as np
 from langchain_core.callbacks import (
     AsyncCallbackManagerForRetrieverRun,
     CallbackManagerForRetrieverRun,
@@ -22,6 +25,9 @@ from langchain_core.retrievers import BaseRetriever
 from llama_index.core.schema import NodeWithScore, TextNode
 
 from gold_panning_integrations import DetectorProfile, Reading
+from gold_panning_integrations import GoldPanner as _GoldPanner
+from gold_panning_integrations.engine.config import PAPER_UPDATE
+from gold_panning_integrations.tasks.base import TaskInstance
 
 NEEDLE = "The needle is in the haystack."
 
@@ -148,3 +154,80 @@ class BrokenReader:
         self, question: str, documents: Sequence[str], *, labels: Sequence[int] | None = None
     ) -> Reading:
         raise ConnectionError("model endpoint down")
+
+
+# ------------------------------------------------------------- engine and calibration tests
+def GoldPanner(*args: Any, **kwargs: Any) -> _GoldPanner:
+    """The panner with the paper's update (``shuffle_top=0``, ``robust=False``,
+    ``empty_prompts="evidence"``, ``adapt_level=False``, no document-level mixture) and the
+    flat prior (``retriever_prior="none"``) unless given: the engine tests pin placements
+    and updates by hand from the profile's own rates and a flat start (the shuffle is
+    tested in ``test_engine_labels.py``, the robust likelihood in ``test_engine_robust.py``,
+    the retriever prior in ``test_engine_priors.py``)."""
+    for name, value in {**PAPER_UPDATE, "retriever_prior": "none"}.items():
+        kwargs.setdefault(name, value)
+    return _GoldPanner(*args, **kwargs)
+
+
+class MarkedTask:
+    """Calibration task: the gold document reads "GOLD", distractors "d<i>" (``i`` drawn
+    from ``rng``, so distractors may repeat)."""
+
+    name = "marked"
+
+    def make(self, n: int, *, gold_position: int, rng: np.random.Generator) -> TaskInstance:
+        docs = [f"d{int(rng.integers(1000))}" for _ in range(n)]
+        docs[gold_position] = "GOLD"
+        return TaskInstance("q", docs, (gold_position,), ("GOLD",), task=self.name)
+
+
+def flat_positions(positions: Sequence[Any]) -> tuple[int, ...]:
+    """Trace positions as one flat tuple (the trace nests them per prompt window)."""
+    out: list[int] = []
+    for p in positions:
+        if isinstance(p, (tuple, list)):
+            out.extend(int(x) for x in p)
+        else:
+            out.append(int(p))
+    return tuple(out)
+
+
+class TextReader:
+    """Deterministic content-based reader: cites the shown documents in ``gold``."""
+
+    def __init__(self, gold: set[str]) -> None:
+        self.gold = gold
+        self.seen: list[list[str]] = []
+
+    def read(self, question: str, documents: Sequence[str], *, labels: Sequence[int] | None = None) -> Reading:
+        self.seen.append(list(documents))
+        return Reading(cited=tuple(i for i, d in enumerate(documents) if d in self.gold))
+
+    async def aread(
+        self, question: str, documents: Sequence[str], *, labels: Sequence[int] | None = None
+    ) -> Reading:
+        return self.read(question, documents)
+
+
+class FnReader:
+    """Calls ``fn(call_index, documents)`` for each reading (may raise)."""
+
+    def __init__(self, fn: Callable[[int, list[str]], Reading]) -> None:
+        self.fn = fn
+        self.seen: list[list[str]] = []
+
+    def read(self, question: str, documents: Sequence[str], *, labels: Sequence[int] | None = None) -> Reading:
+        self.seen.append(list(documents))
+        return self.fn(len(self.seen) - 1, list(documents))
+
+
+class RecordingReader:
+    """Cites fixed prompt positions every call; records the prompts it was shown."""
+
+    def __init__(self, cite: Sequence[int] = ()) -> None:
+        self.cite = tuple(cite)
+        self.seen: list[list[str]] = []
+
+    def read(self, question: str, documents: Sequence[str], *, labels: Sequence[int] | None = None) -> Reading:
+        self.seen.append(list(documents))
+        return Reading(cited=tuple(c for c in self.cite if c < len(documents)))

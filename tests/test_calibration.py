@@ -10,7 +10,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from core_doubles import MarkedTask
+from doubles import MarkedTask
 
 from gold_panning_integrations.calibration import (
     Calibrator,

@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
-from core_doubles import MarkedTask
+from doubles import MarkedTask
 
 from gold_panning_integrations.calibration import (
     Calibrator,

@@ -8,7 +8,8 @@ from collections.abc import Sequence
 
 import numpy as np
 import pytest
-from core_doubles import GoldPanner
+from doubles import GoldPanner, RecordingReader
+from doubles import flat_positions as _flat
 
 from gold_panning_integrations import DetectorProfile, Reading
 from gold_panning_integrations.engine import (
@@ -19,29 +20,6 @@ from gold_panning_integrations.engine import (
     shown_order,
     vote_ranking,
 )
-
-
-def _flat(positions: Sequence) -> tuple[int, ...]:
-    """Trace positions as one flat tuple (the trace nests them per prompt window)."""
-    out: list[int] = []
-    for p in positions:
-        if isinstance(p, (tuple, list)):
-            out.extend(int(x) for x in p)
-        else:
-            out.append(int(p))
-    return tuple(out)
-
-
-class RecordingReader:
-    """Cites fixed prompt positions every call; records the prompts it was shown."""
-
-    def __init__(self, cite: Sequence[int] = ()) -> None:
-        self.cite = tuple(cite)
-        self.seen: list[list[str]] = []
-
-    def read(self, question: str, documents: Sequence[str]) -> Reading:
-        self.seen.append(list(documents))
-        return Reading(cited=tuple(c for c in self.cite if c < len(documents)))
 
 
 # ------------------------------------------------------------ position order

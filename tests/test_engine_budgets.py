@@ -9,7 +9,7 @@ from collections.abc import Sequence
 
 import numpy as np
 import pytest
-from core_doubles import GoldPanner
+from doubles import GoldPanner
 
 from gold_panning_integrations import DetectorProfile, Reading
 from gold_panning_integrations.engine.priors import MAX_PRIOR, rank_prior_probs, score_prior_probs
@@ -46,7 +46,7 @@ def test_evidence_temperature_divides_the_log_likelihood_ratio() -> None:
 
 
 def test_evidence_temperature_is_read_from_the_profile() -> None:
-    prof = FLAT2.model_copy(update={"extra": {"evidence_temperature": 4.0}})
+    prof = FLAT2.model_copy(update={"evidence_temperature": 4.0})
     res = GoldPanner(Cites({"a"}), profile=prof, rounds=1, prior="uniform").run("q", ["a", "b"])
     assert res.log_odds[0] == pytest.approx(math.log(4.0) / 4.0)
 

@@ -17,7 +17,13 @@ import pytest
 
 from gold_panning_integrations import DetectorProfile, GoldPanner, PanningConfig, Reading
 from gold_panning_integrations.engine.priors import rank_prior_probs
-from gold_panning_integrations.engine.rounds import BatchState, Geometry, lead_rate, mixed_evidence, observe_round
+from gold_panning_integrations.engine.rounds import (
+    BatchState,
+    Geometry,
+    lead_rate,
+    mixed_evidence,
+    observe_round,
+)
 
 KV = DetectorProfile.bundled("smollm2-135m-kv")
 DOCS = [f"d{i}" for i in range(10)]
@@ -145,27 +151,34 @@ def test_profile_measured_mixture_is_used_unless_set() -> None:
 
     from gold_panning_integrations.engine.config import DEFAULT_BLIND_RATE, DEFAULT_FALSE_LEADS
 
-    measured = SimpleNamespace(extra={"blind_rate": 0.7, "false_leads": 0.1})
+    measured = SimpleNamespace(blind_rate=0.7, false_leads=0.1)
     cfg = PanningConfig().with_profile(measured)
     assert (cfg.blind_rate, cfg.false_leads) == (0.7, 0.1)
     assert PanningConfig(blind_rate=0.2).with_profile(measured).blind_rate == 0.2
     assert PanningConfig.paper().with_profile(measured).blind_rate == 0.0  # explicit 0 wins
-    plain = PanningConfig().with_profile(SimpleNamespace(extra={}))
+    plain = PanningConfig().with_profile(SimpleNamespace())
     assert (plain.blind_rate, plain.false_leads) == (DEFAULT_BLIND_RATE, DEFAULT_FALSE_LEADS) == (0.3, 0.25)
     assert PanningConfig().with_profile(None).blind_rate == 0.3
+    # None on the profile: not measured, so the default
+    assert PanningConfig().with_profile(SimpleNamespace(blind_rate=None)).blind_rate == 0.3
+    # the profile's other learned values are read the same way
+    learned = PanningConfig().with_profile(SimpleNamespace(prior_head_decay=0.05, evidence_temperature=2.0))
+    assert (learned.prior_head_decay, learned.evidence_temperature) == (0.05, 2.0)
+    assert (plain.prior_head_decay, plain.evidence_temperature) == (0.6, 1.0)
 
 
-@pytest.mark.parametrize(("extra", "message"), [
-    ({"blind_rate": 1.5}, r"the profile's extra\['blind_rate'\] must be a number in \[0, 1\)"),
-    ({"false_leads": -1}, r"the profile's extra\['false_leads'\] must be a number >= 0"),
-    ({"blind_rate": None}, r"the profile's extra\['blind_rate'\] must be a number, got None"),
-    ({"false_leads": "a lot"}, r"extra\['false_leads'\] must be a number >= 0 or None, got 'a lot'"),
+@pytest.mark.parametrize(("values", "message"), [
+    ({"blind_rate": 1.5}, r"the profile's blind_rate must be a number in \[0, 1\)"),
+    ({"false_leads": -1}, r"the profile's false_leads must be a number >= 0"),
+    ({"blind_rate": float("nan")}, r"the profile's blind_rate must be a number in \[0, 1\) or None, got nan"),
+    ({"false_leads": "a lot"}, r"false_leads must be a number >= 0 or None, got 'a lot'"),
+    ({"prior_head_decay": 0.0}, r"the profile's prior_head_decay must be a number in \(0, 1\] or None, got 0\.0"),
 ])
-def test_a_profile_with_a_bad_mixture_is_refused_by_name(extra: dict[str, object], message: str) -> None:
+def test_a_profile_with_a_bad_mixture_is_refused_by_name(values: dict[str, object], message: str) -> None:
     from types import SimpleNamespace
 
     with pytest.raises(ValueError, match=message):
-        PanningConfig().with_profile(SimpleNamespace(extra=extra))
+        PanningConfig().with_profile(SimpleNamespace(**values))
 
 
 def test_lead_rate_of_an_unresolved_config_uses_the_default() -> None:

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from gold_panning_integrations import DetectorProfile, GoldPanner, Reading
-from gold_panning_integrations.engine import panner as engine_panner
+from gold_panning_integrations.readers import _adapt
 
 PROFILE = DetectorProfile.bundled("lost-in-the-middle")
 DOCS = [f"d{i}" for i in range(10)]
@@ -95,9 +95,9 @@ class NoLabels:
 def test_a_reader_without_labels_is_called_without_them_and_warned_once(
     caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(engine_panner, "_WARNED_UNLABELLED", set())
+    monkeypatch.setattr(_adapt, "_WARNED", set())
     reader = NoLabels()
-    with caplog.at_level(logging.WARNING, logger="gold_panning_integrations.engine.panner"):
+    with caplog.at_level(logging.WARNING, logger="gold_panning_integrations.readers._adapt"):
         res = GoldPanner(reader, PROFILE, rounds=3, rng=0).run("q", DOCS)
         GoldPanner(reader, PROFILE, rounds=1, rng=0).run("q", DOCS)
     assert reader.calls == 4
@@ -178,7 +178,9 @@ def _share(attacked: bool, runs: int = 200) -> float:
         docs[gold_at] = GOLD
         if attacked:
             docs[(gold_at + 1 + int(rng.integers(9))) % 10] = HOSTILE
-        res = GoldPanner(PositionBiasedModel(rng), PROFILE, rounds=8, rng=rng).run("What is the vault code?", docs)
+        res = GoldPanner(PositionBiasedModel(rng), PROFILE, rounds=8, retriever_prior="none", rng=rng).run(
+            "What is the vault code?", docs
+        )
         hits += int(res.selected[0] == gold_at)
     return hits / runs
 

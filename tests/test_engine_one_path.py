@@ -23,8 +23,8 @@ from gold_panning_integrations import (
     simulate,
 )
 from gold_panning_integrations.engine import Attack
+from gold_panning_integrations.engine import Panner as EngineGoldPanner
 from gold_panning_integrations.engine.simulate import Mistakes
-from gold_panning_integrations.engine import GoldPanner as EngineGoldPanner
 
 PROFILE = DetectorProfile.bundled("lost-in-the-middle")
 DOCS = [f"d{i}" for i in range(12)]
@@ -70,7 +70,8 @@ def _pair(seed: int, policy: str, **options: object) -> tuple[np.ndarray, np.nda
         _, h = _draw_truth(needle_rng, 1, len(DOCS), config.k, None)
         hostile = {DOCS[int(h[0])]}
     reader = SimulatedReader(PROFILE, needles, rng=model_rng, hostile=hostile, attack=attack)  # type: ignore[arg-type]
-    res = GoldPanner(reader, PROFILE, config, rng=policy_rng, policy=policy).run("q", DOCS)
+    # simulate takes no retriever prior: the panner starts flat too.
+    res = GoldPanner(reader, PROFILE, config, rng=policy_rng, policy=policy, retriever_prior="none").run("q", DOCS)
     return sim.posteriors[policy][0], res.posteriors
 
 
@@ -195,7 +196,7 @@ def _engine_imports() -> dict[str, set[str]]:
     import ast
     from pathlib import Path
 
-    import gold_panning_integrations.engine as engine
+    from gold_panning_integrations import engine
 
     out: dict[str, set[str]] = {}
     for path in Path(engine.__file__).parent.glob("*.py"):

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import logging
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 
 import numpy as np
 import pytest
-from core_doubles import GoldPanner
+from doubles import FnReader, GoldPanner, TextReader
+from doubles import flat_positions as _flat
 
 from gold_panning_integrations import (
     AllRoundsFailedError,
@@ -23,44 +24,6 @@ from gold_panning_integrations.engine import log_likelihood_ratios, sigmoid
 # cited LLR log 4 / log 2 / log 3, missed LLR log(1/4) / log(4/7) / log(7/9).
 PROFILE3 = DetectorProfile(n_positions=3, tpr=[0.8, 0.6, 0.3], fpr=[0.2, 0.3, 0.1])
 DOCS3 = ["a", "b", "c"]
-
-
-def _flat(positions: Sequence) -> tuple[int, ...]:
-    """Trace positions as one flat tuple (the trace nests them per prompt window)."""
-    out: list[int] = []
-    for p in positions:
-        if isinstance(p, (tuple, list)):
-            out.extend(int(x) for x in p)
-        else:
-            out.append(int(p))
-    return tuple(out)
-
-
-class TextReader:
-    """Deterministic content-based reader: cites the shown documents in ``gold``."""
-
-    def __init__(self, gold: set[str]) -> None:
-        self.gold = gold
-        self.seen: list[list[str]] = []
-
-    def read(self, question: str, documents: Sequence[str]) -> Reading:
-        self.seen.append(list(documents))
-        return Reading(cited=tuple(i for i, d in enumerate(documents) if d in self.gold))
-
-    async def aread(self, question: str, documents: Sequence[str]) -> Reading:
-        return self.read(question, documents)
-
-
-class FnReader:
-    """Calls ``fn(call_index, documents)`` for each reading (may raise)."""
-
-    def __init__(self, fn: Callable[[int, list[str]], Reading]) -> None:
-        self.fn = fn
-        self.seen: list[list[str]] = []
-
-    def read(self, question: str, documents: Sequence[str]) -> Reading:
-        self.seen.append(list(documents))
-        return self.fn(len(self.seen) - 1, list(documents))
 
 
 def _same(a: PanningResult, b: PanningResult) -> None:

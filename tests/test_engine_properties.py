@@ -17,6 +17,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import numpy as np
+from doubles import flat_positions as _flat
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -71,16 +72,6 @@ class RandomReader:
             return Reading.failure("scripted failure")
         u = self.rng.random(len(documents))
         return Reading(cited=tuple(int(i) for i in np.flatnonzero(u < self.p)))
-
-
-def _flat(positions: Sequence) -> tuple[int, ...]:
-    out: list[int] = []
-    for p in positions:
-        if isinstance(p, (tuple, list)):
-            out.extend(int(x) for x in p)
-        else:
-            out.append(int(p))
-    return tuple(out)
 
 
 def _windows(trace) -> list[tuple[tuple[int, ...], tuple[int, ...], bool]]:  # type: ignore[no-untyped-def]
@@ -150,6 +141,7 @@ def _run(sc: dict) -> tuple[PanningResult, RandomReader]:
         prune_below=sc["prune"],
         resample_profile=_resampled(sc),
         on_failure="fallback",
+        retriever_prior="none",  # the properties start from the base rate or the given prior
         rng=sc["seed"],
     )
     res = panner.run("q", [f"d{i}" for i in range(sc["n"])], prior_log_odds=_prior(sc))

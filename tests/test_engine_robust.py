@@ -41,7 +41,8 @@ def test_update_uses_the_robust_rates_only_when_on(robust: bool, cited: float, m
     # Position 0 is cited (TPR 0.9, FPR 0.1); position 1 (TPR 0.2 < FPR 0.4) is missed:
     # robust merges it (no evidence), plain reads the miss as evidence FOR relevance.
     res = GoldPanner(
-        CitesFirst(), TWO, rounds=1, prior="uniform", shuffle_top=0, robust=robust, false_leads=0.0, blind_rate=0.0
+        CitesFirst(), TWO, rounds=1, prior="uniform", retriever_prior="none", shuffle_top=0, robust=robust,
+        false_leads=0.0, blind_rate=0.0,
     ).run("q", ["a", "b"])
     shown = res.rounds[0].windows[0]
     assert res.log_odds[shown[0]] == pytest.approx(cited)

@@ -31,7 +31,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from core_doubles import GoldPanner
+from doubles import GoldPanner
 
 from gold_panning_integrations import DetectorProfile, Reading
 from gold_panning_integrations.engine import log_likelihood_ratios

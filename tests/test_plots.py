@@ -4,20 +4,18 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import matplotlib  # noqa: F401  (the test extra installs it)
 import numpy as np
 import pytest
 
 from gold_panning_integrations import DetectorProfile, GoldPanner, SimulatedReader
-
-import matplotlib  # noqa: F401,E402  (the test extra installs it)
-
-from gold_panning_integrations.plots import plot_belief_trajectories  # noqa: E402
+from gold_panning_integrations.plots import plot_belief_trajectories
 
 
 def _result():
     p = DetectorProfile.bundled("lost-in-the-middle")
     docs = [f"d{i}" for i in range(12)]
-    return GoldPanner(SimulatedReader(p, {"d7"}, rng=3), profile=p, rounds=4, rng=0).run("q", docs)
+    return GoldPanner(SimulatedReader(p, {"d7"}, rng=3), profile=p, rounds=4, retriever_prior="none", rng=0).run("q", docs)
 
 
 def test_prior_log_odds_is_the_base_rate() -> None:

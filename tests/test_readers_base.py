@@ -179,9 +179,9 @@ def test_invalid_only_replies_leave_the_beliefs_unchanged(openai_server: FakeOpe
     'nothing cited' and buried the gold; now every round fails and nothing moves."""
     openai_server.default = ok('{"cited": ["The capital of France is Paris."]}')
     reader = OpenAIReader(model="m", base_url=openai_server.base_url, wait=0, max_attempts=1)
-    result = GoldPanner(reader, profile="lost-in-the-middle", rounds=2, rng=0, on_failure="fallback").run(
-        Q, DOCS
-    )
+    result = GoldPanner(
+        reader, profile="lost-in-the-middle", rounds=2, rng=0, on_failure="fallback", retriever_prior="none"
+    ).run(Q, DOCS)
     assert result.failed_rounds == 2
     assert result.posteriors.tolist() == pytest.approx([1 / 3] * 3)
 

@@ -5,19 +5,18 @@ Imports numpy only (never langchain, llama_index or openai).
 
 from .assignment import assign, diagnosticity, position_order, shown_order
 from .beliefs import initial_log_odds, log_likelihood_ratios, sigmoid, update_log_odds
-from .curves import grid_positions, interpolate_grid, resample_curve
 from .config import PanningConfig
-from .panner import GoldPanner
-from .result import PanningResult, ProfileLike, RoundTrace
+from .curves import grid_positions, interpolate_grid, resample_curve
+from .panner import Panner
 from .policies import POLICIES, binary_entropy, score_documents, vote_ranking
-from .reading import AsyncReader, Reader, Reading
+from .reading import Reader, Reading
+from .result import PanningResult, ProfileLike, RoundTrace
 from .simulate import Attack, PolicyCurve, SimulatedReader, SimulationResult, simulate
 
 __all__ = [
     "POLICIES",
-    "AsyncReader",
     "Attack",
-    "GoldPanner",
+    "Panner",
     "PanningConfig",
     "PanningResult",
     "PolicyCurve",

@@ -1,29 +1,43 @@
 """Every panning option once: a frozen :class:`PanningConfig`, validated once.
 
-:class:`~gold_panning_integrations.engine.panner.GoldPanner`, the batch simulator
-(:func:`~gold_panning_integrations.engine.simulate.simulate`), the framework adapters and
-the CLI all take one of these, so an option is declared, documented and checked in one
-place.
+Each option is declared once, as a field of :class:`PanningConfig` with its default, its
+check and its doc (:func:`option`); :meth:`PanningConfig.options` lists those
+declarations (:class:`OptionSpec`), and everything else derives from them: the class
+docstring, the framework adapters' fields (:mod:`gold_panning_integrations._adapter`) and
+the CLI's flags (:mod:`gold_panning_integrations.commands._config_args`).
+:class:`~gold_panning_integrations.engine.panner.Panner`, the batch simulator
+(:func:`~gold_panning_integrations.engine.simulate.simulate`), the adapters and the CLI
+all take one of these.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import functools
 import math
 import numbers
+import re
+import textwrap
+import typing
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, fields, replace
 from typing import Any, Literal
 
 from .beliefs import DEFAULT_EPS, PriorSpec
 from .policies import POLICIES
+from .priors import DEFAULT_HEAD_DECAY
 
 __all__ = [
     "DEFAULT_BLIND_RATE",
     "DEFAULT_FALSE_LEADS",
     "PAPER_UPDATE",
     "EmptyPromptRule",
+    "OnFailure",
+    "OptionSpec",
     "PanningConfig",
+    "RetrieverPrior",
     "Spread",
+    "option",
 ]
 
 DEFAULT_FALSE_LEADS = 0.25
@@ -33,22 +47,16 @@ DEFAULT_BLIND_RATE = 0.3
 """``blind_rate`` when neither the options nor the profile set it."""
 
 EmptyPromptRule = Literal["evidence", "skip", "mixture"]
-"""What a prompt whose reply cites nothing at all counts as: ``"evidence"`` (a miss for
-every shown document, the paper's independent-citation model), ``"skip"`` (a failed
-reading of the whole prompt: no update), or ``"mixture"`` (a reply is silent with a
-probability estimated online from how many more empty replies came than the profile
-expects; an empty reply is a miss as far as it is not explained by silence)."""
+"""The choices of :attr:`PanningConfig.empty_prompts`."""
 
 Spread = Literal["draw", "stride", "copies"]
-"""How the prompts of one round differ when ``prompts_per_round > 1`` (the first prompt
-is always the policy's own placement): ``"draw"`` (prompt ``b`` ranks by the policy's
-score plus Gumbel noise, :data:`~.rounds.DRAW_TEMPERATURE`: a random ranking in which a
-document comes first in proportion to its odds squared, so strong beliefs keep their
-places and ties are broken at random), ``"stride"`` (prompt ``b`` puts the documents
-ranked ``b, b+B, b+2B, ...`` on the most diagnostic positions, the others after them in
-rank order), or ``"copies"`` (every prompt ranks alike; only the top shuffle and the
-labels differ)."""
+"""The choices of :attr:`PanningConfig.spread`."""
 
+RetrieverPrior = Literal["rank", "score", "none"]
+"""The choices of :attr:`PanningConfig.retriever_prior`."""
+
+OnFailure = Literal["raise", "fallback"]
+"""The choices of :attr:`PanningConfig.on_failure`."""
 
 PAPER_UPDATE: dict[str, Any] = {
     "robust": False,
@@ -58,10 +66,16 @@ PAPER_UPDATE: dict[str, Any] = {
     "false_leads": 0.0,
     "blind_rate": 0.0,
 }
-"""The options that turn every extension off: the paper's GP-Belief update (independent
-citations at the profile's exact rates). :meth:`PanningConfig.paper` applies them."""
+"""The options that turn every extension of the update off: the paper's GP-Belief update
+(independent citations at the profile's exact rates). :meth:`PanningConfig.paper` applies
+them. The prior is not part of it: pass ``retriever_prior="none"`` (and ``prior="uniform"``)
+for the paper's flat start."""
+
+Check = Callable[[Any], "str | None"]
+"""An option's check: None when the value is valid, else what it must be."""
 
 
+# ------------------------------------------------------------------ checks
 def _is_int(value: Any) -> bool:
     return isinstance(value, numbers.Integral) and not isinstance(value, bool)
 
@@ -70,7 +84,7 @@ def _is_real(value: Any) -> bool:
     return isinstance(value, numbers.Real) and not isinstance(value, bool) and math.isfinite(float(value))
 
 
-def _int_at_least(low: int, *, optional: bool = False) -> Callable[[Any], str | None]:
+def _int_at_least(low: int, *, optional: bool = False) -> Check:
     def check(value: Any) -> str | None:
         if optional and value is None:
             return None
@@ -80,18 +94,30 @@ def _int_at_least(low: int, *, optional: bool = False) -> Callable[[Any], str | 
     return check
 
 
-def _number_in(low: float, high: float | None, *, optional: bool = True) -> Callable[[Any], str | None]:
+def _number_in(
+    low: float, high: float | None, *, optional: bool = True, high_closed: bool = False
+) -> Check:
+    """A finite number in ``(low, high)`` (``(low, high]`` with ``high_closed``; above
+    ``low`` when ``high`` is None)."""
+
     def check(value: Any) -> str | None:
         if optional and value is None:
             return None
-        ok = _is_real(value) and low < value and (high is None or value < high)
-        span = f"in ({low:g}, {high:g})" if high is not None else f"> {low:g}"
+        ok = (
+            _is_real(value)
+            and low < value
+            and (high is None or value < high or (high_closed and value == high))
+        )
+        if high is None:
+            span = f"> {low:g}"
+        else:
+            span = f"in ({low:g}, {high:g}{']' if high_closed else ')'}"
         return None if ok else f"a number {span}" + (" or None" if optional else "")
 
     return check
 
 
-def _one_of(*choices: str) -> Callable[[Any], str | None]:
+def _one_of(*choices: str) -> Check:
     def check(value: Any) -> str | None:
         if value in choices:
             return None
@@ -116,146 +142,322 @@ def _policy(value: Any) -> str | None:
     return None if value in POLICIES else f"one of {', '.join(POLICIES)}"
 
 
-_CHECKS: dict[str, Callable[[Any], str | None]] = {
-    "rounds": _int_at_least(1),
-    "prompts_per_round": _int_at_least(1),
-    "spread": _one_of("draw", "stride", "copies"),
-    "k": _int_at_least(1),
-    "min_rounds": _int_at_least(1),
-    "shuffle_top": _int_at_least(0),
-    "max_docs_per_prompt": _int_at_least(1, optional=True),
-    "max_calls": _int_at_least(1, optional=True),
-    "max_prompt_tokens": _int_at_least(1, optional=True),
-    "policy": _policy,
-    "stop_at": _number_in(0.0, 1.0),
-    "prune_below": _number_in(0.0, 1.0),
-    "min_gain": _number_in(0.0, None),
-    "evidence_temperature": _number_in(0.0, None),
-    "eps": _number_in(0.0, 0.5, optional=False),
-    "false_leads": _non_negative,
-    "blind_rate": _rate_in_unit,
-    "on_failure": _one_of("raise", "fallback"),
-    "prior": _one_of("base-rate", "uniform"),
-    "empty_prompts": _one_of("evidence", "skip", "mixture"),
-    "windows": _flag,
-    "resample_profile": _flag,
-    "robust": _flag,
-    "adapt_level": _flag,
-}
-"""One check per option: None when the value is valid, else what it must be."""
+# ------------------------------------------------------------ declarations
+def option(
+    default: Any,
+    doc: str,
+    *,
+    check: Check | None = None,
+    choices: tuple[str, ...] | None = None,
+    profile_default: Any = None,
+) -> Any:
+    """Declare one :class:`PanningConfig` option: a dataclass field with its default, its
+    doc (what the option does, in a sentence or a few), its check, and, for options left
+    to the detector profile (default None), the value used when the profile has none.
+
+    Args:
+        default: The default value.
+        doc: What the option does; the first sentence is the CLI's help.
+        check: ``value -> None | what it must be``; with ``choices`` alone, one of them.
+        choices: The accepted values of a choice option.
+        profile_default: For an option the profile may set (default None,
+            :meth:`PanningConfig.with_profile`): the value when neither the caller nor the
+            profile sets it.
+    """
+    if check is None:
+        if choices is None:
+            raise TypeError("an option needs a check or choices")
+        check = _one_of(*choices)
+    metadata = {"doc": " ".join(doc.split()), "check": check, "choices": choices, "profile_default": profile_default}
+    return dataclasses.field(default=default, metadata=metadata)
 
 
 @dataclass(frozen=True)
-class PanningConfig:
-    """Options of one panning run (GP-Belief, GP-Entropy or PSC over one question).
+class OptionSpec:
+    """The declaration of one :class:`PanningConfig` option, as adapters and the CLI read it.
 
     Attributes:
-        rounds: Maximum number of rounds (``>= 1``), run one after another: the number
-            of sequential model calls, which sets the latency.
-        prompts_per_round: Prompts sent together in each round (``>= 1``), each with its
-            own placement (see ``spread``) and its own labels; beliefs are updated on all
-            of them before the next round is planned. A round costs ``prompts_per_round``
-            calls (times the windows) but one call of latency when the reader takes
-            concurrent calls.
-        spread: How the prompts of one round differ; see :data:`Spread`.
-        k: Number of relevant documents to select (top-k), an int ``>= 1``.
-        policy: ``"belief"`` (GP-Belief), ``"entropy"`` (GP-Entropy), ``"random"`` (PSC),
-            or ``"oracle"`` (simulation only; needs ``truth=``).
-        max_docs_per_prompt: Context budget in documents per prompt (``>= 1``, or None
-            for all). With more documents, the lowest-scoring ones sit out each round
-            (left out of the prompt, beliefs unchanged), unless ``windows=True``.
-        windows: When documents exceed ``max_docs_per_prompt``, split each round into
-            several prompts ("windows") dealt round-robin by score instead of leaving
-            documents out; each window uses the profile resampled to its size.
-        prior: Uniform prior when no per-document prior is given: ``"base-rate"``
-            (probability ``min(k/n, 0.5)``: posteriors read as probabilities) or
-            ``"uniform"`` (0.5, the paper's setting).
-        stop_at: Stop once the mean posterior of the selected top-k reaches this value,
-            in (0, 1). None disables it.
-        min_gain: Stop once another round is expected to raise that mean posterior by
-            less than this (``> 0``). None disables it.
-        min_rounds: Rounds always run before ``stop_at``/``min_gain`` may stop (``>= 1``).
-        max_calls: Hard budget of prompts (``>= 1``, or None: ``rounds`` is the limit).
-        max_prompt_tokens: Hard budget of prompt tokens, enforced before each round from
-            the tokens the reader reported so far (the first round always runs).
-        prune_below: Evidence-ratio floor for pruning, in (0, 1): a document whose
-            evidence (posterior odds / prior odds) falls below it *after it was shown at
-            least twice* leaves later prompts (shorter prompts, the profile resampled to
-            the smaller size). It is not a posterior floor. The top-k are never pruned.
-            E.g. 0.05. None disables pruning.
-        evidence_temperature: Divides every log-likelihood ratio (``> 1`` tempers
-            over-confident evidence). None: the profile's ``extra["evidence_temperature"]``
-            when present, else 1.
-        on_failure: When every round fails: ``"raise"`` an ``AllRoundsFailedError``, or
-            ``"fallback"`` to the prior order with ``panned=False``.
-        eps: Clamp for rates in the update, in (0, 0.5).
-        resample_profile: Resample the profile to each prompt's size (by relative
-            position). If False, documents take the most diagnostic of the profile's
-            own positions and dummy documents fill the rest.
-        shuffle_top: Each round, randomly permute the ``shuffle_top`` highest-scoring
-            documents over the ``shuffle_top`` most diagnostic positions (``>= 0``; 0 or 1
-            disables it). Stops a document that says "cite the first document listed"
-            from confirming whichever document leads.
-        robust: Robust likelihood: before the update, rates become
-            ``0.95 * rate + 0.025`` and any position whose TPR is below its FPR gets
-            both set to their mean. Survives a profile measured on another model.
-        empty_prompts: What a prompt whose reply cites nothing counts as; see
-            :data:`EmptyPromptRule`.
-        adapt_level: Re-estimate the profile's level online: TPR and FPR are scaled by
-            ``(observed + 1) / (predicted + 1)`` citations so far (capped at 1), keeping
-            the calibrated shape. A model that cites far less than its profile predicts
-            then stops turning silence into evidence against the documents it was shown.
-        false_leads: Expected number of irrelevant documents per question (``>= 0``)
-            that draw the reader's citations the way a relevant one does, whatever their
-            position: a plausible wrong answer the model keeps giving. The paper treats
-            every round as independent, so such a document gains evidence at every
-            citation; here each irrelevant document is such a lead with probability
-            ``a = min(false_leads / (n - k), 0.5)`` and a document's total evidence is the
-            likelihood ratio of that mixture, which never lifts it by more than
-            ``log(1 / a)`` nats in all (measured on the embedded model over NQ: 7 of 171
-            distractors drew 3 or more of 6 citations, against 0.4 expected under
-            independence). 0: the paper's update. None (default): the profile's
-            ``extra["false_leads"]`` (measured from labelled traces by
-            :func:`~gold_panning_integrations.traces.learn_profile`) when present, else
-            :data:`DEFAULT_FALSE_LEADS`.
-        blind_rate: Probability, in [0, 1), that a relevant document is one this reader
-            cannot recognise (it is cited like an irrelevant one). Bounds the total
-            evidence against a document at ``log(blind_rate)`` nats, so a reader that
-            cannot answer a question cannot bury the retriever's best documents either.
-            0: the paper's update. None (default): the profile's ``extra["blind_rate"]``
-            when present, else :data:`DEFAULT_BLIND_RATE`.
+        name: The field name (``max_calls``; the CLI flag is ``--max-calls``).
+        default: The default value.
+        doc: What the option does.
+        check: ``value -> None`` when valid, else what the value must be.
+        type: The field's annotation, resolved (``int``, ``float | None``, a ``Literal``).
+        choices: The accepted values of a choice option, else None.
+        profile_default: For an option left to the profile (default None): the value when
+            the profile has none; else None.
     """
 
-    rounds: int = 4
-    prompts_per_round: int = 1
-    spread: Spread = "draw"
-    k: int = 1
-    policy: str = "belief"
-    max_docs_per_prompt: int | None = None
-    windows: bool = False
-    prior: PriorSpec = "base-rate"
-    stop_at: float | None = None
-    min_gain: float | None = None
-    min_rounds: int = 1
-    max_calls: int | None = None
-    max_prompt_tokens: int | None = None
-    prune_below: float | None = None
-    evidence_temperature: float | None = None
-    on_failure: Literal["raise", "fallback"] = "raise"
-    eps: float = DEFAULT_EPS
-    resample_profile: bool = True
-    shuffle_top: int = 3
-    robust: bool = True
-    empty_prompts: EmptyPromptRule = "mixture"
-    adapt_level: bool = True
-    false_leads: float | None = None
-    blind_rate: float | None = None
+    name: str
+    default: Any
+    doc: str
+    check: Check
+    type: Any
+    choices: tuple[str, ...] | None = None
+    profile_default: Any = None
+
+    @property
+    def summary(self) -> str:
+        """The doc's first sentence, without reST markup (the CLI's help)."""
+        first = re.split(r"(?<=[.:])\s+(?=[A-Z0-9`(])", self.doc, maxsplit=1)[0]
+        return first.replace("``", "").rstrip(":").rstrip(".")
+
+    @property
+    def optional(self) -> bool:
+        """Whether None is a valid value (it disables the option or defers to the profile)."""
+        return type(None) in typing.get_args(self.type)
+
+    @property
+    def kind(self) -> type:
+        """The value's Python type: ``bool``, ``int``, ``float`` or ``str``."""
+        if self.choices is not None:
+            return str
+        args = [a for a in typing.get_args(self.type) if a is not type(None)] or [self.type]
+        kind = args[0]
+        if typing.get_origin(kind) is Literal:
+            return str
+        return kind if isinstance(kind, type) else str
+
+    def validate(self, value: Any) -> None:
+        """Raise ValueError naming the option and the value when ``value`` is invalid."""
+        message = self.check(value)
+        if message is not None:
+            raise ValueError(f"{self.name} must be {message}, got {value!r}")
+
+
+@dataclass(frozen=True, kw_only=True)
+class PanningConfig:
+    # The docstring is generated from the declarations below (see _class_doc).
+
+    rounds: int = option(
+        4,
+        "Maximum number of rounds, run one after another: the number of sequential model "
+        "calls, which sets the latency (an int >= 1).",
+        check=_int_at_least(1),
+    )
+    prompts_per_round: int = option(
+        1,
+        "Prompts sent together in each round (>= 1), each with its own placement (see "
+        "``spread``) and its own labels. Beliefs are updated on all of them before the next "
+        "round is planned; a round costs ``prompts_per_round`` calls (times the windows) but "
+        "one call of latency when the reader takes concurrent calls.",
+        check=_int_at_least(1),
+    )
+    spread: Spread = option(
+        "draw",
+        "How the prompts of one round differ when ``prompts_per_round > 1`` (the first "
+        "prompt is always the policy's own placement): ``draw`` ranks by the policy's score "
+        "plus Gumbel noise, so a document comes first in proportion to its odds squared and "
+        "strong beliefs keep their places; ``stride`` puts the documents ranked ``b, b+B, "
+        "b+2B, ...`` on the most diagnostic positions, the others after them in rank order; "
+        "``copies`` ranks alike, so only the top shuffle and the labels differ.",
+        choices=typing.get_args(Spread),
+    )
+    k: int = option(
+        1,
+        "Number of relevant documents to select, the top-k (an int >= 1).",
+        check=_int_at_least(1),
+    )
+    policy: str = option(
+        "belief",
+        "How documents are placed each round: ``belief`` (GP-Belief: the likeliest documents "
+        "on the most diagnostic positions), ``entropy`` (GP-Entropy: the most uncertain "
+        "there), ``random`` (PSC: a random permutation, ranked by citation votes), or "
+        "``oracle`` (simulation only; needs ``truth=``).",
+        check=_policy,
+        choices=POLICIES,
+    )
+    max_docs_per_prompt: int | None = option(
+        None,
+        "Context budget in documents per prompt (>= 1; None: all). With more documents, the "
+        "lowest-scoring ones sit out each round (left out of the prompt, beliefs unchanged), "
+        "unless ``windows`` is set.",
+        check=_int_at_least(1, optional=True),
+    )
+    windows: bool = option(
+        False,
+        "With more documents than ``max_docs_per_prompt``, split each round into several "
+        "prompts (windows) dealt round-robin by score and sent together, instead of leaving "
+        "documents out. Each window uses the profile resampled to its size.",
+        check=_flag,
+    )
+    prior: PriorSpec = option(
+        "base-rate",
+        "The flat prior, used when no per-document prior applies (``retriever_prior='none'``): "
+        "``base-rate`` starts every document at probability ``min(m/n, 0.5)``, ``m`` the "
+        "expected number of relevant documents, so posteriors read as probabilities; "
+        "``uniform`` starts every document at 0.5, the paper's setting (GP-Belief's and "
+        "PSC's rankings are the same either way, GP-Entropy's are not).",
+        choices=typing.get_args(PriorSpec),
+    )
+    retriever_prior: RetrieverPrior = option(
+        "rank",
+        "Prior belief from the order the documents come in (a base retriever's ranking): "
+        "``rank`` decays with the rank (see ``prior_top10_recall`` and ``prior_head_decay``); "
+        "``score`` is a softmax over the retriever's scores divided by their standard "
+        "deviation, where every document has a finite score (else ``rank``, with a warning; "
+        "all scores equal: flat); ``none`` is the flat prior of ``prior``, for documents in no "
+        "meaningful order. Not used when the caller passes per-document prior probabilities "
+        "or log-odds.",
+        choices=typing.get_args(RetrieverPrior),
+    )
+    prior_top10_recall: float = option(
+        0.5,
+        "Strength of the rank prior: how often the retriever's top 10 holds a relevant "
+        "document, in (0, 1). Measure it on a few labelled queries; higher trusts the order "
+        "more, and about ``10/n`` is nearly flat.",
+        check=_number_in(0.0, 1.0, optional=False),
+    )
+    prior_head_decay: float | None = option(
+        None,
+        "Shape of the rank prior inside the top 10: the ratio between consecutive ranks, in "
+        "(0, 1]. Closer to 1 trusts the order less (1: flat inside the top 10); lower "
+        "protects the retriever's first documents more from a reader that cannot answer. "
+        f"None: the profile's ``prior_head_decay`` (fitted on labelled traces), else {DEFAULT_HEAD_DECAY:g}.",
+        check=_number_in(0.0, 1.0, high_closed=True),
+        profile_default=DEFAULT_HEAD_DECAY,
+    )
+    expected_relevant: int | None = option(
+        None,
+        "How many relevant documents a question usually has among those given (>= 1): the "
+        "prior's total mass, so posteriors read as probabilities. None: ``k``. Set 1 for "
+        "single-answer questions when selecting several documents.",
+        check=_int_at_least(1, optional=True),
+    )
+    prior_temperature: float = option(
+        1.0,
+        "Softness of the score prior, in standard deviations of the scores (> 0); larger is "
+        "flatter.",
+        check=_number_in(0.0, None, optional=False),
+    )
+    stop_at: float | None = option(
+        None,
+        "Stop once the mean posterior of the selected top-k reaches this value, in (0, 1). "
+        "None disables it. Evidence per document is bounded, so a threshold close to 1 "
+        "rarely stops.",
+        check=_number_in(0.0, 1.0),
+    )
+    min_gain: float | None = option(
+        None,
+        "Stop once another round is expected to raise that mean posterior by less than this "
+        "(> 0). None disables it.",
+        check=_number_in(0.0, None),
+    )
+    min_rounds: int = option(
+        1,
+        "Rounds always run before ``stop_at`` or ``min_gain`` may stop (>= 1).",
+        check=_int_at_least(1),
+    )
+    max_calls: int | None = option(
+        None,
+        "Hard budget of model calls (prompts) per question (>= 1). None: ``rounds`` is the "
+        "limit.",
+        check=_int_at_least(1, optional=True),
+    )
+    max_prompt_tokens: int | None = option(
+        None,
+        "Hard budget of prompt tokens per question (>= 1), enforced before each round from "
+        "the tokens the reader reported so far (the first round always runs). None: no token "
+        "budget.",
+        check=_int_at_least(1, optional=True),
+    )
+    prune_below: float | None = option(
+        None,
+        "Evidence-ratio floor for pruning, in (0, 1): a document whose evidence (posterior "
+        "odds / prior odds) falls below it after it was shown at least twice leaves later "
+        "prompts (shorter prompts, the profile resampled to the smaller size). It is not a "
+        "posterior floor, and the top-k are never pruned. None disables pruning.",
+        check=_number_in(0.0, 1.0),
+    )
+    evidence_temperature: float | None = option(
+        None,
+        "Divides every log-likelihood ratio (> 0; above 1 tempers over-confident evidence). "
+        "None: the profile's ``evidence_temperature`` when it has one, else 1.",
+        check=_number_in(0.0, None),
+        profile_default=1.0,
+    )
+    on_failure: OnFailure = option(
+        "raise",
+        "When every round fails: ``raise`` an ``AllRoundsFailedError``, or ``fallback`` to "
+        "the prior order with ``panned=False``.",
+        choices=typing.get_args(OnFailure),
+    )
+    eps: float = option(
+        DEFAULT_EPS,
+        "Clamp for rates in the update, in (0, 0.5).",
+        check=_number_in(0.0, 0.5, optional=False),
+    )
+    resample_profile: bool = option(
+        True,
+        "Resample the profile to each prompt's size (by relative position). If off, "
+        "documents take the most diagnostic of the profile's own positions and dummy "
+        "documents fill the rest.",
+        check=_flag,
+    )
+    shuffle_top: int = option(
+        3,
+        "Each round, randomly permute the ``shuffle_top`` highest-scoring documents over the "
+        "``shuffle_top`` most diagnostic positions (>= 0; 0 or 1 disables it). Stops a "
+        "document that says 'cite the first document listed' from confirming whichever "
+        "document leads.",
+        check=_int_at_least(0),
+    )
+    robust: bool = option(
+        True,
+        "Robust likelihood: before the update, rates become ``0.95 * rate + 0.025`` and any "
+        "position whose TPR is below its FPR gets both set to their mean, so a profile made "
+        "for another model cannot turn citations into strong evidence the wrong way.",
+        check=_flag,
+    )
+    empty_prompts: EmptyPromptRule = option(
+        "mixture",
+        "What a prompt whose reply cites nothing counts as: ``evidence`` (a miss for every "
+        "shown document, the paper's independent-citation model), ``skip`` (a failed "
+        "reading: no update), or ``mixture`` (a reply is silent with a probability "
+        "estimated online from how many more empty replies came than the profile expects; "
+        "an empty reply is a miss as far as silence does not explain it).",
+        choices=typing.get_args(EmptyPromptRule),
+    )
+    adapt_level: bool = option(
+        True,
+        "Re-estimate the profile's level online: TPR and FPR are scaled by ``(observed + 1) "
+        "/ (predicted + 1)`` citations so far (capped at 1), keeping the calibrated shape. A "
+        "model that cites far less than its profile predicts then stops turning silence into "
+        "evidence against the documents it was shown.",
+        check=_flag,
+    )
+    false_leads: float | None = option(
+        None,
+        "Expected number of irrelevant documents per question (>= 0) that draw the reader's "
+        "citations the way a relevant one does, whatever their position: a plausible wrong "
+        "answer the model keeps giving. Each irrelevant document is such a lead with "
+        "probability ``a = min(false_leads / (n - k), 0.5)``, and a document's total "
+        "evidence is the likelihood ratio of that mixture, which never lifts it by more than "
+        "``log(1 / a)`` nats in all. 0: the paper's update (every round independent). None: "
+        "the profile's ``false_leads`` (measured from labelled traces by "
+        f"``traces.learn_profile``), else {DEFAULT_FALSE_LEADS:g}.",
+        check=_non_negative,
+        profile_default=DEFAULT_FALSE_LEADS,
+    )
+    blind_rate: float | None = option(
+        None,
+        "Probability, in [0, 1), that a relevant document is one this reader cannot "
+        "recognise (it is cited like an irrelevant one). Bounds the total evidence against a "
+        "document at ``log(blind_rate)`` nats, so a reader that cannot answer a question "
+        "cannot bury the retriever's best documents either. 0: the paper's update. None: the "
+        f"profile's ``blind_rate``, else {DEFAULT_BLIND_RATE:g}.",
+        check=_rate_in_unit,
+        profile_default=DEFAULT_BLIND_RATE,
+    )
 
     def __post_init__(self) -> None:
-        for name, check in _CHECKS.items():
-            message = check(getattr(self, name))
-            if message is not None:
-                raise ValueError(f"{name} must be {message}, got {getattr(self, name)!r}")
+        for spec in _specs():
+            spec.validate(getattr(self, spec.name))
+
+    @classmethod
+    def options(cls) -> tuple[OptionSpec, ...]:
+        """The declaration of every option, in declaration order (what the framework
+        adapters' fields and the CLI's flags are generated from)."""
+        return _specs()
 
     @classmethod
     def from_options(cls, config: PanningConfig | None = None, **options: Any) -> PanningConfig:
@@ -283,29 +485,75 @@ class PanningConfig:
         return cls.from_options(cls(**PAPER_UPDATE), **options)
 
     def with_profile(self, profile: Any) -> PanningConfig:
-        """This config with the options left to the profile filled in: ``false_leads`` and
-        ``blind_rate`` from ``profile.extra`` (what labelled traces measured for that
-        reader), else :data:`DEFAULT_FALSE_LEADS` / :data:`DEFAULT_BLIND_RATE`. Options
-        set explicitly always win.
+        """This config with the options left to the profile filled in (``false_leads``,
+        ``blind_rate``, ``evidence_temperature``, ``prior_head_decay``): the profile's
+        attribute of the same name (what labelled traces measured for that reader) when it
+        is set, else the option's ``profile_default``. Options set explicitly always win;
+        ``profile`` may be None (the defaults).
 
         Raises:
             ValueError: the profile carries an invalid value (the message names it).
         """
-        extra = getattr(profile, "extra", None) or {}
         fill: dict[str, Any] = {}
-        for name, default in (("false_leads", DEFAULT_FALSE_LEADS), ("blind_rate", DEFAULT_BLIND_RATE)):
-            if getattr(self, name) is not None:
+        for spec in _profile_specs():
+            if getattr(self, spec.name) is not None:
                 continue
-            value = extra.get(name, default)
-            message = _CHECKS[name](value)
-            if value is None or message is not None:
+            value = getattr(profile, spec.name, None)
+            if value is None:
+                fill[spec.name] = spec.profile_default
+                continue
+            message = spec.check(value)
+            if message is not None:
                 raise ValueError(
-                    f"the profile's extra[{name!r}] must be {message or 'a number'}, got {value!r}; "
+                    f"the profile's {spec.name} must be {message}, got {value!r}; "
                     "fix or remove it, or pass the option explicitly"
                 )
-            fill[name] = float(value)
+            fill[spec.name] = float(value)
         return replace(self, **fill) if fill else self
 
     def to_dict(self) -> dict[str, Any]:
         """The options as a plain dict (JSON-ready)."""
         return asdict(self)
+
+
+@functools.cache
+def _specs() -> tuple[OptionSpec, ...]:
+    hints = typing.get_type_hints(PanningConfig, globalns=globals())
+    return tuple(
+        OptionSpec(
+            name=f.name,
+            default=f.default,
+            doc=f.metadata["doc"],
+            check=f.metadata["check"],
+            type=hints[f.name],
+            choices=f.metadata["choices"],
+            profile_default=f.metadata["profile_default"],
+        )
+        for f in fields(PanningConfig)
+    )
+
+
+@functools.cache
+def _profile_specs() -> tuple[OptionSpec, ...]:
+    return tuple(s for s in _specs() if s.profile_default is not None)
+
+
+def _class_doc() -> str:
+    """The docstring of :class:`PanningConfig`, generated from the declarations."""
+    lines = [
+        "Options of one panning run (GP-Belief, GP-Entropy or PSC over one question).",
+        "",
+        "Every option is keyword-only and checked at construction (``ValueError`` naming the",
+        "option and the value). :meth:`options` lists the declarations.",
+        "",
+        "Attributes:",
+    ]
+    for spec in _specs():
+        text = f"{spec.name}: {spec.doc} Default: ``{spec.default!r}``."
+        lines += textwrap.wrap(
+            text, width=88, initial_indent="    ", subsequent_indent="        ", break_on_hyphens=False
+        )
+    return "\n".join(lines) + "\n"
+
+
+PanningConfig.__doc__ = _class_doc()

@@ -1,22 +1,22 @@
 """The panning loop: plan, ask the reader, update, stop; one result type.
 
-:class:`GoldPanner` runs GP-Belief (or GP-Entropy / PSC) for one question over ``n``
+:class:`Panner` runs GP-Belief (or GP-Entropy / PSC) for one question over ``n``
 documents. Every step of a round is a batch function of :mod:`.rounds` called with a
 batch of one (the batch simulator calls the same functions with thousands of trials);
 the stop rules are the pure functions of :mod:`.stopping`. :class:`_Run` holds one run's
-state so the synchronous :meth:`GoldPanner.run` and the asynchronous
-:meth:`GoldPanner.arun` share every line except the reader call.
+state so the synchronous :meth:`Panner.run` and the asynchronous :meth:`Panner.arun`
+share every line except the reader call.
 
-The engine takes a :class:`ProfileLike` (anything with ``tpr``/``fpr``); profile names,
-paths and the reader's recommended profile are resolved at the edge
-(:class:`gold_panning_integrations.GoldPanner`).
+The engine takes a :class:`ProfileLike` (anything with ``tpr``/``fpr``) and a reader of
+the declared :class:`~.reading.Reader` protocol; profile names, paths, the reader's
+recommended profile and a user's own reader are resolved at the edge
+(:class:`gold_panning_integrations.GoldPanner`, the public class built on this one).
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextvars
-import inspect
 import logging
 import threading
 import time
@@ -33,6 +33,7 @@ from . import stopping
 from .beliefs import initial_log_odds, sigmoid
 from .config import PanningConfig
 from .policies import vote_ranking
+from .priors import retriever_prior_probs
 from .reading import Reading
 from .result import PanningResult, ProfileLike, RoundTrace, StopReason
 from .rounds import (
@@ -48,7 +49,7 @@ from .rounds import (
 
 __all__ = [
     "POOL_WORKERS",
-    "GoldPanner",
+    "Panner",
     "PanningConfig",
     "PanningResult",
     "ProfileLike",
@@ -58,9 +59,6 @@ __all__ = [
 ]
 
 logger = logging.getLogger(__name__)
-
-_WARNED_UNLABELLED: set[tuple[type, str]] = set()
-"""Reader types already warned about taking no ``labels`` (one warning per type and method)."""
 
 
 def _validate_cited(reading: Any, m: int) -> tuple[tuple[int, ...], Reading]:
@@ -138,34 +136,12 @@ class _Plan:
         return _Plan(tuple(w for w in self.windows if w.prompt < count), self.active)
 
 
-_LABELS_CACHE: dict[Any, bool] = {}
-
-
-def _accepts_labels(method: Any) -> bool:
-    """Whether ``method`` takes a ``labels`` keyword (or ``**kwargs``); cached per function."""
-    key = getattr(method, "__func__", method)
-    try:
-        return _LABELS_CACHE[key]
-    except (KeyError, TypeError):
-        pass
-    try:
-        params = inspect.signature(method).parameters.values()
-        ok = any(p.name == "labels" or p.kind is inspect.Parameter.VAR_KEYWORD for p in params)
-    except (TypeError, ValueError):
-        ok = True
-    try:
-        _LABELS_CACHE[key] = ok
-    except TypeError:
-        pass
-    return ok
-
-
 class _Run:
     """Mutable state of one panning run; the reader calls happen outside."""
 
     def __init__(
         self,
-        panner: GoldPanner,
+        panner: Panner,
         n: int,
         *,
         config: PanningConfig,
@@ -184,7 +160,7 @@ class _Run:
         if config.policy == "oracle" and self.truth is None:
             raise ValueError("policy 'oracle' needs truth=...: it is for simulation only")
         lo = initial_log_odds(
-            n, k=config.k, prior=config.prior, prior_probs=prior_probs, prior_log_odds=prior_log_odds
+            n, k=_prior_mass(config), prior=config.prior, prior_probs=prior_probs, prior_log_odds=prior_log_odds
         )
         self.state = BatchState.start(lo[None, :])
         self.traces: list[RoundTrace] = []
@@ -293,9 +269,7 @@ class _Run:
         return plan
 
     # ------------------------------------------------------------- observing
-    def observe(
-        self, plan: _Plan, readings: Sequence[Reading], seconds: float, *, labelled: bool = True
-    ) -> None:
+    def observe(self, plan: _Plan, readings: Sequence[Reading], seconds: float) -> None:
         """Apply one round's readings (one per window; ``cited`` indexes the window)."""
         validated: list[Reading] = []
         cited_all: list[int] = []
@@ -322,8 +296,8 @@ class _Run:
                 seconds=seconds,
                 active=plan.active,
                 labels=tuple(
-                    tuple(w.labels.tolist()) if labelled else tuple(range(1, w.docs.size + 1))
-                    for w in plan.windows
+                    tuple(w.labels.tolist()) if r.labels is None else tuple(r.labels)
+                    for w, r in zip(plan.windows, validated)
                 ),
                 prompt_index=tuple(w.prompt for w in plan.windows),
             )
@@ -399,27 +373,28 @@ def _reader_failure(err: Exception) -> Reading:
     return Reading.failure(f"{type(err).__name__}: {err}")
 
 
-class GoldPanner:
-    """Bayesian active search for the relevant documents of one question.
+class Panner:
+    """Bayesian active search for the relevant documents of one question (engine-internal:
+    the public :class:`gold_panning_integrations.GoldPanner` resolves profile names and a
+    user's own reader, then runs this).
 
     Each round the panner scores documents by their belief (``policy="belief"``),
     matches the best to the most diagnostic positions of the detector profile, shows them
-    under labels drawn at random this round, asks the reader which shown documents
+    under labels drawn at random for every prompt, asks the reader which shown documents
     answer the question, and updates every shown document's log-odds by Bayes' rule.
 
     Args:
-        reader: Object with ``read(question, documents, *, labels=None) -> Reading`` (for
-            :meth:`run`) and/or ``async aread(...)`` (for :meth:`arun`). May be None when
-            only the planning helpers are used. A reader whose ``read`` takes no
-            ``labels`` is called without them (labels ``1..m``; one warning).
+        reader: A reader of the :class:`~.reading.Reader` protocol: ``read`` (for
+            :meth:`run`) and/or ``aread`` (for :meth:`arun`), always called with
+            ``labels=``. May be None when only the planning helpers are used.
         profile: Detector profile: any object with per-position ``tpr``/``fpr``
-            sequences (e.g. a ``DetectorProfile``). Names and paths are resolved by
-            :class:`gold_panning_integrations.GoldPanner`.
+            sequences (a ``DetectorProfile``, say); the options it may set are read by
+            :meth:`PanningConfig.with_profile`.
         config: A :class:`PanningConfig`; None for the defaults.
         rng: ``numpy.random.Generator`` or seed: placement randomness (``random``,
             ``oracle``, ``shuffle_top``), the labels, PSC tie-breaking.
         **options: Any :class:`PanningConfig` field, replacing ``config``'s value
-            (``GoldPanner(reader, profile, rounds=4, k=1)``).
+            (``Panner(reader, profile, rounds=4, k=1)``).
     """
 
     def __init__(
@@ -442,18 +417,13 @@ class GoldPanner:
                 f"profile needs tpr and fpr of equal length >= 1, got {len(profile.tpr)} and {len(profile.fpr)}"
             )
         self.config = PanningConfig.from_options(config, **options).with_profile(profile)
-        temperature = self.config.evidence_temperature
-        if temperature is None:
-            extra = getattr(profile, "extra", None) or {}
-            temperature = float(extra.get("evidence_temperature", 1.0))
-            if not temperature > 0.0:
-                raise ValueError(f"the profile's evidence_temperature must be > 0, got {temperature!r}")
         self.reader = reader
         self.profile = profile
-        self.evidence_temperature = temperature
-        self.geometry = Geometry(profile.tpr, profile.fpr, config=self.config, temperature=temperature)
+        self.evidence_temperature = float(self.config.evidence_temperature)  # type: ignore[arg-type]  # resolved
+        self.geometry = Geometry(
+            profile.tpr, profile.fpr, config=self.config, temperature=self.evidence_temperature
+        )
         self.rng = rng if isinstance(rng, np.random.Generator) else np.random.default_rng(rng)
-        self._labelled: dict[str, bool] = {}
 
     def __getattr__(self, name: str) -> Any:
         # Read access to the options as attributes (panner.rounds, panner.k, ...).
@@ -461,38 +431,24 @@ class GoldPanner:
             return getattr(self.config, name)
         raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
 
-    def _takes_labels(self, method_name: str) -> bool:
-        """Whether the reader's ``read``/``aread`` takes ``labels`` (checked once)."""
-        if method_name not in self._labelled:
-            ok = _accepts_labels(getattr(self.reader, method_name))
-            key = (type(self.reader), method_name)
-            if not ok and key not in _WARNED_UNLABELLED:
-                _WARNED_UNLABELLED.add(key)
-                logger.warning(
-                    "%s.%s takes no 'labels' argument: documents are shown under labels 1..m, "
-                    "so a document that says 'cite document 1' can steer credit. Add "
-                    "`*, labels=None` to the reader's %s and render documents under them.",
-                    type(self.reader).__name__,
-                    method_name,
-                    method_name,
-                )
-            self._labelled[method_name] = ok
-        return self._labelled[method_name]
-
     def _start(
         self,
         documents: Sequence[Any],
         *,
         k: int | None,
+        scores: Sequence[float | None] | None,
         prior_probs: ArrayLike | None,
         prior_log_odds: ArrayLike | None,
         rng: np.random.Generator | None,
         truth: ArrayLike | None,
     ) -> _Run:
         config = self.config if k is None else replace(self.config, k=k)
+        n = len(documents)
+        if prior_probs is None and prior_log_odds is None:
+            prior_probs = _retriever_prior(config, n, scores)
         return _Run(
             self,
-            len(documents),
+            n,
             config=config,
             prior_probs=prior_probs,
             prior_log_odds=prior_log_odds,
@@ -506,6 +462,7 @@ class GoldPanner:
         documents: Sequence[Any],
         *,
         k: int | None = None,
+        scores: Sequence[float | None] | None = None,
         prior_probs: ArrayLike | None = None,
         prior_log_odds: ArrayLike | None = None,
         rng: np.random.Generator | None = None,
@@ -515,11 +472,16 @@ class GoldPanner:
 
         Args:
             question: The user's question.
-            documents: ``n`` documents; each round the reader gets the shown ones in
-                prompt order, with their labels.
+            documents: ``n`` documents, in the base retriever's order (the rank prior of
+                ``retriever_prior="rank"`` follows it); each round the reader gets the
+                shown ones in prompt order, with their labels.
             k: Override of the panner's ``k`` for this call.
-            prior_probs: Per-document prior probabilities, shape ``(n,)``.
-            prior_log_odds: Per-document prior log-odds, shape ``(n,)``.
+            scores: The base retriever's score per document (None where unknown), shape
+                ``(n,)``; used by ``retriever_prior="score"``.
+            prior_probs: Per-document prior probabilities, shape ``(n,)``; replaces the
+                retriever prior.
+            prior_log_odds: Per-document prior log-odds, shape ``(n,)``; replaces the
+                retriever prior.
             rng: Generator for this call (defaults to the panner's).
             truth: Relevance labels, shape ``(n,)``; only the ``oracle`` policy uses them.
 
@@ -531,32 +493,28 @@ class GoldPanner:
             AllRoundsFailedError: every round failed and ``on_failure="raise"``.
         """
         if self.reader is None or not hasattr(self.reader, "read"):
-            raise TypeError("GoldPanner.run needs a reader with a read(question, documents) method")
+            raise TypeError("GoldPanner.run needs a reader with a read(question, documents, *, labels) method")
         run = self._start(
-            documents, k=k, prior_probs=prior_probs, prior_log_odds=prior_log_odds, rng=rng, truth=truth
+            documents, k=k, scores=scores, prior_probs=prior_probs, prior_log_odds=prior_log_odds, rng=rng,
+            truth=truth,
         )
-        labelled = run.stop_reason is None and self._takes_labels("read")
         while (plan := run.next_round()) is not None:
             t0 = time.perf_counter()
-            readings = self._read_round(question, documents, plan.windows, labelled=labelled)
-            run.observe(plan, readings, time.perf_counter() - t0, labelled=labelled)
+            readings = self._read_round(question, documents, plan.windows)
+            run.observe(plan, readings, time.perf_counter() - t0)
         return run.result()
 
-    def _read_one(self, question: str, documents: Sequence[Any], window: _Window, labelled: bool) -> Reading:
+    def _read_one(self, question: str, documents: Sequence[Any], window: _Window) -> Reading:
         """One prompt through ``reader.read``; any error but a fatal one becomes a failed reading."""
         docs = _take(documents, window.docs)
         try:
-            if labelled:
-                return self.reader.read(question, docs, labels=window.labels.tolist())  # type: ignore[no-any-return]
-            return self.reader.read(question, docs)  # type: ignore[no-any-return]
+            return self.reader.read(question, docs, labels=window.labels.tolist())  # type: ignore[no-any-return]
         except FatalReaderError:
             raise  # permanent: not a failed round, the run ends here
         except Exception as err:  # noqa: BLE001 - a reader must not crash the run: record, go on
             return _reader_failure(err)
 
-    def _read_round(
-        self, question: str, documents: Sequence[Any], windows: Sequence[_Window], *, labelled: bool
-    ) -> list[Reading]:
+    def _read_round(self, question: str, documents: Sequence[Any], windows: Sequence[_Window]) -> list[Reading]:
         """A round's prompts through the synchronous reader, one reading per window.
 
         When the reader takes concurrent calls (:func:`takes_concurrent_calls`), every
@@ -567,14 +525,14 @@ class GoldPanner:
         finished; prompts not yet started are cancelled.
         """
         if len(windows) == 1 or not takes_concurrent_calls(self.reader):
-            return [self._read_one(question, documents, w, labelled) for w in windows]
+            return [self._read_one(question, documents, w) for w in windows]
         pool = _thread_pool()
         futures = [
-            pool.submit(contextvars.copy_context().run, self._read_one, question, documents, w, labelled)
+            pool.submit(contextvars.copy_context().run, self._read_one, question, documents, w)
             for w in windows[1:]
         ]
         try:
-            first = self._read_one(question, documents, windows[0], labelled)
+            first = self._read_one(question, documents, windows[0])
         except BaseException:
             _settle(futures)
             raise
@@ -593,27 +551,28 @@ class GoldPanner:
         documents: Sequence[Any],
         *,
         k: int | None = None,
+        scores: Sequence[float | None] | None = None,
         prior_probs: ArrayLike | None = None,
         prior_log_odds: ArrayLike | None = None,
         rng: np.random.Generator | None = None,
         truth: ArrayLike | None = None,
     ) -> PanningResult:
-        """Asynchronous :meth:`run`: awaits ``reader.aread``; a round's windows are sent
+        """Asynchronous :meth:`run`: awaits ``reader.aread``; a round's prompts are sent
         concurrently. A :class:`~gold_panning_integrations.errors.FatalReaderError`
         ends the run at once."""
         if self.reader is None or not hasattr(self.reader, "aread"):
-            raise TypeError("GoldPanner.arun needs a reader with an async aread(question, documents) method")
+            raise TypeError(
+                "GoldPanner.arun needs a reader with an async aread(question, documents, *, labels) method"
+            )
         run = self._start(
-            documents, k=k, prior_probs=prior_probs, prior_log_odds=prior_log_odds, rng=rng, truth=truth
+            documents, k=k, scores=scores, prior_probs=prior_probs, prior_log_odds=prior_log_odds, rng=rng,
+            truth=truth,
         )
-        labelled = run.stop_reason is None and self._takes_labels("aread")
 
         async def one(w: _Window) -> Reading:
             docs = _take(documents, w.docs)
             try:
-                if labelled:
-                    return await self.reader.aread(question, docs, labels=w.labels.tolist())  # type: ignore[no-any-return]
-                return await self.reader.aread(question, docs)  # type: ignore[no-any-return]
+                return await self.reader.aread(question, docs, labels=w.labels.tolist())  # type: ignore[no-any-return]
             except FatalReaderError:
                 raise
             except Exception as err:  # noqa: BLE001 - as in _read_one
@@ -625,8 +584,31 @@ class GoldPanner:
                 readings = [await one(plan.windows[0])]
             else:
                 readings = await _gather_all(one(w) for w in plan.windows)
-            run.observe(plan, readings, time.perf_counter() - t0, labelled=labelled)
+            run.observe(plan, readings, time.perf_counter() - t0)
         return run.result()
+
+
+def _prior_mass(config: PanningConfig) -> int:
+    """The expected number of relevant documents: ``expected_relevant``, else ``k``."""
+    return config.k if config.expected_relevant is None else config.expected_relevant
+
+
+def _retriever_prior(
+    config: PanningConfig, n: int, scores: Sequence[float | None] | None
+) -> NDArray[np.float64] | None:
+    """The prior of ``config.retriever_prior`` over ``n`` documents in the order given
+    (None: the flat prior of ``config.prior``)."""
+    if scores is not None and len(scores) != n:
+        raise ValueError(f"scores must have one entry per document ({n}), got {len(scores)}")
+    return retriever_prior_probs(
+        n,
+        k=_prior_mass(config),
+        mode=config.retriever_prior,
+        top10_recall=config.prior_top10_recall,
+        head_decay=float(config.prior_head_decay),  # type: ignore[arg-type]  # resolved by with_profile
+        scores=scores if config.retriever_prior == "score" else None,
+        temperature=config.prior_temperature,
+    )
 
 
 def takes_concurrent_calls(reader: Any) -> bool:

@@ -4,22 +4,29 @@ The paper starts from an uninformative prior and notes that retrieval scores cou
 inform it. A base retriever's rank is real evidence: the needle is more likely near the
 top. We model the rank of a relevant document as geometric, with the single parameter
 chosen from a figure users can measure for their retriever: the probability that the
-top 10 holds the relevant document (``top10_recall``).
+top 10 holds the relevant document (``top10_recall``). :func:`retriever_prior_probs` is
+what the panner applies for ``PanningConfig.retriever_prior``.
 """
 
 from __future__ import annotations
+
+import logging
+import math
+from collections.abc import Sequence
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 __all__ = [
-    "rank_prior_probs",
-    "score_prior_probs",
-    "profile_head_decay",
-    "MAX_PRIOR",
     "DEFAULT_HEAD_DECAY",
     "DEFAULT_HEAD_FLOOR",
+    "MAX_PRIOR",
+    "rank_prior_probs",
+    "retriever_prior_probs",
+    "score_prior_probs",
 ]
+
+logger = logging.getLogger(__name__)
 
 MAX_PRIOR = 0.95
 """No prior probability exceeds this: a prior never overrules the evidence entirely."""
@@ -30,30 +37,8 @@ DEFAULT_HEAD_FLOOR = 0.2
 DEFAULT_HEAD_DECAY = 0.6
 """Ratio between consecutive ranks inside the top 10 of the default rank prior. With
 :data:`DEFAULT_HEAD_FLOOR` at 10 documents the retriever's first gets 0.34, its second
-0.21, its tenth 0.023: a cautious shape (BM25 puts the gold passage first for 73% of the
-shipped NQ test questions). The 0.2 default, 0.85 with no floor, gave the first only 0.19,
-so one wrong citation of a small model outvoted the retriever."""
-
-
-def profile_head_decay(profile: object, override: float | None = None) -> float:
-    """The rank prior's ``head_decay``: ``override`` when given, else the profile's
-    ``extra["prior_head_decay"]`` (fitted to the retriever on labelled traces by
-    :func:`~gold_panning_integrations.traces.learn_profile`), else
-    :data:`DEFAULT_HEAD_DECAY`.
-
-    Raises:
-        ValueError: the profile's value is not a number in (0, 1].
-    """
-    if override is not None:
-        return float(override)
-    extra = getattr(profile, "extra", None) or {}
-    value = extra.get("prior_head_decay", DEFAULT_HEAD_DECAY)
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0.0 < float(value) <= 1.0:
-        raise ValueError(
-            f"the profile's extra['prior_head_decay'] must be a number in (0, 1], got {value!r}; "
-            "fix or remove it, or pass prior_head_decay explicitly"
-        )
-    return float(value)
+0.21, its tenth 0.023: a cautious shape that trusts the retriever's first documents
+without letting it overrule the reader."""
 
 
 def _to_expected_k(weights: NDArray[np.float64], k: int) -> NDArray[np.float64]:
@@ -88,8 +73,8 @@ def rank_prior_probs(
 
     A relevant document sits in the top 10 with probability ``top10_recall``: inside
     the top 10 its rank decays geometrically (ratio ``head_decay``), mixed with a flat
-    share ``head_floor`` (a retriever's best guess is sometimes its worst: BM25 ranked the
-    gold passage last of 10 for 2 of 19 NQ calibration questions); below it is flat.
+    share ``head_floor`` (a retriever's best guess is sometimes its worst); below it is
+    flat.
     The flat tail matters: a retriever that misses puts the answer anywhere, and a
     prior that decays all the way down would bury such needles. Probabilities sum to
     ``k``, each capped at :data:`MAX_PRIOR`. ``top10_recall = 10/n`` is roughly flat.
@@ -154,3 +139,55 @@ def score_prior_probs(
     z = (s - s.max()) / temperature
     return _to_expected_k(np.maximum(np.exp(z), 1e-12), k)
 
+
+
+def retriever_prior_probs(
+    n: int,
+    *,
+    k: int,
+    mode: str,
+    top10_recall: float,
+    head_decay: float = DEFAULT_HEAD_DECAY,
+    scores: Sequence[float | None] | None = None,
+    temperature: float = 1.0,
+) -> NDArray[np.float64] | None:
+    """Prior probability of relevance for ``n`` documents in the base retriever's order.
+
+    Args:
+        n: Number of documents (index 0 is the base retriever's first).
+        k: Expected number of relevant documents (the prior's total mass).
+        mode: ``"rank"``: a prior decaying with rank (:func:`rank_prior_probs`);
+            ``"score"``: a softmax over the retriever's scores, standardised (divided by
+            their standard deviation) so ``temperature`` is in standard deviations; falls
+            back to ``"rank"`` (with a warning) when a score is missing or not finite, and
+            to the flat prior when all scores are equal; ``"none"``: the flat prior.
+        top10_recall: For ``"rank"``: how often the retriever's top 10 holds the answer.
+        head_decay: For ``"rank"``: ratio between consecutive ranks inside the top 10.
+        scores: For ``"score"``: one score per document (None where unknown), shape ``(n,)``.
+        temperature: For ``"score"``: softmax temperature in standard deviations (> 0).
+
+    Returns:
+        Prior probabilities, shape ``(n,)``, or None for the flat prior (the panner's
+        ``PanningConfig.prior``).
+    """
+    if n == 0 or mode == "none":
+        return None
+    if mode == "score":
+        if (
+            scores is not None
+            and len(scores) == n
+            and all(
+                isinstance(s, (int, float)) and not isinstance(s, bool) and math.isfinite(s) for s in scores
+            )
+        ):
+            s = np.asarray(scores, dtype=np.float64)
+            spread = float(s.std())
+            if spread <= 0.0:
+                return None
+            return score_prior_probs(s / spread, k=k, temperature=temperature)
+        logger.warning(
+            "retriever_prior='score' but not every document has a finite score; using the rank prior instead"
+        )
+    elif mode != "rank":
+        raise ValueError(f"retriever_prior must be 'rank', 'score' or 'none', got {mode!r}")
+    return rank_prior_probs(n, k=k, top10_recall=top10_recall, head_decay=head_decay)

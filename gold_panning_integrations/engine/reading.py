@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
-__all__ = ["Reading", "Reader", "AsyncReader"]
+__all__ = ["Reader", "Reading"]
 
 
 @dataclass(frozen=True)
@@ -34,6 +34,9 @@ class Reading:
         prompt_tokens: Prompt tokens reported by the provider (None if not reported).
         completion_tokens: Completion tokens reported by the provider (None if not).
         extra: Free-form reader-specific diagnostics.
+        labels: The labels the documents were shown under, shape ``(m,)``, when they are
+            not the ones the panner passed (a reader adapted from one that takes no
+            labels shows ``1..m``); None: the panner's. The trace records what was shown.
     """
 
     cited: tuple[int, ...] = ()
@@ -47,6 +50,7 @@ class Reading:
     prompt_tokens: int | None = None
     completion_tokens: int | None = None
     extra: dict[str, Any] = field(default_factory=dict)
+    labels: tuple[int, ...] | None = None
 
     @classmethod
     def failure(cls, error: str, *, attempts: int = 1, raw: str | None = None) -> Reading:
@@ -56,35 +60,49 @@ class Reading:
 
 @runtime_checkable
 class Reader(Protocol):
-    """Synchronous reader: ``read(question, documents, *, labels=None) -> Reading``.
+    """The one reader protocol: what the panner calls, declared (the engine never
+    inspects a signature).
 
-    ``labels`` (shape ``(m,)``, distinct positive ints) are the names the documents are
-    shown under this round, in prompt order: ``labels[i]`` names ``documents[i]``. The
-    panner draws them at random each round, so a label says nothing about a position
-    and a document cannot aim at "document 1". ``None`` means ``1..m``. Whatever labels
-    were shown, ``Reading.cited`` holds 0-based *positions* (indices into
-    ``documents``). A reader that raises
-    :class:`~gold_panning_integrations.errors.FatalReaderError` ends the run at once.
+    * ``read(question, documents, *, labels) -> Reading`` for
+      :meth:`~gold_panning_integrations.engine.panner.Panner.run`, and/or
+      ``async aread(question, documents, *, labels) -> Reading`` for ``arun``.
+      ``documents`` are the texts of one prompt, in prompt order; ``labels`` (shape
+      ``(m,)``, distinct positive ints) are the names they are shown under, drawn at random
+      by the panner for every prompt: ``labels[i]`` names ``documents[i]``, so a label says
+      nothing about a position and a document cannot aim at "document 1". Whatever labels
+      were shown, ``Reading.cited`` holds 0-based *positions* (indices into
+      ``documents``). A reader should return ``Reading.failure(...)`` rather than raise for
+      model-side problems; the panner turns any other exception into a failed reading,
+      except :class:`~gold_panning_integrations.errors.FatalReaderError`, which ends the
+      run at once.
+    * ``model_name``: the model's name, as recorded in profiles and traces.
+    * ``recommended_profile``: the detector profile measured for this model (a bundled
+      name, a path or a ``DetectorProfile``), or None;
+      :func:`~gold_panning_integrations.profiles.resolve_profile` uses it when the user
+      names none.
+    * ``max_concurrency``: the most calls in flight through this reader (None: no limit);
+      ``1`` means it takes no concurrent calls, and the synchronous path then sends a
+      round's prompts one after another.
 
-    ``documents`` are the texts of this round's prompt, in prompt order. A reader
-    should return ``Reading.failure(...)`` rather than raise for model-side problems
-    (bad output, exhausted retries); the panner also converts unexpected exceptions of
-    type :class:`~gold_panning_integrations.errors.ReaderError` into failed rounds.
+    The package's readers implement all of it. A user's reader is adapted once, at the
+    edge (:func:`gold_panning_integrations.readers.as_reader`): the three attributes
+    default to the class name, None and 1, and a ``read``/``aread`` that takes no
+    ``labels`` is wrapped (with one warning) to show its documents under ``1..m``.
     """
 
-    def read(
-        self, question: str, documents: Sequence[str], *, labels: Sequence[int] | None = None
-    ) -> Reading:
+    @property
+    def model_name(self) -> str: ...
+
+    @property
+    def recommended_profile(self) -> Any: ...
+
+    @property
+    def max_concurrency(self) -> int | None: ...
+
+    def read(self, question: str, documents: Sequence[Any], *, labels: Sequence[int]) -> Reading:
         """Read one prompt and return the validated citations."""
         ...
 
-
-@runtime_checkable
-class AsyncReader(Protocol):
-    """Asynchronous reader: ``await aread(question, documents) -> Reading``."""
-
-    async def aread(
-        self, question: str, documents: Sequence[str], *, labels: Sequence[int] | None = None
-    ) -> Reading:
+    async def aread(self, question: str, documents: Sequence[Any], *, labels: Sequence[int]) -> Reading:
         """Read one prompt asynchronously and return the validated citations."""
         ...

@@ -3,15 +3,15 @@
 * :class:`SimulatedReader` cites each shown document independently with its
   position's TPR (relevant) or FPR (irrelevant), and can play a model that obeys an
   injection in one hostile document (:class:`Attack`). It plugs into
-  :class:`~gold_panning_integrations.engine.panner.GoldPanner` like any LLM reader.
+  :class:`~gold_panning_integrations.engine.panner.Panner` like any LLM reader.
 * :func:`simulate` runs thousands of trials at once through the very round functions
-  :class:`GoldPanner` runs (:mod:`.rounds`: pruning, placement, ``shuffle_top``, labels,
+  :class:`~.panner.Panner` runs (:mod:`.rounds`: pruning, placement, ``shuffle_top``, labels,
   the update with its robust and empty-prompt rules; :mod:`.stopping`), vectorised over
   trials, and returns F1 per round with a 95% confidence interval.
 
 Random streams: ``rng`` is split into four children ``(needles, model, policy,
 ties)``. The ``model`` child plays the reader's generator and the ``policy`` child the
-panner's, so one trial of :func:`simulate` equals ``GoldPanner(SimulatedReader(...,
+panner's, so one trial of :func:`simulate` equals ``Panner(SimulatedReader(...,
 rng=model), rng=policy)`` draw for draw (pinned by a test).
 """
 
@@ -433,7 +433,7 @@ def simulate(
     *decision* rates (the same unless given: the calibration-noise ablation). Every
     policy sees the same needles and, slot for slot, the same citation draws (common
     random numbers). The rounds run through :mod:`.rounds`, the functions
-    :class:`~gold_panning_integrations.engine.panner.GoldPanner` runs.
+    :class:`~gold_panning_integrations.engine.panner.Panner` runs.
 
     Args:
         tpr: True TPR per position, shape ``(m,)``; resampled to each prompt's size.

@@ -6,11 +6,13 @@
   (``.bind()``, ``.with_retry()``, ``.with_fallbacks()``, ``.configurable_fields()``).
 * :class:`LlamaIndexLLMReader` — any LlamaIndex ``LLM``.
 * :class:`LocalReader` — the embedded local model (llama-cpp-python, extra ``local``).
-* :class:`SimulatedReader` — follows a detector profile exactly (tests, ablations).
+* :class:`SimulatedReader` — follows a detector profile exactly (tests, ablations);
+  :mod:`.simulated` holds the package's other simulated and scripted readers.
 
 :func:`as_reader` turns whatever the user passed (a reader, a chat model, an LLM,
-``"local"``) into a reader. Framework modules are imported only when needed, so
-importing this package does not import LangChain or LlamaIndex.
+``"local"``) into a reader of the declared :class:`Reader` protocol, once, at the edge.
+Framework modules are imported only when needed, so importing this package does not
+import LangChain or LlamaIndex.
 """
 
 from __future__ import annotations
@@ -19,8 +21,9 @@ import sys
 from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
-from ..engine.reading import AsyncReader, Reader, Reading
+from ..engine.reading import Reader, Reading
 from ..engine.simulate import SimulatedReader
+from ._adapt import adapt_reader
 from ._base import BaseReader
 from ._prompt import (
     DEFAULT_TEMPLATE,
@@ -47,7 +50,6 @@ if TYPE_CHECKING:
 __all__ = [
     "DEFAULT_TEMPLATE",
     "SYSTEM_PROMPT",
-    "AsyncReader",
     "BaseReader",
     "ChatModelReader",
     "Citations",
@@ -99,7 +101,10 @@ def as_reader(obj: Any, **kwargs: Any) -> Any:
 
     Args:
         obj: One of
-            * an object with ``read`` and/or ``aread`` (a reader): returned as is;
+            * an object with ``read`` and/or ``aread`` (a reader): returned as is when
+              they take ``labels`` (the :class:`Reader` protocol), else adapted once
+              (:class:`~._adapt.AdaptedReader`: called without labels, its documents
+              shown as ``1..m``; one warning per class);
             * a LangChain chat model, or a Runnable wrapping one (``.bind()``,
               ``.with_retry()``, ``.with_fallbacks()``, ``.configurable_fields()``):
               wrapped in :class:`ChatModelReader`;
@@ -131,10 +136,10 @@ def as_reader(obj: Any, **kwargs: Any) -> Any:
                 f"{type(obj).__name__} is already a reader; options {sorted(kwargs)} apply only when "
                 "wrapping a chat model or LLM"
             )
-        return obj
+        return adapt_reader(obj)
     raise TypeError(
         f"cannot use a {type(obj).__module__}.{type(obj).__qualname__} as a reader: pass an object with "
-        "read(question, documents) / aread(...), a LangChain chat model (or a Runnable wrapping one), "
+        "read(question, documents, *, labels) / aread(...), a LangChain chat model (or a Runnable wrapping one), "
         "a LlamaIndex LLM, "
         "or the string 'local'"
     )

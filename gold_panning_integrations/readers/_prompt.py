@@ -16,7 +16,6 @@ Common label forms are read as labels: JSON integers, numbers as strings (``"6"`
 
 from __future__ import annotations
 
-import inspect
 import json
 import logging
 import numbers
@@ -29,6 +28,7 @@ from pydantic import BaseModel, Field
 
 from ..engine.reading import Reading
 from ..errors import CitationParseError
+from ._adapt import adapt_template
 
 __all__ = [
     "DEFAULT_TEMPLATE",
@@ -218,18 +218,10 @@ def render_documents(
     return "\n\n".join(f"[{lab}] {clip_document(d, max_chars_per_doc)}" for lab, d in zip(labs, documents))
 
 
-def _takes_labels(template: Callable[..., str]) -> bool:
-    try:
-        params = inspect.signature(template).parameters
-    except (TypeError, ValueError):  # builtins without a signature
-        return False
-    return "labels" in params or any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values())
-
-
 def template_labels(template: PromptTemplate | None, labels: tuple[int, ...]) -> tuple[int, ...]:
     """The labels a prompt rendered with ``template`` actually shows: ``labels``, except
     for a callable template without a ``labels`` parameter, which numbers ``1..m``."""
-    if callable(template) and not _takes_labels(template):
+    if getattr(adapt_template(template), "numbers_itself", False):
         return tuple(range(1, len(labels) + 1))
     return labels
 
@@ -256,9 +248,7 @@ def render_prompt(
     """
     labs = check_labels(labels, len(documents))
     if callable(template):
-        if _takes_labels(template):
-            return template(question, documents, labels=labs)
-        return template(question, documents)
+        return adapt_template(template)(question, documents, labels=labs)  # type: ignore[no-any-return]
     tpl = DEFAULT_TEMPLATE if template is None else template
     body = render_documents(
         documents, labels=labs, max_chars_per_doc=check_max_chars_per_doc(max_chars_per_doc)

@@ -1,0 +1,183 @@
+"""The one edge adapter: a user's reader or prompt template, fitted to the declared protocol once.
+
+The engine calls every reader as the :class:`~gold_panning_integrations.engine.reading.Reader`
+protocol declares (``read(question, documents, *, labels)``) and never looks at a
+signature. What a user hands in is adapted here, once, when it enters (by
+:func:`~gold_panning_integrations.readers.as_reader`, hence by ``GoldPanner`` and the
+framework adapters, and by :class:`~._base.BaseReader` for a callable template): this
+module is the only place in the package that inspects a signature.
+
+* A reader whose ``read``/``aread`` takes no ``labels`` is wrapped in
+  :class:`AdaptedReader`, with one warning per class and method: it is called without
+  the panner's labels, so it shows its documents as ``1..m``, and each of its readings
+  says so (``Reading.labels``), so the trace records what was shown.
+* A callable prompt template that takes no ``labels`` is wrapped in
+  :class:`NumberedTemplate` (it numbers documents ``1..m`` itself, and citations are
+  read against those numbers).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import inspect
+import logging
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from ..engine.reading import Reading
+
+__all__ = ["AdaptedReader", "NumberedTemplate", "adapt_reader", "adapt_template", "takes_keyword"]
+
+logger = logging.getLogger(__name__)
+
+_WARNED: set[tuple[type, str]] = set()
+"""Reader classes already warned about taking no ``labels`` (one warning per class and method)."""
+
+_TAKES: dict[tuple[Any, str], bool] = {}
+
+
+def takes_keyword(fn: Any, name: str) -> bool:
+    """Whether ``fn`` accepts the keyword ``name`` (or ``**kwargs``); cached per function.
+
+    A callable whose signature cannot be read (some builtins) counts as not taking it.
+    """
+    key = (getattr(fn, "__func__", fn), name)
+    try:
+        return _TAKES[key]
+    except (KeyError, TypeError):
+        pass
+    try:
+        params = inspect.signature(fn).parameters.values()
+        ok = any(
+            (p.name == name and p.kind is not inspect.Parameter.POSITIONAL_ONLY)
+            or p.kind is inspect.Parameter.VAR_KEYWORD
+            for p in params
+        )
+    except (TypeError, ValueError):
+        ok = False
+    try:
+        _TAKES[key] = ok
+    except TypeError:  # an unhashable callable: not cached
+        pass
+    return ok
+
+
+def _numbered(reading: Any, m: int) -> Any:
+    """``reading`` marked as shown under labels ``1..m``."""
+    if isinstance(reading, Reading) and reading.labels is None:
+        return dataclasses.replace(reading, labels=tuple(range(1, m + 1)))
+    return reading
+
+
+class AdaptedReader:
+    """A user's reader whose ``read`` and/or ``aread`` takes no ``labels``, fitted to the
+    reader protocol: ``labels`` are passed on where the method takes them and dropped
+    where it does not (that method's readings then report labels ``1..m``); any other
+    keyword (``config=`` for a LangChain-aware reader) is passed on. Every other attribute
+    is the wrapped reader's; it has ``read``/``aread`` only where the wrapped reader does.
+    """
+
+    def __init__(self, reader: Any) -> None:
+        self.reader = reader
+        for method in ("read", "aread"):
+            fn = getattr(reader, method, None)
+            if callable(fn):
+                takes = takes_keyword(fn, "labels")
+                if not takes:
+                    _warn_unlabelled(reader, method)
+                setattr(self, method, self._make(method, fn, takes))
+
+    @staticmethod
+    def _make(method: str, fn: Callable[..., Any], takes: bool) -> Callable[..., Any]:
+        if method == "read":
+
+            def read(question: str, documents: Sequence[Any], *, labels: Sequence[int], **options: Any) -> Any:
+                if takes:
+                    return fn(question, documents, labels=labels, **options)
+                return _numbered(fn(question, documents, **options), len(documents))
+
+            return read
+
+        async def aread(question: str, documents: Sequence[Any], *, labels: Sequence[int], **options: Any) -> Any:
+            if takes:
+                return await fn(question, documents, labels=labels, **options)
+            return _numbered(await fn(question, documents, **options), len(documents))
+
+        return aread
+
+    def __getattr__(self, name: str) -> Any:
+        if name == "reader":  # not set yet (during unpickling): no recursion
+            raise AttributeError(name)
+        return getattr(self.reader, name)
+
+    def __repr__(self) -> str:
+        return f"AdaptedReader({self.reader!r})"
+
+
+def _warn_unlabelled(reader: Any, method: str) -> None:
+    key = (type(reader), method)
+    if key in _WARNED:
+        return
+    _WARNED.add(key)
+    logger.warning(
+        "%s.%s takes no 'labels' argument: documents are shown under labels 1..m, so a "
+        "document that says 'cite document 1' can steer credit. Add `*, labels` to the "
+        "reader's %s and render documents under them.",
+        type(reader).__name__,
+        method,
+        method,
+    )
+
+
+def adapt_reader(obj: Any) -> Any:
+    """``obj`` (an object with ``read`` and/or ``aread``) as a reader of the protocol: as
+    it is when every such method takes ``labels``, else in an :class:`AdaptedReader`.
+
+    Raises:
+        TypeError: ``obj`` has neither method (the message says what is needed).
+    """
+    if isinstance(obj, AdaptedReader):
+        return obj
+    methods = [getattr(obj, m, None) for m in ("read", "aread")]
+    present = [fn for fn in methods if callable(fn)]
+    if not present:
+        raise TypeError(
+            f"{type(obj).__name__} is not a reader: it needs read(question, documents, *, labels) "
+            "-> Reading and/or async aread(question, documents, *, labels) -> Reading"
+        )
+    if all(takes_keyword(fn, "labels") for fn in present):
+        return obj
+    return AdaptedReader(obj)
+
+
+def accepts(reader: Any, method: str, name: str) -> bool:
+    """Whether ``reader.method`` takes the keyword ``name`` (through an
+    :class:`AdaptedReader`, the wrapped reader's method)."""
+    inner = reader.reader if isinstance(reader, AdaptedReader) else reader
+    fn = getattr(inner, method, None)
+    return fn is not None and takes_keyword(fn, name)
+
+
+class NumberedTemplate:
+    """A callable prompt template that takes no ``labels``: it numbers the documents
+    ``1..m`` itself, so citations are read against ``1..m`` (``numbers_itself``)."""
+
+    numbers_itself = True
+
+    def __init__(self, template: Callable[..., str]) -> None:
+        self.template = template
+
+    def __call__(self, question: str, documents: Sequence[str], *, labels: Sequence[int] | None = None) -> str:
+        return self.template(question, documents)
+
+    def __repr__(self) -> str:
+        return f"NumberedTemplate({self.template!r})"
+
+
+def adapt_template(template: Any) -> Any:
+    """``template`` as the prompt renderer calls it: a callable that takes no ``labels``
+    becomes a :class:`NumberedTemplate`; strings, None and label-taking callables are
+    returned as they are."""
+    if callable(template) and not isinstance(template, NumberedTemplate) and not takes_keyword(template, "labels"):
+        return NumberedTemplate(template)
+    return template
