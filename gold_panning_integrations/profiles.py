@@ -2,17 +2,23 @@
 
 A profile is a versioned JSON artifact::
 
-    {"schema_version": 2, "model": "...", "task": "...", "n_positions": 100,
+    {"schema_version": 3, "model": "...", "task": "...", "n_positions": 100,
      "tpr": [...], "fpr": [...], "grid_positions": [...], "trials": [...],
      "counts": {"positions": [...], "gold_cited": [...], "gold_shown": [...],
                 "distractor_cited": [...], "distractor_shown": [...]},
-     "created": "2026-11-21T00:00:00Z", "notes": "..."}
+     "blind_rate": 0.36, "false_leads": 1.5, "prior_head_decay": 0.05,
+     "evidence_temperature": null,
+     "created": "2026-11-21T00:00:00Z", "notes": "...", "extra": {...}}
 
 Schema 2 added ``counts``: the evidence behind every measured rate (how often a gold
 document / a distractor was shown and cited at each measured position), so a later
 update (more calibration calls, learning from traces) can weigh old and new evidence.
-Schema 1 files still load (without counts, or with the counts calibration used to keep
-in ``extra["counts"]``, see :meth:`DetectorProfile.rate_counts`).
+Schema 3 made the values learned for the reader and its retriever typed fields
+(``blind_rate``, ``false_leads``, ``prior_head_decay``, ``evidence_temperature``; before,
+entries of ``extra``). Schema 1 and 2 files still load, migrated on load: those entries
+of ``extra`` become the fields (checked, the message naming where the file holds them).
+Schema 1 files may keep the counts calibration used to store in ``extra["counts"]`` (see
+:meth:`DetectorProfile.rate_counts`).
 
 Files are read defensively: only regular files (after resolving symlinks), at most
 :data:`MAX_PROFILE_BYTES`, valid UTF-8, JSON nested at most :data:`MAX_JSON_DEPTH`
@@ -25,6 +31,7 @@ to the number of documents actually shown in a prompt.
 
 from __future__ import annotations
 
+import itertools
 import json
 import logging
 import math
@@ -58,18 +65,18 @@ __all__ = [
 
 logger = logging.getLogger(__name__)
 
-_EXTRA_RANGES: dict[str, tuple[float, float | None, bool, bool]] = {
-    # key: (low, high, low open, high open)
+LEARNED_RANGES: dict[str, tuple[float, float | None, bool, bool]] = {
+    # field: (low, high, low open, high open)
     "blind_rate": (0.0, 1.0, False, True),
     "false_leads": (0.0, None, False, True),
     "prior_head_decay": (0.0, 1.0, True, False),
     "evidence_temperature": (0.0, None, True, True),
 }
-"""Measured values a profile's ``extra`` may carry for the engine, and their ranges."""
+"""The learned fields of a profile (schema 3; ``extra`` entries before) and their ranges."""
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 """Version written by this release; :data:`SUPPORTED_SCHEMA_VERSIONS` are read."""
-SUPPORTED_SCHEMA_VERSIONS = (1, 2)
+SUPPORTED_SCHEMA_VERSIONS = (1, 2, 3)
 MAX_PROFILE_BYTES = 5 * 1024 * 1024
 """Largest profile file read (a 1,000-position profile with counts is ~100 kB)."""
 MAX_JSON_DEPTH = 32
@@ -88,10 +95,26 @@ def _check_rates(name: str, values: list[float]) -> list[float]:
     return [float(v) for v in values]
 
 
+def _learned_problem(name: str, value: Any) -> str | None:
+    """What is wrong with ``value`` as the learned field ``name`` (None when it is valid)."""
+    low, high, low_open, high_open = LEARNED_RANGES[name]
+    ok = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(float(value))
+    if ok:
+        x = float(value)
+        ok = (x > low if low_open else x >= low) and (high is None or (x < high if high_open else x <= high))
+    if ok:
+        return None
+    span = (
+        f"{'(' if low_open else '['}{low:g}, {'inf' if high is None else format(high, 'g')}"
+        f"{')' if high_open or high is None else ']'}"
+    )
+    return f"must be a number in {span}, got {value!r:.40}"
+
+
 def _strict_int(name: str, v: Any) -> Any:
     """Reject bools (and non-integral floats) where an integer is expected."""
     if isinstance(v, (bool, np.bool_)):
-        raise ValueError(f"{name} must be an integer, got the boolean {v!r}")
+        raise ValueError(f"{name} must be an integer, got the boolean {v!r}")  # noqa: TRY004 - pydantic reports ValueErrors
     if isinstance(v, float) and not v.is_integer():
         raise ValueError(f"{name} must be an integer, got {v!r}")
     return v
@@ -103,7 +126,7 @@ def _strict_int_list(name: str, v: Any) -> Any:
     if isinstance(v, np.ndarray):
         v = v.tolist()
     if not isinstance(v, (list, tuple)):
-        raise ValueError(f"{name} must be a list of integers, got {type(v).__name__}")
+        raise ValueError(f"{name} must be a list of integers, got {type(v).__name__}")  # noqa: TRY004 - pydantic reports ValueErrors
     for i, x in enumerate(v):
         _strict_int(f"{name}[{i}]", x)
     return list(v)
@@ -143,7 +166,7 @@ class RateCounts(BaseModel):
         if isinstance(v, np.ndarray):
             v = v.tolist()
         if not isinstance(v, (list, tuple)):
-            raise ValueError(f"{name} must be a list of numbers, got {type(v).__name__}")
+            raise ValueError(f"{name} must be a list of numbers, got {type(v).__name__}")  # noqa: TRY004 - pydantic reports ValueErrors
         for i, x in enumerate(v):
             if not isinstance(x, numbers.Real) or isinstance(x, (bool, np.bool_)) or not math.isfinite(x):
                 raise ValueError(f"{name}[{i}] = {x!r} is not a finite number")
@@ -210,8 +233,23 @@ class DetectorProfile(BaseModel):
     """When the profile was made (UTC)."""
     notes: str = ""
     """How the profile was made: command line, data, trial counts."""
+    blind_rate: float | None = None
+    """Probability, in [0, 1), that a relevant document is one this reader cannot
+    recognise, measured on labelled traces (:func:`~gold_panning_integrations.traces.learn_profile`);
+    the panner's ``blind_rate`` when the options leave it to the profile. None: not measured."""
+    false_leads: float | None = None
+    """Expected number of irrelevant documents per question (>= 0) that this reader cites
+    the way it cites a relevant one, measured on labelled traces; the panner's
+    ``false_leads`` when the options leave it to the profile. None: not measured."""
+    prior_head_decay: float | None = None
+    """Shape of the base retriever's rank prior inside its top 10, in (0, 1], fitted to
+    where the relevant documents sat in labelled traces; the panner's
+    ``prior_head_decay`` when the options leave it to the profile. None: not fitted."""
+    evidence_temperature: float | None = None
+    """Divisor of every log-likelihood ratio (> 0) fitted for this reader; the panner's
+    ``evidence_temperature`` when the options leave it to the profile. None: not fitted."""
     extra: dict[str, Any] = Field(default_factory=dict)
-    """Free-form metadata (e.g. a fitted posterior temperature)."""
+    """Free-form metadata (how a value was fitted, calibration seeds, ...)."""
 
     @field_validator("schema_version")
     @classmethod
@@ -239,7 +277,7 @@ class DetectorProfile(BaseModel):
         if isinstance(v, np.ndarray):
             v = v.tolist()
         if not isinstance(v, (list, tuple)):
-            raise ValueError(f"{info.field_name} must be a list of numbers, got {type(v).__name__}")
+            raise ValueError(f"{info.field_name} must be a list of numbers, got {type(v).__name__}")  # noqa: TRY004 - pydantic reports ValueErrors
         return _check_rates(info.field_name, list(v))
 
     @model_validator(mode="after")
@@ -252,7 +290,7 @@ class DetectorProfile(BaseModel):
                 raise ValueError(f"{name} has {got} values but n_positions is {self.n_positions}")
         if self.grid_positions is not None:
             g = self.grid_positions
-            if any(p < 0 or p >= self.n_positions for p in g) or any(b <= a for a, b in zip(g, g[1:])):
+            if any(p < 0 or p >= self.n_positions for p in g) or any(b <= a for a, b in itertools.pairwise(g)):
                 raise ValueError(
                     f"grid_positions must be strictly increasing within [0, {self.n_positions - 1}], got {g}"
                 )
@@ -266,23 +304,45 @@ class DetectorProfile(BaseModel):
             )
         return self
 
-    @field_validator("extra")
+    @model_validator(mode="before")
     @classmethod
-    def _measured_extras(cls, v: dict[str, Any]) -> dict[str, Any]:
-        """The extras the engine reads must hold valid numbers (a corrupt profile fails at
-        load, naming the key, not at the first query)."""
-        for key, (low, high, low_open, high_open) in _EXTRA_RANGES.items():
-            if key not in v:
-                continue
-            x = v[key]
-            ok = isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(float(x))
-            if ok:
-                x = float(x)
-                ok = (x > low if low_open else x >= low) and (high is None or (x < high if high_open else x <= high))
-            if not ok:
-                span = f"{'(' if low_open else '['}{low:g}, {'inf' if high is None else format(high, 'g')}{')' if high_open or high is None else ']'}"
-                raise ValueError(f"extra[{key!r}] must be a number in {span}, got {x!r:.40}")
-        return v
+    def _migrate(cls, data: Any) -> Any:
+        """Schema 1 and 2 kept the learned values in ``extra``: they become the typed
+        fields (a bad value fails here, named where the file holds it), and the profile
+        is schema 3. Every version's ``extra`` entries of those names move alike."""
+        if not isinstance(data, dict):
+            return data
+        extra = data.get("extra")
+        version = data.get("schema_version", SCHEMA_VERSION)
+        moved = [key for key in LEARNED_RANGES if isinstance(extra, dict) and key in extra]
+        if not moved and version not in (1, 2):
+            return data
+        data = dict(data)
+        if moved:
+            extra = dict(extra)  # type: ignore[arg-type]  # a dict: checked above
+            for key in moved:
+                value = extra.pop(key)
+                problem = _learned_problem(key, value)
+                if problem is not None:
+                    raise ValueError(f"extra[{key!r}] {problem}")
+                if data.get(key) is not None:
+                    raise ValueError(f"{key} is given both as a field and in extra[{key!r}]; keep the field")
+                data[key] = value
+            data["extra"] = extra
+        if version in (1, 2) and not isinstance(version, bool):
+            data["schema_version"] = SCHEMA_VERSION
+        return data
+
+    @field_validator(*LEARNED_RANGES, mode="before")
+    @classmethod
+    def _learned(cls, value: Any, info: Any) -> float | None:
+        """A learned value is None (not measured) or a number in its range."""
+        if value is None:
+            return None
+        problem = _learned_problem(info.field_name, value)
+        if problem is not None:
+            raise ValueError(problem)
+        return float(value)
 
     def rate_counts(self) -> RateCounts | None:
         """The counts behind the rates: the ``counts`` field, else (schema-1 files made by

@@ -138,7 +138,7 @@ def trace_record(
 def _check_relevant(relevant: Iterable[int], n: int) -> list[int]:
     """Sorted distinct indices in ``0..n-1``; a ValueError naming the bad one otherwise."""
     if isinstance(relevant, (str, bytes)):
-        raise ValueError(f"relevant must be document indices, got {relevant!r:.40}")
+        raise ValueError(f"relevant must be document indices, got {relevant!r:.40}")  # noqa: TRY004 - as the others
     out = set()
     for d in relevant:
         if isinstance(d, bool) or not isinstance(d, (int, np.integer)) or not 0 <= int(d) < n:
@@ -208,7 +208,7 @@ def _header_problem(obj: Any) -> str | None:
     if obj.get("version") != TRACE_VERSION:
         return f"trace version {obj.get('version')!r} is not {TRACE_VERSION}"
     n = obj.get("n")
-    if not _is_int(n) or n < 0:
+    if not isinstance(n, int) or isinstance(n, bool) or n < 0:
         return f"field 'n' must be an integer >= 0, got {n!r:.40}"
     return None
 
@@ -413,7 +413,8 @@ def _accumulate(left: NDArray[np.intp], w: NDArray[np.float64], weights: NDArray
     """Sum ``weights`` into ``k`` grid bins, each split by the interpolation weight."""
     if k == 1:
         return np.array([weights.sum()])
-    return np.bincount(left, weights * (1.0 - w), minlength=k) + np.bincount(left + 1, weights * w, minlength=k)
+    summed = np.bincount(left, weights * (1.0 - w), minlength=k) + np.bincount(left + 1, weights * w, minlength=k)
+    return np.asarray(summed, dtype=np.float64)  # bincount with weights is float64 already: no copy
 
 
 # ------------------------------------------------------------- mixture
@@ -520,9 +521,9 @@ class LearnResult:
         sightings: Document sightings used (failed prompts excluded).
         new_counts: The expected counts from the traces alone.
         mixture: ``false_leads`` and ``blind_rate`` measured on the labelled traces (also
-            in ``profile.extra``), or None when no trace was labelled.
+            the profile's fields of those names), or None when no trace was labelled.
         retriever: The base retriever's rank prior fitted on the labelled traces (its
-            ``head_decay`` is ``profile.extra["prior_head_decay"]``), or None.
+            ``head_decay`` is ``profile.prior_head_decay``), or None.
     """
 
     profile: DetectorProfile
@@ -566,8 +567,8 @@ def learn_profile(
     (cited at TPR) or not (at FPR): a relevant document fails to read as relevant with
     probability ``blind_rate``, an irrelevant one reads as relevant with probability
     ``false_leads / (n - k)``; both are estimated with the rates (2 pseudo-documents at
-    the defaults, :data:`MIXTURE_PRIOR_WEIGHT`) and stored in ``profile.extra``, where
-    the panner reads them. The TPR is then that of a document the reader recognises, not
+    the defaults, :data:`MIXTURE_PRIOR_WEIGHT`) and stored as the profile's ``false_leads``
+    and ``blind_rate``, where the panner reads them. The TPR is then that of a document the reader recognises, not
     diluted by the queries it cannot answer. Labelled traces that used a rank prior also
     fit ``prior_head_decay`` (:func:`fit_head_decay`).
 
@@ -578,9 +579,7 @@ def learn_profile(
             for distractors when it has none) are blended with the traces' counts.
         grid: Grid of profile positions to estimate on (default: the prior's
             ``grid_positions``, else the paper's 11-point grid over its positions).
-        prior_strength: Pseudo-trials per grid position for a prior without counts
-            (default 3: in simulation, 200 queries from the generic profile closed 72% of
-            the F1 gap with 3 and 67% with 10).
+        prior_strength: Pseudo-trials per grid position for a prior without counts.
         relevance: ``"independent"``: each document is relevant or not on its own
             (posterior from the trace's prior log-odds, as the panner computes it);
             ``"one"``: each query has exactly one relevant document (its posterior is
@@ -701,11 +700,12 @@ def learn_profile(
     )
     how = f"by EM ({n_labelled} of them labelled)" if n_labelled else "by EM"
     # What the reader is known to do beyond per-position rates stays with it unless re-measured.
-    kept = {
-        key: prior.extra[key] for key in ("false_leads", "blind_rate", "prior_head_decay") if key in (prior.extra or {})
+    learned: dict[str, Any] = {
+        key: getattr(prior, key)
+        for key in ("false_leads", "blind_rate", "prior_head_decay")
+        if getattr(prior, key) is not None
     }
     extra: dict[str, Any] = {
-        **kept,
         "learned_from_traces": {
             "queries": obs.n_queries,
             "labelled_queries": n_labelled,
@@ -722,10 +722,10 @@ def learn_profile(
             false_leads=round(a_rate * irr_per_query, 4), blind_rate=min(round(b_rate, 4), 0.9999),
             false_lead_rate=a_rate, relevant=int(rel_l.sum()), irrelevant=int(irr_l.sum()), queries=n_labelled,
         )
-        extra["false_leads"], extra["blind_rate"] = fit.false_leads, fit.blind_rate
+        learned["false_leads"], learned["blind_rate"] = fit.false_leads, fit.blind_rate
         extra["mixture_fit"] = {"relevant": fit.relevant, "irrelevant": fit.irrelevant, "queries": fit.queries}
     if retriever is not None:
-        extra["prior_head_decay"] = retriever.head_decay
+        learned["prior_head_decay"] = retriever.head_decay
         extra["retriever_fit"] = {"queries": retriever.queries, "top1_share": round(retriever.top1_share, 4)}
     profile = DetectorProfile.from_grid(
         g,
@@ -741,6 +741,7 @@ def learn_profile(
             f"{prior.model!r}/{prior.task!r} by counts. Prior notes: {prior.notes}"
         ).strip(),
         extra=extra,
+        **learned,
     )
     return LearnResult(
         profile=profile, iterations=it, converged=converged, queries=obs.n_queries, sightings=int(obs.doc.size),

@@ -159,7 +159,7 @@ def test_schema_1_still_loads_and_old_counts_are_read(tmp_path: Path) -> None:
     p = tmp_path / "v1.json"
     p.write_text(json.dumps(data))
     prof = DetectorProfile.load(p)
-    assert prof.schema_version == 1
+    assert prof.schema_version == SCHEMA_VERSION == 3  # migrated on load
     c = prof.rate_counts()
     assert c is not None
     assert c.positions == [0, 2]
@@ -171,7 +171,7 @@ def test_schema_2_round_trips_counts(tmp_path: Path) -> None:
     prof = DetectorProfile(**GOOD, counts=counts)  # type: ignore[arg-type]
     out = prof.save(tmp_path / "v2.json")
     back = DetectorProfile.load(out)
-    assert back.schema_version == SCHEMA_VERSION == 2
+    assert back.schema_version == SCHEMA_VERSION == 3
     assert back.counts == counts
 
 
@@ -181,5 +181,63 @@ def test_counts_cited_above_shown_is_refused() -> None:
 
 
 def test_unknown_schema_version_names_supported_ones() -> None:
-    with pytest.raises(ProfileError, match="reads versions 1, 2"):
-        DetectorProfile(**GOOD, schema_version=3)  # type: ignore[arg-type]
+    with pytest.raises(ProfileError, match="reads versions 1, 2, 3"):
+        DetectorProfile(**GOOD, schema_version=4)  # type: ignore[arg-type]
+
+
+# ------------------------------------------------------------- schema 3: typed learned values
+LEARNED = {"blind_rate": 0.36, "false_leads": 1.5, "prior_head_decay": 0.05, "evidence_temperature": 2.0}
+
+
+@pytest.mark.parametrize("version", [1, 2])
+def test_learned_values_under_extra_are_migrated_on_load(tmp_path: Path, version: int) -> None:
+    data = {**GOOD, "schema_version": version, "extra": {**LEARNED, "fitted_by": "em"}}
+    p = tmp_path / "old.json"
+    p.write_text(json.dumps(data))
+    prof = DetectorProfile.load(p)
+    assert prof.schema_version == 3
+    assert (prof.blind_rate, prof.false_leads, prof.prior_head_decay, prof.evidence_temperature) == (
+        0.36, 1.5, 0.05, 2.0,
+    )
+    assert prof.extra == {"fitted_by": "em"}
+    # written back as schema 3, with the typed fields, and read back the same
+    back = DetectorProfile.load(prof.save(tmp_path / "new.json"))
+    assert back == prof
+    saved = json.loads((tmp_path / "new.json").read_text())
+    assert saved["schema_version"] == 3 and saved["blind_rate"] == 0.36 and "blind_rate" not in saved["extra"]
+
+
+def test_learned_values_are_typed_fields_read_by_the_engine() -> None:
+    from gold_panning_integrations import PanningConfig
+
+    prof = DetectorProfile(**GOOD, **LEARNED)  # type: ignore[arg-type]
+    cfg = PanningConfig().with_profile(prof)
+    assert (cfg.blind_rate, cfg.false_leads, cfg.prior_head_decay, cfg.evidence_temperature) == (0.36, 1.5, 0.05, 2.0)
+    bare = DetectorProfile(**GOOD)  # type: ignore[arg-type]
+    assert (bare.blind_rate, bare.false_leads, bare.prior_head_decay, bare.evidence_temperature) == (None,) * 4
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "message"),
+    [
+        ("blind_rate", 1.0, r"blind_rate: must be a number in \[0, 1\), got 1.0"),
+        ("false_leads", -0.5, r"false_leads: must be a number in \[0, inf\), got -0.5"),
+        ("prior_head_decay", 0, r"prior_head_decay: must be a number in \(0, 1\], got 0"),
+        ("evidence_temperature", "hot", r"evidence_temperature: must be a number in \(0, inf\), got 'hot'"),
+        ("blind_rate", True, r"blind_rate: must be a number in \[0, 1\), got True"),
+    ],
+)
+def test_learned_fields_are_validated_by_name(field: str, value: object, message: str) -> None:
+    with pytest.raises(ProfileError, match=message):
+        DetectorProfile(**GOOD, **{field: value})  # type: ignore[arg-type]
+
+
+def test_a_learned_value_given_twice_is_refused() -> None:
+    with pytest.raises(ProfileError, match=r"blind_rate is given both as a field and in extra\['blind_rate'\]"):
+        DetectorProfile(**GOOD, blind_rate=0.1, extra={"blind_rate": 0.2})  # type: ignore[arg-type]
+
+
+def test_the_bundled_labelled_profile_loads_its_learned_values_typed() -> None:
+    prof = load_profile("smollm2-135m-nq-labelled")
+    assert (prof.blind_rate, prof.false_leads, prof.prior_head_decay) == (0.3646, 1.5319, 0.05)
+    assert "blind_rate" not in prof.extra and prof.extra["mixture_fit"]["queries"] == 25

@@ -143,7 +143,10 @@ def test_save_load_round_trip(tmp_path: Path) -> None:
     q = DetectorProfile.load(path)
     assert q == p
     data = json.loads(path.read_text())
-    assert data["schema_version"] == SCHEMA_VERSION == 2
+    assert data["schema_version"] == SCHEMA_VERSION == 3
+    # a learned value given under extra (the schema-2 place) becomes the typed field
+    assert q.evidence_temperature == 1.5 and "evidence_temperature" not in q.extra
+    assert data["evidence_temperature"] == 1.5
     assert set(data) >= {
         "schema_version",
         "model",
@@ -203,7 +206,7 @@ def test_unknown_bundled_name_lists_the_available_ones() -> None:
         ({"n_positions": 1, "tpr": ["x"], "fpr": [0.1]}, [r"tpr\[0\]", "'x'"]),
         ({"n_positions": 1, "tpr": [True], "fpr": [0.1]}, [r"tpr\[0\]", "True"]),
         ({"n_positions": 0, "tpr": [], "fpr": []}, ["tpr", "empty"]),
-        ({"n_positions": 1, "tpr": [0.5], "fpr": [0.1], "schema_version": 3}, ["schema_version", "3"]),
+        ({"n_positions": 1, "tpr": [0.5], "fpr": [0.1], "schema_version": 4}, ["schema_version", "4"]),
         ({"n_positions": 1, "tpr": [0.5], "fpr": [0.1], "tprr": [0.1]}, ["tprr"]),
         (
             {"n_positions": 2, "tpr": [0.5] * 2, "fpr": [0.1] * 2, "grid_positions": [1, 0]},

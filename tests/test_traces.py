@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from gold_panning_integrations.cli import main as cli_main
-from gold_panning_integrations.engine.panner import GoldPanner
+from gold_panning_integrations.engine.panner import Panner
 from gold_panning_integrations.engine.simulate import SimulatedReader
 from gold_panning_integrations.profiles import DetectorProfile, RateCounts, load_profile
 from gold_panning_integrations.traces import (
@@ -28,7 +28,7 @@ def _panned(n: int = 6, *, seed: int = 0, rounds: int = 3):  # type: ignore[no-u
     reader = SimulatedReader(prof, relevant=lambda d: d == "GOLD", rng=rng)
     docs = [f"d{i}" for i in range(n)]
     docs[2] = "GOLD"
-    return GoldPanner(reader, profile=prof, rounds=rounds, rng=rng).run("q", docs)
+    return Panner(reader, profile=prof, rounds=rounds, retriever_prior="none", rng=rng).run("q", docs)
 
 
 def test_trace_record_mirrors_the_result() -> None:
@@ -215,8 +215,8 @@ def test_one_labelled_em_iteration_by_hand() -> None:
     assert (res.mixture.relevant, res.mixture.irrelevant, res.mixture.queries) == (1, 1, 1)
     np.testing.assert_allclose(res.profile.tpr, [(8 + q0 + 0.5) / (10 + q0 + 1), (8 + 0.5) / (10 + q1 + 1)])
     np.testing.assert_allclose(res.profile.fpr, [(2 + (1 - q0) + 0.5) / (10 + (1 - q0) + 1), 2.5 / (10 + (1 - q1) + 1)])
-    assert res.profile.extra["blind_rate"] == res.mixture.blind_rate
-    assert res.profile.extra["false_leads"] == res.mixture.false_leads
+    assert res.profile.blind_rate == res.mixture.blind_rate
+    assert res.profile.false_leads == res.mixture.false_leads
 
 
 def _mixture_traces(blind: float, leads: float, queries: int, seed: int) -> list[dict[str, object]]:
@@ -242,7 +242,7 @@ def _mixture_traces(blind: float, leads: float, queries: int, seed: int) -> list
         gold = int(rng.integers(10))
         reads = rng.random(10) < leads / 9
         reads[gold] = rng.random() >= blind
-        res = GoldPanner(Reader(reads), profile=prof, rounds=6, rng=rng).run("q", list(range(10)))
+        res = Panner(Reader(reads), profile=prof, rounds=6, retriever_prior="none", rng=rng).run("q", list(range(10)))
         out.append(trace_record(res, relevant=[gold]))
     return out
 
@@ -262,14 +262,14 @@ def test_labelled_traces_measure_the_readers_mixture(blind: float, leads: float)
 
 
 def test_unlabelled_learning_keeps_the_priors_measured_mixture() -> None:
-    prior = _two_position_prior().model_copy(update={"extra": {"blind_rate": 0.6, "false_leads": 0.4}})
+    prior = _two_position_prior().model_copy(update={"blind_rate": 0.6, "false_leads": 0.4})
     obs = Observations(
         doc=np.array([0, 1]), depth=np.array([0.0, 1.0]), cited=np.array([True, False]),
         prior_log_odds=np.zeros(2), query=np.zeros(2, dtype=np.intp), final_posteriors=np.full(2, 0.5),
     )
     res = learn_profile(obs, prior, iterations=1)
     assert res.mixture is None
-    assert (res.profile.extra["blind_rate"], res.profile.extra["false_leads"]) == (0.6, 0.4)
+    assert (res.profile.blind_rate, res.profile.false_leads) == (0.6, 0.4)
     # and the unlabelled update is the paper's EM, unchanged (test_one_em_iteration_by_hand)
     np.testing.assert_allclose(res.profile.tpr, [9.3 / 11.8, 8.5 / 11.2])
 
@@ -283,13 +283,13 @@ def test_cli_from_labelled_traces_reports_and_stores_the_mixture(
     assert cli_main(["calibrate", "--from-traces", str(path), "--prior", "lost-in-the-middle", "--out", str(out)]) == 0
     text = capsys.readouterr().out
     prof = DetectorProfile.load(out)
-    assert f"blind_rate {prof.extra['blind_rate']:.3f}" in text
+    assert f"blind_rate {prof.blind_rate:.3f}" in text
     assert "measured on 40 labelled traces (40 relevant, 360 irrelevant documents)" in text
     assert prof.extra["mixture_fit"] == {"relevant": 40, "irrelevant": 360, "queries": 40}
     # the panner picks the measured values up unless told otherwise
-    panner = GoldPanner(_NoReader(), profile=prof)
-    assert (panner.config.blind_rate, panner.config.false_leads) == (prof.extra["blind_rate"], prof.extra["false_leads"])
-    assert GoldPanner(_NoReader(), profile=prof, blind_rate=0.1).config.blind_rate == 0.1
+    panner = Panner(_NoReader(), profile=prof)
+    assert (panner.config.blind_rate, panner.config.false_leads) == (prof.blind_rate, prof.false_leads)
+    assert Panner(_NoReader(), profile=prof, blind_rate=0.1).config.blind_rate == 0.1
 
 
 class _NoReader:
@@ -326,18 +326,18 @@ def test_fit_head_decay_follows_where_the_relevant_documents_sat() -> None:
 
 
 def test_learned_profile_carries_the_retrievers_head_decay(tmp_path: Path) -> None:
-    from gold_panning_integrations.engine.priors import profile_head_decay
+    from gold_panning_integrations import PanningConfig
 
     res = learn_profile([_ranked_trace(10, 0) for _ in range(8)], load_profile("lost-in-the-middle"))
     assert res.retriever is not None
-    assert res.profile.extra["prior_head_decay"] == 0.05
+    assert res.profile.prior_head_decay == 0.05
     assert res.profile.extra["retriever_fit"] == {"queries": 8, "top1_share": 1.0}
-    assert profile_head_decay(res.profile) == 0.05
-    assert profile_head_decay(res.profile, 0.9) == 0.9
-    assert profile_head_decay(load_profile("lost-in-the-middle")) == 0.6
-    bad = res.profile.model_copy(update={"extra": {"prior_head_decay": 0}})
-    with pytest.raises(ValueError, match=r"extra\['prior_head_decay'\] must be a number in \(0, 1\], got 0"):
-        profile_head_decay(bad)
+    assert PanningConfig().with_profile(res.profile).prior_head_decay == 0.05
+    assert PanningConfig(prior_head_decay=0.9).with_profile(res.profile).prior_head_decay == 0.9
+    assert PanningConfig().with_profile(load_profile("lost-in-the-middle")).prior_head_decay == 0.6
+    bad = res.profile.model_copy(update={"prior_head_decay": 0})
+    with pytest.raises(ValueError, match=r"the profile's prior_head_decay must be a number in \(0, 1\] or None, got 0"):
+        PanningConfig().with_profile(bad)
 
 
 def test_degenerate_labelled_traces_stay_valid() -> None:
@@ -352,7 +352,7 @@ def test_degenerate_labelled_traces_stay_valid() -> None:
     ]
     res = learn_profile([empty, everything, *base[2:]], load_profile("lost-in-the-middle").resample(10))
     assert res.mixture is not None
-    cfg = GoldPanner(_NoReader(), profile=res.profile).config
+    cfg = Panner(_NoReader(), profile=res.profile).config
     assert 0.0 < cfg.blind_rate < 1.0 and cfg.false_leads > 0.0
     assert np.isfinite(res.profile.tpr_array).all() and np.isfinite(res.profile.fpr_array).all()
     # only relevant labels (every document relevant): counted, but no mixture to measure
@@ -378,7 +378,7 @@ def test_labelled_simulated_traces_learn_the_rates_and_a_near_zero_mixture() -> 
 
 def test_labels_of_an_empty_result() -> None:
     prof = load_profile("lost-in-the-middle")
-    empty = GoldPanner(_NoReader(), profile=prof).run("q", [])
+    empty = Panner(_NoReader(), profile=prof).run("q", [])
     assert trace_record(empty, relevant=[])["relevant"] == []
     with pytest.raises(ValueError, match=r"indices \(this result has no documents\), got 0"):
         trace_record(empty, relevant=[0])
