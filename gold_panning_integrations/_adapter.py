@@ -2,17 +2,21 @@
 
 Both adapters do the same four things around the engine, and do them here:
 
-1. hold the panning options as validated pydantic fields (:class:`PanningOptions`, a
-   mixin both adapters inherit, so every option is declared and documented once);
+1. hold the panning options as pydantic fields (:class:`PanningOptions`, a mixin both
+   adapters inherit) generated from the one declaration of every engine option
+   (:meth:`~gold_panning_integrations.engine.config.PanningConfig.options`: same names,
+   defaults and docs) and validated by building the
+   :class:`~gold_panning_integrations.engine.config.PanningConfig` they describe;
 2. turn the user's reader argument (a reader, a LangChain chat model or any chat-model
-   Runnable, a LlamaIndex LLM, or ``"local"``) into a reader, once, on first use, and
+   Runnable, a LlamaIndex LLM, or ``"local"``) into a reader of the declared protocol,
+   once, on first use (:func:`~gold_panning_integrations.readers.as_reader`), and
    resolve the detector profile once with the one profile rule
    (:func:`~gold_panning_integrations.profiles.resolve_profile`);
-3. compute the retriever-informed prior from the base retriever's order or scores;
-4. run :class:`~gold_panning_integrations.engine.GoldPanner` and turn the
+3. run the engine's :class:`~gold_panning_integrations.engine.panner.Panner` (which
+   applies the retriever prior over the base order) and turn the
    :class:`~gold_panning_integrations.engine.PanningResult` into ``(input index,
-   posterior, 1-based rank)`` triples the adapters map onto their document types, and
-   hand each result to the user's ``on_result`` hook.
+   posterior, 1-based rank)`` triples the adapters map onto their document types;
+4. hand each result to the user's ``on_result`` hook.
 
 It also checks what the user and the base retriever pass in (``k``, the documents) and
 gives the adapters a short ``repr`` and a JSON-safe ``model_dump``.
@@ -23,31 +27,39 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-import math
 import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any
 
 import numpy as np
-from numpy.typing import NDArray
-from pydantic import BaseModel, Field, PrivateAttr, field_serializer, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    Field,
+    PrivateAttr,
+    SkipValidation,
+    create_model,
+    field_serializer,
+    field_validator,
+    model_validator,
+)
 
-from .engine import GoldPanner, PanningResult
+from .engine import PanningResult
 from .engine.config import PanningConfig
-from .engine.priors import DEFAULT_HEAD_DECAY, profile_head_decay, rank_prior_probs, score_prior_probs
+from .engine.panner import Panner
 from .errors import InvalidInputError
 from .profiles import DetectorProfile, load_profile, resolve_profile
 
 __all__ = [
+    "ADAPTER_OWN_OPTIONS",
+    "ENGINE_OPTIONS",
     "PANNED_KEY",
     "POSTERIOR_KEY",
     "RANK_KEY",
     "RELEVANCE_KEY",
     "PanningOptions",
     "Ranked",
-    "RetrieverPrior",
     "check_count",
     "check_items",
     "describe",
@@ -55,7 +67,6 @@ __all__ = [
     "describe_profile",
     "empty_result",
     "model_name",
-    "prior_probs",
     "ranked",
     "reader_repr",
     "resolve_reader",
@@ -63,9 +74,9 @@ __all__ = [
 
 logger = logging.getLogger(__name__)
 
-_CONFIG_FIELDS = frozenset(f.name for f in dataclasses.fields(PanningConfig))
-
-RetrieverPrior = Literal["rank", "score", "none"]
+ADAPTER_OWN_OPTIONS = frozenset({"k"})
+"""Engine options an adapter holds as its own field under its framework's name (the
+retriever's ``k``, the compressor's and postprocessor's ``top_n``), set per query."""
 
 POSTERIOR_KEY = "gold_panning_posterior"
 """Metadata key of the posterior probability of relevance (float in [0, 1])."""
@@ -156,45 +167,20 @@ def describe_object(obj: Any) -> dict[str, Any]:
 
 
 def resolve_reader(obj: Any) -> Any:
-    """Return a reader for ``obj``.
-
-    An object with ``read`` or ``aread`` is used as it is; anything else (a LangChain
-    ``BaseChatModel`` or any chat-model Runnable: ``.bind(...)``, ``.with_retry()``,
-    ``.with_fallbacks([...])``, ``.configurable_fields(...)``; a LlamaIndex ``LLM``; the
-    string ``"local"``) goes to :func:`gold_panning_integrations.readers.as_reader`,
-    which decides, imported here so that the adapters import no reader backend until
-    one is needed. Nothing is rejected here before ``as_reader`` has seen it.
+    """Return a reader of the declared protocol for ``obj``: whatever
+    :func:`gold_panning_integrations.readers.as_reader` makes of it (a reader as it is,
+    or adapted; a LangChain chat model or chat-model Runnable, a LlamaIndex ``LLM`` or
+    ``"local"`` wrapped), imported here so that the adapters import no reader backend
+    until one is needed.
     """
     if obj is None:
         raise TypeError(
             "no reader given: pass a reader (an object with read/aread), a LangChain chat "
             "model, a LlamaIndex LLM, or 'local' for the embedded model"
         )
-    if (
-        not isinstance(obj, str)
-        and not _is_runnable(obj)
-        and (callable(getattr(obj, "read", None)) or callable(getattr(obj, "aread", None)))
-    ):
-        return obj
-    try:
-        from .readers import as_reader
-    except ImportError as err:  # pragma: no cover - only while readers are being written
-        raise TypeError(
-            f"{type(obj).__name__} is not a reader (it has no read/aread method) and "
-            "gold_panning_integrations.readers.as_reader is unavailable to wrap it"
-        ) from err
+    from .readers import as_reader
+
     return as_reader(obj)
-
-
-def _is_runnable(obj: Any) -> bool:
-    """Whether ``obj`` is a LangChain Runnable (without importing LangChain: an instance
-    cannot exist before its module is loaded). Runnables forward unknown attributes to
-    what they wrap, so they always go to ``as_reader``, which knows how to unwrap them."""
-    import sys
-
-    mod = sys.modules.get("langchain_core.runnables.base")
-    klass = getattr(mod, "Runnable", None) if mod is not None else None
-    return isinstance(klass, type) and isinstance(obj, klass)
 
 
 def model_name(reader: Any) -> str:
@@ -213,59 +199,6 @@ def model_name(reader: Any) -> str:
             if isinstance(value, str) and value:
                 return value
     return type(reader).__name__
-
-
-def prior_probs(
-    n: int,
-    *,
-    k: int,
-    mode: RetrieverPrior,
-    top10_recall: float,
-    head_decay: float = DEFAULT_HEAD_DECAY,
-    scores: Sequence[float | None] | None = None,
-    temperature: float = 1.0,
-) -> NDArray[np.float64] | None:
-    """Prior probability of relevance for ``n`` documents in the base retriever's order.
-
-    Args:
-        n: Number of documents (index 0 is the base retriever's first).
-        k: Expected number of relevant documents.
-        mode: ``"rank"``: a prior decaying with rank
-            (:func:`~gold_panning_integrations.engine.priors.rank_prior_probs`);
-            ``"score"``: a softmax over the retriever's scores, standardised (divided by
-            their standard deviation) so ``temperature`` is in standard deviations; falls
-            back to ``"rank"`` when a score is missing or not finite, and to the flat
-            prior when all scores are equal; ``"none"``: flat (returns None, the engine's
-            base rate ``min(k/n, 0.5)``).
-        top10_recall: For ``"rank"``: how often the retriever's top 10 holds the answer.
-        head_decay: For ``"rank"``: ratio between consecutive ranks inside the top 10.
-        scores: For ``"score"``: one score per document (None where unknown), shape ``(n,)``.
-        temperature: For ``"score"``: softmax temperature in standard deviations (> 0).
-
-    Returns:
-        Prior probabilities, shape ``(n,)``, or None for the flat prior.
-    """
-    if n == 0 or mode == "none":
-        return None
-    if mode == "score":
-        if (
-            scores is not None
-            and len(scores) == n
-            and all(
-                isinstance(s, (int, float)) and not isinstance(s, bool) and math.isfinite(s) for s in scores
-            )
-        ):
-            s = np.asarray(scores, dtype=np.float64)
-            spread = float(s.std())
-            if spread <= 0.0:
-                return None
-            return score_prior_probs(s / spread, k=k, temperature=temperature)
-        logger.warning(
-            "retriever_prior='score' but not every document has a finite score; using the rank prior instead"
-        )
-    elif mode != "rank":
-        raise ValueError(f"retriever_prior must be 'rank', 'score' or 'none', got {mode!r}")
-    return rank_prior_probs(n, k=k, top10_recall=top10_recall, head_decay=head_decay)
 
 
 @dataclass(frozen=True)
@@ -305,9 +238,41 @@ def describe(result: PanningResult) -> str:
     )
 
 
-class PanningOptions(BaseModel):
+def _engine_option_fields() -> dict[str, Any]:
+    """One pydantic field per engine option (but :data:`ADAPTER_OWN_OPTIONS`): the
+    declaration's name, type, default and doc; validated by :class:`PanningConfig`,
+    not by pydantic, so there is one set of checks and messages."""
+    return {
+        spec.name: (Annotated[spec.type, SkipValidation], Field(default=spec.default, description=spec.doc))
+        for spec in PanningConfig.options()
+        if spec.name not in ADAPTER_OWN_OPTIONS
+    }
+
+
+if TYPE_CHECKING:  # the fields are generated at import: a type checker sees a plain model
+    _EngineOptions = BaseModel
+else:
+    _EngineOptions = create_model(
+        "_EngineOptions",
+        __doc__="The engine options as pydantic fields, generated from PanningConfig.options().",
+        __module__=__name__,
+        **_engine_option_fields(),
+    )
+ENGINE_OPTIONS = tuple(name for name in _EngineOptions.model_fields if name not in BaseModel.model_fields)
+"""Names of the engine options every adapter takes as fields."""
+
+
+class PanningOptions(_EngineOptions):
     """Panning options shared by :class:`GoldPanningRetriever` and
-    :class:`GoldPanningPostprocessor` (a pydantic mixin; not used on its own)."""
+    :class:`GoldPanningPostprocessor` (a pydantic mixin; not used on its own).
+
+    Every :class:`~gold_panning_integrations.engine.config.PanningConfig` option but
+    ``k`` is a field of the same name, default and doc (``rounds``,
+    ``prompts_per_round``, ``stop_at``, ``retriever_prior``, ``robust``, ...; see
+    ``PanningConfig``), checked at construction by building the ``PanningConfig``. The
+    adapters' own fields are what belongs to the framework: the model, ``k`` / ``top_n``,
+    ``profile``, ``config``, ``seed``, ``on_result``.
+    """
 
     profile: DetectorProfile | None = None
     """Detector profile of the reading model: a ``DetectorProfile``, a bundled profile
@@ -318,90 +283,14 @@ class PanningOptions(BaseModel):
     profile with a one-time warning. Resolved once per instance, on first use; from then
     on this field holds the profile in use."""
 
-    rounds: int = Field(default=4, ge=1)
-    """Maximum number of panning rounds (one model call each)."""
-
-    policy: Literal["belief", "entropy", "random"] = "belief"
-    """How documents are placed each round: ``belief`` (most likely documents on the
-    most diagnostic positions), ``entropy`` (most uncertain documents there), or
-    ``random`` (permutation self-consistency, ranked by citation votes)."""
-
-    max_docs_per_prompt: int | None = Field(default=None, ge=1)
-    """Context budget: at most this many documents per prompt. When the base retriever
-    returns more, the lowest-belief documents sit out each round. None: show all."""
-
-    windows: bool = False
-    """With more documents than ``max_docs_per_prompt``: split each round into several
-    prompts sent together (concurrently on the async path) instead of leaving the
-    lowest-belief documents out of the round."""
-
-    stop_at: float | None = Field(default=None, gt=0.0, lt=1.0)
-    """Stop early once the mean posterior of the selected documents reaches this value.
-    With the rank prior, 0.6 spent 36-50% of PSC's calls and still beat its 8-round F1 in
-    our simulations (``gold-panning bench efficiency``). Evidence is bounded, so a needle
-    the retriever ranked low tops out near 0.6-0.7: thresholds above that rarely stop."""
-
-    min_gain: float | None = Field(default=None, gt=0.0)
-    """Stop early once another round is expected to raise that mean posterior by less
-    than this. None disables it."""
-
-    min_rounds: int = Field(default=1, ge=1)
-    """Rounds always run before ``stop_at``/``min_gain`` may stop."""
-
-    max_calls: int | None = Field(default=None, ge=1)
-    """Hard budget of model calls (prompts) per query (None: ``rounds`` is the limit)."""
-
-    max_prompt_tokens: int | None = Field(default=None, ge=1)
-    """Hard budget of prompt tokens per query, from the usage the reader reports (the
-    first round always runs). None: no token budget."""
-
-    prune_below: float | None = Field(default=None, gt=0.0, lt=1.0)
-    """Documents whose posterior falls below this floor leave later prompts (shorter
-    prompts); the selected top documents are never pruned. None: no pruning."""
-
-    evidence_temperature: float | None = Field(default=None, gt=0.0)
-    """Divides each citation's log-likelihood ratio (> 1 tempers over-confident
-    evidence). None: the profile's fitted value when it has one, else 1."""
-
-    on_failure: Literal["raise", "fallback"] = "raise"
-    """When every round fails: ``raise`` an ``AllRoundsFailedError``, or ``fallback`` to
-    the prior order with ``gold_panning_panned=False`` on each result."""
-
-    retriever_prior: RetrieverPrior = "rank"
-    """Prior belief from the base retriever: ``rank`` (decays with the retriever's rank,
-    see ``prior_top10_recall``), ``score`` (from retriever scores where every document
-    has one, else ``rank``), or ``none`` (flat, the paper's setting)."""
-
-    prior_top10_recall: float = Field(default=0.5, gt=0.0, lt=1.0)
-    """Strength of the rank prior: how often the base retriever's top 10 holds a relevant
-    document (measure it on a few labelled queries). Higher trusts the retriever's order
-    more; about ``10/n`` is nearly flat."""
-
-    prior_head_decay: float | None = Field(default=None, gt=0.0, le=1.0)
-    """Shape of the rank prior inside the top 10: the ratio between consecutive ranks
-    (0.6: the first document 0.34, the second 0.21 at 10 documents). Closer to 1 trusts
-    the retriever's order less (1: flat inside the top 10); lower protects its first
-    documents more from a reader that cannot answer. None: the profile's
-    ``extra["prior_head_decay"]`` (fitted on labelled traces by ``gold-panning calibrate
-    --from-traces``), else 0.6."""
-
-    expected_relevant: int | None = Field(default=None, ge=1)
-    """How many relevant documents a query usually has among the base results; sets the
-    prior's total mass so posteriors read as probabilities. None: the number of
-    documents requested (``k`` / ``top_n``). Set 1 for single-answer questions when you
-    request several documents."""
-
-    prior_temperature: float = Field(default=1.0, gt=0.0)
-    """Softness of the score prior, in standard deviations of the scores; larger is flatter."""
-
     config: PanningConfig | None = None
-    """Engine options the adapter does not declare itself, as a ``PanningConfig`` (e.g.
-    ``PanningConfig.paper()`` for the paper's GP-Belief update). Options this adapter declares
-    (``rounds``, ``policy``, ...) and ``k`` override the same fields of ``config``."""
+    """A base ``PanningConfig`` (e.g. ``PanningConfig.paper()`` for the paper's GP-Belief
+    update): engine options set explicitly on this adapter override its fields, the
+    others keep the config's values; ``k`` / ``top_n`` sets ``k`` per query."""
 
     seed: int | None = None
-    """Seed of the panner's random generator (the ``random`` policy and tie-breaking).
-    The same seed gives the same placements on every call; None draws fresh entropy."""
+    """Seed of the panner's random generator (placements, labels, tie-breaking). The same
+    seed gives the same placements on every call; None draws fresh entropy."""
 
     on_result: Callable[[PanningResult], Any] | None = Field(default=None, exclude=True)
     """Called with each :class:`~gold_panning_integrations.PanningResult` after panning
@@ -413,20 +302,15 @@ class PanningOptions(BaseModel):
     _reader_lock: Any = PrivateAttr(default_factory=threading.Lock)
     _profile_resolved: bool = PrivateAttr(default=False)
 
-    @model_validator(mode="before")
-    @classmethod
-    def _engine_options_go_in_config(cls, data: Any) -> Any:
-        """An engine option the adapter does not declare (``robust=False``) is an error
-        that says where it goes, not an unknown field silently dropped."""
-        if isinstance(data, dict):
-            misplaced = sorted(k for k in data if k in _CONFIG_FIELDS and k not in cls.model_fields)
-            if misplaced:
-                shown = ", ".join(f"{k}={data[k]!r}" for k in misplaced)
-                raise ValueError(
-                    f"{', '.join(misplaced)} is an engine option of PanningConfig, not a field of "
-                    f"{cls.__name__}: pass config=PanningConfig({shown})"
-                )
-        return data
+    @model_validator(mode="after")
+    def _engine_options_are_valid(self) -> PanningOptions:
+        """The engine options make a valid ``PanningConfig`` (its messages name the option)."""
+        if self.panning_config().policy == "oracle":
+            raise ValueError(
+                "policy 'oracle' is for simulation only (it needs the true relevance); "
+                "use 'belief', 'entropy' or 'random'"
+            )
+        return self
 
     @field_validator("profile", mode="before")
     @classmethod
@@ -446,6 +330,18 @@ class PanningOptions(BaseModel):
         # model_dump() goes through json.dumps too.
         return None if profile is None else profile.model_dump(mode="json")
 
+    def panning_config(self, k: int | None = None) -> PanningConfig:
+        """The engine options this adapter runs with: ``config`` (or the defaults) with the
+        options set explicitly on this adapter laid over it, and ``k`` when given.
+
+        Raises:
+            ValueError: an option is invalid (the message names it and its value).
+        """
+        options = {name: getattr(self, name) for name in ENGINE_OPTIONS if name in self.model_fields_set}
+        if k is not None:
+            options["k"] = k
+        return PanningConfig.from_options(self.config, **options)
+
     # ----------------------------------------------------------------- helpers
     def _repr_fields(self) -> dict[str, Any]:
         """The adapter's own fields to show first in ``repr`` (overridden by each adapter)."""
@@ -458,11 +354,11 @@ class PanningOptions(BaseModel):
             describe_profile(self.profile) if self.profile is not None else "None (resolved on first use)"
         )
         parts = {**self._repr_fields(), "profile": profile}
-        for name in PanningOptions.model_fields:
+        for name, field in PanningOptions.model_fields.items():
             if name in ("profile", "on_result") or name in parts:
                 continue
             value = getattr(self, name)
-            if value != PanningOptions.model_fields[name].default:
+            if value != field.default:
                 parts[name] = repr(value)
         if self.on_result is not None:
             parts["on_result"] = getattr(self.on_result, "__qualname__", type(self.on_result).__name__)
@@ -507,36 +403,15 @@ class PanningOptions(BaseModel):
                 "on_result callback %r raised; the panned documents are returned anyway", self.on_result
             )
 
-    def _panner(self, k: int, reader: Any = None) -> GoldPanner:
-        """A fresh panner per query: no state is shared between concurrent queries.
-
-        The options become one :class:`~gold_panning_integrations.engine.config.PanningConfig`
-        (validated there): ``config`` (or the engine defaults) with every option this adapter
-        declares under the same name laid on top, and ``k`` for this query."""
-        from .panning import GoldPanner as EdgePanner
-
-        base = self.config if self.config is not None else PanningConfig()
-        options = {name: getattr(self, name) for name in _CONFIG_FIELDS & type(self).model_fields.keys()}
-        return EdgePanner(
+    def _panner(self, k: int, reader: Any = None) -> Panner:
+        """A fresh engine panner per query (no state is shared between concurrent
+        queries), with :meth:`panning_config` for this ``k``, the profile resolved once
+        (:meth:`_get_profile`) and the reader resolved once (``reader`` overrides it)."""
+        return Panner(
             self._get_reader() if reader is None else reader,
-            self.profile,
-            dataclasses.replace(base, **{**options, "k": k}),
+            self._get_profile(),
+            self.panning_config(k),
             rng=np.random.default_rng(self.seed),
-        )
-
-    def _prior(self, n: int, k: int, scores: Sequence[float | None] | None) -> NDArray[np.float64] | None:
-        mass = k if self.expected_relevant is None else self.expected_relevant
-        if self.retriever_prior == "none":
-            # flat at the base rate of the expected number of relevant documents
-            return None if n == 0 else np.full(n, min(mass / n, 0.5))
-        return prior_probs(
-            n,
-            k=mass,
-            mode=self.retriever_prior,
-            top10_recall=self.prior_top10_recall,
-            head_decay=profile_head_decay(self.profile, self.prior_head_decay),
-            scores=scores,
-            temperature=self.prior_temperature,
         )
 
     def _run(
@@ -548,12 +423,10 @@ class PanningOptions(BaseModel):
         scores: Sequence[float | None] | None,
         reader: Any = None,
     ) -> PanningResult:
-        """Pan ``texts`` (in the base retriever's order) with the synchronous reader
-        (``reader`` overrides the resolved one for this call), then call ``on_result``."""
-        self._get_profile()
-        result = self._panner(k, reader).run(
-            question, list(texts), prior_probs=self._prior(len(texts), k, scores)
-        )
+        """Pan ``texts`` (in the base retriever's order; ``scores`` its scores for
+        ``retriever_prior="score"``) with the synchronous reader (``reader`` overrides the
+        resolved one for this call), then call ``on_result``."""
+        result = self._panner(k, reader).run(question, list(texts), scores=scores)
         self._notify(result)
         return result
 
@@ -567,9 +440,6 @@ class PanningOptions(BaseModel):
         reader: Any = None,
     ) -> PanningResult:
         """Pan ``texts`` with the reader's ``aread`` (no threads), then call ``on_result``."""
-        self._get_profile()
-        result = await self._panner(k, reader).arun(
-            question, list(texts), prior_probs=self._prior(len(texts), k, scores)
-        )
+        result = await self._panner(k, reader).arun(question, list(texts), scores=scores)
         self._notify(result)
         return result

@@ -27,7 +27,6 @@ Example::
 
 from __future__ import annotations
 
-import inspect
 import logging
 from collections.abc import Sequence
 from typing import Any, NamedTuple
@@ -80,55 +79,35 @@ _RESULT_SINK = "_gold_panning_result_sink"
 _DOCUMENTS = "langchain_core Document objects (Document(page_content=..., metadata=...))"
 
 
-def _takes(method: Any, name: str) -> bool:
-    try:
-        return name in inspect.signature(method).parameters
-    except (TypeError, ValueError):
-        return False
-
-
 class _ConfiguredReader:
     """Hands the run's child callbacks to a reader whose ``read``/``aread`` take
     ``config=`` (the LangChain chat-model reader), so model calls nest under the
     retriever (or the compressor caller's) run in traces. The round's ``labels`` are
-    passed on when the engine gives them and the reader takes them (else dropped, with
-    one warning: the reader then shows labels 1..m); other attributes pass through."""
+    passed on (the reader is already adapted to the protocol); other attributes pass
+    through."""
 
-    def __init__(self, reader: Any, config: RunnableConfig, *, method: str) -> None:
+    def __init__(self, reader: Any, config: RunnableConfig) -> None:
         self._reader = reader
         self._config = config
-        self._labels_ok = _takes(getattr(reader, method), "labels")
-        self._warned = False
 
-    def _extra(self, labels: Sequence[int] | None) -> dict[str, Any]:
-        if labels is None:
-            return {}
-        if self._labels_ok:
-            return {"labels": labels}
-        if not self._warned:
-            self._warned = True
-            logger.warning(
-                "%s takes no per-round labels: it shows documents as 1..m", type(self._reader).__name__
-            )
-        return {}
+    def read(self, question: str, documents: Sequence[str], *, labels: Sequence[int]) -> Any:
+        return self._reader.read(question, documents, labels=labels, config=self._config)
 
-    def read(self, question: str, documents: Sequence[str], *, labels: Sequence[int] | None = None) -> Any:
-        return self._reader.read(question, documents, config=self._config, **self._extra(labels))
-
-    async def aread(
-        self, question: str, documents: Sequence[str], *, labels: Sequence[int] | None = None
-    ) -> Any:
-        return await self._reader.aread(question, documents, config=self._config, **self._extra(labels))
+    async def aread(self, question: str, documents: Sequence[str], *, labels: Sequence[int]) -> Any:
+        return await self._reader.aread(question, documents, labels=labels, config=self._config)
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._reader, name)
 
 
 def _with_callbacks(reader: Any, callbacks: Any, *, method: str) -> Any:
-    fn = getattr(reader, method, None)
-    if callbacks is None or fn is None or not _takes(fn, "config"):
+    """``reader`` (a reader of the protocol, as resolved at the edge) handing
+    ``callbacks`` to the model calls when its ``method`` takes ``config=``."""
+    from .readers._adapt import accepts
+
+    if callbacks is None or not accepts(reader, method, "config"):
         return reader
-    return _ConfiguredReader(reader, {"callbacks": callbacks}, method=method)
+    return _ConfiguredReader(reader, {"callbacks": callbacks})
 
 
 class PannedDocuments(NamedTuple):
@@ -166,9 +145,8 @@ class _LangChainPanning(PanningOptions):
         return describe_object(reader)
 
     # ---------------------------------------------------------------- mapping
-    def _scores(self, docs: Sequence[Document]) -> list[float | None] | None:
-        if self.retriever_prior != "score":
-            return None
+    def _scores(self, docs: Sequence[Document]) -> list[float | None]:
+        """The base retriever's scores from metadata (``score_key``), for ``retriever_prior='score'``."""
         return [d.metadata.get(self.score_key) for d in docs]
 
     @staticmethod
@@ -193,7 +171,7 @@ class _LangChainPanning(PanningOptions):
         """Pan ``docs`` (checked to be Documents) for ``query``; model calls report to
         ``callbacks`` when the reader is a LangChain chat model."""
         if not docs:
-            return empty_result(self.policy)
+            return empty_result(self.panning_config(k).policy)
         reader = _with_callbacks(self._get_reader(), callbacks, method="read")
         return self._run(query, [d.page_content for d in docs], k=k, scores=self._scores(docs), reader=reader)
 
@@ -202,7 +180,7 @@ class _LangChainPanning(PanningOptions):
     ) -> PanningResult:
         """Asynchronous :meth:`_pan_documents` (the reader's ``aread``)."""
         if not docs:
-            return empty_result(self.policy)
+            return empty_result(self.panning_config(k).policy)
         reader = _with_callbacks(self._get_reader(), callbacks, method="aread")
         return await self._arun(
             query, [d.page_content for d in docs], k=k, scores=self._scores(docs), reader=reader

@@ -155,8 +155,9 @@ class GoldPanningPostprocessor(BaseNodePostprocessor, PanningOptions):
     def _texts(self, nodes: Sequence[NodeWithScore]) -> list[str]:
         return [n.node.get_content(metadata_mode=self.metadata_mode) for n in nodes]
 
-    def _scores(self, nodes: Sequence[NodeWithScore]) -> list[float | None] | None:
-        return [n.score for n in nodes] if self.retriever_prior == "score" else None
+    def _scores(self, nodes: Sequence[NodeWithScore]) -> list[float | None]:
+        """The retriever's node scores, for ``retriever_prior='score'``."""
+        return [n.score for n in nodes]
 
     @staticmethod
     def _to_nodes(nodes: Sequence[NodeWithScore], result: PanningResult) -> list[NodeWithScore]:
@@ -186,7 +187,7 @@ class GoldPanningPostprocessor(BaseNodePostprocessor, PanningOptions):
         query_bundle, n = self._prepare(nodes, query, top_n)
         if not nodes:
             dispatcher.event(ReRankEndEvent(nodes=[]))
-            return PannedNodes([], empty_result(self.policy))
+            return PannedNodes([], empty_result(self.panning_config(n).policy))
         with self.callback_manager.event(
             CBEventType.RERANKING, payload=self._payload(nodes, query_bundle, n)
         ) as event:
@@ -207,7 +208,7 @@ class GoldPanningPostprocessor(BaseNodePostprocessor, PanningOptions):
         query_bundle, n = self._prepare(nodes, query, top_n)
         if not nodes:
             dispatcher.event(ReRankEndEvent(nodes=[]))
-            return PannedNodes([], empty_result(self.policy))
+            return PannedNodes([], empty_result(self.panning_config(n).policy))
         with self.callback_manager.event(
             CBEventType.RERANKING, payload=self._payload(nodes, query_bundle, n)
         ) as event:

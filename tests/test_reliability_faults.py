@@ -305,6 +305,8 @@ def _prior(path: Path_) -> np.ndarray:
 
 def _run_path(path: Path_, reader: OpenAIReader, on_failure: str) -> tuple[PanningResult, list[int]]:
     opts: dict[str, Any] = {"profile": PROFILE, "rounds": ROUNDS, "on_failure": on_failure}
+    if path in ("panner", "panner-async"):
+        opts["retriever_prior"] = "none"  # the panner paths start flat (see _prior)
     if path == "panner":
         res = GoldPanner(reader, k=1, rng=0, **opts).run(QUESTION, DOCS)
         return res, res.selected.tolist()

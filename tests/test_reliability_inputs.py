@@ -304,9 +304,9 @@ def test_ten_thousand_documents_with_dummy_positions() -> None:
     texts[7] = NEEDLE
     reader = SimulatedReader(TWO, lambda d: "needle" in d, rng=1)
     # rng=2: finding the needle in 3 rounds of 20 out of 10,000 is luck (it is with most seeds).
-    res = GoldPanner(reader, profile="lost-in-the-middle", rounds=3, k=1, max_docs_per_prompt=20, rng=2).run(
-        Q, texts
-    )
+    res = GoldPanner(
+        reader, profile="lost-in-the-middle", rounds=3, k=1, max_docs_per_prompt=20, retriever_prior="none", rng=2
+    ).run(Q, texts)
     assert res.calls == 3 and [len(tr.windows[0]) for tr in res.rounds] == [20, 20, 20]
     shown = {i for tr in res.rounds for i in tr.shown}
     prior = 1.0 / N_BIG
@@ -321,7 +321,8 @@ def test_ten_thousand_documents_with_windows_show_every_document_each_round() ->
     texts[9_876] = NEEDLE
     reader = NeedleReader()
     res = GoldPanner(
-        reader, profile="lost-in-the-middle", rounds=2, k=1, max_docs_per_prompt=500, windows=True, rng=0
+        reader, profile="lost-in-the-middle", rounds=2, k=1, max_docs_per_prompt=500, windows=True,
+        retriever_prior="none", rng=0,
     ).run(Q, texts)
     assert res.calls == 40 and all(len(p) <= 500 for p in reader.prompts)
     for tr in res.rounds:
