@@ -4,7 +4,7 @@ calibrated advantage a cheap profile keeps.
 Both studies run the code users run: :class:`~gold_panning_integrations.calibration.Calibrator`
 with a profile-driven simulated reader (budgeted or fixed layout), and
 :func:`~gold_panning_integrations.traces.learn_profile` on traces of
-:class:`~gold_panning_integrations.engine.panner.GoldPanner` runs. Profiles are judged by
+:class:`~gold_panning_integrations.engine.panner.Panner` runs. Profiles are judged by
 :func:`~gold_panning_integrations.engine.simulate.simulate`: the simulated model cites with
 the *true* rates while GP-Belief places and updates with the *estimated* ones; every
 comparison uses the same seed, so needles and citation draws are shared (paired).
@@ -35,7 +35,7 @@ import numpy as np
 
 from .calibration import Calibrator
 from .engine.curves import resample_curve
-from .engine.panner import GoldPanner
+from .engine.panner import Panner
 from .engine.simulate import SimulatedReader, simulate
 from .profiles import DetectorProfile, load_profile
 from .tasks.base import TaskInstance
@@ -170,7 +170,7 @@ def simulated_traces(
     rng = np.random.default_rng(seed)
     out = []
     reader = SimulatedReader(true, relevant=lambda d: d == "GOLD", rng=rng)
-    panner = GoldPanner(reader, profile=start, rounds=rounds, rng=rng)
+    panner = Panner(reader, profile=start, rounds=rounds, retriever_prior="none", rng=rng)
     for _ in range(queries):
         docs = [f"d{i}" for i in range(n)]
         gold = int(rng.integers(n))
@@ -273,7 +273,8 @@ def real_comparison(
         ``{"instances_done", "n", "rounds", "profiles": {name: {"top1_by_round", "ci95"}},
         "model_calls", "cache_hits"}``.
     """
-    from .bench.real import CachedReader, per_round_hits
+    from .bench.real import per_round_hits
+    from .readers.simulated import CachedReader
     from .tasks.nq import NQTask
 
     task = NQTask(data)
@@ -281,10 +282,11 @@ def real_comparison(
     if exclude_checkpoint is not None:
         with open(exclude_checkpoint, encoding="utf-8") as fh:
             for line in fh:
-                rec = json.loads(line)
-                if rec.get("type") == "trial":
+                trial = json.loads(line)
+                if trial.get("type") == "trial":
                     inst = task.make(
-                        int(rec["n"]), gold_position=int(rec["position"]), rng=np.random.default_rng(int(rec["seed"]))
+                        int(trial["n"]), gold_position=int(trial["position"]),
+                        rng=np.random.default_rng(int(trial["seed"])),
                     )
                     used.add(int(inst.metadata["question_index"]))
     held = NQTask(items=[it for i, it in enumerate(task.items) if i not in used])
@@ -294,8 +296,8 @@ def real_comparison(
         with open(out, encoding="utf-8") as fh:
             for line in fh:
                 if line.strip():
-                    rec = json.loads(line)
-                    done[int(rec["instance"])] = rec
+                    row = json.loads(line)
+                    done[int(row["instance"])] = row
     rng = np.random.default_rng(seed)
     specs = [(int(rng.integers(n)), int(rng.integers(2**62))) for _ in range(instances)]
     for i, (gold_pos, inst_seed) in enumerate(specs):
@@ -304,7 +306,9 @@ def real_comparison(
         inst = held.make(n, gold_position=gold_pos, rng=np.random.default_rng(inst_seed))
         rec: dict[str, Any] = {"instance": i, "gold": gold_pos, "question": inst.question, "hits": {}}
         for name, prof in profiles.items():
-            panner = GoldPanner(cached, profile=prof, rounds=rounds, rng=np.random.default_rng(inst_seed))
+            panner = Panner(
+                cached, profile=prof, rounds=rounds, retriever_prior="none", rng=np.random.default_rng(inst_seed)
+            )
             res = panner.run(inst.question, inst.documents)
             rec["hits"][name] = per_round_hits(res, inst.gold, rng=np.random.default_rng(0), rounds=rounds).tolist()
         done[i] = rec

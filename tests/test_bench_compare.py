@@ -4,9 +4,9 @@ loopback fake OpenAI server (the real peers when installed)."""
 
 from __future__ import annotations
 
-import importlib
 import argparse
 import gzip
+import importlib
 import json
 import sys
 from pathlib import Path
@@ -654,13 +654,13 @@ def test_rank_prior_is_given_to_the_panner_only_where_promised(
     from gold_panning_integrations.engine import panner as P
 
     seen: list[Any] = []
-    real_run = P.GoldPanner.run
+    real_run = P.Panner.run
 
     def run(self: Any, question: str, documents: Any, **kw: Any) -> Any:
         seen.append(kw.get("prior_probs"))
         return real_run(self, question, documents, **kw)
 
-    monkeypatch.setattr(P.GoldPanner, "run", run)
+    monkeypatch.setattr(P.Panner, "run", run)
     fn = C.panning_method(method, _FailingReader(), profile="smollm2-135m-kv", rounds=1, seed=0)
     fn(C.make_instances("kv", n=20, instances=1, seed=0)[0])
     # the rank prior decreases over the top 10 (head_decay 0.6, head_floor 0.2): first > tenth
@@ -706,7 +706,6 @@ def test_traces_option_writes_labelled_gp_belief_traces(tmp_path: Path) -> None:
 
 def test_embedded_task_profiles_ship_and_carry_valid_measurements() -> None:
     from gold_panning_integrations.engine.config import PanningConfig
-    from gold_panning_integrations.engine.priors import profile_head_decay
     from gold_panning_integrations.profiles import bundled_profiles, load_profile
 
     for task, name in C.EMBEDDED_TASK_PROFILES.items():
@@ -714,8 +713,9 @@ def test_embedded_task_profiles_ship_and_carry_valid_measurements() -> None:
         prof = load_profile(name)
         assert prof.task == task and prof.model == C.EMBEDDED_MODEL
         cfg = PanningConfig().with_profile(prof)
-        assert (cfg.blind_rate, cfg.false_leads) == (prof.extra["blind_rate"], prof.extra["false_leads"])
-        assert profile_head_decay(prof) == prof.extra["prior_head_decay"]
+        assert (cfg.blind_rate, cfg.false_leads) == (prof.blind_rate, prof.false_leads)
+        assert prof.blind_rate is not None and prof.false_leads is not None
+        assert cfg.prior_head_decay == prof.prior_head_decay is not None
         assert prof.extra["mixture_fit"]["queries"] == 25
 
 

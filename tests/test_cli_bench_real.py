@@ -1,4 +1,4 @@
-"""``bench real``'s CachedReader and the per-round labels of the reader protocol."""
+"""The CachedReader of ``bench real`` (readers/simulated.py) and the per-round labels of the reader protocol."""
 
 from __future__ import annotations
 
@@ -6,9 +6,9 @@ from collections.abc import Sequence
 
 import pytest
 
-from gold_panning_integrations.bench.real import CachedReader
 from gold_panning_integrations.cli import EXIT_ERROR, main
 from gold_panning_integrations.engine.reading import Reading
+from gold_panning_integrations.readers.simulated import CachedReader
 
 
 class _WithLabels:

@@ -120,3 +120,36 @@ def test_bench_real_with_simulated_reader_resumes(tmp_path: Path, capsys: pytest
     assert main(args) == 0
     second = _json_out(capsys)
     assert second["policies"] == first["policies"] and second["model_calls"] == 0
+
+
+def test_run_demo_has_no_retriever_order_and_says_so(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["run", "--demo", "--reader", "simulated", "--rounds", "2", "--json"]) == 0
+    out = _json_out(capsys)
+    # the simulated reader recommends the profile it follows (--sim-profile's default)
+    assert out["profile"] == "lost-in-the-middle"
+    assert main(["run", "--demo", "--reader", "simulated", "--rounds", "1"]) == 0
+    assert "no retriever order (retriever_prior='none')" in capsys.readouterr().out
+    # given explicitly, the user's choice stands
+    assert main(["run", "--demo", "--reader", "simulated", "--rounds", "1", "--retriever-prior", "rank"]) == 0
+    assert "retriever_prior='none'" not in capsys.readouterr().out
+
+
+def test_run_docs_start_from_the_rank_prior_over_the_file_order(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from gold_panning_integrations.engine.priors import rank_prior_probs
+
+    txt = tmp_path / "d.txt"
+    txt.write_text("alpha\nbeta\ngamma\n")
+    argv = ["run", "--docs", str(txt), "--question", "q?", "--reader", "simulated", "--json", "--max-calls", "1"]
+    assert main([*argv, "--rounds", "1", "--prompts-per-round", "2"]) == 0
+    out = _json_out(capsys)
+    assert out["calls"] == 1  # the budget cut the round to its first prompt
+    rank = rank_prior_probs(3, k=1).tolist()
+    assert main(["run", "--docs", str(txt), "--question", "q?", "--reader", "simulated", "--json",
+                 "--profile", str(_flat_profile(tmp_path))]) == 0
+    assert _json_out(capsys)["posteriors"] == pytest.approx(rank, abs=1e-6)  # JSON keeps 6 decimals
+
+
+def _flat_profile(tmp_path: Path) -> Path:
+    return DetectorProfile(n_positions=3, tpr=[0.5] * 3, fpr=[0.5] * 3).save(tmp_path / "flat.json")

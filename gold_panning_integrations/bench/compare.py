@@ -4,7 +4,7 @@ would otherwise pick, on the same instances and the same endpoint.
 Methods (``--methods``, all but ``gp-belief-flat`` by default):
 
 * ``base``: the base order (the retriever's order for NQ, the input order otherwise).
-* ``psc``: permutation self-consistency, :class:`~..engine.panner.GoldPanner` with
+* ``psc``: permutation self-consistency, :class:`~..engine.panner.Panner` with
   ``policy="random"`` (the paper's baseline).
 * ``gp-belief``: GP-Belief as ``GoldPanningRetriever``/``GoldPanningPostprocessor`` run it
   by default: the panner's defaults with the base order as a rank prior
@@ -65,13 +65,13 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 from typing_extensions import Self
 
-from .._jsonl import checkpoint_lines
 from .. import __version__
+from .._jsonl import checkpoint_lines
 from ..errors import CheckpointError, MissingExtraError
 
 __all__ = [
@@ -704,36 +704,38 @@ def panning_method(
     ``instance -> outcome``; ``profile`` is a profile object, a bundled name or a path
     (resolved here, at the edge: the engine takes profile objects). ``on_result(result,
     instance)`` is called with every finished panning result (``--traces``)."""
-    from ..engine.panner import GoldPanner
-    from ..engine.priors import profile_head_decay, rank_prior_probs
+    from ..engine.config import PanningConfig
+    from ..engine.panner import Panner
+    from ..engine.priors import rank_prior_probs
 
     if isinstance(profile, (str, Path)):
         from ..profiles import load_profile
 
         profile = load_profile(profile)
-    head_decay = profile_head_decay(profile)  # the integrations' default: the profile's, else 0.6
+    head_decay = PanningConfig().with_profile(profile).prior_head_decay  # the profile's, else 0.6
 
     def run(inst: CompareInstance) -> MethodOutcome:
         rng = np.random.default_rng([seed, inst.index, ALL_METHODS.index(name)])
         # The base order as the integrations' default rank prior (gp-belief, gp-cost).
         ranked = rank_prior_probs(len(inst.documents), k=1, top10_recall=COST_SAVING["prior_top10_recall"],
-                                  head_decay=head_decay)
+                                  head_decay=float(head_decay))  # type: ignore[arg-type]  # resolved
         prior_probs = None
         if name == "psc":
-            panner = GoldPanner(reader, profile=profile, rounds=rounds, k=1, policy="random", prior="uniform",
-                                on_failure="fallback", rng=rng)
+            panner = Panner(reader, profile=profile, rounds=rounds, k=1, policy="random", prior="uniform",
+                            retriever_prior="none", on_failure="fallback", rng=rng)
         elif name == "gp-belief":
-            panner = GoldPanner(reader, profile=profile, rounds=rounds, k=1, on_failure="fallback", rng=rng)
+            panner = Panner(reader, profile=profile, rounds=rounds, k=1, on_failure="fallback", rng=rng)
             prior_probs = ranked
         elif name == "gp-cost":
-            panner = GoldPanner(
+            panner = Panner(
                 reader, profile=profile, rounds=rounds, k=1, on_failure="fallback", rng=rng,
                 prune_below=COST_SAVING["prune_below"], min_rounds=COST_SAVING["min_rounds"],
                 stop_at=COST_SAVING["stop_at"],
             )
             prior_probs = ranked
         elif name == "gp-belief-flat":
-            panner = GoldPanner(reader, profile=profile, rounds=rounds, k=1, on_failure="fallback", rng=rng)
+            panner = Panner(reader, profile=profile, rounds=rounds, k=1, on_failure="fallback",
+                            retriever_prior="none", rng=rng)
         else:
             raise ValueError(f"{name!r} is not a panning method; choose one of {', '.join(PANNING)}")
         res = panner.run(inst.question, inst.documents, prior_probs=prior_probs)
@@ -832,10 +834,11 @@ def peer_method(name: str, ep: Endpoint, *, top_n: int = 3) -> MethodFn:
         from langchain_classic.retrievers.document_compressors import LLMListwiseRerank
         from langchain_core.documents import Document
         from langchain_openai import ChatOpenAI
+        from pydantic import SecretStr
 
         llm = ChatOpenAI(
-            model=ep.model, base_url=ep.base_url, api_key=ep.api_key, temperature=0,
-            max_tokens=ep.peer_max_tokens, timeout=ep.timeout,
+            model=ep.model, base_url=ep.base_url, api_key=SecretStr(ep.api_key), temperature=0,
+            max_completion_tokens=ep.peer_max_tokens, timeout=ep.timeout,
         )
         reranker = LLMListwiseRerank.from_llm(llm, top_n=top_n)
 
@@ -1301,7 +1304,7 @@ def main(args: argparse.Namespace) -> int:
                                split=split)
     traces = _trace_writer(getattr(args, "traces", None))
     embedded = args.reader == "embedded"
-    mode = args.mode or ("answer" if embedded else "cite")
+    mode: Literal["cite", "answer"] = args.mode or ("answer" if embedded else "cite")
     old_term = signal.signal(signal.SIGTERM, _raise_interrupt)  # SIGTERM stops the server too
     t_start = time.perf_counter()
     try:

@@ -1,11 +1,11 @@
 """``gold-panning bench efficiency``: calls, prompt tokens and sequential rounds to match
 PSC, for PSC, the paper's GP-Belief, and GP-Belief with each of our features.
 
-Runs the real :class:`~gold_panning_integrations.engine.panner.GoldPanner` (not the
+Runs the real :class:`~gold_panning_integrations.engine.panner.Panner` (not the
 batch simulator) so every feature is measured through the code users run (the library's
 defaults: robust likelihood, ``shuffle_top``, the empty-prompt mixture with level
 adaptation; "gp-belief (paper)" switches them off), against a
-:class:`_TokenCountingReader` that follows the detector profile and reports prompt
+:class:`~..readers.simulated.TokenCountingReader` that follows the detector profile and reports prompt
 tokens as ``overhead + tokens_per_doc x documents shown``.
 
 A simulated base retriever orders the documents: with probability ``top10`` the needle's
@@ -23,30 +23,12 @@ import numpy as np
 from numpy.typing import NDArray
 
 from ..engine.config import PAPER_UPDATE
-from ..engine.panner import GoldPanner
+from ..engine.panner import Panner
 from ..engine.priors import DEFAULT_HEAD_DECAY, rank_prior_probs
-from ..engine.reading import Reading
-from ..engine.simulate import SimulatedReader
+from ..readers.simulated import PROMPT_OVERHEAD, TOKENS_PER_DOC, TokenCountingReader
 from .real import per_round_hits
 
-__all__ = ["Variant", "VARIANTS", "run_efficiency", "expected_calibration_error", "register"]
-
-TOKENS_PER_DOC = 120
-"""Simulated prompt tokens per shown document (a ~90-word passage)."""
-PROMPT_OVERHEAD = 60
-"""Simulated prompt tokens per prompt besides the documents (question, instructions)."""
-
-
-class _TokenCountingReader(SimulatedReader):
-    """A profile-following reader that reports simulated prompt tokens."""
-
-    def read(self, question: str, documents: Sequence[Any], *, labels: Sequence[int] | None = None) -> Reading:
-        r = super().read(question, documents, labels=labels)
-        return Reading(
-            cited=r.cited,
-            prompt_tokens=PROMPT_OVERHEAD + TOKENS_PER_DOC * len(documents),
-            completion_tokens=8,
-        )
+__all__ = ["VARIANTS", "Variant", "expected_calibration_error", "register", "run_efficiency"]
 
 
 @dataclass(frozen=True)
@@ -188,10 +170,10 @@ def run_efficiency(
                 trng = np.random.default_rng([seed, int(q * 1000), i])
                 order = trng.permutation(n) if v.shuffle else np.arange(n)
                 shown_docs = [docs[j] for j in order]
-                reader = _TokenCountingReader(profile, {docs[needle]}, rng=trng)
-                panner = GoldPanner(
+                reader = TokenCountingReader(profile, {docs[needle]}, rng=trng)
+                panner = Panner(
                     reader, profile=profile, rounds=rounds, k=1, policy=v.policy, prior=v.prior,  # type: ignore[arg-type]
-                    rng=trng, **v.options,
+                    retriever_prior="none", rng=trng, **v.options,
                 )
                 res = panner.run("q", shown_docs, prior_probs=prior if v.retriever_prior else None)
                 pos_needle = int(np.flatnonzero(order == needle)[0])
@@ -225,7 +207,7 @@ def run_efficiency(
             }
         target = per["psc"]["f1"][-1] if "psc" in per else None
         psc = per.get("psc")
-        for name, d in per.items():
+        for d in per.values():
             d["to_match_psc"] = _to_match(d, target, psc)
         reached = [(d["to_match_psc"]["calls"], name) for name, d in per.items()
                    if name != "psc" and (d["to_match_psc"] or {}).get("reached")]

@@ -14,7 +14,6 @@ reported. Sampling (temperature > 0) disables the cache.
 from __future__ import annotations
 
 import argparse
-import inspect
 import json
 import time
 from collections.abc import Callable, Sequence
@@ -24,55 +23,14 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from ..engine.panner import GoldPanner, PanningResult
+from ..engine.panner import Panner, PanningResult
 from ..engine.policies import vote_ranking
-from ..engine.reading import Reading
+from ..readers.simulated import CachedReader
 
-__all__ = ["CachedReader", "main", "per_round_hits", "register", "run_real"]
+__all__ = ["main", "per_round_hits", "register", "run_real"]
 
 POLICIES = ("belief", "entropy", "random")
 LABELS = {"belief": "GP-Belief", "entropy": "GP-Entropy", "random": "PSC"}
-
-
-class CachedReader:
-    """Memoises ``read`` by (question, documents, labels) for a deterministic reader
-    (``enabled=False`` passes every call through, still counting calls).
-
-    ``labels`` (the label each document is shown under this round) is part of the key,
-    since it changes the prompt, and is passed on when given and the wrapped reader's
-    ``read`` takes a ``labels`` argument (readers written before labels existed do not).
-    """
-
-    def __init__(self, reader: Any) -> None:
-        self.reader = reader
-        self.forwards_labels = _takes_labels(reader.read)
-        self.cache: dict[tuple[str, tuple[str, ...], tuple[int, ...] | None], Reading] = {}
-        self.hits = 0
-        self.misses = 0
-        self.enabled = True
-
-    def read(self, question: str, documents: Sequence[str], *, labels: Sequence[int] | None = None) -> Reading:
-        key = (question, tuple(documents), None if labels is None else tuple(int(x) for x in labels))
-        if self.enabled and key in self.cache:
-            self.hits += 1
-            return self.cache[key]
-        self.misses += 1
-        if labels is None or not self.forwards_labels:
-            r = self.reader.read(question, documents)
-        else:
-            r = self.reader.read(question, documents, labels=labels)
-        if not r.failed:
-            self.cache[key] = r
-        return r
-
-
-def _takes_labels(read: Any) -> bool:
-    """Whether ``read`` accepts a ``labels`` keyword (or ``**kwargs``)."""
-    try:
-        params = inspect.signature(read).parameters.values()
-    except (TypeError, ValueError):
-        return False
-    return any(p.name == "labels" or p.kind is inspect.Parameter.VAR_KEYWORD for p in params)
 
 
 def per_round_hits(
@@ -159,9 +117,9 @@ def run_real(
                     progress(done)
                 continue
             prng = np.random.default_rng([seed, i, pi])
-            panner = GoldPanner(
+            panner = Panner(
                 cached, profile=profile, rounds=rounds, k=1, policy=policy, prior="uniform",
-                on_failure="fallback", rng=prng,
+                retriever_prior="none", on_failure="fallback", rng=prng,
             )
             res = panner.run(inst.question, inst.documents)
             hits[policy][i] = per_round_hits(res, inst.gold, rng=prng)

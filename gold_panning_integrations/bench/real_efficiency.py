@@ -10,7 +10,7 @@ For each held-out key-value instance a simulated base retriever orders the docum
 * ``ours + stop@0.9 + prune``: the same with adaptive stopping and pruning.
 
 A greedy reader is a deterministic function of the prompt, so the prompts that ``ours``
-and ``ours + stop`` share are read once (:class:`~.real.CachedReader`).
+and ``ours + stop`` share are read once (:class:`~..readers.simulated.CachedReader`).
 
 Calibration: the expected calibration error (ECE) of ``ours``' final posteriors, before
 and after an evidence temperature ``T`` (posterior = sigmoid(prior + evidence / T)),
@@ -29,10 +29,11 @@ import numpy as np
 from numpy.typing import NDArray
 
 from ..engine.beliefs import sigmoid
-from ..engine.panner import GoldPanner
+from ..engine.panner import Panner
 from ..engine.priors import rank_prior_probs
+from ..readers.simulated import CachedReader
 from .efficiency import expected_calibration_error
-from .real import CachedReader, per_round_hits
+from .real import per_round_hits
 
 __all__ = ["fit_evidence_temperature", "format_report", "main", "register", "report_rounds", "run_real_efficiency"]
 
@@ -104,7 +105,10 @@ def run_real_efficiency(
             elif v == "ours + stop@0.9 + prune":
                 opts = {"stop_at": 0.9, "prune_below": 0.05}
             prng = np.random.default_rng([seed, i, vi])
-            panner = GoldPanner(cached, profile=profile, rounds=rounds, k=1, on_failure="fallback", rng=prng, **opts)
+            panner = Panner(
+                cached, profile=profile, rounds=rounds, k=1, on_failure="fallback", retriever_prior="none", rng=prng,
+                **opts,
+            )
             res = panner.run(inst.question, docs, prior_probs=prior if v.startswith("ours") else None)
             hits[v][i] = per_round_hits(res, [g], rng=prng, rounds=rounds)
             calls[v][i] = res.calls

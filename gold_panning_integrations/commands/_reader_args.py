@@ -1,15 +1,15 @@
-"""Reader options shared by ``run``, ``calibrate`` and ``bench real`` (cheap imports only)."""
+"""Reader options shared by ``run``, ``calibrate`` and ``bench real``; ``--reader simulated``
+builds :class:`~gold_panning_integrations.readers.simulated.LexicalSimulatedReader`."""
 
 from __future__ import annotations
 
 import argparse
 import os
-from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
-from ..engine.simulate import SimulatedReader
+from ..readers.simulated import LexicalSimulatedReader
 
 __all__ = ["LexicalSimulatedReader", "add_reader_arguments", "make_reader"]
 
@@ -107,41 +107,6 @@ def make_reader(args: argparse.Namespace, *, seed: int = 0) -> Any:
         )
     from ..profiles import load_profile
 
-    return LexicalSimulatedReader(load_profile(args.sim_profile), rng=np.random.default_rng(seed))
-
-
-class LexicalSimulatedReader(SimulatedReader):
-    """The engine's :class:`~gold_panning_integrations.engine.simulate.SimulatedReader`
-    (citations at a profile's TPR/FPR by position) for prompts whose relevant document
-    is unknown: each round, the documents sharing most words with the question are
-    taken as the relevant ones. What ``--reader simulated`` builds (no model)."""
-
-    model_name = "simulated"
-    mode = "answer"
-
-    def __init__(self, profile: Any, *, rng: np.random.Generator) -> None:
-        super().__init__(profile, self._is_best, rng=rng)
-        self.profile = profile
-        self._best: set[str] = set()
-
-    def _is_best(self, document: Any) -> bool:
-        return str(document) in self._best
-
-    def read(self, question: str, documents: Sequence[str], *, labels: Sequence[int] | None = None) -> Any:
-        """Cite by position at the profile's rates; ``labels`` change nothing here
-        (a simulated model reads positions, and cited positions are returned)."""
-        from ..readers.answer import normalize_tokens
-
-        q = set(normalize_tokens(question))
-        overlap = [len(q & set(normalize_tokens(d))) for d in documents]
-        top = max(overlap, default=0)
-        self._best = {str(d) for d, o in zip(documents, overlap) if o == top}
-        return super().read(question, documents)
-
-    async def aread(
-        self, question: str, documents: Sequence[str], *, labels: Sequence[int] | None = None
-    ) -> Any:
-        return self.read(question, documents, labels=labels)
-
-    def answer(self, question: str, documents: Sequence[str]) -> str | None:
-        return None
+    return LexicalSimulatedReader(
+        load_profile(args.sim_profile), rng=np.random.default_rng(seed), recommended_profile=args.sim_profile
+    )

@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from ._config_args import add_config_arguments, given_options
 from ._reader_args import add_reader_arguments
 
 __all__ = ["DEMOS", "DEMO_SEED", "EMBEDDED_PROFILE", "demo_instance", "load_documents", "main", "register"]
@@ -16,6 +17,8 @@ DEMO_N = 10
 DEMO_NQ_N = 5
 DEMOS = ("kv", "nq")
 EMBEDDED_PROFILE = "smollm2-135m-kv"
+DEMO_OPTIONS = {"retriever_prior": "none"}
+"""Engine options the demos set unless given: their documents come in no retriever order."""
 
 
 def register(sub: Any) -> None:
@@ -39,26 +42,23 @@ def register(sub: Any) -> None:
         default=None,
         help="a built-in demo: kv (the default: 10 one-sentence key-value facts) or nq (one real Natural "
         f"Questions question with its gold Wikipedia passage and {DEMO_NQ_N - 1} BM25-retrieved distractors, "
-        "from the sample shipped in the package)",
+        "from the sample shipped in the package); the demos' documents come in no retriever order, so they "
+        "run with --retriever-prior none unless you give it",
     )
     p.add_argument("--question", default=None, help="the question (required with --docs)")
     add_reader_arguments(p)
-    p.add_argument("--rounds", type=int, default=4, help="rounds, one model call each (default 4)")
-    p.add_argument("--k", type=int, default=1, help="documents to select (default 1)")
     p.add_argument(
         "--profile",
         default=None,
-        help=f"detector profile: bundled name or JSON path (default: {EMBEDDED_PROFILE} for the "
-        "embedded model if bundled, else lost-in-the-middle)",
+        help="detector profile: bundled name or JSON path (default: the one the reader recommends, "
+        f"{EMBEDDED_PROFILE} for the embedded model; else lost-in-the-middle with a warning)",
     )
-    p.add_argument("--policy", choices=("belief", "entropy", "random"), default="belief", help=argparse.SUPPRESS)
     p.add_argument("--top", type=int, default=3, help="documents shown per round in the trace (default 3)")
     p.add_argument("--no-final-answer", action="store_true", help="skip the answer call on the selected documents")
     p.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
     p.add_argument("--json", action="store_true", help="print one JSON object instead of text")
     p.add_argument("--plot", default=None, metavar="FILE.png", help="draw belief trajectories per document (plot extra)")
-    p.add_argument("--stop-at", type=float, default=None, help="stop once the selection's mean posterior reaches this")
-    p.add_argument("--max-calls", type=int, default=None, help="hard budget of model calls")
+    add_config_arguments(p, hidden=("policy",))
     p.set_defaults(func=main)
 
 
@@ -80,7 +80,9 @@ def load_documents(path: str | Path) -> tuple[list[str], list[dict[str, Any]]]:
             except json.JSONDecodeError as err:
                 raise ValueError(f"{str(p)!r} line {i} is not JSON: {err.msg}") from err
             if not isinstance(obj, dict) or not isinstance(obj.get("text"), str):
-                raise ValueError(f"{str(p)!r} line {i} must be a JSON object with a string 'text' field")
+                raise ValueError(  # noqa: TRY004 - a malformed --docs file: exit 2, not an internal error
+                    f"{str(p)!r} line {i} must be a JSON object with a string 'text' field"
+                )
             texts.append(obj.pop("text"))
             meta.append(obj)
     else:
@@ -107,39 +109,33 @@ def demo_instance(name: str) -> Any:
     return task.make(n, gold_position=int(rng.integers(n)), rng=rng)
 
 
-def _default_profile(args: argparse.Namespace) -> str:
-    from ..profiles import bundled_profiles
-
-    if args.profile:
-        return args.profile
-    if args.reader in ("local", "simulated") and args.model_path is None and EMBEDDED_PROFILE in bundled_profiles():
-        return EMBEDDED_PROFILE
-    return "lost-in-the-middle"
-
-
 def main(args: argparse.Namespace) -> int:
     import numpy as np
 
     from ..panning import GoldPanner, PanningConfig
     from ._reader_args import make_reader
+    from ._util import profile_label
 
     truth: list[int] | None = None
     if args.demo:
         inst = demo_instance(args.demo)
         question = args.question or inst.question
-        docs, meta = list(inst.documents), [{} for _ in inst.documents]
+        docs = list(inst.documents)
+        meta: list[dict[str, Any]] = [{} for _ in inst.documents]
         truth = list(inst.gold)
     else:
         if not args.question:
             raise ValueError("--docs needs --question TEXT")
         question = args.question
         docs, meta = load_documents(args.docs)
-    profile = _default_profile(args)
+    options = given_options(args)
+    if args.demo:
+        options = {**DEMO_OPTIONS, **options}
+    config = PanningConfig.from_options(**options)
     reader = make_reader(args, seed=args.seed)
-    config = PanningConfig(
-        rounds=args.rounds, k=args.k, policy=args.policy, stop_at=args.stop_at, max_calls=args.max_calls
-    )
-    panner = GoldPanner(reader, profile, config, rng=args.seed)
+    panner = GoldPanner(reader, args.profile or None, config, rng=args.seed)
+    profile = profile_label(args.profile, reader=reader)
+    config = panner.config
     result = panner.run(question, docs)
     if args.plot:
         from ..plots import plot_belief_trajectories
@@ -169,7 +165,8 @@ def main(args: argparse.Namespace) -> int:
         return 0
 
     print(f"question: {question}")
-    print(f"{len(docs)} documents, profile {profile}, policy {args.policy}, {args.rounds} rounds")
+    unordered = ", no retriever order (retriever_prior='none')" if config.retriever_prior == "none" else ""
+    print(f"{len(docs)} documents, profile {profile}, policy {config.policy}, {config.rounds} rounds{unordered}")
     if truth is not None:
         print(f"(demo: the relevant document is #{truth[0]})")
     for r in result.rounds:

@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from ._config_args import add_config_arguments
+
 __all__ = ["main", "register"]
 
 
@@ -20,17 +22,11 @@ def register(sub: Any) -> None:
     )
     p.add_argument("--profile", default="lost-in-the-middle", help="bundled profile name or JSON path")
     p.add_argument("--n", type=int, default=100, help="documents per trial (default 100)")
-    p.add_argument("--k", type=int, default=1, help="relevant documents per trial (default 1)")
-    p.add_argument("--rounds", type=int, default=8, help="rounds (default 8)")
     p.add_argument("--trials", type=int, default=5000, help="trials (default 5000)")
     p.add_argument("--policies", default="belief,entropy,random,oracle", help="comma-separated policies")
-    p.add_argument(
-        "--prior",
-        choices=("uniform", "base-rate"),
-        default="uniform",
-        help="starting belief: 0.5 as in the paper (default; GP-Entropy depends on it) or k/n",
-    )
     p.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
+    # k is also the number of needles per trial; uniform is the paper's start (GP-Entropy depends on it).
+    add_config_arguments(p, only=("k", "rounds", "prior"), defaults={"k": 1, "rounds": 8, "prior": "uniform"})
     p.add_argument("--json", action="store_true", help="print one JSON object instead of a table")
     p.set_defaults(func=main)
 
