@@ -170,8 +170,9 @@ def test_the_cli_prints_json_and_writes_the_report(tmp_path: Any, capsys: pytest
     ("argv", "message"),
     [
         (["--methods", "gp-turbo"], "unknown method(s) gp-turbo"),
-        (["--latency", "-1"], "--latency must be a finite number >= 0"),
-        (["--queries", "0"], "--queries must be >= 1"),
+        (["--latency", "-1"], "latency must be a finite number of seconds >= 0, got -1.0"),
+        (["--queries", "0"], "queries must be an int >= 1, got 0"),
+        (["--max-concurrency", "0"], "max_concurrency must be an int >= 1, got 0"),
     ],
 )
 def test_bad_options_fail_with_a_message(

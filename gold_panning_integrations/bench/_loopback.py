@@ -16,10 +16,12 @@ every format of :mod:`._peer_formats`, ``GET /v1/models``. Each answered call ta
 ``latency`` seconds; at most ``capacity`` calls are served at once, and a request above
 that either waits for a slot (``overflow="queue"``, up to ``queue_timeout`` seconds,
 then HTTP 503) or is answered at once with HTTP 429 and ``Retry-After``
-(``overflow="429"``). The server counts requests, answered calls, 429s, prompt and
-completion tokens (a word-and-punctuation count, reported in ``usage``), requests
-whose question it did not know, the most requests open at once, and per format how the
-answer was asked for (:class:`LoopbackStats`).
+(``overflow="429"``). A call whose client hangs up during its latency (a cancelled
+request) is dropped unanswered, like a server that aborts a request whose client left.
+The server counts requests, answered calls, 429s, hang-ups, prompt and completion
+tokens (a word-and-punctuation count, reported in ``usage``), requests whose question it
+did not know, the most requests open at once, and per format how the answer was asked
+for (:class:`LoopbackStats`).
 
 A request counts as open from its arrival until its reply is about to be written: the
 count drops before the client can see the reply, so a client that keeps ``k`` calls in
@@ -182,6 +184,19 @@ class PositionBiasedModel:
         return req, message, question is not None
 
 
+_COUNTERS = (
+    "requests",
+    "answered",
+    "rejected",
+    "errors",
+    "prompt_tokens",
+    "completion_tokens",
+    "unknown_question",
+    "abandoned",
+)
+"""The cumulative fields of :class:`LoopbackStats` (the others are levels and maxima)."""
+
+
 @dataclass
 class LoopbackStats:
     """What the server saw (cumulative; :meth:`minus` gives the counts of a span).
@@ -234,22 +249,8 @@ class LoopbackStats:
                 d = n - before.asked.get(kind, {}).get(form, 0)
                 if d:
                     asked.setdefault(kind, {})[form] = d
-        return LoopbackStats(
-            requests=self.requests - before.requests,
-            answered=self.answered - before.answered,
-            rejected=self.rejected - before.rejected,
-            errors=self.errors - before.errors,
-            prompt_tokens=self.prompt_tokens - before.prompt_tokens,
-            completion_tokens=self.completion_tokens - before.completion_tokens,
-            unknown_question=self.unknown_question - before.unknown_question,
-            abandoned=self.abandoned - before.abandoned,
-            max_open=self.max_open,
-            open=self.open,
-            max_serving=self.max_serving,
-            serving=self.serving,
-            queued=self.queued,
-            asked=asked,
-        )
+        spans = {k: getattr(self, k) - getattr(before, k) for k in _COUNTERS}
+        return LoopbackStats(**{**self.__dict__, **spans, "asked": asked})
 
     def as_dict(self) -> dict[str, Any]:
         """JSON-ready copy."""
@@ -325,7 +326,7 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _wait(self, owner: LoopbackServer, until: float) -> bool:
         """Sleep until ``until`` (monotonic seconds), watching the connection: False as
-        soon as the client hangs up, as a model server aborts a request whose client left."""
+        soon as the client hangs up (the call is then dropped unanswered)."""
         while True:
             left = until - time.monotonic()
             if left <= 0 or owner._stopping.is_set():

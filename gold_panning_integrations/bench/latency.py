@@ -59,8 +59,10 @@ from .compare import (
 __all__ = [
     "DEFAULTS",
     "METHODS",
+    "OPTIONS",
     "PATHS",
     "LatencyMethod",
+    "Option",
     "engine_time",
     "format_latency_markdown",
     "main",
@@ -122,24 +124,71 @@ METHODS: tuple[LatencyMethod, ...] = (
 
 _BY_NAME = {m.name: m for m in METHODS}
 
-DEFAULTS: dict[str, Any] = {
-    "latency": 0.5,
-    "capacity": 16,
-    "overflow": "queue",
-    "retry_after": 1.0,
-    "queries": 60,
-    "n": 20,
-    "task": "kv",
-    "seed": 1,
-    "profile": "smollm2-135m-kv",
-    "max_concurrency": 16,
-    "timeout": 60.0,
-    "flood_queries": 200,
-    "flood_method": "gp-latency",
-    "engine_n": (20, 100),
-    "top_n": 3,
-}
-"""The command's defaults (the CLI and :func:`run_latency_bench` read them here)."""
+
+def _int_list(text: str) -> tuple[int, ...]:
+    try:
+        return tuple(int(x) for x in text.split(",") if x.strip())
+    except ValueError as err:
+        raise argparse.ArgumentTypeError(f"expected comma-separated integers, got {text!r}") from err
+
+
+@dataclass(frozen=True)
+class Option:
+    """One option of the benchmark: its default and what it means (the bounds are
+    checked once, in :func:`run_latency_bench`).
+
+    Attributes:
+        name: Keyword of :func:`run_latency_bench`; the CLI flag is ``--name`` with dashes.
+        default: Default value.
+        help: What the option does (the CLI appends the default).
+        type: Parser of the CLI's text (None: the text as is).
+        choices: Allowed values, if a fixed set.
+    """
+
+    name: str
+    default: Any
+    help: str
+    type: Callable[[str], Any] | None = None
+    choices: tuple[str, ...] | None = None
+
+
+OPTIONS: tuple[Option, ...] = (
+    Option("latency", 0.5, "seconds each call takes on the loopback server", float),
+    Option("capacity", 16, "calls the server serves at once", int),
+    Option(
+        "overflow",
+        "queue",
+        "above capacity in the per-query runs: wait for a slot, or answer 429 with "
+        "Retry-After (the flood always answers 429)",
+        choices=OVERFLOW,
+    ),
+    Option("retry_after", 1.0, "seconds in the server's Retry-After", float),
+    Option("queries", 60, "queries (task instances)", int),
+    Option("n", 20, "documents per query", int),
+    Option("task", "kv", "task of the queries", choices=TASKS),
+    Option("seed", 1, "seed of the queries, the panners and the loopback model", int),
+    Option("profile", "smollm2-135m-kv", "detector profile of the loopback model and of our methods"),
+    Option("max_concurrency", 16, "our reader's limit on calls in flight", int),
+    Option("timeout", 60.0, "per-request deadline of every client, seconds", float),
+    Option("flood_queries", 200, "queries sent at once in each flood run (0: no flood)", int),
+    Option(
+        "flood_method",
+        "gp-latency",
+        "the method the flood runs",
+        choices=tuple(m.name for m in METHODS if m.kind == "panning"),
+    ),
+    Option(
+        "engine_n",
+        (20, 100),
+        "document counts of the engine-time measurement, comma-separated (empty: none)",
+        _int_list,
+    ),
+    Option("top_n", 3, "documents the peers return", int),
+)
+"""Every option of ``bench latency`` once: the CLI and :func:`run_latency_bench` read them here."""
+
+DEFAULTS: dict[str, Any] = {o.name: o.default for o in OPTIONS}
+"""Option name -> default."""
 
 
 # ================================================================================ methods
@@ -160,7 +209,7 @@ def setting_of(method: LatencyMethod) -> str:
     if method.kind != "panning":
         return "-"
     cfg = resolved_config(method)
-    text = f"{cfg.rounds} x {getattr(cfg, 'prompts_per_round', 1)}"
+    text = f"{cfg.rounds} x {cfg.prompts_per_round}"
     if cfg.stop_at is not None:
         text += f", stop_at={cfg.stop_at:g}"
     return text
@@ -421,7 +470,7 @@ def run_flood(
     from ..engine.config import PanningConfig
 
     cfg = PanningConfig.from_options(None, **dict(options))
-    per_query = cfg.rounds * getattr(cfg, "prompts_per_round", 1)
+    per_query = cfg.rounds * cfg.prompts_per_round
     deadline = 120.0 + 4.0 * len(instances) * per_query * latency / max(1, min(max_concurrency, capacity))
     model = relevance_model(instances, profile, seed=seed)
     method = LatencyMethod("flood", "flood", "panning", dict(options))
@@ -511,6 +560,51 @@ def engine_time(ns: Sequence[int], *, rounds: int = 4, seed: int = 0) -> list[di
 
 
 # ================================================================================ the run
+def _check_options(
+    *,
+    latency: float,
+    capacity: int,
+    overflow: str,
+    retry_after: float,
+    queries: int,
+    n: int,
+    max_concurrency: int,
+    timeout: float,
+    flood_queries: int,
+    flood_method: str,
+    paths: Sequence[str],
+) -> None:
+    """Validate :func:`run_latency_bench`'s options; the message names the bad value."""
+    for name, value, low in (
+        ("latency", latency, 0.0),
+        ("retry_after", retry_after, 0.0),
+        ("timeout", timeout, None),
+    ):
+        number = not isinstance(value, bool) and isinstance(value, (int, float)) and math.isfinite(value)
+        if not number or (value <= 0 if low is None else value < low):
+            bound = "> 0" if low is None else f">= {low:g}"
+            raise ValueError(f"{name} must be a finite number of seconds {bound}, got {value!r}")
+    for name, value, low in (
+        ("capacity", capacity, 1),
+        ("queries", queries, 1),
+        ("n", n, 2),
+        ("max_concurrency", max_concurrency, 1),
+        ("flood_queries", flood_queries, 0),
+    ):
+        if isinstance(value, bool) or not isinstance(value, int) or value < low:
+            raise ValueError(f"{name} must be an int >= {low}, got {value!r}")
+    if overflow not in OVERFLOW:
+        raise ValueError(f"overflow must be 'queue' or '429', got {overflow!r}")
+    bad = [p for p in paths if p not in PATHS]
+    if bad or not paths:
+        raise ValueError(f"paths must be a non-empty subset of {', '.join(PATHS)}, got {list(paths)!r}")
+    panning = [m.name for m in METHODS if m.kind == "panning"]
+    if flood_queries and flood_method not in panning:
+        raise ValueError(
+            f"flood_method must be one of our panning methods ({', '.join(panning)}), got {flood_method!r}"
+        )
+
+
 def run_latency_bench(
     *,
     methods: Sequence[str] | None = None,
@@ -570,13 +664,19 @@ def run_latency_bench(
             f"unknown method(s) {', '.join(unknown) or '(none)'}; choose from "
             f"{', '.join(m.name for m in METHODS)}"
         )
-    if flood_queries and _BY_NAME.get(flood_method, LatencyMethod("", "", "base")).kind != "panning":
-        raise ValueError(
-            f"--flood-method must be one of our panning methods "
-            f"({', '.join(m.name for m in METHODS if m.kind == 'panning')}), got {flood_method!r}"
-        )
-    if overflow not in OVERFLOW:
-        raise ValueError(f"--overflow must be 'queue' or '429', got {overflow!r}")
+    _check_options(
+        latency=latency,
+        capacity=capacity,
+        overflow=overflow,
+        retry_after=retry_after,
+        queries=queries,
+        n=n,
+        max_concurrency=max_concurrency,
+        timeout=timeout,
+        flood_queries=flood_queries,
+        flood_method=flood_method,
+        paths=paths,
+    )
     prof = load_profile(profile)
     skipped = {m: why for m in names if m in PEER_METHODS and (why := peer_missing(m)) is not None}
     t_start = time.perf_counter()
@@ -816,13 +916,6 @@ def format_latency_markdown(report: Mapping[str, Any]) -> str:
 
 
 # ==================================================================================== CLI
-def _int_list(text: str) -> tuple[int, ...]:
-    try:
-        return tuple(int(x) for x in text.split(",") if x.strip())
-    except ValueError as err:
-        raise argparse.ArgumentTypeError(f"expected comma-separated integers, got {text!r}") from err
-
-
 def _names(text: str, known: Sequence[str], what: str) -> list[str]:
     names = list(dict.fromkeys(x.strip() for x in text.split(",") if x.strip()))
     bad = [x for x in names if x not in known]
@@ -834,7 +927,6 @@ def _names(text: str, known: Sequence[str], what: str) -> list[str]:
 
 
 def register(sub: Any) -> None:
-    d = DEFAULTS
     p = sub.add_parser(
         "latency",
         help="seconds per query beside the peers, on a loopback server with a per-call latency",
@@ -846,45 +938,15 @@ def register(sub: Any) -> None:
             "reader limited in calls in flight, and the engine's own time per query."
         ),
     )
+    for o in OPTIONS:
+        shown = ",".join(map(str, o.default)) if isinstance(o.default, tuple) else o.default
+        kwargs: dict[str, Any] = {"default": o.default, "help": f"{o.help} (default {shown})"}
+        if o.type is not None:
+            kwargs["type"] = o.type
+        if o.choices is not None:
+            kwargs["choices"] = o.choices
+        p.add_argument("--" + o.name.replace("_", "-"), **kwargs)
     names = [m.name for m in METHODS]
-    p.add_argument(
-        "--latency", type=float, default=d["latency"], help=f"seconds per call (default {d['latency']})"
-    )
-    p.add_argument(
-        "--capacity",
-        type=int,
-        default=d["capacity"],
-        help=f"calls the server serves at once (default {d['capacity']})",
-    )
-    p.add_argument(
-        "--overflow",
-        choices=OVERFLOW,
-        default=d["overflow"],
-        help="above capacity in the per-query runs: queue (default) or answer 429 with Retry-After "
-        "(the flood always answers 429)",
-    )
-    p.add_argument(
-        "--retry-after",
-        type=float,
-        default=d["retry_after"],
-        help=f"seconds in the server's Retry-After (default {d['retry_after']})",
-    )
-    p.add_argument("--queries", type=int, default=d["queries"], help=f"queries (default {d['queries']})")
-    p.add_argument("--n", type=int, default=d["n"], help=f"documents per query (default {d['n']})")
-    p.add_argument(
-        "--task", choices=TASKS, default=d["task"], help=f"task of the queries (default {d['task']})"
-    )
-    p.add_argument(
-        "--seed",
-        type=int,
-        default=d["seed"],
-        help=f"seed of queries, panners and model (default {d['seed']})",
-    )
-    p.add_argument(
-        "--profile",
-        default=d["profile"],
-        help=f"detector profile of the loopback model and of our methods (default {d['profile']})",
-    )
     p.add_argument(
         "--methods",
         type=lambda t: _names(t, names, "method(s)"),
@@ -896,36 +958,6 @@ def register(sub: Any) -> None:
         type=lambda t: _names(t, PATHS, "path(s)"),
         default=list(PATHS),
         help="comma-separated subset of sync,async (default: both)",
-    )
-    p.add_argument(
-        "--max-concurrency",
-        type=int,
-        default=d["max_concurrency"],
-        help=f"our reader's limit on calls in flight (default {d['max_concurrency']})",
-    )
-    p.add_argument(
-        "--timeout",
-        type=float,
-        default=d["timeout"],
-        help=f"per-request deadline of every client, seconds (default {d['timeout']})",
-    )
-    p.add_argument(
-        "--flood-queries",
-        type=int,
-        default=d["flood_queries"],
-        help=f"queries sent at once in the flood runs (default {d['flood_queries']}; 0: no flood)",
-    )
-    p.add_argument(
-        "--flood-method",
-        choices=[m.name for m in METHODS if m.kind == "panning"],
-        default=d["flood_method"],
-        help=f"the method the flood runs (default {d['flood_method']})",
-    )
-    p.add_argument(
-        "--engine-n",
-        type=_int_list,
-        default=d["engine_n"],
-        help="document counts of the engine-time measurement (default 20,100; empty: none)",
     )
     p.add_argument("--json", action="store_true", help="print one JSON object instead of the Markdown report")
     p.add_argument(
@@ -940,39 +972,12 @@ def register(sub: Any) -> None:
 def main(args: argparse.Namespace) -> int:
     from ..commands._util import Progress, print_json
 
-    for name, value, low in (("--latency", args.latency, 0.0), ("--retry-after", args.retry_after, 0.0)):
-        if not (math.isfinite(value) and value >= low):
-            raise ValueError(f"{name} must be a finite number >= {low:g}, got {value!r}")
-    for name, value, low in (
-        ("--capacity", args.capacity, 1),
-        ("--queries", args.queries, 1),
-        ("--max-concurrency", args.max_concurrency, 1),
-        ("--flood-queries", args.flood_queries, 0),
-        ("--n", args.n, 2),
-    ):
-        if value < low:
-            raise ValueError(f"{name} must be >= {low}, got {value!r}")
-    if not (math.isfinite(args.timeout) and args.timeout > 0):
-        raise ValueError(f"--timeout must be a finite number of seconds > 0, got {args.timeout!r}")
     bar = Progress(1, label="bench latency")
     try:
         report = run_latency_bench(
             methods=args.methods,
             paths=args.paths,
-            latency=args.latency,
-            capacity=args.capacity,
-            overflow=args.overflow,
-            retry_after=args.retry_after,
-            queries=args.queries,
-            n=args.n,
-            task=args.task,
-            seed=args.seed,
-            profile=args.profile,
-            max_concurrency=args.max_concurrency,
-            timeout=args.timeout,
-            flood_queries=args.flood_queries,
-            flood_method=args.flood_method,
-            engine_n=args.engine_n,
+            **{o.name: getattr(args, o.name) for o in OPTIONS},
             progress=bar.update,
             on_total=lambda t: setattr(bar, "total", t),
         )
