@@ -66,9 +66,10 @@ def test_later_prompts_follow_the_spread() -> None:
     assert copies.tolist() == [[1, 3, 4, 0, 2]]
 
 
-def test_draw_spread_puts_a_document_first_in_proportion_to_its_odds() -> None:
-    # Gumbel noise on log-odds: P(first) = odds / sum(odds) = 1/7, 2/7, 4/7.
-    st = BatchState.start(np.tile(np.log([1.0, 2.0, 4.0]), (40_000, 1)))
+def test_draw_spread_puts_a_document_first_in_proportion_to_its_odds_squared() -> None:
+    # Gumbel noise at scale 0.5 on log-odds log(1), log(sqrt 2), log(2): P(first) is
+    # proportional to odds squared, 1 : 2 : 4, i.e. 1/7, 2/7, 4/7.
+    st = BatchState.start(np.tile(np.log([1.0, np.sqrt(2.0), 2.0]), (40_000, 1)))
     active = np.ones((40_000, 3), dtype=bool)
     order, _ = rank_documents(
         "belief", st, active, rng=np.random.default_rng(1), prompt=1, prompts=2, spread="draw"
@@ -110,7 +111,7 @@ def test_mistakes_reject_bad_values() -> None:
     [
         ({"prompts_per_round": 0}, r"prompts_per_round must be an int >= 1, got 0"),
         ({"prompts_per_round": 2.0}, r"prompts_per_round must be an int >= 1, got 2\.0"),
-        ({"spread": "zigzag"}, r"spread must be 'stride', 'draw' or 'copies', got 'zigzag'"),
+        ({"spread": "zigzag"}, r"spread must be 'draw', 'stride' or 'copies', got 'zigzag'"),
     ],
 )
 def test_config_rejects_bad_parallel_options(options: dict, pattern: str) -> None:

@@ -39,13 +39,14 @@ reading of the whole prompt: no update), or ``"mixture"`` (a reply is silent wit
 probability estimated online from how many more empty replies came than the profile
 expects; an empty reply is a miss as far as it is not explained by silence)."""
 
-Spread = Literal["stride", "draw", "copies"]
+Spread = Literal["draw", "stride", "copies"]
 """How the prompts of one round differ when ``prompts_per_round > 1`` (the first prompt
-is always the policy's own placement): ``"stride"`` (prompt ``b`` puts the documents
+is always the policy's own placement): ``"draw"`` (prompt ``b`` ranks by the policy's
+score plus Gumbel noise, :data:`~.rounds.DRAW_TEMPERATURE`: a random ranking in which a
+document comes first in proportion to its odds squared, so strong beliefs keep their
+places and ties are broken at random), ``"stride"`` (prompt ``b`` puts the documents
 ranked ``b, b+B, b+2B, ...`` on the most diagnostic positions, the others after them in
-rank order), ``"draw"`` (prompt ``b`` ranks by the policy's score plus Gumbel noise: a
-Plackett-Luce draw whose first place goes to a document with probability proportional
-to its odds), or ``"copies"`` (every prompt ranks alike; only the top shuffle and the
+rank order), or ``"copies"`` (every prompt ranks alike; only the top shuffle and the
 labels differ)."""
 
 
@@ -118,7 +119,7 @@ def _policy(value: Any) -> str | None:
 _CHECKS: dict[str, Callable[[Any], str | None]] = {
     "rounds": _int_at_least(1),
     "prompts_per_round": _int_at_least(1),
-    "spread": _one_of("stride", "draw", "copies"),
+    "spread": _one_of("draw", "stride", "copies"),
     "k": _int_at_least(1),
     "min_rounds": _int_at_least(1),
     "shuffle_top": _int_at_least(0),
@@ -227,7 +228,7 @@ class PanningConfig:
 
     rounds: int = 4
     prompts_per_round: int = 1
-    spread: Spread = "stride"
+    spread: Spread = "draw"
     k: int = 1
     policy: str = "belief"
     max_docs_per_prompt: int | None = None

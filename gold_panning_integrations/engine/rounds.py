@@ -35,6 +35,7 @@ from .curves import resample_curve
 from .policies import score_documents
 
 __all__ = [
+    "DRAW_TEMPERATURE",
     "ROBUST_SCALE",
     "ROBUST_SHIFT",
     "BatchState",
@@ -49,6 +50,11 @@ __all__ = [
     "plan_round",
     "robust_rates",
 ]
+
+DRAW_TEMPERATURE = 0.5
+"""Scale of the Gumbel noise the ``"draw"`` spread adds to the policy's score: on
+log-odds, a document comes first in proportion to its odds squared (``1 / 0.5``); ties
+(a flat prior) are broken uniformly at random."""
 
 ROBUST_SCALE = 0.95
 ROBUST_SHIFT = 0.025
@@ -373,7 +379,8 @@ def rank_documents(
     """
     scores = score_documents(policy, state.log_odds, rng=rng, truth=truth)
     if prompt > 0 and spread == "draw" and policy != "random":
-        scores = scores - np.log(-np.log(np.maximum(rng.random(scores.shape), 1e-300)))  # + Gumbel
+        gumbel = -np.log(-np.log(np.maximum(rng.random(scores.shape), 1e-300)))
+        scores = scores + DRAW_TEMPERATURE * gumbel
     scores = np.where(active, scores, -np.inf)
     order = np.argsort(-scores, axis=1, kind="stable")
     n_active = active.sum(axis=1).astype(np.intp)
