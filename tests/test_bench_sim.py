@@ -18,7 +18,7 @@ TRIALS = 200
 
 @pytest.fixture(scope="module")
 def results() -> dict:
-    return bs.run_sim_bench(trials=TRIALS, seed=3)
+    return bs.run_sim_bench(trials=TRIALS, seed=3, panels=tuple(p for p in bs.PANELS if p != "latency"))
 
 
 # ------------------------------------------------------------------ helpers
@@ -155,6 +155,33 @@ def test_position_attack_without_shuffle_sinks_gp_belief(results: dict) -> None:
     assert row["policies"]["belief"]["f1"][-1] < 0.1
 
 
+def test_latency_panel_by_depth_and_calls() -> None:
+    from gold_panning_integrations.bench import sim_latency as lat
+
+    r = bs.run_sim_bench(profiles=["smollm2-135m-kv"], trials=40, seed=5, panels=("latency",))
+    rows = r["latency"]["settings"]
+    assert {x["reader"] for x in rows} == set(lat.READERS)
+    got = sorted((x["reader"], x["method"], x["prompts_per_round"], len(x["f1"])) for x in rows)
+    want = sorted(
+        [(rd, "gp", b, 8 if b == 1 else lat.DEPTH) for rd in lat.READERS for b in lat.BS]
+        + [(rd, "oracle", 1, 8) for rd in lat.READERS]
+        + [(rd, "psc", 8, 1) for rd in lat.READERS]
+        + [(rd, "gp-rank", b, 1) for rd in lat.READERS for b in lat.ONE_ROUND_BS]
+        + [(rd, m, 8, 1) for rd in lat.READERS for m in ("gp-flat", "psc-retriever")]
+    )
+    assert got == want
+    for x in rows:
+        assert x["calls"] == [x["prompts_per_round"] * (t + 1) for t in range(len(x["f1"]))]
+        assert x["trials"] == 40 and all(0.0 <= v <= 1.0 for v in x["f1"])
+    assert r["latency"]["readers"]["repeats"] == {"false_leads": 1.5, "blind_rate": 0.35}
+    titles = [t for t, _, _ in lat.latency_tables(r)]
+    assert len(titles) == 2 and all("smollm2-135m-kv" in t for t in titles)
+    # the panel's seeds are its own: the main panel is unchanged by running it
+    a = bs.run_sim_bench(profiles=["smollm2-135m-kv"], trials=30, seed=5, panels=("main",))
+    b = bs.run_sim_bench(profiles=["smollm2-135m-kv"], trials=30, seed=5, panels=("main", "latency"))
+    assert a["main"] == b["main"]
+
+
 def test_seeded_runs_are_reproducible_and_panels_independent() -> None:
     a = bs.run_sim_bench(trials=50, seed=7, panels=("multi_needle",), ks=(1,))
     b = bs.run_sim_bench(trials=50, seed=7, panels=("main", "multi_needle"), ks=(1,))
@@ -193,7 +220,7 @@ def test_cli_bench_sim_json(capsys: pytest.CaptureFixture[str]) -> None:
     out = capsys.readouterr().out
     assert out.count("\n") == 1  # exactly one JSON object on one line
     data = json.loads(out)
-    for key in ("main", "noise", "heterogeneity", "scaling", "multi_needle", "attack", "efficiency"):
+    for key in ("main", "noise", "heterogeneity", "scaling", "multi_needle", "attack", "latency", "efficiency"):
         assert key in data
     assert data["command"] == "gold-panning bench sim --trials 40 --seed 1"
     assert data["trials"] == 40

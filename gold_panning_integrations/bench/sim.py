@@ -48,6 +48,11 @@ it is relevant, ``FPR_j`` if not). Six panels, each a JSON-ready dict:
     ``N = 200`` (``trials * 200 / N``, at least ``min(trials, 200)``).
 ``multi_needle``
     ``k`` relevant documents (top-``k`` F1 = fraction of needles found).
+``latency``
+    F1 against sequential depth (latency) and calls (cost) with several prompts per round,
+    PSC with 8 prompts at once, and GP-Belief with all its prompts in one round over an
+    informative retriever; an independent reader and one whose mistakes repeat
+    (:mod:`.sim_latency`; the library's ``base-rate`` prior, unlike the other panels).
 ``efficiency``
     One row per setting of the panels above: the rounds (LLM calls) GP-Belief needs to
     reach PSC's final-round F1, as a percentage of PSC's calls, and the area under each
@@ -82,7 +87,8 @@ from numpy.typing import ArrayLike, NDArray
 from ..engine.config import PanningConfig
 from ..engine.curves import resample_curve
 from ..engine.priors import rank_prior_probs
-from ..engine.simulate import Attack, SimulationResult, simulate
+from ..engine.simulate import Attack, Mistakes, SimulationResult, simulate
+from .sim_latency import latency_jobs, latency_panel, latency_tables, plot_latency
 from ..profiles import DetectorProfile, bundled_profiles
 
 __all__ = [
@@ -105,7 +111,9 @@ __all__ = [
 
 logger = logging.getLogger(__name__)
 
-PANELS: tuple[str, ...] = ("main", "noise", "heterogeneity", "scaling", "multi_needle", "attack", "no_harm")
+PANELS: tuple[str, ...] = (
+    "main", "noise", "heterogeneity", "scaling", "multi_needle", "attack", "no_harm", "latency"
+)
 """Panels that run simulations; ``efficiency`` is derived from them."""
 DEFAULT_SIGMAS: tuple[float, ...] = (0.0, 0.1, 0.2, 0.3, 0.4, 0.5)
 DEFAULT_ALPHAS: tuple[float, ...] = (0.1, 0.2, 0.5, 1.0, 2.0, 5.0, 10.0, 20.0, 50.0, 100.0)
@@ -286,9 +294,12 @@ class _Job:
     rounds: int | None = None
     prior_probs: NDArray[np.float64] | None = None
     needle_probs: NDArray[np.float64] | None = None
+    mistakes: Mistakes | None = None
+    prior: str = "uniform"
 
     def cost(self, rounds: int) -> int:
-        return self.trials * self.n * (self.rounds or rounds) * len(self.policies)
+        prompts = self.config.prompts_per_round if self.config is not None else 1
+        return self.trials * self.n * (self.rounds or rounds) * len(self.policies) * prompts
 
 
 def _split(trials: int, parts: int) -> list[int]:
@@ -436,6 +447,8 @@ def _plan(
     if "multi_needle" in panels:
         for k, ss in zip(ks, panel_seeds["multi_needle"].spawn(len(ks))):
             jobs.append(_Job("multi_needle", str(k), bt, bf, 100, int(k), trials, ALL_POLICIES, ss))
+    if "latency" in panels:
+        jobs += latency_jobs(panel_seeds["latency"], profiles, trials=trials, base_cfg=base_cfg, make_job=_Job)
     return jobs
 
 
@@ -615,7 +628,8 @@ def run_sim_bench(
             prior_probs=job.prior_probs,
             needle_probs=job.needle_probs,
             recall_at=3 if job.panel == "no_harm" else None,
-            prior="uniform",
+            prior=job.prior,  # type: ignore[arg-type]
+            mistakes=job.mistakes,
             progress=tick,
         )
         done = start + job.cost(rounds)
@@ -668,6 +682,8 @@ def run_sim_bench(
             "n": 100,
             "settings": [{"k": int(k)} | s[str(k)] for k in ks],
         }
+    if "latency" in panels:
+        out |= latency_panel(settings("latency"))
     out["efficiency"] = {"rows": efficiency_rows(out)}
     out["seconds"] = round(seconds, 2)
     return out
@@ -850,6 +866,8 @@ def _tables(results: dict[str, Any]) -> list[tuple[str, list[str], list[list[Any
         out += _no_harm_table(results, rounds)
     if "attack" in results:
         out += _attack_table(results, rounds)
+    if "latency" in results:
+        out += latency_tables(results)
     if "efficiency" in results:
         rows = [
             [
@@ -1085,6 +1103,8 @@ def plot_panels(results: dict[str, Any], out_dir: str | Path) -> list[Path]:
         _plot_attack(results, plt, save)
     if "no_harm" in results:
         _plot_no_harm(results, plt, save)
+    if "latency" in results:
+        plot_latency(results, plt, save)
     rows = results.get("efficiency", {}).get("rows", [])
     if rows:
         _plot_efficiency(results, rows, plt, save)
