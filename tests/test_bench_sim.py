@@ -156,7 +156,7 @@ def test_position_attack_without_shuffle_sinks_gp_belief(results: dict) -> None:
 
 
 def test_latency_panel_by_depth_and_calls() -> None:
-    from gold_panning_integrations.bench import sim_latency as lat
+    from gold_panning_integrations.bench import _sim_latency as lat
 
     r = bs.run_sim_bench(profiles=["smollm2-135m-kv"], trials=40, seed=5, panels=("latency",))
     rows = r["latency"]["settings"]

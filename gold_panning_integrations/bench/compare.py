@@ -61,7 +61,7 @@ import threading
 import time
 import urllib.parse
 from collections import Counter
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Coroutine, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -85,6 +85,7 @@ __all__ = [
     "format_markdown",
     "main",
     "make_instances",
+    "peer_methods",
     "register",
     "run_compare",
     "summarize",
@@ -669,6 +670,7 @@ class MethodOutcome:
 
 
 MethodFn = Callable[[CompareInstance], MethodOutcome]
+AsyncMethodFn = Callable[[CompareInstance], Coroutine[Any, Any, MethodOutcome]]
 
 
 @dataclass(frozen=True)
@@ -830,6 +832,14 @@ def peer_method(name: str, ep: Endpoint, *, top_n: int = 3) -> MethodFn:
     The peer returns its top ``top_n`` documents; those are the ranking. An empty result
     counts as an unusable output (a miss).
     """
+    return peer_methods(name, ep, top_n=top_n)[0]
+
+
+def peer_methods(name: str, ep: Endpoint, *, top_n: int = 3) -> tuple[MethodFn, AsyncMethodFn]:
+    """A peer reranker as ``(instance -> outcome, async instance -> outcome)``: its sync
+    call (``compress_documents`` / ``postprocess_nodes``) and its async one
+    (``acompress_documents`` / ``apostprocess_nodes``), both from one peer object as
+    :func:`peer_method` builds it."""
     if name == "langchain-listwise":
         from langchain_classic.retrievers.document_compressors import LLMListwiseRerank
         from langchain_core.documents import Document
@@ -842,13 +852,20 @@ def peer_method(name: str, ep: Endpoint, *, top_n: int = 3) -> MethodFn:
         )
         reranker = LLMListwiseRerank.from_llm(llm, top_n=top_n)
 
-        def run_lc(inst: CompareInstance) -> MethodOutcome:
-            docs = [Document(page_content=d, metadata={"gp_index": i}) for i, d in enumerate(inst.documents)]
-            got = reranker.compress_documents(docs, inst.question)
+        def lc_docs(inst: CompareInstance) -> list[Any]:
+            return [Document(page_content=d, metadata={"gp_index": i}) for i, d in enumerate(inst.documents)]
+
+        def lc_outcome(got: Sequence[Any]) -> MethodOutcome:
             ranking, bad = _mapped(list(got), lambda d: _index_of(d, "gp_index"))
             return MethodOutcome(ranking=ranking, unusable=int(not ranking) + bad)
 
-        return run_lc
+        def run_lc(inst: CompareInstance) -> MethodOutcome:
+            return lc_outcome(reranker.compress_documents(lc_docs(inst), inst.question))
+
+        async def arun_lc(inst: CompareInstance) -> MethodOutcome:
+            return lc_outcome(await reranker.acompress_documents(lc_docs(inst), inst.question))
+
+        return run_lc, arun_lc
     if name in ("llamaindex-llmrerank", "llamaindex-rankgpt"):
         from llama_index.core.schema import NodeWithScore, TextNode
         from llama_index.llms.openai_like import OpenAILike
@@ -867,18 +884,27 @@ def peer_method(name: str, ep: Endpoint, *, top_n: int = 3) -> MethodFn:
 
             post = RankGPTRerank(llm=li_llm, top_n=top_n)
 
-        def run_li(inst: CompareInstance) -> MethodOutcome:
-            p = post if post is not None else LLMRerank(
+        def li_post(inst: CompareInstance) -> Any:
+            return post if post is not None else LLMRerank(
                 llm=li_llm, top_n=top_n, choice_batch_size=len(inst.documents)
             )
+
+        def li_nodes(inst: CompareInstance) -> list[Any]:
             # No metadata: both peers show node metadata to the model; the id is not shown.
-            nodes = [NodeWithScore(node=TextNode(text=d, id_=f"gp-doc-{i}"), score=None)
-                     for i, d in enumerate(inst.documents)]
-            got = p.postprocess_nodes(nodes, query_str=inst.question)
+            return [NodeWithScore(node=TextNode(text=d, id_=f"gp-doc-{i}"), score=None)
+                    for i, d in enumerate(inst.documents)]
+
+        def li_outcome(got: Sequence[Any]) -> MethodOutcome:
             ranking, bad = _mapped(list(got), lambda nw: _node_index(nw.node))
             return MethodOutcome(ranking=ranking, unusable=int(not ranking) + bad)
 
-        return run_li
+        def run_li(inst: CompareInstance) -> MethodOutcome:
+            return li_outcome(li_post(inst).postprocess_nodes(li_nodes(inst), query_str=inst.question))
+
+        async def arun_li(inst: CompareInstance) -> MethodOutcome:
+            return li_outcome(await li_post(inst).apostprocess_nodes(li_nodes(inst), query_str=inst.question))
+
+        return run_li, arun_li
     raise ValueError(f"unknown peer {name!r}; choose one of {', '.join(PEER_METHODS)}")
 
 

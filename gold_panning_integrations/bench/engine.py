@@ -7,7 +7,7 @@ than the milliseconds do:
 
 * **engine round** at ``N`` documents: placement scores (GP-Belief), the greedy
   assignment of documents to positions, and the Bayesian update, on arrays of size
-  ``N``; and a full :class:`~gold_panning_integrations.engine.panner.GoldPanner` round
+  ``N``; and a full :class:`~gold_panning_integrations.engine.panner.Panner` round
   (planning, prompt order, the call of a trivial in-memory reader, validation, update,
   trace) per round of an 8-round run.
 * **simulator throughput**: wall time of ``simulate`` for 5,000 trials x ``N = 100`` x

@@ -52,7 +52,7 @@ it is relevant, ``FPR_j`` if not). Six panels, each a JSON-ready dict:
     F1 against sequential depth (latency) and calls (cost) with several prompts per round,
     PSC with 8 prompts at once, and GP-Belief with all its prompts in one round over an
     informative retriever; an independent reader and one whose mistakes repeat
-    (:mod:`.sim_latency`; the library's ``base-rate`` prior, unlike the other panels).
+    (:mod:`._sim_latency`; the library's ``base-rate`` prior, unlike the other panels).
 ``efficiency``
     One row per setting of the panels above: the rounds (LLM calls) GP-Belief needs to
     reach PSC's final-round F1, as a percentage of PSC's calls, and the area under each
@@ -88,7 +88,7 @@ from ..engine.config import PanningConfig
 from ..engine.curves import resample_curve
 from ..engine.priors import rank_prior_probs
 from ..engine.simulate import Attack, Mistakes, SimulationResult, simulate
-from .sim_latency import latency_jobs, latency_panel, latency_tables, plot_latency
+from ._sim_latency import latency_jobs, latency_panel, latency_tables, plot_latency
 from ..profiles import DetectorProfile, bundled_profiles
 
 __all__ = [

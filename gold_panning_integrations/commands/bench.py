@@ -45,6 +45,8 @@ BENCHMARKS: tuple[Benchmark, ...] = (
               "efficiency report and posterior calibration on a real model (slow: minutes)"),
     Benchmark("compare", "gold_panning_integrations.bench.compare",
               "Gold Panning side by side with LangChain/LlamaIndex rerankers on one endpoint (slow)"),
+    Benchmark("latency", "gold_panning_integrations.bench.latency",
+              "seconds per query beside the peers on a loopback server with a per-call latency (minutes)"),
 )
 """Every ``gold-panning bench`` sub-command, in the order ``--help`` lists them."""
 
