@@ -90,6 +90,14 @@ def needle_reader() -> Any:
 
 
 @pytest.fixture
+def unlabelled_warning_reset(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Re-arm the one-time "takes no 'labels' argument" warnings of the reader adapter."""
+    from gold_panning_integrations.readers import _adapt
+
+    monkeypatch.setattr(_adapt, "_WARNED", set())
+
+
+@pytest.fixture
 def generic_warning_reset(monkeypatch: pytest.MonkeyPatch) -> None:
     """Re-arm the one-time "using the generic profile" warning for this test."""
     from gold_panning_integrations import profiles

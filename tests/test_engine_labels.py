@@ -10,7 +10,6 @@ import numpy as np
 import pytest
 
 from gold_panning_integrations import DetectorProfile, GoldPanner, Reading
-from gold_panning_integrations.readers import _adapt
 
 PROFILE = DetectorProfile.bundled("lost-in-the-middle")
 DOCS = [f"d{i}" for i in range(10)]
@@ -93,9 +92,8 @@ class NoLabels:
 
 
 def test_a_reader_without_labels_is_called_without_them_and_warned_once(
-    caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+    caplog: pytest.LogCaptureFixture, unlabelled_warning_reset: None
 ) -> None:
-    monkeypatch.setattr(_adapt, "_WARNED", set())
     reader = NoLabels()
     with caplog.at_level(logging.WARNING, logger="gold_panning_integrations.readers._adapt"):
         res = GoldPanner(reader, PROFILE, rounds=3, rng=0).run("q", DOCS)

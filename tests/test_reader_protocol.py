@@ -13,7 +13,7 @@ import pytest
 
 from gold_panning_integrations import DetectorProfile, GoldPanner, Reading
 from gold_panning_integrations.engine import Panner, Reader
-from gold_panning_integrations.readers import _adapt, as_reader
+from gold_panning_integrations.readers import as_reader
 from gold_panning_integrations.readers._adapt import AdaptedReader, adapt_template
 
 PROFILE = DetectorProfile.bundled("lost-in-the-middle")
@@ -61,9 +61,8 @@ def test_a_reader_of_the_protocol_is_used_as_it_is() -> None:
 
 
 def test_an_unlabelled_reader_is_wrapped_once_with_one_warning(
-    caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+    caplog: pytest.LogCaptureFixture, unlabelled_warning_reset: None
 ) -> None:
-    monkeypatch.setattr(_adapt, "_WARNED", set())
     reader = Unlabelled()
     with caplog.at_level(logging.WARNING, logger="gold_panning_integrations.readers._adapt"):
         adapted = as_reader(reader)
