@@ -109,33 +109,29 @@ def demo_instance(name: str) -> Any:
     return task.make(n, gold_position=int(rng.integers(n)), rng=rng)
 
 
-def main(args: argparse.Namespace) -> int:
-    import numpy as np
+def _inputs(args: argparse.Namespace) -> tuple[str, list[str], list[dict[str, Any]], list[int] | None]:
+    """The question, documents, their metadata and (for a demo) the gold indices."""
+    if args.demo:
+        inst = demo_instance(args.demo)
+        return args.question or inst.question, list(inst.documents), [{} for _ in inst.documents], list(inst.gold)
+    if not args.question:
+        raise ValueError("--docs needs --question TEXT")
+    docs, meta = load_documents(args.docs)
+    return args.question, docs, meta, None
 
+
+def main(args: argparse.Namespace) -> int:
     from ..panning import GoldPanner, PanningConfig
     from ._reader_args import make_reader
     from ._util import profile_label
 
-    truth: list[int] | None = None
-    if args.demo:
-        inst = demo_instance(args.demo)
-        question = args.question or inst.question
-        docs = list(inst.documents)
-        meta: list[dict[str, Any]] = [{} for _ in inst.documents]
-        truth = list(inst.gold)
-    else:
-        if not args.question:
-            raise ValueError("--docs needs --question TEXT")
-        question = args.question
-        docs, meta = load_documents(args.docs)
+    question, docs, meta, truth = _inputs(args)
     options = given_options(args)
     if args.demo:
         options = {**DEMO_OPTIONS, **options}
-    config = PanningConfig.from_options(**options)
     reader = make_reader(args, seed=args.seed)
-    panner = GoldPanner(reader, args.profile or None, config, rng=args.seed)
+    panner = GoldPanner(reader, args.profile or None, PanningConfig.from_options(**options), rng=args.seed)
     profile = profile_label(args.profile, reader=reader)
-    config = panner.config
     result = panner.run(question, docs)
     if args.plot:
         from ..plots import plot_belief_trajectories
@@ -145,7 +141,6 @@ def main(args: argparse.Namespace) -> int:
     if not args.no_final_answer and hasattr(reader, "answer"):
         final = reader.answer(question, [docs[i] for i in result.selected])
     final = final or result.answer
-
     if args.json:
         out = result.summary()
         out.update(
@@ -163,6 +158,23 @@ def main(args: argparse.Namespace) -> int:
             out["gold"] = truth
         print(json.dumps(out))
         return 0
+    _print_trace(question, docs, result, panner.config, profile=profile, truth=truth, top=args.top, answer=final)
+    return 0
+
+
+def _print_trace(
+    question: str,
+    docs: list[str],
+    result: Any,
+    config: Any,
+    *,
+    profile: str,
+    truth: list[int] | None,
+    top: int,
+    answer: str | None,
+) -> None:
+    """The text report: the setting, each round's citations and leaders, the selection."""
+    import numpy as np
 
     print(f"question: {question}")
     unordered = ", no retriever order (retriever_prior='none')" if config.retriever_prior == "none" else ""
@@ -175,8 +187,7 @@ def main(args: argparse.Namespace) -> int:
         ans = f"  answer {r.reading.answer!r}" if r.reading.answer else ""
         tok = f", {r.prompt_tokens}+{r.completion_tokens} tokens" if r.prompt_tokens else ""
         print(f"\nround {r.round} ({r.calls} call{'s' if r.calls != 1 else ''}, {r.seconds:.1f}s{tok}): {status}{ans}")
-        order = np.argsort(-r.posteriors, kind="stable")[: args.top]
-        for i in order:
+        for i in np.argsort(-r.posteriors, kind="stable")[:top]:
             print(f"  #{int(i):<4d} p={r.posteriors[i]:.3f}  {_short(docs[i])}")
     print(
         f"\nselected (stopped: {result.stop_reason}; {result.calls} calls, {result.prompt_tokens} prompt + "
@@ -184,8 +195,7 @@ def main(args: argparse.Namespace) -> int:
     )
     for i in result.selected:
         print(f"  #{int(i):<4d} p={result.posteriors[i]:.3f}  {_short(docs[i], 100)}")
-    print(f"answer: {final if final else '(none)'}")
-    return 0
+    print(f"answer: {answer if answer else '(none)'}")
 
 
 def _short(text: str, width: int = 70) -> str:
