@@ -21,7 +21,7 @@ from openai_server import FakeOpenAIServer, status
 from gold_panning_integrations.bench import compare as C
 from gold_panning_integrations.bench.instances import CompareInstance, choose_gp_k, complete_ranking, query_k
 from gold_panning_integrations.errors import CheckpointError
-from gold_panning_integrations.ir.collection import fixture_path, load_beir
+from gold_panning_integrations.ir.collection import fixture_path, load_beir, load_collection
 
 
 def _args(base_url: str, *extra: str) -> argparse.Namespace:
@@ -137,13 +137,18 @@ def test_markdown_output_has_the_paired_column(capsys: pytest.CaptureFixture[str
 
 
 # ------------------------------------------------------------------ TREC with a run file
+def _trec_args(base_url: str, p: dict[str, Path], *extra: str) -> argparse.Namespace:
+    """base and gp-belief on the TREC files of :func:`write_trec`, its run file at depth 4."""
+    return _args(base_url, "--task", "trec", "--topics", str(p["topics"]), "--qrels", str(p["qrels"]),
+                 "--corpus", str(p["corpus"]), "--run", str(p["run"]), "--depth", "4", "--methods", "base,gp-belief",
+                 *extra)
+
+
 def test_trec_run_file_is_the_first_stage_end_to_end(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     p = write_trec(tmp_path / "trec")
     out = tmp_path / "out"
     with FakeOpenAIServer(default=_oracle()) as srv:
-        res = _run(capsys, _args(srv.base_url, "--task", "trec", "--topics", str(p["topics"]), "--qrels",
-                                 str(p["qrels"]), "--corpus", str(p["corpus"]), "--run", str(p["run"]),
-                                 "--depth", "4", "--methods", "base,gp-belief", "--out", str(out)))
+        res = _run(capsys, _trec_args(srv.base_url, p, "--out", str(out)))
     base_run = {}
     for line in (out / "runs" / "base.trec").read_text().splitlines():
         q, _, d, *_ = line.split()
@@ -156,9 +161,7 @@ def test_trec_gp_lifts_the_buried_relevant_documents(tmp_path: Path, capsys: pyt
     # the run puts q1's grade-2 document last of 4; an oracle reader lifts it
     p = write_trec(tmp_path / "trec")
     with FakeOpenAIServer(default=_oracle()) as srv:
-        res = _run(capsys, _args(srv.base_url, "--task", "trec", "--topics", str(p["topics"]), "--qrels",
-                                 str(p["qrels"]), "--corpus", str(p["corpus"]), "--run", str(p["run"]),
-                                 "--depth", "4", "--methods", "base,gp-belief", "--gp-k", "1"))
+        res = _run(capsys, _trec_args(srv.base_url, p, "--gp-k", "1"))
     assert res["methods"]["gp-belief"]["ndcg@10"] > res["methods"]["base"]["ndcg@10"]
     assert res["gp_k_how"] == "--gp-k 1"
 
@@ -167,9 +170,7 @@ def test_trec_ndcg_equals_ir_measures_on_the_written_files(tmp_path: Path, capsy
     p = write_trec(tmp_path / "trec")
     out = tmp_path / "out"
     with FakeOpenAIServer(default=_oracle()) as srv:
-        res = _run(capsys, _args(srv.base_url, "--task", "trec", "--topics", str(p["topics"]), "--qrels",
-                                 str(p["qrels"]), "--corpus", str(p["corpus"]), "--run", str(p["run"]),
-                                 "--depth", "4", "--methods", "base,gp-belief", "--out", str(out)))
+        res = _run(capsys, _trec_args(srv.base_url, p, "--out", str(out)))
     qrels_list = list(ir_measures.read_trec_qrels(str(p["qrels"])))
     qrels: dict[str, dict[str, int]] = {}
     for r in qrels_list:
@@ -190,7 +191,7 @@ def test_rag_jsonl_end_to_end(tmp_path: Path, capsys: pytest.CaptureFixture[str]
 
 def test_rag_refuses_a_run_file(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="its passages are the first stage"):
-        C.load_collection("rag", data=write_rag(tmp_path / "r.jsonl"), run=tmp_path / "run.txt")
+        load_collection("rag", data=write_rag(tmp_path / "r.jsonl"), run=tmp_path / "run.txt")
 
 
 # ------------------------------------------------------------------ the shipped fixture

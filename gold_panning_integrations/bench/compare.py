@@ -84,6 +84,7 @@ from typing_extensions import Self
 from .. import __version__
 from .._jsonl import checkpoint_lines
 from ..errors import CheckpointError, MissingExtraError
+from ..ir.collection import FORMATS
 from ..ir.metrics import wilson_interval
 from .instances import CompareInstance, complete_ranking, query_k
 
@@ -167,7 +168,7 @@ PEERS: dict[str, tuple[tuple[str, ...], str]] = {
 """Peer -> (modules it needs, the install line shown when one is missing)."""
 
 BUILTIN_TASKS = ("kv", "nq", "litm-kv")
-COLLECTION_TASKS = ("beir", "trec", "rag")
+COLLECTION_TASKS = FORMATS
 """Test collections in the field's formats (:mod:`..ir.collection`): a BEIR folder (the
 shipped fixture without ``--data``), TREC topics/qrels/corpus files, RAG JSONL."""
 TASKS = BUILTIN_TASKS + COLLECTION_TASKS
@@ -209,15 +210,16 @@ def make_instances(
     * ``litm-kv``: Lost-in-the-Middle key-value retrieval (UUID keys and values), ``n``
       pairs of one record, the queried pair at a uniform random position.
 
-    Collections (``beir``, ``trec``, ``rag``) are loaded by :func:`load_collection` and
-    turned into instances by :func:`~.instances.collection_instances`.
+    Collections (``beir``, ``trec``, ``rag``) are loaded by
+    :func:`~..ir.collection.load_collection` and turned into instances by
+    :func:`~.instances.collection_instances`.
 
     ``split`` picks the shipped NQ sample's questions: ``test`` (held out, the default)
     or ``calibration`` (for measuring a reader, e.g. labelled traces); other tasks and
     ``data`` files have no split.
     """
     if task in COLLECTION_TASKS:
-        raise ValueError(f"--task {task} is a collection: load it with load_collection()")
+        raise ValueError(f"--task {task} is a collection: load it with ir.collection.load_collection()")
     if split not in SPLITS:
         raise ValueError(f"--split must be one of {', '.join(SPLITS)}, got {split!r}")
     if split != "test" and (task != "nq" or data is not None):
@@ -275,50 +277,6 @@ def _nq_sample_instances(
         docs = [sample.passages[j].content for j in ids]
         out.append(CompareInstance(q.question, docs, (ids.index(q.gold),), tuple(q.answers), "nq"))
     return out
-
-
-def load_collection(
-    task: str,
-    *,
-    data: str | Path | None = None,
-    split: str = "test",
-    topics: str | Path | None = None,
-    qrels: str | Path | None = None,
-    corpus: str | Path | None = None,
-    run: str | Path | None = None,
-    depth: int = 20,
-) -> Any:
-    """The collection of ``--task beir|trec|rag`` (:mod:`..ir.collection`), after checking
-    that the options given belong to that format.
-
-    * ``beir``: ``data`` a BEIR folder (default: the shipped fixture), ``split`` its qrels
-      file, optionally a ``run`` file as the first stage;
-    * ``trec``: ``topics``, ``qrels`` and ``corpus`` files, optionally a ``run`` file;
-    * ``rag``: ``data`` a RAG JSONL file (its passages are the first stage).
-    """
-    from ..ir.collection import load_beir, load_rag_jsonl, load_trec
-
-    trec_files = {"--topics": topics, "--qrels": qrels, "--corpus": corpus}
-    given = [k for k, v in trec_files.items() if v is not None]
-    if task == "beir":
-        if given:
-            raise ValueError(f"{', '.join(given)} belong to --task trec; a BEIR folder is given with --data")
-        return load_beir(data, split=split, run=run, depth=depth)
-    if split != "test":
-        raise ValueError(f"--split applies to the shipped NQ sample and BEIR folders, not to --task {task}")
-    if task == "trec":
-        missing = [k for k, v in trec_files.items() if v is None]
-        if missing or data is not None:
-            raise ValueError("--task trec needs --topics, --qrels and --corpus files (and optionally --run), not --data"
-                             + (f"; missing {', '.join(missing)}" if missing else ""))
-        assert topics is not None and qrels is not None and corpus is not None
-        return load_trec(topics=topics, qrels=qrels, corpus=corpus, run=run, depth=depth)
-    if task == "rag":
-        if data is None or given or run is not None:
-            raise ValueError("--task rag needs --data FILE.jsonl (one labelled question per line) and no "
-                             "--topics/--qrels/--corpus/--run: its passages are the first stage")
-        return load_rag_jsonl(data, depth=depth)
-    raise ValueError(f"--task {task} is not a collection; choose one of {', '.join(COLLECTION_TASKS)}")
 
 
 def _nq_items(data: str | Path) -> list[Any]:
@@ -1386,6 +1344,8 @@ def _plan(args: argparse.Namespace) -> _Plan:
         raise ValueError(f"--top-n must be >= 1, got {args.top_n!r}")
     collection = None
     if args.task in COLLECTION_TASKS:
+        from ..ir.collection import load_collection
+
         collection = load_collection(args.task, data=args.data, split=args.split, topics=args.topics,
                                      qrels=args.qrels, corpus=args.corpus, run=args.run, depth=args.n)
         instances, without = collection_instances(
@@ -1395,15 +1355,16 @@ def _plan(args: argparse.Namespace) -> _Plan:
         left_out = {**collection.left_out, **without}
         first: str | None = ("BM25 (bm25s)" if collection.first_stage == "bm25" else collection.first_stage) + (
             f", stemmer {args.bm25_stemmer}" if args.bm25_stemmer else "")
-        data: str | None = str(args.data) if args.data else (f"{args.topics} {args.qrels} {args.corpus}" if args.topics else
-                                                 "fixture")
-        top_n = args.top_n or 10
+        data: str | None = (str(args.data) if args.data
+                            else f"{args.topics} {args.qrels} {args.corpus}" if args.topics else "fixture")
+        top_n = 10 if args.top_n is None else args.top_n
     else:
         if any(getattr(args, k) is not None for k in ("topics", "qrels", "corpus", "run", "bm25_stemmer")):
             raise ValueError("--topics/--qrels/--corpus/--run/--bm25-stemmer apply to --task beir, trec or rag")
-        instances = make_instances(args.task, n=args.n, instances=args.instances or 30, seed=args.seed,
-                                   data=args.data, split=args.split)
-        left_out, first, data, top_n = {}, None, (str(args.data) if args.data else None), args.top_n or 3
+        instances = make_instances(args.task, n=args.n, instances=30 if args.instances is None else args.instances,
+                                   seed=args.seed, data=args.data, split=args.split)
+        left_out, first, data = {}, None, (str(args.data) if args.data else None)
+        top_n = 3 if args.top_n is None else args.top_n
     gp = choose_gp_k(args.gp_k, instances, collection=collection)
     n_max = max(len(i.documents) for i in instances)
     if args.gp_k is not None and args.gp_k >= n_max:

@@ -104,7 +104,7 @@ def format_markdown(
     what was ranked, how GP's ``k`` was chosen, ...)."""
     lines = _quality_table(summary, labels) + ["", "Cost per query (server-counted usage):", ""]
     lines += _cost_table(summary, labels)
-    errors = [f"- {labels.get(m, m)}: {d['exceptions']} exceptions; first: {d['first_error']}"
+    errors = [f"- {labels.get(m, m)}: {d['exceptions']} exceptions; first: {' '.join(str(d['first_error']).split())}"
               for m, d in summary.items() if d.get("first_error")]
     if errors:
         lines += ["", "Exceptions (the method returned nothing for that query, which keeps the first-stage order):",

@@ -40,11 +40,13 @@ from .files import MAX_CORPUS_BYTES, json_object, text_lines
 
 __all__ = [
     "FIXTURE",
+    "FORMATS",
     "MAX_BM25_DOCUMENTS",
     "Collection",
     "Run",
     "fixture_path",
     "load_beir",
+    "load_collection",
     "load_rag_jsonl",
     "load_trec",
     "read_corpus",
@@ -58,6 +60,8 @@ logger = logging.getLogger(__name__)
 FIXTURE = "nq-test-beir"
 """The BEIR-format folder that ships in the package (``_data/nq-test-beir``): held-out NQ
 questions with their gold passages (see its ``NOTICE.md``)."""
+FORMATS = ("beir", "trec", "rag")
+"""Collection formats, as ``bench compare --task`` names them."""
 MAX_BM25_DOCUMENTS = 1_000_000
 """Largest corpus kept in memory for the BM25 first stage; pass a run file for more."""
 
@@ -549,3 +553,45 @@ def load_rag_jsonl(path: str | Path, *, depth: int = 20) -> Collection:
         )
     return Collection(f"RAG JSONL {p}", _frozen(queries), _frozen(qrels), _frozen(docs), _frozen(cands),  # type: ignore[arg-type]
                       _frozen(origin), _frozen(left_out), f"rag: {p}")  # type: ignore[arg-type]
+
+
+def load_collection(
+    task: str,
+    *,
+    data: str | Path | None = None,
+    split: str = "test",
+    topics: str | Path | None = None,
+    qrels: str | Path | None = None,
+    corpus: str | Path | None = None,
+    run: str | Path | None = None,
+    depth: int = 20,
+) -> Collection:
+    """The collection of ``bench compare --task beir|trec|rag``, after checking that the
+    options given belong to that format (:data:`FORMATS`).
+
+    * ``beir``: ``data`` a BEIR folder (default: the shipped fixture), ``split`` its qrels
+      file, optionally a ``run`` file as the first stage;
+    * ``trec``: ``topics``, ``qrels`` and ``corpus`` files, optionally a ``run`` file;
+    * ``rag``: ``data`` a RAG JSONL file (its passages are the first stage).
+    """
+    trec_files = {"--topics": topics, "--qrels": qrels, "--corpus": corpus}
+    given = [k for k, v in trec_files.items() if v is not None]
+    if task == "beir":
+        if given:
+            raise ValueError(f"{', '.join(given)} belong to --task trec; a BEIR folder is given with --data")
+        return load_beir(data, split=split, run=run, depth=depth)
+    if split != "test":
+        raise ValueError(f"--split applies to the shipped NQ sample and BEIR folders, not to --task {task}")
+    if task == "trec":
+        missing = [k for k, v in trec_files.items() if v is None]
+        if missing or data is not None:
+            raise ValueError("--task trec needs --topics, --qrels and --corpus files (and optionally --run), not --data"
+                             + (f"; missing {', '.join(missing)}" if missing else ""))
+        assert topics is not None and qrels is not None and corpus is not None
+        return load_trec(topics=topics, qrels=qrels, corpus=corpus, run=run, depth=depth)
+    if task == "rag":
+        if data is None or given or run is not None:
+            raise ValueError("--task rag needs --data FILE.jsonl (one labelled question per line) and no "
+                             "--topics/--qrels/--corpus/--run: its passages are the first stage")
+        return load_rag_jsonl(data, depth=depth)
+    raise ValueError(f"--task {task} is not a collection; choose one of {', '.join(FORMATS)}")

@@ -10,7 +10,7 @@ Why ir-measures: it computes each measure with trec_eval's own C code (through
 pytrec-eval-terrier, which it depends on) behind named measures (``nDCG@10``,
 ``RR(rel=2)@10``) and parses TREC files itself, so a run file we write gives the same
 numbers in ir-measures, pytrec_eval and ``trec_eval``; the two packages install together
-(sizes and maintenance are compared in ``docs/ir-collections.md``).
+(sizes and maintenance are compared in ``docs/bench-compare-collections.md``).
 
 Intervals: the mean over queries with a 95% percentile bootstrap over queries (resampled
 with an explicit generator, so a summary is a pure function of its inputs); top-1/top-3
