@@ -19,7 +19,7 @@ from ir_data import RUN, relevant_texts, write_beir, write_rag, write_trec
 from openai_server import FakeOpenAIServer, status
 
 from gold_panning_integrations.bench import compare as C
-from gold_panning_integrations.bench.instances import CompareInstance, choose_gp_k, complete_ranking, query_k
+from gold_panning_integrations.bench._instances import CompareInstance, choose_gp_k, complete_ranking, query_k
 from gold_panning_integrations.errors import CheckpointError
 from gold_panning_integrations.ir.collection import fixture_path, load_beir, load_collection
 
@@ -133,7 +133,7 @@ def test_markdown_output_has_the_paired_column(capsys: pytest.CaptureFixture[str
         assert C.main(args) == 0
     out = capsys.readouterr().out
     assert "| nDCG@10 vs first stage: wins / losses / ties | mean Δ nDCG@10 [95% CI] |" in out
-    assert "| first stage (BM25 (bm25s)) | " in out
+    assert "| first stage: BM25 (bm25s) | " in out
 
 
 # ------------------------------------------------------------------ TREC with a run file

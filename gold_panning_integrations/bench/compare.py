@@ -39,9 +39,9 @@ per instance) or a test collection in the field's formats (``beir``, ``trec``, `
 :mod:`..ir.collection`; the shipped BEIR fixture of held-out NQ questions without
 ``--data``), whose first stage is a run file (``--run``) or BM25 through bm25s at
 ``--depth``. Several relevant documents: the panners select ``k`` of them
-(:func:`~.instances.choose_gp_k`: ``--gp-k``, else the median relevant count, reported).
+(:func:`~._instances.choose_gp_k`: ``--gp-k``, else the median relevant count, reported).
 
-Scoring (:mod:`.scoring`): every method's ``--top-n`` returned documents, then the other
+Scoring (:mod:`._scoring`): every method's ``--top-n`` returned documents, then the other
 candidates in first-stage order, so each is scored on a full ranking; a method that raised
 returned nothing (the exception is counted). nDCG@10, MRR@10 and Recall@k through
 ir-measures with 95% bootstrap intervals over queries, the paired nDCG@10 wins, losses and
@@ -51,7 +51,7 @@ for the panning methods follows ``bench real`` (:func:`.real.per_round_hits`): G
 posterior; PSC by votes with random tie-breaks drawn from its own generator, so PSC's
 last-round value can differ from its top-1 column (the panner's own ranking) when votes
 tie. ``--out DIR`` writes a TREC run file per method, the qrels, the JSON summary and the
-Markdown tables (:mod:`.compare_report`), each atomically.
+Markdown tables (:mod:`._compare_report`), each atomically.
 """
 
 from __future__ import annotations
@@ -86,7 +86,7 @@ from .._jsonl import checkpoint_lines
 from ..errors import CheckpointError, MissingExtraError
 from ..ir.collection import FORMATS
 from ..ir.metrics import wilson_interval
-from .instances import CompareInstance, complete_ranking, query_k
+from ._instances import CompareInstance, complete_ranking, query_k
 
 __all__ = [
     "ALL_METHODS",
@@ -212,7 +212,7 @@ def make_instances(
 
     Collections (``beir``, ``trec``, ``rag``) are loaded by
     :func:`~..ir.collection.load_collection` and turned into instances by
-    :func:`~.instances.collection_instances`.
+    :func:`~._instances.collection_instances`.
 
     ``split`` picks the shipped NQ sample's questions: ``test`` (held out, the default)
     or ``calibration`` (for measuring a reader, e.g. labelled traces); other tasks and
@@ -684,7 +684,7 @@ def panning_method(
     at the edge: the engine takes profile objects); ``k`` the relevant documents the
     panner selects. ``on_result(result, instance)`` is called with every finished panning
     result (``--traces``); a query with ``n <= k`` candidates pans with ``k = n - 1``
-    (:func:`~.instances.query_k`). A method's generator is seeded by ``seed``, the instance and the
+    (:func:`~._instances.query_k`). A method's generator is seeded by ``seed``, the instance and the
     method's position in :data:`ALL_METHODS` (new entries go last, so seeds stay put)."""
     from ..engine.panner import GoldPanner
     from ..engine.priors import profile_head_decay, rank_prior_probs
@@ -926,7 +926,7 @@ def run_compare(
         meta: Settings recorded in the checkpoint's meta line and checked on resume
             (keys in ``_CHECKPOINT_KEYS``).
         progress: Called with the number of finished pairs.
-        top_n: How many returned documents count (:func:`~.instances.complete_ranking`);
+        top_n: How many returned documents count (:func:`~._instances.complete_ranking`);
             None: all of them.
 
     Returns:
@@ -1079,7 +1079,7 @@ def summarize(
     """Per-method results from the rows of :func:`run_compare`.
 
     With ``instances`` and ``qrels`` every method is also scored on its full ranking
-    (:func:`~.scoring.score_methods`: nDCG@10, MRR@10, Recall@``recall_k`` with 95%
+    (:func:`~._scoring.score_methods`: nDCG@10, MRR@10, Recall@``recall_k`` with 95%
     intervals, and ``vs_first_stage``, the paired differences against ``base``); when a
     query has several relevant documents, top-1/top-3 are ``None`` (they are reported
     for one relevant document per query).
@@ -1101,7 +1101,7 @@ def summarize(
             out[m] = _summarize_method([r for r in rows if r["method"] == m], m)
     if instances is not None and qrels is not None:
         from ..ir.metrics import single_relevant
-        from .scoring import score_methods
+        from ._scoring import score_methods
 
         ran = [m for m in methods if m not in skipped]
         n = max((len(i.documents) for i in instances), default=1)
@@ -1120,9 +1120,9 @@ def summarize(
 def format_markdown(
     summary: Mapping[str, Mapping[str, Any]], *, rounds: int, notes: Sequence[str] = (), base_label: str | None = None
 ) -> str:
-    """The report's tables (:func:`~.compare_report.format_markdown`) with this bench's
+    """The report's tables (:func:`~._compare_report.format_markdown`) with this bench's
     method labels; ``base_label`` names the first stage (``"first stage: BM25"``)."""
-    from .compare_report import format_markdown as _format
+    from ._compare_report import format_markdown as _format
 
     labels = {**LABELS, "base": base_label} if base_label else LABELS
     return _format(summary, rounds=rounds, labels=labels, notes=notes)
@@ -1329,7 +1329,7 @@ class _Plan:
     instances: list[CompareInstance]
     qrels: dict[str, dict[str, int]]
     top_n: int
-    gp: Any  # instances.GPKChoice
+    gp: Any  # _instances.GPKChoice
     data: str | None
     first_stage: str | None
     notes: list[str]
@@ -1338,7 +1338,7 @@ class _Plan:
 
 def _plan(args: argparse.Namespace) -> _Plan:
     """Load the task or collection, draw the instances, choose ``k`` and ``--top-n``."""
-    from .instances import choose_gp_k, collection_instances, instance_qrels
+    from ._instances import choose_gp_k, collection_instances, instance_qrels
 
     if args.top_n is not None and args.top_n < 1:
         raise ValueError(f"--top-n must be >= 1, got {args.top_n!r}")
@@ -1466,10 +1466,10 @@ def main(args: argparse.Namespace) -> int:
         "gp_k_how": plan.gp.how, "relevance_level": args.relevance_level, "left_out": plan.left_out,
         "notes": plan.notes, "methods": summary,
     }
-    base_label = f"first stage ({plan.first_stage})" if plan.first_stage else None
+    base_label = f"first stage: {plan.first_stage}" if plan.first_stage else None
     markdown = format_markdown(summary, rounds=args.rounds, notes=plan.notes, base_label=base_label)
     if out_dir is not None:
-        from .compare_report import write_outputs
+        from ._compare_report import write_outputs
 
         write_outputs(out_dir, rows=rows, instances=instances, qrels=plan.qrels,
                       methods=[m for m in methods if m not in skipped],

@@ -1,7 +1,7 @@
 """Scoring ``bench compare``'s rows the field's way: every method on a full ranking.
 
 Each method's ranking of a query is the ``top_n`` documents it returned followed by the
-other candidates in first-stage order (:func:`~.instances.complete_ranking`; a method
+other candidates in first-stage order (:func:`~._instances.complete_ranking`; a method
 that raised returned none, so its query keeps the first-stage order and the exception is
 counted). On those rankings :mod:`~..ir.metrics` computes nDCG@10, MRR@10, Recall@k
 (and top-1/top-3 when every query has one relevant document) per query, the mean with a
@@ -24,7 +24,7 @@ from ..ir.metrics import (
     per_query_metrics,
     single_relevant,
 )
-from .instances import CompareInstance, complete_ranking
+from ._instances import CompareInstance, complete_ranking
 
 __all__ = ["BOOTSTRAP_SEED", "method_rankings", "score_methods"]
 

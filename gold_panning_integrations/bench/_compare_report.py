@@ -18,8 +18,8 @@ from pathlib import Path
 from typing import Any
 
 from ..ir.runfile import write_qrels, write_run, write_text_atomic
-from .instances import CompareInstance
-from .scoring import method_rankings
+from ._instances import CompareInstance
+from ._scoring import method_rankings
 
 __all__ = ["format_markdown", "write_outputs"]
 
@@ -133,7 +133,7 @@ def write_outputs(
     markdown: str,
 ) -> list[Path]:
     """Write ``runs/<method>.trec`` for every method that ran (its full rankings,
-    :func:`~.scoring.method_rankings`), ``qrels.trec``, ``table.md`` and last
+    :func:`~._scoring.method_rankings`), ``qrels.trec``, ``table.md`` and last
     ``summary.json`` (with ``"files"``: this run's files, as a folder reused by another run
     may hold older ones) under ``out``, each atomically. Returns the paths written."""
     root = Path(out)
