@@ -298,3 +298,11 @@ def test_the_method_table_derives_the_method_lists() -> None:
     assert (C.PANNING, C.DEFAULT_METHODS[:4], C.LABELS["gp-cost"]) == (
         ("psc", "gp-belief", "gp-cost", "gp-belief-flat"), ("base", "psc", "gp-belief", "gp-cost"),
         "GP, cost-saving settings")
+
+
+@pytest.mark.parametrize("opt", ["--top-n", "--recall-k", "--relevance-level"])
+def test_bad_scoring_options_fail_before_any_call(opt: str, tmp_path: Path) -> None:
+    with FakeOpenAIServer(default=_oracle()) as srv:
+        with pytest.raises(ValueError, match=f"{opt} must be >= 1, got 0"):
+            C.main(_args(srv.base_url, "--task", "beir", "--data", str(write_beir(tmp_path / "b")), opt, "0"))
+        assert srv.requests == []

@@ -1340,8 +1340,9 @@ def _plan(args: argparse.Namespace) -> _Plan:
     """Load the task or collection, draw the instances, choose ``k`` and ``--top-n``."""
     from ._instances import choose_gp_k, collection_instances, instance_qrels
 
-    if args.top_n is not None and args.top_n < 1:
-        raise ValueError(f"--top-n must be >= 1, got {args.top_n!r}")
+    for opt, value in (("--top-n", args.top_n), ("--recall-k", args.recall_k), ("--relevance-level", args.relevance_level)):
+        if value is not None and value < 1:
+            raise ValueError(f"{opt} must be >= 1, got {value!r}")  # checked before any model call
     collection = None
     if args.task in COLLECTION_TASKS:
         from ..ir.collection import load_collection
