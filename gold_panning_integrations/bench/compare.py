@@ -109,6 +109,8 @@ __all__ = [
 logger = logging.getLogger(__name__)
 
 COST_SAVING: dict[str, Any] = {"prune_below": None, "min_rounds": 1, "stop_at": 0.6, "prior_top10_recall": 0.5}
+LATENCY_SETTING: dict[str, Any] = {"rounds": 2, "prompts_per_round": 3}
+"""The README's latency setting: two rounds one after another, three prompts sent together in each."""
 """The README's recommended cost-saving settings (plus the base order as a rank prior)."""
 
 
@@ -137,6 +139,9 @@ PANNING_METHODS: dict[str, PanningSpec] = {
     "gp-cost": PanningSpec("GP, cost-saving settings", {k: COST_SAVING[k] for k in ("prune_below", "min_rounds", "stop_at")},
                            rank_prior=True),
     "gp-belief-flat": PanningSpec("GP-Belief, no prior (the reader alone)", {}, rank_prior=False, default=False),
+    "gp-latency": PanningSpec(
+        "GP, latency setting (2 rounds x 3 prompts)", dict(LATENCY_SETTING), rank_prior=True, default=False
+    ),
 }
 """Our panning methods, one line each: a new setting (e.g. the latency one) is one more entry."""
 
@@ -703,8 +708,8 @@ def panning_method(
     def run(inst: CompareInstance) -> MethodOutcome:
         rng = np.random.default_rng([seed, inst.index, ALL_METHODS.index(name)])
         kq = query_k(k, len(inst.documents))
-        panner = GoldPanner(reader, profile=profile, rounds=rounds, k=kq, on_failure="fallback", rng=rng,
-                            **spec.options)
+        options = {"rounds": rounds, **spec.options}  # a method's own rounds (gp-latency) win
+        panner = GoldPanner(reader, profile=profile, k=kq, on_failure="fallback", rng=rng, **options)
         prior_probs = None
         if spec.rank_prior:  # the base order as the integrations' default rank prior
             prior_probs = rank_prior_probs(len(inst.documents), k=kq, top10_recall=COST_SAVING["prior_top10_recall"],
