@@ -296,7 +296,8 @@ def test_a_query_with_few_candidates_pans_with_fewer_relevant() -> None:
 def test_the_method_table_derives_the_method_lists() -> None:
     # one entry per panning method: the lists, labels and defaults follow from it
     assert (C.PANNING, C.DEFAULT_METHODS[:4], C.LABELS["gp-cost"]) == (
-        ("psc", "gp-belief", "gp-cost", "gp-belief-flat"), ("base", "psc", "gp-belief", "gp-cost"),
+        ("psc", "gp-belief", "gp-cost", "gp-belief-flat", "gp-latency"),
+        ("base", "psc", "gp-belief", "gp-cost"),
         "GP, cost-saving settings")
 
 
