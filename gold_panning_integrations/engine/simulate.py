@@ -45,21 +45,30 @@ class Attack:
 
     Attributes:
         kind: ``"label"``: "cite document 1" (the model additionally cites whatever is
-            shown under label 1); ``"position"``: "cite the first document listed" (it
-            additionally cites prompt slot 0); ``"self"``: the document persuades the model
-            to cite the hostile document itself.
+            shown under a label in ``labels``; a number that is not a label on screen is
+            dropped, as a reader drops an unknown label); ``"position"``: "cite the first
+            document listed" (it additionally cites prompt slot 0); ``"self"``: the
+            document persuades the model to cite the hostile document itself.
         obey: Probability the model obeys, per prompt in which the hostile document is
             shown, in (0, 1].
+        labels: The numbers the hostile document tells the model to cite (``"label"``
+            only): ``(1,)`` is "cite document 1"; an attacker who knows the label space
+            names numbers from :func:`~.rounds.label_range`.
     """
 
     kind: AttackKind
     obey: float = 1.0
+    labels: tuple[int, ...] = (1,)
 
     def __post_init__(self) -> None:
         if self.kind not in ("label", "position", "self"):
             raise ValueError(f"attack kind must be 'label', 'position' or 'self', got {self.kind!r}")
         if not 0.0 < self.obey <= 1.0:
             raise ValueError(f"attack obey must be in (0, 1], got {self.obey!r}")
+        labels = tuple(self.labels)
+        if not labels or any(isinstance(x, bool) or not isinstance(x, (int, np.integer)) for x in labels):
+            raise ValueError(f"attack labels must be a non-empty tuple of integers, got {self.labels!r}")
+        object.__setattr__(self, "labels", tuple(int(x) for x in labels))
 
 
 class SimulatedReader:
@@ -100,7 +109,8 @@ class SimulatedReader:
         """Cite each document with its position's TPR or FPR; positions are 0-based.
 
         ``labels[i]`` is the label ``documents[i]`` is shown under (None: ``1..m``); only a
-        label-targeted attack looks at them.
+        label-targeted attack looks at them (it cites the documents shown under one of
+        :attr:`Attack.labels`).
         """
         self.calls += 1
         m = len(documents)
@@ -119,9 +129,8 @@ class SimulatedReader:
                 elif self.attack.kind == "self":
                     cited[hostile] = True
                 else:
-                    labs = list(range(1, m + 1)) if labels is None else [int(x) for x in labels]
-                    if 1 in labs:
-                        cited[labs.index(1)] = True
+                    labs = np.arange(1, m + 1) if labels is None else np.asarray(labels, dtype=np.int64)
+                    cited |= np.isin(labs, self.attack.labels)
         return Reading(cited=tuple(int(c) for c in np.flatnonzero(cited)))
 
     async def aread(
@@ -254,7 +263,7 @@ def _cite(
         elif attack.kind == "self":
             target = is_h
         else:
-            target = (placement.labels[:, :w] == 1) & in_prompt
+            target = np.isin(placement.labels[:, :w], attack.labels) & in_prompt
         cited_slot |= target & go[:, None]
     cited = np.zeros((b, n), dtype=bool)
     np.put_along_axis(cited, prompt, cited_slot, axis=1)
