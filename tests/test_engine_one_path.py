@@ -113,10 +113,15 @@ def _final(attack: Attack | None, seed: int = 0) -> np.ndarray:
     return sim.posteriors["belief"]
 
 
-def test_cite_document_1_is_never_on_screen_so_the_simulated_attack_changes_nothing() -> None:
-    # Obeyed always (no extra draw): "1" is never a label (12 documents: 1000..9999), so
-    # every trial is bit for bit the unattacked one.
-    assert _final(Attack("label")).tolist() == _final(None).tolist()
+@pytest.mark.parametrize("obey", [1.0, 0.5])
+def test_cite_document_1_is_never_on_screen_so_the_simulated_attack_changes_nothing(obey: float) -> None:
+    # "1" is never a label (12 documents: 1000..9999), and whether the model obeys is
+    # drawn apart from its citations: every trial is bit for bit the unattacked one.
+    assert _final(Attack("label", obey)).tolist() == _final(None).tolist()
+
+
+def test_an_obeyed_attack_that_lands_changes_the_run() -> None:
+    assert _final(Attack("position", 0.5)).tolist() != _final(None).tolist()
 
 
 def test_naming_the_whole_label_space_cites_every_shown_document() -> None:

@@ -82,6 +82,7 @@ class Outcome:
         requests: HTTP requests the server received.
         failed_rounds: Rounds without evidence (every reading failed), all runs.
         unpanned: Runs whose every round failed (the input order came back, flagged).
+        invalid_labels: Labels dropped as not shown (or not labels), all runs.
     """
 
     gold_share: float
@@ -89,6 +90,7 @@ class Outcome:
     requests: int
     failed_rounds: int
     unpanned: int
+    invalid_labels: int
 
 
 def run_scenario(
@@ -98,7 +100,7 @@ def run_scenario(
     a random filler. ``options`` go to ``GoldPanner`` (``on_failure="fallback"``: a run
     whose every round failed returns the input order, counted as a miss unless the gold
     is first)."""
-    hits = failed = others = unpanned = 0
+    hits = failed = others = unpanned = invalid = 0
     server.clear()
     from openai import OpenAI
 
@@ -125,10 +127,11 @@ def run_scenario(
             hits += int(res.selected[0] == gold_at)
             failed += res.failed_rounds
             unpanned += not res.panned
+            invalid += res.invalid_labels
             others += sum(d != gold_at for t in res.rounds for d in t.cited)
     finally:
         client.close()
-    return Outcome(hits / runs, others / runs, len(server.requests), failed, unpanned)
+    return Outcome(hits / runs, others / runs, len(server.requests), failed, unpanned, invalid)
 
 
 @pytest.fixture(scope="module")
@@ -146,7 +149,9 @@ def clean(server: FakeOpenAIServer) -> Outcome:
     both label schemes)."""
     out = run_scenario(server, None)
     assert out.requests == RUNS * ROUNDS  # every round went over HTTP, one request each
+    # A model that writes only the labels it sees: every reply read, no label dropped.
     assert out.failed_rounds == 0
+    assert out.invalid_labels == 0
     return out
 
 

@@ -404,13 +404,15 @@ def _attack_jobs(ss_panel: np.random.SeedSequence, a: _PanelArgs) -> list[_Job]:
     scenarios = {"lost-in-the-middle": (bt, bf, None, None, 100, None), "issue-10": (*issue, bt, bf, 10, 4)}
     seeds = ss_panel.spawn(len(scenarios))
     for (scen, (t, f, dt, df, n, r)), ss in zip(scenarios.items(), seeds):
-        for (kind, obey), ass in zip(ATTACKS, ss.spawn(len(ATTACKS))):
+        # One seed for every attack of a scenario: the same needles and citation draws,
+        # so a row differs from "none" only where its attack was obeyed.
+        for kind, obey in ATTACKS:
             attack = _attack(kind, obey, n)
             for top in (PanningConfig().shuffle_top, 0):
                 cfg = replace(base_cfg or PanningConfig(), shuffle_top=top)
                 jobs.append(
                     _Job("attack", f"{scen}|{kind}|{obey:g}|{top}", np.asarray(t), np.asarray(f), n, 1, trials,
-                         ("belief", "random"), ass, dt, df, config=cfg, attack=attack, rounds=r)
+                         ("belief", "random"), ss, dt, df, config=cfg, attack=attack, rounds=r)
                 )
     return jobs
 

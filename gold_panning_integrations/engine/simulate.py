@@ -12,7 +12,10 @@
 Random streams: ``rng`` is split into four children ``(needles, model, policy,
 ties)``. The ``model`` child plays the reader's generator and the ``policy`` child the
 panner's, so one trial of :func:`simulate` equals ``GoldPanner(SimulatedReader(...,
-rng=model), rng=policy)`` draw for draw (pinned by a test).
+rng=model), rng=policy)`` draw for draw (pinned by a test). Whether the model obeys an
+attack is drawn from a child of the ``model`` generator (``spawn``, which leaves its
+stream as it is), so an attack changes the citation draws only where it is obeyed: runs
+with and without it share their random numbers.
 """
 
 from __future__ import annotations
@@ -84,8 +87,8 @@ class SimulatedReader:
         attack: How the model obeys a hostile document's injection (see :class:`Attack`).
 
     Per prompt it draws ``m`` uniforms (one per slot) and, with an attack that is obeyed
-    with probability below 1, one more: the same draws, in the same order, as
-    :func:`simulate`.
+    with probability below 1, one more from a child of ``rng`` spawned at construction:
+    the same draws, in the same order, as :func:`simulate`.
     """
 
     def __init__(
@@ -103,6 +106,8 @@ class SimulatedReader:
         self._is_hostile = _predicate(() if hostile is None else hostile)
         self.attack = attack
         self.rng = rng if isinstance(rng, np.random.Generator) else np.random.default_rng(rng)
+        obeys_sometimes = attack is not None and attack.obey < 1.0
+        self._obey_rng = self.rng.spawn(1)[0] if obeys_sometimes else None
         self.calls = 0
 
     def read(self, question: str, documents: Sequence[Any], *, labels: Sequence[int] | None = None) -> Reading:
@@ -121,7 +126,7 @@ class SimulatedReader:
         rel = np.fromiter((bool(self._is_relevant(d)) for d in documents), dtype=bool, count=m)
         cited = self.rng.random(m) < np.where(rel, tpr, fpr)
         if self.attack is not None:
-            obeys = self.attack.obey >= 1.0 or bool(self.rng.random() < self.attack.obey)
+            obeys = self._obey_rng is None or bool(self._obey_rng.random() < self.attack.obey)
             hostile = [i for i, d in enumerate(documents) if self._is_hostile(d)]
             if obeys and hostile:
                 if self.attack.kind == "position":
@@ -331,6 +336,7 @@ class _Batch:
         truth, hostile = _draw_truth(needle_rng, b, n, k, needle_probs)
         states = {p: BatchState.start(np.broadcast_to(lo0, (b, n))) for p in self.cfgs}
         live = {p: np.ones(b, dtype=bool) for p in self.cfgs}
+        obey_rng = model_rng.spawn(1)[0] if self.attack is not None and self.attack.obey < 1.0 else None
         for t in range(some.rounds):
             plans = {}
             for pol, cfg in self.cfgs.items():
@@ -340,9 +346,7 @@ class _Batch:
                 plans[pol] = plan_round(st, active, config=cfg, geometry=self.geometry, rng=policy_rng, truth=truth)
             width = max(int(p.sizes.max()) for p in plans.values())
             u = model_rng.random((b, width))  # common random numbers across policies
-            obeyed = None
-            if self.attack is not None and self.attack.obey < 1.0:
-                obeyed = model_rng.random(b) < self.attack.obey
+            obeyed = None if obey_rng is None or self.attack is None else obey_rng.random(b) < self.attack.obey
             for pol, cfg in self.cfgs.items():
                 st, plan = states[pol], plans[pol]
                 cited = _cite(plan, truth, hostile, u, obeyed, self.true_geometry, self.attack)
