@@ -60,8 +60,10 @@ class Reader(Protocol):
 
     ``labels`` (shape ``(m,)``, distinct positive ints) are the names the documents are
     shown under this round, in prompt order: ``labels[i]`` names ``documents[i]``. The
-    panner draws them at random each round, so a label says nothing about a position
-    and a document cannot aim at "document 1". ``None`` means ``1..m``. Whatever labels
+    panner draws them at random for each prompt from a space of at least 100 numbers per
+    document (:func:`~.rounds.label_range`), so a label says nothing about a position and
+    a number a document writes is almost never a label on screen. ``None`` means
+    ``1..m``. Whatever labels
     were shown, ``Reading.cited`` holds 0-based *positions* (indices into
     ``documents``). A reader that raises
     :class:`~gold_panning_integrations.errors.FatalReaderError` ends the run at once.
