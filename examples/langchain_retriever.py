@@ -2,7 +2,8 @@
 
 What it shows:
 
-1. a small LangChain ``BaseRetriever`` over ``bm25s`` (a maintained BM25 library) indexing
+1. a small LangChain ``BaseRetriever`` over the package's BM25 (``bm25s``, a maintained BM25
+   library, with the tokenizer that built the sample and that ``bench compare`` uses) indexing
    the Natural Questions passages that ship inside the package
    (``gold_panning_integrations.tasks.load_sample("nq")``: 2,365 Wikipedia passages,
    CC BY-SA 3.0);
@@ -28,11 +29,9 @@ from __future__ import annotations
 
 import argparse
 import os
-import re
 import time
 from typing import Any
 
-import bm25s
 from langchain_core.callbacks import CallbackManagerForRetrieverRun
 from langchain_core.documents import Document
 from langchain_core.output_parsers import StrOutputParser
@@ -42,6 +41,7 @@ from langchain_core.runnables import RunnableLambda, RunnablePassthrough
 from pydantic import ConfigDict, PrivateAttr
 
 from gold_panning_integrations import GoldPanningRetriever
+from gold_panning_integrations.ir.bm25 import BM25
 from gold_panning_integrations.tasks import load_sample
 
 DEFAULT_QUESTION_ID = "nq-1016"
@@ -50,12 +50,8 @@ of the united states in 1928")."""
 
 
 # ----------------------------------------------------------------- BM25 retriever
-def _tokens(texts: list[str]) -> list[list[str]]:
-    return [re.findall(r"\w+", t.lower()) for t in texts]
-
-
 class BM25sRetriever(BaseRetriever):
-    """A small LangChain retriever over ``bm25s`` (in memory, lexical).
+    """A small LangChain retriever over the package's ``bm25s`` BM25 (in memory, lexical).
 
     Returns the top ``k`` documents with their BM25 score in ``metadata["score"]``.
     """
@@ -73,22 +69,17 @@ class BM25sRetriever(BaseRetriever):
         """Index ``documents`` (their ``page_content`` and ``metadata["title"]``)."""
         retriever = cls(k=k)
         retriever._docs = list(documents)
-        retriever._index = bm25s.BM25()
-        corpus = [f"{d.metadata.get('title', '')} {d.page_content}" for d in documents]
-        retriever._index.index(_tokens(corpus), show_progress=False)
+        retriever._index = BM25([f"{d.metadata.get('title', '')} {d.page_content}" for d in documents])
         return retriever
 
     def _get_relevant_documents(
         self, query: str, *, run_manager: CallbackManagerForRetrieverRun, k: int | None = None
     ) -> list[Document]:
         kk = min(k or self.k, len(self._docs))
-        ids, scores = self._index.retrieve(_tokens([query]), k=kk, show_progress=False)
         return [
-            self._docs[int(i)].model_copy(
-                update={"metadata": {**self._docs[int(i)].metadata, "score": float(s)}}
-            )
-            for i, s in zip(ids[0], scores[0])
-            if float(s) > 0.0
+            self._docs[i].model_copy(update={"metadata": {**self._docs[i].metadata, "score": s}})
+            for i, s in self._index.top_k(query, kk)
+            if s > 0.0
         ]
 
 

@@ -11,6 +11,7 @@ __all__ = [
     "AllRoundsFailedError",
     "CheckpointError",
     "CitationParseError",
+    "CollectionError",
     "FatalReaderError",
     "GoldPanningError",
     "InvalidInputError",
@@ -88,6 +89,11 @@ class MissingExtraError(GoldPanningError, ImportError):
 class CheckpointError(GoldPanningError, ValueError):
     """A checkpoint file cannot be used for this calibration run (wrong settings, corrupt
     lines, locked by another run); the message says which file and what to do."""
+
+
+class CollectionError(GoldPanningError, ValueError):
+    """A collection file (corpus, queries, qrels, run file, RAG JSONL) cannot be used: the
+    message names the file and, where there is one, the line, and says what to do."""
 
 
 class InvalidInputError(GoldPanningError, ValueError, TypeError):

@@ -552,18 +552,20 @@ def _json_depth(text: str) -> int:
     return int(np.cumsum(delta).max())
 
 
-def read_regular_file(
+def open_regular_file(
     path: str | os.PathLike[str],
     *,
     max_bytes: int,
     what: str = "file",
     error: type[Exception] = ProfileError,
-) -> bytes:
-    """Read a whole file defensively: a regular file only, at most ``max_bytes``.
+) -> tuple[int, int]:
+    """Open a file defensively for reading: a regular file only, at most ``max_bytes``.
 
     Symlinks are resolved first; the file is opened non-blocking (a FIFO never hangs)
-    and checked with ``fstat`` on the open descriptor (no race between check and read);
-    at most ``max_bytes + 1`` bytes are ever read (``/dev/zero`` cannot exhaust memory).
+    and checked with ``fstat`` on the open descriptor (no race between check and read).
+
+    Returns:
+        ``(descriptor, size in bytes)``; the caller closes the descriptor.
 
     Raises:
         error: Missing, not a regular file, too large, or unreadable; the message names
@@ -592,9 +594,32 @@ def read_regular_file(
                 else "not a regular file"
             )
             shown = f"{str(p)!r}" + (f" (-> {str(real)!r})" if real != p.absolute() else "")
-            raise error(f"{what} {shown} is {kind}; pass a regular JSON file")
+            raise error(f"{what} {shown} is {kind}; pass a regular file")
         if st.st_size > max_bytes:
             raise error(f"{what} {str(p)!r} has {st.st_size} bytes, more than the {max_bytes} read; pass the right file")
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd, st.st_size
+
+
+def read_regular_file(
+    path: str | os.PathLike[str],
+    *,
+    max_bytes: int,
+    what: str = "file",
+    error: type[Exception] = ProfileError,
+) -> bytes:
+    """Read a whole file defensively (see :func:`open_regular_file`): at most
+    ``max_bytes + 1`` bytes are ever read (``/dev/zero`` cannot exhaust memory).
+
+    Raises:
+        error: Missing, not a regular file, too large, or unreadable; the message names
+            the path and says what was found.
+    """
+    p = Path(path)
+    fd, _ = open_regular_file(p, max_bytes=max_bytes, what=what, error=error)
+    try:
         chunks: list[bytes] = []
         got = 0
         while got <= max_bytes:

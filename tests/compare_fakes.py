@@ -12,17 +12,22 @@ access code?"):
 
 ``wrong=True`` makes every method's answer point at another document (a model that is
 always wrong), so tests can tell real routing from luck.
+
+``oracle_model(is_relevant)`` answers the same formats for any collection: it points at the
+first document shown for which ``is_relevant(text)`` holds (our answer mode: replies with
+that document's text, which only that document contains).
 """
 
 from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
 from typing import Any
 
 from openai_server import Behaviour, RecordedRequest, dynamic, ok, raw_body
 
-__all__ = ["COMPLETION_TOKENS", "PROMPT_TOKENS", "kv_model"]
+__all__ = ["COMPLETION_TOKENS", "PROMPT_TOKENS", "kv_model", "oracle_model"]
 
 PROMPT_TOKENS = 50
 COMPLETION_TOKENS = 5
@@ -44,15 +49,36 @@ def _pick(name: str, docs: list[tuple[int, str]], wrong: bool) -> int:
     return next(k for k, _ in docs if k != hit)
 
 
+Picker = Callable[[str, list[tuple[int, str]]], int]
+"""``(the prompt's text, [(label, document text)]) -> the label the model points at``."""
+
+
 def kv_model(*, wrong: bool = False) -> Behaviour:
     """The dynamic behaviour answering every method's prompt format (see the module docstring)."""
 
-    def answer(req: RecordedRequest) -> Behaviour:
+    def pick(joined: str, docs: list[tuple[int, str]]) -> int:
+        name_m = _NAME.search(joined)
+        return _pick(name_m.group(1) if name_m else "", docs, wrong)
+
+    return _model(pick, answer=lambda text: text.rsplit(" is ", 1)[-1].rstrip("."))
+
+
+def oracle_model(is_relevant: Callable[[str], bool], *, wrong: bool = False) -> Behaviour:
+    """Points at the first shown document ``is_relevant`` accepts (the first it rejects when
+    ``wrong``; the first document when none qualifies)."""
+
+    def pick(joined: str, docs: list[tuple[int, str]]) -> int:
+        want = not wrong
+        return next((k for k, d in docs if is_relevant(d.strip()) == want), docs[0][0])
+
+    return _model(pick, answer=lambda text: text)
+
+
+def _model(pick: Picker, *, answer: Callable[[str], str]) -> Behaviour:
+    def respond(req: RecordedRequest) -> Behaviour:
         msgs = req.messages
         texts = [_text(m) for m in msgs]
         joined = "\n".join(texts)
-        name_m = _NAME.search(joined)
-        name = name_m.group(1) if name_m else ""
         body = req.body or {}
 
         def reply(content: str) -> Behaviour:
@@ -60,16 +86,16 @@ def kv_model(*, wrong: bool = False) -> Behaviour:
 
         if "RankGPT" in joined:
             docs = [(int(m.group(1)), m.group(2)) for t in texts if (m := re.match(r"\[(\d+)\] (.*)", t, re.DOTALL))]
-            top = _pick(name, docs, wrong)
+            top = pick(joined, docs)
             order = [top] + [k for k, _ in docs if k != top]
             return reply(" > ".join(f"[{k}]" for k in order))
         if "Relevance:" in joined and "Document 1:" in joined:
             user = texts[-1].split("Let's try this now:")[-1]
             docs = [(int(k), d) for k, d in re.findall(r"Document (\d+):\n(.*?)(?=\n\nDocument \d+:|\nQuestion:)", user, re.DOTALL)]
-            return reply(f"Doc: {_pick(name, docs, wrong)}, Relevance: 10")
+            return reply(f"Doc: {pick(joined, docs)}, Relevance: 10")
         if "Document ID:" in joined:
             docs = [(int(k), d) for k, d in re.findall(r"Document ID: (\d+)\n```(.*?)```", joined, re.DOTALL)]
-            top = _pick(name, docs, wrong)
+            top = pick(joined, docs)
             ids = [top] + [k for k, _ in docs if k != top]
             content = json.dumps({"ranked_document_ids": ids})
             if body.get("tools"):
@@ -78,16 +104,14 @@ def kv_model(*, wrong: bool = False) -> Behaviour:
             return reply(content)
         if '{"cited": [numbers]}' in joined:  # our cite mode: "[k] text" blocks
             docs = [(int(k), d) for k, d in re.findall(r"^\[(\d+)\] (.*)$", texts[-1], re.MULTILINE)]
-            return reply(json.dumps({"cited": [_pick(name, docs, wrong)]}))
+            return reply(json.dumps({"cited": [pick(joined, docs)]}))
         # our answer mode: "Documents:\n- <one per line>\n\nQuestion: ..."
         user = texts[-1]
         block = user.split("Documents:\n", 1)[-1].split("\n\nQuestion:", 1)[0]
         docs = [(i, line.removeprefix("- ")) for i, line in enumerate(block.split("\n"))]
-        k = _pick(name, docs, wrong)
-        value = docs[k][1].rsplit(" is ", 1)[-1].rstrip(".")
-        return reply(value)
+        return reply(answer(docs[pick(joined, docs)][1]))
 
-    return dynamic(answer)
+    return dynamic(respond)
 
 
 def _tool_call_body(tool: str, arguments: str) -> dict[str, Any]:

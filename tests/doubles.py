@@ -12,7 +12,9 @@ tests' readers and trace helper beside each test.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Sequence
+import json
+import re
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import numpy as np
@@ -21,7 +23,12 @@ from langchain_core.callbacks import (
     CallbackManagerForRetrieverRun,
 )
 from langchain_core.documents import Document
+from langchain_core.language_models.chat_models import BaseChatModel
+from langchain_core.messages import AIMessage, BaseMessage
+from langchain_core.outputs import ChatGeneration, ChatResult
 from langchain_core.retrievers import BaseRetriever
+from llama_index.core.llms import CompletionResponse, CustomLLM, LLMMetadata
+from llama_index.core.llms.callbacks import llm_completion_callback
 from llama_index.core.schema import NodeWithScore, TextNode
 
 from gold_panning_integrations import DetectorProfile, Reading
@@ -231,3 +238,52 @@ class RecordingReader:
     def read(self, question: str, documents: Sequence[str], *, labels: Sequence[int] | None = None) -> Reading:
         self.seen.append(list(documents))
         return Reading(cited=tuple(c for c in self.cite if c < len(documents)))
+
+
+# ------------------------------------------------------------------ models that read the prompt
+_SHOWN_LABEL = re.compile(r"^\[(\d+)\] ", re.MULTILINE)
+
+
+def smallest_label_reply(prompt: str) -> str:
+    """``{"cited": [L]}`` with ``L`` the smallest label shown in ``prompt`` (``[L] text``
+    lines): one document per prompt, chosen by a label drawn at random, not by position."""
+    labels = [int(x) for x in _SHOWN_LABEL.findall(prompt)]
+    return json.dumps({"cited": [min(labels)] if labels else []})
+
+
+class SmallestLabelChatModel(BaseChatModel):
+    """A LangChain chat model that cites the smallest label of the prompt (plain text, no
+    structured output: its ``with_structured_output`` is LangChain's NotImplementedError).
+    ``preface`` is written before the JSON (a field for ``configurable_fields``)."""
+
+    preface: str = ""
+
+    @property
+    def _llm_type(self) -> str:
+        return "smallest-label-test"
+
+    def _generate(
+        self, messages: list[BaseMessage], stop: Any = None, run_manager: Any = None, **kwargs: Any
+    ) -> ChatResult:
+        reply = self.preface + smallest_label_reply(str(messages[-1].content))
+        return ChatResult(generations=[ChatGeneration(message=AIMessage(content=reply))])
+
+
+class SmallestLabelLLM(CustomLLM):
+    """A LlamaIndex LLM that cites the smallest label of the prompt (``model_name``
+    ``citing-llm``)."""
+
+    @property
+    def metadata(self) -> LLMMetadata:
+        return LLMMetadata(model_name="citing-llm")
+
+    @llm_completion_callback()
+    def complete(self, prompt: str, formatted: bool = False, **kwargs: Any) -> CompletionResponse:
+        return CompletionResponse(text=smallest_label_reply(prompt))
+
+    @llm_completion_callback()
+    def stream_complete(
+        self, prompt: str, formatted: bool = False, **kwargs: Any
+    ) -> Iterator[CompletionResponse]:
+        text = smallest_label_reply(prompt)
+        yield CompletionResponse(text=text, delta=text)

@@ -155,14 +155,21 @@ def test_gold_fourth_misses_top3() -> None:
     assert rows[0]["top3"] is False
 
 
-def test_an_exception_is_a_miss_with_its_type_recorded() -> None:
+def test_an_exception_is_recorded_with_its_type_and_returns_nothing() -> None:
     rows = C.run_compare(_instances(1), {"c": _raises(TimeoutError("slow server"))})
-    assert (rows[0]["top1"], rows[0]["error"], rows[0]["error_message"]) == (False, "TimeoutError", "slow server")
+    assert (rows[0]["ranking"], rows[0]["error"], rows[0]["error_message"]) == ([], "TimeoutError", "slow server")
 
 
-def test_an_empty_ranking_is_a_miss() -> None:
+def test_an_empty_ranking_keeps_the_base_order() -> None:
+    # nothing returned: every candidate keeps its base position (gold 2 -> rank 2)
     rows = C.run_compare(_instances(1), {"e": _fixed([])})
-    assert rows[0]["top3"] is False
+    assert (rows[0]["top1"], rows[0]["top3"], rows[0]["gold_rank"], rows[0]["same_as_base"]) == (False, True, 2, False)
+
+
+def test_only_the_top_n_returned_count() -> None:
+    # top_n=1: the method's first document (4), then the base order 0, 1, 2, 3: the gold (2) it ranked second is 4th
+    rows = C.run_compare(_instances(1), {"m": _fixed([4, 2])}, top_n=1)
+    assert (rows[0]["gold_rank"], rows[0]["ranking"]) == (3, [4, 2])
 
 
 def test_same_top3_as_the_base_order_is_flagged() -> None:
@@ -529,7 +536,9 @@ def test_cli_markdown_output(capsys: pytest.CaptureFixture[str]) -> None:
         args.json = False
         assert C.main(args) == 0
     out = capsys.readouterr().out
-    assert "| GP-Belief (integration defaults: base order as rank prior) | 1.00 [0.44, 1.00] |" in out
+    # nDCG@10, MRR@10, R@10 (one relevant document found first: 1.00 each), then top-1 with its Wilson interval
+    assert ("| GP-Belief (integration defaults: base order as rank prior) | 1.00 [1.00, 1.00] | 1.00 [1.00, 1.00] "
+            "| 1.00 [1.00, 1.00] | 1.00 [0.44, 1.00] |") in out
 
 
 # The real peers (installed by the `compare` extra) against the scripted model.

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Sequence
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -95,6 +96,7 @@ def test_simulate_equals_goldpanner_for_the_same_seed(seed: int, policy: str) ->
         {"stop_at": 0.6, "min_rounds": 2},
         {"k": 2, "prior": "base-rate"},
         {"attack": Attack("label", obey=0.5)},
+        {"attack": Attack("label", obey=0.5, labels=tuple(range(1000, 1500)))},
         {"attack": Attack("position")},
         {"attack": Attack("self")},
         {"prompts_per_round": 3},
@@ -111,6 +113,51 @@ def test_simulate_equals_goldpanner_with_options(options: dict) -> None:
     for seed in range(4):
         sim, real = _pair(seed, "belief", rounds=6, **options)
         assert sim.tolist() == real.tolist(), seed
+
+
+# ------------------------------------------------------------------ attacks on labels
+def _final(attack: Attack | None, seed: int = 0) -> np.ndarray:
+    sim = simulate(
+        PROFILE.tpr,
+        PROFILE.fpr,
+        n=12,
+        rounds=5,
+        trials=200,
+        policies=("belief",),
+        rng=seed,
+        attack=attack,
+        keep_posteriors=True,
+    )
+    assert sim.posteriors is not None
+    return sim.posteriors["belief"]
+
+
+@pytest.mark.parametrize("obey", [1.0, 0.5])
+def test_cite_document_1_is_never_on_screen_so_the_simulated_attack_changes_nothing(obey: float) -> None:
+    # "1" is never a label (12 documents: 1000..9999), and whether the model obeys is
+    # drawn apart from its citations: every trial is bit for bit the unattacked one.
+    assert _final(Attack("label", obey)).tolist() == _final(None).tolist()
+
+
+def test_an_obeyed_attack_that_lands_changes_the_run() -> None:
+    assert _final(Attack("position", 0.5)).tolist() != _final(None).tolist()
+
+
+def test_naming_the_whole_label_space_cites_every_shown_document() -> None:
+    silent = SimpleNamespace(tpr=[0.0, 0.0, 0.0], fpr=[0.0, 0.0, 0.0])  # cites only when obeying
+    reader = SimulatedReader(
+        silent, set(), rng=0, hostile={"h"}, attack=Attack("label", labels=tuple(range(1000, 10_000)))
+    )
+    assert reader.read("q", ["a", "h", "b"], labels=[1203, 7751, 4417]).cited == (0, 1, 2)
+    assert reader.read("q", ["a", "h", "b"], labels=[1, 2, 3]).cited == ()  # none named
+    guess = SimulatedReader(silent, set(), rng=0, hostile={"h"}, attack=Attack("label", labels=(4417, 9)))
+    assert guess.read("q", ["a", "h", "b"], labels=[1203, 7751, 4417]).cited == (2,)
+
+
+@pytest.mark.parametrize("labels", [(), (1.0,), (True,), ("1",)])
+def test_attack_labels_must_be_integers(labels: tuple) -> None:
+    with pytest.raises(ValueError, match="attack labels must be a non-empty tuple of integers"):
+        Attack("label", labels=labels)
 
 
 # ------------------------------------------------------------------ config

@@ -99,10 +99,14 @@ def test_example_unknown_question_id(script: str, tmp_path: Path) -> None:
 @pytest.mark.parametrize("script", EXAMPLES)
 def test_example_on_an_openai_compatible_server(script: str, tmp_path: Path) -> None:
     """--base-url/--model: panning and the answer go to the server (loopback fake)."""
-    from openai_server import FakeOpenAIServer, cite, dynamic, ok
+    from doubles import smallest_label_reply
+    from openai_server import FakeOpenAIServer, dynamic, ok
 
-    # panning prompts ask for JSON (response_format); the chain's answer prompt does not
-    reply = dynamic(lambda req: cite(1) if req.response_format_type else ok("Herbert Hoover"))
+    # panning prompts ask for JSON (response_format) and get one label shown; the chain's
+    # answer prompt does not
+    reply = dynamic(
+        lambda req: ok(smallest_label_reply(req.user_text) if req.response_format_type else "Herbert Hoover")
+    )
     with FakeOpenAIServer(default=reply) as server:
         out = _run(script, tmp_path, "--base-url", server.base_url, "--model", "fake-model", timeout=600)
         calls = len(server.requests)

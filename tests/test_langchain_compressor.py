@@ -8,10 +8,17 @@ from typing import Any
 from uuid import UUID
 
 import pytest
-from doubles import NEEDLE, TWO, AsyncOnlyReader, ListRetriever, ScriptedReader, make_docs
+from doubles import (
+    NEEDLE,
+    TWO,
+    AsyncOnlyReader,
+    ListRetriever,
+    ScriptedReader,
+    SmallestLabelChatModel,
+    make_docs,
+)
 from langchain_core.callbacks import BaseCallbackHandler, CallbackManagerForRetrieverRun
 from langchain_core.documents import BaseDocumentCompressor, Document
-from langchain_core.language_models import FakeListChatModel
 from langchain_core.retrievers import BaseRetriever
 from langchain_core.runnables import ConfigurableField, Runnable
 
@@ -157,7 +164,7 @@ def test_in_a_compression_retriever() -> None:
 
 
 def test_chat_model_calls_nest_under_the_pipeline_run() -> None:
-    chat = FakeListChatModel(responses=['{"cited": [1]}'])
+    chat = SmallestLabelChatModel()
     pipeline = CompressionRetriever(
         base_retriever=ListRetriever(docs=make_docs(4)), base_compressor=_compressor(chat, top_n=1, rounds=2)
     )
@@ -169,12 +176,12 @@ def test_chat_model_calls_nest_under_the_pipeline_run() -> None:
 
 # ------------------------------------------------------------ Runnables as readers
 def _runnables() -> list[tuple[str, Runnable]]:
-    chat = FakeListChatModel(responses=['{"cited": [1]}'])
+    chat = SmallestLabelChatModel()
     return [
         ("bind", chat.bind(stop=["\n\n"])),
         ("with_retry", chat.with_retry(stop_after_attempt=2)),
-        ("with_fallbacks", chat.with_fallbacks([FakeListChatModel(responses=['{"cited": [1]}'])])),
-        ("configurable_fields", chat.configurable_fields(responses=ConfigurableField(id="responses"))),
+        ("with_fallbacks", chat.with_fallbacks([SmallestLabelChatModel()])),
+        ("configurable_fields", chat.configurable_fields(preface=ConfigurableField(id="preface"))),
     ]
 
 

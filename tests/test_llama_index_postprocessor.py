@@ -6,7 +6,16 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from doubles import FLAT, NEEDLE, TWO, AsyncOnlyReader, BrokenReader, ScriptedReader
+from doubles import (
+    FLAT,
+    NEEDLE,
+    TWO,
+    AsyncOnlyReader,
+    BrokenReader,
+    ScriptedReader,
+    SmallestLabelChatModel,
+    SmallestLabelLLM,
+)
 from doubles import make_nodes as _nodes
 from llama_index.core.bridge.pydantic import Field
 from llama_index.core.callbacks import CallbackManager, CBEventType, LlamaDebugHandler
@@ -61,7 +70,7 @@ def test_needs_exactly_one_model() -> None:
     with pytest.raises(ValueError, match="needs a model"):
         GoldPanningPostprocessor()
     with pytest.raises(ValueError, match="not both"):
-        GoldPanningPostprocessor(reader=ScriptedReader(), llm=_custom_llm())
+        GoldPanningPostprocessor(reader=ScriptedReader(), llm=SmallestLabelLLM())
 
 
 def test_missing_query_is_a_clear_error() -> None:
@@ -242,45 +251,43 @@ def test_simulated_reader_among_many() -> None:
     assert out[0].node.get_content() == NEEDLE
 
 
+def _smallest_label_docs(result: Any) -> list[tuple[int, ...]]:
+    """Per round, the document shown under that prompt's smallest label."""
+    return [(t.windows[0][t.labels[0].index(min(t.labels[0]))],) for t in result.rounds]
+
+
 def test_llama_index_llm_as_reader(captured: Captured) -> None:
-    # The LLM always answers {"cited": [1]}: whichever document holds label 1 that round.
+    # The LLM cites the smallest label shown: whichever document holds it that round.
     # Flat prior: the order comes from the citations alone (with the rank prior the base
     # order's first node may lead uncited, which is the prior's job, not this test's).
-    p = GoldPanningPostprocessor(llm=_custom_llm(), top_n=2, rounds=3, seed=0, retriever_prior="none")
+    p = GoldPanningPostprocessor(llm=SmallestLabelLLM(), top_n=2, rounds=3, seed=0, retriever_prior="none")
     out, result = p.pan(_nodes(5), "q")
     assert result.failed_rounds == 0
     assert result.calls == 3
-    # Labels are drawn at random each round: "[1]" names whichever document holds label 1.
-    assert [t.cited for t in result.rounds] == [
-        (t.windows[0][t.labels[0].index(1)],) for t in result.rounds
-    ]
+    # Labels are drawn at random each round: the smallest names a random document.
+    assert [t.cited for t in result.rounds] == _smallest_label_docs(result)
     assert result.citation_counts[int(out[0].node.node_id[1:])] >= 1
     start = next(e for e in captured.events if isinstance(e, ReRankStartEvent))
     assert start.model_name == "citing-llm"
 
 
 async def test_llama_index_llm_as_reader_async() -> None:
-    # As the sync test: "[1]" names whichever document holds label 1 that round (labels
-    # are random per round), so which document wins is not the point; that the async path
-    # parsed each answer and credited the document shown under label 1 is.
-    p = GoldPanningPostprocessor(llm=_custom_llm(), top_n=1, rounds=2, seed=0)
+    # As the sync test: the smallest label names a random document each round, so which
+    # document wins is not the point; that the async path parsed each answer and
+    # credited the document shown under that label is.
+    p = GoldPanningPostprocessor(llm=SmallestLabelLLM(), top_n=1, rounds=2, seed=0)
     out, result = await p.apan(_nodes(4), "q")
     assert result.failed_rounds == 0
-    assert [t.cited for t in result.rounds] == [
-        (t.windows[0][t.labels[0].index(1)],) for t in result.rounds
-    ]
+    assert [t.cited for t in result.rounds] == _smallest_label_docs(result)
     assert len(out) == 1
     assert out[0].score == float(result.posteriors[int(out[0].node.node_id[1:])])
     assert len(await p.apostprocess_nodes(_nodes(4), query_str="q")) == 1
 
 
 def test_langchain_chat_model_as_reader() -> None:
-    from langchain_core.language_models import FakeListChatModel
-
-    chat = FakeListChatModel(responses=['{"cited": [1]}'])
-    _, result = GoldPanningPostprocessor(reader=chat, rounds=2).pan(_nodes(4), "q")
+    _, result = GoldPanningPostprocessor(reader=SmallestLabelChatModel(), rounds=2).pan(_nodes(4), "q")
     assert result.failed_rounds == 0
-    assert [len(t.cited) for t in result.rounds] == [1, 1]
+    assert [t.cited for t in result.rounds] == _smallest_label_docs(result)
 
 
 def test_in_a_query_engine() -> None:
@@ -299,26 +306,6 @@ def test_in_a_query_engine() -> None:
     response = engine.query("where is the needle?")
     assert response.source_nodes[0].node.node_id == "n5"
     assert len(response.source_nodes) == 2
-
-
-def _custom_llm() -> Any:
-    from llama_index.core.llms import CompletionResponse, CustomLLM, LLMMetadata
-    from llama_index.core.llms.callbacks import llm_completion_callback
-
-    class CitingLLM(CustomLLM):
-        @property
-        def metadata(self) -> LLMMetadata:
-            return LLMMetadata(model_name="citing-llm")
-
-        @llm_completion_callback()
-        def complete(self, prompt: str, formatted: bool = False, **kwargs: Any) -> CompletionResponse:
-            return CompletionResponse(text='{"cited": [1]}')
-
-        @llm_completion_callback()
-        def stream_complete(self, prompt: str, formatted: bool = False, **kwargs: Any) -> Any:
-            yield CompletionResponse(text='{"cited": [1]}', delta='{"cited": [1]}')
-
-    return CitingLLM()
 
 
 @pytest.fixture

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from openai_server import HOSTILE_OUTPUTS
 
@@ -13,6 +15,7 @@ from gold_panning_integrations.readers import (
     render_documents,
     render_prompt,
 )
+from gold_panning_integrations.readers._prompt import loads_strict, reading_from_citations
 
 
 def test_render_prompt_labels_documents_by_position_and_collapses_whitespace() -> None:
@@ -172,3 +175,99 @@ def test_labels_map_back_through_the_label_map() -> None:
     # 1 was not shown this round: invalid, never position 0
     q = parse_citations('{"cited": [1, 3]}', [17, 3, 8])
     assert (q.cited, q.invalid) == ((1,), 1)
+
+
+# ------------------------------------------------------------------ labels of the label space
+SHOWN = [4417, 1093, 8250]  # labels as the panner draws them for 3 documents (4 digits here)
+
+
+@pytest.mark.parametrize(
+    ("text", "cited"),
+    [
+        ('{"cited": [8250, 4417]}', (0, 2)),
+        ("[4417]", (0,)),
+        ("4417.", (0,)),
+        ("#4417", (0,)),
+        ("[#1093]", (1,)),
+        ("Document 1093 and 8250", (1, 2)),
+        ("label 8250", (2,)),
+        ("٤٤١٧", (0,)),  # Arabic-Indic digits
+        ("４４１７", (0,)),  # full-width digits
+        ('{"cited": ["٨٢٥٠", "１０９３", "[4417]", "#8250"]}', (0, 1, 2)),  # 8250 twice: once counted
+        ("[4417], [1093]", (0, 1)),
+    ],
+)
+def test_multi_digit_labels_in_every_form(text: str, cited: tuple[int, ...]) -> None:
+    assert parse_citations(text, SHOWN).cited == cited
+
+
+@pytest.mark.parametrize(
+    ("text", "cited", "invalid", "unknown"),
+    [
+        ('{"cited": [4417, 1]}', (0,), 1, 1),  # "cite document 1": not a label, dropped
+        ('{"cited": [4, 417]}', (), 2, 2),  # 4417 split in two names neither
+        ('{"cited": [4417, 0, -4417, 2.0, true]}', (0,), 4, 0),  # not numbers >= 1: not unknown
+        ('{"cited": [4417, 7, 7, 7]}', (0,), 3, 1),  # one unknown number, repeated
+        ('{"cited": [4417, 1000, 1001, 1002]}', (0,), 3, 3),  # a listed range
+    ],
+)
+def test_unknown_labels_are_counted(text: str, cited: tuple[int, ...], invalid: int, unknown: int) -> None:
+    p = parse_citations(text, SHOWN)
+    assert (p.cited, p.invalid, p.unknown) == (cited, invalid, unknown)
+
+
+def test_one_unknown_number_beside_a_label_is_dropped_and_counted() -> None:
+    r = reading_from_citations(
+        '{"cited": [1, 4417]}', ["a", "b", "c"], labels=SHOWN, max_citations=None, raw="r"
+    )
+    assert (r.cited, r.invalid_labels) == ((0,), 1)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        '{"cited": [1]}',  # only an unknown number: no evidence
+        '{"cited": [4417, 1, 2]}',  # more unknown numbers than labels
+        '{"cited": [4417, 1093, 1000, 1001, 1002]}',  # a document's list of numbers, obeyed
+    ],
+)
+def test_replies_naming_more_unknown_numbers_than_labels_are_not_evidence(text: str) -> None:
+    with pytest.raises(CitationParseError, match="not shown|invalid"):
+        reading_from_citations(text, ["a", "b", "c"], labels=SHOWN, max_citations=None, raw=text)
+
+
+# ------------------------------------------------------------------ ambiguous JSON
+@pytest.mark.parametrize(
+    "text",
+    [
+        '{"cited": [4417], "cited": [1093]}',
+        '{"cited": [4417], "answer": "x", "answer": "y"}',
+        '```json\n{"cited": [4417], "cited": [1093]}\n```',
+        'Sure: {"cited": [4417], "cited": [1093]} done',
+        '{"cited": [{"a": 1, "a": 2}, 4417]}',  # a repeated key anywhere
+        '{"cited": [8250]} and also {"cited": [4417], "cited": [1093]}',
+    ],
+)
+def test_a_repeated_key_is_malformed_never_the_last_value(text: str) -> None:
+    with pytest.raises(CitationParseError, match="repeats the key"):
+        parse_citations(text, SHOWN)
+    with pytest.raises(CitationParseError, match="repeats the key"):
+        reading_from_citations(text, ["a", "b", "c"], labels=SHOWN, max_citations=None, raw=text)
+
+
+def test_a_long_reply_with_a_repeated_key_is_malformed_too() -> None:
+    # Longer than MAX_SCAN_CHARS: decoded as a whole, and still refused.
+    text = '{"cited": [4417], "pad": "' + "x" * 5000 + '", "cited": [1093]}'
+    with pytest.raises(CitationParseError, match="repeats the key"):
+        reading_from_citations(text, ["a", "b", "c"], labels=SHOWN, max_citations=None, raw=text)
+
+
+def test_loads_strict_is_json_loads_without_repeated_keys() -> None:
+    assert loads_strict('{"a": {"b": [1, {"c": 2}]}, "d": null}') == {"a": {"b": [1, {"c": 2}]}, "d": None}
+    with pytest.raises(json.JSONDecodeError):
+        loads_strict('{"a": ')
+
+
+def test_the_schema_constrains_the_shape_not_the_values() -> None:
+    cited = citation_json_schema()["properties"]["cited"]
+    assert cited == {"type": "array", "items": {"type": "integer"}}  # no enum, no bounds

@@ -8,11 +8,12 @@ from typing import Any, ClassVar
 
 import pytest
 from langchain_core.language_models import FakeListChatModel, GenericFakeChatModel
-from langchain_core.messages import AIMessage
+from langchain_core.messages import AIMessage, AIMessageChunk
 from pydantic import Field
 
 from gold_panning_integrations.errors import TransientReaderError
 from gold_panning_integrations.readers import ChatModelReader, as_reader
+from gold_panning_integrations.readers.langchain import raw_tool_arguments
 
 DOCS = ["Lyon is in France.", "The capital of France is Paris.", "Berlin is in Germany."]
 Q = "What is the capital of France?"
@@ -156,6 +157,68 @@ async def test_structured_async_and_wrong_shape_retried() -> None:
 def test_structured_reply_without_tool_call_falls_back_to_text() -> None:
     model = ToolCallingFake(messages=iter([AIMessage(content='{"cited": [2]}')]))
     assert ChatModelReader(model, wait=0).read(Q, DOCS).cited == (1,)
+
+
+# ------------------------------------------------------------ ambiguous (repeated-key) JSON
+DUPLICATE_KEYS = '{"cited": [2], "cited": [1]}'
+
+
+def raw_tool_message(arguments: str, parsed: dict[str, Any]) -> AIMessage:
+    """A tool call as OpenAI-style integrations keep it: the decoded ``args`` (what
+    ``json.loads`` keeps: the last of repeated keys) and the raw arguments string."""
+    return AIMessage(
+        content="",
+        tool_calls=[{"name": "Citations", "args": parsed, "id": "call_1"}],
+        additional_kwargs={
+            "tool_calls": [
+                {
+                    "id": "call_1",
+                    "type": "function",
+                    "function": {"name": "Citations", "arguments": arguments},
+                }
+            ]
+        },
+    )
+
+
+def test_text_reply_with_a_repeated_key_is_malformed_then_retried() -> None:
+    chat = FakeListChatModel(responses=[DUPLICATE_KEYS, '{"cited": [2]}'])
+    reading = ChatModelReader(chat, wait=0).read(Q, DOCS)
+    assert reading.cited == (1,) and reading.attempts == 2  # never (0,), the last key's value
+
+
+def test_structured_raw_arguments_with_a_repeated_key_fail_the_reading() -> None:
+    msg = raw_tool_message(DUPLICATE_KEYS, {"cited": [1]})
+    model = ToolCallingFake(messages=iter([msg, msg]))
+    reading = ChatModelReader(model, wait=0, max_attempts=2).read(Q, DOCS)
+    assert reading.failed and reading.cited == () and reading.attempts == 2
+    assert "repeats the key 'cited'" in (reading.error or "")
+
+
+def test_structured_raw_arguments_are_what_is_validated() -> None:
+    # The raw string says 2.0 (not a label); a decoder that coerced it would say 2.
+    model = ToolCallingFake(messages=iter([raw_tool_message('{"cited": [3, 2.0]}', {"cited": [3, 2]})]))
+    reading = ChatModelReader(model, wait=0).read(Q, DOCS)
+    assert reading.cited == (2,) and reading.invalid_labels == 1
+
+
+def test_raw_tool_arguments_finds_the_string_where_messages_keep_it() -> None:
+    call = {"name": "Citations", "args": {"cited": [1]}, "id": "b"}
+    two = AIMessage(
+        content="",
+        additional_kwargs={
+            "tool_calls": [
+                {"id": "a", "function": {"name": "Other", "arguments": '{"x": 1}'}},
+                {"id": "b", "function": {"name": "Citations", "arguments": '{"cited": [1]}'}},
+            ]
+        },
+    )
+    assert raw_tool_arguments(two, call) == '{"cited": [1]}'  # matched by id
+    chunk = AIMessageChunk(
+        content="", tool_call_chunks=[{"name": "Citations", "args": DUPLICATE_KEYS, "id": "b", "index": 0}]
+    )
+    assert raw_tool_arguments(chunk, call) == DUPLICATE_KEYS
+    assert raw_tool_arguments(tool_message({"cited": [1]}), call) is None  # only decoded args kept
 
 
 def test_as_reader_wraps_chat_models_and_passes_readers_through() -> None:

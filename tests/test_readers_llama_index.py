@@ -6,6 +6,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from llama_index.core.base.llms.types import ChatMessage, ChatResponse, MessageRole, ToolCallBlock
 from llama_index.core.llms import (
     CompletionResponse,
     CompletionResponseGen,
@@ -14,10 +15,12 @@ from llama_index.core.llms import (
     MockLLM,
 )
 from llama_index.core.llms.callbacks import llm_completion_callback
+from llama_index.core.llms.mock import MockFunctionCallingLLM
 from llama_index.core.types import PydanticProgramMode
 from pydantic import Field
 
 from gold_panning_integrations.readers import LlamaIndexLLMReader, as_reader
+from gold_panning_integrations.readers.llama_index import CitationsOutput, raw_tool_arguments
 
 DOCS = ["Lyon is in France.", "The capital of France is Paris.", "Berlin is in Germany."]
 Q = "What is the capital of France?"
@@ -128,3 +131,95 @@ def test_as_reader_wraps_llms_and_rejects_others() -> None:
     assert isinstance(as_reader(MockLLM(), max_attempts=1), LlamaIndexLLMReader)
     with pytest.raises(TypeError, match="llama_index.core LLM"):
         LlamaIndexLLMReader("gpt")  # type: ignore[arg-type]
+
+
+# ------------------------------------------------------------ ambiguous (repeated-key) JSON
+DUPLICATE_KEYS = '{"cited": [2], "cited": [1]}'
+
+
+class ToolLLM(MockFunctionCallingLLM):
+    """A function-calling LLM whose replies are tool calls with the scripted arguments
+    (a JSON string, as the OpenAI integration keeps it, or a decoded dict); records the
+    tools it was offered."""
+
+    arguments: list[Any] = Field(default_factory=list)
+    offered: list[list[str]] = Field(default_factory=list)
+
+    def __init__(self, arguments: list[Any]) -> None:
+        super().__init__()
+        self.arguments = arguments
+        self.response_generator = self._reply
+
+    def _reply(self, messages: Any, **kwargs: Any) -> ChatMessage:
+        self.offered.append([t.metadata.name for t in kwargs.get("tools") or []])
+        args = self.arguments[min(len(self.offered), len(self.arguments)) - 1]
+        if args is None:  # a plain-text answer, no tool call
+            return ChatMessage(role=MessageRole.ASSISTANT, content='{"cited": [3]}')
+        block = ToolCallBlock(tool_call_id="c1", tool_name="Citations", tool_kwargs=args)
+        return ChatMessage(role=MessageRole.ASSISTANT, blocks=[block])
+
+
+def test_chat_path_repeated_key_is_malformed_then_retried() -> None:
+    reading = LlamaIndexLLMReader(ScriptedLLM(replies=[DUPLICATE_KEYS, '{"cited": [2]}']), wait=0).read(
+        Q, DOCS
+    )
+    assert reading.cited == (1,) and reading.attempts == 2  # never (0,), the last key's value
+
+
+def test_text_completion_program_refuses_a_repeated_key() -> None:
+    llm = ScriptedLLM(
+        replies=[DUPLICATE_KEYS, '{"cited": [2]}'], pydantic_program_mode=PydanticProgramMode.LLM
+    )
+    reading = LlamaIndexLLMReader(llm, wait=0).read(Q, DOCS)
+    assert reading.cited == (1,) and reading.attempts == 2
+    with pytest.raises(ValueError, match="repeats the key 'cited'"):
+        CitationsOutput.model_validate_json(DUPLICATE_KEYS.encode())
+    assert CitationsOutput.model_validate_json('{"cited": [1, "2"]}').cited == [1, "2"]
+
+
+def test_tool_call_arguments_with_a_repeated_key_fail_the_reading() -> None:
+    llm = ToolLLM([DUPLICATE_KEYS])
+    reader = LlamaIndexLLMReader(llm, wait=0, max_attempts=2)
+    assert reader.uses_structured_output
+    reading = reader.read(Q, DOCS)
+    assert reading.failed and reading.cited == () and reading.attempts == 2
+    assert "repeats the key 'cited'" in (reading.error or "")
+    assert llm.offered == [["Citations"], ["Citations"]]
+
+
+async def test_tool_call_arguments_async_retried_then_read() -> None:
+    reading = await LlamaIndexLLMReader(ToolLLM([DUPLICATE_KEYS, '{"cited": [3, 3.0]}']), wait=0).aread(
+        Q, DOCS
+    )
+    assert reading.cited == (2,) and reading.attempts == 2
+    assert (reading.invalid_labels, reading.extra["structured"]) == (1, True)
+
+
+def test_decoded_tool_arguments_and_plain_text_answers_are_read_too() -> None:
+    reading = LlamaIndexLLMReader(ToolLLM([{"cited": [1, True]}]), wait=0).read(Q, DOCS)
+    assert reading.cited == (0,) and reading.invalid_labels == 1
+    assert LlamaIndexLLMReader(ToolLLM([None]), wait=0).read(Q, DOCS).cited == (2,)
+
+
+def test_raw_tool_arguments_in_openai_style_additional_kwargs() -> None:
+    from types import SimpleNamespace
+
+    as_dict = ChatResponse(
+        message=ChatMessage(
+            role=MessageRole.ASSISTANT,
+            additional_kwargs={
+                "tool_calls": [{"id": "c", "function": {"name": "Citations", "arguments": DUPLICATE_KEYS}}]
+            },
+        )
+    )
+    as_object = ChatResponse(
+        message=ChatMessage(
+            role=MessageRole.ASSISTANT,
+            additional_kwargs={"tool_calls": [SimpleNamespace(function=SimpleNamespace(arguments="{}"))]},
+        )
+    )
+    assert raw_tool_arguments(as_dict) == DUPLICATE_KEYS
+    assert raw_tool_arguments(as_object) == "{}"
+    assert (
+        raw_tool_arguments(ChatResponse(message=ChatMessage(role=MessageRole.ASSISTANT, content="x"))) is None
+    )

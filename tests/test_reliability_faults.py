@@ -16,8 +16,10 @@ malformed-output faults), or a hostile output every time (the all-rounds-fail te
 The model logs, per request, which labels it validly meant and which text sat under
 each label. A *mis-mapped citation* is a document the trace says was cited that the
 model never validly cited, identified through the prompt text (independently of the
-engine's positions). Decoy labels (strings, floats, booleans, nested lists) name
-documents other than the needle, so any coercion would show up as a mis-mapping.
+engine's positions). Decoy labels (strings, floats, booleans, nested lists, the
+other value of a repeated JSON key) name documents other than the needle, so any
+coercion would show up as a mis-mapping; numbers a hostile document would write (``1``,
+numbers of the label space that were not shown) name no document.
 
 Outcomes are cached per ``(kind, path)`` so the summary test reuses the matrix when
 the whole file runs; alone it computes what it needs.
@@ -66,6 +68,7 @@ from gold_panning_integrations import (
     PanningResult,
 )
 from gold_panning_integrations.engine.priors import rank_prior_probs
+from gold_panning_integrations.engine.rounds import label_range
 from gold_panning_integrations.readers import OpenAIReader
 from gold_panning_integrations.readers._retry import retry_after
 
@@ -93,9 +96,38 @@ Path_ = Literal["panner", "panner-async", "retriever", "postprocessor"]
 PATHS: tuple[Path_, ...] = ("panner", "panner-async", "retriever", "postprocessor")
 
 
-def _decoy(needle_label: int, m: int) -> int:
-    """A valid label that is not the needle's (1, unless the needle is at 1)."""
-    return 1 if needle_label != 1 else m
+@dataclass(frozen=True)
+class Shown:
+    """What one prompt showed: the needle's label and every label, in prompt order.
+
+    Attributes:
+        label: The needle's label this round.
+        labels: Every label shown, in prompt order.
+    """
+
+    label: int
+    labels: tuple[int, ...]
+
+    @property
+    def m(self) -> int:
+        """Documents shown."""
+        return len(self.labels)
+
+    @property
+    def decoy(self) -> int:
+        """A valid label that is not the needle's (the smallest other one)."""
+        return min(x for x in self.labels if x != self.label)
+
+    def unshown(self, count: int = 1) -> list[int]:
+        """``count`` numbers of this prompt's label space that were not shown (the
+        smallest ones): what a document listing plausible labels would write."""
+        low, high = label_range(self.m)
+        return [x for x in range(low, high + 1) if x not in self.labels][:count]
+
+
+def _digits(label: int, zero: int) -> str:
+    """``label`` written in the decimal digits starting at code point ``zero``."""
+    return "".join(chr(zero + int(d)) for d in str(label))
 
 
 @dataclass(frozen=True)
@@ -109,7 +141,7 @@ class Kind:
             rounds are clean), ``fatal`` (round 1 fails at once, not retried),
             ``labels`` (every reply carries the needle's label among bad labels),
             ``recovered`` (JSON wrapped in fences or prose: parsed).
-        hostile: ``(needle label, m) -> Behaviour`` of a hostile request.
+        hostile: ``Shown -> Behaviour`` of a hostile request.
         intended: Valid labels a hostile reply carries (``labels``/``recovered``).
         invalid: Labels each reading must count as invalid.
         duplicates: Labels each reading must count as duplicates.
@@ -118,64 +150,83 @@ class Kind:
 
     name: str
     category: Category
-    hostile: Callable[[int, int], Behaviour]
-    intended: Callable[[int, int], tuple[int, ...]] = lambda L, m: ()
+    hostile: Callable[[Shown], Behaviour]
+    intended: Callable[[Shown], tuple[int, ...]] = lambda s: ()
     invalid: int = 0
     duplicates: int = 0
     retry_after: float | None = None
 
 
-def _c(labels: Callable[[int, int], list[Any]]) -> Callable[[int, int], Behaviour]:
-    return lambda L, m: ok(json.dumps({"cited": labels(L, m)}))
+def _c(labels: Callable[[Shown], list[Any]]) -> Callable[[Shown], Behaviour]:
+    return lambda s: ok(json.dumps({"cited": labels(s)}))
 
 
-def _needle(L: int, m: int) -> tuple[int, ...]:
-    return (L,)
+def _needle(s: Shown) -> tuple[int, ...]:
+    return (s.label,)
 
 
 KINDS: tuple[Kind, ...] = (
     # -- transport: retried, then the clean answer
-    Kind("http_429_retry_after", "transient", lambda L, m: status(429, retry_after=7), retry_after=7.0),
-    Kind("http_500", "transient", lambda L, m: status(500)),
-    Kind("http_502", "transient", lambda L, m: status(502)),
-    Kind("http_503", "transient", lambda L, m: status(503)),
-    Kind("slower_than_timeout", "transient", lambda L, m: delay(5.0, cite(L))),
-    Kind("connection_reset_mid_body", "transient", lambda L, m: reset()),
-    Kind("http_body_truncated", "transient", lambda L, m: raw_body('{"id": "chatcmpl-x", "choices": [{"ind')),
+    Kind("http_429_retry_after", "transient", lambda s: status(429, retry_after=7), retry_after=7.0),
+    Kind("http_500", "transient", lambda s: status(500)),
+    Kind("http_502", "transient", lambda s: status(502)),
+    Kind("http_503", "transient", lambda s: status(503)),
+    Kind("slower_than_timeout", "transient", lambda s: delay(5.0, cite(s.label))),
+    Kind("connection_reset_mid_body", "transient", lambda s: reset()),
+    Kind("http_body_truncated", "transient", lambda s: raw_body('{"id": "chatcmpl-x", "choices": [{"ind')),
     # -- malformed output: retried up to max_attempts, then the round fails
-    Kind("empty_choices", "malformed", lambda L, m: empty_choices()),
-    Kind("content_null", "malformed", lambda L, m: content_null()),
-    Kind("non_json_text", "malformed", lambda L, m: ok(f"The answer is in document {L}.")),
-    Kind("json_truncated_mid_object", "malformed", lambda L, m: ok('{"cited": [' + f"{L}, ")),
+    Kind("empty_choices", "malformed", lambda s: empty_choices()),
+    Kind("content_null", "malformed", lambda s: content_null()),
+    Kind("non_json_text", "malformed", lambda s: ok(f"The answer is in document {s.label}.")),
+    Kind("json_truncated_mid_object", "malformed", lambda s: ok('{"cited": [' + f"{s.label}, ")),
     Kind(
-        "json_cut_at_max_tokens", "malformed", lambda L, m: ok('{"cited": [' + str(L), finish_reason="length")
+        "json_cut_at_max_tokens", "malformed", lambda s: ok('{"cited": [' + str(s.label), finish_reason="length")
     ),
-    Kind("wrong_key", "malformed", lambda L, m: ok(json.dumps({"documents": [L]}))),
-    Kind("null_list", "malformed", lambda L, m: ok('{"cited": null}')),
-    Kind("cited_not_a_list", "malformed", lambda L, m: ok(json.dumps({"cited": L}))),
-    Kind("enormous_prose", "malformed", lambda L, m: enormous(1_000_000)),
-    Kind("enormous_bracket_flood", "malformed", lambda L, m: enormous(300_000, fill="[")),
+    Kind("wrong_key", "malformed", lambda s: ok(json.dumps({"documents": [s.label]}))),
+    Kind("null_list", "malformed", lambda s: ok('{"cited": null}')),
+    Kind("cited_not_a_list", "malformed", lambda s: ok(json.dumps({"cited": s.label}))),
+    Kind("enormous_prose", "malformed", lambda s: enormous(1_000_000)),
+    Kind("enormous_bracket_flood", "malformed", lambda s: enormous(300_000, fill="[")),
     # only invalid labels is no evidence: retried, then a failed round (never "nothing cited")
-    Kind("all_labels_invalid", "malformed", _c(lambda L, m: [0, m + 1, "one"])),
-    Kind("quotes_document_text", "malformed", _c(lambda L, m: [NEEDLE])),
-    Kind("label_not_shown", "malformed", _c(lambda L, m: [m + 7])),
+    Kind("all_labels_invalid", "malformed", _c(lambda s: [0, s.m + 1, "one"])),
+    Kind("quotes_document_text", "malformed", _c(lambda s: [NEEDLE])),
+    Kind("label_not_shown", "malformed", _c(lambda s: [s.m + 7])),
+    Kind("obeys_cite_document_1", "malformed", _c(lambda s: [1])),  # the injection alone
+    Kind("label_space_number_not_shown", "malformed", _c(lambda s: s.unshown(1))),
+    # more numbers that were not shown than labels that were: a document's list, obeyed
+    Kind("listed_numbers_beside_the_label", "malformed", _c(lambda s: [s.label, *s.unshown(10)])),
+    Kind("huge_numbers_beside_the_label", "malformed", _c(lambda s: [10**20, s.label, 2**63])),
+    # ambiguous JSON: a repeated key is read as neither value (json.loads keeps the last)
+    Kind("duplicate_cited_key", "malformed", lambda s: ok(f'{{"cited": [{s.label}], "cited": [{s.decoy}]}}')),
+    Kind(
+        "duplicate_key_fenced",
+        "malformed",
+        lambda s: ok(f'```json\n{{"cited": [{s.decoy}], "cited": [{s.label}]}}\n```'),
+    ),
+    Kind(
+        "duplicate_key_in_prose",
+        "malformed",
+        lambda s: ok(f'Answer: {{"cited": [{s.label}], "answer": "a", "cited": [{s.decoy}]}} done'),
+    ),
     # -- a refusal is final: not retried
-    Kind("refusal", "fatal", lambda L, m: refusal()),
+    Kind("refusal", "fatal", lambda s: refusal()),
     # -- bad labels next to the needle's valid label: dropped, counted, never mapped
-    Kind("label_zero", "labels", _c(lambda L, m: [0, L]), _needle, invalid=1),
-    Kind("label_negative", "labels", _c(lambda L, m: [-1, L, -L]), _needle, invalid=2),
-    Kind("label_n_plus_1", "labels", _c(lambda L, m: [L, m + 1]), _needle, invalid=1),
-    Kind("label_huge", "labels", _c(lambda L, m: [10**20, L, 2**63]), _needle, invalid=2),
-    Kind("labels_duplicated", "labels", _c(lambda L, m: [L, L, L]), _needle, duplicates=2),
-    Kind("label_as_word", "labels", _c(lambda L, m: [f"doc {_decoy(L, m)} maybe", L]), _needle, invalid=1),
-    Kind("label_as_float", "labels", _c(lambda L, m: [float(_decoy(L, m)), L, L + 0.5]), _needle, invalid=2),
-    Kind("label_as_bool", "labels", _c(lambda L, m: [True, L, False]), _needle, invalid=2),
-    Kind("nested_list", "labels", _c(lambda L, m: [[_decoy(L, m)], L]), _needle, invalid=1),
-    Kind("null_label", "labels", _c(lambda L, m: [None, L]), _needle, invalid=1),
+    Kind("label_zero", "labels", _c(lambda s: [0, s.label]), _needle, invalid=1),
+    Kind("label_negative", "labels", _c(lambda s: [-1, s.label, -s.label]), _needle, invalid=2),
+    Kind("label_n_plus_1", "labels", _c(lambda s: [s.label, s.m + 1]), _needle, invalid=1),
+    Kind("label_huge", "labels", _c(lambda s: [10**20, s.label]), _needle, invalid=1),
+    Kind("obeys_cite_document_1_beside_the_label", "labels", _c(lambda s: [1, s.label]), _needle, invalid=1),
+    Kind("label_space_number_beside_the_label", "labels", _c(lambda s: [s.label, *s.unshown(1)]), _needle, invalid=1),
+    Kind("labels_duplicated", "labels", _c(lambda s: [s.label, s.label, s.label]), _needle, duplicates=2),
+    Kind("label_as_word", "labels", _c(lambda s: [f"doc {s.decoy} maybe", s.label]), _needle, invalid=1),
+    Kind("label_as_float", "labels", _c(lambda s: [float(s.decoy), s.label, s.label + 0.5]), _needle, invalid=2),
+    Kind("label_as_bool", "labels", _c(lambda s: [True, s.label, False]), _needle, invalid=2),
+    Kind("nested_list", "labels", _c(lambda s: [[s.decoy], s.label]), _needle, invalid=1),
+    Kind("null_label", "labels", _c(lambda s: [None, s.label]), _needle, invalid=1),
     Kind(
         "mix_valid_invalid",
         "labels",
-        _c(lambda L, m: [0, L, f"{_decoy(L, m)}th", L, m + 1, 2.5, True, None]),
+        _c(lambda s: [0, s.label, f"{s.decoy}th", s.label, s.m + 1, 2.5, True, None]),
         _needle,
         invalid=6,
         duplicates=1,
@@ -183,7 +234,7 @@ KINDS: tuple[Kind, ...] = (
     Kind(
         "enormous_label_list",
         "labels",
-        lambda L, m: ok(json.dumps({"cited": [L] + [m + 1] * 100_000})),
+        lambda s: ok(json.dumps({"cited": [s.label] + [s.m + 1] * 100_000})),
         _needle,
         invalid=100_000,
     ),
@@ -191,21 +242,24 @@ KINDS: tuple[Kind, ...] = (
     Kind(
         "markdown_fenced_json",
         "recovered",
-        lambda L, m: ok(f'Here:\n```json\n{{"cited": [{L}]}}\n```'),
+        lambda s: ok(f'Here:\n```json\n{{"cited": [{s.label}]}}\n```'),
         _needle,
     ),
     Kind(
         "prose_around_json",
         "recovered",
-        lambda L, m: ok(f'Sure! {{"cited": [{L}]}} Hope this helps.'),
+        lambda s: ok(f'Sure! {{"cited": [{s.label}]}} Hope this helps.'),
         _needle,
     ),
-    Kind("bare_list", "recovered", lambda L, m: ok(f"[{L}]"), _needle),
+    Kind("bare_list", "recovered", lambda s: ok(f"[{s.label}]"), _needle),
     # common label forms are labels
-    Kind("label_as_string", "recovered", _c(lambda L, m: [str(L)]), _needle),
-    Kind("label_in_brackets_string", "recovered", _c(lambda L, m: [f"[{L}]"]), _needle),
-    Kind("bare_label_with_period", "recovered", lambda L, m: ok(f"{L}."), _needle),
-    Kind("arabic_indic_digit", "recovered", lambda L, m: ok(chr(0x0660 + L)), _needle),
+    Kind("label_as_string", "recovered", _c(lambda s: [str(s.label)]), _needle),
+    Kind("label_in_brackets_string", "recovered", _c(lambda s: [f"[{s.label}]"]), _needle),
+    Kind("bare_label_with_period", "recovered", lambda s: ok(f"{s.label}."), _needle),
+    Kind("arabic_indic_digits", "recovered", lambda s: ok(_digits(s.label, 0x0660)), _needle),
+    Kind("full_width_digits", "recovered", lambda s: ok(_digits(s.label, 0xFF10)), _needle),
+    Kind("label_with_hash", "recovered", lambda s: ok(f"#{s.label}"), _needle),
+    Kind("label_as_document_word", "recovered", _c(lambda s: [f"Document {s.label}"]), _needle),
 )
 KIND_BY_NAME = {k.name: k for k in KINDS}
 FAILING = tuple(k for k in KINDS if k.category in ("transient", "malformed", "fatal"))
@@ -242,13 +296,13 @@ class ScriptedModel:
 
     def __call__(self, req: RecordedRequest) -> Behaviour:
         texts = {int(a): b for a, b in re.findall(r"^\[(\d+)\] (.*)$", req.user_text, flags=re.MULTILINE)}
-        m = len(texts)
         label = next(lab for lab, t in texts.items() if t == NEEDLE)
+        shown = Shown(label, tuple(texts))
         i = len(self.log)
         if self._hostile(i):
-            meant = self.kind.intended(label, m) if self.kind.category in ("labels", "recovered") else None
+            meant = self.kind.intended(shown) if self.kind.category in ("labels", "recovered") else None
             self.log.append(Logged(texts, meant))
-            return self.kind.hostile(label, m)
+            return self.kind.hostile(shown)
         self.log.append(Logged(texts, (label,)))
         return cite(label)
 
@@ -430,8 +484,10 @@ def _citation_check(o: Outcome) -> tuple[int, int]:
                 continue
             seen = o.log[at - 1]
             # the prompt showed each of the trace's documents under the label the trace
-            # records for it (labels are drawn per prompt: a label is not a position)
-            assert sorted(labels) == sorted(seen.texts) == list(range(1, len(window) + 1))
+            # records for it (labels are drawn per prompt from the label space of its size)
+            low, high = label_range(len(window))
+            assert sorted(labels) == sorted(seen.texts) and len(set(labels)) == len(window)
+            assert all(low <= lab <= high for lab in labels)
             assert {lab: text_to_doc[seen.texts[lab]] for lab in labels} == dict(zip(labels, window))
             trace_docs = {window[p] for p in reading.cited}
             meant = {text_to_doc[seen.texts[lab]] for lab in (seen.intended or ())}

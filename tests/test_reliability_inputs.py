@@ -155,8 +155,8 @@ def test_empty_documents_keep_their_labels_through_the_openai_reader() -> None:
 
     def model(req: RecordedRequest) -> Any:
         labels = re.findall(r"^\[(\d+)\](.*)$", req.user_text, flags=re.MULTILINE)
-        # each document, empty or not, gets one label of 1..4 (in this round's random order)
-        assert sorted(lab for lab, _ in labels) == ["1", "2", "3", "4"]
+        # each document, empty or not, gets a label of its own (drawn at random this round)
+        assert len({lab for lab, _ in labels}) == 4
         needle = [int(lab) for lab, t in labels if "vault" in t]
         return ok(json.dumps({"cited": needle}))
 

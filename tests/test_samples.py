@@ -17,6 +17,7 @@ from gold_panning_integrations.tasks import BM25, KVSample, NQSample, load_sampl
 from gold_panning_integrations.tasks._build_samples import (
     answer_in_text,
     build_kv_sample,
+    build_nq_beir,
     build_nq_sample,
     write_json_gz,
 )
@@ -157,12 +158,47 @@ def test_out_of_range_passage_id_is_named(tmp_path: Path) -> None:
 # ------------------------------------------------------------------ build script
 def test_bm25_score_by_hand() -> None:
     # N=3, lengths 2, 3, 2 (avg 7/3); "banana" only in doc 0 (tf 1, df 1):
-    # idf = ln(1 + 2.5/1.5); norm = 1.5 * (0.25 + 0.75 * 2 / (7/3)); score = idf * 2.5 / (1 + norm)
+    # idf = ln(1 + 2.5/1.5); norm = 1.5 * (0.25 + 0.75 * 2 / (7/3)); bm25s's Lucene weight
+    # (no k1 + 1 factor): score = idf * 1 / (1 + norm)
     bm = BM25(["apple banana", "apple apple cherry", "cherry date"])
     idf = math.log(1 + 2.5 / 1.5)
     norm = 1.5 * (0.25 + 0.75 * 2 / (7 / 3))
-    assert bm.scores("banana").tolist() == pytest.approx([idf * 2.5 / (1 + norm), 0.0, 0.0])
-    assert idf * 2.5 / (1 + norm) == pytest.approx(1.04822, abs=1e-5)
+    assert bm.scores("banana").tolist() == pytest.approx([idf / (1 + norm), 0.0, 0.0])
+    assert idf / (1 + norm) == pytest.approx(0.41929, abs=1e-5)
+
+
+def test_bm25_term_frequency_by_hand() -> None:
+    # "apple" in doc 0 (tf 1, length 2) and doc 1 (tf 2, length 3), df 2: idf = ln(1 + 1.5/2.5);
+    # doc 1: norm = 1.5 * (0.25 + 0.75 * 3 / (7/3)), score = idf * 2 / (2 + norm)
+    bm = BM25(["apple banana", "apple apple cherry", "cherry date"])
+    idf = math.log(1 + 1.5 / 2.5)
+    n0, n1 = 1.5 * (0.25 + 0.75 * 2 / (7 / 3)), 1.5 * (0.25 + 0.75 * 3 / (7 / 3))
+    assert bm.scores("apple apple").tolist() == pytest.approx([idf / (1 + n0), idf * 2 / (2 + n1), 0.0])
+
+
+def test_bm25_strips_accents_and_case() -> None:
+    bm = BM25(["Röntgen rays", "x rays"])
+    assert bm.rank("RONTGEN") == [0, 1]
+
+
+def test_bm25_stemmer_matches_inflections() -> None:
+    plain = BM25(["running shoes", "a red car"])
+    stemmed = BM25(["running shoes", "a red car"], stemmer="english")
+    assert (plain.scores("runs")[0], stemmed.scores("runs")[0] > 0) == (0.0, True)
+
+
+def test_bm25_unknown_stemmer_names_the_choices() -> None:
+    with pytest.raises(ValueError, match="unknown stemmer 'klingon'; choose one of .*english"):
+        BM25(["a b"], stemmer="klingon")
+
+
+def test_bm25_corpus_of_stop_words_scores_zero() -> None:
+    assert BM25(["the a", "of the"]).scores("the apple").tolist() == [0.0, 0.0]
+
+
+def test_bm25_rejects_an_empty_corpus() -> None:
+    with pytest.raises(ValueError, match="at least one document"):
+        BM25([])
 
 
 def test_bm25_rank_breaks_ties_by_id() -> None:
@@ -257,9 +293,42 @@ def test_shipped_files_are_what_the_build_script_makes(tmp_path: Path) -> None:
     if not (SOURCE / "nq-open-oracle.jsonl.gz").is_file():
         pytest.skip(f"source data not found at {SOURCE} (only needed to check the build)")
     assert build_main(["--source", str(SOURCE), "--out", str(tmp_path)]) == 0
-    for name in ("nq_sample.json.gz", "kv_sample.json.gz"):
+    for name in ("nq_sample.json.gz", "kv_sample.json.gz", *FIXTURE_FILES):
         shipped = hashlib.sha256((DATA_DIR / name).read_bytes()).hexdigest()
         assert hashlib.sha256((tmp_path / name).read_bytes()).hexdigest() == shipped, name
+
+
+# ------------------------------------------------------------------ the BEIR fixture
+FIXTURE_FILES = [f"nq-test-beir/{n}" for n in ("corpus.jsonl", "queries.jsonl", "qrels/test.tsv", "NOTICE.md")]
+
+
+def test_fixture_is_what_its_builder_makes_from_the_shipped_sample() -> None:
+    files = build_nq_beir(load_sample("nq"))
+    assert {f"nq-test-beir/{k}": v.encode() for k, v in files.items()} == {
+        f: (DATA_DIR / f).read_bytes() for f in FIXTURE_FILES}
+
+
+def test_fixture_questions_are_held_out_with_their_gold_passage() -> None:
+    sample = load_sample("nq")
+    by_id = {q.id: q for q in sample.questions}
+    lines = (DATA_DIR / "nq-test-beir" / "qrels" / "test.tsv").read_text().splitlines()[1:]
+    pairs = [line.split("\t") for line in lines]
+    assert {by_id[q].split for q, _, _ in pairs} == {"test"}
+    assert all(d == f"p{by_id[q].gold}" and g == "1" for q, d, g in pairs)
+
+
+def test_fixture_answers_occur_only_in_their_gold_passage() -> None:
+    corpus = [json.loads(x) for x in (DATA_DIR / "nq-test-beir" / "corpus.jsonl").read_text().splitlines()]
+    queries = [json.loads(x) for x in (DATA_DIR / "nq-test-beir" / "queries.jsonl").read_text().splitlines()]
+    gold = dict(line.split("\t")[:2] for line in (DATA_DIR / "nq-test-beir" / "qrels" / "test.tsv").read_text().splitlines()[1:])
+    clashes = [(q["_id"], d["_id"]) for q in queries for d in corpus if d["_id"] != gold[q["_id"]]
+               and any(answer_in_text(a, f"{d['title']}: {d['text']}") for a in q["metadata"]["answers"])]
+    assert (len(queries), len(corpus), clashes) == (50, 284, [])
+
+
+def test_fixture_notice_credits_wikipedia() -> None:
+    text = (DATA_DIR / "nq-test-beir" / "NOTICE.md").read_text()
+    assert ("CC BY-SA 3.0" in text, "Nelson Liu" in text, "50 questions" in text) == (True, True, True)
 
 
 # ------------------------------------------------------------------ packaging
@@ -280,6 +349,11 @@ def _package_data_files() -> list[Path]:
 def test_package_data_includes_samples_and_notice() -> None:
     names = {p.name for p in _package_data_files()}
     assert {"nq_sample.json.gz", "kv_sample.json.gz", "NOTICE.md"} <= names
+
+
+def test_package_data_includes_the_fixture() -> None:
+    files = {str(p.relative_to(DATA_DIR)) for p in _package_data_files() if "nq-test-beir" in str(p)}
+    assert files == set(FIXTURE_FILES)
 
 
 def test_package_data_at_most_2_mb() -> None:

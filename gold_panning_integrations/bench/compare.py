@@ -1,7 +1,8 @@
 """``gold-panning bench compare``: Gold Panning side by side with the rerankers users
 would otherwise pick, on the same instances and the same endpoint.
 
-Methods (``--methods``, all but ``gp-belief-flat`` by default):
+Methods (``--methods``, all but ``gp-belief-flat`` by default; ours are the entries of
+:data:`PANNING_METHODS`):
 
 * ``base``: the base order (the retriever's order for NQ, the input order otherwise).
 * ``psc``: permutation self-consistency, :class:`~..engine.panner.Panner` with
@@ -33,12 +34,24 @@ By default the endpoint is the embedded SmolLM2 model, served by the bench itsel
 stopped). Our methods read it in answer mode (citation by number carries no signal on
 that model).
 
-Accuracy: top-1 / top-3 hit of the single gold document, with 95% Wilson intervals
-(:func:`wilson_interval`); an exception is a miss and its type is recorded. Accuracy per
-round for the panning methods follows ``bench real`` (:func:`.real.per_round_hits`):
-GP ranks by posterior; PSC by votes with random tie-breaks drawn from its own generator,
-so PSC's last-round value can differ from its top-1 column (the panner's own ranking)
-when votes tie.
+What is ranked (``--task``): a built-in task (``kv``, ``nq``, ``litm-kv``: one gold document
+per instance) or a test collection in the field's formats (``beir``, ``trec``, ``rag``,
+:mod:`..ir.collection`; the shipped BEIR fixture of held-out NQ questions without
+``--data``), whose first stage is a run file (``--run``) or BM25 through bm25s at
+``--depth``. Several relevant documents: the panners select ``k`` of them
+(:func:`~._instances.choose_gp_k`: ``--gp-k``, else the median relevant count, reported).
+
+Scoring (:mod:`._scoring`): every method's ``--top-n`` returned documents, then the other
+candidates in first-stage order, so each is scored on a full ranking; a method that raised
+returned nothing (the exception is counted). nDCG@10, MRR@10 and Recall@k through
+ir-measures with 95% bootstrap intervals over queries, the paired nDCG@10 wins, losses and
+ties against the first stage, and top-1 / top-3 with Wilson intervals
+(:func:`wilson_interval`) when every query has one relevant document. Accuracy per round
+for the panning methods follows ``bench real`` (:func:`.real.per_round_hits`): GP ranks by
+posterior; PSC by votes with random tie-breaks drawn from its own generator, so PSC's
+last-round value can differ from its top-1 column (the panner's own ranking) when votes
+tie. ``--out DIR`` writes a TREC run file per method, the qrels, the JSON summary and the
+Markdown tables (:mod:`._compare_report`), each atomically.
 """
 
 from __future__ import annotations
@@ -50,9 +63,7 @@ import http.client
 import importlib.util
 import json
 import logging
-import math
 import os
-import re
 import signal
 import socket
 import subprocess
@@ -73,6 +84,9 @@ from typing_extensions import Self
 from .. import __version__
 from .._jsonl import checkpoint_lines
 from ..errors import CheckpointError, MissingExtraError
+from ..ir.collection import FORMATS
+from ..ir.metrics import wilson_interval
+from ._instances import CompareInstance, complete_ranking, query_k
 
 __all__ = [
     "ALL_METHODS",
@@ -94,17 +108,53 @@ __all__ = [
 
 logger = logging.getLogger(__name__)
 
-OURS = ("base", "psc", "gp-belief", "gp-cost", "gp-belief-flat")
+COST_SAVING: dict[str, Any] = {"prune_below": None, "min_rounds": 1, "stop_at": 0.6, "prior_top10_recall": 0.5}
+LATENCY_SETTING: dict[str, Any] = {"rounds": 2, "prompts_per_round": 3}
+"""The README's latency setting: two rounds one after another, three prompts sent together in each."""
+"""The README's recommended cost-saving settings (plus the base order as a rank prior)."""
+
+
+@dataclass(frozen=True)
+class PanningSpec:
+    """One of our panning methods: how :func:`panning_method` builds its panner.
+
+    Attributes:
+        label: The name in tables.
+        options: Keyword options of ``GoldPanner`` beyond the shared ones (reader, profile,
+            rounds, k, ``on_failure="fallback"``, rng).
+        rank_prior: Whether the base order is given as the rank prior (the integrations'
+            default).
+        default: Whether ``--methods`` runs it by default.
+    """
+
+    label: str
+    options: Mapping[str, Any]
+    rank_prior: bool
+    default: bool = True
+
+
+PANNING_METHODS: dict[str, PanningSpec] = {
+    "psc": PanningSpec("PSC (policy=random)", {"policy": "random", "prior": "uniform"}, rank_prior=False),
+    "gp-belief": PanningSpec("GP-Belief (integration defaults: base order as rank prior)", {}, rank_prior=True),
+    "gp-cost": PanningSpec("GP, cost-saving settings", {k: COST_SAVING[k] for k in ("prune_below", "min_rounds", "stop_at")},
+                           rank_prior=True),
+    "gp-belief-flat": PanningSpec("GP-Belief, no prior (the reader alone)", {}, rank_prior=False, default=False),
+    "gp-latency": PanningSpec(
+        "GP, latency setting (2 rounds x 3 prompts)", dict(LATENCY_SETTING), rank_prior=True, default=False
+    ),
+}
+"""Our panning methods, one line each: a new setting (e.g. the latency one) is one more entry."""
+
+PANNING: tuple[str, ...] = tuple(PANNING_METHODS)
+OURS: tuple[str, ...] = ("base", *PANNING)
 PEER_METHODS = ("langchain-listwise", "llamaindex-llmrerank", "llamaindex-rankgpt")
 ALL_METHODS: tuple[str, ...] = OURS + PEER_METHODS
-DEFAULT_METHODS: tuple[str, ...] = tuple(m for m in ALL_METHODS if m != "gp-belief-flat")
-PANNING = ("psc", "gp-belief", "gp-cost", "gp-belief-flat")
+DEFAULT_METHODS: tuple[str, ...] = tuple(
+    m for m in ALL_METHODS if m not in PANNING_METHODS or PANNING_METHODS[m].default
+)
 LABELS = {
     "base": "base order",
-    "psc": "PSC (policy=random)",
-    "gp-belief": "GP-Belief (integration defaults: base order as rank prior)",
-    "gp-cost": "GP, cost-saving settings",
-    "gp-belief-flat": "GP-Belief, no prior (the reader alone)",
+    **{m: spec.label for m, spec in PANNING_METHODS.items()},
     "langchain-listwise": "LangChain LLMListwiseRerank + ChatOpenAI",
     "llamaindex-llmrerank": "LlamaIndex LLMRerank + OpenAILike",
     "llamaindex-rankgpt": "LlamaIndex RankGPTRerank + OpenAILike",
@@ -123,72 +173,36 @@ PEERS: dict[str, tuple[tuple[str, ...], str]] = {
 }
 """Peer -> (modules it needs, the install line shown when one is missing)."""
 
-TASKS = ("kv", "nq", "litm-kv")
+BUILTIN_TASKS = ("kv", "nq", "litm-kv")
+COLLECTION_TASKS = FORMATS
+"""Test collections in the field's formats (:mod:`..ir.collection`): a BEIR folder (the
+shipped fixture without ``--data``), TREC topics/qrels/corpus files, RAG JSONL."""
+TASKS = BUILTIN_TASKS + COLLECTION_TASKS
 SPLITS = ("test", "calibration")
+CHECKPOINT_FORMAT = 2
+"""Rows of format 2 keep each method's ranking (scored on resume) and the fingerprint of
+their instance; a format-1 checkpoint (0.4 and before) is refused."""
 EMBEDDED_PROFILE = "smollm2-135m-kv"
 EMBEDDED_TASK_PROFILES: dict[str, str] = {"nq": "smollm2-135m-nq-labelled"}
 """The embedded model's bundled profile measured on a task, where one ships: on ``nq`` the
 one learned from 25 labelled calibration-split questions (it also carries the model's
 measured ``blind_rate``/``false_leads`` and BM25's ``prior_head_decay``)."""
+EMBEDDED_COLLECTION_PROFILE = "smollm2-135m-nq-labelled"
+"""The embedded model's profile on a collection: passages answered as on NQ (override with
+``--profile``)."""
 EMBEDDED_MODEL = "SmolLM2-135M-Instruct"
-COST_SAVING: dict[str, Any] = {"prune_below": None, "min_rounds": 1, "stop_at": 0.6, "prior_top10_recall": 0.5}
-"""The README's recommended cost-saving settings (plus the base order as a rank prior)."""
 
-_CHECKPOINT_KEYS = ("task", "split", "n", "seed", "rounds", "model", "mode", "profile", "top_n", "version")
+_CHECKPOINT_KEYS = ("task", "split", "n", "seed", "rounds", "model", "mode", "profile", "top_n", "version",
+                    "format", "data", "first_stage", "gp_k")
 """Settings a checkpoint must share with the run resuming it; ``version`` (the package's)
 because a method's meaning can change between versions (``gp-belief`` gained the rank
-prior in 0.3), so rows of another version are never mixed in silently."""
-
-
-# =============================================================================== statistics
-def wilson_interval(successes: int, trials: int, *, z: float = 1.96) -> tuple[float, float]:
-    """Wilson score interval for a binomial proportion (95% for ``z=1.96``).
-
-    Unlike the normal approximation it stays inside [0, 1] and is not empty at 0 or
-    ``trials`` successes (0/30 gives about (0, 0.114)).
-
-    Args:
-        successes: Number of hits, ``0 <= successes <= trials``.
-        trials: Number of trials, ``>= 0``; 0 gives ``(0.0, 1.0)``.
-        z: Standard-normal quantile of the two-sided level.
-
-    Returns:
-        ``(low, high)`` bounds of the interval.
-    """
-    if trials < 0 or not 0 <= successes <= max(trials, 0):
-        raise ValueError(f"need 0 <= successes <= trials, got successes={successes!r}, trials={trials!r}")
-    if trials == 0:
-        return 0.0, 1.0
-    p = successes / trials
-    z2 = z * z
-    denom = 1.0 + z2 / trials
-    center = (p + z2 / (2 * trials)) / denom
-    half = z * math.sqrt(p * (1 - p) / trials + z2 / (4 * trials * trials)) / denom
-    return max(0.0, center - half), min(1.0, center + half)
+prior in 0.3), so rows of another version are never mixed in silently; ``format`` the
+row layout (:data:`CHECKPOINT_FORMAT`); ``data``/``first_stage``/``gp_k`` what a
+collection run ranked and with which ``k``. Each row also carries its instance's
+fingerprint, checked on resume."""
 
 
 # ==================================================================================== tasks
-@dataclass(frozen=True)
-class CompareInstance:
-    """One question with its documents in the base order (retriever or input order).
-
-    Attributes:
-        question: The question.
-        documents: ``n`` document texts in the base order.
-        gold: 0-based indices of the relevant documents.
-        answers: Accepted answers (recorded; answer attribution matches documents, not these).
-        task: Task name.
-        index: Position of the instance in its run (seeds the panners' generators).
-    """
-
-    question: str
-    documents: list[str]
-    gold: tuple[int, ...]
-    answers: tuple[str, ...] = ()
-    task: str = "kv"
-    index: int = 0
-
-
 def make_instances(
     task: str, *, n: int, instances: int, seed: int, data: str | Path | None = None, split: str = "test"
 ) -> list[CompareInstance]:
@@ -202,10 +216,16 @@ def make_instances(
     * ``litm-kv``: Lost-in-the-Middle key-value retrieval (UUID keys and values), ``n``
       pairs of one record, the queried pair at a uniform random position.
 
+    Collections (``beir``, ``trec``, ``rag``) are loaded by
+    :func:`~..ir.collection.load_collection` and turned into instances by
+    :func:`~._instances.collection_instances`.
+
     ``split`` picks the shipped NQ sample's questions: ``test`` (held out, the default)
     or ``calibration`` (for measuring a reader, e.g. labelled traces); other tasks and
     ``data`` files have no split.
     """
+    if task in COLLECTION_TASKS:
+        raise ValueError(f"--task {task} is a collection: load it with ir.collection.load_collection()")
     if split not in SPLITS:
         raise ValueError(f"--split must be one of {', '.join(SPLITS)}, got {split!r}")
     if split != "test" and (task != "nq" or data is not None):
@@ -314,59 +334,22 @@ def _litm_kv_instances(
     return out
 
 
-_STOP = frozenset(
-    ["a", "an", "and", "are", "as", "at", "be", "by", "did", "do", "does", "for", "from", "has", "have", "how", "in", "is", "it", "its", "of", "on", "or", "that", "the", "this", "to", "was", "were", "what", "when", "where", "which", "who", "whom", "whose", "why", "will", "with"]
-)
-
-
-def _bm25_tokens(text: str) -> list[str]:
-    return [t for t in re.findall(r"[a-z0-9]+", text.lower()) if t not in _STOP]
-
-
-class _BM25:
-    """Okapi BM25 (k1=1.5, b=0.75) over a fixed corpus; ``scores(query)`` shape ``(N,)``."""
-
-    def __init__(self, corpus: Sequence[str], *, k1: float = 1.5, b: float = 0.75) -> None:
-        toks = [_bm25_tokens(d) for d in corpus]
-        self.n_docs = len(toks)
-        lengths = np.array([len(t) for t in toks], dtype=np.float64)
-        norm = k1 * (1 - b + b * lengths / max(lengths.mean(), 1e-9))
-        postings: dict[str, dict[int, int]] = {}
-        for i, t in enumerate(toks):
-            for w in t:
-                d = postings.setdefault(w, {})
-                d[i] = d.get(i, 0) + 1
-        self.index: dict[str, tuple[np.ndarray, np.ndarray]] = {}
-        for w, d in postings.items():
-            ids = np.fromiter(d.keys(), dtype=np.int64, count=len(d))
-            tf = np.fromiter(d.values(), dtype=np.float64, count=len(d))
-            idf = math.log(1 + (self.n_docs - len(d) + 0.5) / (len(d) + 0.5))
-            self.index[w] = (ids, idf * tf * (k1 + 1) / (tf + norm[ids]))
-
-    def scores(self, query: str) -> np.ndarray:
-        s = np.zeros(self.n_docs)
-        for w in set(_bm25_tokens(query)):
-            if w in self.index:
-                ids, contrib = self.index[w]
-                s[ids] += contrib
-        return s
-
-
 def _nq_instances(items: Sequence[Any], *, n: int, instances: int, rng: np.random.Generator) -> list[CompareInstance]:
     """Gold passage + the ``n - 1`` passages BM25 ranks highest for the question among
     the other questions' gold passages (those containing an answer, and repeats,
     skipped), in BM25 order (the retriever's order; the gold is often first)."""
+    from ..ir.bm25 import BM25
     from ..readers.answer import token_matcher
 
     passages = [it.passage for it in items]
-    bm25 = _BM25(passages)
+    bm25 = BM25(passages)
     out = []
     for qi in rng.choice(len(items), size=min(instances, len(items)), replace=False):
         item = items[int(qi)]
         s = bm25.scores(item.question)
         chosen: list[int] = []
         seen = {item.passage}
-        for j in np.argsort(-s, kind="stable"):
+        for j in bm25.rank(item.question):
             if len(chosen) == n - 1:
                 break
             if int(j) == int(qi) or passages[j] in seen:  # questions can share a passage
@@ -700,16 +683,23 @@ def panning_method(
     profile: Any,
     rounds: int,
     seed: int,
+    k: int = 1,
     on_result: Callable[[Any, CompareInstance], None] | None = None,
 ) -> MethodFn:
-    """One of our methods (``psc``, ``gp-belief``, ``gp-cost``, ``gp-belief-flat``) as
-    ``instance -> outcome``; ``profile`` is a profile object, a bundled name or a path
-    (resolved here, at the edge: the engine takes profile objects). ``on_result(result,
-    instance)`` is called with every finished panning result (``--traces``)."""
+    """One of our methods (an entry of :data:`PANNING_METHODS`) as ``instance ->
+    outcome``; ``profile`` is a profile object, a bundled name or a path (resolved here,
+    at the edge: the engine takes profile objects); ``k`` the relevant documents the
+    panner selects. ``on_result(result, instance)`` is called with every finished panning
+    result (``--traces``); a query with ``n <= k`` candidates pans with ``k = n - 1``
+    (:func:`~._instances.query_k`). A method's generator is seeded by ``seed``, the instance and the
+    method's position in :data:`ALL_METHODS` (new entries go last, so seeds stay put)."""
     from ..engine.config import PanningConfig
     from ..engine.panner import Panner
     from ..engine.priors import rank_prior_probs
 
+    if name not in PANNING_METHODS:
+        raise ValueError(f"{name!r} is not a panning method; choose one of {', '.join(PANNING)}")
+    spec = PANNING_METHODS[name]
     if isinstance(profile, (str, Path)):
         from ..profiles import load_profile
 
@@ -718,28 +708,14 @@ def panning_method(
 
     def run(inst: CompareInstance) -> MethodOutcome:
         rng = np.random.default_rng([seed, inst.index, ALL_METHODS.index(name)])
-        # The base order as the integrations' default rank prior (gp-belief, gp-cost).
-        ranked = rank_prior_probs(len(inst.documents), k=1, top10_recall=COST_SAVING["prior_top10_recall"],
-                                  head_decay=float(head_decay))  # type: ignore[arg-type]  # resolved
+        kq = query_k(k, len(inst.documents))
+        # a method's own rounds (gp-latency) win; without the rank prior, the flat one
+        options = {"rounds": rounds, **({} if spec.rank_prior else {"retriever_prior": "none"}), **spec.options}
+        panner = Panner(reader, profile=profile, k=kq, on_failure="fallback", rng=rng, **options)
         prior_probs = None
-        if name == "psc":
-            panner = Panner(reader, profile=profile, rounds=rounds, k=1, policy="random", prior="uniform",
-                            retriever_prior="none", on_failure="fallback", rng=rng)
-        elif name == "gp-belief":
-            panner = Panner(reader, profile=profile, rounds=rounds, k=1, on_failure="fallback", rng=rng)
-            prior_probs = ranked
-        elif name == "gp-cost":
-            panner = Panner(
-                reader, profile=profile, rounds=rounds, k=1, on_failure="fallback", rng=rng,
-                prune_below=COST_SAVING["prune_below"], min_rounds=COST_SAVING["min_rounds"],
-                stop_at=COST_SAVING["stop_at"],
-            )
-            prior_probs = ranked
-        elif name == "gp-belief-flat":
-            panner = Panner(reader, profile=profile, rounds=rounds, k=1, on_failure="fallback",
-                            retriever_prior="none", rng=rng)
-        else:
-            raise ValueError(f"{name!r} is not a panning method; choose one of {', '.join(PANNING)}")
+        if spec.rank_prior:  # the base order as the integrations' default rank prior
+            prior_probs = rank_prior_probs(len(inst.documents), k=kq, top10_recall=COST_SAVING["prior_top10_recall"],
+                                           head_decay=float(head_decay))  # type: ignore[arg-type]  # resolved
         res = panner.run(inst.question, inst.documents, prior_probs=prior_probs)
         if on_result is not None:
             on_result(res, inst)
@@ -968,25 +944,31 @@ def run_compare(
     checkpoint: str | Path | None = None,
     meta: Mapping[str, Any] | None = None,
     progress: Callable[[int], None] | None = None,
+    top_n: int | None = None,
 ) -> list[dict[str, Any]]:
     """Run every method on every instance, instance after instance; one row per pair.
 
     Args:
         instances: The evaluation instances (same for every method).
-        methods: Name -> ``instance -> MethodOutcome``. An exception is recorded as a
-            miss with its type (``KeyboardInterrupt``/``SystemExit`` end the run).
+        methods: Name -> ``instance -> MethodOutcome``. An exception is recorded with
+            its type, and the method returned nothing for that instance
+            (``KeyboardInterrupt``/``SystemExit`` end the run).
         usage: Object with ``stats()`` (a :class:`UsageProxy`) read before and after
             each call; None counts nothing.
-        checkpoint: JSONL path; finished pairs are appended and skipped on a rerun.
+        checkpoint: JSONL path; finished pairs are appended and skipped on a rerun (a
+            row made on other documents for that instance is an error).
         meta: Settings recorded in the checkpoint's meta line and checked on resume
             (keys in ``_CHECKPOINT_KEYS``).
         progress: Called with the number of finished pairs.
+        top_n: How many returned documents count (:func:`~._instances.complete_ranking`);
+            None: all of them.
 
     Returns:
-        Rows ``{"instance", "method", "top1", "top3", "gold_rank", "ranking_len",
+        Rows ``{"instance", "qid", "fingerprint", "method", "ranking" (returned indices),
+        "top1", "top3", "gold_rank" (on the completed ranking), "ranking_len",
         "per_round", "round_tokens", "calls", "prompt_tokens", "completion_tokens",
-        "http_errors", "usage_missing", "seconds", "error", "error_message", "unusable", "same_as_base",
-        "note"}`` in (instance, method) order.
+        "http_errors", "usage_missing", "seconds", "error", "error_message", "unusable",
+        "same_as_base", "note"}`` in (instance, method) order.
     """
     usage = usage or _NoUsage()
     ck = _Checkpoint(checkpoint, meta or {}) if checkpoint is not None else None
@@ -995,9 +977,17 @@ def run_compare(
     try:
         for i, inst in enumerate(instances):
             base_top = list(range(min(3, len(inst.documents))))
+            fingerprint = inst.fingerprint()
             for name, fn in methods.items():
                 if ck is not None and (i, name) in ck.rows:
-                    rows.append(ck.rows[(i, name)])
+                    old = ck.rows[(i, name)]
+                    if old.get("fingerprint") != fingerprint:
+                        raise CheckpointError(
+                            f"checkpoint {str(ck.path)!r} holds a {name} row for instance {i} made on other documents "
+                            f"(query {old.get('qid')!r}, now {inst.query_id!r}); use another --checkpoint path or "
+                            "delete the file"
+                        )
+                    rows.append(old)
                     done += 1
                     if progress:
                         progress(done)
@@ -1009,18 +999,23 @@ def run_compare(
                     out = fn(inst)
                 except TracesNotWritten:
                     raise
-                except Exception as err:  # noqa: BLE001 - an exception is a miss; its type is recorded
+                except Exception as err:  # noqa: BLE001 - recorded with its type; the method returned nothing
                     logger.info("%s raised on instance %d: %s: %s", name, i, type(err).__name__, err)
                     error, error_message = type(err).__name__, str(err)[:300]
                     out = MethodOutcome(ranking=[])
                 seconds = time.perf_counter() - t0
                 after = usage.stats()
+                n = len(inst.documents)
+                full = complete_ranking(out.ranking, n, top_n=n if top_n is None else top_n)
                 gold = set(inst.gold)
-                rank = next((r for r, j in enumerate(out.ranking) if j in gold), None)
+                rank = next((r for r, j in enumerate(full) if j in gold), None)
                 row = {
                     "type": "row",
                     "instance": i,
+                    "qid": inst.query_id,
+                    "fingerprint": fingerprint,
                     "method": name,
+                    "ranking": [int(j) for j in out.ranking],
                     "top1": rank is not None and rank < 1,
                     "top3": rank is not None and rank < 3,
                     "gold_rank": rank,
@@ -1031,7 +1026,7 @@ def run_compare(
                     "error": error,
                     "error_message": error_message,
                     "unusable": int(out.unusable),
-                    "same_as_base": name != "base" and bool(out.ranking) and out.ranking[:3] == base_top,
+                    "same_as_base": name != "base" and bool(out.ranking) and full[:3] == base_top,
                     "note": out.note,
                     **{k: after[k] - before[k] for k in after},
                 }
@@ -1109,16 +1104,27 @@ def summarize(
     *,
     rounds: int,
     skipped: Mapping[str, str] | None = None,
+    instances: Sequence[CompareInstance] | None = None,
+    qrels: Mapping[str, Mapping[str, int]] | None = None,
+    top_n: int | None = None,
+    recall_k: int = 10,
+    relevance_level: int = 1,
 ) -> dict[str, dict[str, Any]]:
     """Per-method results from the rows of :func:`run_compare`.
+
+    With ``instances`` and ``qrels`` every method is also scored on its full ranking
+    (:func:`~._scoring.score_methods`: nDCG@10, MRR@10, Recall@``recall_k`` with 95%
+    intervals, and ``vs_first_stage``, the paired differences against ``base``); when a
+    query has several relevant documents, top-1/top-3 are ``None`` (they are reported
+    for one relevant document per query).
 
     Returns:
         ``{method: {"status", "instances", "top1", "top1_ci95", "top3", "top3_ci95",
         "per_round", "per_round_prompt_tokens", "calls_per_query",
         "prompt_tokens_per_query", "completion_tokens_per_query", "seconds_per_query",
         "top1_per_1k_prompt_tokens", "exceptions", "exception_types", "first_error", "unusable",
-        "same_as_base", "http_errors",
-        "usage_missing"}}``; a skipped method has only ``status`` and ``reason``.
+        "same_as_base", "http_errors", "usage_missing", and the metrics above}}``; a skipped
+        method has only ``status`` and ``reason``.
     """
     skipped = dict(skipped or {})
     out: dict[str, dict[str, Any]] = {}
@@ -1127,52 +1133,39 @@ def summarize(
             out[m] = {"status": "skipped", "reason": skipped[m]}
         else:
             out[m] = _summarize_method([r for r in rows if r["method"] == m], m)
+    if instances is not None and qrels is not None:
+        from ..ir.metrics import single_relevant
+        from ._scoring import score_methods
+
+        ran = [m for m in methods if m not in skipped]
+        n = max((len(i.documents) for i in instances), default=1)
+        scores = score_methods(rows, instances, qrels, ran, top_n=n if top_n is None else top_n, recall_k=recall_k,
+                               relevance_level=relevance_level)
+        single = single_relevant(qrels, relevance_level=relevance_level)
+        for m in ran:
+            out[m].update(scores.get(m, {}))
+            if not single:
+                out[m].update({"top1": None, "top1_ci95": None, "top3": None, "top3_ci95": None,
+                               "top1_per_1k_prompt_tokens": None})
     return out
 
 
 # ================================================================================ reporting
-def _pct(x: float | None) -> str:
-    return "-" if x is None else f"{x:.2f}"
+def format_markdown(
+    summary: Mapping[str, Mapping[str, Any]], *, rounds: int, notes: Sequence[str] = (), base_label: str | None = None
+) -> str:
+    """The report's tables (:func:`~._compare_report.format_markdown`) with this bench's
+    method labels; ``base_label`` names the first stage (``"first stage: BM25"``)."""
+    from ._compare_report import format_markdown as _format
 
-
-def format_markdown(summary: Mapping[str, Mapping[str, Any]], *, rounds: int) -> str:
-    """The results table (one row per method) and, for panning methods, top-1 by round."""
-    head = ("| method | top-1 [95% CI] | top-3 [95% CI] | LLM calls/q | prompt tok/q | completion tok/q "
-            "| top-1 per 1k prompt tok | s/q | exceptions | unusable | same top-3 as base |")
-    lines = [head, "|" + "---|" * 11]
-    for m, d in summary.items():
-        label = LABELS.get(m, m)
-        if d["status"] != "ran":
-            lines.append(f"| {label} | skipped: {d.get('reason', '')} |" + " |" * 9)
-            continue
-        exc = str(d["exceptions"])
-        if d["exception_types"]:
-            exc += " (" + ", ".join(f"{t} {c}" for t, c in sorted(d["exception_types"].items())) + ")"
-        lines.append(
-            f"| {label} | {_pct(d['top1'])} [{d['top1_ci95'][0]:.2f}, {d['top1_ci95'][1]:.2f}] "
-            f"| {_pct(d['top3'])} [{d['top3_ci95'][0]:.2f}, {d['top3_ci95'][1]:.2f}] "
-            f"| {d['calls_per_query']:.2f} | {d['prompt_tokens_per_query']:,.0f} "
-            f"| {d['completion_tokens_per_query']:,.0f} | {_pct(d['top1_per_1k_prompt_tokens'])} "
-            f"| {d['seconds_per_query']:.2f} | {exc} "
-            f"| {d['unusable']} | {d['same_as_base'] if m != 'base' else '-'} |"
-        )
-    notes = [f"- {LABELS.get(m, m)}: {d['exceptions']} exceptions; first: {d['first_error']}"
-             for m, d in summary.items() if d.get("first_error")]
-    if notes:
-        lines += ["", "Exceptions (each one is a miss):", "", *notes]
-    pan = [m for m in summary if summary[m].get("per_round")]
-    if pan:
-        lines += ["", "Top-1 accuracy after each round (an early stop carries its answer forward):", ""]
-        lines.append("| method | " + " | ".join(str(t) for t in range(1, rounds + 1)) + " |")
-        lines.append("|" + "---|" * (rounds + 1))
-        for m in pan:
-            lines.append(f"| {LABELS.get(m, m)} | " + " | ".join(f"{x:.2f}" for x in summary[m]["per_round"]) + " |")
-    return "\n".join(lines)
+    labels = {**LABELS, "base": base_label} if base_label else LABELS
+    return _format(summary, rounds=rounds, labels=labels, notes=notes)
 
 
 def plot_compare(summary: Mapping[str, Mapping[str, Any]], path: str | Path, *, title: str = "") -> None:
-    """Top-1 accuracy against prompt tokens per query, one marker per method (95% CI
-    bars); panning methods also as a curve through their rounds."""
+    """Top-1 accuracy (nDCG@10 when queries have several relevant documents) against
+    prompt tokens per query, one marker per method (95% CI bars); panning methods also as
+    a curve through their top-1 by round."""
     try:
         import matplotlib
 
@@ -1181,16 +1174,18 @@ def plot_compare(summary: Mapping[str, Mapping[str, Any]], path: str | Path, *, 
     except ImportError as err:
         raise MissingExtraError("matplotlib", "plot", "Plotting the comparison") from err
     fig, ax = plt.subplots(figsize=(7.0, 4.2))
+    ran = [d for d in summary.values() if d["status"] == "ran"]
+    key = "top1" if any(d.get("top1") is not None for d in ran) else "ndcg@10"
     for m, d in summary.items():
-        if d["status"] != "ran" or d["top1"] is None:
+        if d["status"] != "ran" or d.get(key) is None:
             continue
-        x, y = d["prompt_tokens_per_query"], d["top1"]
-        lo, hi = d["top1_ci95"]
+        x, y = d["prompt_tokens_per_query"], d[key]
+        lo, hi = d[f"{key}_ci95"]
         line = ax.errorbar([x], [y], yerr=[[y - lo], [hi - y]], fmt="o", capsize=3, label=LABELS.get(m, m))
-        if d.get("per_round") and d.get("per_round_prompt_tokens"):
+        if key == "top1" and d.get("per_round") and d.get("per_round_prompt_tokens"):
             ax.plot(d["per_round_prompt_tokens"], d["per_round"], "-", alpha=0.5, color=line[0].get_color())
     ax.set_xlabel("prompt tokens per query (server usage)")
-    ax.set_ylabel("top-1 accuracy")
+    ax.set_ylabel("top-1 accuracy" if key == "top1" else "nDCG@10")
     ax.set_ylim(-0.02, 1.02)
     if title:
         ax.set_title(title, fontsize=9)
@@ -1229,31 +1224,77 @@ def register(sub: Any) -> None:
     g.add_argument("--server-log", default=None, help="log file of the embedded server (default: a temp file)")
     g.add_argument("--peer-max-tokens", type=int, default=512,
                    help="completion cap given to the peers' LLM clients (default 512)")
-    p.add_argument("--task", choices=TASKS, default="kv", help="kv (synthetic, default), nq, litm-kv (UUIDs)")
-    p.add_argument("--split", choices=SPLITS, default="test",
-                   help="questions of the shipped NQ sample: test (held out, default) or calibration (to measure "
-                        "a reader with --traces without touching the test questions)")
+    p.add_argument("--task", choices=TASKS, default="kv",
+                   help="kv (synthetic, default), nq, litm-kv (UUIDs); or a test collection: beir (a BEIR folder, "
+                        "the shipped NQ fixture without --data), trec (--topics/--qrels/--corpus), rag (JSONL)")
+    p.add_argument("--split", default="test",
+                   help="nq: questions of the shipped NQ sample, test (held out, default) or calibration (to measure "
+                        "a reader with --traces without touching the test questions); beir: the qrels file "
+                        "qrels/<split>.tsv (default test)")
     p.add_argument("--traces", default=None, metavar="FILE",
                    help="append a labelled trace of every gp-belief run to FILE (JSONL; the gold is known), "
                         "for gold-panning calibrate --from-traces")
-    p.add_argument("--data", default=None, help="a larger data file for nq / litm-kv in the Lost-in-the-Middle format (default: the samples shipped in the package)")
-    p.add_argument("--n", type=int, default=20, help="documents per instance (default 20)")
-    p.add_argument("--instances", type=int, default=30, help="instances (default 30)")
+    p.add_argument("--data", default=None,
+                   help="nq / litm-kv: a larger file in the Lost-in-the-Middle format (default: the samples shipped "
+                        "in the package); beir: a BEIR folder (default: the shipped fixture nq-test-beir); rag: a "
+                        "JSONL file, one {\"question\", \"passages\", \"relevant\"} per line")
+    p.add_argument("--n", "--depth", dest="n", type=int, default=20,
+                   help="documents per instance; for a collection the first stage's depth, the candidates each "
+                        "method reranks (default 20)")
+    p.add_argument("--instances", type=int, default=None,
+                   help="instances (default 30; for a collection every judged query, else that many drawn with --seed)")
     p.add_argument("--seed", type=int, default=1, help="instance seed (default 1; calibration used 0)")
     p.add_argument("--rounds", type=int, default=8, help="rounds of the panning methods (default 8)")
     p.add_argument("--profile", default=None,
-                   help="detector profile (default for embedded: smollm2-135m-nq-labelled on --task nq, "
-                        "smollm2-135m-kv otherwise; for openai: the reader's, else the generic one)")
+                   help="detector profile (default for embedded: smollm2-135m-nq-labelled on --task nq and on a "
+                        "collection, smollm2-135m-kv otherwise; for openai: the reader's, else the generic one)")
     p.add_argument(
         "--methods",
         default=",".join(DEFAULT_METHODS),
         help=f"comma-separated subset of {','.join(ALL_METHODS)} (default: all but gp-belief-flat)",
     )
-    p.add_argument("--top-n", type=int, default=3, help="documents the peers return (default 3, for top-3)")
+    p.add_argument("--top-n", type=int, default=None,
+                   help="documents each method returns; the other candidates keep their first-stage order below "
+                        "them, so every method is scored on a full ranking (default 3 on the built-in tasks, for "
+                        "top-3; 10 on a collection, for nDCG@10)")
+    c = p.add_argument_group("collections (--task beir, trec, rag)")
+    c.add_argument("--topics", default=None, help="trec: topics file (qid<TAB>text, BEIR queries.jsonl or <top> SGML)")
+    c.add_argument("--qrels", default=None, help="trec: qrels file (qid iteration docid relevance)")
+    c.add_argument("--corpus", default=None,
+                   help="trec: corpus file (docid<TAB>text as MS MARCO collection.tsv, or BEIR corpus.jsonl)")
+    c.add_argument("--run", default=None,
+                   help="beir, trec: first-stage TREC run file (qid Q0 docid rank score tag); its top --depth "
+                        "documents per query are the candidates (default: BM25 over the corpus, through bm25s)")
+    c.add_argument("--bm25-stemmer", default=None, metavar="NAME",
+                   help="PyStemmer algorithm for the BM25 first stage, e.g. english (default: no stemming, as "
+                        "the shipped NQ sample was built)")
+    c.add_argument("--gp-k", default="auto", type=_gp_k,
+                   help="relevant documents the panning methods select: auto (default: 1 on the built-in tasks; "
+                        "on a collection the median number of relevant candidates per query, reported) or N")
+    c.add_argument("--relevance-level", type=int, default=1,
+                   help="lowest grade the binary metrics (MRR, recall, top-1/3) count as relevant (default 1; "
+                        "TREC DL papers use 2)")
+    c.add_argument("--recall-k", type=int, default=10, help="cutoff of Recall@k (default 10)")
     p.add_argument("--checkpoint", default=None, help="JSONL of finished (instance, method) pairs, for resuming")
+    p.add_argument("--out", default=None, metavar="DIR",
+                   help="write runs/<method>.trec (TREC run files), qrels.trec (the judgements scored), summary.json "
+                        "and table.md here, each atomically")
     p.add_argument("--json", action="store_true", help="print one JSON object instead of the tables")
     p.add_argument("--plot", default=None, help="write accuracy vs prompt tokens here (PNG; needs matplotlib)")
     p.set_defaults(func=main)
+
+
+def _gp_k(text: str) -> int | None:
+    """``--gp-k``: ``auto`` (None) or an integer >= 1."""
+    if text.strip().lower() == "auto":
+        return None
+    try:
+        k = int(text)
+    except ValueError as err:
+        raise argparse.ArgumentTypeError(f"expected auto or an integer >= 1, got {text!r}") from err
+    if k < 1:
+        raise argparse.ArgumentTypeError(f"expected auto or an integer >= 1, got {text!r}")
+    return k
 
 
 def _methods(arg: str) -> list[str]:
@@ -1315,6 +1356,81 @@ def _raise_interrupt(signum: int, frame: Any) -> None:
     raise KeyboardInterrupt(f"signal {signum}")
 
 
+@dataclass(frozen=True)
+class _Plan:
+    """What a run ranks and how it is scored, derived from the CLI options."""
+
+    instances: list[CompareInstance]
+    qrels: dict[str, dict[str, int]]
+    top_n: int
+    gp: Any  # _instances.GPKChoice
+    data: str | None
+    first_stage: str | None
+    notes: list[str]
+    left_out: dict[str, str]
+
+
+def _plan(args: argparse.Namespace) -> _Plan:
+    """Load the task or collection, draw the instances, choose ``k`` and ``--top-n``."""
+    from ._instances import choose_gp_k, collection_instances, instance_qrels
+
+    for opt, value in (("--top-n", args.top_n), ("--recall-k", args.recall_k), ("--relevance-level", args.relevance_level)):
+        if value is not None and value < 1:
+            raise ValueError(f"{opt} must be >= 1, got {value!r}")  # checked before any model call
+    collection = None
+    if args.task in COLLECTION_TASKS:
+        from ..ir.collection import load_collection
+
+        collection = load_collection(args.task, data=args.data, split=args.split, topics=args.topics,
+                                     qrels=args.qrels, corpus=args.corpus, run=args.run, depth=args.n)
+        instances, without = collection_instances(
+            collection, depth=args.n, instances=args.instances, seed=args.seed,
+            relevance_level=args.relevance_level, stemmer=args.bm25_stemmer, task=args.task,
+        )
+        left_out = {**collection.left_out, **without}
+        first: str | None = ("BM25 (bm25s)" if collection.first_stage == "bm25" else collection.first_stage) + (
+            f", stemmer {args.bm25_stemmer}" if args.bm25_stemmer else "")
+        data: str | None = (str(args.data) if args.data
+                            else f"{args.topics} {args.qrels} {args.corpus}" if args.topics else "fixture")
+        top_n = 10 if args.top_n is None else args.top_n
+    else:
+        if any(getattr(args, k) is not None for k in ("topics", "qrels", "corpus", "run", "bm25_stemmer")):
+            raise ValueError("--topics/--qrels/--corpus/--run/--bm25-stemmer apply to --task beir, trec or rag")
+        instances = make_instances(args.task, n=args.n, instances=30 if args.instances is None else args.instances,
+                                   seed=args.seed, data=args.data, split=args.split)
+        left_out, first, data = {}, None, (str(args.data) if args.data else None)
+        top_n = 3 if args.top_n is None else args.top_n
+    gp = choose_gp_k(args.gp_k, instances, collection=collection)
+    n_max = max(len(i.documents) for i in instances)
+    if args.gp_k is not None and args.gp_k >= n_max:
+        raise ValueError(f"--gp-k {args.gp_k} must be below the number of candidates (at most {n_max} here)")
+    qrels = instance_qrels(instances, collection)
+    notes = [f"{len(instances)} queries" + (f" of {collection.name}" if collection else "")
+             + (f"; {len(left_out)} left out (e.g. {next(iter(left_out))!r}: {next(iter(left_out.values()))})"
+                if left_out else ""),
+             f"each method's top {top_n} ranked, the other candidates in first-stage order below them",
+             f"GP's k = {gp.how}"]
+    if collection is not None:
+        found = [len(i.gold) / max(1, sum(g >= args.relevance_level for g in qrels[i.query_id].values()))
+                 for i in instances]
+        notes.insert(1, f"first stage: {first}, depth {args.n}; its recall@{args.n} (every method's ceiling): "
+                        f"{sum(found) / len(found):.2f}")
+    notes.append("intervals: 95% percentile bootstrap over queries (top-1/top-3: Wilson); paired differences "
+                 "against the first stage per query")
+    return _Plan(instances, qrels, top_n, gp, data, first, notes, left_out)
+
+
+def _out_dir(path: str | None) -> Path | None:
+    """``--out``: created up front, so an unusable folder fails before any model call."""
+    if not path:
+        return None
+    out = Path(path)
+    if out.exists() and not out.is_dir():
+        raise ValueError(f"--out {path!r} is a file; pass a folder")
+    out.mkdir(parents=True, exist_ok=True)
+    return out
+
+
 def main(args: argparse.Namespace) -> int:
     from ..profiles import load_profile, resolve_profile
     from ..readers.openai import OpenAIReader
@@ -1322,12 +1438,15 @@ def main(args: argparse.Namespace) -> int:
     methods = _methods(args.methods)
     if args.plot and importlib.util.find_spec("matplotlib") is None:
         raise MissingExtraError("matplotlib", "plot", "--plot")
+    from ..ir.metrics import _ir_measures
+
+    _ir_measures()  # the scoring's library, checked before any model call
     skipped = {m: why for m in methods if m in PEER_METHODS and (why := peer_missing(m)) is not None}
     for m, why in skipped.items():
         sys.stderr.write(f"bench compare: skipping {m}: {why}\n")
-    split = getattr(args, "split", "test")
-    instances = make_instances(args.task, n=args.n, instances=args.instances, seed=args.seed, data=args.data,
-                               split=split)
+    plan = _plan(args)
+    instances = plan.instances
+    out_dir = _out_dir(args.out)
     traces = _trace_writer(getattr(args, "traces", None))
     embedded = args.reader == "embedded"
     mode: Literal["cite", "answer"] = args.mode or ("answer" if embedded else "cite")
@@ -1342,7 +1461,8 @@ def main(args: argparse.Namespace) -> int:
             if args.profile:
                 profile, profile_name = load_profile(args.profile), args.profile
             elif embedded:
-                profile_name = EMBEDDED_TASK_PROFILES.get(args.task, EMBEDDED_PROFILE)
+                profile_name = (EMBEDDED_COLLECTION_PROFILE if args.task in COLLECTION_TASKS
+                                else EMBEDDED_TASK_PROFILES.get(args.task, EMBEDDED_PROFILE))
                 profile = load_profile(profile_name)
             else:
                 from ..profiles import GENERIC_PROFILE
@@ -1359,24 +1479,37 @@ def main(args: argparse.Namespace) -> int:
                 elif m in PANNING:
                     on_result = traces if m == "gp-belief" else None
                     fns[m] = panning_method(m, reader, profile=profile, rounds=args.rounds, seed=args.seed,
-                                            on_result=on_result)
+                                            k=plan.gp.k, on_result=on_result)
                 else:
-                    fns[m] = peer_method(m, ep, top_n=args.top_n)
-            meta = {"task": args.task, "split": split, "n": args.n, "seed": args.seed, "rounds": args.rounds, "model": model,
-                    "mode": mode, "profile": profile_name, "top_n": args.top_n, "version": __version__}
+                    fns[m] = peer_method(m, ep, top_n=plan.top_n)
+            meta = {"task": args.task, "split": args.split, "n": args.n, "seed": args.seed, "rounds": args.rounds,
+                    "model": model, "mode": mode, "profile": profile_name, "top_n": plan.top_n, "version": __version__,
+                    "format": CHECKPOINT_FORMAT, "data": plan.data, "first_stage": plan.first_stage, "gp_k": plan.gp.k}
             update, close = _progress(len(instances) * len(fns))
             try:
                 rows = run_compare(instances, fns, usage=proxy, checkpoint=args.checkpoint, meta=meta,
-                                   progress=update)
+                                   progress=update, top_n=plan.top_n)
             finally:
                 close()
     finally:
         signal.signal(signal.SIGTERM, old_term)
-    summary = summarize(rows, methods, rounds=args.rounds, skipped=skipped)
+    summary = summarize(rows, methods, rounds=args.rounds, skipped=skipped, instances=instances, qrels=plan.qrels,
+                        top_n=plan.top_n, recall_k=args.recall_k, relevance_level=args.relevance_level)
     res = {
         **meta, "instances": len(instances), "endpoint": getattr(args, "server_info", None) or upstream,
-        "seconds": round(time.perf_counter() - t_start, 1), "cost_saving": COST_SAVING, "methods": summary,
+        "seconds": round(time.perf_counter() - t_start, 1), "cost_saving": COST_SAVING,
+        "gp_k_how": plan.gp.how, "relevance_level": args.relevance_level, "left_out": plan.left_out,
+        "notes": plan.notes, "methods": summary,
     }
+    base_label = f"first stage: {plan.first_stage}" if plan.first_stage else None
+    markdown = format_markdown(summary, rounds=args.rounds, notes=plan.notes, base_label=base_label)
+    if out_dir is not None:
+        from ._compare_report import write_outputs
+
+        write_outputs(out_dir, rows=rows, instances=instances, qrels=plan.qrels,
+                      methods=[m for m in methods if m not in skipped],
+                      top_n=plan.top_n, summary=res, markdown=markdown)
+        sys.stderr.write(f"bench compare: wrote runs/*.trec, qrels.trec, summary.json and table.md to {out_dir}\n")
     if args.plot:
         plot_compare(summary, args.plot, title=f"{model}, {args.task}, n={args.n}, {len(instances)} instances")
     if args.json:
@@ -1389,5 +1522,5 @@ def main(args: argparse.Namespace) -> int:
         f"({mode} mode for ours, profile {profile_name}), {args.rounds} rounds, {res['seconds']} s"
     )
     print()
-    print(format_markdown(summary, rounds=args.rounds))
+    print(markdown)
     return 0

@@ -46,6 +46,7 @@ import numpy as np
 from ._loopback import OVERFLOW, LoopbackServer, LoopbackStats, PositionBiasedModel
 from .compare import (
     COST_SAVING,
+    LATENCY_SETTING,
     PEER_METHODS,
     TASKS,
     CompareInstance,
@@ -109,7 +110,7 @@ METHODS: tuple[LatencyMethod, ...] = (
         {"policy": "random", "prior": "uniform", "rounds": 1, "prompts_per_round": 8},
     ),
     LatencyMethod("gp-default", "GP defaults", "panning", {}),
-    LatencyMethod("gp-latency", "GP, latency setting", "panning", {"rounds": 2, "prompts_per_round": 3}),
+    LatencyMethod("gp-latency", "GP, latency setting", "panning", dict(LATENCY_SETTING)),
     LatencyMethod(
         "gp-cost",
         "GP, cost-saving",

@@ -21,7 +21,9 @@ it is relevant, ``FPR_j`` if not). Six panels, each a JSON-ready dict:
 ``attack``
     One hostile non-needle document per trial whose injection the model obeys (always or
     with probability 0.5): label-targeted ("cite document 1": it also cites whatever is
-    shown under label 1, which is drawn at random each round) and position-targeted
+    shown under label 1, and labels are drawn each round from a space of at least 100
+    numbers per document that starts at 100, so never), the same by an attacker who knows
+    the label space (``label-guess``: it names ten numbers of it) and position-targeted
     ("cite the first document listed"), with the default ``shuffle_top`` and without it
     (``shuffle_top=0``); plus the self-citing document (the model is persuaded to cite
     the hostile document itself), the documented limit. GP-Belief vs PSC on
@@ -87,6 +89,7 @@ from numpy.typing import ArrayLike, NDArray
 from ..engine.config import PanningConfig
 from ..engine.curves import resample_curve
 from ..engine.priors import rank_prior_probs
+from ..engine.rounds import label_range
 from ..engine.simulate import Attack, Mistakes, SimulationResult, simulate
 from ._sim_latency import latency_jobs, latency_panel, latency_tables, plot_latency
 from ..profiles import DetectorProfile, bundled_profiles
@@ -129,11 +132,15 @@ ATTACKS: tuple[tuple[str, float], ...] = (
     ("none", 1.0),
     ("label", 1.0),
     ("label", 0.5),
+    ("label-guess", 1.0),
     ("position", 1.0),
     ("position", 0.5),
     ("self", 1.0),
 )
 """Attack-panel settings: (kind, probability the model obeys)."""
+GUESSES = 10
+"""Numbers the ``label-guess`` attacker names: the first ten of the label space of the
+scenario's prompt size (any ten distinct numbers of it are equally likely to be shown)."""
 UPDATES: tuple[str, ...] = ("default", "paper")
 """``default``: the library's :class:`PanningConfig` defaults (robust likelihood,
 ``shuffle_top``, the empty-prompt mixture with level adaptation); ``paper``: the paper's
@@ -389,6 +396,17 @@ def _no_harm_jobs(ss_panel: np.random.SeedSequence, a: _PanelArgs) -> list[_Job]
     return jobs
 
 
+def _attack(kind: str, obey: float, n: int) -> Attack | None:
+    """The attack of one panel setting; ``label-guess`` names :data:`GUESSES` numbers of
+    the label space of a prompt of ``n`` documents (every document is shown each round)."""
+    if kind == "none":
+        return None
+    if kind == "label-guess":
+        low, _ = label_range(n)
+        return Attack("label", obey, labels=tuple(range(low, low + GUESSES)))
+    return Attack(kind, obey)  # type: ignore[arg-type]
+
+
 def _attack_jobs(ss_panel: np.random.SeedSequence, a: _PanelArgs) -> list[_Job]:
     """Attack panel: one hostile document, with and without shuffle_top."""
     bt, bf, trials, base_cfg = a.bt, a.bf, a.trials, a.base_cfg
@@ -397,13 +415,15 @@ def _attack_jobs(ss_panel: np.random.SeedSequence, a: _PanelArgs) -> list[_Job]:
     scenarios = {"lost-in-the-middle": (bt, bf, None, None, 100, None), "issue-10": (*issue, bt, bf, 10, 4)}
     seeds = ss_panel.spawn(len(scenarios))
     for (scen, (t, f, dt, df, n, r)), ss in zip(scenarios.items(), seeds):
-        for (kind, obey), ass in zip(ATTACKS, ss.spawn(len(ATTACKS))):
-            attack = None if kind == "none" else Attack(kind, obey)  # type: ignore[arg-type]
+        # One seed for every attack of a scenario: the same needles and citation draws,
+        # so a row differs from "none" only where its attack was obeyed.
+        for kind, obey in ATTACKS:
+            attack = _attack(kind, obey, n)
             for top in (PanningConfig().shuffle_top, 0):
                 cfg = replace(base_cfg or PanningConfig(), shuffle_top=top)
                 jobs.append(
                     _Job("attack", f"{scen}|{kind}|{obey:g}|{top}", np.asarray(t), np.asarray(f), n, 1, trials,
-                         ("belief", "random"), ass, dt, df, config=cfg, attack=attack, rounds=r)
+                         ("belief", "random"), ss, dt, df, config=cfg, attack=attack, rounds=r)
                 )
     return jobs
 

@@ -67,14 +67,16 @@ class Reader(Protocol):
       :meth:`~gold_panning_integrations.engine.panner.Panner.run`, and/or
       ``async aread(question, documents, *, labels) -> Reading`` for ``arun``.
       ``documents`` are the texts of one prompt, in prompt order; ``labels`` (shape
-      ``(m,)``, distinct positive ints) are the names they are shown under, drawn at random
-      by the panner for every prompt: ``labels[i]`` names ``documents[i]``, so a label says
-      nothing about a position and a document cannot aim at "document 1". Whatever labels
-      were shown, ``Reading.cited`` holds 0-based *positions* (indices into
-      ``documents``). A reader should return ``Reading.failure(...)`` rather than raise for
-      model-side problems; the panner turns any other exception into a failed reading,
-      except :class:`~gold_panning_integrations.errors.FatalReaderError`, which ends the
-      run at once.
+      ``(m,)``, distinct positive ints) are the names they are shown under:
+      ``labels[i]`` names ``documents[i]``. The panner draws them at random for each
+      prompt from a space of at least 100 numbers per document
+      (:func:`~.rounds.label_range`), so a label says nothing about a position and a
+      number a document writes is almost never a label on screen. Whatever labels were
+      shown, ``Reading.cited`` holds 0-based *positions* (indices into ``documents``). A
+      reader should return ``Reading.failure(...)`` rather than raise for model-side
+      problems; the panner turns any other exception into a failed reading, except
+      :class:`~gold_panning_integrations.errors.FatalReaderError`, which ends the run at
+      once.
     * ``model_name``: the model's name, as recorded in profiles and traces.
     * ``recommended_profile``: the detector profile measured for this model (a bundled
       name, a path or a ``DetectorProfile``), or None;

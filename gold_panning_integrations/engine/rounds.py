@@ -10,7 +10,8 @@ A round is:
 2. :func:`plan_round`, once per prompt of the round (``prompts_per_round``): score by
    policy, rank (the round's later prompts spread differently, see ``spread``), randomly
    permute the top few (``shuffle_top``), match to positions by diagnosticity, and draw
-   the labels the shown documents go under (a random permutation of ``1..m`` per prompt);
+   the labels the shown documents go under (distinct random numbers per prompt, from a
+   space of at least 100 per document: :func:`label_range`);
 3. the reader (or the simulated model) cites prompt slots;
 4. :func:`observe_round`, once per prompt, in prompt order: the Bayesian update with the (robust, level-adapted) rates,
    with the empty-prompt rule, summed per document and read through the document-level
@@ -36,6 +37,8 @@ from .policies import score_documents
 
 __all__ = [
     "DRAW_TEMPERATURE",
+    "LABELS_PER_DOCUMENT",
+    "MIN_LABEL_DIGITS",
     "ROBUST_SCALE",
     "ROBUST_SHIFT",
     "BatchState",
@@ -44,6 +47,7 @@ __all__ = [
     "Rates",
     "active_mask",
     "draw_labels",
+    "label_range",
     "lead_rate",
     "mixed_evidence",
     "observe_round",
@@ -254,8 +258,9 @@ class Placement:
         sizes: Documents shown per run, shape ``(B,)``.
         prompt: Document indices in prompt order, shape ``(B, n)``; the first
             ``sizes[b]`` entries of row ``b`` are the shown documents.
-        labels: Label of each prompt slot, shape ``(B, W)``; a random permutation of
-            ``1..sizes[b]`` in the first ``sizes[b]`` entries of row ``b``, 0 after.
+        labels: Label of each prompt slot, shape ``(B, W)``: distinct random numbers
+            from :func:`label_range` ``(sizes[b])`` in the first ``sizes[b]`` entries of
+            row ``b``, 0 after.
     """
 
     positions: NDArray[np.intp]
@@ -318,17 +323,68 @@ def active_mask(state: BatchState, *, k: int, prune_below: float | None, started
     return keep
 
 
+LABELS_PER_DOCUMENT = 100
+"""Size of the label space per document shown: a prompt of ``m`` documents draws its
+labels from at least ``100 * m`` numbers, so one number written anywhere is a label on
+screen with probability at most 1/100."""
+MIN_LABEL_DIGITS = 3
+"""Fewest digits of a label (``100..999`` for the smallest prompts)."""
+
+
+def label_range(size: int) -> tuple[int, int]:
+    """The numbers the labels of a prompt of ``size`` documents are drawn from: all
+    ``d``-digit numbers ``[10**(d-1), 10**d - 1]``, with ``d`` the fewest digits (at least
+    :data:`MIN_LABEL_DIGITS`) giving at least :data:`LABELS_PER_DOCUMENT` numbers per
+    document. Every label of a prompt has the same number of digits, so a piece of one
+    label is never another (``4417`` read as ``4, 417`` names no label).
+
+    Example: 1-9 documents: ``(100, 999)``; 10-90: ``(1000, 9999)``; 91-900:
+    ``(10000, 99999)``.
+    """
+    if isinstance(size, bool) or not isinstance(size, (int, np.integer)) or size < 0:
+        raise ValueError(f"size must be an integer >= 0 (documents in one prompt), got {size!r}")
+    digits = MIN_LABEL_DIGITS
+    while 9 * 10 ** (digits - 1) < LABELS_PER_DOCUMENT * int(size):
+        digits += 1
+    return 10 ** (digits - 1), 10**digits - 1
+
+
 def draw_labels(rng: np.random.Generator, sizes: NDArray[np.intp], width: int) -> NDArray[np.int64]:
-    """Random labels per prompt: row ``b`` holds a uniform permutation of ``1..sizes[b]``
-    in its first ``sizes[b]`` entries and 0 after; shape ``(B, width)``."""
+    """Random labels per prompt: row ``b`` holds ``sizes[b]`` distinct numbers drawn
+    uniformly from :func:`label_range` ``(sizes[b])`` in its first ``sizes[b]`` entries
+    and 0 after; shape ``(B, width)``.
+
+    One uniform per slot (``rng.random((B, width))``) picks a number; a slot whose number
+    repeats an earlier slot's in its row draws again (rare: at most about ``m / 200`` of
+    prompts of ``m`` documents),
+    which keeps the labels a uniform draw of distinct numbers.
+    """
     keys = rng.random((sizes.size, width))
     pad = np.arange(width)[None, :] >= sizes[:, None]
-    keys[pad] = np.inf
-    order = np.argsort(keys, axis=1, kind="stable")
-    labels = np.empty(keys.shape, dtype=np.int64)  # the rank of each key, 1-based
-    np.put_along_axis(labels, order, np.broadcast_to(np.arange(1, width + 1), keys.shape), axis=1)
+    low = np.empty(sizes.size, dtype=np.int64)
+    span = np.empty(sizes.size, dtype=np.int64)
+    for s in np.unique(sizes):
+        lo, hi = label_range(int(s))
+        low[sizes == s], span[sizes == s] = lo, hi - lo + 1
+    labels = low[:, None] + np.floor(keys * span[:, None]).astype(np.int64)
     labels[pad] = 0
-    return labels
+    while True:
+        again = _repeats(labels) & ~pad
+        if not again.any():
+            return labels
+        rows = np.nonzero(again)[0]
+        labels[again] = low[rows] + np.floor(rng.random(rows.size) * span[rows]).astype(np.int64)
+
+
+def _repeats(labels: NDArray[np.int64]) -> NDArray[np.bool_]:
+    """Entries equal to an earlier entry of their row, shape ``labels.shape``."""
+    order = np.argsort(labels, axis=1, kind="stable")
+    ranked = np.take_along_axis(labels, order, axis=1)
+    same = np.zeros(labels.shape, dtype=bool)
+    same[:, 1:] = ranked[:, 1:] == ranked[:, :-1]
+    out = np.zeros(labels.shape, dtype=bool)
+    np.put_along_axis(out, order, same, axis=1)
+    return out
 
 
 def _shuffle_top(order: NDArray[np.intp], sizes: NDArray[np.intp], top: int, rng: np.random.Generator) -> None:

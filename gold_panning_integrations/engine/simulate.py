@@ -12,7 +12,10 @@
 Random streams: ``rng`` is split into four children ``(needles, model, policy,
 ties)``. The ``model`` child plays the reader's generator and the ``policy`` child the
 panner's, so one trial of :func:`simulate` equals ``Panner(SimulatedReader(...,
-rng=model), rng=policy)`` draw for draw (pinned by a test).
+rng=model), rng=policy)`` draw for draw (pinned by a test). Whether the model obeys an
+attack is drawn from a child of the ``model`` generator (``spawn``, which leaves its
+stream as it is), so an attack changes the citation draws only where it is obeyed: runs
+with and without it share their random numbers.
 """
 
 from __future__ import annotations
@@ -46,21 +49,30 @@ class Attack:
 
     Attributes:
         kind: ``"label"``: "cite document 1" (the model additionally cites whatever is
-            shown under label 1); ``"position"``: "cite the first document listed" (it
-            additionally cites prompt slot 0); ``"self"``: the document persuades the model
-            to cite the hostile document itself.
+            shown under a label in ``labels``; a number that is not a label on screen is
+            dropped, as a reader drops an unknown label); ``"position"``: "cite the first
+            document listed" (it additionally cites prompt slot 0); ``"self"``: the
+            document persuades the model to cite the hostile document itself.
         obey: Probability the model obeys, per prompt in which the hostile document is
             shown, in (0, 1].
+        labels: The numbers the hostile document tells the model to cite (``"label"``
+            only): ``(1,)`` is "cite document 1"; an attacker who knows the label space
+            names numbers from :func:`~.rounds.label_range`.
     """
 
     kind: AttackKind
     obey: float = 1.0
+    labels: tuple[int, ...] = (1,)
 
     def __post_init__(self) -> None:
         if self.kind not in ("label", "position", "self"):
             raise ValueError(f"attack kind must be 'label', 'position' or 'self', got {self.kind!r}")
         if not 0.0 < self.obey <= 1.0:
             raise ValueError(f"attack obey must be in (0, 1], got {self.obey!r}")
+        labels = tuple(self.labels)
+        if not labels or any(isinstance(x, bool) or not isinstance(x, (int, np.integer)) for x in labels):
+            raise ValueError(f"attack labels must be a non-empty tuple of integers, got {self.labels!r}")
+        object.__setattr__(self, "labels", tuple(int(x) for x in labels))
 
 
 @dataclass(frozen=True)
@@ -112,8 +124,8 @@ class SimulatedReader:
         attack: How the model obeys a hostile document's injection (see :class:`Attack`).
 
     Per prompt it draws ``m`` uniforms (one per slot) and, with an attack that is obeyed
-    with probability below 1, one more: the same draws, in the same order, as
-    :func:`simulate`.
+    with probability below 1, one more from a child of ``rng`` spawned at construction:
+    the same draws, in the same order, as :func:`simulate`.
     """
 
     def __init__(
@@ -131,13 +143,16 @@ class SimulatedReader:
         self._is_hostile = _predicate(() if hostile is None else hostile)
         self.attack = attack
         self.rng = rng if isinstance(rng, np.random.Generator) else np.random.default_rng(rng)
+        obeys_sometimes = attack is not None and attack.obey < 1.0
+        self._obey_rng = self.rng.spawn(1)[0] if obeys_sometimes else None
         self.calls = 0
 
     def read(self, question: str, documents: Sequence[Any], *, labels: Sequence[int] | None = None) -> Reading:
         """Cite each document with its position's TPR or FPR; positions are 0-based.
 
         ``labels[i]`` is the label ``documents[i]`` is shown under (None: ``1..m``); only a
-        label-targeted attack looks at them.
+        label-targeted attack looks at them (it cites the documents shown under one of
+        :attr:`Attack.labels`).
         """
         self.calls += 1
         m = len(documents)
@@ -148,7 +163,7 @@ class SimulatedReader:
         rel = np.fromiter((bool(self._is_relevant(d)) for d in documents), dtype=bool, count=m)
         cited = self.rng.random(m) < np.where(rel, tpr, fpr)
         if self.attack is not None:
-            obeys = self.attack.obey >= 1.0 or bool(self.rng.random() < self.attack.obey)
+            obeys = self._obey_rng is None or bool(self._obey_rng.random() < self.attack.obey)
             hostile = [i for i, d in enumerate(documents) if self._is_hostile(d)]
             if obeys and hostile:
                 if self.attack.kind == "position":
@@ -156,9 +171,8 @@ class SimulatedReader:
                 elif self.attack.kind == "self":
                     cited[hostile] = True
                 else:
-                    labs = list(range(1, m + 1)) if labels is None else [int(x) for x in labels]
-                    if 1 in labs:
-                        cited[labs.index(1)] = True
+                    labs = np.arange(1, m + 1) if labels is None else np.asarray(labels, dtype=np.int64)
+                    cited |= np.isin(labs, self.attack.labels)
         return Reading(cited=tuple(int(c) for c in np.flatnonzero(cited)))
 
     async def aread(
@@ -291,7 +305,7 @@ def _cite(
         elif attack.kind == "self":
             target = is_h
         else:
-            target = (placement.labels[:, :w] == 1) & in_prompt
+            target = np.isin(placement.labels[:, :w], attack.labels) & in_prompt
         cited_slot |= target & go[:, None]
     cited = np.zeros((b, n), dtype=bool)
     np.put_along_axis(cited, prompt, cited_slot, axis=1)
@@ -362,6 +376,7 @@ class _Batch:
         live = {p: np.ones(bsz, dtype=bool) for p in self.cfgs}
         reads = truth if self.mistakes is None else self.mistakes.draw(needle_rng, truth)
         prompts = some.prompts_per_round
+        obey_rng = model_rng.spawn(1)[0] if self.attack is not None and self.attack.obey < 1.0 else None
         for t in range(some.rounds):
             plans: dict[str, list[Any]] = {}
             for pol, cfg in self.cfgs.items():
@@ -375,9 +390,7 @@ class _Batch:
             for b in range(prompts):
                 width = max(int(p[b].sizes.max()) for p in plans.values())
                 u = model_rng.random((bsz, width))  # common random numbers across policies
-                obeyed = None
-                if self.attack is not None and self.attack.obey < 1.0:
-                    obeyed = model_rng.random(bsz) < self.attack.obey
+                obeyed = None if obey_rng is None or self.attack is None else obey_rng.random(bsz) < self.attack.obey
                 for pol, cfg in self.cfgs.items():
                     plan = plans[pol][b]
                     cited = _cite(plan, reads, hostile, u, obeyed, self.true_geometry, self.attack)

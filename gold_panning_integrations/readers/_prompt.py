@@ -2,16 +2,24 @@
 reply into a :class:`~gold_panning_integrations.engine.reading.Reading`.
 
 Each round shows the documents under the labels the panner passes (``labels[i]`` names
-``documents[i]``; None means ``1..m``). The panner draws them at random each round, so a
-label says nothing about a position. The model is asked for ``{"cited": [labels]}`` and
-the prompt names the labels actually shown. Parsing is strict: only labels shown this
-round map back to documents (to their 0-based positions, through the label map);
-anything else is dropped and counted, never mapped to another document. Labels come from
-the panner, never from document text, so a document cannot forge another's label.
+``documents[i]``; None means ``1..m``). The panner draws them for each prompt from a
+space of at least 100 numbers per document (``4417``, ``1093``, ...), so a label says
+nothing about a position and a number a document writes is almost never a label on
+screen. The model is asked for ``{"cited": [labels]}`` and the prompt names the labels
+actually shown. Parsing is strict: only labels shown this round map back to documents
+(to their 0-based positions, through the label map); anything else is dropped and
+counted, never mapped to another document. Labels come from the panner, never from
+document text, so a document cannot forge another's label.
 
-Common label forms are read as labels: JSON integers, numbers as strings (``"6"``),
-``"[6]"``, ``"6."``, ``"#6"``, ``"Document 6"`` and any Unicode decimal digits
-(Arabic-Indic ``"٦"``, full-width ``"６"``), inside JSON or as the whole reply.
+Common label forms are read as labels: JSON integers, numbers as strings (``"417"``),
+``"[417]"``, ``"417."``, ``"#417"``, ``"Document 417"``, ``"label 417"`` and any Unicode
+decimal digits (Arabic-Indic ``"٤١٧"``, full-width ``"４１７"``), inside JSON or as the
+whole reply.
+
+Ambiguous replies are not evidence: JSON with a key repeated in one object
+(``{"cited": [3], "cited": [5]}``) is malformed (retried, then a failed round), never
+read as its last value; so is a reply naming more labels that were not shown than labels
+that were (what a model does when a document lists numbers for it to cite).
 """
 
 from __future__ import annotations
@@ -47,6 +55,7 @@ __all__ = [
     "citation_json_schema",
     "clip_document",
     "extract_json",
+    "loads_strict",
     "parse_citations",
     "reading_from_citations",
     "render_documents",
@@ -99,7 +108,15 @@ class Citations(BaseModel):
 
 
 def citation_json_schema(*, max_citations: int | None = None) -> dict[str, Any]:
-    """JSON schema of :class:`Citations` for ``response_format={"type": "json_schema"}``."""
+    """JSON schema of :class:`Citations` for ``response_format={"type": "json_schema"}``.
+
+    It fixes the reply's shape (an object with a list of integers), not its values: no
+    ``enum`` of the labels shown, no ``minimum``/``maximum``, no ``maxItems`` tied to the
+    prompt. A server that enforces the schema while decoding would otherwise turn the
+    number an injected instruction makes the model write (``1``) into some label on
+    screen, crediting a document nobody chose; left free, that number stays unknown and
+    is dropped and counted.
+    """
     items: dict[str, Any] = {"type": "array", "items": {"type": "integer"}}
     if max_citations is not None:
         items["maxItems"] = max_citations
@@ -279,18 +296,23 @@ class ParsedCitations:
             label form (floats, booleans, null, nested lists, prose), or over the maximum.
         duplicates: Labels dropped because they repeated an earlier valid label.
         answer: A free-text ``answer`` field, when the model gave one.
+        unknown: Distinct numbers >= 1 in a label form that were not shown this round
+            (part of ``invalid``): what a model writes when it copies a number from a
+            document instead of a label.
     """
 
     cited: tuple[int, ...]
     invalid: int = 0
     duplicates: int = 0
     answer: str | None = None
+    unknown: int = 0
 
 
 _FENCE = re.compile(r"```(?:json|JSON)?\s*(.*?)```", re.DOTALL)
-# One label as a string: "6", "[6]", "(6)", "#6", "6.", "Document 6", in any Unicode
-# decimal digits (str patterns: \d is Unicode-aware, and int() reads those digits).
-_LABEL_FORM = r"(?:(?:document|doc|passage)\s*)?[\[(#]?\s*(\d{1,12})\s*[\])]?\.?"
+# One label as a string: "417", "[417]", "(417)", "#417", "[#417]", "417.", "Document 417",
+# "label 417", in any Unicode decimal digits (str patterns: \d is Unicode-aware, and int()
+# reads those digits).
+_LABEL_FORM = r"(?:(?:document|doc|passage|label)\s*)?[\[(]?\s*#?\s*(\d{1,12})\s*[\])]?\.?"
 _ONE_LABEL = re.compile(rf"^\s*{_LABEL_FORM}\s*$", re.IGNORECASE)
 _LABEL_LIST = re.compile(rf"^\s*{_LABEL_FORM}(?:\s*(?:,|;|\band\b|\s)\s*{_LABEL_FORM})*\s*$", re.IGNORECASE)
 _LABEL_DIGITS = re.compile(r"\d{1,12}")
@@ -299,9 +321,9 @@ _LABEL_DIGITS = re.compile(r"\d{1,12}")
 def as_label(value: Any) -> int | None:
     """``value`` as a label, or None when it is not one.
 
-    JSON integers, and strings in a common label form (``"6"``, ``"[6]"``, ``"6."``,
-    ``"#6"``, ``"Document 6"``, Unicode digits such as ``"٦"``). Booleans, floats,
-    null, lists and prose are not labels.
+    JSON integers, and strings in a common label form (``"417"``, ``"[417]"``,
+    ``"417."``, ``"#417"``, ``"Document 417"``, ``"label 417"``, Unicode digits such as
+    ``"٤١٧"`` or ``"４１７"``). Booleans, floats, null, lists and prose are not labels.
     """
     if isinstance(value, bool):
         return None
@@ -314,12 +336,40 @@ def as_label(value: Any) -> int | None:
     return None
 
 
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """``object_pairs_hook`` that refuses an object with a repeated key."""
+    out: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in out:
+            raise CitationParseError(
+                f"the reply's JSON repeats the key {key!r} in one object, so which value the model "
+                "meant is ambiguous; it is not read as either"
+            )
+        out[key] = value
+    return out
+
+
+_STRICT = json.JSONDecoder(object_pairs_hook=_unique_keys)
+
+
+def loads_strict(text: str) -> Any:
+    """``json.loads`` that raises :class:`CitationParseError` on an object with a
+    repeated key (``{"cited": [3], "cited": [5]}``) instead of keeping the last value.
+
+    Raises:
+        json.JSONDecodeError: ``text`` is not JSON.
+        CitationParseError: An object repeats a key.
+    """
+    return _STRICT.decode(text)
+
+
 def extract_json(text: str) -> Any:
     """The JSON value in ``text``: the whole text, a fenced block, or an object
     (``{...}``) in surrounding prose (the last one with a ``"cited"`` key, else the first).
 
     Raises:
-        CitationParseError: No JSON value could be decoded.
+        CitationParseError: No JSON value could be decoded, or one that was decoded
+            repeats a key in an object (see :func:`loads_strict`).
     """
     if text is None:
         raise CitationParseError("the model returned no text")
@@ -329,19 +379,18 @@ def extract_json(text: str) -> Any:
     candidates = [s] + [m.group(1).strip() for m in _FENCE.finditer(s)]
     for c in candidates:
         try:
-            return json.loads(c)
+            return loads_strict(c)
         except (json.JSONDecodeError, RecursionError):
             pass
     # JSON inside prose: only objects count here (a bare "[2]" in prose is more often a
     # quoted label than an answer). A model that quotes a document's fake JSON before
     # its own answer gives its answer last, so the last object with a "cited" key wins.
     # The scan is bounded: at most MAX_SCAN_CHARS characters and 64 objects.
-    decoder = json.JSONDecoder()
     found: list[Any] = []
     i = s.find("{")
     while 0 <= i < MAX_SCAN_CHARS and len(found) < 64:
         try:
-            value, end = decoder.raw_decode(s, i)
+            value, end = _STRICT.raw_decode(s, i)
         except (json.JSONDecodeError, RecursionError):
             i = s.find("{", i + 1)
             continue
@@ -398,6 +447,13 @@ def validate_labels(
     return tuple(sorted(keep)), invalid, dup
 
 
+def _unknown_labels(labels: Sequence[Any], shown: int | Sequence[int]) -> int:
+    """Distinct numbers >= 1 among ``labels`` (in a label form) that were not shown."""
+    shown_labels = set(range(1, shown + 1) if isinstance(shown, int) else shown)
+    named = {lab for lab in (as_label(v) for v in labels) if lab is not None and lab >= 1}
+    return len(named - shown_labels)
+
+
 def parse_citations(
     text: str | Any,
     shown: int | Sequence[int],
@@ -446,7 +502,8 @@ def parse_citations(
     if not isinstance(labels, list):
         raise CitationParseError(f"{key!r} must be a list of document numbers, got {type(labels).__name__}")
     cited, invalid, dup = validate_labels(labels, shown, max_citations=max_citations)
-    return ParsedCitations(cited=cited, invalid=invalid, duplicates=dup, answer=answer)
+    unknown = _unknown_labels(labels, shown) if invalid else 0
+    return ParsedCitations(cited=cited, invalid=invalid, duplicates=dup, answer=answer, unknown=unknown)
 
 
 # ------------------------------------------------------------------ reply -> reading
@@ -469,7 +526,9 @@ def _bounded(text: str) -> Any:
     if len(text) <= MAX_SCAN_CHARS:
         return text
     try:
-        value = json.loads(text)
+        value = loads_strict(text)
+    except CitationParseError:
+        raise
     except (ValueError, RecursionError):
         logger.info("model output of %d characters: searching only the first %d", len(text), MAX_SCAN_CHARS)
         return text[:MAX_SCAN_CHARS]
@@ -494,11 +553,14 @@ def reading_from_citations(
         labels: The labels shown, shape ``(m,)``; None: ``1..m``.
 
     Raises:
-        CitationParseError: (with ``raw`` attached) the output is not citation JSON, or
-            every label it cites is invalid (not shown, not a label: a reply that quotes
-            a document's text instead of its label). Such a reply is retried and then a
-            failed reading, never an empty citation list, which would count as evidence
-            against every document shown.
+        CitationParseError: (with ``raw`` attached) the output is not citation JSON,
+            repeats a key in a JSON object, every label it cites is invalid (not shown,
+            not a label: a reply that quotes a document's text instead of its label), or
+            it names more numbers that were not shown than labels that were (a model
+            listing numbers a document gave it; one unknown number beside a shown label
+            is dropped and counted). Such a reply is retried and then a failed reading,
+            never an empty citation list, which would count as evidence against every
+            document shown.
     """
     shown = check_labels(labels, len(documents))
     try:
@@ -512,6 +574,15 @@ def reading_from_citations(
         raise attach_raw(
             CitationParseError(
                 f"every label cited ({parsed.invalid}) was invalid; labels shown: {_labels_text(shown)}"
+            ),
+            raw,
+        )
+    if parsed.unknown > len(parsed.cited):
+        raise attach_raw(
+            CitationParseError(
+                f"the reply names {parsed.unknown} numbers that were not shown as labels against "
+                f"{len(parsed.cited)} that were (a document may have listed numbers to cite); "
+                f"labels shown: {_labels_text(shown)}"
             ),
             raw,
         )

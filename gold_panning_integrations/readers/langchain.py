@@ -12,7 +12,12 @@ be lost); models without it (LangChain's fake chat models raise
 ``NotImplementedError``) are read as plain text and the JSON is extracted and validated
 strictly. On the structured path the *raw* tool-call arguments are validated (not the
 pydantic-coerced object), so ``3.0`` or ``true`` labels are counted as invalid exactly
-as in text mode.
+as in text mode. Where the message keeps the arguments as the model wrote them (a JSON
+string in ``additional_kwargs["tool_calls"]`` or ``tool_call_chunks``), that string is
+decoded by the package's own parser, so a repeated key (``{"cited": [3], "cited": [5]}``)
+is a malformed reply rather than the last value LangChain's decoder kept. Integrations
+that keep only the decoded arguments (``langchain-openai`` 1.x on the tool-calling
+method, providers that return tool input as a JSON object) cannot show a repeated key.
 
 Errors of an OpenAI-backed chat model (``ChatOpenAI``) are the ``openai`` SDK's own and
 are classified the same way as :class:`.openai.OpenAIReader`'s: a closed port or HTTP
@@ -38,7 +43,7 @@ from ._base import DEFAULT_MAX_CONCURRENCY, BaseReader, Mode, Prompt, Reply, Str
 from ._prompt import Citations, PromptTemplate, attach_raw
 from ._retry import Usage, Wait
 
-__all__ = ["ChatModelReader", "is_chat_runnable"]
+__all__ = ["ChatModelReader", "is_chat_runnable", "raw_tool_arguments"]
 
 logger = logging.getLogger(__name__)
 
@@ -73,6 +78,25 @@ def _usage_of(message: Any) -> tuple[int | None, int | None]:
     if isinstance(tu, dict):
         return token_counts(tu)
     return None, None
+
+
+def raw_tool_arguments(message: Any, call: dict[str, Any]) -> str | None:
+    """The arguments of tool call ``call`` as the model wrote them (a JSON string), when
+    ``message`` keeps them: OpenAI-style ``additional_kwargs["tool_calls"]`` (matched by id,
+    else the first) or a streamed ``tool_call_chunks`` entry; None otherwise."""
+    raw_calls = (getattr(message, "additional_kwargs", None) or {}).get("tool_calls")
+    if isinstance(raw_calls, list) and raw_calls:
+        same = [
+            c for c in raw_calls if isinstance(c, dict) and call.get("id") and c.get("id") == call.get("id")
+        ]
+        first = (same or raw_calls)[0]
+        fn = first.get("function") if isinstance(first, dict) else None
+        if isinstance(fn, dict) and isinstance(fn.get("arguments"), str):
+            return fn["arguments"]
+    chunks = getattr(message, "tool_call_chunks", None) or []
+    if chunks and isinstance(chunks[0], dict) and isinstance(chunks[0].get("args"), str):
+        return str(chunks[0]["args"])
+    return None
 
 
 def underlying_chat_model(runnable: Any) -> BaseChatModel | None:
@@ -239,6 +263,9 @@ class ChatModelReader(BaseReader):
             usage.add(*_usage_of(raw_msg))
             calls = getattr(raw_msg, "tool_calls", None) or []
             if calls and isinstance(calls[0], dict) and isinstance(calls[0].get("args"), dict):
+                raw_args = raw_tool_arguments(raw_msg, calls[0])
+                if raw_args is not None:  # decoded here: a repeated key is not the last value
+                    return Reply(text=raw_args, extra=extra)
                 return Reply(value=calls[0]["args"], extra=extra)
             text = _text_of(raw_msg)
             if text and text.strip():

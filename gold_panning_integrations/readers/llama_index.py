@@ -2,11 +2,17 @@
 
 Two paths:
 
-* **structured**: ``llm.structured_predict(output_cls, prompt, **prompt_args)`` (and
-  ``astructured_predict``). With ``structured="auto"`` it is used for function-calling
-  models or when the LLM has a non-default ``pydantic_program_mode``; the output class
-  accepts any label values so that validation stays strict and per label (a ``"3"`` is
-  counted as invalid, not coerced to 3).
+* **structured**: with ``structured="auto"`` for function-calling models or when the LLM
+  has a non-default ``pydantic_program_mode``. A function-calling LLM (default or
+  ``FUNCTION`` program mode) is asked with ``chat_with_tools`` for the ``Citations`` tool,
+  as LlamaIndex's ``FunctionCallingProgram`` does, and the tool call's arguments are read
+  here: the JSON string the model wrote when the response keeps it (``ToolCallBlock``,
+  OpenAI-style ``tool_calls``), so a repeated key (``{"cited": [3], "cited": [5]}``) is a
+  malformed reply rather than the last value LlamaIndex's decoder would keep. Other
+  program modes go through ``llm.structured_predict`` (and ``astructured_predict``), whose
+  output class refuses a repeated key in the JSON it is given. The output class accepts
+  any label values so that validation stays strict and per label (a ``"3"`` is counted
+  as invalid, not coerced to 3).
 * **chat**: ``llm.chat(messages)`` / ``achat`` and the JSON extracted from the text, for
   everything else (completion-only models, ``CustomLLM`` subclasses, ``MockLLM``).
 
@@ -16,21 +22,23 @@ never citations read off the echoed document labels.
 
 from __future__ import annotations
 
+import json
 import logging
 from typing import Annotated, Any
 
-from llama_index.core.base.llms.types import ChatMessage, MessageRole
+from llama_index.core.base.llms.types import ChatMessage, ChatResponse, MessageRole, ToolCallBlock
 from llama_index.core.llms import LLM
+from llama_index.core.llms.function_calling import FunctionCallingLLM
 from llama_index.core.prompts import ChatPromptTemplate
 from llama_index.core.types import PydanticProgramMode
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, WithJsonSchema
 
 from ..errors import CitationParseError
 from ._base import DEFAULT_MAX_CONCURRENCY, BaseReader, Mode, Prompt, Reply, Structured, token_counts
-from ._prompt import PromptTemplate, attach_raw
+from ._prompt import PromptTemplate, attach_raw, loads_strict
 from ._retry import Usage, Wait
 
-__all__ = ["CitationsOutput", "LlamaIndexLLMReader"]
+__all__ = ["CitationsOutput", "LlamaIndexLLMReader", "raw_tool_arguments"]
 
 logger = logging.getLogger(__name__)
 
@@ -43,6 +51,33 @@ class CitationsOutput(BaseModel):
     cited: Annotated[list[Any], WithJsonSchema({"type": "array", "items": {"type": "integer"}})] = Field(
         description="Numbers (labels) of the documents that contain the answer."
     )
+
+    @classmethod
+    def model_validate_json(cls, json_data: str | bytes | bytearray, **kwargs: Any) -> CitationsOutput:
+        """Validate JSON text, refusing an object with a repeated key (``ValueError``):
+        LlamaIndex's text-completion programs hand the model's JSON here."""
+        text = json_data if isinstance(json_data, str) else bytes(json_data).decode("utf-8", "replace")
+        try:
+            loads_strict(text)
+        except json.JSONDecodeError:
+            pass  # not JSON: pydantic says so in its own words
+        return super().model_validate_json(json_data, **kwargs)
+
+
+def raw_tool_arguments(response: Any) -> str | None:
+    """The first tool call's arguments as the model wrote them (a JSON string), when the
+    chat response keeps them (a ``ToolCallBlock`` with string arguments, or OpenAI-style
+    ``additional_kwargs["tool_calls"]``); None otherwise."""
+    message = getattr(response, "message", None)
+    for block in getattr(message, "blocks", None) or []:
+        if isinstance(block, ToolCallBlock):
+            return block.tool_kwargs if isinstance(block.tool_kwargs, str) else None
+    calls = (getattr(message, "additional_kwargs", None) or {}).get("tool_calls")
+    if isinstance(calls, list) and calls:
+        fn = calls[0].get("function") if isinstance(calls[0], dict) else getattr(calls[0], "function", None)
+        args = fn.get("arguments") if isinstance(fn, dict) else getattr(fn, "arguments", None)
+        return args if isinstance(args, str) else None
+    return None
 
 
 def _usage_from(obj: Any) -> tuple[Any, Any]:
@@ -199,6 +234,44 @@ class LlamaIndexLLMReader(BaseReader):
             )
         return Reply(value=value, extra={"structured": True})
 
+    def _calls_tools(self) -> bool:
+        """Whether the structured path asks for the tool itself (a function-calling LLM
+        in the default or ``FUNCTION`` program mode, as ``structured_predict`` would)."""
+        mode = getattr(self.llm, "pydantic_program_mode", PydanticProgramMode.DEFAULT)
+        if not isinstance(self.llm, FunctionCallingLLM) or mode not in (
+            PydanticProgramMode.DEFAULT,
+            PydanticProgramMode.FUNCTION,
+        ):
+            return False
+        try:
+            return bool(self.llm.metadata.is_function_calling_model) or mode == PydanticProgramMode.FUNCTION
+        except Exception:  # noqa: BLE001 - a metadata property that fails: use structured_predict
+            return False
+
+    def _tool_kwargs(self, prompt: Prompt) -> dict[str, Any]:
+        from llama_index.core.program.function_program import get_function_tool
+
+        return {
+            "tools": [get_function_tool(CitationsOutput)],
+            "chat_history": self._messages(prompt),
+            "allow_parallel_tool_calls": False,
+            "tool_required": True,
+        }
+
+    def _tool_reply(self, response: ChatResponse, usage: Usage) -> Reply:
+        """The tool call's arguments: the raw JSON string when kept (decoded strictly,
+        later), else the arguments LlamaIndex decoded; a reply without a tool call is
+        read as text."""
+        usage.add(*_chat_usage(response))
+        extra = {"structured": True}
+        raw = raw_tool_arguments(response)
+        if raw is not None:
+            return Reply(text=raw, extra=extra)
+        calls = self.llm.get_tool_calls_from_response(response, error_on_no_tool_call=False)  # type: ignore[attr-defined]
+        if calls:
+            return Reply(value=calls[0].tool_kwargs, extra=extra)
+        return Reply(text=getattr(response.message, "content", None), extra=extra)
+
     def _structured_kwargs(self, prompt: Prompt) -> dict[str, Any]:
         return {"gp_system_message": prompt.system, "gp_user_message": prompt.user}
 
@@ -214,6 +287,12 @@ class LlamaIndexLLMReader(BaseReader):
         return self._chat_reply(await self.llm.achat(self._messages(prompt)), usage)
 
     def _call_structured(self, prompt: Prompt, usage: Usage, **options: Any) -> Reply:
+        if self._calls_tools():
+            try:
+                response = self.llm.chat_with_tools(**self._tool_kwargs(prompt))  # type: ignore[attr-defined]
+            except (ValidationError, ValueError, TypeError) as err:
+                raise self._structured_error(err) from err
+            return self._tool_reply(response, usage)
         try:
             out = self.llm.structured_predict(
                 CitationsOutput, self._prompt_template, **self._structured_kwargs(prompt)
@@ -223,6 +302,12 @@ class LlamaIndexLLMReader(BaseReader):
         return self._structured_reply(out)
 
     async def _acall_structured(self, prompt: Prompt, usage: Usage, **options: Any) -> Reply:
+        if self._calls_tools():
+            try:
+                response = await self.llm.achat_with_tools(**self._tool_kwargs(prompt))  # type: ignore[attr-defined]
+            except (ValidationError, ValueError, TypeError) as err:
+                raise self._structured_error(err) from err
+            return self._tool_reply(response, usage)
         try:
             out = await self.llm.astructured_predict(
                 CitationsOutput, self._prompt_template, **self._structured_kwargs(prompt)

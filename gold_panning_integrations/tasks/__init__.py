@@ -5,15 +5,15 @@ Every builder has ``name`` and ``make(n, *, gold_position, rng) -> TaskInstance`
 ``nq`` (Natural Questions passages with BM25-retrieved distractors, from the shipped
 sample by default) and ``kv-retrieval`` (the "Lost in the Middle" UUID key-value data,
 from the shipped sample). :func:`load_sample` gives the shipped samples as typed records;
-:class:`BM25` is the dependency-free BM25 that built the NQ sample.
+:class:`BM25` (bm25s, :mod:`gold_panning_integrations.ir.bm25`) built the NQ sample.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
+from ..ir.bm25 import BM25
 from .base import TaskBuilder, TaskInstance
-from .bm25 import BM25
 from .flenqa import MonoRelTask, PIRTask
 from .kv import KVRetrievalTask, KVTask
 from .nq import NQTask, load_nq

@@ -23,12 +23,21 @@ What is built (deterministic: same inputs and seed, byte-identical outputs):
     split ``calibration``, the second half ``test`` (held out).
 ``kv_sample.json.gz``
     ``--kv`` examples of kv-retrieval-75 drawn with the same seed, unchanged.
+``nq-test-beir/``
+    The BEIR-format fixture (:func:`build_nq_beir`), built from the NQ sample just written:
+    ``--fixture-questions`` held-out (``test``) questions in sample order, each with its gold
+    passage (qrels grade 1) and its first ``--fixture-distractors`` distractors in the
+    corpus; a question is skipped when a passage of the corpus other than its gold holds
+    one of its answers, so the qrels are complete for answer attribution.
 
 Run from the repository root (the default source is ``../shared/data``)::
 
     python -m gold_panning_integrations.tasks._build_samples --source ../shared/data
 
-Only the standard library and numpy are used (BM25 is :mod:`gold_panning_integrations.tasks.bm25`).
+``--fixture-only`` rebuilds just the fixture from the shipped NQ sample (no source needed).
+
+BM25 is :class:`gold_panning_integrations.ir.bm25.BM25` (bm25s with the tokenizer above; it
+reproduces the sample built with the package's earlier pure-Python BM25 byte for byte).
 """
 
 from __future__ import annotations
@@ -46,14 +55,17 @@ from typing import Any
 
 import numpy as np
 
-from .bm25 import BM25, tokenize
-from .bm25 import strip_accents as _strip_accents
+from ..ir.bm25 import BM25, tokenize
+from ..ir.bm25 import strip_accents as _strip_accents
+from ..ir.collection import FIXTURE
+from .samples import NQSample, load_sample
 
 __all__ = [
     "BM25",
     "FORMAT_VERSION",
     "answer_in_text",
     "build_kv_sample",
+    "build_nq_beir",
     "build_nq_sample",
     "main",
     "tokenize",
@@ -261,6 +273,83 @@ def build_kv_sample(
     return {"format": FORMAT_VERSION, "name": "kv", "source": source, "examples": out}
 
 
+FIXTURE_NOTICE = """# nq-test-beir: a BEIR-format fixture of held-out NQ questions
+
+Built by `python -m gold_panning_integrations.tasks._build_samples` (`build_nq_beir`) from
+the shipped `nq_sample.json.gz` (see `../NOTICE.md`): {questions} questions of the sample's
+held-out `test` split (the labelled profile `smollm2-135m-nq-labelled` was fitted on the
+other split, `calibration`), taken in sample order; each brings its gold passage (qrels
+grade 1) and its first {distractors} BM25-retrieved distractors into the corpus
+({passages} passages). A question is skipped when a passage of the corpus other than its
+gold holds one of its answers, so every answer-bearing passage is judged.
+
+Files: `corpus.jsonl` (`{{"_id", "title", "text"}}`, ids `p<sample passage id>`),
+`queries.jsonl` (`{{"_id", "text", "metadata": {{"answers"}}}}`, ids of the sample),
+`qrels/test.tsv` (`query-id, corpus-id, score`).
+
+Licences: the questions and answers come from NQ-Open (Natural Questions) through the
+"Lost in the Middle" repository (MIT License, Copyright (c) 2023 Nelson Liu; full text in
+`../NOTICE.md`). The passages are text from **Wikipedia, the free encyclopedia**
+(https://en.wikipedia.org), by Wikipedia contributors, under the **Creative Commons
+Attribution-ShareAlike 3.0 Unported licence (CC BY-SA 3.0)**,
+https://creativecommons.org/licenses/by-sa/3.0/; redistributed unchanged apart from
+whitespace being collapsed. If you redistribute them, credit Wikipedia and keep them under
+CC BY-SA 3.0.
+"""
+
+
+def build_nq_beir(sample: NQSample, *, questions: int = 50, distractors: int = 5) -> dict[str, str]:
+    """The BEIR-format fixture (see the module docstring) as file name -> UTF-8 text.
+
+    Args:
+        sample: The NQ sample (its ``test`` split is used).
+        questions: Questions to keep, ``>= 1``.
+        distractors: Distractors per question brought into the corpus, ``>= 0``.
+
+    Returns:
+        ``{"corpus.jsonl", "queries.jsonl", "qrels/test.tsv", "NOTICE.md"}`` -> text.
+    """
+    if questions < 1 or distractors < 0:
+        raise ValueError(f"need questions >= 1 and distractors >= 0, got {questions!r}, {distractors!r}")
+    texts = {p.id: (p.title, p.text) for p in sample.passages}
+    corpus: set[int] = set()
+    kept: list[Any] = []
+    for q in sample.split("test"):
+        new = {q.gold, *q.distractors[:distractors]}
+        pool = corpus | new
+        own = any(_mentions_any(texts[pid], q.answers) for pid in pool - {q.gold})
+        others = any(_mentions_any(texts[pid], k.answers) for k in kept for pid in new - {k.gold})
+        if own or others:
+            continue
+        kept.append(q)
+        corpus = pool
+        if len(kept) == questions:
+            break
+    if len(kept) < questions:
+        raise ValueError(f"only {len(kept)} test questions fit, asked for {questions}")
+
+    def line(obj: dict[str, Any]) -> str:
+        return json.dumps(obj, ensure_ascii=False) + "\n"
+
+    return {
+        "corpus.jsonl": "".join(line({"_id": f"p{pid}", "title": texts[pid][0], "text": texts[pid][1]})
+                                for pid in sorted(corpus)),
+        "queries.jsonl": "".join(line({"_id": q.id, "text": q.question, "metadata": {"answers": list(q.answers)}})
+                                 for q in kept),
+        "qrels/test.tsv": "query-id\tcorpus-id\tscore\n" + "".join(f"{q.id}\tp{q.gold}\t1\n" for q in kept),
+        "NOTICE.md": FIXTURE_NOTICE.format(questions=len(kept), distractors=distractors, passages=len(corpus)),
+    }
+
+
+def write_fixture(files: dict[str, str], out: Path) -> None:
+    """Write the fixture's files under ``out`` (folders created)."""
+    for name, text in files.items():
+        path = out / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(text.encode("utf-8"))
+        logger.info("%s: %d bytes, sha256 %s", path, path.stat().st_size, _sha256(path))
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description="Build the data samples shipped in gold_panning_integrations/_data.")
     p.add_argument("--source", type=Path, default=Path("../shared/data"), help="folder with the source files")
@@ -269,8 +358,18 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--distractors", type=int, default=20, help="retrieved distractors per question (default 20)")
     p.add_argument("--kv", type=int, default=100, help="kv-retrieval-75 examples (default 100)")
     p.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
+    p.add_argument("--fixture-questions", type=int, default=50, help="questions of the BEIR fixture (default 50)")
+    p.add_argument("--fixture-distractors", type=int, default=5,
+                   help="distractors per fixture question in its corpus (default 5)")
+    p.add_argument("--fixture-only", action="store_true",
+                   help="rebuild only the BEIR fixture, from the shipped NQ sample (no --source needed)")
     args = p.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(message)s")
+    if args.fixture_only:
+        fixture = build_nq_beir(load_sample("nq"), questions=args.fixture_questions,
+                                distractors=args.fixture_distractors)
+        write_fixture(fixture, args.out / FIXTURE)
+        return 0
 
     nq_rows = list(_read_jsonl_gz(args.source / NQ_FILE))
     kv_rows = list(_read_jsonl_gz(args.source / KV_FILE))
@@ -289,6 +388,9 @@ def main(argv: list[str] | None = None) -> int:
         nq["retrieval_corpus_passages"],
         len(kv["examples"]),
     )
+    fixture = build_nq_beir(load_sample("nq", path=args.out / "nq_sample.json.gz"),
+                            questions=args.fixture_questions, distractors=args.fixture_distractors)
+    write_fixture(fixture, args.out / FIXTURE)
     return 0
 
 

@@ -1,0 +1,597 @@
+"""Test collections in the formats the field uses: BEIR folders, TREC files, RAG JSONL.
+
+* **BEIR** (``load_beir``): a folder with ``corpus.jsonl`` (``{"_id", "title", "text"}``
+  per line), ``queries.jsonl`` (``{"_id", "text"}``) and ``qrels/<split>.tsv``
+  (``query-id<TAB>corpus-id<TAB>score``, a header line allowed). Graded relevance.
+* **TREC** (``load_trec``): topics (``qid<TAB>text`` as in the TREC Deep Learning and MS
+  MARCO files, BEIR ``queries.jsonl``, or classic ``<top> <num> <title>`` SGML), qrels
+  (``qid iteration docid relevance``) and a corpus (``docid<TAB>text`` or
+  ``docid<TAB>title<TAB>text`` as MS MARCO's ``collection.tsv``, or BEIR ``corpus.jsonl``).
+* **RAG JSONL** (``load_rag_jsonl``): what a RAG team has, one labelled question per line:
+  ``{"question": "...", "passages": ["...", {"id": "...", "title": "...", "text": "..."}],
+  "relevant": [0, 2]}`` (``relevant``: 0-based indices or passage ids, or an object
+  ``{index or id: grade}`` for graded labels; optional ``"id"`` for the question). The
+  passages, in their order, are the first stage.
+
+Any of the first two takes a first-stage **run file** (``qid Q0 docid rank score tag``,
+:func:`read_run`): its top ``depth`` documents per query, best score first, are the
+candidates, and only those documents of the corpus are kept in memory (the corpus is
+streamed). Without one, the first stage is BM25 over the corpus
+(:mod:`.first_stage`).
+
+A query is evaluated when the qrels give it at least one document of grade > 0; others
+are listed in :attr:`Collection.left_out`. Every bad line is a
+:class:`~..errors.CollectionError` naming the file and the line.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+from types import MappingProxyType
+
+from ..errors import CollectionError
+from .files import MAX_CORPUS_BYTES, json_object, text_lines
+
+__all__ = [
+    "FIXTURE",
+    "FORMATS",
+    "MAX_BM25_DOCUMENTS",
+    "Collection",
+    "Run",
+    "fixture_path",
+    "load_beir",
+    "load_collection",
+    "load_rag_jsonl",
+    "load_trec",
+    "read_corpus",
+    "read_qrels",
+    "read_queries",
+    "read_run",
+]
+
+logger = logging.getLogger(__name__)
+
+FIXTURE = "nq-test-beir"
+"""The BEIR-format folder that ships in the package (``_data/nq-test-beir``): held-out NQ
+questions with their gold passages (see its ``NOTICE.md``)."""
+FORMATS = ("beir", "trec", "rag")
+"""Collection formats, as ``bench compare --task`` names them."""
+MAX_BM25_DOCUMENTS = 1_000_000
+"""Largest corpus kept in memory for the BM25 first stage; pass a run file for more."""
+
+_QRELS_HEADER = re.compile(r"^\s*query[-_]?id\b", re.IGNORECASE)
+_SPLIT_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
+
+
+def _where(what: str, path: Path, lineno: int | None = None) -> str:
+    return f"{what} {str(path)!r}" + (f" line {lineno}" if lineno is not None else "")
+
+
+def _frozen(d: Mapping[str, object]) -> Mapping[str, object]:
+    return MappingProxyType(dict(d))
+
+
+@dataclass(frozen=True)
+class Run:
+    """A first stage's candidates, read from a run file.
+
+    Attributes:
+        path: The run file.
+        candidates: Query id -> document ids, best first, at most ``depth`` each.
+        lines: ``(query id, document id)`` -> the line that named it (for messages).
+    """
+
+    path: Path
+    candidates: Mapping[str, tuple[str, ...]]
+    lines: Mapping[tuple[str, str], int]
+
+
+@dataclass(frozen=True)
+class Collection:
+    """Queries, graded judgements and document texts of a test collection.
+
+    Attributes:
+        name: A short description for reports (format, location, split).
+        queries: Query id -> text of every evaluated query, in file order.
+        qrels: Query id -> document id -> grade, for the evaluated queries (every judged
+            document, also those no first stage returns: recall and nDCG's ideal
+            ranking count them).
+        documents: Document id -> the text rankers are shown (``"title: text"`` when
+            there is a title). With a run file only the run's candidates are kept.
+        candidates: Query id -> document ids in first-stage order (a run file, or the
+            passages of a RAG line), or ``None`` when the first stage is BM25 over
+            :attr:`documents`.
+        origin: Query id -> where its judgements are (``"qrels file 'x' line 3"``).
+        left_out: Query id -> why it is not evaluated (no document of grade > 0).
+        first_stage: ``"bm25"``, ``"run: PATH"`` or ``"rag: PATH"``.
+    """
+
+    name: str
+    queries: Mapping[str, str]
+    qrels: Mapping[str, Mapping[str, int]]
+    documents: Mapping[str, str]
+    candidates: Mapping[str, tuple[str, ...]] | None = None
+    origin: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
+    left_out: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
+    first_stage: str = "bm25"
+
+
+def fixture_path() -> Path:
+    """Path of the BEIR-format fixture that ships in the package (:data:`FIXTURE`)."""
+    return Path(str(resources.files("gold_panning_integrations._data").joinpath(FIXTURE)))
+
+
+# ====================================================================== single files
+def read_qrels(path: str | Path, *, what: str = "qrels file") -> tuple[dict[str, dict[str, int]], dict[str, int]]:
+    """Judgements of a BEIR (``query-id corpus-id score``, a header line allowed) or TREC
+    (``qid iteration docid relevance``) qrels file; fields split on whitespace.
+
+    The first line that is not a header fixes the format (3 or 4 fields); every line must
+    have as many. A repeated ``(query, document)`` keeps the last grade (logged).
+
+    Returns:
+        ``(qrels, first_line)``: query id -> document id -> grade, and query id -> the
+        line of its first judgement.
+
+    Raises:
+        CollectionError: A line with a missing or extra field, a grade that is not an
+            integer, or no judgement at all; the message names the file and the line.
+    """
+    p = Path(path)
+    qrels: dict[str, dict[str, int]] = {}
+    first: dict[str, int] = {}
+    width = 0
+    repeats = 0
+    for lineno, line in text_lines(p, what=what):
+        parts = line.split()
+        if not parts:
+            continue
+        if width == 0 and lineno == 1 and _QRELS_HEADER.match(line):
+            continue
+        if width == 0:
+            if len(parts) not in (3, 4):
+                raise CollectionError(
+                    f"{_where(what, p, lineno)} has {len(parts)} field(s); a qrels line is 'query-id corpus-id score' "
+                    "(BEIR) or 'query-id iteration doc-id relevance' (TREC)"
+                )
+            width = len(parts)
+        if len(parts) != width:
+            form = "'query-id corpus-id score'" if width == 3 else "'query-id iteration doc-id relevance'"
+            raise CollectionError(
+                f"{_where(what, p, lineno)} has {len(parts)} field(s) where the file's lines have {width} ({form}); "
+                "a field is missing or extra"
+            )
+        qid, docid, grade_text = parts[0], parts[-2], parts[-1]
+        try:
+            grade = int(grade_text)
+        except ValueError as err:
+            raise CollectionError(f"{_where(what, p, lineno)}: relevance {grade_text!r} is not an integer") from err
+        judged = qrels.setdefault(qid, {})
+        repeats += docid in judged
+        judged[docid] = grade
+        first.setdefault(qid, lineno)
+    if not qrels:
+        raise CollectionError(f"{_where(what, p)} holds no judgements")
+    if repeats:
+        logger.warning("%s: %d repeated (query, document) judgements; the last grade of each is kept", p, repeats)
+    return qrels, first
+
+
+def _topics_sgml(p: Path, what: str) -> dict[str, str]:
+    text = "\n".join(line for _, line in text_lines(p, what=what))
+    out: dict[str, str] = {}
+    for m in re.finditer(r"<top>(.*?)</top>", text, re.DOTALL | re.IGNORECASE):
+        block = m.group(1)
+        lineno = text.count("\n", 0, m.start()) + 1
+        num = re.search(r"<num>\s*(?:Number:)?\s*(\S+)", block, re.IGNORECASE)
+        title = re.search(r"<title>\s*(?:Topic:)?\s*(.*?)\s*(?=<desc>|<narr>|<num>|\Z)", block, re.DOTALL | re.IGNORECASE)
+        if num is None or title is None or not title.group(1).strip():
+            raise CollectionError(f"{_where(what, p, lineno)}: a <top> block needs <num> and a non-empty <title>")
+        out[num.group(1)] = " ".join(title.group(1).split())
+    if not out:
+        raise CollectionError(f"{_where(what, p)} holds no <top> block")
+    return out
+
+
+def read_queries(path: str | Path, *, what: str = "queries file") -> dict[str, str]:
+    """Query id -> text from BEIR ``queries.jsonl`` (name ending ``.jsonl``/``.jsonl.gz``),
+    TREC ``<top>`` SGML (first non-blank line starting ``<top>``) or ``qid<TAB>text`` lines.
+
+    Raises:
+        CollectionError: A line that is not a query record, a repeated id, or no query.
+    """
+    p = Path(path)
+    name = p.name.lower()
+    out: dict[str, str] = {}
+    if name.endswith((".jsonl", ".jsonl.gz")):
+        for lineno, line in text_lines(p, what=what):
+            if not line.strip():
+                continue
+            obj = json_object(line, what=what, path=p, lineno=lineno)
+            qid, text = obj.get("_id"), obj.get("text")
+            if not isinstance(qid, (str, int)) or isinstance(qid, bool) or not isinstance(text, str):
+                raise CollectionError(f"{_where(what, p, lineno)} needs a string or integer \"_id\" and a string \"text\"")
+            _add(out, str(qid), " ".join(text.split()), p, what, lineno)
+    else:
+        lines = text_lines(p, what=what)
+        try:
+            first = next((line for _, line in lines if line.strip()), "")
+        finally:
+            lines.close()
+        if first.lstrip().lower().startswith("<top"):
+            return _topics_sgml(p, what)
+        for lineno, line in text_lines(p, what=what):
+            if not line.strip():
+                continue
+            parts = line.split("\t")
+            if len(parts) < 2 or not parts[0].strip():
+                raise CollectionError(f"{_where(what, p, lineno)} is not 'query-id<TAB>text'")
+            _add(out, parts[0].strip(), " ".join(" ".join(parts[1:]).split()), p, what, lineno)
+    if not out:
+        raise CollectionError(f"{_where(what, p)} holds no query")
+    return out
+
+
+def _check_id(key: str, where: str) -> str:
+    """``key`` when it can name a query or document in a TREC run (one word)."""
+    if not key or any(ch.isspace() for ch in key):
+        raise CollectionError(f"{where}: the id {key!r} is empty or holds white space, which a TREC run cannot write")
+    return key
+
+
+def _add(out: dict[str, str], key: str, value: str, p: Path, what: str, lineno: int) -> None:
+    _check_id(key, _where(what, p, lineno))
+    if key in out:
+        raise CollectionError(f"{_where(what, p, lineno)} repeats the id {key!r}; ids must be unique")
+    out[key] = value
+
+
+def _shown(title: str, text: str) -> str:
+    title, text = " ".join(title.split()), " ".join(text.split())
+    return f"{title}: {text}" if title else text
+
+
+def read_corpus(
+    path: str | Path, *, wanted: set[str] | None = None, what: str = "corpus file"
+) -> dict[str, str]:
+    """Document id -> text shown to rankers (``"title: text"``), from BEIR ``corpus.jsonl``
+    (a name ending ``.jsonl``/``.jsonl.gz``) or ``docid<TAB>text`` /
+    ``docid<TAB>title<TAB>text`` lines. Streamed: with ``wanted`` only those documents are
+    kept (a run file's candidates); without, at most :data:`MAX_BM25_DOCUMENTS`.
+
+    Raises:
+        CollectionError: A line that is not a document record, a repeated id, no document
+            at all, or more than :data:`MAX_BM25_DOCUMENTS` without ``wanted``.
+    """
+    p = Path(path)
+    jsonl = p.name.lower().endswith((".jsonl", ".jsonl.gz"))
+    out: dict[str, str] = {}
+    seen = 0
+    for lineno, line in text_lines(p, what=what, max_bytes=MAX_CORPUS_BYTES):
+        if not line.strip():
+            continue
+        if jsonl:
+            obj = json_object(line, what=what, path=p, lineno=lineno)
+            docid, title, text = obj.get("_id"), obj.get("title") or "", obj.get("text")
+            if (not isinstance(docid, (str, int)) or isinstance(docid, bool) or not isinstance(text, str)
+                    or not isinstance(title, str)):
+                raise CollectionError(
+                    f"{_where(what, p, lineno)} needs a string or integer \"_id\", a string \"text\" and an optional "
+                    "string \"title\""
+                )
+            key = str(docid)
+        else:
+            parts = line.split("\t")
+            if len(parts) not in (2, 3) or not parts[0].strip():
+                raise CollectionError(f"{_where(what, p, lineno)} is not 'doc-id<TAB>text' or 'doc-id<TAB>title<TAB>text'")
+            key = parts[0].strip()
+            title, text = (parts[1], parts[2]) if len(parts) == 3 else ("", parts[1])
+        seen += 1
+        if wanted is not None and key not in wanted:
+            continue
+        if wanted is None and len(out) >= MAX_BM25_DOCUMENTS:
+            raise CollectionError(
+                f"{_where(what, p)} holds more than {MAX_BM25_DOCUMENTS:,} documents, too many for the in-memory BM25 "
+                "first stage; pass a first-stage run file (--run), e.g. BM25 top-100 from pyserini"
+            )
+        _add(out, key, _shown(title, text), p, what, lineno)
+    if seen == 0:
+        raise CollectionError(f"{_where(what, p)} holds no documents")
+    return out
+
+
+def read_run(path: str | Path, *, depth: int, queries: set[str] | None = None) -> Run:
+    """The top ``depth`` documents per query of a TREC run file (``qid Q0 docid rank
+    score tag``), best score first (ties: lower rank, then earlier line). Only queries in
+    ``queries`` are kept when given.
+
+    Raises:
+        CollectionError: A line without exactly six fields, a rank or score that is not a
+            number, or a document listed twice for one query; names the file and line.
+    """
+    p = Path(path)
+    what = "run file"
+    if depth < 1:
+        raise ValueError(f"depth must be >= 1, got {depth!r}")
+    rows: dict[str, list[tuple[float, float, int, str]]] = {}
+    seen: dict[tuple[str, str], int] = {}
+    for lineno, line in text_lines(p, what=what):
+        parts = line.split()
+        if not parts:
+            continue
+        if len(parts) != 6:
+            raise CollectionError(
+                f"{_where(what, p, lineno)} has {len(parts)} field(s); a run line is 'query-id Q0 doc-id rank score tag'"
+            )
+        qid, _, docid, rank_text, score_text, _ = parts
+        try:
+            rank, score = float(rank_text), float(score_text)
+        except ValueError as err:
+            raise CollectionError(f"{_where(what, p, lineno)}: rank {rank_text!r} or score {score_text!r} is not a number") from err
+        if math.isnan(score):
+            raise CollectionError(f"{_where(what, p, lineno)}: score is NaN")
+        if (qid, docid) in seen:
+            raise CollectionError(
+                f"{_where(what, p, lineno)} lists document {docid!r} for query {qid!r} again (first at line "
+                f"{seen[(qid, docid)]})"
+            )
+        seen[(qid, docid)] = lineno
+        if queries is None or qid in queries:
+            rows.setdefault(qid, []).append((-score, rank, lineno, docid))
+    if not seen:
+        raise CollectionError(f"{_where(what, p)} holds no run line")
+    cands = {q: tuple(d for *_, d in sorted(r)[:depth]) for q, r in rows.items()}
+    lines = {(q, d): seen[(q, d)] for q, ds in cands.items() for d in ds}
+    return Run(p, _frozen(cands), _frozen(lines))  # type: ignore[arg-type]
+
+
+# ====================================================================== collections
+def _judged(
+    qrels: dict[str, dict[str, int]], first: dict[str, int], queries: Mapping[str, str], *, qrels_path: Path,
+    queries_path: Path, queries_what: str,
+) -> tuple[dict[str, str], dict[str, dict[str, int]], dict[str, str], dict[str, str]]:
+    """Evaluated queries (judged, with a document of grade > 0) in queries-file order."""
+    missing = [q for q in qrels if q not in queries]
+    if missing:
+        q = missing[0]
+        raise CollectionError(
+            f"{_where('qrels file', qrels_path, first[q])} judges query {q!r}, which is not in "
+            f"{_where(queries_what, queries_path)}; pass the matching queries file"
+        )
+    left_out = {q: "no document of grade > 0 in the qrels" for q in qrels if max(qrels[q].values()) <= 0}
+    kept = [q for q in queries if q in qrels and q not in left_out]
+    if not kept:
+        raise CollectionError(f"{_where('qrels file', qrels_path)} gives no query a document of grade > 0")
+    origin = {q: _where("qrels file", qrels_path, first[q]) for q in kept}
+    return {q: queries[q] for q in kept}, {q: qrels[q] for q in kept}, origin, left_out
+
+
+def _with_first_stage(
+    name: str, queries: dict[str, str], qrels: dict[str, dict[str, int]], origin: dict[str, str],
+    left_out: dict[str, str], *, corpus: Path, run: str | Path | None, depth: int,
+) -> Collection:
+    if run is None:
+        docs = read_corpus(corpus)
+        return Collection(name, _frozen(queries), _frozen(qrels), _frozen(docs), None,  # type: ignore[arg-type]
+                          _frozen(origin), _frozen(left_out), "bm25")  # type: ignore[arg-type]
+    r = read_run(run, depth=depth, queries=set(queries))
+    missing = [q for q in queries if q not in r.candidates]
+    if missing:
+        q = missing[0]
+        raise CollectionError(
+            f"query {q!r} ({origin[q]}) has no candidates in run file {str(r.path)!r}; the first stage must return "
+            "documents for every judged query (or remove the query's judgements)"
+        )
+    wanted = {d for ds in r.candidates.values() for d in ds}
+    docs = read_corpus(corpus, wanted=wanted)
+    absent = [(q, d) for q in queries for d in r.candidates[q] if d not in docs]
+    if absent:
+        q, d = min(absent, key=lambda qd: r.lines[qd])
+        raise CollectionError(
+            f"{_where('run file', r.path, r.lines[(q, d)])} names document {d!r}, which is not in corpus file "
+            f"{str(corpus)!r}; pass the corpus the run was made on"
+        )
+    cands = {q: r.candidates[q] for q in queries}
+    return Collection(name, _frozen(queries), _frozen(qrels), _frozen(docs), _frozen(cands),  # type: ignore[arg-type]
+                      _frozen(origin), _frozen(left_out), f"run: {r.path}")  # type: ignore[arg-type]
+
+
+def load_beir(
+    folder: str | Path | None = None, *, split: str = "test", run: str | Path | None = None, depth: int = 20
+) -> Collection:
+    """A BEIR folder (``corpus.jsonl``, ``queries.jsonl``, ``qrels/<split>.tsv``); the
+    shipped fixture (:func:`fixture_path`) when ``folder`` is None. ``run``: a first-stage
+    run file (its top ``depth`` per query), else the first stage is BM25.
+
+    Raises:
+        CollectionError: A missing file (the message lists what a BEIR folder holds) or a
+            bad line (named).
+    """
+    root = fixture_path() if folder is None else Path(folder)
+    if not root.is_dir():
+        raise CollectionError(
+            f"BEIR folder {str(root)!r} is not a folder; pass one holding corpus.jsonl, queries.jsonl and "
+            "qrels/<split>.tsv (e.g. unzipped from the BEIR release)"
+        )
+    if not _SPLIT_NAME.match(split):
+        raise ValueError(f"--split must be a qrels file name such as test or dev, got {split!r}")
+    qrels_path = root / "qrels" / f"{split}.tsv"
+    if not qrels_path.exists():
+        have = sorted(x.stem for x in (root / "qrels").glob("*.tsv")) if (root / "qrels").is_dir() else []
+        raise CollectionError(
+            f"BEIR folder {str(root)!r} has no qrels/{split}.tsv"
+            + (f"; its splits: {', '.join(have)} (--split)" if have else "; a BEIR folder holds qrels/<split>.tsv")
+        )
+    qrels, first = read_qrels(qrels_path)
+    queries_path = root / "queries.jsonl"
+    queries = read_queries(queries_path)
+    kept, judged, origin, left_out = _judged(qrels, first, queries, qrels_path=qrels_path, queries_path=queries_path,
+                                             queries_what="queries file")
+    name = f"BEIR {'fixture ' + FIXTURE if folder is None else str(root)} ({split})"
+    return _with_first_stage(name, kept, judged, origin, left_out, corpus=root / "corpus.jsonl", run=run, depth=depth)
+
+
+def load_trec(
+    *, topics: str | Path, qrels: str | Path, corpus: str | Path, run: str | Path | None = None, depth: int = 20
+) -> Collection:
+    """TREC-style files: ``topics``, ``qrels``, ``corpus`` and optionally a first-stage
+    ``run`` (see the module docstring for the accepted forms).
+
+    Raises:
+        CollectionError: A bad line (named), or qrels judging a query the topics lack.
+    """
+    judgements, first = read_qrels(qrels)
+    queries = read_queries(topics, what="topics file")
+    kept, judged, origin, left_out = _judged(judgements, first, queries, qrels_path=Path(qrels),
+                                             queries_path=Path(topics), queries_what="topics file")
+    name = f"TREC {Path(topics).name} / {Path(qrels).name}"
+    return _with_first_stage(name, kept, judged, origin, left_out, corpus=Path(corpus), run=run, depth=depth)
+
+
+def _rag_relevant(obj: object, ids: list[str], where: str) -> dict[str, int]:
+    """``relevant`` of a RAG line -> document id -> grade."""
+    items: list[tuple[object, object]]
+    if isinstance(obj, list):
+        items = [(x, 1) for x in obj]
+    elif isinstance(obj, dict):
+        items = list(obj.items())
+    else:
+        raise CollectionError(f"{where}: \"relevant\" must be a list of passage indices or ids, or an object of grades")
+    out: dict[str, int] = {}
+    for key, grade in items:
+        if isinstance(grade, bool) or not isinstance(grade, int):
+            raise CollectionError(f"{where}: the grade of relevant passage {key!r} is {grade!r}, not an integer")
+        if isinstance(key, int) and not isinstance(key, bool):
+            if not 0 <= key < len(ids):
+                raise CollectionError(f"{where}: relevant passage index {key} is outside 0..{len(ids) - 1}")
+            out[ids[key]] = grade
+        elif isinstance(key, str) and key.isdigit() and isinstance(obj, dict) and key not in ids:
+            idx = int(key)
+            if idx >= len(ids):
+                raise CollectionError(f"{where}: relevant passage index {idx} is outside 0..{len(ids) - 1}")
+            out[ids[idx]] = grade
+        elif isinstance(key, str) and key in ids:
+            out[key] = grade
+        else:
+            raise CollectionError(f"{where}: relevant passage {key!r} is neither an index nor the id of one of its passages")
+    return out
+
+
+def load_rag_jsonl(path: str | Path, *, depth: int = 20) -> Collection:
+    """One labelled question per line (see the module docstring); the passages, in their
+    order and cut to ``depth``, are the first stage.
+
+    Raises:
+        CollectionError: A line that is not such a record, a question without passages,
+            a relevant passage that is not among them, or a repeated question id.
+    """
+    p = Path(path)
+    what = "RAG JSONL file"
+    queries: dict[str, str] = {}
+    qrels: dict[str, dict[str, int]] = {}
+    docs: dict[str, str] = {}
+    cands: dict[str, tuple[str, ...]] = {}
+    origin: dict[str, str] = {}
+    left_out: dict[str, str] = {}
+    for lineno, line in text_lines(p, what=what):
+        if not line.strip():
+            continue
+        where = _where(what, p, lineno)
+        obj = json_object(line, what=what, path=p, lineno=lineno)
+        question, passages = obj.get("question"), obj.get("passages")
+        qid = obj.get("id", f"q{lineno}")
+        if not isinstance(question, str) or not question.strip() or not isinstance(passages, list):
+            raise CollectionError(
+                f'{where} needs "question" (text), "passages" (a list) and "relevant", e.g. {{"question": "...", '
+                '"passages": ["...", "..."], "relevant": [0]}'
+            )
+        if not isinstance(qid, (str, int)) or isinstance(qid, bool):
+            raise CollectionError(f'{where}: "id" must be a string or an integer')
+        qid = _check_id(str(qid), where)
+        if qid in queries or qid in left_out:
+            raise CollectionError(f"{where} repeats the question id {qid!r}; ids must be unique")
+        if not passages:
+            raise CollectionError(f"{where}: question {qid!r} has no candidate passages; drop the line or add its passages")
+        ids: list[str] = []
+        for i, item in enumerate(passages):
+            if isinstance(item, str):
+                pid, text = f"{qid}-p{i}", item
+            elif isinstance(item, dict) and isinstance(item.get("text"), str):
+                raw_id = item.get("id", f"{qid}-p{i}")
+                if not isinstance(raw_id, (str, int)) or isinstance(raw_id, bool):
+                    raise CollectionError(f'{where}: passage {i} has an "id" that is not a string or an integer')
+                title = item.get("title") or ""
+                pid, text = str(raw_id), _shown(title if isinstance(title, str) else "", item["text"])
+            else:
+                raise CollectionError(f'{where}: passage {i} must be text or an object with a string "text"')
+            _check_id(pid, where)
+            if pid in ids:
+                raise CollectionError(f"{where}: passage id {pid!r} appears twice")
+            text = " ".join(text.split())
+            if docs.get(pid, text) != text:
+                raise CollectionError(f"{where}: passage id {pid!r} names another text than on an earlier line")
+            docs[pid] = text
+            ids.append(pid)
+        grades = _rag_relevant(obj.get("relevant", []), ids, where)
+        if not any(g > 0 for g in grades.values()):
+            left_out[qid] = "no relevant passage"
+            continue
+        queries[qid] = " ".join(question.split())
+        qrels[qid] = grades
+        cands[qid] = tuple(ids[:depth])
+        origin[qid] = where
+    if not queries:
+        raise CollectionError(
+            f"{_where(what, p)} holds no question with a relevant passage" + (" (every line's \"relevant\" is empty)"
+                                                                             if left_out else "")
+        )
+    return Collection(f"RAG JSONL {p}", _frozen(queries), _frozen(qrels), _frozen(docs), _frozen(cands),  # type: ignore[arg-type]
+                      _frozen(origin), _frozen(left_out), f"rag: {p}")  # type: ignore[arg-type]
+
+
+def load_collection(
+    task: str,
+    *,
+    data: str | Path | None = None,
+    split: str = "test",
+    topics: str | Path | None = None,
+    qrels: str | Path | None = None,
+    corpus: str | Path | None = None,
+    run: str | Path | None = None,
+    depth: int = 20,
+) -> Collection:
+    """The collection of ``bench compare --task beir|trec|rag``, after checking that the
+    options given belong to that format (:data:`FORMATS`).
+
+    * ``beir``: ``data`` a BEIR folder (default: the shipped fixture), ``split`` its qrels
+      file, optionally a ``run`` file as the first stage;
+    * ``trec``: ``topics``, ``qrels`` and ``corpus`` files, optionally a ``run`` file;
+    * ``rag``: ``data`` a RAG JSONL file (its passages are the first stage).
+    """
+    trec_files = {"--topics": topics, "--qrels": qrels, "--corpus": corpus}
+    given = [k for k, v in trec_files.items() if v is not None]
+    if task == "beir":
+        if given:
+            raise ValueError(f"{', '.join(given)} belong to --task trec; a BEIR folder is given with --data")
+        return load_beir(data, split=split, run=run, depth=depth)
+    if split != "test":
+        raise ValueError(f"--split applies to the shipped NQ sample and BEIR folders, not to --task {task}")
+    if task == "trec":
+        missing = [k for k, v in trec_files.items() if v is None]
+        if missing or data is not None:
+            raise ValueError("--task trec needs --topics, --qrels and --corpus files (and optionally --run), not --data"
+                             + (f"; missing {', '.join(missing)}" if missing else ""))
+        assert topics is not None and qrels is not None and corpus is not None
+        return load_trec(topics=topics, qrels=qrels, corpus=corpus, run=run, depth=depth)
+    if task == "rag":
+        if data is None or given or run is not None:
+            raise ValueError("--task rag needs --data FILE.jsonl (one labelled question per line) and no "
+                             "--topics/--qrels/--corpus/--run: its passages are the first stage")
+        return load_rag_jsonl(data, depth=depth)
+    raise ValueError(f"--task {task} is not a collection; choose one of {', '.join(FORMATS)}")

@@ -1,0 +1,77 @@
+"""Writing evaluation outputs atomically: TREC run files, JSON, Markdown.
+
+Every file is written to a temporary file in its destination folder, flushed to disk and
+renamed over the destination (``os.replace``), so a reader sees the complete file or the
+previous state, never a half-written one; on any error the temporary file is removed.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import tempfile
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+from .metrics import run_scores
+
+__all__ = ["qrels_text", "run_text", "write_qrels", "write_run", "write_text_atomic"]
+
+_TAG = re.compile(r"^\S+$")
+
+
+def write_text_atomic(path: str | Path, text: str) -> Path:
+    """Write ``text`` (UTF-8) to ``path`` atomically (see the module docstring); the
+    parent folder is created. Returns the path."""
+    p = Path(path)
+    p.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{p.name}.", suffix=".tmp", dir=p.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as fh:
+            fh.write(text)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, p)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+    return p
+
+
+def run_text(rankings: Mapping[str, Sequence[str]], *, tag: str) -> str:
+    """TREC run lines ``qid Q0 docid rank score tag`` for each query's ranking (queries
+    in the mapping's order, ranks from 1, scores ``len - rank + 1`` so the order survives
+    any tool's sort by score); a query with an empty ranking has no line."""
+    if not _TAG.match(tag):
+        raise ValueError(f"a run tag is one word without spaces, got {tag!r}")
+    lines = []
+    for qid, ranking in rankings.items():
+        for rank, (docid, score) in enumerate(run_scores(ranking).items(), start=1):
+            lines.append(f"{qid} Q0 {docid} {rank} {score:g} {tag}\n")
+    return "".join(lines)
+
+
+def write_run(path: str | Path, rankings: Mapping[str, Sequence[str]], *, tag: str) -> Path:
+    """Write a TREC run file atomically (see :func:`run_text`). Returns the path."""
+    for qid, ranking in rankings.items():
+        bad = [x for x in (qid, *ranking) if not _TAG.match(str(x))]
+        if bad:
+            raise ValueError(f"a TREC run cannot hold the id {bad[0]!r} (empty or with white space)")
+    return write_text_atomic(path, run_text(rankings, tag=tag))
+
+
+def qrels_text(qrels: Mapping[str, Mapping[str, int]]) -> str:
+    """TREC qrels lines ``qid 0 docid grade`` (queries and documents in mapping order)."""
+    return "".join(f"{q} 0 {d} {int(g)}\n" for q, judged in qrels.items() for d, g in judged.items())
+
+
+def write_qrels(path: str | Path, qrels: Mapping[str, Mapping[str, int]]) -> Path:
+    """Write the judgements as a TREC qrels file atomically, so ``trec_eval qrels run``
+    and ir-measures read exactly what was scored. Returns the path."""
+    for q, judged in qrels.items():
+        bad = [x for x in (q, *judged) if not _TAG.match(str(x))]
+        if bad:
+            raise ValueError(f"a TREC qrels file cannot hold the id {bad[0]!r} (empty or with white space)")
+    return write_text_atomic(path, qrels_text(qrels))
