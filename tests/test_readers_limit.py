@@ -220,7 +220,7 @@ class _Slow(BaseReader):
         try:
             if self.barrier is not None:
                 self.barrier.wait()
-            return Reply(text='{"cited": [1]}')
+            return Reply(text=f'{{"cited": [{prompt.labels[0]}]}}')  # the first label shown
         finally:
             self.gauge.leave()
 
