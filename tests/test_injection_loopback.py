@@ -120,6 +120,8 @@ def run_scenario(
                 reader,
                 profile="lost-in-the-middle",
                 rounds=ROUNDS,
+                prompts_per_round=1,  # the scenario: ROUNDS calls, one after another
+                retriever_prior="none",  # the documents come in no meaningful order
                 rng=panner_rng,
                 on_failure="fallback",
                 **options,
