@@ -170,7 +170,7 @@ def simulated_traces(
     rng = np.random.default_rng(seed)
     out = []
     reader = SimulatedReader(true, relevant=lambda d: d == "GOLD", rng=rng)
-    panner = Panner(reader, profile=start, rounds=rounds, retriever_prior="none", rng=rng)
+    panner = Panner(reader, profile=start, rounds=rounds, prompts_per_round=1, retriever_prior="none", rng=rng)
     for _ in range(queries):
         docs = [f"d{i}" for i in range(n)]
         gold = int(rng.integers(n))
@@ -307,7 +307,8 @@ def real_comparison(
         rec: dict[str, Any] = {"instance": i, "gold": gold_pos, "question": inst.question, "hits": {}}
         for name, prof in profiles.items():
             panner = Panner(
-                cached, profile=prof, rounds=rounds, retriever_prior="none", rng=np.random.default_rng(inst_seed)
+                cached, profile=prof, rounds=rounds, prompts_per_round=1, retriever_prior="none",
+                rng=np.random.default_rng(inst_seed),
             )
             res = panner.run(inst.question, inst.documents)
             rec["hits"][name] = per_round_hits(res, inst.gold, rng=np.random.default_rng(0), rounds=rounds).tolist()

@@ -318,7 +318,7 @@ def test_markdown_shows_a_skipped_peer() -> None:
 def test_markdown_has_a_per_round_table_for_panning_methods() -> None:
     rows = [_row("gp-belief", True, True, per_round=[0.0, 1.0], round_tokens=[1, 2])]
     md = C.format_markdown(C.summarize(rows, ["gp-belief"], rounds=2), rounds=2)
-    assert "| GP-Belief (integration defaults: base order as rank prior) | 0.00 | 1.00 |" in md
+    assert "| GP-Belief, one prompt per round (base order as rank prior) | 0.00 | 1.00 |" in md
 
 
 def test_peer_missing_names_the_install_line(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -537,7 +537,7 @@ def test_cli_markdown_output(capsys: pytest.CaptureFixture[str]) -> None:
         assert C.main(args) == 0
     out = capsys.readouterr().out
     # nDCG@10, MRR@10, R@10 (one relevant document found first: 1.00 each), then top-1 with its Wilson interval
-    assert ("| GP-Belief (integration defaults: base order as rank prior) | 1.00 [1.00, 1.00] | 1.00 [1.00, 1.00] "
+    assert ("| GP-Belief, one prompt per round (base order as rank prior) | 1.00 [1.00, 1.00] | 1.00 [1.00, 1.00] "
             "| 1.00 [1.00, 1.00] | 1.00 [0.44, 1.00] |") in out
 
 

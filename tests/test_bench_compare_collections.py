@@ -296,9 +296,9 @@ def test_a_query_with_few_candidates_pans_with_fewer_relevant() -> None:
 def test_the_method_table_derives_the_method_lists() -> None:
     # one entry per panning method: the lists, labels and defaults follow from it
     assert (C.PANNING, C.DEFAULT_METHODS[:4], C.LABELS["gp-cost"]) == (
-        ("psc", "gp-belief", "gp-cost", "gp-belief-flat", "gp-latency"),
+        ("psc", "gp-belief", "gp-cost", "gp-belief-flat", "gp-defaults"),
         ("base", "psc", "gp-belief", "gp-cost"),
-        "GP, cost-saving settings")
+        "GP, lowest-cost setting")
 
 
 @pytest.mark.parametrize("opt", ["--top-n", "--recall-k", "--relevance-level"])

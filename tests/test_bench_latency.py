@@ -55,9 +55,11 @@ def test_calls_per_query_follow_the_settings(report: dict[str, Any], path: str) 
     default = L.resolved_config(L.METHODS[2])
     assert calls["base"] == 0
     assert calls["psc-8"] == 8  # 1 round x 8 prompts
-    assert calls["gp-latency"] == 6  # 2 rounds x 3 prompts
-    assert calls["gp-default"] == default.rounds * default.prompts_per_round
-    assert 1 <= calls["gp-cost"] <= default.rounds * default.prompts_per_round  # may stop early
+    assert calls["gp-defaults"] == default.rounds * default.prompts_per_round == 6  # 2 rounds x 3 prompts
+    assert calls["gp-0.4"] == 4  # 4 rounds x 1 prompt
+    assert calls["gp-lowest-latency"] == 8  # 1 round x 8 prompts
+    assert calls["gp-highest-accuracy"] == 12  # 3 rounds x 4 prompts
+    assert 1 <= calls["gp-lowest-cost"] <= 4  # 4 rounds x 1 prompt, may stop early
     for peer in ("langchain-listwise", "llamaindex-llmrerank", "llamaindex-rankgpt"):
         assert calls[peer] == 1
 
@@ -79,7 +81,7 @@ def test_each_method_asked_in_its_own_format(report: dict[str, Any]) -> None:
     asked = {d["method"]: d["asked"] for d in report["methods"] if d["path"] == "sync"}
     assert asked["base"] == {}
     assert asked["psc-8"] == {"gold-panning": {"json_schema": 24}}
-    assert asked["gp-latency"] == {"gold-panning": {"json_schema": 18}}
+    assert asked["gp-defaults"] == {"gold-panning": {"json_schema": 18}}
     assert asked["langchain-listwise"] == {"langchain-listwise": {"json_schema": 3}}
     assert asked["llamaindex-llmrerank"] == {"llamaindex-llmrerank": {"text": 3}}
     assert asked["llamaindex-rankgpt"] == {"llamaindex-rankgpt": {"text": 3}}
@@ -91,7 +93,7 @@ def test_latency_multiples_are_p50_over_the_call_latency(report: dict[str, Any])
         assert d["p95"] >= d["p50"] >= 0.0
     # A method that calls the model waits at least one call of latency per query.
     assert _row(report, "psc-8", "sync")["p50"] >= 0.01
-    assert _row(report, "gp-latency", "async")["p50"] >= 2 * 0.01
+    assert _row(report, "gp-defaults", "async")["p50"] >= 2 * 0.01
 
 
 def test_the_flood_lines_report_no_failure_and_the_limit(report: dict[str, Any]) -> None:
@@ -105,17 +107,17 @@ def test_the_markdown_report_shows_every_row_and_check(report: dict[str, Any]) -
     text = L.format_latency_markdown(report)
     for m in L.METHODS:
         assert text.count(f"| {m.label} |") == 2
-    assert "| GP, latency setting | 2 x 3 | sync |" in text
+    assert "| GP defaults (2 rounds x 3 prompts) | 2 x 3 | sync |" in text
     assert "| PSC, 8 prompts at once | 1 x 8 | async |" in text
     assert text.count("| sync | 12 | 16 | 16 | 0 |") == 1
-    assert "Acceptance checks:" in text and "gp-latency top-1 >= psc-8 top-1 (sync: [1.0, 1.0])" in text
+    assert "Acceptance checks:" in text and "gp-defaults top-1 >= psc-8 top-1 (sync: [1.0, 1.0])" in text
 
 
 def test_the_acceptance_checks_compare_the_latency_setting_with_psc() -> None:
     summary = [
-        {"method": "gp-latency", "path": "sync", "p50": 1.1, "p50_x_latency": 2.2, "top1": 0.6},
+        {"method": "gp-defaults", "path": "sync", "p50": 1.1, "p50_x_latency": 2.2, "top1": 0.6},
         {"method": "psc-8", "path": "sync", "p50": 0.55, "p50_x_latency": 1.1, "top1": 0.5},
-        {"method": "gp-latency", "path": "async", "p50": 1.2, "p50_x_latency": 2.4, "top1": 0.4},
+        {"method": "gp-defaults", "path": "async", "p50": 1.2, "p50_x_latency": 2.4, "top1": 0.4},
         {"method": "psc-8", "path": "async", "p50": 0.55, "p50_x_latency": 1.1, "top1": 0.5},
     ]
     flood = [{"path": "async", "queries": 200, "failed": 0, "max_open": 17, "max_concurrency": 16}]
@@ -142,7 +144,7 @@ def test_the_cli_prints_json_and_writes_the_report(tmp_path: Any, capsys: pytest
             "--n",
             "5",
             "--methods",
-            "base,gp-latency",
+            "base,gp-defaults",
             "--paths",
             "async",
             "--flood-queries",
@@ -159,10 +161,10 @@ def test_the_cli_prints_json_and_writes_the_report(tmp_path: Any, capsys: pytest
     assert json.loads(out.read_text()) == printed
     assert [(d["method"], d["path"], d["queries"]) for d in printed["methods"]] == [
         ("base", "async", 2),
-        ("gp-latency", "async", 2),
+        ("gp-defaults", "async", 2),
     ]
     assert printed["settings"]["profile"] == "smollm2-135m-kv"
-    assert printed["settings"]["method_settings"]["gp-latency"]["setting"] == "2 x 3"
+    assert printed["settings"]["method_settings"]["gp-defaults"]["setting"] == "2 x 3"
     assert printed["flood"] == [] and printed["engine"] == []
 
 

@@ -153,3 +153,26 @@ def test_run_docs_start_from_the_rank_prior_over_the_file_order(
 
 def _flat_profile(tmp_path: Path) -> Path:
     return DetectorProfile(n_positions=3, tpr=[0.5] * 3, fpr=[0.5] * 3).save(tmp_path / "flat.json")
+
+
+@pytest.mark.parametrize(
+    ("setting", "extra", "rounds", "calls"),
+    [
+        ("lowest-latency", [], 1, 8),  # 1 round x 8 prompts
+        ("highest-accuracy", [], 3, 12),  # 3 rounds x 4 prompts
+        ("highest-accuracy", ["--rounds", "1"], 1, 4),  # a flag given beside the setting wins
+    ],
+)
+def test_run_setting_lays_its_options_under_the_flags(
+    setting: str, extra: list[str], rounds: int, calls: int, capsys: pytest.CaptureFixture[str]
+) -> None:
+    args = ["run", "--demo", "--reader", "simulated", "--json", "--setting", setting, *extra]
+    assert main(args) == 0
+    out = _json_out(capsys)
+    assert (len(out["rounds"]), out["calls"]) == (rounds, calls)
+
+
+def test_run_unknown_setting_is_refused(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        main(["run", "--demo", "--setting", "fastest"])
+    assert "invalid choice: 'fastest'" in capsys.readouterr().err

@@ -175,3 +175,25 @@ def test_run_help_takes_each_flags_help_from_the_doc() -> None:
     assert "--blind-rate FLOAT Probability, in [0, 1)" in text
     assert "(default: the profile's, else 0.3)" in text
     assert "--policy" not in text  # hidden, still accepted
+
+
+def test_named_settings_are_options_laid_over_the_defaults() -> None:
+    from gold_panning_integrations.engine.config import SETTINGS
+
+    assert set(SETTINGS) == {"lowest-latency", "lowest-cost", "highest-accuracy"}
+    # every setting is a set of declared, valid options
+    for name, options in SETTINGS.items():
+        config = PanningConfig.setting(name)
+        assert {k: getattr(config, k) for k in options} == dict(options)
+    assert (PanningConfig.setting("lowest-cost").rounds, PanningConfig.setting("lowest-cost").stop_at) == (4, 0.6)
+    # options given beside a setting win
+    assert PanningConfig.setting("lowest-latency", prompts_per_round=6).prompts_per_round == 6
+    with pytest.raises(ValueError, match="unknown setting 'fast'; choose one of lowest-latency, lowest-cost"):
+        PanningConfig.setting("fast")
+    with pytest.raises(TypeError, match="unknown panning option"):
+        PanningConfig.setting("lowest-cost", roundz=2)
+
+
+def test_the_defaults_send_two_rounds_of_three_prompts() -> None:
+    config = PanningConfig()
+    assert (config.rounds, config.prompts_per_round, config.spread) == (2, 3, "draw")

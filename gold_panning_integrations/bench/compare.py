@@ -83,6 +83,7 @@ from typing_extensions import Self
 
 from .. import __version__
 from .._jsonl import checkpoint_lines
+from ..engine.config import SETTINGS, PanningConfig
 from ..errors import CheckpointError, MissingExtraError
 from ..ir.collection import FORMATS
 from ..ir.metrics import wilson_interval
@@ -108,10 +109,11 @@ __all__ = [
 
 logger = logging.getLogger(__name__)
 
-COST_SAVING: dict[str, Any] = {"prune_below": None, "min_rounds": 1, "stop_at": 0.6, "prior_top10_recall": 0.5}
-LATENCY_SETTING: dict[str, Any] = {"rounds": 2, "prompts_per_round": 3}
-"""The README's latency setting: two rounds one after another, three prompts sent together in each."""
-"""The README's recommended cost-saving settings (plus the base order as a rank prior)."""
+COST_SAVING: dict[str, Any] = {k: v for k, v in SETTINGS["lowest-cost"].items() if k != "rounds"}
+"""The lowest-cost setting without its rounds (``--rounds`` sets them), plus the base order
+as a rank prior."""
+
+_DEFAULTS = PanningConfig()
 
 
 @dataclass(frozen=True)
@@ -121,7 +123,8 @@ class PanningSpec:
     Attributes:
         label: The name in tables.
         options: Keyword options of ``GoldPanner`` beyond the shared ones (reader, profile,
-            rounds, k, ``on_failure="fallback"``, rng).
+            rounds, k, ``on_failure="fallback"``, rng); a method's own ``rounds`` win over
+            ``--rounds``.
         rank_prior: Whether the base order is given as the rank prior (the integrations'
             default).
         default: Whether ``--methods`` runs it by default.
@@ -134,16 +137,26 @@ class PanningSpec:
 
 
 PANNING_METHODS: dict[str, PanningSpec] = {
-    "psc": PanningSpec("PSC (policy=random)", {"policy": "random", "prior": "uniform"}, rank_prior=False),
-    "gp-belief": PanningSpec("GP-Belief (integration defaults: base order as rank prior)", {}, rank_prior=True),
-    "gp-cost": PanningSpec("GP, cost-saving settings", {k: COST_SAVING[k] for k in ("prune_below", "min_rounds", "stop_at")},
-                           rank_prior=True),
-    "gp-belief-flat": PanningSpec("GP-Belief, no prior (the reader alone)", {}, rank_prior=False, default=False),
-    "gp-latency": PanningSpec(
-        "GP, latency setting (2 rounds x 3 prompts)", dict(LATENCY_SETTING), rank_prior=True, default=False
+    "psc": PanningSpec(
+        "PSC (policy=random)", {"policy": "random", "prior": "uniform", "prompts_per_round": 1}, rank_prior=False
+    ),
+    "gp-belief": PanningSpec(
+        "GP-Belief, one prompt per round (base order as rank prior)", {"prompts_per_round": 1}, rank_prior=True
+    ),
+    "gp-cost": PanningSpec("GP, lowest-cost setting", COST_SAVING, rank_prior=True),
+    "gp-belief-flat": PanningSpec(
+        "GP-Belief, no prior (the reader alone)", {"prompts_per_round": 1}, rank_prior=False, default=False
+    ),
+    "gp-defaults": PanningSpec(
+        f"GP defaults ({_DEFAULTS.rounds} rounds x {_DEFAULTS.prompts_per_round} prompts)",
+        {"rounds": _DEFAULTS.rounds, "prompts_per_round": _DEFAULTS.prompts_per_round},
+        rank_prior=True,
+        default=False,
     ),
 }
-"""Our panning methods, one line each: a new setting (e.g. the latency one) is one more entry."""
+"""Our panning methods, one line each (entries keep their places: a method's seed follows
+its position). PSC and the per-round methods send one prompt per round, so ``--rounds`` is
+their number of calls and the per-round table reads round by round."""
 
 PANNING: tuple[str, ...] = tuple(PANNING_METHODS)
 OURS: tuple[str, ...] = ("base", *PANNING)
@@ -709,12 +722,12 @@ def panning_method(
     def run(inst: CompareInstance) -> MethodOutcome:
         rng = np.random.default_rng([seed, inst.index, ALL_METHODS.index(name)])
         kq = query_k(k, len(inst.documents))
-        # a method's own rounds (gp-latency) win; without the rank prior, the flat one
+        # a method's own rounds (gp-defaults) win; without the rank prior, the flat one
         options = {"rounds": rounds, **({} if spec.rank_prior else {"retriever_prior": "none"}), **spec.options}
         panner = Panner(reader, profile=profile, k=kq, on_failure="fallback", rng=rng, **options)
         prior_probs = None
         if spec.rank_prior:  # the base order as the integrations' default rank prior
-            prior_probs = rank_prior_probs(len(inst.documents), k=kq, top10_recall=COST_SAVING["prior_top10_recall"],
+            prior_probs = rank_prior_probs(len(inst.documents), k=kq, top10_recall=_DEFAULTS.prior_top10_recall,
                                            head_decay=float(head_decay))  # type: ignore[arg-type]  # resolved
         res = panner.run(inst.question, inst.documents, prior_probs=prior_probs)
         if on_result is not None:

@@ -172,7 +172,7 @@ def run_efficiency(
                 shown_docs = [docs[j] for j in order]
                 reader = TokenCountingReader(profile, {docs[needle]}, rng=trng)
                 panner = Panner(
-                    reader, profile=profile, rounds=rounds, k=1, policy=v.policy, prior=v.prior,  # type: ignore[arg-type]
+                    reader, profile=profile, rounds=rounds, prompts_per_round=1, k=1, policy=v.policy, prior=v.prior,  # type: ignore[arg-type]
                     retriever_prior="none", rng=trng, **v.options,
                 )
                 res = panner.run("q", shown_docs, prior_probs=prior if v.retriever_prior else None)

@@ -196,7 +196,8 @@ def panner_round(n: int, *, rounds: int = 8, repeat: int = 5, seed: int = 0) -> 
     """
     docs = [f"document {i}" for i in range(n)]
     panner = Panner(
-        FirstCitingReader(), profile=load_profile(_PROFILE), rounds=rounds, prior="uniform", retriever_prior="none",
+        FirstCitingReader(), profile=load_profile(_PROFILE), rounds=rounds, prompts_per_round=1, prior="uniform",
+        retriever_prior="none",
         rng=seed,
     )
     x = np.random.default_rng(seed).random(n)
@@ -215,7 +216,8 @@ def profile_panner(n: int, *, rounds: int = 8, top: int = 12) -> list[dict[str, 
     """
     docs = [f"document {i}" for i in range(n)]
     panner = Panner(
-        FirstCitingReader(), profile=load_profile(_PROFILE), rounds=rounds, prior="uniform", retriever_prior="none",
+        FirstCitingReader(), profile=load_profile(_PROFILE), rounds=rounds, prompts_per_round=1, prior="uniform",
+        retriever_prior="none",
         rng=0,
     )
     prof = cProfile.Profile()

@@ -118,7 +118,7 @@ def run_real(
                 continue
             prng = np.random.default_rng([seed, i, pi])
             panner = Panner(
-                cached, profile=profile, rounds=rounds, k=1, policy=policy, prior="uniform",
+                cached, profile=profile, rounds=rounds, prompts_per_round=1, k=1, policy=policy, prior="uniform",
                 retriever_prior="none", on_failure="fallback", rng=prng,
             )
             res = panner.run(inst.question, inst.documents)

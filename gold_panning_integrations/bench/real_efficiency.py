@@ -106,7 +106,7 @@ def run_real_efficiency(
                 opts = {"stop_at": 0.9, "prune_below": 0.05}
             prng = np.random.default_rng([seed, i, vi])
             panner = Panner(
-                cached, profile=profile, rounds=rounds, k=1, on_failure="fallback", retriever_prior="none", rng=prng,
+                cached, profile=profile, rounds=rounds, prompts_per_round=1, k=1, on_failure="fallback", retriever_prior="none", rng=prng,
                 **opts,
             )
             res = panner.run(inst.question, docs, prior_probs=prior if v.startswith("ours") else None)

@@ -148,11 +148,12 @@ GP-Belief (plain likelihood, no shuffle, every miss is evidence, independent rou
 
 
 def base_config(update: str) -> PanningConfig:
-    """The :class:`PanningConfig` of ``update`` (one of :data:`UPDATES`)."""
+    """The :class:`PanningConfig` of ``update`` (one of :data:`UPDATES`), with one prompt per
+    round: the panels count rounds as calls (the latency panel sets its own)."""
     if update == "default":
-        return PanningConfig()
+        return PanningConfig(prompts_per_round=1)
     if update == "paper":
-        return PanningConfig.paper()
+        return PanningConfig.paper(prompts_per_round=1)
     raise ValueError(f"update must be one of {', '.join(UPDATES)}, got {update!r}")
 
 

@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from ..engine.config import SETTINGS
 from ._config_args import add_config_arguments, given_options
 from ._reader_args import add_reader_arguments
 
@@ -58,8 +59,19 @@ def register(sub: Any) -> None:
     p.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
     p.add_argument("--json", action="store_true", help="print one JSON object instead of text")
     p.add_argument("--plot", default=None, metavar="FILE.png", help="draw belief trajectories per document (plot extra)")
+    p.add_argument(
+        "--setting",
+        choices=tuple(SETTINGS),
+        default=None,
+        help="a named setting (" + "; ".join(f"{k}: {_options_text(v)}" for k, v in SETTINGS.items())
+        + "); panning options given beside it win",
+    )
     add_config_arguments(p, hidden=("policy",))
     p.set_defaults(func=main)
+
+
+def _options_text(options: Any) -> str:
+    return ", ".join(f"--{k.replace('_', '-')} {v}" for k, v in options.items())
 
 
 def load_documents(path: str | Path) -> tuple[list[str], list[dict[str, Any]]]:
@@ -127,6 +139,8 @@ def main(args: argparse.Namespace) -> int:
 
     question, docs, meta, truth = _inputs(args)
     options = given_options(args)
+    if args.setting:
+        options = {**SETTINGS[args.setting], **options}
     if args.demo:
         options = {**DEMO_OPTIONS, **options}
     reader = make_reader(args, seed=args.seed)

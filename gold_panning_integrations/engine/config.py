@@ -19,8 +19,9 @@ import numbers
 import re
 import textwrap
 import typing
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, fields, replace
+from types import MappingProxyType
 from typing import Any, Literal
 
 from .beliefs import DEFAULT_EPS, PriorSpec
@@ -31,6 +32,7 @@ __all__ = [
     "DEFAULT_BLIND_RATE",
     "DEFAULT_FALSE_LEADS",
     "PAPER_UPDATE",
+    "SETTINGS",
     "EmptyPromptRule",
     "OnFailure",
     "OptionSpec",
@@ -70,6 +72,24 @@ PAPER_UPDATE: dict[str, Any] = {
 (independent citations at the profile's exact rates). :meth:`PanningConfig.paper` applies
 them. The prior is not part of it: pass ``retriever_prior="none"`` (and ``prior="uniform"``)
 for the paper's flat start."""
+
+SETTINGS: Mapping[str, Mapping[str, Any]] = MappingProxyType(
+    {
+        "lowest-latency": MappingProxyType({"rounds": 1, "prompts_per_round": 8}),
+        "lowest-cost": MappingProxyType({"rounds": 4, "prompts_per_round": 1, "stop_at": 0.6}),
+        "highest-accuracy": MappingProxyType({"rounds": 3, "prompts_per_round": 4}),
+    }
+)
+"""Named settings, by what the user wants; the defaults (2 rounds of 3 prompts) sit
+between them. Each is a few options, passed like any other
+(``GoldPanningRetriever(..., **SETTINGS["lowest-cost"])``, :meth:`PanningConfig.setting`,
+``gold-panning run --setting lowest-cost``); options given beside a setting win.
+
+* ``lowest-latency``: every prompt in one round (one call of latency, 8 calls);
+* ``lowest-cost``: one prompt per round, stopping once the selection's mean posterior
+  reaches 0.6 (at most 4 calls, one after another);
+* ``highest-accuracy``: 3 rounds of 4 prompts (three calls of latency, 12 calls).
+"""
 
 Check = Callable[[Any], "str | None"]
 """An option's check: None when the value is valid, else what it must be."""
@@ -229,13 +249,13 @@ class PanningConfig:
     # The docstring is generated from the declarations below (see _class_doc).
 
     rounds: int = option(
-        4,
+        2,
         "Maximum number of rounds, run one after another: the number of sequential model "
         "calls, which sets the latency (an int >= 1).",
         check=_int_at_least(1),
     )
     prompts_per_round: int = option(
-        1,
+        3,
         "Prompts sent together in each round (>= 1), each with its own placement (see "
         "``spread``) and its own labels. Beliefs are updated on all of them before the next "
         "round is planned; a round costs ``prompts_per_round`` calls (times the windows) but "
@@ -476,6 +496,17 @@ class PanningConfig:
         if not isinstance(base, PanningConfig):
             raise TypeError(f"config must be a PanningConfig or None, got {type(base).__name__}")
         return replace(base, **options) if options else base
+
+    @classmethod
+    def setting(cls, name: str, **options: Any) -> PanningConfig:
+        """The named setting ``name`` (a key of :data:`SETTINGS`) with ``options`` laid over it.
+
+        Raises:
+            ValueError: ``name`` is not a setting (the message lists them).
+        """
+        if name not in SETTINGS:
+            raise ValueError(f"unknown setting {name!r}; choose one of {', '.join(SETTINGS)}")
+        return cls.from_options(**{**SETTINGS[name], **options})
 
     @classmethod
     def paper(cls, **options: Any) -> PanningConfig:

@@ -468,7 +468,8 @@ def simulate(
             ``robust``, ``empty_prompts``, ``adapt_level``, ``prune_below``,
             ``max_docs_per_prompt``, ``stop_at``, ``min_rounds``,
             ``evidence_temperature``, ``resample_profile``); windows and the
-            call/token/gain budgets are not simulated.
+            call/token/gain budgets are not simulated. None: the defaults with one prompt
+            per round, so ``rounds`` is the number of calls.
         attack: A hostile non-needle document per trial and how the model obeys it.
         mistakes: The simulated model's repeated mistakes (false leads, blind spots),
             drawn per trial from the needle stream after the needles; None: the paper's
@@ -486,7 +487,7 @@ def simulate(
     """
     _check_args(n=n, k=k, rounds=rounds, trials=trials, policies=policies)
     # simulate takes rates, not a profile: options left to the profile get the defaults.
-    cfg = replace(config or PanningConfig(), rounds=rounds, k=k, prior=prior, eps=eps).with_profile(None)
+    cfg = replace(config or PanningConfig(prompts_per_round=1), rounds=rounds, k=k, prior=prior, eps=eps).with_profile(None)
     if cfg.windows or cfg.min_gain is not None or cfg.max_calls is not None or cfg.max_prompt_tokens is not None:
         raise ValueError("simulate does not model windows, min_gain, max_calls or max_prompt_tokens")
     gen = rng if isinstance(rng, np.random.Generator) else np.random.default_rng(rng)
