@@ -19,7 +19,7 @@ Run::
     pip install "gold-panning-integrations[local]" bm25s
     python examples/langchain_retriever.py                      # one short question
     python examples/langchain_retriever.py --question "who wrote the declaration of independence"
-    python examples/langchain_retriever.py --question-id nq-2147 --n 10 --rounds 4
+    python examples/langchain_retriever.py --question-id nq-2147 --n 10 --rounds 4 --prompts-per-round 1
     python examples/langchain_retriever.py --base-url http://127.0.0.1:8080/v1 --model my-model
 
 No file outside the package is read, so it runs the same from a clone and from a wheel.
@@ -150,6 +150,11 @@ def endpoint_models(base_url: str | None, model: str, api_key: str | None) -> tu
 
 
 # ------------------------------------------------------------------------- main
+def given(**options: Any) -> dict[str, Any]:
+    """The options given on the command line (the others keep the library's defaults)."""
+    return {name: value for name, value in options.items() if value is not None}
+
+
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     q = p.add_mutually_exclusive_group()
@@ -157,7 +162,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     q.add_argument("--question-id", default=None, help=f"a question of the NQ sample (default {DEFAULT_QUESTION_ID})")
     p.add_argument("--n", type=int, default=5, help="documents the BM25 retriever returns (default 5)")
     p.add_argument("--k", type=int, default=2, help="documents kept after panning (default 2)")
-    p.add_argument("--rounds", type=int, default=3, help="panning rounds, one model call each (default 3)")
+    p.add_argument("--rounds", type=int, default=None,
+                   help="panning rounds, one after another (default: the library's, 2)")
+    p.add_argument("--prompts-per-round", type=int, default=None,
+                   help="prompts sent together in each round (default: the library's, 3; the embedded "
+                        "model answers them one after another)")
     p.add_argument("--model", help="model name on an OpenAI-compatible endpoint (default: the embedded model)")
     p.add_argument("--base-url", help="OpenAI-compatible endpoint, e.g. http://127.0.0.1:8080/v1")
     p.add_argument("--api-key", help="API key (default: $OPENAI_API_KEY, or none for local servers)")
@@ -196,7 +205,7 @@ def main(argv: list[str] | None = None) -> int:
         base_retriever=bm25,
         reader=reader,
         k=args.k,
-        rounds=args.rounds,
+        **given(rounds=args.rounds, prompts_per_round=args.prompts_per_round),  # else the library's defaults
         expected_relevant=1,  # NQ: one gold passage per question
         seed=args.seed,
         profile=args.profile,  # None: the reader's own (smollm2-135m-kv for the embedded model)

@@ -13,7 +13,7 @@ Run::
     pip install "gold-panning-integrations[local]" llama-index-retrievers-bm25
     python examples/llama_index_query_engine.py                  # one short question
     python examples/llama_index_query_engine.py --question "who wrote the declaration of independence"
-    python examples/llama_index_query_engine.py --question-id nq-2147 --n 10 --rounds 4
+    python examples/llama_index_query_engine.py --question-id nq-2147 --n 10 --rounds 4 --prompts-per-round 1
     python examples/llama_index_query_engine.py --base-url http://127.0.0.1:8080/v1 --model my-model
 
 No file outside the package is read, so it runs the same from a clone and from a wheel.
@@ -123,6 +123,11 @@ def build_models(args: argparse.Namespace, gold_ids: set[int], nodes: list[TextN
     return local, FunctionLLM(fn=ask_local, name=getattr(local, "model_name", "local"))
 
 
+def given(**options: Any) -> dict[str, Any]:
+    """The options given on the command line (the others keep the library's defaults)."""
+    return {name: value for name, value in options.items() if value is not None}
+
+
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     q = p.add_mutually_exclusive_group()
@@ -130,7 +135,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     q.add_argument("--question-id", default=None, help=f"a question of the NQ sample (default {DEFAULT_QUESTION_ID})")
     p.add_argument("--n", type=int, default=5, help="nodes the BM25 retriever returns (default 5)")
     p.add_argument("--top-n", type=int, default=2, help="nodes kept after panning (default 2)")
-    p.add_argument("--rounds", type=int, default=3, help="panning rounds, one model call each (default 3)")
+    p.add_argument("--rounds", type=int, default=None,
+                   help="panning rounds, one after another (default: the library's, 2)")
+    p.add_argument("--prompts-per-round", type=int, default=None,
+                   help="prompts sent together in each round (default: the library's, 3; the embedded "
+                        "model answers them one after another)")
     p.add_argument("--model", help="model name on an OpenAI-compatible endpoint (default: the embedded model)")
     p.add_argument("--base-url", help="OpenAI-compatible endpoint, e.g. http://127.0.0.1:8080/v1")
     p.add_argument("--api-key", help="API key (default: $OPENAI_API_KEY, or none for local servers)")
@@ -163,7 +172,7 @@ def main(argv: list[str] | None = None) -> int:
     panning = GoldPanningPostprocessor(
         reader=reader,
         top_n=args.top_n,
-        rounds=args.rounds,
+        **given(rounds=args.rounds, prompts_per_round=args.prompts_per_round),  # else the library's defaults
         retriever_prior="score",  # BM25 scores arrive as NodeWithScore.score
         expected_relevant=1,  # NQ: one gold passage per question
         seed=args.seed,

@@ -170,9 +170,14 @@ def GoldPanner(*args: Any, **kwargs: Any) -> _GoldPanner:
     flat prior (``retriever_prior="none"``) unless given: the engine tests pin placements
     and updates by hand from the profile's own rates and a flat start (the shuffle is
     tested in ``test_engine_labels.py``, the robust likelihood in ``test_engine_robust.py``,
-    the retriever prior in ``test_engine_priors.py``)."""
+    the retriever prior in ``test_engine_priors.py``), and, unless a config is given, the
+    paper's rounds: one prompt each, 4 rounds (the hand-derived numbers count rounds as
+    calls; prompts sent together are tested in ``test_engine_parallel.py``)."""
     for name, value in {**PAPER_UPDATE, "retriever_prior": "none"}.items():
         kwargs.setdefault(name, value)
+    if len(args) < 3 and kwargs.get("config") is None:
+        kwargs.setdefault("prompts_per_round", 1)
+        kwargs.setdefault("rounds", 4)
     return _GoldPanner(*args, **kwargs)
 
 

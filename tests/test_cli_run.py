@@ -19,7 +19,8 @@ def _json_out(capsys: pytest.CaptureFixture[str]) -> dict:
 
 
 def test_run_demo_json(capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["run", "--demo", "--reader", "simulated", "--rounds", "3", "--json", "--profile", "lost-in-the-middle"]) == 0
+    args = ["--rounds", "3", "--prompts-per-round", "1", "--json", "--profile", "lost-in-the-middle"]
+    assert main(["run", "--demo", "--reader", "simulated", *args]) == 0
     out = _json_out(capsys)
     assert out["calls"] == 3 and len(out["rounds"]) == 3
     assert len(out["posteriors"]) == 10 and len(out["selected"]) == 1
@@ -30,7 +31,7 @@ def test_run_demo_json(capsys: pytest.CaptureFixture[str]) -> None:
 
 
 def test_run_demo_is_deterministic_and_text_mentions_rounds(capsys: pytest.CaptureFixture[str]) -> None:
-    args = ["run", "--demo", "--reader", "simulated", "--rounds", "2", "--seed", "4"]
+    args = ["run", "--demo", "--reader", "simulated", "--rounds", "2", "--prompts-per-round", "1", "--seed", "4"]
     assert main(args) == 0
     first = capsys.readouterr().out
     assert main(args) == 0

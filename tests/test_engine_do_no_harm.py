@@ -37,8 +37,13 @@ def test_the_paper_update_buries_the_retrievers_best_documents() -> None:
     assert 0 not in _run(3, **paper)[:3].tolist()
 
 
-def test_by_default_silence_keeps_the_retrievers_top_three() -> None:
-    assert _run(3)[:3].tolist() == [0, 1, 2]
+def test_three_silent_prompts_keep_the_retrievers_top_three() -> None:
+    assert _run(3, prompts_per_round=1)[:3].tolist() == [0, 1, 2]
+
+
+def test_the_default_rounds_of_silence_keep_the_retrievers_top_two() -> None:
+    # 2 rounds x 3 prompts: six empty replies swap the retriever's third and fourth
+    assert _run(PanningConfig().rounds)[:4].tolist() == [0, 1, 3, 2]
 
 
 def test_by_default_eight_silent_rounds_keep_the_retrievers_top_two() -> None:
@@ -46,7 +51,7 @@ def test_by_default_eight_silent_rounds_keep_the_retrievers_top_two() -> None:
 
 
 def test_skip_leaves_beliefs_untouched_by_empty_prompts() -> None:
-    res = GoldPanner(Silent(), PROFILE, rounds=4, rng=0, empty_prompts="skip").run("q", DOCS, prior_probs=PRIOR)
+    res = GoldPanner(Silent(), PROFILE, rounds=4, rng=0, empty_prompts="skip", prompts_per_round=1).run("q", DOCS, prior_probs=PRIOR)
     assert res.log_odds.tolist() == res.prior_log_odds.tolist()
 
 

@@ -39,7 +39,7 @@ class LabelRecorder:
 
 def test_each_prompt_gets_distinct_labels_from_a_space_of_100_per_document() -> None:
     reader = LabelRecorder()
-    GoldPanner(reader, PROFILE, rounds=6, rng=0).run("q", DOCS)
+    GoldPanner(reader, PROFILE, rounds=6, rng=0, prompts_per_round=1).run("q", DOCS)
     assert len(reader.labels) == 6
     for labels in reader.labels:
         assert len(set(labels)) == 10
@@ -97,14 +97,14 @@ def test_draw_labels_redraws_repeats_into_uniform_distinct_labels(monkeypatch: p
 
 def test_labels_change_between_rounds() -> None:
     reader = LabelRecorder()
-    GoldPanner(reader, PROFILE, rounds=6, rng=0).run("q", DOCS)
+    GoldPanner(reader, PROFILE, rounds=6, rng=0, prompts_per_round=1).run("q", DOCS)
     # 6 independent uniform permutations of 10: all equal with probability (1/10!)^5.
     assert len({tuple(x) for x in reader.labels}) > 1
 
 
 def test_the_trace_records_positions_and_labels() -> None:
     reader = LabelRecorder()
-    res = GoldPanner(reader, PROFILE, rounds=3, rng=0).run("q", DOCS)
+    res = GoldPanner(reader, PROFILE, rounds=3, rng=0, prompts_per_round=1).run("q", DOCS)
     for t, labels, docs in zip(res.rounds, reader.labels, reader.docs):
         assert t.labels == (tuple(labels),)
         assert [DOCS[i] for i in t.windows[0]] == docs
@@ -116,8 +116,8 @@ def test_the_trace_records_positions_and_labels() -> None:
 
 def test_same_seed_same_labels() -> None:
     a, b = LabelRecorder(), LabelRecorder()
-    GoldPanner(a, PROFILE, rounds=3, rng=5).run("q", DOCS)
-    GoldPanner(b, PROFILE, rounds=3, rng=5).run("q", DOCS)
+    GoldPanner(a, PROFILE, rounds=3, rng=5, prompts_per_round=1).run("q", DOCS)
+    GoldPanner(b, PROFILE, rounds=3, rng=5, prompts_per_round=1).run("q", DOCS)
     assert a.labels == b.labels
 
 
@@ -125,13 +125,13 @@ def test_arun_passes_labels_too() -> None:
     import asyncio
 
     reader = LabelRecorder()
-    res = asyncio.run(GoldPanner(reader, PROFILE, rounds=2, rng=0).arun("q", DOCS))
+    res = asyncio.run(GoldPanner(reader, PROFILE, rounds=2, rng=0, prompts_per_round=1).arun("q", DOCS))
     assert [t.labels[0] for t in res.rounds] == [tuple(x) for x in reader.labels]
 
 
 def test_windows_get_labels_per_window() -> None:
     reader = LabelRecorder()
-    res = GoldPanner(reader, PROFILE, rounds=1, max_docs_per_prompt=4, windows=True, rng=0).run("q", DOCS)
+    res = GoldPanner(reader, PROFILE, rounds=1, max_docs_per_prompt=4, windows=True, rng=0, prompts_per_round=1).run("q", DOCS)
     sizes = [len(w) for w in res.rounds[0].windows]
     assert sorted(sizes) == [3, 3, 4]
     assert [len(set(x)) for x in reader.labels] == sizes
@@ -153,8 +153,8 @@ def test_a_reader_without_labels_is_called_without_them_and_warned_once(
 ) -> None:
     reader = NoLabels()
     with caplog.at_level(logging.WARNING, logger="gold_panning_integrations.readers._adapt"):
-        res = GoldPanner(reader, PROFILE, rounds=3, rng=0).run("q", DOCS)
-        GoldPanner(reader, PROFILE, rounds=1, rng=0).run("q", DOCS)
+        res = GoldPanner(reader, PROFILE, rounds=3, rng=0, prompts_per_round=1).run("q", DOCS)
+        GoldPanner(reader, PROFILE, rounds=1, rng=0, prompts_per_round=1).run("q", DOCS)
     assert reader.calls == 4
     assert caplog.text.count("takes no 'labels' argument") == 1
     assert res.rounds[0].labels == (tuple(range(1, 11)),)
@@ -165,7 +165,7 @@ def test_a_reader_without_labels_is_called_without_them_and_warned_once(
 def test_shuffle_top_permutes_only_the_top_documents_over_the_top_positions(seed: int) -> None:
     prior = np.linspace(3.0, -3.0, 10)  # document 0 leads, then 1, 2, ...
     reader = LabelRecorder()
-    res = GoldPanner(reader, PROFILE, rounds=1, shuffle_top=3, rng=seed).run("q", DOCS, prior_log_odds=prior)
+    res = GoldPanner(reader, PROFILE, rounds=1, shuffle_top=3, rng=seed, prompts_per_round=1).run("q", DOCS, prior_log_odds=prior)
     order = np.argsort(-(np.asarray(PROFILE.tpr) - np.asarray(PROFILE.fpr)), kind="stable")[:10]
     pos = dict(zip(res.rounds[0].windows[0], res.rounds[0].positions[0]))
     top3 = {pos[0], pos[1], pos[2]}
@@ -182,7 +182,7 @@ def test_shuffle_top_does_vary_the_leaders_position() -> None:
     prior = np.linspace(3.0, -3.0, 10)
     seen = set()
     for seed in range(20):
-        res = GoldPanner(LabelRecorder(), PROFILE, rounds=1, shuffle_top=3, rng=seed).run(
+        res = GoldPanner(LabelRecorder(), PROFILE, rounds=1, shuffle_top=3, rng=seed, prompts_per_round=1).run(
             "q", DOCS, prior_log_odds=prior
         )
         seen.add(dict(zip(res.rounds[0].windows[0], res.rounds[0].positions[0]))[0])
@@ -192,7 +192,7 @@ def test_shuffle_top_does_vary_the_leaders_position() -> None:
 def test_shuffle_top_zero_keeps_the_leader_on_the_best_position() -> None:
     prior = np.linspace(3.0, -3.0, 10)
     for seed in range(5):
-        res = GoldPanner(LabelRecorder(), PROFILE, rounds=1, shuffle_top=0, rng=seed).run(
+        res = GoldPanner(LabelRecorder(), PROFILE, rounds=1, shuffle_top=0, rng=seed, prompts_per_round=1).run(
             "q", DOCS, prior_log_odds=prior
         )
         assert res.rounds[0].windows[0][res.rounds[0].positions[0].index(0)] == 0
@@ -237,7 +237,7 @@ def _share(attacked: bool, runs: int = 200) -> float:
         docs[gold_at] = GOLD
         if attacked:
             docs[(gold_at + 1 + int(rng.integers(9))) % 10] = HOSTILE
-        res = GoldPanner(PositionBiasedModel(rng), PROFILE, rounds=8, retriever_prior="none", rng=rng).run(
+        res = GoldPanner(PositionBiasedModel(rng), PROFILE, rounds=8, retriever_prior="none", rng=rng, prompts_per_round=1).run(
             "What is the vault code?", docs
         )
         hits += int(res.selected[0] == gold_at)

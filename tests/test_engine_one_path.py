@@ -300,5 +300,5 @@ def test_fatal_reader_error_ends_run_at_once() -> None:
 def test_fatal_reader_error_ends_arun_at_once() -> None:
     reader = Fatal()
     with pytest.raises(FatalReaderError, match="401 from http://x/v1"):
-        asyncio.run(GoldPanner(reader, PROFILE, rounds=5, on_failure="fallback").arun("q", DOCS))
+        asyncio.run(GoldPanner(reader, PROFILE, rounds=5, prompts_per_round=1, on_failure="fallback").arun("q", DOCS))
     assert reader.calls == 1

@@ -42,7 +42,7 @@ def test_update_uses_the_robust_rates_only_when_on(robust: bool, cited: float, m
     # robust merges it (no evidence), plain reads the miss as evidence FOR relevance.
     res = GoldPanner(
         CitesFirst(), TWO, rounds=1, prior="uniform", retriever_prior="none", shuffle_top=0, robust=robust,
-        false_leads=0.0, blind_rate=0.0,
+        false_leads=0.0, blind_rate=0.0, prompts_per_round=1,
     ).run("q", ["a", "b"])
     shown = res.rounds[0].windows[0]
     assert res.log_odds[shown[0]] == pytest.approx(cited)
@@ -51,11 +51,11 @@ def test_update_uses_the_robust_rates_only_when_on(robust: bool, cited: float, m
 
 def test_placement_still_follows_the_profiles_own_diagnosticity() -> None:
     prof = DetectorProfile(n_positions=3, tpr=[0.3, 0.9, 0.5], fpr=[0.1, 0.1, 0.1])
-    res = GoldPanner(CitesFirst(), prof, rounds=1, shuffle_top=0).run("q", ["a", "b", "c"], prior_log_odds=[2.0, 1.0, 0.0])
+    res = GoldPanner(CitesFirst(), prof, rounds=1, shuffle_top=0, prompts_per_round=1).run("q", ["a", "b", "c"], prior_log_odds=[2.0, 1.0, 0.0])
     pos = dict(zip(res.rounds[0].windows[0], res.rounds[0].positions[0]))
     assert [pos[0], pos[1], pos[2]] == [1, 2, 0]
 
 
 def test_robust_is_the_default() -> None:
-    assert GoldPanner(None, TWO).config.robust is True
-    assert np.isfinite(GoldPanner(CitesFirst(), TWO, rounds=2).run("q", ["a", "b"]).log_odds).all()
+    assert GoldPanner(None, TWO, rounds=4, prompts_per_round=1).config.robust is True
+    assert np.isfinite(GoldPanner(CitesFirst(), TWO, rounds=2, prompts_per_round=1).run("q", ["a", "b"]).log_odds).all()

@@ -21,6 +21,8 @@ from pathlib import Path
 
 import pytest
 
+from gold_panning_integrations import PanningConfig
+
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = ("langchain_retriever.py", "llama_index_query_engine.py")
 ANSWER_LINE = {"langchain_retriever.py": "LCEL chain answer: ", "llama_index_query_engine.py": "Query engine answer: "}
@@ -70,7 +72,9 @@ def test_example_offline_finds_the_gold_passage(script: str, tmp_path: Path) -> 
     out = _run(script, tmp_path, "--reader", "simulated")
     assert "corpus: 2365 Wikipedia passages" in out
     assert "BM25 rank of the gold passage: 1" in out
-    assert "Gold Panning: 3 calls" in out
+    defaults = PanningConfig()  # the examples keep the library's defaults
+    assert f"Gold Panning: {defaults.rounds * defaults.prompts_per_round} calls" in out
+    assert _rounds(out) == defaults.rounds
     assert "gold=True" in _ranked_lines(out)[0]
 
 
@@ -110,19 +114,24 @@ def test_example_on_an_openai_compatible_server(script: str, tmp_path: Path) -> 
     with FakeOpenAIServer(default=reply) as server:
         out = _run(script, tmp_path, "--base-url", server.base_url, "--model", "fake-model", timeout=600)
         calls = len(server.requests)
-    assert _rounds(out) == 3
+    defaults = PanningConfig()
+    assert _rounds(out) == defaults.rounds
     assert _answer(out, script) == "'Herbert Hoover'"
-    assert calls == 7  # 3 panning calls, 3 more inside the chain / query engine, 1 answer
+    # the panning calls of the defaults (2 rounds x 3 prompts), as many inside the chain /
+    # query engine, 1 answer
+    assert calls == 2 * defaults.rounds * defaults.prompts_per_round + 1 == 13
 
 
 # ------------------------------------------------------------------ embedded model
 @pytest.mark.real_model
 @pytest.mark.parametrize("script", EXAMPLES)
 def test_example_on_the_embedded_model(script: str, tmp_path: Path) -> None:
-    """One short question (5 BM25 passages, 3 rounds) on SmolLM2, then the chain's answer."""
+    """One short question (5 BM25 passages, 2 rounds of 2 prompts, answered one after
+    another) on SmolLM2, then the chain's answer."""
     importlib.import_module("llama_cpp")  # the embedded model's runtime: missing means failed
-    out = _run(script, tmp_path)
-    assert _rounds(out) == 3
+    out = _run(script, tmp_path, "--rounds", "2", "--prompts-per-round", "2")
+    assert "Gold Panning: 4 calls" in out
+    assert _rounds(out) == 2
     assert len(_ranked_lines(out)) == 2
     assert _answer(out, script).strip("'\"")
 
@@ -132,7 +141,8 @@ def test_example_on_the_embedded_model(script: str, tmp_path: Path) -> None:
 @pytest.mark.parametrize("script", EXAMPLES)
 def test_example_long_form_on_the_embedded_model(script: str, tmp_path: Path) -> None:
     """10 BM25 passages (prompts of 900-1,300 tokens measured for nq-591), 4 rounds."""
-    out = _run(script, tmp_path, "--question-id", "nq-591", "--n", "10", "--rounds", "4", timeout=3600)
+    args = ("--question-id", "nq-591", "--n", "10", "--rounds", "4", "--prompts-per-round", "1")
+    out = _run(script, tmp_path, *args, timeout=3600)
     assert _rounds(out) == 4
     assert _answer(out, script).strip("'\"")
 

@@ -84,7 +84,7 @@ def test_recommended_profile_by_bundled_name(run: Runner) -> None:
 
 @RUNNERS
 def test_explicit_profile_wins_over_the_readers(run: Runner) -> None:
-    adapter, result = run(ScriptedReader(recommended_profile=FLAT), profile=TWO, rounds=2)
+    adapter, result = run(ScriptedReader(recommended_profile=FLAT), profile=TWO, rounds=2, prompts_per_round=1)
     assert adapter.profile == TWO
     assert result.calls == 2
 
@@ -136,7 +136,7 @@ def test_on_result_error_is_logged_and_documents_survive(
         raise OSError("disk full")
 
     with caplog.at_level(logging.ERROR, logger="gold_panning_integrations._adapter"):
-        _, result = run(ScriptedReader(), profile=TWO, rounds=2, on_result=broken)
+        _, result = run(ScriptedReader(), profile=TWO, rounds=2, prompts_per_round=1, on_result=broken)
     assert result.calls == 2
     assert "on_result callback" in caplog.text
     assert "disk full" in caplog.text
@@ -239,11 +239,11 @@ def test_postprocessor_given_documents_instead_of_nodes() -> None:
 # ----------------------------------------------------------------- repr and serialising
 @RUNNERS
 def test_repr_is_short_and_names_the_profile(run: Runner) -> None:
-    adapter, _ = run(ScriptedReader(), profile="lost-in-the-middle", rounds=2, seed=3)
+    adapter, _ = run(ScriptedReader(), profile="lost-in-the-middle", rounds=3, seed=3)
     text = repr(adapter)
     assert len(text) < 400
     assert "DetectorProfile(model='generic', task='synthetic', n_positions=100)" in text
-    assert "rounds=2" in text
+    assert "rounds=3" in text  # options away from their defaults
     assert "seed=3" in text
     assert "0.0" not in text  # no rates
 
@@ -290,7 +290,7 @@ def test_config_reaches_the_engine_and_adapter_fields_override_it(run: Runner) -
     assert panner.config.robust is False
     assert panner.config.empty_prompts == "evidence"
     assert panner.config.rounds == 2  # the adapter's own field wins over config.rounds
-    assert result.calls == 2
+    assert result.calls == 2 * panner.config.prompts_per_round
 
 
 @RUNNERS
@@ -307,7 +307,7 @@ def test_every_engine_option_is_a_field_and_reaches_the_engine(run: Runner) -> N
     panner = adapter._panner(1)
     assert panner.config.robust is False
     assert panner.config.shuffle_top == 0
-    assert result.calls == 1
+    assert result.calls == panner.config.prompts_per_round  # one round
     assert adapter.robust is False
 
 

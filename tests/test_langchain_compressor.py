@@ -59,6 +59,7 @@ class Runs(BaseCallbackHandler):
 
 
 def _compressor(reader: Any = None, **kw: Any) -> GoldPanningCompressor:
+    kw.setdefault("prompts_per_round", 1)  # rounds are calls in these tests
     return GoldPanningCompressor(reader=ScriptedReader() if reader is None else reader, **kw)
 
 
@@ -116,6 +117,7 @@ def test_relevance_score_equals_the_posterior_on_the_retriever() -> None:
 def test_same_result_as_the_retriever_on_the_same_documents() -> None:
     docs = make_docs(8, needle_at=5)
     options: dict[str, Any] = {"profile": "lost-in-the-middle", "rounds": 3, "seed": 11, "policy": "random"}
+    options["prompts_per_round"] = 3  # the defaults' prompts sent together: the same on both
     _, via_retriever = GoldPanningRetriever(
         base_retriever=ListRetriever(docs=docs), reader=ScriptedReader(), k=3, **options
     ).pan("q")

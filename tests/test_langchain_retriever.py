@@ -49,6 +49,7 @@ class Recorder(BaseCallbackHandler):
 
 
 def _retriever(docs: list[Document], reader: Any, **kw: Any) -> GoldPanningRetriever:
+    kw.setdefault("prompts_per_round", 1)  # rounds are calls in these tests
     return GoldPanningRetriever(base_retriever=ListRetriever(docs=docs), reader=reader, **kw)
 
 
@@ -83,7 +84,7 @@ def test_posterior_and_rank_pinned_by_hand() -> None:
 def test_metadata_kept_and_base_documents_not_mutated() -> None:
     docs = _docs(6, needle_at=4)
     before = [dict(d.metadata) for d in docs]
-    out = _retriever(docs, ScriptedReader(), k=2).invoke("where is the needle?")
+    out = _retriever(docs, ScriptedReader(), k=2, rounds=4).invoke("where is the needle?")
     assert out[0].page_content == NEEDLE
     assert out[0].id == "id4"
     assert out[0].metadata["source"] == "gold"
@@ -131,7 +132,7 @@ async def test_async_child_callbacks() -> None:
 async def test_async_path_uses_aread_and_base_ainvoke() -> None:
     reader = AsyncOnlyReader()
     docs = _docs(5, needle_at=3)
-    r = GoldPanningRetriever(base_retriever=AsyncOnlyRetriever(docs=docs), reader=reader, k=2, rounds=3)
+    r = GoldPanningRetriever(base_retriever=AsyncOnlyRetriever(docs=docs), reader=reader, k=2, rounds=3, prompts_per_round=1)
     out = await r.ainvoke("where is the needle?")
     assert out[0].page_content == NEEDLE
     assert reader.async_calls == 3
@@ -173,7 +174,7 @@ def test_pan_returns_result_with_trace() -> None:
 
 async def test_apan() -> None:
     r = GoldPanningRetriever(
-        base_retriever=AsyncOnlyRetriever(docs=_docs(4, needle_at=0)), reader=AsyncOnlyReader(), rounds=2
+        base_retriever=AsyncOnlyRetriever(docs=_docs(4, needle_at=0)), reader=AsyncOnlyReader(), rounds=2, prompts_per_round=1
     )
     got, result = await r.apan("q", k=1)
     assert len(got) == 1
@@ -338,7 +339,7 @@ def test_langchain_chat_model_as_reader() -> None:
 
 async def test_langchain_chat_model_as_reader_async() -> None:
     r = GoldPanningRetriever(
-        base_retriever=AsyncOnlyRetriever(docs=_docs(4)), reader=SmallestLabelChatModel(), rounds=2
+        base_retriever=AsyncOnlyRetriever(docs=_docs(4)), reader=SmallestLabelChatModel(), rounds=2, prompts_per_round=1
     )
     _, result = await r.apan("q")
     assert result.failed_rounds == 0

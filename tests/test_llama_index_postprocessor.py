@@ -96,7 +96,7 @@ def test_scores_are_posteriors_pinned_by_hand() -> None:
     nodes = _nodes(2, needle_at=0)
     # seed=1: the engine's shuffle of the top documents (shuffle_top) keeps input order here.
     p = GoldPanningPostprocessor(
-        reader=ScriptedReader(), profile=TWO, top_n=2, rounds=1, retriever_prior="none", seed=1
+        reader=ScriptedReader(), profile=TWO, top_n=2, rounds=1, retriever_prior="none", seed=1, prompts_per_round=1
     )
     assert p.pan(nodes, "q")[1].rounds[0].windows == ((0, 1),)
     out = p.postprocess_nodes(nodes, query_bundle=QueryBundle("where is the needle?"))
@@ -131,7 +131,7 @@ def test_top_n_and_ordering() -> None:
     # falls below odds 19 * 3.6/11 -> 342/397 = 0.861461; the needle n4 never rises above
     # odds (0.24962/0.75038) * 8.4 = 2.79433 -> 0.736449. So n0 leads whatever the reader
     # says, on any shuffle.
-    p = GoldPanningPostprocessor(reader=ScriptedReader(), top_n=3, rounds=2)
+    p = GoldPanningPostprocessor(reader=ScriptedReader(), top_n=3, rounds=2, prompts_per_round=1)
     out = p.postprocess_nodes(nodes, query_str="where is the needle?")
     assert len(out) == 3
     assert out[0].node.node_id == "n0"
@@ -145,14 +145,14 @@ def test_top_n_and_ordering() -> None:
     # One needle (expected_relevant=1, the documented setting for single-answer
     # questions): the prior sums to 1, n0 gets 0.36899 and the twice-cited needle leads
     # (not a bound: measured on seeds 0..299, n4 first on every one).
-    one = GoldPanningPostprocessor(reader=ScriptedReader(), top_n=3, rounds=2, expected_relevant=1)
+    one = GoldPanningPostprocessor(reader=ScriptedReader(), top_n=3, rounds=2, expected_relevant=1, prompts_per_round=1)
     out1 = one.postprocess_nodes(nodes, query_str="where is the needle?")
     assert len(out1) == 3
     assert out1[0].node.node_id == "n4"
     assert [n.score for n in out1] == sorted((n.score for n in out1), reverse=True)
     assert (
         len(
-            GoldPanningPostprocessor(reader=ScriptedReader(), top_n=50).postprocess_nodes(
+            GoldPanningPostprocessor(reader=ScriptedReader(), top_n=50, prompts_per_round=1).postprocess_nodes(
                 nodes, query_str="q"
             )
         )
@@ -166,13 +166,13 @@ def test_top_n_and_ordering() -> None:
 
 async def test_async_uses_aread() -> None:
     reader = AsyncOnlyReader()
-    p = GoldPanningPostprocessor(reader=reader, top_n=2, rounds=3)
+    p = GoldPanningPostprocessor(reader=reader, top_n=2, rounds=3, prompts_per_round=1)
     out = await p.apostprocess_nodes(_nodes(5, needle_at=1), query_str="q")
     assert out[0].node.node_id == "n1"
     assert reader.async_calls == 3
     assert reader.sync_calls == 0
     with pytest.raises(AllRoundsFailedError, match="must not be called on the async path"):
-        GoldPanningPostprocessor(reader=AsyncOnlyReader(), rounds=2).postprocess_nodes(
+        GoldPanningPostprocessor(reader=AsyncOnlyReader(), rounds=2, prompts_per_round=1).postprocess_nodes(
             _nodes(3), query_str="q"
         )
 
@@ -260,7 +260,9 @@ def test_llama_index_llm_as_reader(captured: Captured) -> None:
     # The LLM cites the smallest label shown: whichever document holds it that round.
     # Flat prior: the order comes from the citations alone (with the rank prior the base
     # order's first node may lead uncited, which is the prior's job, not this test's).
-    p = GoldPanningPostprocessor(llm=SmallestLabelLLM(), top_n=2, rounds=3, seed=0, retriever_prior="none")
+    p = GoldPanningPostprocessor(
+        llm=SmallestLabelLLM(), top_n=2, rounds=3, prompts_per_round=1, seed=0, retriever_prior="none"
+    )
     out, result = p.pan(_nodes(5), "q")
     assert result.failed_rounds == 0
     assert result.calls == 3
@@ -275,7 +277,7 @@ async def test_llama_index_llm_as_reader_async() -> None:
     # As the sync test: the smallest label names a random document each round, so which
     # document wins is not the point; that the async path parsed each answer and
     # credited the document shown under that label is.
-    p = GoldPanningPostprocessor(llm=SmallestLabelLLM(), top_n=1, rounds=2, seed=0)
+    p = GoldPanningPostprocessor(llm=SmallestLabelLLM(), top_n=1, rounds=2, seed=0, prompts_per_round=1)
     out, result = await p.apan(_nodes(4), "q")
     assert result.failed_rounds == 0
     assert [t.cited for t in result.rounds] == _smallest_label_docs(result)
@@ -285,7 +287,7 @@ async def test_llama_index_llm_as_reader_async() -> None:
 
 
 def test_langchain_chat_model_as_reader() -> None:
-    _, result = GoldPanningPostprocessor(reader=SmallestLabelChatModel(), rounds=2).pan(_nodes(4), "q")
+    _, result = GoldPanningPostprocessor(reader=SmallestLabelChatModel(), rounds=2, prompts_per_round=1).pan(_nodes(4), "q")
     assert result.failed_rounds == 0
     assert [t.cited for t in result.rounds] == _smallest_label_docs(result)
 

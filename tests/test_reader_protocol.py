@@ -54,7 +54,7 @@ def test_a_reader_of_the_protocol_is_used_as_it_is() -> None:
     reader = Labelled()
     assert isinstance(reader, Reader)
     assert as_reader(reader) is reader
-    panner = GoldPanner(reader, PROFILE, rounds=2, rng=0)
+    panner = GoldPanner(reader, PROFILE, rounds=2, rng=0, prompts_per_round=1)
     assert panner.reader is reader
     res = panner.run("q", DOCS)
     assert [list(t.labels[0]) for t in res.rounds] == reader.labels  # the trace shows what was passed
@@ -67,8 +67,8 @@ def test_an_unlabelled_reader_is_wrapped_once_with_one_warning(
     with caplog.at_level(logging.WARNING, logger="gold_panning_integrations.readers._adapt"):
         adapted = as_reader(reader)
         assert isinstance(adapted, AdaptedReader) and as_reader(adapted) is adapted
-        res = GoldPanner(reader, PROFILE, rounds=2, rng=0).run("q", DOCS)
-        asyncio.run(GoldPanner(reader, PROFILE, rounds=1, rng=0).arun("q", DOCS))
+        res = GoldPanner(reader, PROFILE, rounds=2, rng=0, prompts_per_round=1).run("q", DOCS)
+        asyncio.run(GoldPanner(reader, PROFILE, rounds=1, rng=0, prompts_per_round=1).arun("q", DOCS))
     assert reader.calls == 3
     # one warning per class and method, naming the signature to write
     assert caplog.text.count("Unlabelled.read takes no 'labels' argument") == 1
@@ -79,7 +79,7 @@ def test_an_unlabelled_reader_is_wrapped_once_with_one_warning(
     assert all(r.labels == (1, 2, 3, 4, 5) for t in res.rounds for r in t.readings)
     # the wrapped reader's other attributes pass through (its recommended profile too)
     assert adapted.recommended_profile == "smollm2-135m-kv"
-    assert GoldPanner(reader).profile == DetectorProfile.bundled("smollm2-135m-kv")
+    assert GoldPanner(reader, prompts_per_round=1).profile == DetectorProfile.bundled("smollm2-135m-kv")
 
 
 def test_an_adapted_reader_has_only_the_methods_the_reader_has() -> None:

@@ -358,7 +358,7 @@ def _prior(path: Path_) -> np.ndarray:
 
 
 def _run_path(path: Path_, reader: OpenAIReader, on_failure: str) -> tuple[PanningResult, list[int]]:
-    opts: dict[str, Any] = {"profile": PROFILE, "rounds": ROUNDS, "on_failure": on_failure}
+    opts: dict[str, Any] = {"profile": PROFILE, "rounds": ROUNDS, "prompts_per_round": 1, "on_failure": on_failure}
     if path in ("panner", "panner-async"):
         opts["retriever_prior"] = "none"  # the panner paths start flat (see _prior)
     if path == "panner":
