@@ -80,12 +80,14 @@ def _where0(mask: NDArray[np.bool_], x: NDArray[np.generic]) -> NDArray[np.float
     return out
 
 
-def _accumulate(total: NDArray[np.float64], x: ArrayLike, rows: NDArray[np.bool_] | None) -> None:
+def _accumulate(
+    total: NDArray[np.float64], x: NDArray[np.float64] | NDArray[np.int64], rows: NDArray[np.bool_] | None
+) -> None:
     """``total += np.where(rows, x, 0.0)`` in place; ``rows=None`` adds all of ``x``."""
     if rows is None:
         total += x
     else:
-        total += _where0(rows, np.asarray(x))
+        total += _where0(rows, x)
 
 
 def robust_rates(tpr: ArrayLike, fpr: ArrayLike) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
@@ -157,11 +159,14 @@ class Geometry:
         self.config = config
         self.temperature = float(temperature)
         self._cache: dict[int, Rates] = {}
+        self._informative: bool | None = None
 
     @property
     def informative(self) -> bool:
-        """False when TPR equals FPR at every position of the profile."""
-        return bool(np.any(np.abs(self.tpr - self.fpr) > 1e-9))
+        """False when TPR equals FPR at every position of the profile (computed once)."""
+        if self._informative is None:
+            self._informative = bool(np.any(np.abs(self.tpr - self.fpr) > 1e-9))
+        return self._informative
 
     def llr(
         self, tpr: NDArray[np.float64], fpr: NDArray[np.float64]
@@ -423,14 +428,25 @@ def draw_labels(rng: np.random.Generator, sizes: NDArray[np.intp], width: int) -
     which keeps the labels a uniform draw of distinct numbers.
     """
     keys = rng.random((sizes.size, width))
-    pad = np.arange(width)[None, :] >= sizes[:, None]
-    low = np.empty(sizes.size, dtype=np.int64)
-    span = np.empty(sizes.size, dtype=np.int64)
-    for s in np.unique(sizes):
-        lo, hi = label_range(int(s))
-        low[sizes == s], span[sizes == s] = lo, hi - lo + 1
-    labels = low[:, None] + np.floor(keys * span[:, None]).astype(np.int64)
-    labels[pad] = 0
+    if sizes.size == 1 and int(sizes[0]) == width:
+        # A batch of one filling its width (the panner's case): no padding; a set tells
+        # whether any label repeats (the loop below redraws the repeats, if any).
+        lo, hi = label_range(width)
+        labels = lo + np.floor(keys * (hi - lo + 1)).astype(np.int64)
+        if len(set(labels[0].tolist())) == width:
+            return labels
+        low = np.array([lo], dtype=np.int64)
+        span = np.array([hi - lo + 1], dtype=np.int64)
+        pad = np.zeros((1, width), dtype=bool)
+    else:
+        pad = np.arange(width)[None, :] >= sizes[:, None]
+        low = np.empty(sizes.size, dtype=np.int64)
+        span = np.empty(sizes.size, dtype=np.int64)
+        for s in np.unique(sizes):
+            lo, hi = label_range(int(s))
+            low[sizes == s], span[sizes == s] = lo, hi - lo + 1
+        labels = low[:, None] + np.floor(keys * span[:, None]).astype(np.int64)
+        labels[pad] = 0
     while True:
         again = _repeats(labels) & ~pad
         if not again.any():
@@ -457,11 +473,15 @@ def _shuffle_top(order: NDArray[np.intp], sizes: NDArray[np.intp], top: int, rng
         return
     b = order.shape[0]
     keys = rng.random((b, t))
-    if (sizes < t).any():  # a row with fewer than t documents keeps the rest in place
+    short = int(sizes[0]) < t if b == 1 else bool((sizes < t).any())
+    if short:  # a row with fewer than t documents keeps the rest in place
         cols = np.arange(t)[None, :]
         keys = np.where(cols < np.minimum(sizes, t)[:, None], keys, cols + 1.0)
     perm = keys.argsort(axis=1, kind="stable")
-    order[:, :t] = order[_row_index(b), perm]
+    if b == 1:
+        order[0, :t] = order[0][perm[0]]
+    else:
+        order[:, :t] = order[_row_index(b), perm]
 
 
 def _stride(order: NDArray[np.intp], n_active: NDArray[np.intp], prompt: int, prompts: int) -> NDArray[np.intp]:
