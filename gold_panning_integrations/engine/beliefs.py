@@ -50,8 +50,10 @@ def clamp_rates(
     """
     if not 0.0 < eps < 0.5:
         raise ValueError(f"eps must be in (0, 0.5), got {eps!r}")
-    t = np.clip(np.asarray(tpr, dtype=np.float64), eps, 1.0 - eps)
-    f = np.clip(np.asarray(fpr, dtype=np.float64), eps, 1.0 - eps)
+    # maximum then minimum is np.clip exactly (NaN stays NaN), without np.clip's wrapper.
+    hi = 1.0 - eps
+    t = np.minimum(np.maximum(np.asarray(tpr, dtype=np.float64), eps), hi)
+    f = np.minimum(np.maximum(np.asarray(fpr, dtype=np.float64), eps), hi)
     return t, f
 
 
@@ -74,13 +76,15 @@ def log_likelihood_ratios(
 
 
 def sigmoid(x: ArrayLike) -> NDArray[np.float64]:
-    """Numerically stable logistic function, elementwise (any shape)."""
+    """Numerically stable logistic function, elementwise (any shape).
+
+    ``1 / (1 + e^-x)`` for ``x >= 0`` and ``e^x / (1 + e^x)`` for ``x < 0``: one
+    ``e = exp(-|x|)`` serves both branches, so no ``exp`` ever overflows.
+    """
     x = np.asarray(x, dtype=np.float64)
-    out = np.empty_like(x)
-    pos = x >= 0
-    out[pos] = 1.0 / (1.0 + np.exp(-x[pos]))
-    ex = np.exp(x[~pos])
-    out[~pos] = ex / (1.0 + ex)
+    e = np.exp(-np.abs(x))
+    out = np.where(x >= 0, 1.0, e)
+    out /= 1.0 + e
     return out
 
 

@@ -12,6 +12,7 @@ all take one of these.
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import functools
 import math
@@ -471,7 +472,9 @@ class PanningConfig:
 
     def __post_init__(self) -> None:
         for spec in _specs():
-            spec.validate(getattr(self, spec.name))
+            value = getattr(self, spec.name)
+            if value is not spec.default:  # a declared default is valid (checked in tests)
+                spec.validate(value)
 
     @classmethod
     def options(cls) -> tuple[OptionSpec, ...]:
@@ -492,10 +495,11 @@ class PanningConfig:
             raise TypeError(
                 f"unknown panning option(s) {', '.join(unknown)}; valid options: {', '.join(sorted(names))}"
             )
-        base = cls() if config is None else config
-        if not isinstance(base, PanningConfig):
-            raise TypeError(f"config must be a PanningConfig or None, got {type(base).__name__}")
-        return replace(base, **options) if options else base
+        if config is None:
+            return cls(**options)  # the defaults with options: one construction, one check
+        if not isinstance(config, PanningConfig):
+            raise TypeError(f"config must be a PanningConfig or None, got {type(config).__name__}")
+        return replace(config, **options) if options else config
 
     @classmethod
     def setting(cls, name: str, **options: Any) -> PanningConfig:
@@ -540,7 +544,14 @@ class PanningConfig:
                     "fix or remove it, or pass the option explicitly"
                 )
             fill[spec.name] = float(value)
-        return replace(self, **fill) if fill else self
+        if not fill:
+            return self
+        # Every filled value was checked above and the rest were checked when self was
+        # built: a copy with the fills set, not dataclasses.replace's second full check.
+        filled = copy.copy(self)
+        for name, value in fill.items():
+            object.__setattr__(filled, name, value)
+        return filled
 
     def to_dict(self) -> dict[str, Any]:
         """The options as a plain dict (JSON-ready)."""

@@ -117,7 +117,7 @@ class _Window:
     @property
     def shown_positions(self) -> NDArray[np.intp]:
         """Profile position of each shown document, in prompt order, shape ``(m,)``."""
-        return self.positions[0, self.docs]
+        return self.positions[0][self.docs]
 
 
 @dataclass(frozen=True)
@@ -194,7 +194,7 @@ class _Run:
         cfg, st = self.cfg, self.state
         active = active_mask(st, k=cfg.k, prune_below=cfg.prune_below, started=bool(self.traces))
         truth = None if self.truth is None else self.truth[None, :]
-        n_active = int(active.sum())
+        n_active = int(np.count_nonzero(active))
         budget = cfg.max_docs_per_prompt or n_active
         split = cfg.windows and n_active > budget
         windows: list[_Window] = []
@@ -238,13 +238,13 @@ class _Run:
         if stopping.rounds_done(done, cfg.rounds):
             self.stop_reason = "rounds"
             return None
-        if stopping.threshold_reached(
+        if cfg.stop_at is not None and stopping.threshold_reached(
             self.state.log_odds, k=cfg.k, stop_at=cfg.stop_at, done=done, min_rounds=cfg.min_rounds
         )[0]:
             self.stop_reason = "threshold"
             return None
         plan = self.plan()
-        calls = sum(t.calls for t in self.traces)
+        calls = sum(t.calls for t in self.traces) if cfg.max_calls is not None else 0
         if stopping.call_budget_exceeded(calls, len(plan.windows), cfg.max_calls):
             # Send the round's first prompts (with all their windows) that still fit.
             per_prompt = len(plan.windows) // cfg.prompts_per_round
@@ -253,7 +253,7 @@ class _Run:
                 self.stop_reason = "call-budget"
                 return None
             plan = plan.first_prompts(fit)
-        if stopping.token_budget_exceeded(
+        if cfg.max_prompt_tokens is not None and stopping.token_budget_exceeded(
             sum(t.prompt_tokens for t in self.traces),
             sum(len(w) for t in self.traces for w in t.windows),
             sum(w.docs.size for w in plan.windows),
@@ -279,11 +279,12 @@ class _Run:
             if reading.failed:
                 logger.warning("round %d: a reading failed: %s", len(self.traces) + 1, reading.error)
                 continue
+            docs = w.docs[list(cited_pos)]
             cited = np.zeros((1, self.n), dtype=bool)
-            cited[0, w.docs[list(cited_pos)]] = True
+            cited[0][docs] = True
             sizes = np.array([w.docs.size], dtype=np.intp)
             observe_round(self.state, w.positions, sizes, cited, config=self.cfg, geometry=self.geometry)
-            cited_all.extend(w.docs[list(cited_pos)].tolist())
+            cited_all.extend(docs.tolist())
         self.traces.append(
             RoundTrace(
                 round=len(self.traces) + 1,

@@ -25,6 +25,7 @@ so a batch of one consumes it exactly as the panner does.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -64,6 +65,31 @@ ROBUST_SCALE = 0.95
 ROBUST_SHIFT = 0.025
 
 
+def _row_index(b: int) -> NDArray[np.intp]:
+    """Row numbers as a column, shape ``(b, 1)``: with a ``(b, n)`` index array ``idx``,
+    ``a[_row_index(b), idx]`` is ``np.take_along_axis(a, idx, axis=1)`` without its
+    wrapper (the same elements, gathered or scattered)."""
+    return np.arange(b)[:, None]
+
+
+def _where0(mask: NDArray[np.bool_], x: NDArray[np.generic]) -> NDArray[np.float64]:
+    """``np.where(mask, x, 0.0)`` for ``mask`` of ``x``'s shape (or broadcast to it), as
+    float64: ``x`` where ``mask``, ``+0.0`` elsewhere (a masked copy, cheaper than where)."""
+    out = np.zeros(x.shape)
+    np.copyto(out, x, where=mask)
+    return out
+
+
+def _accumulate(
+    total: NDArray[np.float64], x: NDArray[np.float64] | NDArray[np.int64], rows: NDArray[np.bool_] | None
+) -> None:
+    """``total += np.where(rows, x, 0.0)`` in place; ``rows=None`` adds all of ``x``."""
+    if rows is None:
+        total += x
+    else:
+        total += _where0(rows, x)
+
+
 def robust_rates(tpr: ArrayLike, fpr: ArrayLike) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
     """The robust likelihood's rates: ``0.95 * rate + 0.025`` for TPR and FPR, then any
     position whose TPR is below its FPR gets both set to their mean (no evidence there).
@@ -92,6 +118,7 @@ class Rates:
         pos_order: Positions from most to least diagnostic, shape ``(m,)``.
         llr_cited: Log-likelihood ratio of a citation per position (tempered), ``(m,)``.
         llr_missed: Log-likelihood ratio of a miss per position (tempered), ``(m,)``.
+        both: ``tpr`` and ``fpr`` stacked, shape ``(2, m)`` (one gather serves both).
     """
 
     tpr: NDArray[np.float64]
@@ -99,6 +126,10 @@ class Rates:
     pos_order: NDArray[np.intp]
     llr_cited: NDArray[np.float64]
     llr_missed: NDArray[np.float64]
+    both: NDArray[np.float64] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "both", np.stack((self.tpr, self.fpr)))
 
 
 class Geometry:
@@ -128,11 +159,14 @@ class Geometry:
         self.config = config
         self.temperature = float(temperature)
         self._cache: dict[int, Rates] = {}
+        self._informative: bool | None = None
 
     @property
     def informative(self) -> bool:
-        """False when TPR equals FPR at every position of the profile."""
-        return bool(np.any(np.abs(self.tpr - self.fpr) > 1e-9))
+        """False when TPR equals FPR at every position of the profile (computed once)."""
+        if self._informative is None:
+            self._informative = bool(np.any(np.abs(self.tpr - self.fpr) > 1e-9))
+        return self._informative
 
     def llr(
         self, tpr: NDArray[np.float64], fpr: NDArray[np.float64]
@@ -188,6 +222,28 @@ class Geometry:
             f[rows, : r.fpr.size] = r.fpr
         return t, f
 
+    def rates_at(self, positions: NDArray[np.intp], sizes: NDArray[np.intp]) -> NDArray[np.float64]:
+        """Decision TPR and FPR at each document's position, shape ``(2, B, n)`` (TPR
+        first).
+
+        Args:
+            positions: Position per document, shape ``(B, n)``; a document not shown
+                (``-1``) gets the rates of position 0.
+            sizes: Documents in each row's prompt, shape ``(B,)``.
+
+        When every row has the same size this indexes that size's rates directly;
+        otherwise it gathers from :meth:`stacked` row by row (the same values).
+        """
+        pos = np.maximum(positions, 0)  # -1 (not shown) -> 0
+        uniq = sizes[:1] if sizes.size == 1 else np.unique(sizes)
+        if uniq.size == 1:
+            r = self.for_size(int(uniq[0]))
+            if r.tpr.size:
+                return r.both.take(pos, axis=1)
+        tpr, fpr = self.stacked(sizes, positions.shape[1])
+        rows = _row_index(positions.shape[0]) if tpr.shape[0] > 1 else 0
+        return np.stack((tpr[rows, pos], fpr[rows, pos]))
+
 
 @dataclass
 class BatchState:
@@ -233,7 +289,7 @@ class BatchState:
         shape ``(B,)``: empty replies beyond those the profile expects, ``(seen - expected)
         / (prompts - expected + 1)``, clipped to [0, 1]."""
         excess = self.empty_seen - self.empty_expected
-        return np.clip(excess / (self.prompts - self.empty_expected + 1.0), 0.0, 1.0)
+        return np.minimum(np.maximum(excess / (self.prompts - self.empty_expected + 1.0), 0.0), 1.0)
 
     @classmethod
     def start(cls, log_odds: NDArray[np.float64]) -> BatchState:
@@ -279,6 +335,15 @@ def lead_rate(config: PanningConfig, n: int) -> float:
     return min(float(config.false_leads) / irrelevant, 0.5)
 
 
+@lru_cache(maxsize=64)
+def _mixture_logs(a: float, b: float, _a_key: str, _b_key: str) -> tuple[np.float64, np.float64, np.float64, np.float64]:
+    """``(log a, log b, log1p(-a), log1p(-b))`` of the two mixture rates (``-inf`` for a
+    rate of 0), cached per pair of rates; the string keys tell ``-0.0`` from ``0.0``."""
+    with np.errstate(divide="ignore"):
+        la, lb = np.log(a), np.log(b)
+    return la, lb, np.log1p(-a), np.log1p(-b)
+
+
 def mixed_evidence(
     evidence: NDArray[np.float64], *, false_lead_rate: float, blind_rate: float
 ) -> NDArray[np.float64]:
@@ -297,15 +362,18 @@ def mixed_evidence(
     e = np.asarray(evidence, dtype=np.float64)
     if false_lead_rate == 0.0 and blind_rate == 0.0:
         return e
-    with np.errstate(divide="ignore"):
-        la, lb = np.log(false_lead_rate), np.log(blind_rate)  # -inf for a rate of 0
-    l1a, l1b = np.log1p(-false_lead_rate), np.log1p(-blind_rate)
+    if type(false_lead_rate) is float and type(blind_rate) is float:
+        la, lb, l1a, l1b = _mixture_logs(false_lead_rate, blind_rate, str(false_lead_rate), str(blind_rate))
+    else:  # not cached: a key must tell -0.0 from 0.0, and a numpy rate keeps its precision
+        la, lb, l1a, l1b = _mixture_logs.__wrapped__(false_lead_rate, blind_rate, "", "")
     # Factor e^E (E > 0) or 1 (E < 0) out of both mixtures so that two large numbers are
     # never subtracted: exactly 0 at E = 0, unbounded when the matching rate is 0.
     m = -np.abs(e)
     up = np.logaddexp(l1b, lb + m) - np.logaddexp(la, l1a + m)
     down = np.logaddexp(l1b + m, lb) - np.logaddexp(la + m, l1a)
-    return np.where(e > 0, up, np.where(e < 0, down, 0.0))
+    out = _where0(e < 0, down)  # up where E > 0, down where E < 0, else (0, NaN) 0
+    np.copyto(out, up, where=e > 0)
+    return out
 
 
 def active_mask(state: BatchState, *, k: int, prune_below: float | None, started: bool) -> NDArray[np.bool_]:
@@ -319,7 +387,7 @@ def active_mask(state: BatchState, *, k: int, prune_below: float | None, started
     # look rarely agrees by chance, so a document leaves only after two.
     keep = (lo - state.prior_log_odds >= np.log(prune_below)) | (state.times_shown < 2)
     top = np.argsort(-lo, axis=1, kind="stable")[:, :k]
-    np.put_along_axis(keep, top, True, axis=1)
+    keep[_row_index(lo.shape[0]), top] = True
     return keep
 
 
@@ -360,14 +428,25 @@ def draw_labels(rng: np.random.Generator, sizes: NDArray[np.intp], width: int) -
     which keeps the labels a uniform draw of distinct numbers.
     """
     keys = rng.random((sizes.size, width))
-    pad = np.arange(width)[None, :] >= sizes[:, None]
-    low = np.empty(sizes.size, dtype=np.int64)
-    span = np.empty(sizes.size, dtype=np.int64)
-    for s in np.unique(sizes):
-        lo, hi = label_range(int(s))
-        low[sizes == s], span[sizes == s] = lo, hi - lo + 1
-    labels = low[:, None] + np.floor(keys * span[:, None]).astype(np.int64)
-    labels[pad] = 0
+    if sizes.size == 1 and int(sizes[0]) == width:
+        # A batch of one filling its width (the panner's case): no padding; a set tells
+        # whether any label repeats (the loop below redraws the repeats, if any).
+        lo, hi = label_range(width)
+        labels = lo + np.floor(keys * (hi - lo + 1)).astype(np.int64)
+        if len(set(labels[0].tolist())) == width:
+            return labels
+        low = np.array([lo], dtype=np.int64)
+        span = np.array([hi - lo + 1], dtype=np.int64)
+        pad = np.zeros((1, width), dtype=bool)
+    else:
+        pad = np.arange(width)[None, :] >= sizes[:, None]
+        low = np.empty(sizes.size, dtype=np.int64)
+        span = np.empty(sizes.size, dtype=np.int64)
+        for s in np.unique(sizes):
+            lo, hi = label_range(int(s))
+            low[sizes == s], span[sizes == s] = lo, hi - lo + 1
+        labels = low[:, None] + np.floor(keys * span[:, None]).astype(np.int64)
+        labels[pad] = 0
     while True:
         again = _repeats(labels) & ~pad
         if not again.any():
@@ -392,11 +471,17 @@ def _shuffle_top(order: NDArray[np.intp], sizes: NDArray[np.intp], top: int, rng
     t = min(top, order.shape[1])
     if t < 2:
         return
-    keys = rng.random((order.shape[0], t))
-    cols = np.arange(t)[None, :]
-    keys = np.where(cols < np.minimum(sizes, t)[:, None], keys, cols + 1.0)
-    perm = np.argsort(keys, axis=1, kind="stable")
-    order[:, :t] = np.take_along_axis(order[:, :t], perm, axis=1)
+    b = order.shape[0]
+    keys = rng.random((b, t))
+    short = int(sizes[0]) < t if b == 1 else bool((sizes < t).any())
+    if short:  # a row with fewer than t documents keeps the rest in place
+        cols = np.arange(t)[None, :]
+        keys = np.where(cols < np.minimum(sizes, t)[:, None], keys, cols + 1.0)
+    perm = keys.argsort(axis=1, kind="stable")
+    if b == 1:
+        order[0, :t] = order[0][perm[0]]
+    else:
+        order[:, :t] = order[_row_index(b), perm]
 
 
 def _stride(order: NDArray[np.intp], n_active: NDArray[np.intp], prompt: int, prompts: int) -> NDArray[np.intp]:
@@ -406,7 +491,7 @@ def _stride(order: NDArray[np.intp], n_active: NDArray[np.intp], prompt: int, pr
     r = np.arange(order.shape[1])[None, :]
     live = r < n_active[:, None]
     group = np.where(live & (r % prompts == prompt), 0, np.where(live, 1, 2))
-    return np.take_along_axis(order, np.argsort(group, axis=1, kind="stable"), axis=1)
+    return order[_row_index(order.shape[0]), np.argsort(group, axis=1, kind="stable")]
 
 
 def rank_documents(
@@ -438,7 +523,7 @@ def rank_documents(
         gumbel = -np.log(-np.log(np.maximum(rng.random(scores.shape), 1e-300)))
         scores = scores + DRAW_TEMPERATURE * gumbel
     scores = np.where(active, scores, -np.inf)
-    order = np.argsort(-scores, axis=1, kind="stable")
+    order = (-scores).argsort(axis=1, kind="stable")
     n_active = active.sum(axis=1).astype(np.intp)
     if prompt > 0 and spread == "stride" and policy != "random":
         order = _stride(order, n_active, prompt, prompts)
@@ -455,20 +540,23 @@ def place(order: NDArray[np.intp], sizes: NDArray[np.intp], geometry: Geometry) 
         order (ascending position, shown first), each shape ``(B, n)``.
     """
     b, n = order.shape
+    if b == 1 and geometry.config.resample_profile:
+        # The s shown take positions 0..s-1 (a permutation, the profile resampled to s):
+        # prompt slot pos_order[r] holds rank r; the others follow by document index.
+        s0 = int(sizes[0])
+        po = geometry.for_size(s0).pos_order[:s0]
+        positions = np.full((1, n), -1, dtype=np.intp)
+        positions[0, order[0, :s0]] = po
+        prompt = np.empty((1, n), dtype=np.intp)
+        prompt[0, po] = order[0, :s0]
+        prompt[0, s0:] = np.sort(order[0, s0:])
+        return positions, prompt
     pos_by_rank = np.full((b, n), -1, dtype=np.intp)
-    for s in sizes[:1] if b == 1 else np.unique(sizes):
+    for s in np.unique(sizes):
         po = geometry.for_size(int(s)).pos_order[: int(s)]
         pos_by_rank[sizes == s, : int(s)] = po
     positions = np.empty((b, n), dtype=np.intp)
-    np.put_along_axis(positions, order, pos_by_rank, axis=1)
-    if b == 1 and geometry.config.resample_profile:
-        # Shown positions are exactly 0..s-1: invert them in O(n), the rest follow by index.
-        s0 = int(sizes[0])
-        shown = positions[0] >= 0
-        prompt = np.empty((1, n), dtype=np.intp)
-        prompt[0, positions[0, shown]] = np.flatnonzero(shown)
-        prompt[0, s0:] = np.flatnonzero(~shown)
-        return positions, prompt
+    positions[_row_index(b), order] = pos_by_rank
     key = np.where(positions >= 0, positions, np.iinfo(np.intp).max)
     prompt = np.argsort(key, axis=1, kind="stable")
     return positions, prompt
@@ -504,15 +592,23 @@ def plan_round(
     return Placement(positions, sizes, prompt_order, labels)
 
 
+def _relevant_share(log_odds: NDArray[np.float64], k: int) -> NDArray[np.float64]:
+    """Beliefs rescaled to ``k`` expected relevant documents per run, each capped at 1,
+    shape ``(B, n)``: ``min(1, k * p / sum(p))`` with ``p = sigmoid(log_odds)``."""
+    p = sigmoid(log_odds)
+    return np.minimum(1.0, k * p / np.maximum(np.add.reduce(p, axis=1, keepdims=True), 1e-12))
+
+
 def _mixture_missed(
     state: BatchState,
-    t: NDArray[np.float64],
-    f: NDArray[np.float64],
+    clamped: NDArray[np.float64],
+    log1m: NDArray[np.float64],
+    missed: NDArray[np.float64],
     shown: NDArray[np.bool_],
     n_cited: NDArray[np.int64],
-    read_ok: NDArray[np.bool_],
-    config: PanningConfig,
-    geometry: Geometry,
+    read_ok: NDArray[np.bool_] | None,
+    share: NDArray[np.float64],
+    temperature: float,
 ) -> NDArray[np.float64]:
     """Miss log-likelihood ratios, shape ``(B, n)``, under "a reply is silent with
     probability pi whatever the prompt holds" (pi = :attr:`BatchState.silence`, estimated
@@ -520,23 +616,40 @@ def _mixture_missed(
     empty prompt, with ``D`` the chance that all shown documents go uncited when none is
     relevant, document ``i`` (rates ``t_i``, ``f_i``) gets
     ``log((pi + (1-pi) (1-t_i) D / (1-f_i)) / (pi + (1-pi) D))``: the usual miss when
-    pi = 0, nothing when pi = 1."""
-    eps = config.eps
-    tc, fc = np.clip(t, eps, 1 - eps), np.clip(f, eps, 1 - eps)
-    log_d = np.where(shown, np.log1p(-fc), 0.0).sum(axis=1, keepdims=True)
+    pi = 0, nothing when pi = 1.
+
+    Args:
+        clamped: TPR and FPR at each document's position, clamped, shape ``(2, B, n)``.
+        log1m: ``log1p(-clamped)``, shape ``(2, B, n)``.
+        missed: The usual miss ratio ``log1m[0] - log1m[1]``, shape ``(B, n)``.
+        read_ok: Runs whose reading succeeded, shape ``(B,)``; None: all of them.
+        share: :func:`_relevant_share` of the current beliefs, shape ``(B, n)``.
+        temperature: Divides the result.
+    """
+    log_d = np.add.reduce(_where0(shown, log1m[1]), axis=1, keepdims=True)
     d = np.exp(log_d)
-    p = sigmoid(state.log_odds)
-    q = np.where(shown, np.minimum(1.0, config.k * p / np.maximum(p.sum(axis=1, keepdims=True), 1e-12)), 0.0)
-    p_empty_if = (1.0 - tc) / (1.0 - fc) * d  # empty prompt if document i is the relevant one
-    expected = (q * p_empty_if).sum(axis=1) + np.maximum(0.0, 1.0 - q.sum(axis=1)) * d[:, 0]
-    empty = read_ok & (n_cited == 0)
-    state.prompts += read_ok
+    q = _where0(shown, share)
+    one_minus = 1.0 - clamped
+    p_empty_if = one_minus[0] / one_minus[1] * d  # empty prompt if document i is the relevant one
+    expected = np.add.reduce(q * p_empty_if, axis=1) + np.maximum(0.0, 1.0 - np.add.reduce(q, axis=1)) * d[:, 0]
+    empty = n_cited == 0 if read_ok is None else read_ok & (n_cited == 0)
+    state.prompts += 1.0 if read_ok is None else read_ok
     state.empty_seen += empty
-    state.empty_expected += np.where(read_ok, expected, 0.0)
+    _accumulate(state.empty_expected, expected, read_ok)
+    if not empty.any():
+        return missed / temperature  # no empty prompt: every miss is the usual one
     pi = state.silence[:, None]
     mixed = np.log(pi + (1.0 - pi) * p_empty_if) - np.log(pi + (1.0 - pi) * d)
-    missed = np.log1p(-tc) - np.log1p(-fc)
-    return np.where(empty[:, None], mixed, missed) / geometry.temperature
+    return np.where(empty[:, None], mixed, missed) / temperature
+
+
+def _clamped_logs(
+    rates: NDArray[np.float64], eps: float
+) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.float64]]:
+    """:func:`~.beliefs.clamp_rates` of stacked TPR and FPR (shape ``(2, B, n)``) with
+    their ``log`` and ``log1p(-.)``, each the same shape: ``(clamped, log, log1m)``."""
+    clamped = np.minimum(np.maximum(rates, eps), 1.0 - eps)
+    return clamped, np.log(clamped), np.log1p(-clamped)
 
 
 def observe_round(
@@ -566,38 +679,52 @@ def observe_round(
     shown = positions >= 0
     cited = cited & shown
     b = positions.shape[0]
-    read_ok = np.ones(b, dtype=bool) if ok is None else np.asarray(ok, dtype=bool)
-    n_cited = cited.sum(axis=1)
-    upd = read_ok & (n_cited > 0) if config.empty_prompts == "skip" else read_ok.copy()
-    if not (upd.any() or (config.adapt_level and read_ok.any())):
+    n_cited = np.add.reduce(cited, axis=1)
+    read_ok = None if ok is None else np.asarray(ok, dtype=bool)  # None: every run read
+    if config.empty_prompts == "skip":
+        upd = n_cited > 0 if read_ok is None else read_ok & (n_cited > 0)
+    else:
+        upd = np.ones(b, dtype=bool) if read_ok is None else read_ok.copy()
+    any_read = b > 0 if read_ok is None else bool(read_ok.any())
+    if not (upd.any() or (config.adapt_level and any_read)):
         return upd
-    tpr, fpr = geometry.stacked(sizes, positions.shape[1])
-    pos = np.where(shown, positions, 0)
-    t = np.take_along_axis(np.broadcast_to(tpr, (b, tpr.shape[1])), pos, axis=1)
-    f = np.take_along_axis(np.broadcast_to(fpr, (b, fpr.shape[1])), pos, axis=1)
+    rates = geometry.rates_at(positions, sizes)  # (2, B, n): TPR, FPR
+    share = None
     if config.adapt_level:
         # The level counts every successful reading, empty ones included: a model that
         # stays silent round after round lowers it even when silence updates nothing.
         # Beliefs rescaled to the expected number of relevant documents (k), so the
         # prediction holds under the paper's uniform prior (0.5 each) as well.
-        p = sigmoid(state.log_odds)
-        p = np.minimum(1.0, config.k * p / np.maximum(p.sum(axis=1, keepdims=True), 1e-12))
-        predicted = np.where(shown, p * t + (1.0 - p) * f, 0.0).sum(axis=1)
-        state.observed += np.where(read_ok, n_cited, 0.0)
-        state.predicted += np.where(read_ok, predicted, 0.0)
-        scale = state.level[:, None]
-        t, f = t * scale, f * scale
-    llr_c, llr_m = geometry.llr(t, f)
+        share = _relevant_share(state.log_odds, config.k)
+        t, f = rates
+        predicted = np.add.reduce(_where0(shown, share * t + (1.0 - share) * f), axis=1)
+        _accumulate(state.observed, n_cited, read_ok)
+        _accumulate(state.predicted, predicted, read_ok)
+        rates = rates * state.level[:, None]
+    # Geometry.llr of both rates at once, the clamped rates and logs kept for the
+    # mixture's miss rule (which clamps with config.eps: the same eps in every caller).
+    temperature = geometry.temperature
+    clamped, log_r, log1m = _clamped_logs(rates, geometry.config.eps)
+    llr_c = (log_r[0] - log_r[1]) / temperature
+    missed = log1m[0] - log1m[1]
     if config.empty_prompts == "mixture":
-        llr_m = _mixture_missed(state, t, f, shown, n_cited, read_ok, config, geometry)
+        if config.eps != geometry.config.eps:
+            clamped, _, log1m = _clamped_logs(rates, config.eps)
+            missed = log1m[0] - log1m[1]
+        if share is None:
+            share = _relevant_share(state.log_odds, config.k)
+        llr_m = _mixture_missed(state, clamped, log1m, missed, shown, n_cited, read_ok, share, temperature)
+    else:
+        llr_m = missed / temperature
     delta = np.where(cited, llr_c, llr_m)
-    apply = shown & upd[:, None]
-    state.evidence = state.evidence + np.where(apply, delta, 0.0)
+    updated = upd[:, None]
+    apply = shown & updated
+    state.evidence = state.evidence + _where0(apply, delta)
     resolved = config.with_profile(None)  # the panner and simulate resolve it up front: a no-op there
     state.log_odds = state.prior_log_odds + mixed_evidence(
         state.evidence, false_lead_rate=lead_rate(resolved, state.log_odds.shape[1]),
         blind_rate=float(resolved.blind_rate),  # type: ignore[arg-type]  # resolved: not None
     )
-    state.counts += cited & upd[:, None]
+    state.counts += cited & updated
     state.times_shown += apply
     return upd
