@@ -14,9 +14,9 @@ from langchain_core.language_models import GenericFakeChatModel
 from langchain_core.messages import AIMessage
 from openai_server import FakeOpenAIServer, cite, drip, redirect
 
-from gold_panning_integrations.commands._reader_args import add_reader_arguments, make_reader
 from gold_panning_integrations.errors import FatalReaderError, MissingExtraError
 from gold_panning_integrations.readers import ChatModelReader, OpenAIReader
+from gold_panning_integrations.readers._cli_args import add_reader_arguments, make_reader
 from gold_panning_integrations.readers._http import MAX_REDIRECTS
 
 DOCS = ["Lyon is in France.", "The capital of France is Paris.", "Berlin is in Germany."]

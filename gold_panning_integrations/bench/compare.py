@@ -1340,7 +1340,7 @@ def _progress(total: int) -> tuple[Callable[[int], None], Callable[[], None]]:
     try:
         from tqdm import tqdm
     except ImportError:
-        from ..commands._util import Progress
+        from .._console import Progress
 
         bar = Progress(total, label="bench compare")
         return bar.update, bar.close
@@ -1513,7 +1513,7 @@ def main(args: argparse.Namespace) -> int:
     if args.plot:
         plot_compare(summary, args.plot, title=f"{model}, {args.task}, n={args.n}, {len(instances)} instances")
     if args.json:
-        from ..commands._util import print_json
+        from .._console import print_json
 
         print_json(res)
         return 0

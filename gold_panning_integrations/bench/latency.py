@@ -995,7 +995,7 @@ def register(sub: Any) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
-    from ..commands._util import Progress, print_json
+    from .._console import Progress, print_json
 
     bar = Progress(1, label="bench latency")
     try:

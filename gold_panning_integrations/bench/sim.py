@@ -914,7 +914,7 @@ def _tables(results: dict[str, Any]) -> list[tuple[str, list[str], list[list[Any
 
 def format_report(results: dict[str, Any]) -> str:
     """Plain-text tables of every panel in ``results`` (for the terminal)."""
-    from ..commands._util import format_table
+    from .._console import format_table
 
     parts = [f"{title}\n{format_table(headers, rows)}" for title, headers, rows in _tables(results)]
     return "\n\n".join(parts)
@@ -1161,7 +1161,7 @@ def register(subparsers: Any) -> None:
 
 def main(args: argparse.Namespace) -> int:
     """Run ``gold-panning bench sim``."""
-    from ..commands._util import Progress, print_json
+    from .._console import Progress, print_json
 
     if args.trials < 1:
         raise ValueError(f"--trials must be >= 1, got {args.trials}")
