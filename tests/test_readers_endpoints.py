@@ -199,8 +199,8 @@ def test_a_connection_failure_names_its_underlying_cause() -> None:
     import openai
 
     from gold_panning_integrations.errors import TransientReaderError
+    from gold_panning_integrations.readers._errors import classify_error
     from gold_panning_integrations.readers._http import _httpx_module
-    from gold_panning_integrations.readers._retry import classify_error
 
     httpx = _httpx_module()  # the httpx the installed openai uses (httpx2 in openai 3.x)
     request = httpx.Request("POST", "http://no-such-host.invalid/v1/chat/completions")
