@@ -43,19 +43,10 @@ from typing import Any, Literal
 
 import numpy as np
 
+from ..ir.metrics import wilson_interval
+from ._instances import TASKS, CompareInstance, make_instances
 from ._loopback import OVERFLOW, LoopbackServer, LoopbackStats, PositionBiasedModel
-from .compare import (
-    COST_SAVING,
-    LATENCY_SETTING,
-    PEER_METHODS,
-    TASKS,
-    CompareInstance,
-    Endpoint,
-    MethodOutcome,
-    make_instances,
-    peer_missing,
-    wilson_interval,
-)
+from ._methods import COST_SAVING, LATENCY_SETTING, PEER_METHODS, Endpoint, MethodOutcome, peer_missing
 
 __all__ = [
     "DEFAULTS",
@@ -724,7 +715,7 @@ def run_latency_bench(
             elif method.kind == "panning":
                 calls[name] = panning_calls(method, reader, profile=prof, seed=seed)
             else:
-                from .compare import peer_methods
+                from ._methods import peer_methods
 
                 calls[name] = peer_methods(name, ep, top_n=top_n)
         call_seconds = _call_seconds(reader, instances[0], srv)
