@@ -1,5 +1,6 @@
-"""The package's layering, read from its source: the benchmarks never import the CLI
-(``commands`` may import ``bench``, never the reverse)."""
+"""The package's layout, read from its source: the benchmarks never import the CLI
+(``commands`` may import ``bench``, never the reverse), and no module grows past
+:data:`MAX_MODULE_LINES` lines (split it along a seam, into ``_``-prefixed helper modules)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from pathlib import Path
 import gold_panning_integrations
 
 PACKAGE = Path(gold_panning_integrations.__file__).parent
+MAX_MODULE_LINES = 700
 
 
 def _modules(sub: str = "") -> list[Path]:
@@ -66,3 +68,10 @@ def test_no_bench_module_imports_the_cli() -> None:
         if _is_cli(name)
     }
     assert offenders == {}
+
+
+def test_no_module_is_longer_than_the_limit() -> None:
+    modules = _modules()
+    assert len(modules) > 50
+    lines = {str(p.relative_to(PACKAGE)): len(p.read_text(encoding="utf-8").splitlines()) for p in modules}
+    assert {name: n for name, n in lines.items() if n > MAX_MODULE_LINES} == {}
