@@ -3,7 +3,7 @@
 (:func:`check_rates`), the learned fields' ranges (:data:`LEARNED_RANGES`,
 :func:`learned_problem`), integers that are not booleans (:func:`strict_int`), JSON
 nesting depth (:func:`json_depth`), and pydantic's errors as one message naming the field
-(:func:`describe`).
+(:func:`describe_validation_error`).
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ __all__ = [
     "LEARNED_RANGES",
     "MAX_JSON_DEPTH",
     "check_rates",
-    "describe",
+    "describe_validation_error",
     "json_depth",
     "learned_problem",
     "strict_int",
@@ -111,7 +111,7 @@ def json_depth(text: str) -> int:
     return int(np.cumsum(delta).max())
 
 
-def describe(err: ValidationError) -> str:
+def describe_validation_error(err: ValidationError) -> str:
     """A pydantic validation error as one message naming each bad field (``loc: msg (got ...)``)."""
     parts = []
     for e in err.errors():

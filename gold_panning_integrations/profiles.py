@@ -51,7 +51,7 @@ from ._profile_checks import (
     LEARNED_RANGES,
     MAX_JSON_DEPTH,
     check_rates,
-    describe,
+    describe_validation_error,
     json_depth,
     learned_problem,
     strict_int,
@@ -143,7 +143,7 @@ class RateCounts(BaseModel):
         try:
             super().__init__(**data)
         except ValidationError as err:
-            raise ProfileError(describe(err)) from err
+            raise ProfileError(describe_validation_error(err)) from err
 
     def arrays(self) -> dict[str, NDArray[np.float64]]:
         """Every list as a float array of shape ``(P,)`` (``positions`` as intp)."""
@@ -384,13 +384,13 @@ class DetectorProfile(BaseModel):
         try:
             return super().model_validate(obj, *args, **kwargs)
         except ValidationError as err:
-            raise ProfileError(describe(err)) from err
+            raise ProfileError(describe_validation_error(err)) from err
 
     def __init__(self, **data: Any) -> None:
         try:
             super().__init__(**data)
         except ValidationError as err:
-            raise ProfileError(describe(err)) from err
+            raise ProfileError(describe_validation_error(err)) from err
 
     def resample(self, n_positions: int) -> DetectorProfile:
         """The same profile at another number of positions, by relative position.
