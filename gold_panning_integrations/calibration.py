@@ -19,36 +19,43 @@ expectation from one more trial (:func:`next_grid_index`). FPR needs no such car
 trial shows a distractor at every other grid position. The profile records the counts
 behind every rate (:class:`~gold_panning_integrations.profiles.RateCounts`).
 
-Layout: a pure functional core (:func:`calibration_plan`, :func:`count_outcomes`,
-:func:`estimate_rates`, :func:`next_grid_index`, :func:`build_profile`) under a thin
-stateful runner, :class:`Calibrator`, that calls the reader, checkpoints every completed
-trial to a JSONL file (one line per trial, flushed and fsynced), resumes from it, and
-holds an exclusive lock on it (``CHECKPOINT.lock``) while running, so two runs on one
-checkpoint never both run every trial.
+Layout: a pure functional core (:func:`calibration_plan` here; :func:`count_outcomes`,
+:func:`estimate_rates`, :func:`next_grid_index`, :func:`build_profile` in
+:mod:`._calibration_fit`) under a thin stateful runner, :class:`Calibrator`, that calls the
+reader, checkpoints every completed trial to a JSONL file (one line per trial, flushed and
+fsynced), resumes from it, and holds an exclusive lock on it (``CHECKPOINT.lock``,
+:mod:`._calibration_checkpoint`) while running, so two runs on one checkpoint never both
+run every trial.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 import logging
 import os
-import re
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
-from numpy.typing import NDArray
 
-from ._jsonl import checkpoint_lines
-from .engine.curves import grid_positions
+from ._calibration_checkpoint import CheckpointLock, read_checkpoint
+from ._calibration_fit import (
+    OutcomeCounts,
+    build_profile,
+    count_outcomes,
+    estimate_rates,
+    expected_variance_reduction,
+    grid_indices,
+    next_grid_index,
+    smoothed_rate,
+)
 from .engine.reading import Reading
 from .errors import CheckpointError, FatalReaderError
-from .profiles import DetectorProfile, RateCounts, read_regular_file
+from .profiles import DetectorProfile
 from .tasks.base import TaskBuilder
 
 __all__ = [
@@ -110,7 +117,7 @@ def calibration_plan(
         raise ValueError(f"n must be >= 1, got {n!r}")
     if trials < 1:
         raise ValueError(f"trials must be >= 1, got {trials!r}")
-    g = _grid(n, grid)
+    g = grid_indices(n, grid)
     gen = rng if isinstance(rng, np.random.Generator) else np.random.default_rng(rng)
     seeds = gen.integers(0, 2**63 - 1, size=(trials, g.size), dtype=np.int64)
     return [
@@ -124,196 +131,6 @@ def calibration_plan(
         for t in range(trials)
         for gi in range(g.size)
     ]
-
-
-def _grid(n: int, grid: int | Sequence[int] | NDArray[np.integer]) -> NDArray[np.intp]:
-    if isinstance(grid, (int, np.integer)):
-        return grid_positions(n, int(grid))
-    g = np.asarray(grid, dtype=np.intp)
-    if g.ndim != 1 or g.size == 0 or np.any(np.diff(g) <= 0) or g[0] < 0 or g[-1] >= n:
-        raise ValueError(f"grid must be increasing positions within 0..{n - 1}, got {list(np.asarray(grid))}")
-    return g
-
-
-def smoothed_rate(events: NDArray[np.integer] | int, trials: NDArray[np.integer] | int) -> NDArray[np.float64]:
-    """Jeffreys posterior mean ``(x + 0.5) / (m + 1)``; 0.5 where ``m == 0``."""
-    x = np.asarray(events, dtype=np.float64)
-    m = np.asarray(trials, dtype=np.float64)
-    return (x + 0.5) / (m + 1.0)
-
-
-@dataclass(frozen=True)
-class OutcomeCounts:
-    """Event counts per grid position, each of shape ``(K,)``.
-
-    Attributes:
-        grid: The grid positions.
-        tp: Trials with the gold at the position in which the gold was cited.
-        tp_trials: Usable (not failed) trials with the gold at the position.
-        fp: Trials with a distractor at the position in which that distractor was cited.
-        fp_trials: Usable trials with a distractor at the position.
-        failed: Failed trials (excluded from every rate).
-    """
-
-    grid: NDArray[np.intp]
-    tp: NDArray[np.int64]
-    tp_trials: NDArray[np.int64]
-    fp: NDArray[np.int64]
-    fp_trials: NDArray[np.int64]
-    failed: int
-
-
-def count_outcomes(records: Iterable[Mapping[str, Any]], n: int, grid: int | Sequence[int]) -> OutcomeCounts:
-    """Count true/false positives per grid position from trial records.
-
-    Each record needs ``position`` (gold's prompt position), ``cited`` (0-based cited
-    positions) and ``failed``; ``gold`` (all gold positions) defaults to ``[position]``.
-    A record's ``n`` (if present) must equal ``n``.
-    """
-    g = _grid(n, grid)
-    index = {int(p): i for i, p in enumerate(g)}
-    tp = np.zeros(g.size, np.int64)
-    tpm = np.zeros(g.size, np.int64)
-    fp = np.zeros(g.size, np.int64)
-    fpm = np.zeros(g.size, np.int64)
-    failed = 0
-    for rec in records:
-        if "n" in rec and int(rec["n"]) != n:
-            raise ValueError(f"record {rec.get('trial_id')!r} has n={rec['n']} but the calibration uses n={n}")
-        if rec.get("failed"):
-            failed += 1
-            continue
-        gold = {int(x) for x in rec.get("gold", [rec["position"]])}
-        cited = {int(x) for x in rec.get("cited", ())}
-        for p, i in index.items():
-            if p in gold:
-                if p == int(rec["position"]):
-                    tpm[i] += 1
-                    tp[i] += p in cited
-            else:
-                fpm[i] += 1
-                fp[i] += p in cited
-    return OutcomeCounts(grid=g, tp=tp, tp_trials=tpm, fp=fp, fp_trials=fpm, failed=failed)
-
-
-def estimate_rates(
-    records: Iterable[Mapping[str, Any]], n: int, grid: int | Sequence[int]
-) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
-    """Smoothed ``(tpr, fpr)`` at each grid position, each of shape ``(K,)``.
-
-    TPR at ``j``: the gold cited at ``j`` over trials with the gold at ``j``. FPR at
-    ``j``: the document at ``j`` cited over trials whose gold sat elsewhere. Both use the
-    Jeffreys smoothing of :func:`smoothed_rate`; failed trials are left out.
-    """
-    c = count_outcomes(records, n, grid)
-    return smoothed_rate(c.tp, c.tp_trials), smoothed_rate(c.fp, c.fp_trials)
-
-
-def expected_variance_reduction(
-    events: NDArray[np.floating] | float, trials: NDArray[np.floating] | float
-) -> NDArray[np.float64]:
-    """Expected drop, from one more trial, of the posterior variance of a rate's logit.
-
-    With ``a = x + 1/2`` and ``b = m - x + 1/2`` the Jeffreys posterior is ``Beta(a, b)``
-    and the variance of ``logit(rate)`` is about ``1/a + 1/b``. One more trial succeeds
-    with the posterior mean ``p = a / (a+b)``. Returns
-    ``(1/a + 1/b) - [p (1/(a+1) + 1/b) + (1-p) (1/a + 1/(b+1))]``, elementwise (shape of
-    the inputs), always > 0.
-
-    The logit scale is the one the update works on (log-likelihood ratios), so rates near
-    0 or 1, whose few events swing the evidence most, get more trials. In simulation
-    (lost-in-the-middle, n=100, 40 calibrations each) it kept 75% / 95% of the calibrated
-    advantage at 50 / 100 calls, against 69% / 92% for the variance of the rate itself and
-    51% / 70% for the variance of its log.
-    """
-    a = np.asarray(events, dtype=np.float64) + 0.5
-    b = np.asarray(trials, dtype=np.float64) - np.asarray(events, dtype=np.float64) + 0.5
-    p = a / (a + b)
-    now = 1.0 / a + 1.0 / b
-    after = p * (1.0 / (a + 1.0) + 1.0 / b) + (1.0 - p) * (1.0 / a + 1.0 / (b + 1.0))
-    return now - after
-
-
-def next_grid_index(
-    tp: NDArray[np.floating] | Sequence[float],
-    tp_trials: NDArray[np.floating] | Sequence[float],
-    *,
-    min_trials: int = 1,
-    attempts: NDArray[np.floating] | Sequence[float] | None = None,
-) -> int:
-    """The grid position the next budgeted trial should put the gold at.
-
-    Every position first gets ``min_trials`` trials (lowest index first); then the one
-    with the largest :func:`expected_variance_reduction` of its TPR wins (ties: lowest
-    index), so the budget goes where the estimate is least certain.
-
-    Args:
-        tp: Gold cited at each grid position so far, shape ``(K,)`` (may be fractional:
-            pending trials count at their predicted rate).
-        tp_trials: Trials with the gold at each grid position so far, shape ``(K,)``.
-        min_trials: Trials every position gets before the variance rule applies.
-        attempts: Trials tried at each position, failed ones included, shape ``(K,)``
-            (default ``tp_trials``): the coverage rule counts attempts, so a position
-            whose trials keep failing does not soak up the whole budget.
-    """
-    x = np.asarray(tp, dtype=np.float64)
-    m = np.asarray(tp_trials, dtype=np.float64)
-    if x.shape != m.shape or x.ndim != 1 or x.size == 0:
-        raise ValueError(f"tp and tp_trials must be 1-D of equal length >= 1, got {x.shape} and {m.shape}")
-    tried = m if attempts is None else np.maximum(np.asarray(attempts, dtype=np.float64), m)
-    short = np.flatnonzero(tried < min_trials)
-    if short.size:
-        return int(short[np.argmin(tried[short])])  # first minimum: lowest index wins ties
-    return int(np.argmax(expected_variance_reduction(x, m)))
-
-
-def build_profile(
-    records: Sequence[Mapping[str, Any]],
-    *,
-    n: int,
-    grid: int | Sequence[int] = 11,
-    model: str = "unknown",
-    task: str = "unknown",
-    notes: str = "",
-    extra: Mapping[str, Any] | None = None,
-) -> DetectorProfile:
-    """A :class:`DetectorProfile` of ``n`` positions from trial records.
-
-    ``trials`` in the profile is the number of usable gold-at-position trials per grid
-    position; the counts behind every rate go to ``counts`` (schema 2) and, for readers
-    of schema-1 files, to ``extra["counts"]``.
-    """
-    c = count_outcomes(records, n, grid)
-    if int(c.tp_trials.sum()) == 0:
-        raise ValueError("no usable calibration trials: every trial failed or none was run")
-    tpr, fpr = smoothed_rate(c.tp, c.tp_trials), smoothed_rate(c.fp, c.fp_trials)
-    counts = {
-        "tp": c.tp.tolist(),
-        "tp_trials": c.tp_trials.tolist(),
-        "fp": c.fp.tolist(),
-        "fp_trials": c.fp_trials.tolist(),
-        "failed": c.failed,
-        "smoothing": "jeffreys (x+0.5)/(m+1)",
-    }
-    rate_counts = RateCounts(
-        positions=c.grid.tolist(),
-        gold_cited=c.tp.tolist(),
-        gold_shown=c.tp_trials.tolist(),
-        distractor_cited=c.fp.tolist(),
-        distractor_shown=c.fp_trials.tolist(),
-    )
-    return DetectorProfile.from_grid(
-        c.grid,
-        tpr,
-        fpr,
-        n_positions=n,
-        trials=c.tp_trials,
-        counts=rate_counts,
-        model=model,
-        task=task,
-        notes=notes,
-        extra={**dict(extra or {}), "counts": counts},
-    )
 
 
 # --------------------------------------------------------------- stateful runner
@@ -335,125 +152,6 @@ class CalibrationResult:
     ran: int
     seconds: float
     counts: OutcomeCounts | None = field(default=None, repr=False)
-
-
-MAX_CHECKPOINT_BYTES = 256 * 1024 * 1024
-"""Largest checkpoint read (a trial line is ~300 bytes: ~800,000 trials)."""
-
-_TRIAL_FIELDS: dict[str, tuple[type, ...]] = {
-    "trial_id": (str,),
-    "grid_index": (int,),
-    "position": (int,),
-    "trial": (int,),
-    "cited": (list,),
-    "failed": (bool,),
-}
-_TRIAL_ID = re.compile(r"^p(\d+)-t(\d+)$")
-
-
-def _check_trial(obj: Mapping[str, Any], path: Path, lineno: int) -> None:
-    """A trial line has every field with the right type, else a CheckpointError naming
-    the file, the line and the field."""
-
-    def bad(what: str) -> CheckpointError:
-        return CheckpointError(
-            f"checkpoint {str(path)!r} line {lineno}: {what}; the file was edited or written by "
-            "another program: delete the line (that trial reruns) or the file (everything reruns)"
-        )
-
-    for key, types in _TRIAL_FIELDS.items():
-        if key not in obj:
-            raise bad(f"field {key!r} is missing")
-        v = obj[key]
-        if not isinstance(v, types) or (bool not in types and isinstance(v, bool)):
-            raise bad(f"field {key!r} is {type(v).__name__} {v!r:.40}, expected {types[0].__name__}")
-    if not _TRIAL_ID.match(obj["trial_id"]):
-        raise bad(f"field 'trial_id' is {obj['trial_id']!r:.40}, expected 'pNN-tNNN'")
-    for key in ("cited", "gold"):
-        if key in obj and (
-            not isinstance(obj[key], list) or any(isinstance(x, bool) or not isinstance(x, int) for x in obj[key])
-        ):
-            raise bad(f"field {key!r} must be a list of integer positions, got {obj[key]!r:.60}")
-    if "n" in obj and (isinstance(obj["n"], bool) or not isinstance(obj["n"], int)):
-        raise bad(f"field 'n' is {type(obj['n']).__name__}, expected int")
-
-
-def _read_checkpoint(path: Path) -> tuple[dict[str, Any] | None, dict[str, dict[str, Any]]]:
-    """Meta line and trial records of a checkpoint; a corrupt *last* line (a kill during
-    a write) is dropped with a warning and truncated away. Lines that parse but lack a
-    field or have a wrong type are a :class:`CheckpointError` naming the line."""
-    if not os.path.lexists(path):
-        return None, {}
-    raw = read_regular_file(path, max_bytes=MAX_CHECKPOINT_BYTES, what="checkpoint", error=CheckpointError)
-    meta: dict[str, Any] | None = None
-    records: dict[str, dict[str, Any]] = {}
-    for lineno, obj in checkpoint_lines(
-        path,
-        raw,
-        corrupt=lambda n, err: CheckpointError(
-            f"checkpoint {str(path)!r} line {n} is corrupt ({err}) and is not the last line; "
-            "delete the file to start over"
-        ),
-        torn="checkpoint %s: ignoring a corrupt last line (an interrupted write); that trial will rerun",
-        log=logger,
-        errors=(ValueError, RecursionError),  # UnicodeDecodeError is a ValueError
-    ):
-        kind = obj.get("type")
-        if kind == "meta":
-            meta = obj
-        elif kind == "trial":
-            _check_trial(obj, path, lineno)
-            records[obj["trial_id"]] = obj
-        else:
-            raise CheckpointError(
-                f"checkpoint {str(path)!r} line {lineno}: field 'type' is {kind!r:.40}, expected 'meta' or 'trial'; "
-                "is this a calibration checkpoint? Use another --checkpoint path"
-            )
-    return meta, records
-
-
-class CheckpointLock:
-    """An exclusive, non-blocking ``fcntl`` lock on ``CHECKPOINT.lock``, released on
-    :meth:`release` (or when the process ends, even by SIGKILL: the kernel drops it).
-
-    Raises:
-        CheckpointError: Another process holds the lock (the message names its pid).
-    """
-
-    def __init__(self, checkpoint: Path) -> None:
-        self.path = checkpoint.with_name(checkpoint.name + ".lock")
-        self._fd: int | None = None
-
-    def acquire(self) -> CheckpointLock:
-        try:
-            import fcntl
-        except ImportError:  # pragma: no cover - Windows: no lock, say so once
-            logger.warning("no fcntl on this platform: checkpoint %s is not locked", self.path)
-            return self
-        try:
-            fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
-        except OSError as err:
-            raise CheckpointError(f"cannot create the lock file {str(self.path)!r}: {err.strerror or err}") from err
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError as err:
-            holder = os.pread(fd, 64, 0).decode("ascii", "replace").strip() or "unknown"
-            os.close(fd)
-            raise CheckpointError(
-                f"checkpoint {str(self.path)[: -len('.lock')]!r} is in use by another calibration "
-                f"(pid {holder}); wait for it to finish (then rerun to reuse its trials) or pass another --checkpoint"
-            ) from err
-        os.ftruncate(fd, 0)
-        os.pwrite(fd, str(os.getpid()).encode(), 0)
-        self._fd = fd
-        return self
-
-    def release(self) -> None:
-        if self._fd is not None:
-            with contextlib.suppress(OSError):
-                os.ftruncate(self._fd, 0)
-            os.close(self._fd)  # closing drops the flock
-            self._fd = None
 
 
 class Calibrator:
@@ -512,7 +210,7 @@ class Calibrator:
         self.progress = progress
         self.model = model or getattr(reader, "model_name", None) or getattr(reader, "model", None) or "unknown"
         self.notes = notes
-        self.grid_array = _grid(n, grid)
+        self.grid_array = grid_indices(n, grid)
         if budget is None:
             self.plan = calibration_plan(n, grid=grid, trials=trials, rng=seed)
             self.total = len(self.plan)
@@ -558,7 +256,7 @@ class Calibrator:
             ) from err
         self._lock = CheckpointLock(self.checkpoint).acquire()
         try:
-            meta, done = _read_checkpoint(self.checkpoint)
+            meta, done = read_checkpoint(self.checkpoint)
             want = self._meta()
             if meta is not None:
                 keys = ("task", "n", "grid", "seed", "model", "layout")

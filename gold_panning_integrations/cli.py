@@ -250,7 +250,7 @@ def _silence_stdout() -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the console script; returns the process exit code."""
-    from .commands._util import progress_quiet
+    from ._console import progress_quiet
 
     argv = list(sys.argv[1:] if argv is None else argv)
     debug = _debug_env() or "--debug" in argv

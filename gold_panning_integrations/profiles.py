@@ -37,7 +37,6 @@ import logging
 import math
 import numbers
 import os
-import re
 import stat
 from datetime import datetime, timezone
 from importlib import resources
@@ -48,6 +47,16 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from ._profile_checks import (
+    LEARNED_RANGES,
+    MAX_JSON_DEPTH,
+    check_rates,
+    describe_validation_error,
+    json_depth,
+    learned_problem,
+    strict_int,
+    strict_int_list,
+)
 from .engine.assignment import diagnosticity
 from .engine.curves import interpolate_grid, resample_curve
 from .errors import ProfileError
@@ -65,71 +74,13 @@ __all__ = [
 
 logger = logging.getLogger(__name__)
 
-LEARNED_RANGES: dict[str, tuple[float, float | None, bool, bool]] = {
-    # field: (low, high, low open, high open)
-    "blind_rate": (0.0, 1.0, False, True),
-    "false_leads": (0.0, None, False, True),
-    "prior_head_decay": (0.0, 1.0, True, False),
-    "evidence_temperature": (0.0, None, True, True),
-}
-"""The learned fields of a profile (schema 3; ``extra`` entries before) and their ranges."""
 
 SCHEMA_VERSION = 3
 """Version written by this release; :data:`SUPPORTED_SCHEMA_VERSIONS` are read."""
 SUPPORTED_SCHEMA_VERSIONS = (1, 2, 3)
 MAX_PROFILE_BYTES = 5 * 1024 * 1024
 """Largest profile file read (a 1,000-position profile with counts is ~100 kB)."""
-MAX_JSON_DEPTH = 32
-"""Deepest JSON nesting accepted in a profile file (a real profile nests 3 levels)."""
 _BUNDLED_PACKAGE = "gold_panning_integrations._data.profiles"
-
-
-def _check_rates(name: str, values: list[float]) -> list[float]:
-    if len(values) == 0:
-        raise ValueError(f"{name} is empty: a profile needs at least one position")
-    for i, v in enumerate(values):
-        if not isinstance(v, numbers.Real) or isinstance(v, (bool, np.bool_)) or math.isnan(v):
-            raise ValueError(f"{name}[{i}] = {v!r} is not a number")
-        if not 0.0 <= v <= 1.0:
-            raise ValueError(f"{name}[{i}] = {v!r} is outside [0, 1]")
-    return [float(v) for v in values]
-
-
-def _learned_problem(name: str, value: Any) -> str | None:
-    """What is wrong with ``value`` as the learned field ``name`` (None when it is valid)."""
-    low, high, low_open, high_open = LEARNED_RANGES[name]
-    ok = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(float(value))
-    if ok:
-        x = float(value)
-        ok = (x > low if low_open else x >= low) and (high is None or (x < high if high_open else x <= high))
-    if ok:
-        return None
-    span = (
-        f"{'(' if low_open else '['}{low:g}, {'inf' if high is None else format(high, 'g')}"
-        f"{')' if high_open or high is None else ']'}"
-    )
-    return f"must be a number in {span}, got {value!r:.40}"
-
-
-def _strict_int(name: str, v: Any) -> Any:
-    """Reject bools (and non-integral floats) where an integer is expected."""
-    if isinstance(v, (bool, np.bool_)):
-        raise ValueError(f"{name} must be an integer, got the boolean {v!r}")  # noqa: TRY004 - pydantic reports ValueErrors
-    if isinstance(v, float) and not v.is_integer():
-        raise ValueError(f"{name} must be an integer, got {v!r}")
-    return v
-
-
-def _strict_int_list(name: str, v: Any) -> Any:
-    if v is None:
-        return v
-    if isinstance(v, np.ndarray):
-        v = v.tolist()
-    if not isinstance(v, (list, tuple)):
-        raise ValueError(f"{name} must be a list of integers, got {type(v).__name__}")  # noqa: TRY004 - pydantic reports ValueErrors
-    for i, x in enumerate(v):
-        _strict_int(f"{name}[{i}]", x)
-    return list(v)
 
 
 class RateCounts(BaseModel):
@@ -157,7 +108,7 @@ class RateCounts(BaseModel):
     @field_validator("positions", mode="before")
     @classmethod
     def _positions(cls, v: Any) -> Any:
-        return _strict_int_list("counts.positions", v)
+        return strict_int_list("counts.positions", v)
 
     @field_validator("gold_cited", "gold_shown", "distractor_cited", "distractor_shown", mode="before")
     @classmethod
@@ -192,7 +143,7 @@ class RateCounts(BaseModel):
         try:
             super().__init__(**data)
         except ValidationError as err:
-            raise ProfileError(_describe(err)) from err
+            raise ProfileError(describe_validation_error(err)) from err
 
     def arrays(self) -> dict[str, NDArray[np.float64]]:
         """Every list as a float array of shape ``(P,)`` (``positions`` as intp)."""
@@ -264,12 +215,12 @@ class DetectorProfile(BaseModel):
     @field_validator("schema_version", "n_positions", mode="before")
     @classmethod
     def _no_bool_int(cls, v: Any, info: Any) -> Any:
-        return _strict_int(info.field_name, v)
+        return strict_int(info.field_name, v)
 
     @field_validator("grid_positions", "trials", mode="before")
     @classmethod
     def _no_bool_ints(cls, v: Any, info: Any) -> Any:
-        return _strict_int_list(info.field_name, v)
+        return strict_int_list(info.field_name, v)
 
     @field_validator("tpr", "fpr", mode="before")
     @classmethod
@@ -278,7 +229,7 @@ class DetectorProfile(BaseModel):
             v = v.tolist()
         if not isinstance(v, (list, tuple)):
             raise ValueError(f"{info.field_name} must be a list of numbers, got {type(v).__name__}")  # noqa: TRY004 - pydantic reports ValueErrors
-        return _check_rates(info.field_name, list(v))
+        return check_rates(info.field_name, list(v))
 
     @model_validator(mode="after")
     def _lengths(self) -> DetectorProfile:
@@ -322,7 +273,7 @@ class DetectorProfile(BaseModel):
             extra = dict(extra)  # type: ignore[arg-type]  # a dict: checked above
             for key in moved:
                 value = extra.pop(key)
-                problem = _learned_problem(key, value)
+                problem = learned_problem(key, value)
                 if problem is not None:
                     raise ValueError(f"extra[{key!r}] {problem}")
                 if data.get(key) is not None:
@@ -339,7 +290,7 @@ class DetectorProfile(BaseModel):
         """A learned value is None (not measured) or a number in its range."""
         if value is None:
             return None
-        problem = _learned_problem(info.field_name, value)
+        problem = learned_problem(info.field_name, value)
         if problem is not None:
             raise ValueError(problem)
         return float(value)
@@ -433,13 +384,13 @@ class DetectorProfile(BaseModel):
         try:
             return super().model_validate(obj, *args, **kwargs)
         except ValidationError as err:
-            raise ProfileError(_describe(err)) from err
+            raise ProfileError(describe_validation_error(err)) from err
 
     def __init__(self, **data: Any) -> None:
         try:
             super().__init__(**data)
         except ValidationError as err:
-            raise ProfileError(_describe(err)) from err
+            raise ProfileError(describe_validation_error(err)) from err
 
     def resample(self, n_positions: int) -> DetectorProfile:
         """The same profile at another number of positions, by relative position.
@@ -492,7 +443,7 @@ class DetectorProfile(BaseModel):
                     f"{source} is not UTF-8 text (invalid byte at offset {err.start}); "
                     "a profile is a JSON file written by `gold-panning calibrate`"
                 ) from err
-        depth = _json_depth(text)
+        depth = json_depth(text)
         if depth > MAX_JSON_DEPTH:
             raise ProfileError(
                 f"{source} nests JSON {depth} levels deep (a profile needs 3, at most {MAX_JSON_DEPTH} "
@@ -533,23 +484,6 @@ class DetectorProfile(BaseModel):
             )
         text = resources.files(_BUNDLED_PACKAGE).joinpath(f"{name}.json").read_text(encoding="utf-8")
         return cls.from_json(text, source=f"bundled profile {name!r}")
-
-
-_JSON_STRING = re.compile(r'"(?:[^"\\]|\\.)*"')
-_BRACKETS = re.compile(r"[\[\]{}]")
-
-
-def _json_depth(text: str) -> int:
-    """Deepest bracket nesting of JSON text (brackets inside strings ignored); linear
-    time with no recursion, so 100,000 levels cost milliseconds."""
-    if text.count("[") + text.count("{") <= MAX_JSON_DEPTH:
-        return 0
-    brackets = "".join(_BRACKETS.findall(_JSON_STRING.sub('""', text)))
-    if not brackets:
-        return 0
-    steps = np.frombuffer(brackets.encode("ascii"), dtype=np.uint8)
-    delta = np.where((steps == ord("[")) | (steps == ord("{")), 1, -1)
-    return int(np.cumsum(delta).max())
 
 
 def open_regular_file(
@@ -638,25 +572,6 @@ def read_regular_file(
         raise error(f"cannot read {what} {str(p)!r}: {err.strerror or err}") from err
     finally:
         os.close(fd)
-
-
-def _describe(err: ValidationError) -> str:
-    parts = []
-    for e in err.errors():
-        inner = (e.get("ctx") or {}).get("error")
-        if isinstance(inner, ProfileError):  # already described (pydantic calls our __init__)
-            parts.append(str(inner).removeprefix("invalid detector profile: "))
-            continue
-        loc = ".".join(str(x) for x in e.get("loc", ())) or "profile"
-        msg = e.get("msg", "invalid")
-        msg = msg.removeprefix("Value error, ")
-        if "input" in e and e.get("type") not in ("value_error",):
-            inp = e["input"]
-            shown = repr(inp) if len(repr(inp)) < 80 else repr(inp)[:77] + "..."
-            parts.append(f"{loc}: {msg} (got {shown})")
-        else:
-            parts.append(f"{loc}: {msg}")
-    return "invalid detector profile: " + "; ".join(parts)
 
 
 def bundled_profiles() -> list[str]:

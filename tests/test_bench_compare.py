@@ -18,6 +18,7 @@ import pytest
 from compare_fakes import COMPLETION_TOKENS, PROMPT_TOKENS, kv_model
 from openai_server import FakeOpenAIServer, ok, status
 
+from gold_panning_integrations.bench import _methods
 from gold_panning_integrations.bench import compare as C
 from gold_panning_integrations.errors import CheckpointError
 
@@ -609,7 +610,7 @@ def test_per_round_tokens_carry_forward_after_an_early_stop() -> None:
         rounds=(SimpleNamespace(prompt_tokens=10, posteriors=np.array([0.9, 0.1]), cited=(0,), failed=False),),
         posteriors=np.array([0.9, 0.1]), policy="belief",
     )
-    hits, toks = C._per_round(res, (0,), 3, np.random.default_rng(0))
+    hits, toks = _methods._per_round(res, (0,), 3, np.random.default_rng(0))
     assert (hits, toks) == ([1.0, 1.0, 1.0], [10, 10, 10])
 
 

@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 import pytest
 
+from gold_panning_integrations.bench import _latency_methods
 from gold_panning_integrations.bench import latency as L
 from gold_panning_integrations.bench._loopback import LoopbackServer
 from gold_panning_integrations.bench.compare import make_instances
@@ -52,7 +53,7 @@ def test_every_method_runs_on_both_paths(report: dict[str, Any]) -> None:
 @pytest.mark.parametrize("path", ["sync", "async"])
 def test_calls_per_query_follow_the_settings(report: dict[str, Any], path: str) -> None:
     calls = {d["method"]: d["calls_per_query"] for d in report["methods"] if d["path"] == path}
-    default = L.resolved_config(L.METHODS[2])
+    default = _latency_methods.resolved_config(L.METHODS[2])
     assert calls["base"] == 0
     assert calls["psc-8"] == 8  # 1 round x 8 prompts
     assert calls["gp-defaults"] == default.rounds * default.prompts_per_round == 6  # 2 rounds x 3 prompts

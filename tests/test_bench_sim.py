@@ -8,6 +8,7 @@ import math
 import numpy as np
 import pytest
 
+from gold_panning_integrations.bench import _sim_panels as panels
 from gold_panning_integrations.bench import sim as bs
 from gold_panning_integrations.cli import build_parser, main
 from gold_panning_integrations.engine.simulate import simulate
@@ -66,12 +67,12 @@ def test_pool_results_of_one_run_is_identity_and_of_halves_matches_moments() -> 
 
 
 def test_split_and_scaled_trials() -> None:
-    assert bs._split(10, 3) == [4, 3, 3]
-    assert bs._split(2, 10) == [1, 1]
-    assert bs._scaled_trials(5000, 100) == 5000
-    assert bs._scaled_trials(5000, 500) == 2000
-    assert bs._scaled_trials(5000, 1000) == 1000
-    assert bs._scaled_trials(200, 1000) == 200
+    assert panels._split(10, 3) == [4, 3, 3]
+    assert panels._split(2, 10) == [1, 1]
+    assert panels._scaled_trials(5000, 100) == 5000
+    assert panels._scaled_trials(5000, 500) == 2000
+    assert panels._scaled_trials(5000, 1000) == 1000
+    assert panels._scaled_trials(200, 1000) == 200
 
 
 def test_efficiency_rows_by_hand() -> None:
@@ -141,7 +142,7 @@ def test_noise_free_likelihoods_differ_only_by_the_robust_transform(results: dic
 def test_attack_panel_covers_every_attack_with_and_without_the_shuffle(results: dict) -> None:
     rows = results["attack"]["settings"]
     keys = {(r["scenario"], r["attack"], r["obey"], r["shuffle_top"]) for r in rows}
-    assert len(keys) == len(rows) == 2 * len(bs.ATTACKS) * 2
+    assert len(keys) == len(rows) == 2 * len(panels.ATTACKS) * 2
     assert all(set(r["policies"]) == {"belief", "random"} for r in rows)
 
 

@@ -292,7 +292,7 @@ def test_budget_does_not_pour_calls_into_a_failing_position() -> None:
 def test_cli_mostly_failed_calibration_exits_non_zero(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from gold_panning_integrations.commands import _reader_args
+    from gold_panning_integrations.readers import _cli_args as _reader_args
 
     class Half(_reader_args.LexicalSimulatedReader):
         def read(self, question: str, documents: Sequence[str]) -> Reading:

@@ -8,14 +8,9 @@ from pathlib import Path
 
 import pytest
 
+from gold_panning_integrations._console import Progress, format_table, profile_label, progress_quiet
 from gold_panning_integrations.cli import EXIT_ERROR, build_parser, main
-from gold_panning_integrations.commands._util import (
-    Progress,
-    format_table,
-    profile_label,
-    progress_quiet,
-    regular_file,
-)
+from gold_panning_integrations.commands._util import regular_file
 
 
 class _Tty(io.StringIO):

@@ -14,9 +14,9 @@ from langchain_core.language_models import GenericFakeChatModel
 from langchain_core.messages import AIMessage
 from openai_server import FakeOpenAIServer, cite, drip, redirect
 
-from gold_panning_integrations.commands._reader_args import add_reader_arguments, make_reader
 from gold_panning_integrations.errors import FatalReaderError, MissingExtraError
 from gold_panning_integrations.readers import ChatModelReader, OpenAIReader
+from gold_panning_integrations.readers._cli_args import add_reader_arguments, make_reader
 from gold_panning_integrations.readers._http import MAX_REDIRECTS
 
 DOCS = ["Lyon is in France.", "The capital of France is Paris.", "Berlin is in Germany."]
@@ -199,8 +199,8 @@ def test_a_connection_failure_names_its_underlying_cause() -> None:
     import openai
 
     from gold_panning_integrations.errors import TransientReaderError
+    from gold_panning_integrations.readers._errors import classify_error
     from gold_panning_integrations.readers._http import _httpx_module
-    from gold_panning_integrations.readers._retry import classify_error
 
     httpx = _httpx_module()  # the httpx the installed openai uses (httpx2 in openai 3.x)
     request = httpx.Request("POST", "http://no-such-host.invalid/v1/chat/completions")

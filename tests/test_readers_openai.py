@@ -26,17 +26,16 @@ from openai_server import (
 
 from gold_panning_integrations import GoldPanner
 from gold_panning_integrations.engine.reading import Reading
-from gold_panning_integrations.errors import CitationParseError, ReaderError, TransientReaderError
-from gold_panning_integrations.readers import OpenAIReader
-from gold_panning_integrations.readers._retry import (
-    MAX_RAW_CHARS,
-    MAX_RETRY_AFTER,
+from gold_panning_integrations.errors import (
+    CitationParseError,
     FatalReaderError,
-    call_with_retries,
-    classify_error,
-    parse_retry_after,
-    wait_retry_after,
+    ReaderError,
+    TransientReaderError,
 )
+from gold_panning_integrations.readers import OpenAIReader
+from gold_panning_integrations.readers._errors import classify_error, parse_retry_after
+from gold_panning_integrations.readers._prompt import MAX_RAW_CHARS
+from gold_panning_integrations.readers._retry import MAX_RETRY_AFTER, call_with_retries, wait_retry_after
 
 DOCS = ["Lyon is in France.", "The capital of France is Paris.", "Berlin is in Germany."]
 Q = "What is the capital of France?"

@@ -35,7 +35,7 @@ pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="needs SIGKILL")
 
 READER_MODULE = """
 import asyncio, time
-from gold_panning_integrations.commands._reader_args import LexicalSimulatedReader
+from gold_panning_integrations.readers._cli_args import LexicalSimulatedReader
 
 
 class SlowReader(LexicalSimulatedReader):
@@ -55,7 +55,7 @@ class SlowReader(LexicalSimulatedReader):
 
 CLI_SCRIPT = """
 import sys
-from gold_panning_integrations.commands import _reader_args
+from gold_panning_integrations.readers import _cli_args as _reader_args
 from slow_reader import SlowReader
 SlowReader.SLOW = 0.02
 _reader_args.LexicalSimulatedReader = SlowReader  # what --reader simulated builds
@@ -148,7 +148,7 @@ def test_calibrate_command_killed_and_resumed(tmp_path: Path, monkeypatch: pytes
     from slow_reader import SlowReader
 
     from gold_panning_integrations.cli import main
-    from gold_panning_integrations.commands import _reader_args
+    from gold_panning_integrations.readers import _cli_args as _reader_args
 
     monkeypatch.setattr(_reader_args, "LexicalSimulatedReader", SlowReader)
     assert main(argv) == 0

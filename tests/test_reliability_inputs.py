@@ -37,14 +37,15 @@ from gold_panning_integrations import (
     SimulatedReader,
 )
 from gold_panning_integrations.engine.priors import rank_prior_probs
+from gold_panning_integrations.errors import FatalReaderError
 from gold_panning_integrations.readers import ChatModelReader, LlamaIndexLLMReader, OpenAIReader
+from gold_panning_integrations.readers._errors import classify_error
 from gold_panning_integrations.readers._prompt import (
     TRUNCATION_MARKER,
     clip_document,
     render_documents,
     render_prompt,
 )
-from gold_panning_integrations.readers._retry import FatalReaderError, classify_error
 from gold_panning_integrations.readers.answer import render_answer_prompt
 
 NEEDLE = "The needle: the vault code is 4417."

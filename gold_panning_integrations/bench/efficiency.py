@@ -256,7 +256,7 @@ def _to_match(d: dict[str, Any], target: float | None, psc: dict[str, Any] | Non
 
 def format_report(rep: dict[str, Any]) -> str:
     """Human-readable tables of :func:`run_efficiency`'s output."""
-    from ..commands._util import format_table
+    from .._console import format_table
 
     out = []
     for s in rep["settings"]:
@@ -308,7 +308,7 @@ def register(sub: Any) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
-    from ..commands._util import Progress, print_json
+    from .._console import Progress, print_json
     from ..profiles import load_profile
 
     profile = load_profile(args.profile)

@@ -374,7 +374,7 @@ def run_engine_bench(
 
 def format_engine_report(res: dict[str, Any]) -> str:
     """Plain-text tables of :func:`run_engine_bench`'s output."""
-    from ..commands._util import format_table
+    from .._console import format_table
 
     out = [
         (
@@ -454,7 +454,7 @@ def register(subparsers: Any) -> None:
 
 def main(args: argparse.Namespace) -> int:
     """Run ``gold-panning bench engine``."""
-    from ..commands._util import print_json
+    from .._console import print_json
 
     res = run_engine_bench(seed=args.seed, memory=not args.no_memory, cprofile=True if args.cprofile else None)
     if args.json:

@@ -159,7 +159,7 @@ def run_real(
 
 
 def register(sub: Any) -> None:
-    from ..commands._reader_args import add_reader_arguments
+    from ..readers._cli_args import add_reader_arguments
 
     p = sub.add_parser(
         "real",
@@ -186,9 +186,9 @@ def register(sub: Any) -> None:
 
 def main(args: argparse.Namespace) -> int:
     """Run ``gold-panning bench real``."""
-    from ..commands._reader_args import make_reader
-    from ..commands._util import Progress, format_table, print_json, profile_label
+    from .._console import Progress, format_table, print_json, profile_label
     from ..profiles import resolve_profile
+    from ..readers._cli_args import make_reader
 
     for opt, value, low in (("--instances", args.instances, 1), ("--n", args.n, 2), ("--rounds", args.rounds, 1)):
         if value < low:

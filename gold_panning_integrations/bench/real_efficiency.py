@@ -168,7 +168,7 @@ def report_rounds(rounds: int) -> list[int]:
 
 def format_report(res: dict[str, Any]) -> str:
     """Plain-text report of :func:`run_real_efficiency`'s output (any number of rounds)."""
-    from ..commands._util import format_table
+    from .._console import format_table
 
     shown = report_rounds(res["rounds"])
     rows = []
@@ -203,7 +203,7 @@ def format_report(res: dict[str, Any]) -> str:
 
 def register(sub: Any) -> None:
     """Add ``bench real-efficiency`` to the ``bench`` command's sub-parsers."""
-    from ..commands._reader_args import add_reader_arguments
+    from ..readers._cli_args import add_reader_arguments
 
     p = sub.add_parser(
         "real-efficiency",
@@ -236,9 +236,9 @@ def main(args: argparse.Namespace) -> int:
     """Run ``gold-panning bench real-efficiency``."""
     import json
 
-    from ..commands._reader_args import make_reader
-    from ..commands._util import Progress
+    from .._console import Progress
     from ..profiles import resolve_profile
+    from ..readers._cli_args import make_reader
 
     try:
         ns = [int(x) for x in args.n.split(",") if x.strip()]

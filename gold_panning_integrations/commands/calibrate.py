@@ -10,7 +10,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from ._reader_args import add_reader_arguments
+from ..readers._cli_args import add_reader_arguments
 
 __all__ = ["main", "plot_profile", "register"]
 
@@ -75,9 +75,9 @@ def register(sub: Any) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
+    from .._console import Progress, format_table
     from ..calibration import Calibrator
-    from ._reader_args import make_reader
-    from ._util import Progress, format_table
+    from ..readers._cli_args import make_reader
 
     out = Path(args.out)
     _check_out(out)
@@ -220,9 +220,9 @@ def save_profile_or_fallback(
 
 
 def _from_traces(args: argparse.Namespace, out: Path) -> int:
+    from .._console import format_table
     from ..profiles import GENERIC_PROFILE, load_profile
     from ..traces import learn_profile, read_traces
-    from ._util import format_table
 
     traces = read_traces(args.from_traces)
     prior = load_profile(args.prior if args.prior is not None else GENERIC_PROFILE)

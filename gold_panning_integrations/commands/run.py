@@ -8,8 +8,8 @@ from pathlib import Path
 from typing import Any
 
 from ..engine.config import SETTINGS
+from ..readers._cli_args import add_reader_arguments
 from ._config_args import add_config_arguments, given_options
-from ._reader_args import add_reader_arguments
 
 __all__ = ["DEMOS", "DEMO_SEED", "EMBEDDED_PROFILE", "demo_instance", "load_documents", "main", "register"]
 
@@ -133,9 +133,9 @@ def _inputs(args: argparse.Namespace) -> tuple[str, list[str], list[dict[str, An
 
 
 def main(args: argparse.Namespace) -> int:
+    from .._console import profile_label
     from ..panning import GoldPanner, PanningConfig
-    from ._reader_args import make_reader
-    from ._util import profile_label
+    from ..readers._cli_args import make_reader
 
     question, docs, meta, truth = _inputs(args)
     options = given_options(args)

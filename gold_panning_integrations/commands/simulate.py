@@ -32,10 +32,10 @@ def register(sub: Any) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
+    from .._console import Progress, format_table, print_json
     from ..engine.config import PanningConfig
     from ..engine.simulate import simulate
     from ..profiles import load_profile
-    from ._util import Progress, format_table, print_json
 
     profile = load_profile(args.profile)
     policies = [s.strip() for s in args.policies.split(",") if s.strip()]

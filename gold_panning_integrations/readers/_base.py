@@ -7,7 +7,7 @@ A reader built on :class:`BaseReader` supplies only
   :meth:`BaseReader._call_structured` when the model has structured output;
 * its conversion: :meth:`BaseReader._messages` (the prompt in the framework's message
   type) and a :class:`Reply` (the model's text or decoded structured value, its
-  finish reason and tokens added to the :class:`~._retry.Usage` tally).
+  finish reason and tokens added to the :class:`~._errors.Usage` tally).
 
 Everything else is here: option checks; string conversion and sanitising of the
 question and documents (a lone surrogate becomes U+FFFD instead of failing every
@@ -27,6 +27,7 @@ from typing import Any, ClassVar, Literal
 
 from ..engine.reading import Reading
 from ..errors import CitationParseError
+from ._errors import Usage
 from ._limit import CallLimit
 from ._prompt import (
     SYSTEM_PROMPT,
@@ -40,7 +41,7 @@ from ._prompt import (
     template_labels,
     truncate,
 )
-from ._retry import RetryPolicy, Usage, Wait, check_max_attempts, make_wait, with_retries
+from ._retry import RetryPolicy, Wait, check_max_attempts, make_wait, with_retries
 
 __all__ = [
     "DEFAULT_MAX_CONCURRENCY",

@@ -10,7 +10,7 @@ no redirects to another host.
   The asynchronous reader wraps the call in ``asyncio.wait_for`` instead.
 * **Redirects**: the question and documents are in the request body; a redirect to
   another origin (scheme, host, port) would re-send them there. A request hook refuses
-  that (:class:`._retry.RedirectRefused`, a fatal error), and at most
+  that (:class:`._errors.RedirectRefused`, a fatal error), and at most
   :data:`MAX_REDIRECTS` same-origin redirects are followed, so a loop is one clear
   error (``TooManyRedirects``) instead of a long series of requests.
 
@@ -28,7 +28,7 @@ import time
 from collections.abc import Iterator
 from typing import Any
 
-from ._retry import RedirectRefused
+from ._errors import RedirectRefused
 
 __all__ = ["MAX_REDIRECTS", "deadline", "make_async_http_client", "make_http_client"]
 

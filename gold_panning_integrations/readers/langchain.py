@@ -40,8 +40,9 @@ from langchain_core.runnables import Runnable, RunnableConfig
 from ..engine.reading import Reading
 from ..errors import CitationParseError
 from ._base import DEFAULT_MAX_CONCURRENCY, BaseReader, Mode, Prompt, Reply, Structured, token_counts
+from ._errors import Usage
 from ._prompt import Citations, PromptTemplate, attach_raw
-from ._retry import Usage, Wait
+from ._retry import Wait
 
 __all__ = ["ChatModelReader", "is_chat_runnable", "raw_tool_arguments"]
 

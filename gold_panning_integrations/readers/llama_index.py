@@ -35,8 +35,9 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, WithJsonSche
 
 from ..errors import CitationParseError
 from ._base import DEFAULT_MAX_CONCURRENCY, BaseReader, Mode, Prompt, Reply, Structured, token_counts
+from ._errors import Usage
 from ._prompt import PromptTemplate, attach_raw, loads_strict
-from ._retry import Usage, Wait
+from ._retry import Wait
 
 __all__ = ["CitationsOutput", "LlamaIndexLLMReader", "raw_tool_arguments"]
 

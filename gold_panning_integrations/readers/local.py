@@ -28,8 +28,9 @@ from typing import Any
 
 from ..errors import MissingExtraError, ReaderError
 from ._base import BaseReader, Mode, Prompt, Reply
+from ._errors import Usage
 from ._prompt import PromptTemplate, citation_json_schema
-from ._retry import Usage, Wait
+from ._retry import Wait
 
 __all__ = ["DEFAULT_MODEL_FILE", "DEFAULT_MODEL_NAME", "DEFAULT_PROFILE", "LocalReader", "default_model_path"]
 

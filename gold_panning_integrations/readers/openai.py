@@ -27,9 +27,10 @@ from typing_extensions import Self
 
 from ..errors import CitationParseError, FatalReaderError, ReaderError
 from ._base import DEFAULT_MAX_CONCURRENCY, BaseReader, Mode, Prompt, Reply
+from ._errors import Usage, classify_error
 from ._http import deadline, make_async_http_client, make_http_client
 from ._prompt import PromptTemplate, attach_raw, citation_json_schema, truncate
-from ._retry import Usage, Wait, classify_error
+from ._retry import Wait
 
 __all__ = ["RESPONSE_FORMATS", "OpenAIReader"]
 

@@ -1,5 +1,6 @@
-"""Reader options shared by ``run``, ``calibrate`` and ``bench real``; ``--reader simulated``
-builds :class:`~gold_panning_integrations.readers.simulated.LexicalSimulatedReader`."""
+"""Reader options on the command line, shared by ``run``, ``calibrate`` and the ``bench real``
+benchmarks, and the reader they build; ``--reader simulated`` builds
+:class:`~gold_panning_integrations.readers.simulated.LexicalSimulatedReader`."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-from ..readers.simulated import LexicalSimulatedReader
+from .simulated import LexicalSimulatedReader
 
 __all__ = ["LexicalSimulatedReader", "add_reader_arguments", "make_reader"]
 
@@ -77,7 +78,7 @@ def make_reader(args: argparse.Namespace, *, seed: int = 0) -> Any:
     """Build the reader the options ask for; errors say which option is missing."""
     mode = args.mode
     if args.reader == "local":
-        from ..readers.local import LocalReader
+        from .local import LocalReader
 
         return LocalReader(
             args.model_path,
@@ -93,7 +94,7 @@ def make_reader(args: argparse.Namespace, *, seed: int = 0) -> Any:
         key = args.api_key or os.environ.get("OPENAI_API_KEY")
         if not key and args.base_url is None:
             raise ValueError("--reader openai needs an API key: pass --api-key or set OPENAI_API_KEY")
-        from ..readers.openai import OpenAIReader
+        from .openai import OpenAIReader
 
         attempts = getattr(args, "max_attempts", None)
         return OpenAIReader(

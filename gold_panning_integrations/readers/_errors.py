@@ -1,0 +1,278 @@
+"""How a reader's failure is classified, and what its calls cost.
+
+:func:`classify_error` maps an attempt's exception, by the SDKs' own exception types
+(``openai.APIStatusError`` and its subclasses, ``openai.APITimeoutError``,
+``openai.APIConnectionError``, ``httpx`` timeouts and connection errors), into
+
+* **transient** (:class:`~gold_panning_integrations.errors.TransientReaderError`): rate
+  limits (429, with the server's Retry-After, :func:`parse_retry_after`), 408/409, 5xx,
+  timeouts, dropped connections, malformed HTTP bodies: retried;
+* **malformed output** (:class:`~gold_panning_integrations.errors.CitationParseError`):
+  no JSON, wrong shape, only invalid labels, empty choices: retried;
+* **this reading failed** (a plain :class:`~gold_panning_integrations.errors.ReaderError`):
+  other 4xx (a prompt too long for the model: 413, or 400/422 saying so), a refusal,
+  an unexpected error in a framework: not retried, a failed reading (beliefs
+  unchanged for that round);
+* **fatal** (:class:`~gold_panning_integrations.errors.FatalReaderError`): 401, 403,
+  404, a closed port (connection refused), a redirect to another host or a redirect
+  loop (:class:`RedirectRefused`): raised at once, so the panner ends the run with one
+  clear message instead of failing every round.
+
+:func:`is_retryable` says which of these the retry policy (:mod:`._retry`) retries.
+:class:`Usage` is the tally of calls and tokens one reading spent, across its attempts.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import email.utils
+import errno
+import json
+import math
+import sys
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from ..errors import CitationParseError, FatalReaderError, ReaderError, TransientReaderError
+
+__all__ = [
+    "RedirectRefused",
+    "Usage",
+    "classify_error",
+    "is_retryable",
+    "parse_retry_after",
+]
+
+
+class RedirectRefused(Exception):
+    """Raised from the HTTP client's request hook: a redirect to another origin (the
+    question and documents would be re-sent there) is never followed."""
+
+
+# ----------------------------------------------------------------------- classification
+def parse_retry_after(headers: Any) -> float | None:
+    """Seconds to wait from ``retry-after-ms`` / ``retry-after`` (seconds or an HTTP date).
+
+    Args:
+        headers: A mapping with ``.get`` (httpx headers, dict); None gives None.
+
+    Returns:
+        Non-negative seconds, or None when absent or unparsable.
+    """
+    if headers is None or not hasattr(headers, "get"):
+        return None
+    ms = headers.get("retry-after-ms")
+    try:
+        if ms is not None and math.isfinite(float(ms)):
+            return max(0.0, float(ms) / 1000.0)
+    except (TypeError, ValueError):
+        pass
+    value = headers.get("retry-after")
+    if value is None:
+        return None
+    try:
+        seconds = float(value)
+    except (TypeError, ValueError):
+        try:
+            seconds = email.utils.parsedate_to_datetime(str(value)).timestamp() - time.time()
+        except (TypeError, ValueError, IndexError, AttributeError):
+            return None
+    return max(0.0, seconds) if math.isfinite(seconds) else None
+
+
+def _sdk(name: str) -> Any:
+    """The SDK module ``name`` if it is loaded (an exception of its types cannot exist
+    otherwise), without importing it."""
+    return sys.modules.get(name)
+
+
+def _message_of(err: BaseException) -> str:
+    msg = getattr(err, "message", None) or str(err) or type(err).__name__
+    return " ".join(str(msg).split())[:500]
+
+
+def _causes(err: BaseException) -> list[BaseException]:
+    """``err`` and the exceptions it was raised from (``__cause__``/``__context__``)."""
+    chain: list[BaseException] = []
+    cur: BaseException | None = err
+    while cur is not None and cur not in chain and len(chain) < 10:
+        chain.append(cur)
+        cur = cur.__cause__ or cur.__context__
+    return chain
+
+
+def _refused(chain: list[BaseException]) -> bool:
+    for e in chain:
+        if isinstance(e, ConnectionRefusedError) or getattr(e, "errno", None) == errno.ECONNREFUSED:
+            return True
+        if "connection refused" in str(e).lower() or "[errno 111]" in str(e).lower():
+            return True
+    return False
+
+
+_CONTEXT_WORDS = (
+    "context length",
+    "context_length",
+    "context size",
+    "context window",
+    "maximum context",
+    "too many tokens",
+    "prompt is too long",
+    "exceed_context",
+)
+
+
+def _from_status(status: int, msg: str, headers: Any) -> ReaderError:
+    """The error for an HTTP status (from any SDK's status error)."""
+    if status == 429:
+        return TransientReaderError(f"rate limited (HTTP 429): {msg}", retry_after=parse_retry_after(headers))
+    if status >= 500 or status in (408, 409):
+        return TransientReaderError(
+            f"server error (HTTP {status}): {msg}", retry_after=parse_retry_after(headers)
+        )
+    if status == 401:
+        return FatalReaderError(
+            f"authentication failed (HTTP 401): check OPENAI_API_KEY or pass api_key=. Server said: {msg}",
+            status_code=status,
+        )
+    if status == 403:
+        return FatalReaderError(
+            f"permission denied (HTTP 403): the key cannot use this model or endpoint. Server said: {msg}",
+            status_code=status,
+        )
+    if status == 404:
+        return FatalReaderError(
+            f"not found (HTTP 404): check the model name and base_url (it usually ends in /v1). "
+            f"Server said: {msg}",
+            status_code=status,
+        )
+    if 300 <= status < 400:
+        where = headers.get("location") if headers is not None and hasattr(headers, "get") else None
+        return FatalReaderError(
+            f"the server redirected (HTTP {status}) to {where or 'another URL'}; redirects are not "
+            "followed (the question and documents would be re-sent there): set base_url to the final URL",
+            status_code=status,
+        )
+    if status == 413 or (status in (400, 422) and any(w in msg.lower() for w in _CONTEXT_WORDS)):
+        # this prompt's reading fails (another round's window may be smaller)
+        return ReaderError(
+            f"the prompt is too long for the model (HTTP {status}): show fewer documents per prompt "
+            "(max_docs_per_prompt=, windows=True) or cut long documents (the reader's "
+            f"max_chars_per_doc=). Server said: {msg}"
+        )
+    return ReaderError(f"request rejected (HTTP {status}): {msg}")
+
+
+def _sdk_status_error(
+    err: BaseException, msg: str, chain: list[BaseException], openai: Any, httpxes: list[Any]
+) -> ReaderError | None:
+    """The error for an OpenAI or httpx status error, or an httpx redirect loop; else ``None``."""
+    if openai is not None and isinstance(err, openai.APIStatusError):
+        return _from_status(int(err.status_code), msg, err.response.headers)
+    for httpx in httpxes:
+        if isinstance(err, httpx.HTTPStatusError):
+            return _from_status(err.response.status_code, msg, err.response.headers)
+        if any(isinstance(e, httpx.TooManyRedirects) for e in chain):
+            return FatalReaderError("redirect loop (too many redirects): fix base_url")
+    return None
+
+
+def _sdk_types(
+    base: tuple[type[BaseException], ...], httpx_name: str, openai_name: str, openai: Any, httpxes: list[Any]
+) -> tuple[type[BaseException], ...]:
+    """``base`` plus the class ``httpx_name`` of each httpx and ``openai_name`` of openai (if installed)."""
+    types = base + tuple(getattr(h, httpx_name) for h in httpxes)
+    if openai is not None:
+        types += (getattr(openai, openai_name),)
+    return types
+
+
+def _from_connection(msg: str, chain: list[BaseException], httpxes: list[Any]) -> ReaderError:
+    """The error for a failed connection: refused or bad scheme (fatal), else transient."""
+    if _refused(chain):
+        return FatalReaderError(
+            "connection refused: nothing is listening there; start the server or fix base_url"
+        )
+    if any(isinstance(e, h.UnsupportedProtocol) for e in chain for h in httpxes):
+        return FatalReaderError(
+            "base_url must start with http:// or https:// (e.g. http://127.0.0.1:8000/v1)"
+        )
+    root = _message_of(chain[-1])  # the underlying cause says more than "Connection error."
+    return TransientReaderError(f"connection failed: {msg}" + (f" ({root})" if root != msg else ""))
+
+
+def _from_other(err: BaseException, msg: str) -> ReaderError:
+    """Other SDKs' status errors (a ``status_code`` int), malformed JSON, else a plain error."""
+    status = getattr(err, "status_code", None)  # other SDKs' status errors (same pattern)
+    if isinstance(status, int) and not isinstance(status, bool):
+        return _from_status(status, msg, getattr(getattr(err, "response", None), "headers", None))
+    if isinstance(err, json.JSONDecodeError):
+        return TransientReaderError(f"the server sent a malformed response body: {msg}")
+    return ReaderError(f"{type(err).__name__}: {msg}")
+
+
+def classify_error(err: BaseException) -> ReaderError:
+    """Map any exception raised while calling a model to the package's error family
+    (see the module docstring for the classes and what each one does).
+
+    Returns:
+        The package error to raise instead of ``err`` (``err`` itself when it already
+        is one), with a message that says what to do.
+    """
+    if isinstance(err, ReaderError):
+        return err
+    openai = _sdk("openai")
+    httpxes = [m for m in (_sdk("httpx"), _sdk("httpx2")) if m is not None]  # openai 3.x ships httpx2
+    msg = _message_of(err)
+    chain = _causes(err)
+    from_status = _sdk_status_error(err, msg, chain, openai, httpxes)
+    if from_status is not None:
+        return from_status
+    refused = next((e for e in chain if isinstance(e, RedirectRefused)), None)
+    if refused is not None:
+        return FatalReaderError(str(refused))
+    timeouts = (TimeoutError, asyncio.TimeoutError)
+    if isinstance(err, _sdk_types(timeouts, "TimeoutException", "APITimeoutError", openai, httpxes)):
+        return TransientReaderError(f"request timed out: {msg}")
+    connections = (ConnectionError,)
+    if isinstance(err, _sdk_types(connections, "TransportError", "APIConnectionError", openai, httpxes)):
+        return _from_connection(msg, chain, httpxes)
+    return _from_other(err, msg)
+
+
+def is_retryable(err: BaseException) -> bool:
+    """True for transient errors and malformed output (see the module docstring)."""
+    return isinstance(err, (TransientReaderError, CitationParseError))
+
+
+# ------------------------------------------------------------------------------- usage
+def _as_count(value: Any) -> int | None:
+    if isinstance(value, bool) or value is None:
+        return None
+    try:
+        n = int(value)
+    except (TypeError, ValueError):
+        return None
+    return n if n >= 0 else None
+
+
+@dataclass
+class Usage:
+    """Model calls and tokens spent on one reading, across all its attempts.
+
+    A reader's attempt receives this tally and adds to it; :func:`with_retries` writes
+    the totals into the returned :class:`Reading`.
+    """
+
+    calls: int = 0
+    prompt_tokens: int | None = None
+    completion_tokens: int | None = None
+
+    def add(self, prompt_tokens: Any, completion_tokens: Any) -> None:
+        """Add the tokens one call reported (None or non-integers are ignored)."""
+        pt, ct = _as_count(prompt_tokens), _as_count(completion_tokens)
+        if pt is not None:
+            self.prompt_tokens = (self.prompt_tokens or 0) + pt
+        if ct is not None:
+            self.completion_tokens = (self.completion_tokens or 0) + ct

@@ -1,0 +1,77 @@
+"""The package's layout, read from its source: the benchmarks never import the CLI
+(``commands`` may import ``bench``, never the reverse), and no module grows past
+:data:`MAX_MODULE_LINES` lines (split it along a seam, into ``_``-prefixed helper modules)."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import gold_panning_integrations
+
+PACKAGE = Path(gold_panning_integrations.__file__).parent
+MAX_MODULE_LINES = 700
+
+
+def _modules(sub: str = "") -> list[Path]:
+    return sorted((PACKAGE / sub).rglob("*.py"))
+
+
+def _module_name(path: Path) -> str:
+    rel = path.relative_to(PACKAGE.parent).with_suffix("")
+    return ".".join(rel.parts[:-1] if rel.name == "__init__" else rel.parts)
+
+
+def _imported(source: str, module: str, *, is_package: bool = False) -> list[str]:
+    """Every module an ``import`` or ``from ... import`` in ``source`` (the text of
+    ``module``) names, relative imports resolved (``..commands._util`` in
+    ``gold_panning_integrations.bench.sim`` -> ``gold_panning_integrations.commands._util``);
+    a ``from X import y`` also yields ``X.y``, which may be a submodule."""
+    here = module.split(".") if is_package else module.split(".")[:-1]
+    found: list[str] = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            found += [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = here[: len(here) - (node.level - 1)]
+                mod = ".".join([*base, node.module] if node.module else base)
+            else:
+                mod = node.module or ""
+            found.append(mod)
+            found += [f"{mod}.{a.name}" for a in node.names]
+    return found
+
+
+def _is_cli(name: str) -> bool:
+    return name in ("gold_panning_integrations.commands", "gold_panning_integrations.cli") or name.startswith(
+        "gold_panning_integrations.commands."
+    )
+
+
+def test_the_resolver_sees_relative_and_lazy_cli_imports() -> None:
+    src = "def f():\n    from ..commands._util import regular_file\nfrom .. import commands\nimport os\n"
+    names = _imported(src, "gold_panning_integrations.bench.sim")
+    assert "gold_panning_integrations.commands._util" in names
+    assert "gold_panning_integrations.commands" in names
+    assert [n for n in names if _is_cli(n)] != []
+    assert not any(_is_cli(n) for n in _imported("from .._console import Progress\n", "gold_panning_integrations.bench.sim"))
+    init = _imported("from ..commands import bench\n", "gold_panning_integrations.bench", is_package=True)
+    assert "gold_panning_integrations.commands" in init
+
+
+def test_no_bench_module_imports_the_cli() -> None:
+    offenders = {
+        str(path.relative_to(PACKAGE)): name
+        for path in _modules("bench")
+        for name in _imported(path.read_text(encoding="utf-8"), _module_name(path), is_package=path.name == "__init__.py")
+        if _is_cli(name)
+    }
+    assert offenders == {}
+
+
+def test_no_module_is_longer_than_the_limit() -> None:
+    modules = _modules()
+    assert len(modules) > 50
+    lines = {str(p.relative_to(PACKAGE)): len(p.read_text(encoding="utf-8").splitlines()) for p in modules}
+    assert {name: n for name, n in lines.items() if n > MAX_MODULE_LINES} == {}
