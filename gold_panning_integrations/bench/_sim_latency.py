@@ -79,10 +79,13 @@ def latency_jobs(
         common = {"tpr": p.tpr_array, "fpr": p.fpr_array, "n": LATENCY_N, "k": 1, "trials": trials, "seed": ss,
                   "mistakes": READERS[reader], "prior": "base-rate"}
 
-        def job(method: str, b: int, policies: tuple[str, ...], depth: int | None, **extra: Any) -> Any:
+        def job(
+            method: str, b: int, policies: tuple[str, ...], depth: int | None,
+            *, _key: str = f"{name}|{reader}", _common: dict[str, Any] = common, **extra: Any,
+        ) -> Any:
             cfg = replace(base, prompts_per_round=b)
-            return make_job(panel="latency", key=f"{name}|{reader}|{method}|{b}", policies=policies,
-                            config=cfg, rounds=depth, **common, **extra)
+            return make_job(panel="latency", key=f"{_key}|{method}|{b}", policies=policies,
+                            config=cfg, rounds=depth, **_common, **extra)
 
         for b in BS:
             jobs.append(job("gp", b, ("belief", "oracle") if b == 1 else ("belief",), None if b == 1 else DEPTH))
@@ -158,8 +161,8 @@ def latency_tables(results: dict[str, Any]) -> list[tuple[str, list[str], list[l
             table.append([_METHOD_LABELS[row["method"]], row["prompts_per_round"], retriever]
                          + [_at(row, d) for d in dict.fromkeys(depths)])
         out.append((
-            f"Latency: F1 (calls) by sequential depth, profile {prof}, {reader} reader "
-            f"(N={lat['n']}, k=1, {rows[0]['trials']} trials)",
+            (f"Latency: F1 (calls) by sequential depth, profile {prof}, {reader} reader "
+             f"(N={lat['n']}, k=1, {rows[0]['trials']} trials)"),
             ["method", "prompts per round", "retriever"] + [f"depth {d}" for d in dict.fromkeys(depths)],
             table,
         ))

@@ -66,8 +66,10 @@ def _no_harm_table(results: dict[str, Any], rounds: int) -> list[tuple[str, list
     ret = nh["retriever"]
     out.append(
         (
-            f"Do no harm (N=10, rank prior; retriever alone: top-1 {ret['top1']:.2f} / top-3 {ret['top3']:.2f}): "
-            "GP-Belief top-1 F1 / top-3 recall",
+            (
+                f"Do no harm (N=10, rank prior; retriever alone: top-1 {ret['top1']:.2f} / top-3 {ret['top3']:.2f}): "
+                "GP-Belief top-1 F1 / top-3 recall"
+            ),
             ["profile", "model rates", "rounds"] + [f"{r}" for r in NO_HARM_RULES],
             rows,
         )
@@ -103,12 +105,14 @@ def _tables(results: dict[str, Any]) -> list[tuple[str, list[str], list[list[Any
     if "main" in results:
         for name, s in results["main"]["profiles"].items():
             pols = list(s["policies"])
-            rows = [[t + 1] + [_pm(s["policies"][p], t) for p in pols] for t in range(rounds)]
+            rows: list[list[Any]] = [[t + 1] + [_pm(s["policies"][p], t) for p in pols] for t in range(rounds)]
             rows.append(["match"] + [s["policies"][p].get("rounds_to_match_random") for p in pols])
             out.append(
                 (
-                    f"Main: F1 per round, profile {name} (N=100, k=1, {s['trials']} trials; "
-                    f"'match' = first round reaching PSC's round-{rounds} F1)",
+                    (
+                        f"Main: F1 per round, profile {name} (N=100, k=1, {s['trials']} trials; "
+                        f"'match' = first round reaching PSC's round-{rounds} F1)"
+                    ),
                     ["round"] + [_LABELS.get(p, p) for p in pols],
                     rows,
                 )
@@ -159,8 +163,10 @@ def _tables(results: dict[str, Any]) -> list[tuple[str, list[str], list[list[Any
         ]
         out.append(
             (
-                f"Query efficiency: GP-Belief calls to reach PSC's round-{rounds} F1; "
-                "F1 area over rounds / oracle's",
+                (
+                    f"Query efficiency: GP-Belief calls to reach PSC's round-{rounds} F1; "
+                    "F1 area over rounds / oracle's"
+                ),
                 ["panel", "setting", "PSC F1", "Belief calls", "% of PSC calls", "Belief area", "PSC area"],
                 rows,
             )

@@ -108,21 +108,21 @@ from ._sim_panels import (
 from ._sim_report import format_report, markdown_report, plot_panels
 
 __all__ = [
-    "PANELS",
-    "DEFAULT_SIGMAS",
     "DEFAULT_ALPHAS",
-    "DEFAULT_NS",
     "DEFAULT_KS",
-    "noisy_profile",
-    "heterogeneous_profile",
-    "pool_results",
+    "DEFAULT_NS",
+    "DEFAULT_SIGMAS",
+    "PANELS",
     "efficiency_rows",
-    "run_sim_bench",
     "format_report",
-    "markdown_report",
-    "plot_panels",
-    "register",
+    "heterogeneous_profile",
     "main",
+    "markdown_report",
+    "noisy_profile",
+    "plot_panels",
+    "pool_results",
+    "register",
+    "run_sim_bench",
 ]
 
 logger = logging.getLogger(__name__)

@@ -20,7 +20,7 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-__all__ = ["diagnosticity", "position_order", "assign", "shown_order"]
+__all__ = ["assign", "diagnosticity", "position_order", "shown_order"]
 
 
 def diagnosticity(tpr: ArrayLike, fpr: ArrayLike) -> NDArray[np.float64]:

@@ -22,11 +22,11 @@ __all__ = [
     "DEFAULT_EPS",
     "PriorSpec",
     "clamp_rates",
-    "log_likelihood_ratios",
     "initial_log_odds",
-    "update_log_odds",
-    "sigmoid",
+    "log_likelihood_ratios",
     "logit",
+    "sigmoid",
+    "update_log_odds",
 ]
 
 DEFAULT_EPS = 1e-3

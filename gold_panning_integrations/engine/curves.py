@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-__all__ = ["interpolate_grid", "resample_curve", "grid_positions"]
+__all__ = ["grid_positions", "interpolate_grid", "resample_curve"]
 
 
 def grid_positions(n_positions: int, k: int = 11) -> NDArray[np.intp]:

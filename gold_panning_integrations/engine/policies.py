@@ -18,7 +18,7 @@ from typing import Literal
 import numpy as np
 from numpy.typing import NDArray
 
-__all__ = ["Policy", "POLICIES", "score_documents", "binary_entropy", "vote_ranking"]
+__all__ = ["POLICIES", "Policy", "binary_entropy", "score_documents", "vote_ranking"]
 
 Policy = Literal["belief", "entropy", "random", "oracle"]
 POLICIES: tuple[str, ...] = ("belief", "entropy", "random", "oracle")

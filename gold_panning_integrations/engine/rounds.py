@@ -331,9 +331,10 @@ def lead_rate(config: PanningConfig, n: int) -> float:
     ``config.false_leads`` among the ``n - k`` irrelevant ones of a run of ``n``; at most 0.5."""
     config = config.with_profile(None)  # a config not resolved against a profile: defaults
     irrelevant = n - config.k
-    if config.false_leads == 0.0 or irrelevant <= 0:
+    leads = 0.0 if config.false_leads is None else float(config.false_leads)  # filled above
+    if leads == 0.0 or irrelevant <= 0:
         return 0.0
-    return min(float(config.false_leads) / irrelevant, 0.5)
+    return min(leads / irrelevant, 0.5)
 
 
 @lru_cache(maxsize=64)
@@ -645,11 +646,14 @@ def observe_round(
     delta = np.where(cited, llr_c, llr_m)
     updated = upd[:, None]
     apply = shown & updated
-    state.evidence = state.evidence + _where0(apply, delta)
+    state.evidence = np.add(state.evidence, _where0(apply, delta))
     resolved = config.with_profile(None)  # the panner and simulate resolve it up front: a no-op there
-    state.log_odds = state.prior_log_odds + mixed_evidence(
-        state.evidence, false_lead_rate=lead_rate(resolved, state.log_odds.shape[1]),
-        blind_rate=float(resolved.blind_rate),  # type: ignore[arg-type]  # resolved: not None
+    state.log_odds = np.add(
+        state.prior_log_odds,
+        mixed_evidence(
+            state.evidence, false_lead_rate=lead_rate(resolved, state.log_odds.shape[1]),
+            blind_rate=float(resolved.blind_rate),  # type: ignore[arg-type]  # resolved: not None
+        ),
     )
     state.counts += cited & updated
     state.times_shown += apply

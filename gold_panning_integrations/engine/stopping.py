@@ -13,12 +13,12 @@ from numpy.typing import NDArray
 from .beliefs import sigmoid
 
 __all__ = [
-    "selected_confidence",
-    "rounds_done",
-    "threshold_reached",
     "call_budget_exceeded",
-    "token_budget_exceeded",
     "gain_too_small",
+    "rounds_done",
+    "selected_confidence",
+    "threshold_reached",
+    "token_budget_exceeded",
 ]
 
 

@@ -253,7 +253,7 @@ def with_retries(
 
         async def arun() -> Reading:
             try:
-                reading = await AsyncRetrying(**run.options(asyncio.sleep))(aonce)
+                reading: Reading = await AsyncRetrying(**run.options(asyncio.sleep))(aonce)
             except FatalReaderError as err:
                 raise run.fatal(err) from err
             except ReaderError as err:

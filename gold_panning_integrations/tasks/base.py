@@ -62,8 +62,10 @@ class TaskInstance:
 class TaskBuilder(Protocol):
     """Makes task instances with the gold document at a chosen position."""
 
-    name: str
-    """Short task name, recorded in profiles (``kv``, ``monorel``, ``pir``, ``nq``)."""
+    @property
+    def name(self) -> str:
+        """Short task name, recorded in profiles (``kv``, ``monorel``, ``pir``, ``nq``)."""
+        ...
 
     def make(self, n: int, *, gold_position: int, rng: np.random.Generator) -> TaskInstance:
         """An instance with ``n`` documents whose gold document sits at ``gold_position``

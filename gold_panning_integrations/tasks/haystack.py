@@ -80,7 +80,7 @@ def load_passages(path: str | Path) -> list[str]:
                 body = obj["text"]
                 passages.append(f"{title.strip()}: {body}" if isinstance(title, str) and title.strip() else body)
             else:
-                raise ValueError(
+                raise ValueError(  # noqa: TRY004 - a malformed line of a file is a bad value
                     f"documents file {str(p)!r} line {lineno} must be a JSON string or an object with a "
                     "string \"text\" field"
                 )
