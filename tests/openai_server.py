@@ -41,7 +41,7 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-from typing_extensions import Self
+from gold_panning_integrations.bench._serve import ServedInThread
 
 __all__ = [
     "HOSTILE_OUTPUTS",
@@ -472,7 +472,7 @@ class _Server(ThreadingHTTPServer):
     owner: FakeOpenAIServer
 
 
-class FakeOpenAIServer:
+class FakeOpenAIServer(ServedInThread):
     """The loopback chat-completions server (see the module docstring).
 
     Args:
@@ -496,52 +496,15 @@ class FakeOpenAIServer:
         self._lock = threading.Lock()
         self._stopping = threading.Event()
         self._drip_bytes = 0
-        self._httpd: _Server | None = None
-        self._thread: threading.Thread | None = None
 
     # ------------------------------------------------------------------ lifecycle
-    def start(self) -> Self:
-        """Bind 127.0.0.1 on an ephemeral port and serve in a daemon thread."""
-        if self._httpd is not None:
-            return self
-        self._stopping.clear()
-        httpd = _Server(("127.0.0.1", 0), _Handler)
-        httpd.owner = self
-        self._httpd = httpd
-        self._thread = threading.Thread(
-            target=httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
-        )
-        self._thread.start()
-        return self
-
-    def stop(self) -> None:
-        """Stop serving and close the socket (pending delays end at once)."""
-        self._stopping.set()
-        if self._httpd is not None:
-            self._httpd.shutdown()
-            self._httpd.server_close()
-            self._httpd = None
-        if self._thread is not None:
-            self._thread.join(timeout=5)
-            self._thread = None
-
-    def __enter__(self) -> Self:
-        return self.start()
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
+    def _new_server(self) -> _Server:
+        return _Server(("127.0.0.1", 0), _Handler)
 
     @property
     def port(self) -> int:
         """The bound port."""
-        if self._httpd is None:
-            raise RuntimeError("the server is not running; call start() first")
-        return int(self._httpd.server_address[1])
-
-    @property
-    def base_url(self) -> str:
-        """``http://127.0.0.1:<port>/v1``, the ``base_url`` for the openai client."""
-        return f"http://127.0.0.1:{self.port}/v1"
+        return self.bound_port()
 
     # ------------------------------------------------------------------ scripting
     def script(self, *behaviours: Behaviour) -> FakeOpenAIServer:

@@ -24,6 +24,7 @@ from typing import Any
 from typing_extensions import Self
 
 from ..errors import MissingExtraError
+from ._serve import ServedInThread
 
 __all__ = ["EmbeddedServer", "UsageProxy", "check_server_extra", "free_port", "llama_server_command"]
 
@@ -53,7 +54,7 @@ class _ProxyHandler(BaseHTTPRequestHandler):
         headers = {k: v for k, v in self.headers.items() if k.lower() not in _HOP}
         headers["Accept-Encoding"] = "identity"
         path = self.path
-        path = path.removeprefix(proxy.prefix)
+        path = path.removeprefix(proxy.url_path)
         target = proxy.upstream_path + path
         is_llm = self.command == "POST" and path.rstrip("/").endswith(("/chat/completions", "/completions"))
         try:
@@ -88,7 +89,7 @@ class _ProxyHandler(BaseHTTPRequestHandler):
             self.close_connection = True
 
 
-class UsageProxy:
+class UsageProxy(ServedInThread):
     """A loopback reverse proxy that counts LLM calls and the server's token usage.
 
     Every method (ours and the peers) is pointed at :attr:`base_url`; requests are
@@ -110,12 +111,10 @@ class UsageProxy:
         self.host = u.hostname
         self.port = u.port or (443 if u.scheme == "https" else 80)
         self.upstream_path = u.path.rstrip("/")
-        self.prefix = "/v1"
+        self.url_path = "/v1"
         self.timeout = timeout
         self._lock = threading.Lock()
         self._stats = {"calls": 0, "prompt_tokens": 0, "completion_tokens": 0, "http_errors": 0, "usage_missing": 0}
-        self._httpd: ThreadingHTTPServer | None = None
-        self._thread: threading.Thread | None = None
 
     def _record(self, *, status: int, data: bytes) -> None:
         pt = ct = None
@@ -140,38 +139,10 @@ class UsageProxy:
         with self._lock:
             return dict(self._stats)
 
-    def start(self) -> Self:
-        """Bind 127.0.0.1 on a free port and serve in a daemon thread."""
+    def _new_server(self) -> ThreadingHTTPServer:
         httpd = ThreadingHTTPServer(("127.0.0.1", 0), _ProxyHandler)
         httpd.daemon_threads = True
-        httpd.owner = self  # type: ignore[attr-defined]
-        self._httpd = httpd
-        self._thread = threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.1}, daemon=True)
-        self._thread.start()
-        return self
-
-    def stop(self) -> None:
-        """Stop serving and close the socket."""
-        if self._httpd is not None:
-            self._httpd.shutdown()
-            self._httpd.server_close()
-            self._httpd = None
-        if self._thread is not None:
-            self._thread.join(timeout=5)
-            self._thread = None
-
-    @property
-    def base_url(self) -> str:
-        """``http://127.0.0.1:<port>/v1``, the endpoint every method is given."""
-        if self._httpd is None:
-            raise RuntimeError("the proxy is not running; call start() first")
-        return f"http://127.0.0.1:{self._httpd.server_address[1]}{self.prefix}"
-
-    def __enter__(self) -> Self:
-        return self.start()
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
+        return httpd
 
 
 # ========================================================================= embedded server

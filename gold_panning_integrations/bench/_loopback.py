@@ -46,7 +46,6 @@ from typing import Any, Literal
 
 import numpy as np
 from numpy.typing import NDArray
-from typing_extensions import Self
 
 from ._peer_formats import (
     ParsedRequest,
@@ -56,6 +55,7 @@ from ._peer_formats import (
     parse_request,
     render_answer,
 )
+from ._serve import ServedInThread
 
 __all__ = [
     "MAX_BODY_BYTES",
@@ -423,7 +423,7 @@ class _Server(ThreadingHTTPServer):
     owner: LoopbackServer
 
 
-class LoopbackServer:
+class LoopbackServer(ServedInThread):
     """The position-biased model on an OpenAI-compatible loopback endpoint.
 
     Args:
@@ -438,6 +438,8 @@ class LoopbackServer:
             ``> 0``); past it the request is answered 503.
         model_name: Name listed by ``GET /v1/models``.
     """
+
+    _stopping: threading.Event
 
     def __init__(
         self,
@@ -473,8 +475,6 @@ class LoopbackServer:
         self._slots = threading.Condition(self._lock)
         self._stats = LoopbackStats()
         self._stopping = threading.Event()
-        self._httpd: _Server | None = None
-        self._thread: threading.Thread | None = None
 
     # --------------------------------------------------------------- bookkeeping
     def _arrive(self) -> None:
@@ -559,41 +559,6 @@ class LoopbackServer:
                 self._slots.wait(min(left, 0.1))
             return True
 
-    @property
-    def base_url(self) -> str:
-        """``http://127.0.0.1:<port>/v1``."""
-        if self._httpd is None:
-            raise RuntimeError("the loopback server is not running; call start() or use it in a with block")
-        return f"http://127.0.0.1:{self._httpd.server_address[1]}/v1"
-
     # ----------------------------------------------------------------- lifecycle
-    def start(self) -> Self:
-        """Bind 127.0.0.1 on a free port and serve in a daemon thread."""
-        if self._httpd is not None:
-            return self
-        self._stopping.clear()
-        httpd = _Server(("127.0.0.1", 0), _Handler)
-        httpd.owner = self
-        self._httpd = httpd
-        self._thread = threading.Thread(
-            target=httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True, name="loopback-server"
-        )
-        self._thread.start()
-        return self
-
-    def stop(self) -> None:
-        """Stop serving (calls in their latency are answered at once) and close the socket."""
-        self._stopping.set()
-        if self._httpd is not None:
-            self._httpd.shutdown()
-            self._httpd.server_close()
-            self._httpd = None
-        if self._thread is not None:
-            self._thread.join(timeout=5)
-            self._thread = None
-
-    def __enter__(self) -> Self:
-        return self.start()
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
+    def _new_server(self) -> _Server:
+        return _Server(("127.0.0.1", 0), _Handler)
