@@ -11,11 +11,26 @@ from ..engine.config import SETTINGS
 from ..readers._cli_args import add_reader_arguments
 from ._config_args import add_config_arguments, given_options
 
-__all__ = ["DEMOS", "DEMO_SEED", "EMBEDDED_PROFILE", "demo_instance", "load_documents", "main", "register"]
+__all__ = [
+    "DEMOS",
+    "DEMO_NQ_DOCS",
+    "DEMO_NQ_QUESTIONS",
+    "DEMO_SEED",
+    "EMBEDDED_PROFILE",
+    "demo_instance",
+    "demo_nq_instances",
+    "load_documents",
+    "main",
+    "register",
+]
 
 DEMO_SEED = 7
 DEMO_N = 10
 DEMO_NQ_N = 5
+DEMO_NQ_QUESTIONS = 5
+"""Held-out questions ``run --demo nq`` pans."""
+DEMO_NQ_DOCS = 10
+"""Passages per question in ``run --demo nq``: the gold and the best BM25 distractors, in BM25 order."""
 DEMOS = ("kv", "nq")
 EMBEDDED_PROFILE = "smollm2-135m-kv"
 DEMO_OPTIONS = {"retriever_prior": "none"}
@@ -41,10 +56,11 @@ def register(sub: Any) -> None:
         const="kv",
         choices=DEMOS,
         default=None,
-        help="a built-in demo: kv (the default: 10 one-sentence key-value facts) or nq (one real Natural "
-        f"Questions question with its gold Wikipedia passage and {DEMO_NQ_N - 1} BM25-retrieved distractors, "
-        "from the sample shipped in the package); the demos' documents come in no retriever order, so they "
-        "run with --retriever-prior none unless you give it",
+        help="a built-in demo: kv (the default: 10 one-sentence key-value facts in no retriever order, so "
+        f"it runs with --retriever-prior none unless you give it) or nq ({DEMO_NQ_QUESTIONS} held-out Natural "
+        f"Questions questions from the sample shipped in the package, each with {DEMO_NQ_DOCS} Wikipedia "
+        "passages in BM25 order, panned as the integrations pan a retriever's documents: the BM25 order as "
+        "rank prior; reports BM25's and panning's top-1/top-3 side by side; needs bm25s)",
     )
     p.add_argument("--question", default=None, help="the question (required with --docs)")
     add_reader_arguments(p)
@@ -121,6 +137,51 @@ def demo_instance(name: str) -> Any:
     return task.make(n, gold_position=int(rng.integers(n)), rng=rng)
 
 
+def demo_nq_instances(count: int = DEMO_NQ_QUESTIONS, *, n: int = DEMO_NQ_DOCS) -> list[Any]:
+    """``count`` questions of the shipped NQ sample's held-out ``test`` split (drawn with
+    :data:`DEMO_SEED`), each as a :class:`~gold_panning_integrations.tasks.base.TaskInstance`
+    of ``n`` passages: the gold and its ``n - 1`` best distractors, in the order BM25 over
+    all shipped passages ranks them (the gold first on a tie). ``metadata["question_id"]``
+    names the question.
+
+    Raises:
+        MissingExtraError: ``bm25s`` is not installed.
+    """
+    import numpy as np
+
+    from ..errors import MissingExtraError
+    from ..tasks import BM25, load_sample
+    from ..tasks.base import TaskInstance
+
+    sample = load_sample("nq")
+    test = sample.split("test")
+    if not 1 <= count <= len(test):
+        raise ValueError(f"count must be in 1..{len(test)}, got {count!r}")
+    if not 2 <= n <= 1 + min(len(q.distractors) for q in test):
+        raise ValueError(f"n must be in 2..{1 + min(len(q.distractors) for q in test)}, got {n!r}")
+    try:
+        bm25 = BM25([p.content for p in sample.passages])
+    except MissingExtraError as err:
+        raise MissingExtraError("bm25s", "examples", "run --demo nq (BM25 orders the passages)") from err
+    rng = np.random.default_rng(DEMO_SEED)
+    out = []
+    for qi in rng.choice(len(test), size=count, replace=False):
+        q = test[int(qi)]
+        scores = bm25.scores(q.question)
+        ids = sorted([q.gold, *q.distractors[: n - 1]], key=lambda j: (-float(scores[j]), j != q.gold))
+        out.append(
+            TaskInstance(
+                question=q.question,
+                documents=[sample.passages[j].content for j in ids],
+                gold=(ids.index(q.gold),),
+                answers=tuple(q.answers),
+                task="nq",
+                metadata={"question_id": q.id},
+            )
+        )
+    return out
+
+
 def _inputs(args: argparse.Namespace) -> tuple[str, list[str], list[dict[str, Any]], list[int] | None]:
     """The question, documents, their metadata and (for a demo) the gold indices."""
     if args.demo:
@@ -137,6 +198,8 @@ def main(args: argparse.Namespace) -> int:
     from ..panning import GoldPanner, PanningConfig
     from ..readers._cli_args import make_reader
 
+    if args.demo == "nq":
+        return _demo_nq(args)
     question, docs, meta, truth = _inputs(args)
     options = given_options(args)
     if args.setting:
@@ -174,6 +237,123 @@ def main(args: argparse.Namespace) -> int:
         return 0
     _print_trace(question, docs, result, panner.config, profile=profile, truth=truth, top=args.top, answer=final)
     return 0
+
+
+def _demo_nq(args: argparse.Namespace) -> int:
+    """``run --demo nq``: pan each demo question's passages in BM25 order as the
+    integrations would (rank prior, the profile rule), and report BM25's top-1/top-3 beside
+    panning's, per question and summed."""
+    import time
+
+    import numpy as np
+
+    from ..panning import GoldPanner, PanningConfig
+    from ._reader_args import make_reader
+    from ._util import profile_label
+
+    if args.question:
+        raise ValueError("--demo nq pans its own questions; use --docs FILE --question TEXT for yours")
+    if args.plot:
+        raise ValueError(
+            "--plot draws one question's beliefs and --demo nq pans several; use it with --demo kv or --docs"
+        )
+    options = given_options(args)
+    if args.setting:
+        options = {**SETTINGS[args.setting], **options}
+    instances = demo_nq_instances()
+    reader = make_reader(args, seed=args.seed)
+    panner = GoldPanner(reader, args.profile or None, PanningConfig.from_options(**options), rng=args.seed)
+    config = panner.config
+    profile = profile_label(args.profile, reader=reader)
+    rows: list[dict[str, Any]] = []
+    started = time.perf_counter()
+    if not args.json:
+        print(
+            f"{len(instances)} held-out NQ questions, {DEMO_NQ_DOCS} passages each in BM25 order; profile {profile}, "
+            f"{config.rounds} rounds x {config.prompts_per_round} prompts, retriever_prior={config.retriever_prior!r}"
+        )
+    for number, inst in enumerate(instances, start=1):
+        t0 = time.perf_counter()
+        result = panner.run(inst.question, inst.documents)
+        seconds = time.perf_counter() - t0
+        gold = inst.gold[0]
+        ranking = [int(i) for i in result.ranking]
+        row = {
+            "question": inst.question,
+            "question_id": inst.metadata["question_id"],
+            "answers": list(inst.answers),
+            "gold": gold,
+            "bm25": {"gold_rank": gold + 1, "top1": gold == 0, "top3": gold < 3},
+            "panning": {
+                "gold_rank": ranking.index(gold) + 1,
+                "top1": ranking[0] == gold,
+                "top3": gold in ranking[:3],
+                "calls": result.calls,
+                "failed_rounds": result.failed_rounds,
+                "stop_reason": result.stop_reason,
+                "seconds": round(seconds, 3),
+            },
+            "top": [
+                {"index": i, "bm25_rank": i + 1, "posterior": float(result.posteriors[i]), "gold": i == gold}
+                for i in ranking[: max(1, args.top)]
+            ],
+        }
+        rows.append(row)
+        if not args.json:
+            _print_nq_row(number, len(instances), row, inst.documents, np.asarray(result.posteriors))
+    seconds = time.perf_counter() - started
+    summary = _nq_summary(rows, seconds)
+    if args.json:
+        out = {
+            "demo": "nq",
+            "profile": profile,
+            "options": {
+                "rounds": config.rounds,
+                "prompts_per_round": config.prompts_per_round,
+                "retriever_prior": config.retriever_prior,
+            },
+            "documents_per_question": DEMO_NQ_DOCS,
+            "questions": rows,
+            "summary": summary,
+        }
+        print(json.dumps(out))
+        return 0
+    q = summary["questions"]
+    print(
+        f"\nsummary over {q} questions: BM25 top-1 {summary['bm25_top1']}/{q}, top-3 {summary['bm25_top3']}/{q}; "
+        f"panning top-1 {summary['panning_top1']}/{q}, top-3 {summary['panning_top3']}/{q}; "
+        f"{summary['calls']} calls, {summary['seconds']:.1f} s"
+    )
+    return 0
+
+
+def _nq_summary(rows: list[dict[str, Any]], seconds: float) -> dict[str, Any]:
+    return {
+        "questions": len(rows),
+        "bm25_top1": sum(r["bm25"]["top1"] for r in rows),
+        "bm25_top3": sum(r["bm25"]["top3"] for r in rows),
+        "panning_top1": sum(r["panning"]["top1"] for r in rows),
+        "panning_top3": sum(r["panning"]["top3"] for r in rows),
+        "calls": sum(r["panning"]["calls"] for r in rows),
+        "seconds": round(seconds, 3),
+    }
+
+
+def _print_nq_row(number: int, total: int, row: dict[str, Any], docs: list[str], posteriors: Any) -> None:
+    def hits(part: dict[str, Any]) -> str:
+        return (
+            f"top-1 {'hit ' if part['top1'] else 'miss'}, top-3 {'hit ' if part['top3'] else 'miss'} "
+            f"(gold at rank {part['gold_rank']})"
+        )
+
+    pan = row["panning"]
+    print(f"\n[{number}/{total}] {row['question']}  (answer: {row['answers'][0]})")
+    print(f"  BM25     {hits(row['bm25'])}")
+    print(f"  panning  {hits(pan)}; {pan['calls']} calls, {pan['seconds']:.1f} s")
+    for top in row["top"]:
+        mark = "  <- gold" if top["gold"] else ""
+        text = _short(docs[top["index"]], 60)
+        print(f"    BM25 #{top['bm25_rank']:<2d} p={top['posterior']:.3f}  {text}{mark}")
 
 
 def _print_trace(
