@@ -248,8 +248,8 @@ def _demo_nq(args: argparse.Namespace) -> int:
     import numpy as np
 
     from ..panning import GoldPanner, PanningConfig
-    from ._reader_args import make_reader
-    from ._util import profile_label
+    from ..readers._cli_args import make_reader
+    from .._console import profile_label
 
     if args.question:
         raise ValueError("--demo nq pans its own questions; use --docs FILE --question TEXT for yours")
