@@ -57,7 +57,8 @@ def _check_trial(obj: Mapping[str, Any], path: Path, lineno: int) -> None:
         raise bad(f"field 'trial_id' is {obj['trial_id']!r:.40}, expected 'pNN-tNNN'")
     for key in ("cited", "gold"):
         if key in obj and (
-            not isinstance(obj[key], list) or any(isinstance(x, bool) or not isinstance(x, int) for x in obj[key])
+            not isinstance(obj[key], list)
+            or any(isinstance(x, bool) or not isinstance(x, int) for x in obj[key])
         ):
             raise bad(f"field {key!r} must be a list of integer positions, got {obj[key]!r:.60}")
     if "n" in obj and (isinstance(obj["n"], bool) or not isinstance(obj["n"], int)):
@@ -119,7 +120,9 @@ class CheckpointLock:
         try:
             fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
         except OSError as err:
-            raise CheckpointError(f"cannot create the lock file {str(self.path)!r}: {err.strerror or err}") from err
+            raise CheckpointError(
+                f"cannot create the lock file {str(self.path)!r}: {err.strerror or err}"
+            ) from err
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError as err:

@@ -40,7 +40,9 @@ def grid_indices(n: int, grid: int | Sequence[int] | NDArray[np.integer]) -> NDA
     return g
 
 
-def smoothed_rate(events: NDArray[np.integer] | int, trials: NDArray[np.integer] | int) -> NDArray[np.float64]:
+def smoothed_rate(
+    events: NDArray[np.integer] | int, trials: NDArray[np.integer] | int
+) -> NDArray[np.float64]:
     """Jeffreys posterior mean ``(x + 0.5) / (m + 1)``; 0.5 where ``m == 0``."""
     x = np.asarray(events, dtype=np.float64)
     m = np.asarray(trials, dtype=np.float64)
@@ -84,7 +86,9 @@ def count_outcomes(records: Iterable[Mapping[str, Any]], n: int, grid: int | Seq
     failed = 0
     for rec in records:
         if "n" in rec and int(rec["n"]) != n:
-            raise ValueError(f"record {rec.get('trial_id')!r} has n={rec['n']} but the calibration uses n={n}")
+            raise ValueError(
+                f"record {rec.get('trial_id')!r} has n={rec['n']} but the calibration uses n={n}"
+            )
         if rec.get("failed"):
             failed += 1
             continue

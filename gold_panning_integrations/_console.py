@@ -49,7 +49,9 @@ class Progress:
         force: Draw even when the stream is not a terminal (still silent with ``--quiet``).
     """
 
-    def __init__(self, total: int, *, label: str = "", stream: TextIO | None = None, force: bool = False) -> None:
+    def __init__(
+        self, total: int, *, label: str = "", stream: TextIO | None = None, force: bool = False
+    ) -> None:
         self.stream = stream if stream is not None else sys.stderr
         isatty = getattr(self.stream, "isatty", None)
         self.enabled = not _quiet and (force or bool(isatty and isatty()))
@@ -59,7 +61,12 @@ class Progress:
             from tqdm import tqdm
 
             self._bar = tqdm(
-                total=self._total, desc=label or None, file=self.stream, dynamic_ncols=True, leave=True, unit="it"
+                total=self._total,
+                desc=label or None,
+                file=self.stream,
+                dynamic_ncols=True,
+                leave=True,
+                unit="it",
             )
 
     @property

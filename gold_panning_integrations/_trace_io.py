@@ -60,7 +60,9 @@ def trace_record(
             if sorted(pos_l) == list(range(len(pos_l))):
                 span = len(pos_l)
             else:
-                span = profile_positions if profile_positions is not None else (max(pos_l) + 1 if pos_l else 0)
+                span = (
+                    profile_positions if profile_positions is not None else (max(pos_l) + 1 if pos_l else 0)
+                )
             prompts.append(
                 {
                     "docs": docs_l,
@@ -116,10 +118,14 @@ class TraceWriter:
         fsync: Also ``fsync`` after every line (durable, slower).
     """
 
-    def __init__(self, path: str | os.PathLike[str], *, profile_positions: int | None = None, fsync: bool = False) -> None:
+    def __init__(
+        self, path: str | os.PathLike[str], *, profile_positions: int | None = None, fsync: bool = False
+    ) -> None:
         self.path = Path(path)
         if self.path.is_dir():
-            raise ValueError(f"trace path {str(self.path)!r} is a directory; pass a file such as traces.jsonl")
+            raise ValueError(
+                f"trace path {str(self.path)!r} is a directory; pass a file such as traces.jsonl"
+            )
         self.profile_positions = profile_positions
         self.fsync = fsync
         self.written = 0
@@ -172,8 +178,10 @@ def _numbers_problem(obj: dict[str, Any], n: int) -> str | None:
         v = obj.get(key)
         if v is None and key == "prior_log_odds":
             continue
-        if not isinstance(v, list) or len(v) != n or any(
-            isinstance(x, bool) or not isinstance(x, (int, float)) for x in v
+        if (
+            not isinstance(v, list)
+            or len(v) != n
+            or any(isinstance(x, bool) or not isinstance(x, (int, float)) for x in v)
         ):
             return f"field {key!r} must be a list of {n} numbers"
     return None

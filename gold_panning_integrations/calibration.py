@@ -208,7 +208,9 @@ class Calibrator:
         self.checkpoint = Path(checkpoint) if checkpoint is not None else None
         self.concurrency = concurrency
         self.progress = progress
-        self.model = model or getattr(reader, "model_name", None) or getattr(reader, "model", None) or "unknown"
+        self.model = (
+            model or getattr(reader, "model_name", None) or getattr(reader, "model", None) or "unknown"
+        )
         self.notes = notes
         self.grid_array = grid_indices(n, grid)
         if budget is None:
@@ -364,7 +366,9 @@ class Calibrator:
             left = min(left, limit - ran)
         return max(left, 0)
 
-    def _finish(self, done: dict[str, dict[str, Any]], resumed: int, ran: int, t0: float) -> CalibrationResult:
+    def _finish(
+        self, done: dict[str, dict[str, Any]], resumed: int, ran: int, t0: float
+    ) -> CalibrationResult:
         if self.budget is None:
             records = [done[t.trial_id] for t in self.plan if t.trial_id in done]
         else:
@@ -385,7 +389,12 @@ class Calibrator:
             },
         )
         return CalibrationResult(
-            records=records, profile=profile, resumed=resumed, ran=ran, seconds=time.perf_counter() - t0, counts=counts
+            records=records,
+            profile=profile,
+            resumed=resumed,
+            ran=ran,
+            seconds=time.perf_counter() - t0,
+            counts=counts,
         )
 
     def run(self, *, limit: int | None = None) -> CalibrationResult:

@@ -41,7 +41,15 @@ from .profiles import DetectorProfile, load_profile
 from .tasks.base import TaskInstance
 from .traces import learn_profile, trace_record
 
-__all__ = ["MarkedTask", "belief_f1", "biased_profile", "budget_study", "calibrate_simulated", "learning_study", "simulated_traces"]
+__all__ = [
+    "MarkedTask",
+    "belief_f1",
+    "biased_profile",
+    "budget_study",
+    "calibrate_simulated",
+    "learning_study",
+    "simulated_traces",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -118,7 +126,9 @@ def budget_study(
             shares, f1s, lost = [], [], 0
             for r in range(repetitions):
                 est = calibrate_simulated(true_n, n=n, calls=b, layout=layout, seed=seed + 7919 * r + b)
-                f1_est, f1_psc_r = belief_f1(true_n, est, n=n, rounds=rounds, trials=trials, seed=seed + 1000 + r)
+                f1_est, f1_psc_r = belief_f1(
+                    true_n, est, n=n, rounds=rounds, trials=trials, seed=seed + 1000 + r
+                )
                 f1_t, _ = ref[r]
                 shares.append((f1_est - f1_psc_r) / (f1_t - f1_psc_r))
                 f1s.append(f1_est)
@@ -147,7 +157,9 @@ def budget_study(
     }
 
 
-def biased_profile(profile: DetectorProfile, *, tpr_scale: float = 1.3, fpr_scale: float = 3.0) -> DetectorProfile:
+def biased_profile(
+    profile: DetectorProfile, *, tpr_scale: float = 1.3, fpr_scale: float = 3.0
+) -> DetectorProfile:
     """A systematically wrong copy: TPR times ``tpr_scale`` and FPR times ``fpr_scale``
     (clipped into [0.001, 0.999])."""
     return profile.model_copy(
@@ -161,7 +173,13 @@ def biased_profile(profile: DetectorProfile, *, tpr_scale: float = 1.3, fpr_scal
 
 
 def simulated_traces(
-    true: DetectorProfile, start: DetectorProfile, *, queries: int, n: int, rounds: int, seed: int,
+    true: DetectorProfile,
+    start: DetectorProfile,
+    *,
+    queries: int,
+    n: int,
+    rounds: int,
+    seed: int,
     labelled: bool = False,
 ) -> list[dict[str, Any]]:
     """Trace records of ``queries`` GoldPanner runs (one gold among ``n``) panned with
@@ -170,7 +188,9 @@ def simulated_traces(
     rng = np.random.default_rng(seed)
     out = []
     reader = SimulatedReader(true, relevant=lambda d: d == "GOLD", rng=rng)
-    panner = Panner(reader, profile=start, rounds=rounds, prompts_per_round=1, retriever_prior="none", rng=rng)
+    panner = Panner(
+        reader, profile=start, rounds=rounds, prompts_per_round=1, retriever_prior="none", rng=rng
+    )
     for _ in range(queries):
         docs = [f"d{i}" for i in range(n)]
         gold = int(rng.integers(n))
@@ -210,7 +230,16 @@ def learning_study(
 
     rows = []
     e0 = err(start_n)
-    rows.append({"queries": 0, "tpr_err": e0[0], "fpr_err": e0[1], "f1": f1_start, "gap_closed": 0.0, "gap_closed_min": 0.0})
+    rows.append(
+        {
+            "queries": 0,
+            "tpr_err": e0[0],
+            "fpr_err": e0[1],
+            "f1": f1_start,
+            "gap_closed": 0.0,
+            "gap_closed_min": 0.0,
+        }
+    )
     for q in query_counts:
         f1s, gaps, te, fe = [], [], [], []
         for r in range(repetitions):
@@ -285,7 +314,8 @@ def real_comparison(
                 trial = json.loads(line)
                 if trial.get("type") == "trial":
                     inst = task.make(
-                        int(trial["n"]), gold_position=int(trial["position"]),
+                        int(trial["n"]),
+                        gold_position=int(trial["position"]),
                         rng=np.random.default_rng(int(trial["seed"])),
                     )
                     used.add(int(inst.metadata["question_index"]))
@@ -307,11 +337,17 @@ def real_comparison(
         rec: dict[str, Any] = {"instance": i, "gold": gold_pos, "question": inst.question, "hits": {}}
         for name, prof in profiles.items():
             panner = Panner(
-                cached, profile=prof, rounds=rounds, prompts_per_round=1, retriever_prior="none",
+                cached,
+                profile=prof,
+                rounds=rounds,
+                prompts_per_round=1,
+                retriever_prior="none",
                 rng=np.random.default_rng(inst_seed),
             )
             res = panner.run(inst.question, inst.documents)
-            rec["hits"][name] = per_round_hits(res, inst.gold, rng=np.random.default_rng(0), rounds=rounds).tolist()
+            rec["hits"][name] = per_round_hits(
+                res, inst.gold, rng=np.random.default_rng(0), rounds=rounds
+            ).tolist()
         done[i] = rec
         logger.info("instance %d: %s", i, {k: v[-1] for k, v in rec["hits"].items()})
         if out is not None:
@@ -331,7 +367,10 @@ def real_comparison(
         h = np.asarray([done[i]["hits"][name] for i in sorted(done)])
         mean = h.mean(axis=0)
         ci = 1.96 * h.std(axis=0, ddof=1) / math.sqrt(len(h)) if len(h) > 1 else np.zeros(rounds)
-        result["profiles"][name] = {"top1_by_round": [round(float(x), 3) for x in mean], "ci95": [round(float(x), 3) for x in ci]}
+        result["profiles"][name] = {
+            "top1_by_round": [round(float(x), 3) for x in mean],
+            "ci95": [round(float(x), 3) for x in ci],
+        }
     return result
 
 
@@ -341,7 +380,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("study", choices=("budget", "learn", "real"))
     p.add_argument("--profiles", default=None, help="real: NAME=PROFILE,NAME=PROFILE to compare")
     p.add_argument("--data", default=None, help="real: NQ JSONL(.gz)")
-    p.add_argument("--exclude-checkpoint", default=None, help="real: calibration checkpoint whose questions are held out")
+    p.add_argument(
+        "--exclude-checkpoint", default=None, help="real: calibration checkpoint whose questions are held out"
+    )
     p.add_argument("--instances", type=int, default=20)
     p.add_argument("--rounds", type=int, default=8)
     p.add_argument("--threads", type=int, default=1)

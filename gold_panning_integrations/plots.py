@@ -67,11 +67,12 @@ def plot_belief_trajectories(
     ax.set_ylabel("posterior probability of relevance")
     ax.set_ylim(-0.02, 1.02)
     ax.set_xticks(x)
-    ax.set_title(f"Belief trajectories ({result.policy}, {result.calls} calls, stopped: {result.stop_reason})")
+    ax.set_title(
+        f"Belief trajectories ({result.policy}, {result.calls} calls, stopped: {result.stop_reason})"
+    )
     ax.legend(fontsize=8, loc="center left", bbox_to_anchor=(1.0, 0.5))
     fig.tight_layout()
     out = Path(path)
     fig.savefig(out, dpi=120)
     plt.close(fig)
     return out
-

@@ -130,8 +130,12 @@ class RateCounts(BaseModel):
         p = len(self.positions)
         for name in ("gold_cited", "gold_shown", "distractor_cited", "distractor_shown"):
             if len(getattr(self, name)) != p:
-                raise ValueError(f"counts.{name} has {len(getattr(self, name))} values but counts.positions has {p}")
-        if any(b <= a for a, b in zip(self.positions, self.positions[1:])) or any(x < 0 for x in self.positions):
+                raise ValueError(
+                    f"counts.{name} has {len(getattr(self, name))} values but counts.positions has {p}"
+                )
+        if any(b <= a for a, b in zip(self.positions, self.positions[1:])) or any(
+            x < 0 for x in self.positions
+        ):
             raise ValueError(f"counts.positions must be strictly increasing and >= 0, got {self.positions}")
         for c, m in (("gold_cited", "gold_shown"), ("distractor_cited", "distractor_shown")):
             for i, (x, n) in enumerate(zip(getattr(self, c), getattr(self, m))):
@@ -241,15 +245,19 @@ class DetectorProfile(BaseModel):
                 raise ValueError(f"{name} has {got} values but n_positions is {self.n_positions}")
         if self.grid_positions is not None:
             g = self.grid_positions
-            if any(p < 0 or p >= self.n_positions for p in g) or any(b <= a for a, b in itertools.pairwise(g)):
+            if any(p < 0 or p >= self.n_positions for p in g) or any(
+                b <= a for a, b in itertools.pairwise(g)
+            ):
                 raise ValueError(
                     f"grid_positions must be strictly increasing within [0, {self.n_positions - 1}], got {g}"
                 )
             if self.trials is not None and len(self.trials) != len(g):
-                raise ValueError(
-                    f"trials has {len(self.trials)} values but grid_positions has {len(g)}"
-                )
-        if self.counts is not None and self.counts.positions and self.counts.positions[-1] >= self.n_positions:
+                raise ValueError(f"trials has {len(self.trials)} values but grid_positions has {len(g)}")
+        if (
+            self.counts is not None
+            and self.counts.positions
+            and self.counts.positions[-1] >= self.n_positions
+        ):
             raise ValueError(
                 f"counts.positions must lie within [0, {self.n_positions - 1}], got {self.counts.positions}"
             )
@@ -457,7 +465,9 @@ class DetectorProfile(BaseModel):
                 "the file may be truncated: recalibrate or restore it"
             ) from err
         except (RecursionError, ValueError) as err:  # ValueError: e.g. huge integer literals
-            raise ProfileError(f"{source} is not a readable JSON profile ({type(err).__name__}: {err})") from err
+            raise ProfileError(
+                f"{source} is not a readable JSON profile ({type(err).__name__}: {err})"
+            ) from err
         if not isinstance(data, dict):
             raise ProfileError(f"{source} must hold a JSON object, got {type(data).__name__}")
         try:
@@ -521,16 +531,22 @@ def open_regular_file(
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):
             kind = (
-                "a directory" if stat.S_ISDIR(st.st_mode)
-                else "a FIFO (named pipe)" if stat.S_ISFIFO(st.st_mode)
-                else "a device" if stat.S_ISCHR(st.st_mode) or stat.S_ISBLK(st.st_mode)
-                else "a socket" if stat.S_ISSOCK(st.st_mode)
+                "a directory"
+                if stat.S_ISDIR(st.st_mode)
+                else "a FIFO (named pipe)"
+                if stat.S_ISFIFO(st.st_mode)
+                else "a device"
+                if stat.S_ISCHR(st.st_mode) or stat.S_ISBLK(st.st_mode)
+                else "a socket"
+                if stat.S_ISSOCK(st.st_mode)
                 else "not a regular file"
             )
             shown = f"{str(p)!r}" + (f" (-> {str(real)!r})" if real != p.absolute() else "")
             raise error(f"{what} {shown} is {kind}; pass a regular file")
         if st.st_size > max_bytes:
-            raise error(f"{what} {str(p)!r} has {st.st_size} bytes, more than the {max_bytes} read; pass the right file")
+            raise error(
+                f"{what} {str(p)!r} has {st.st_size} bytes, more than the {max_bytes} read; pass the right file"
+            )
     except BaseException:
         os.close(fd)
         raise
@@ -606,7 +622,9 @@ GENERIC_PROFILE = "lost-in-the-middle"
 _warned_generic = False
 
 
-def resolve_profile(profile: DetectorProfile | str | Path | None = None, *, reader: Any = None) -> DetectorProfile:
+def resolve_profile(
+    profile: DetectorProfile | str | Path | None = None, *, reader: Any = None
+) -> DetectorProfile:
     """The one profile rule every entry point (CLI, ``GoldPanner``, integrations) follows.
 
     1. An explicit ``profile`` (object, bundled name or JSON path) wins.

@@ -155,7 +155,9 @@ def observations_from_traces(traces: Iterable[Mapping[str, Any]]) -> Observation
 
 
 # ------------------------------------------------------------------------ EM
-def _grid_weights(depth: NDArray[np.float64], grid: NDArray[np.intp], n_positions: int) -> tuple[NDArray[np.intp], NDArray[np.float64]]:
+def _grid_weights(
+    depth: NDArray[np.float64], grid: NDArray[np.intp], n_positions: int
+) -> tuple[NDArray[np.intp], NDArray[np.float64]]:
     """For each depth, the left grid index and the weight of the right one (linear
     interpolation on profile positions ``depth * (n_positions - 1)``)."""
     x = depth * max(n_positions - 1, 0)
@@ -168,17 +170,23 @@ def _grid_weights(depth: NDArray[np.float64], grid: NDArray[np.intp], n_position
     return left.astype(np.intp), np.clip(w, 0.0, 1.0)
 
 
-def _rates_at(values: NDArray[np.float64], left: NDArray[np.intp], w: NDArray[np.float64]) -> NDArray[np.float64]:
+def _rates_at(
+    values: NDArray[np.float64], left: NDArray[np.intp], w: NDArray[np.float64]
+) -> NDArray[np.float64]:
     if values.size == 1:
         return np.full(left.shape, values[0])
     return values[left] * (1.0 - w) + values[left + 1] * w
 
 
-def _accumulate(left: NDArray[np.intp], w: NDArray[np.float64], weights: NDArray[np.float64], k: int) -> NDArray[np.float64]:
+def _accumulate(
+    left: NDArray[np.intp], w: NDArray[np.float64], weights: NDArray[np.float64], k: int
+) -> NDArray[np.float64]:
     """Sum ``weights`` into ``k`` grid bins, each split by the interpolation weight."""
     if k == 1:
         return np.array([weights.sum()])
-    summed = np.bincount(left, weights * (1.0 - w), minlength=k) + np.bincount(left + 1, weights * w, minlength=k)
+    summed = np.bincount(left, weights * (1.0 - w), minlength=k) + np.bincount(
+        left + 1, weights * w, minlength=k
+    )
     return np.asarray(summed, dtype=np.float64)  # bincount with weights is float64 already: no copy
 
 
@@ -271,7 +279,9 @@ def fit_head_decay(traces: Iterable[Mapping[str, Any]]) -> RetrieverFit | None:
                 p = rank_prior_probs(n, k=1, head_decay=float(d))
                 cache[key] = np.log(p / p.sum())
             ll[i] += cache[key][r]
-    return RetrieverFit(head_decay=float(grid[int(np.argmax(ll))]), top1_share=top1 / queries, queries=queries)
+    return RetrieverFit(
+        head_decay=float(grid[int(np.argmax(ll))]), top1_share=top1 / queries, queries=queries
+    )
 
 
 @dataclass(frozen=True)
@@ -301,7 +311,9 @@ class LearnResult:
     retriever: RetrieverFit | None = None
 
 
-def _prior_counts(prior: DetectorProfile, grid: NDArray[np.intp], strength: float) -> tuple[NDArray[np.float64], ...]:
+def _prior_counts(
+    prior: DetectorProfile, grid: NDArray[np.intp], strength: float
+) -> tuple[NDArray[np.float64], ...]:
     """Gold cited/shown and distractor cited/shown at each grid position from the prior."""
     c = prior.rate_counts()
     if c is not None and list(c.positions) == grid.tolist():
@@ -441,8 +453,10 @@ def learn_profile(
         t_new = (a_gc + gc + 0.5) / (a_gs + gs + 1.0)
         f_new = (a_dc + dc + 0.5) / (a_ds + ds + 1.0)
         delta = max(
-            float(np.max(np.abs(t_new - t_grid))), float(np.max(np.abs(f_new - f_grid))),
-            abs(a_rate - ab_old[0]), abs(b_rate - ab_old[1]),
+            float(np.max(np.abs(t_new - t_grid))),
+            float(np.max(np.abs(f_new - f_grid))),
+            abs(a_rate - ab_old[0]),
+            abs(b_rate - ab_old[1]),
         )
         t_grid, f_grid = t_new, f_new
         if delta < tol:
@@ -484,11 +498,19 @@ def learn_profile(
     fit = None
     if mixture:
         fit = MixtureFit(
-            false_leads=round(a_rate * irr_per_query, 4), blind_rate=min(round(b_rate, 4), 0.9999),
-            false_lead_rate=a_rate, relevant=int(rel_l.sum()), irrelevant=int(irr_l.sum()), queries=n_labelled,
+            false_leads=round(a_rate * irr_per_query, 4),
+            blind_rate=min(round(b_rate, 4), 0.9999),
+            false_lead_rate=a_rate,
+            relevant=int(rel_l.sum()),
+            irrelevant=int(irr_l.sum()),
+            queries=n_labelled,
         )
         learned["false_leads"], learned["blind_rate"] = fit.false_leads, fit.blind_rate
-        extra["mixture_fit"] = {"relevant": fit.relevant, "irrelevant": fit.irrelevant, "queries": fit.queries}
+        extra["mixture_fit"] = {
+            "relevant": fit.relevant,
+            "irrelevant": fit.irrelevant,
+            "queries": fit.queries,
+        }
     if retriever is not None:
         learned["prior_head_decay"] = retriever.head_decay
         extra["retriever_fit"] = {"queries": retriever.queries, "top1_share": round(retriever.top1_share, 4)}
@@ -509,6 +531,12 @@ def learn_profile(
         **learned,
     )
     return LearnResult(
-        profile=profile, iterations=it, converged=converged, queries=obs.n_queries, sightings=int(obs.doc.size),
-        new_counts=fresh, mixture=fit, retriever=retriever,
+        profile=profile,
+        iterations=it,
+        converged=converged,
+        queries=obs.n_queries,
+        sightings=int(obs.doc.size),
+        new_counts=fresh,
+        mixture=fit,
+        retriever=retriever,
     )

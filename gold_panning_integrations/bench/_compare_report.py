@@ -17,11 +17,13 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from ..errors import MissingExtraError
 from ..ir.runfile import write_qrels, write_run, write_text_atomic
 from ._instances import CompareInstance
+from ._methods import LABELS
 from ._scoring import method_rankings
 
-__all__ = ["format_markdown", "write_outputs"]
+__all__ = ["format_markdown", "plot_compare", "write_outputs"]
 
 _QUALITY = (("ndcg@10", "nDCG@10"), ("mrr@10", "MRR@10"))
 
@@ -75,8 +77,17 @@ def _quality_table(summary: Mapping[str, Mapping[str, Any]], labels: Mapping[str
 
 
 def _cost_table(summary: Mapping[str, Mapping[str, Any]], labels: Mapping[str, str]) -> list[str]:
-    head = ["method", "LLM calls/q", "prompt tok/q", "completion tok/q", "s/q", "top-1 per 1k prompt tok",
-            "exceptions", "unusable", "same top-3 as first stage"]
+    head = [
+        "method",
+        "LLM calls/q",
+        "prompt tok/q",
+        "completion tok/q",
+        "s/q",
+        "top-1 per 1k prompt tok",
+        "exceptions",
+        "unusable",
+        "same top-3 as first stage",
+    ]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for m, d in summary.items():
         if d["status"] != "ran":
@@ -84,10 +95,17 @@ def _cost_table(summary: Mapping[str, Mapping[str, Any]], labels: Mapping[str, s
         exc = str(d["exceptions"])
         if d["exception_types"]:
             exc += " (" + ", ".join(f"{t} {c}" for t, c in sorted(d["exception_types"].items())) + ")"
-        cells = [labels.get(m, m), f"{d['calls_per_query']:.2f}", f"{d['prompt_tokens_per_query']:,.0f}",
-                 f"{d['completion_tokens_per_query']:,.0f}", f"{d['seconds_per_query']:.2f}",
-                 _num(d.get("top1_per_1k_prompt_tokens")), exc, str(d["unusable"]),
-                 str(d["same_as_base"]) if m != "base" else "-"]
+        cells = [
+            labels.get(m, m),
+            f"{d['calls_per_query']:.2f}",
+            f"{d['prompt_tokens_per_query']:,.0f}",
+            f"{d['completion_tokens_per_query']:,.0f}",
+            f"{d['seconds_per_query']:.2f}",
+            _num(d.get("top1_per_1k_prompt_tokens")),
+            exc,
+            str(d["unusable"]),
+            str(d["same_as_base"]) if m != "base" else "-",
+        ]
         lines.append("| " + " | ".join(cells) + " |")
     return lines
 
@@ -104,18 +122,27 @@ def format_markdown(
     what was ranked, how GP's ``k`` was chosen, ...)."""
     lines = _quality_table(summary, labels) + ["", "Cost per query (server-counted usage):", ""]
     lines += _cost_table(summary, labels)
-    errors = [f"- {labels.get(m, m)}: {d['exceptions']} exceptions; first: {' '.join(str(d['first_error']).split())}"
-              for m, d in summary.items() if d.get("first_error")]
+    errors = [
+        f"- {labels.get(m, m)}: {d['exceptions']} exceptions; first: {' '.join(str(d['first_error']).split())}"
+        for m, d in summary.items()
+        if d.get("first_error")
+    ]
     if errors:
-        lines += ["", "Exceptions (the method returned nothing for that query, which keeps the first-stage order):",
-                  "", *errors]
+        lines += [
+            "",
+            "Exceptions (the method returned nothing for that query, which keeps the first-stage order):",
+            "",
+            *errors,
+        ]
     pan = [m for m in summary if summary[m].get("per_round")]
     if pan:
         lines += ["", "Top-1 accuracy after each round (an early stop carries its answer forward):", ""]
         lines.append("| method | " + " | ".join(str(t) for t in range(1, rounds + 1)) + " |")
         lines.append("|" + "---|" * (rounds + 1))
         for m in pan:
-            lines.append(f"| {labels.get(m, m)} | " + " | ".join(f"{x:.2f}" for x in summary[m]["per_round"]) + " |")
+            lines.append(
+                f"| {labels.get(m, m)} | " + " | ".join(f"{x:.2f}" for x in summary[m]["per_round"]) + " |"
+            )
     if notes:
         lines += ["", *[f"- {n}" for n in notes]]
     return "\n".join(lines)
@@ -150,3 +177,36 @@ def write_outputs(
     text = json.dumps({**summary, "files": files}, indent=2, sort_keys=False) + "\n"
     written.append(write_text_atomic(root / "summary.json", text))
     return written
+
+
+def plot_compare(summary: Mapping[str, Mapping[str, Any]], path: str | Path, *, title: str = "") -> None:
+    """Top-1 accuracy (nDCG@10 when queries have several relevant documents) against
+    prompt tokens per query, one marker per method (95% CI bars); panning methods also as
+    a curve through their top-1 by round."""
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError as err:
+        raise MissingExtraError("matplotlib", "plot", "Plotting the comparison") from err
+    fig, ax = plt.subplots(figsize=(7.0, 4.2))
+    ran = [d for d in summary.values() if d["status"] == "ran"]
+    key = "top1" if any(d.get("top1") is not None for d in ran) else "ndcg@10"
+    for m, d in summary.items():
+        if d["status"] != "ran" or d.get(key) is None:
+            continue
+        x, y = d["prompt_tokens_per_query"], d[key]
+        lo, hi = d[f"{key}_ci95"]
+        line = ax.errorbar([x], [y], yerr=[[y - lo], [hi - y]], fmt="o", capsize=3, label=LABELS.get(m, m))
+        if key == "top1" and d.get("per_round") and d.get("per_round_prompt_tokens"):
+            ax.plot(d["per_round_prompt_tokens"], d["per_round"], "-", alpha=0.5, color=line[0].get_color())
+    ax.set_xlabel("prompt tokens per query (server usage)")
+    ax.set_ylabel("top-1 accuracy" if key == "top1" else "nDCG@10")
+    ax.set_ylim(-0.02, 1.02)
+    if title:
+        ax.set_title(title, fontsize=9)
+    ax.legend(fontsize=7, loc="best")
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)

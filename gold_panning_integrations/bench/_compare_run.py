@@ -32,8 +32,22 @@ CHECKPOINT_FORMAT = 2
 their instance; a format-1 checkpoint (0.4 and before) is refused."""
 
 
-_CHECKPOINT_KEYS = ("task", "split", "n", "seed", "rounds", "model", "mode", "profile", "top_n", "version",
-                    "format", "data", "first_stage", "gp_k")
+_CHECKPOINT_KEYS = (
+    "task",
+    "split",
+    "n",
+    "seed",
+    "rounds",
+    "model",
+    "mode",
+    "profile",
+    "top_n",
+    "version",
+    "format",
+    "data",
+    "first_stage",
+    "gp_k",
+)
 """Settings a checkpoint must share with the run resuming it; ``version`` (the package's)
 because a method's meaning can change between versions (``gp-belief`` gained the rank
 prior in 0.3), so rows of another version are never mixed in silently; ``format`` the
@@ -71,7 +85,9 @@ class _Checkpoint:
         if old_meta is not None:
             diff = [k for k in _CHECKPOINT_KEYS if old_meta.get(k) != meta.get(k)]
             if diff:
-                shown = ", ".join(f"{k}: {old_meta.get(k)!r} in the file vs {meta.get(k)!r} now" for k in diff)
+                shown = ", ".join(
+                    f"{k}: {old_meta.get(k)!r} in the file vs {meta.get(k)!r} now" for k in diff
+                )
                 raise CheckpointError(
                     f"checkpoint {str(self.path)!r} belongs to another comparison ({shown}); "
                     "use another --checkpoint path or delete the file"
@@ -221,7 +237,9 @@ def _failures(rs: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     return {
         "exceptions": sum(r["error"] is not None for r in rs),
         "exception_types": dict(Counter(r["error"] for r in rs if r["error"] is not None)),
-        "first_error": next((f"{r['error']}: {r.get('error_message') or ''}" for r in rs if r["error"]), None),
+        "first_error": next(
+            (f"{r['error']}: {r.get('error_message') or ''}" for r in rs if r["error"]), None
+        ),
         "unusable": sum(int(r["unusable"]) for r in rs),
         "same_as_base": sum(bool(r["same_as_base"]) for r in rs),
         "http_errors": sum(int(r.get("http_errors", 0)) for r in rs),
@@ -297,12 +315,26 @@ def summarize(
 
         ran = [m for m in methods if m not in skipped]
         n = max((len(i.documents) for i in instances), default=1)
-        scores = score_methods(rows, instances, qrels, ran, top_n=n if top_n is None else top_n, recall_k=recall_k,
-                               relevance_level=relevance_level)
+        scores = score_methods(
+            rows,
+            instances,
+            qrels,
+            ran,
+            top_n=n if top_n is None else top_n,
+            recall_k=recall_k,
+            relevance_level=relevance_level,
+        )
         single = single_relevant(qrels, relevance_level=relevance_level)
         for m in ran:
             out[m].update(scores.get(m, {}))
             if not single:
-                out[m].update({"top1": None, "top1_ci95": None, "top3": None, "top3_ci95": None,
-                               "top1_per_1k_prompt_tokens": None})
+                out[m].update(
+                    {
+                        "top1": None,
+                        "top1_ci95": None,
+                        "top3": None,
+                        "top3_ci95": None,
+                        "top1_per_1k_prompt_tokens": None,
+                    }
+                )
     return out

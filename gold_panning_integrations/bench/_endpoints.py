@@ -30,8 +30,18 @@ __all__ = ["EmbeddedServer", "UsageProxy", "check_server_extra", "free_port", "l
 
 
 # ============================================================================ usage proxy
-_HOP = {"connection", "keep-alive", "transfer-encoding", "content-length", "host", "accept-encoding", "upgrade",
-        "proxy-connection", "te", "trailer"}
+_HOP = {
+    "connection",
+    "keep-alive",
+    "transfer-encoding",
+    "content-length",
+    "host",
+    "accept-encoding",
+    "upgrade",
+    "proxy-connection",
+    "te",
+    "trailer",
+}
 
 
 class _ProxyHandler(BaseHTTPRequestHandler):
@@ -70,7 +80,9 @@ class _ProxyHandler(BaseHTTPRequestHandler):
         except (OSError, http.client.HTTPException) as err:
             if is_llm:
                 proxy._record(status=502, data=b"")
-            msg = json.dumps({"error": {"message": f"bench proxy: upstream unreachable: {err}", "type": "proxy"}})
+            msg = json.dumps(
+                {"error": {"message": f"bench proxy: upstream unreachable: {err}", "type": "proxy"}}
+            )
             self._reply(502, "Bad Gateway", [("Content-Type", "application/json")], msg.encode())
             return
         if is_llm:
@@ -114,7 +126,13 @@ class UsageProxy(ServedInThread):
         self.url_path = "/v1"
         self.timeout = timeout
         self._lock = threading.Lock()
-        self._stats = {"calls": 0, "prompt_tokens": 0, "completion_tokens": 0, "http_errors": 0, "usage_missing": 0}
+        self._stats = {
+            "calls": 0,
+            "prompt_tokens": 0,
+            "completion_tokens": 0,
+            "http_errors": 0,
+            "usage_missing": 0,
+        }
 
     def _record(self, *, status: int, data: bytes) -> None:
         pt = ct = None
@@ -157,8 +175,19 @@ def llama_server_command(
     model_path: str | Path, *, port: int, n_ctx: int = 8192, threads: int | None = None
 ) -> list[str]:
     """``python -m llama_cpp.server`` on loopback for ``model_path``."""
-    cmd = [sys.executable, "-m", "llama_cpp.server", "--model", str(model_path), "--host", "127.0.0.1",
-           "--port", str(port), "--n_ctx", str(n_ctx)]
+    cmd = [
+        sys.executable,
+        "-m",
+        "llama_cpp.server",
+        "--model",
+        str(model_path),
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(port),
+        "--n_ctx",
+        str(n_ctx),
+    ]
     if threads is not None:
         cmd += ["--n_threads", str(threads)]
     return cmd
@@ -166,10 +195,14 @@ def llama_server_command(
 
 def check_server_extra() -> None:
     """Raise :class:`MissingExtraError` unless llama-cpp-python and its server extra import."""
-    for mod, pkg in (("llama_cpp", "llama-cpp-python"), ("uvicorn", "llama-cpp-python[server]"),
-                     ("fastapi", "llama-cpp-python[server]"), ("sse_starlette", "llama-cpp-python[server]"),
-                     ("starlette_context", "llama-cpp-python[server]"),
-                     ("pydantic_settings", "llama-cpp-python[server]")):
+    for mod, pkg in (
+        ("llama_cpp", "llama-cpp-python"),
+        ("uvicorn", "llama-cpp-python[server]"),
+        ("fastapi", "llama-cpp-python[server]"),
+        ("sse_starlette", "llama-cpp-python[server]"),
+        ("starlette_context", "llama-cpp-python[server]"),
+        ("pydantic_settings", "llama-cpp-python[server]"),
+    ):
         if importlib.util.find_spec(mod) is None:
             raise MissingExtraError(pkg, "compare", "Serving the embedded model for `bench compare`")
 
@@ -190,7 +223,13 @@ class EmbeddedServer:
     """
 
     def __init__(
-        self, command: Sequence[str], *, port: int, log: str | Path, ready_timeout: float = 180.0, poll: float = 0.25
+        self,
+        command: Sequence[str],
+        *,
+        port: int,
+        log: str | Path,
+        ready_timeout: float = 180.0,
+        poll: float = 0.25,
     ) -> None:
         self.command = list(command)
         self.port = port
@@ -225,7 +264,11 @@ class EmbeddedServer:
         self.log.parent.mkdir(parents=True, exist_ok=True)
         with self.log.open("wb") as fh:
             self.proc = subprocess.Popen(
-                self.command, stdout=fh, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True
+                self.command,
+                stdout=fh,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                start_new_session=True,
             )
         deadline = time.monotonic() + self.ready_timeout
         try:

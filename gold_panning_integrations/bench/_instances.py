@@ -152,8 +152,10 @@ def choose_gp_k(
     med = statistics.median(counts)
     cap = max(max(len(i.documents) for i in instances) - 1, 1)
     k = max(1, min(int(np.floor(med + 0.5)), cap))
-    how = (f"{k}: median relevant documents per query among the first-stage candidates "
-           f"({med:g}; range {min(counts)}-{max(counts)} over {len(counts)} queries)")
+    how = (
+        f"{k}: median relevant documents per query among the first-stage candidates "
+        f"({med:g}; range {min(counts)}-{max(counts)} over {len(counts)} queries)"
+    )
     if k != int(np.floor(med + 0.5)):
         how += f", kept within 1..{cap}"
     return GPKChoice(k, how)
@@ -203,12 +205,21 @@ def collection_instances(
         ids = cands[q]
         judged: Mapping[str, int] = collection.qrels[q]
         gold = tuple(i for i, d in enumerate(ids) if judged.get(d, 0) >= relevance_level)
-        out.append(CompareInstance(
-            collection.queries[q], [collection.documents[d] for d in ids], gold, task=task,
-            index=len(out), qid=q, doc_ids=ids,
-        ))
+        out.append(
+            CompareInstance(
+                collection.queries[q],
+                [collection.documents[d] for d in ids],
+                gold,
+                task=task,
+                index=len(out),
+                qid=q,
+                doc_ids=ids,
+            )
+        )
     if not out:
-        raise ValueError(f"no query of {collection.name} has first-stage candidates: " + next(iter(without.values()), ""))
+        raise ValueError(
+            f"no query of {collection.name} has first-stage candidates: " + next(iter(without.values()), "")
+        )
     return out, without
 
 
@@ -247,7 +258,9 @@ def make_instances(
     if split not in SPLITS:
         raise ValueError(f"--split must be one of {', '.join(SPLITS)}, got {split!r}")
     if split != "test" and (task != "nq" or data is not None):
-        raise ValueError("--split calibration applies to the shipped NQ sample only (--task nq without --data)")
+        raise ValueError(
+            "--split calibration applies to the shipped NQ sample only (--task nq without --data)"
+        )
     if n < 2:
         raise ValueError(f"--n must be >= 2 documents, got {n!r}")
     if instances < 1:
@@ -258,7 +271,13 @@ def make_instances(
 
 
 def _make(
-    task: str, *, n: int, instances: int, rng: np.random.Generator, data: str | Path | None, split: str = "test"
+    task: str,
+    *,
+    n: int,
+    instances: int,
+    rng: np.random.Generator,
+    data: str | Path | None,
+    split: str = "test",
 ) -> list[CompareInstance]:
     if task == "kv":
         from ..tasks.kv import KVTask
@@ -289,7 +308,9 @@ def _nq_sample_instances(
 
     sample = load_sample("nq")
     if n - 1 > min(len(q.distractors) for q in sample.questions):
-        raise ValueError(f"the shipped NQ sample has {len(sample.questions[0].distractors)} distractors per question; use --n <= 21")
+        raise ValueError(
+            f"the shipped NQ sample has {len(sample.questions[0].distractors)} distractors per question; use --n <= 21"
+        )
     bm25 = BM25([p.content for p in sample.passages])
     test = sample.split(split)
     out = []
@@ -342,7 +363,9 @@ def _litm_kv_instances(
         key, value = str(rec["key"]), str(rec["value"])
         others = [(str(k), str(v)) for k, v in rec["ordered_kv_records"] if str(k) != key]
         if len(others) < n - 1:
-            raise ValueError(f"a kv-retrieval record has {len(others) + 1} pairs; use --n <= {len(others) + 1}")
+            raise ValueError(
+                f"a kv-retrieval record has {len(others) + 1} pairs; use --n <= {len(others) + 1}"
+            )
         chosen = [others[int(i)] for i in rng.choice(len(others), size=n - 1, replace=False)]
         g = int(rng.integers(n))
         chosen.insert(g, (key, value))
@@ -352,7 +375,9 @@ def _litm_kv_instances(
     return out
 
 
-def _nq_instances(items: Sequence[Any], *, n: int, instances: int, rng: np.random.Generator) -> list[CompareInstance]:
+def _nq_instances(
+    items: Sequence[Any], *, n: int, instances: int, rng: np.random.Generator
+) -> list[CompareInstance]:
     """Gold passage + the ``n - 1`` passages BM25 ranks highest for the question among
     the other questions' gold passages (those containing an answer, and repeats,
     skipped), in BM25 order (the retriever's order; the gold is often first)."""

@@ -313,7 +313,9 @@ def engine_time(
         panner = Panner(reader, prof, rounds=rounds, prompts_per_round=1, retriever_prior="none", rng=0)
         run = time_call(lambda: panner.run("question", docs), repeat=repeat, min_batch_seconds=0.1)
         built = time_call(
-            lambda: Panner(reader, prof, rounds=rounds, prompts_per_round=1, retriever_prior="none", rng=0).run("question", docs),
+            lambda: Panner(
+                reader, prof, rounds=rounds, prompts_per_round=1, retriever_prior="none", rng=0
+            ).run("question", docs),
             repeat=repeat,
             min_batch_seconds=0.1,
         )

@@ -67,10 +67,18 @@ METHODS: tuple[LatencyMethod, ...] = (
         {"policy": "random", "prior": "uniform", "rounds": 1, "prompts_per_round": 8},
     ),
     LatencyMethod(
-        "gp-defaults", f"GP defaults ({_DEFAULTS.rounds} rounds x {_DEFAULTS.prompts_per_round} prompts)", "panning", {}
+        "gp-defaults",
+        f"GP defaults ({_DEFAULTS.rounds} rounds x {_DEFAULTS.prompts_per_round} prompts)",
+        "panning",
+        {},
     ),
-    LatencyMethod("gp-0.4", "GP, 0.4 defaults (4 rounds x 1 prompt)", "panning", {"rounds": 4, "prompts_per_round": 1}),
-    *(LatencyMethod(f"gp-{name}", f"GP, {name} setting", "panning", dict(opts)) for name, opts in SETTINGS.items()),
+    LatencyMethod(
+        "gp-0.4", "GP, 0.4 defaults (4 rounds x 1 prompt)", "panning", {"rounds": 4, "prompts_per_round": 1}
+    ),
+    *(
+        LatencyMethod(f"gp-{name}", f"GP, {name} setting", "panning", dict(opts))
+        for name, opts in SETTINGS.items()
+    ),
     LatencyMethod("langchain-listwise", "LangChain LLMListwiseRerank", "peer"),
     LatencyMethod("llamaindex-llmrerank", "LlamaIndex LLMRerank", "peer"),
     LatencyMethod("llamaindex-rankgpt", "LlamaIndex RankGPTRerank", "peer"),

@@ -70,10 +70,14 @@ class PanningSpec:
 
 PANNING_METHODS: dict[str, PanningSpec] = {
     "psc": PanningSpec(
-        "PSC (policy=random)", {"policy": "random", "prior": "uniform", "prompts_per_round": 1}, rank_prior=False
+        "PSC (policy=random)",
+        {"policy": "random", "prior": "uniform", "prompts_per_round": 1},
+        rank_prior=False,
     ),
     "gp-belief": PanningSpec(
-        "GP-Belief, one prompt per round (base order as rank prior)", {"prompts_per_round": 1}, rank_prior=True
+        "GP-Belief, one prompt per round (base order as rank prior)",
+        {"prompts_per_round": 1},
+        rank_prior=True,
     ),
     "gp-cost": PanningSpec("GP, lowest-cost setting", COST_SAVING, rank_prior=True),
     "gp-belief-flat": PanningSpec(
@@ -106,7 +110,10 @@ LABELS = {
 }
 
 PEERS: dict[str, tuple[tuple[str, ...], str]] = {
-    "langchain-listwise": (("langchain_classic", "langchain_openai"), "pip install langchain-classic langchain-openai"),
+    "langchain-listwise": (
+        ("langchain_classic", "langchain_openai"),
+        "pip install langchain-classic langchain-openai",
+    ),
     "llamaindex-llmrerank": (
         ("llama_index.core", "llama_index.llms.openai_like"),
         "pip install llama-index-core llama-index-llms-openai-like",
@@ -155,7 +162,9 @@ class Endpoint:
     peer_max_tokens: int = 512
 
 
-def _per_round(result: Any, gold: Sequence[int], rounds: int, rng: np.random.Generator) -> tuple[list[float], list[int]]:
+def _per_round(
+    result: Any, gold: Sequence[int], rounds: int, rng: np.random.Generator
+) -> tuple[list[float], list[int]]:
     from .real import per_round_hits
 
     hits = per_round_hits(result, gold, rng=rng, rounds=rounds)
@@ -197,19 +206,30 @@ def panning_method(
         rng = np.random.default_rng([seed, inst.index, ALL_METHODS.index(name)])
         kq = query_k(k, len(inst.documents))
         # a method's own rounds (gp-defaults) win; without the rank prior, the flat one
-        options = {"rounds": rounds, **({} if spec.rank_prior else {"retriever_prior": "none"}), **spec.options}
+        options = {
+            "rounds": rounds,
+            **({} if spec.rank_prior else {"retriever_prior": "none"}),
+            **spec.options,
+        }
         panner = Panner(reader, profile=profile, k=kq, on_failure="fallback", rng=rng, **options)
         prior_probs = None
         if spec.rank_prior:  # the base order as the integrations' default rank prior
-            prior_probs = rank_prior_probs(len(inst.documents), k=kq, top10_recall=_DEFAULTS.prior_top10_recall,
-                                           head_decay=float(head_decay))  # type: ignore[arg-type]  # resolved
+            prior_probs = rank_prior_probs(
+                len(inst.documents),
+                k=kq,
+                top10_recall=_DEFAULTS.prior_top10_recall,
+                head_decay=float(head_decay),  # type: ignore[arg-type]  # resolved: not None
+            )
         res = panner.run(inst.question, inst.documents, prior_probs=prior_probs)
         if on_result is not None:
             on_result(res, inst)
         hits, toks = _per_round(res, inst.gold, rounds, rng)
         return MethodOutcome(
-            ranking=[int(i) for i in res.ranking], per_round=hits, round_tokens=toks,
-            unusable=res.failed_rounds, note=res.stop_reason,
+            ranking=[int(i) for i in res.ranking],
+            per_round=hits,
+            round_tokens=toks,
+            unusable=res.failed_rounds,
+            note=res.stop_reason,
         )
 
     run.__name__ = name
@@ -234,7 +254,9 @@ def _trace_writer(path: str | None) -> Callable[[Any, CompareInstance], None] | 
         with open(writer.path, "a", encoding="utf-8"):
             pass
     except (OSError, ValueError) as err:
-        raise TracesNotWritten(f"cannot write --traces {path!r}: {getattr(err, 'strerror', None) or err}") from err
+        raise TracesNotWritten(
+            f"cannot write --traces {path!r}: {getattr(err, 'strerror', None) or err}"
+        ) from err
 
     def write(result: Any, inst: CompareInstance) -> None:
         try:
@@ -273,7 +295,9 @@ def _index_of(obj: Any, key: str) -> int | None:
 
 def _node_index(node: Any) -> int | None:
     nid = str(getattr(node, "node_id", ""))
-    return int(nid[len("gp-doc-"):]) if nid.startswith("gp-doc-") and nid[len("gp-doc-"):].isdigit() else None
+    return (
+        int(nid[len("gp-doc-") :]) if nid.startswith("gp-doc-") and nid[len("gp-doc-") :].isdigit() else None
+    )
 
 
 def _mapped(items: Sequence[Any], get: Callable[[Any], int | None]) -> tuple[list[int], int]:
@@ -310,8 +334,12 @@ def peer_methods(name: str, ep: Endpoint, *, top_n: int = 3) -> tuple[MethodFn, 
         from pydantic import SecretStr
 
         llm = ChatOpenAI(
-            model=ep.model, base_url=ep.base_url, api_key=SecretStr(ep.api_key), temperature=0,
-            max_completion_tokens=ep.peer_max_tokens, timeout=ep.timeout,
+            model=ep.model,
+            base_url=ep.base_url,
+            api_key=SecretStr(ep.api_key),
+            temperature=0,
+            max_completion_tokens=ep.peer_max_tokens,
+            timeout=ep.timeout,
         )
         reranker = LLMListwiseRerank.from_llm(llm, top_n=top_n)
 
@@ -334,8 +362,14 @@ def peer_methods(name: str, ep: Endpoint, *, top_n: int = 3) -> tuple[MethodFn, 
         from llama_index.llms.openai_like import OpenAILike
 
         li_llm = OpenAILike(
-            model=ep.model, api_base=ep.base_url, api_key=ep.api_key, is_chat_model=True,
-            context_window=8192, max_tokens=ep.peer_max_tokens, temperature=0.0, timeout=ep.timeout,
+            model=ep.model,
+            api_base=ep.base_url,
+            api_key=ep.api_key,
+            is_chat_model=True,
+            context_window=8192,
+            max_tokens=ep.peer_max_tokens,
+            temperature=0.0,
+            timeout=ep.timeout,
         )
         post: Any
         if name == "llamaindex-llmrerank":
@@ -348,14 +382,18 @@ def peer_methods(name: str, ep: Endpoint, *, top_n: int = 3) -> tuple[MethodFn, 
             post = RankGPTRerank(llm=li_llm, top_n=top_n)
 
         def li_post(inst: CompareInstance) -> Any:
-            return post if post is not None else LLMRerank(
-                llm=li_llm, top_n=top_n, choice_batch_size=len(inst.documents)
+            return (
+                post
+                if post is not None
+                else LLMRerank(llm=li_llm, top_n=top_n, choice_batch_size=len(inst.documents))
             )
 
         def li_nodes(inst: CompareInstance) -> list[Any]:
             # No metadata: both peers show node metadata to the model; the id is not shown.
-            return [NodeWithScore(node=TextNode(text=d, id_=f"gp-doc-{i}"), score=None)
-                    for i, d in enumerate(inst.documents)]
+            return [
+                NodeWithScore(node=TextNode(text=d, id_=f"gp-doc-{i}"), score=None)
+                for i, d in enumerate(inst.documents)
+            ]
 
         def li_outcome(got: Sequence[Any]) -> MethodOutcome:
             ranking, bad = _mapped(list(got), lambda nw: _node_index(nw.node))

@@ -79,8 +79,9 @@ def score_methods(
     for m in methods:
         ranks = method_rankings(rows, instances, m, top_n=top_n)
         if ranks:
-            per[m] = per_query_metrics({q: qrels[q] for q in ranks}, ranks, recall_k=recall_k,
-                                       relevance_level=relevance_level)
+            per[m] = per_query_metrics(
+                {q: qrels[q] for q in ranks}, ranks, recall_k=recall_k, relevance_level=relevance_level
+            )
     out: dict[str, dict[str, Any]] = {}
     for m, values in per.items():
         qids = list(values)
@@ -95,9 +96,11 @@ def score_methods(
             shared = [q for q in qids if q in per[baseline]]
             d["vs_first_stage"] = {
                 name: paired_difference(
-                    [values[q][name] for q in shared], [per[baseline][q][name] for q in shared],
+                    [values[q][name] for q in shared],
+                    [per[baseline][q][name] for q in shared],
                     rng=_rng(name, paired=True),
-                ) for name in names
+                )
+                for name in names
             }
         out[m] = d
     return out

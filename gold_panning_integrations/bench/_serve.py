@@ -60,7 +60,9 @@ class ServedInThread:
     def bound_port(self) -> int:
         """The port the server is bound to."""
         if self._httpd is None:
-            raise RuntimeError(f"the {type(self).__name__} is not running; call start() or use it in a with block")
+            raise RuntimeError(
+                f"the {type(self).__name__} is not running; call start() or use it in a with block"
+            )
         return int(self._httpd.server_address[1])
 
     @property

@@ -31,8 +31,18 @@ from ..engine.config import PanningConfig
 from ..engine.priors import rank_prior_probs
 from ..engine.simulate import Mistakes
 
-__all__ = ["BS", "DEPTH", "LATENCY_N", "ONE_ROUND_BS", "PSC_PROMPTS", "READERS", "REPEATS", "latency_jobs",
-           "latency_panel", "latency_tables"]
+__all__ = [
+    "BS",
+    "DEPTH",
+    "LATENCY_N",
+    "ONE_ROUND_BS",
+    "PSC_PROMPTS",
+    "READERS",
+    "REPEATS",
+    "latency_jobs",
+    "latency_panel",
+    "latency_tables",
+]
 
 LATENCY_N = 100
 """Documents per trial."""
@@ -76,19 +86,42 @@ def latency_jobs(
     pairs = [(name, reader) for name in profiles for reader in READERS]
     for (name, reader), ss in zip(pairs, ss_panel.spawn(len(pairs))):
         p = profiles[name]
-        common = {"tpr": p.tpr_array, "fpr": p.fpr_array, "n": LATENCY_N, "k": 1, "trials": trials, "seed": ss,
-                  "mistakes": READERS[reader], "prior": "base-rate"}
+        common = {
+            "tpr": p.tpr_array,
+            "fpr": p.fpr_array,
+            "n": LATENCY_N,
+            "k": 1,
+            "trials": trials,
+            "seed": ss,
+            "mistakes": READERS[reader],
+            "prior": "base-rate",
+        }
 
         def job(
-            method: str, b: int, policies: tuple[str, ...], depth: int | None,
-            *, _key: str = f"{name}|{reader}", _common: dict[str, Any] = common, **extra: Any,
+            method: str,
+            b: int,
+            policies: tuple[str, ...],
+            depth: int | None,
+            *,
+            _key: str = f"{name}|{reader}",
+            _common: dict[str, Any] = common,
+            **extra: Any,
         ) -> Any:
             cfg = replace(base, prompts_per_round=b)
-            return make_job(panel="latency", key=f"{_key}|{method}|{b}", policies=policies,
-                            config=cfg, rounds=depth, **_common, **extra)
+            return make_job(
+                panel="latency",
+                key=f"{_key}|{method}|{b}",
+                policies=policies,
+                config=cfg,
+                rounds=depth,
+                **_common,
+                **extra,
+            )
 
         for b in BS:
-            jobs.append(job("gp", b, ("belief", "oracle") if b == 1 else ("belief",), None if b == 1 else DEPTH))
+            jobs.append(
+                job("gp", b, ("belief", "oracle") if b == 1 else ("belief",), None if b == 1 else DEPTH)
+            )
         jobs.append(job("psc", PSC_PROMPTS, ("random",), 1))
         for b in ONE_ROUND_BS:
             jobs.append(job("gp-rank", b, ("belief",), 1, prior_probs=prior, needle_probs=needle))
@@ -111,18 +144,27 @@ def latency_panel(settings: dict[str, dict[str, Any]]) -> dict[str, Any]:
         prof, reader, method, b = key.split("|")
         for pol, curve in s["policies"].items():
             name = "oracle" if pol == "oracle" else method
-            rows.append({
-                "profile": prof, "reader": reader, "method": name, "prompts_per_round": int(b),
-                "trials": s["trials"], "f1": list(curve["f1"]), "ci95": list(curve["ci95"]),
-                "calls": [int(b) * (t + 1) for t in range(len(curve["f1"]))],
-            })
+            rows.append(
+                {
+                    "profile": prof,
+                    "reader": reader,
+                    "method": name,
+                    "prompts_per_round": int(b),
+                    "trials": s["trials"],
+                    "f1": list(curve["f1"]),
+                    "ci95": list(curve["ci95"]),
+                    "calls": [int(b) * (t + 1) for t in range(len(curve["f1"]))],
+                }
+            )
     return {
         "latency": {
             "n": LATENCY_N,
             "k": 1,
             "prior": "base-rate",
-            "readers": {name: None if m is None else {"false_leads": m.false_leads, "blind_rate": m.blind_rate}
-                        for name, m in READERS.items()},
+            "readers": {
+                name: None if m is None else {"false_leads": m.false_leads, "blind_rate": m.blind_rate}
+                for name, m in READERS.items()
+            },
             "retriever": f"needle rank ~ rank_prior_probs({LATENCY_N}, k=1, top10_recall={TOP10_RECALL})",
             "settings": rows,
         }
@@ -156,16 +198,24 @@ def latency_tables(results: dict[str, Any]) -> list[tuple[str, list[str], list[l
         groups.setdefault((row["profile"], row["reader"]), []).append(row)
     for (prof, reader), rows in groups.items():
         table = []
-        for row in sorted(rows, key=lambda r: (list(_METHOD_LABELS).index(r["method"]), r["prompts_per_round"])):
+        for row in sorted(
+            rows, key=lambda r: (list(_METHOD_LABELS).index(r["method"]), r["prompts_per_round"])
+        ):
             retriever = "informative" if row["method"] in ("gp-rank", "gp-flat", "psc-retriever") else "none"
-            table.append([_METHOD_LABELS[row["method"]], row["prompts_per_round"], retriever]
-                         + [_at(row, d) for d in dict.fromkeys(depths)])
-        out.append((
-            (f"Latency: F1 (calls) by sequential depth, profile {prof}, {reader} reader "
-             f"(N={lat['n']}, k=1, {rows[0]['trials']} trials)"),
-            ["method", "prompts per round", "retriever"] + [f"depth {d}" for d in dict.fromkeys(depths)],
-            table,
-        ))
+            table.append(
+                [_METHOD_LABELS[row["method"]], row["prompts_per_round"], retriever]
+                + [_at(row, d) for d in dict.fromkeys(depths)]
+            )
+        out.append(
+            (
+                (
+                    f"Latency: F1 (calls) by sequential depth, profile {prof}, {reader} reader "
+                    f"(N={lat['n']}, k=1, {rows[0]['trials']} trials)"
+                ),
+                ["method", "prompts per round", "retriever"] + [f"depth {d}" for d in dict.fromkeys(depths)],
+                table,
+            )
+        )
     return out
 
 

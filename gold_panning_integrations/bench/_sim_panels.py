@@ -44,7 +44,14 @@ __all__ = [
 
 
 PANELS: tuple[str, ...] = (
-    "main", "noise", "heterogeneity", "scaling", "multi_needle", "attack", "no_harm", "latency"
+    "main",
+    "noise",
+    "heterogeneity",
+    "scaling",
+    "multi_needle",
+    "attack",
+    "no_harm",
+    "latency",
 )
 """Panels that run simulations; ``efficiency`` is derived from them."""
 DEFAULT_SIGMAS: tuple[float, ...] = (0.0, 0.1, 0.2, 0.3, 0.4, 0.5)
@@ -293,14 +300,39 @@ def _noise_jobs(ss_panel: np.random.SeedSequence, a: _PanelArgs) -> list[_Job]:
             dt, df = noisy_profile(t100, f100, sigma, rng=np.random.default_rng(noise_ss))
             for name, (cfg, only) in variants.items():  # paired: same draws and seeds
                 jobs.append(
-                    _Job("noise", f"{_fmt_key(sigma)}|{name}", t100, f100, 100, 1, share, ABLATION_POLICIES,
-                         sim_ss, dt, df, config=cfg, placement_only=only)
+                    _Job(
+                        "noise",
+                        f"{_fmt_key(sigma)}|{name}",
+                        t100,
+                        f100,
+                        100,
+                        1,
+                        share,
+                        ABLATION_POLICIES,
+                        sim_ss,
+                        dt,
+                        df,
+                        config=cfg,
+                        placement_only=only,
+                    )
                 )
     over = np.minimum(1.3 * t100, 1.0)
     for name, ss in zip(("robust", "plain"), ss_panel.spawn(len(sigmas) + 2)[-2:]):
         jobs.append(
-            _Job("noise", f"tpr+30%|{name}", t100, f100, 100, 1, trials, ABLATION_POLICIES, ss, over, f100,
-                 config=robust if name == "robust" else plain)
+            _Job(
+                "noise",
+                f"tpr+30%|{name}",
+                t100,
+                f100,
+                100,
+                1,
+                trials,
+                ABLATION_POLICIES,
+                ss,
+                over,
+                f100,
+                config=robust if name == "robust" else plain,
+            )
         )
     return jobs
 
@@ -319,9 +351,23 @@ def _no_harm_jobs(ss_panel: np.random.SeedSequence, a: _PanelArgs) -> list[_Job]
         t, f = prof.tpr_array, prof.fpr_array
         for rule, opts in NO_HARM_RULES.items():
             jobs.append(
-                _Job("no_harm", f"{nm}|{scale:g}|{r}|{rule}", scale * t, scale * f, 10, 1, trials, ("belief",),
-                     ss, t, f, config=replace(base_cfg or PanningConfig(), **opts), rounds=r,
-                     prior_probs=prior, needle_probs=needle)
+                _Job(
+                    "no_harm",
+                    f"{nm}|{scale:g}|{r}|{rule}",
+                    scale * t,
+                    scale * f,
+                    10,
+                    1,
+                    trials,
+                    ("belief",),
+                    ss,
+                    t,
+                    f,
+                    config=replace(base_cfg or PanningConfig(), **opts),
+                    rounds=r,
+                    prior_probs=prior,
+                    needle_probs=needle,
+                )
             )
     return jobs
 
@@ -352,8 +398,22 @@ def _attack_jobs(ss_panel: np.random.SeedSequence, a: _PanelArgs) -> list[_Job]:
             for top in (PanningConfig().shuffle_top, 0):
                 cfg = replace(base_cfg or PanningConfig(), shuffle_top=top)
                 jobs.append(
-                    _Job("attack", f"{scen}|{kind}|{obey:g}|{top}", np.asarray(t), np.asarray(f), n, 1, trials,
-                         ("belief", "random"), ss, dt, df, config=cfg, attack=attack, rounds=r)
+                    _Job(
+                        "attack",
+                        f"{scen}|{kind}|{obey:g}|{top}",
+                        np.asarray(t),
+                        np.asarray(f),
+                        n,
+                        1,
+                        trials,
+                        ("belief", "random"),
+                        ss,
+                        dt,
+                        df,
+                        config=cfg,
+                        attack=attack,
+                        rounds=r,
+                    )
                 )
     return jobs
 
@@ -390,21 +450,32 @@ def _plan(
             for share, child in zip(shares, ss.spawn(len(shares))):
                 prof_ss, sim_ss = child.spawn(2)
                 t, f = heterogeneous_profile(alpha, 100, fpr=hetero_fpr, rng=np.random.default_rng(prof_ss))
-                jobs.append(_Job("heterogeneity", _fmt_key(alpha), t, f, 100, 1, share, ABLATION_POLICIES, sim_ss))
+                jobs.append(
+                    _Job("heterogeneity", _fmt_key(alpha), t, f, 100, 1, share, ABLATION_POLICIES, sim_ss)
+                )
     if "scaling" in panels:
         for n, ss in zip(ns, panel_seeds["scaling"].spawn(len(ns))):
-            jobs.append(_Job("scaling", str(n), bt, bf, int(n), 1, _scaled_trials(trials, n), ALL_POLICIES, ss))
+            jobs.append(
+                _Job("scaling", str(n), bt, bf, int(n), 1, _scaled_trials(trials, n), ALL_POLICIES, ss)
+            )
     if "multi_needle" in panels:
         for k, ss in zip(ks, panel_seeds["multi_needle"].spawn(len(ks))):
             jobs.append(_Job("multi_needle", str(k), bt, bf, 100, int(k), trials, ALL_POLICIES, ss))
     if "latency" in panels:
-        jobs += latency_jobs(panel_seeds["latency"], profiles, trials=trials, base_cfg=base_cfg, make_job=_Job)
+        jobs += latency_jobs(
+            panel_seeds["latency"], profiles, trials=trials, base_cfg=base_cfg, make_job=_Job
+        )
     return jobs
 
 
 # ------------------------------------------------------------------ running
 def _noise_panel(
-    s_all: dict[str, dict[str, Any]], *, sigmas: Sequence[float], draws: int, trials: int, ablation_profile: str
+    s_all: dict[str, dict[str, Any]],
+    *,
+    sigmas: Sequence[float],
+    draws: int,
+    trials: int,
+    ablation_profile: str,
 ) -> dict[str, Any]:
     """The ``noise`` panel of :func:`run_sim_bench` from its pooled settings."""
     out: dict[str, Any] = {}
@@ -418,13 +489,16 @@ def _noise_panel(
         "TPR and FPR independently; the simulated model uses the true rates",
         "likelihood": "settings: robust (default); variants: plain, placement-only (noise moves "
         "placement, the update uses the true rates)",
-        "settings": [{"sigma": float(x), "likelihood": "robust"} | s[f"{_fmt_key(x)}|robust"] for x in sigmas],
+        "settings": [
+            {"sigma": float(x), "likelihood": "robust"} | s[f"{_fmt_key(x)}|robust"] for x in sigmas
+        ],
         "variants": {
             name: [{"sigma": float(x), "likelihood": name} | s[f"{_fmt_key(x)}|{name}"] for x in sigmas]
             for name in LIKELIHOODS[1:]
         },
         "overestimate": {
-            name: {"tpr_scale": 1.3, "likelihood": name} | s[f"tpr+30%|{name}"] for name in ("robust", "plain")
+            name: {"tpr_scale": 1.3, "likelihood": name} | s[f"tpr+30%|{name}"]
+            for name in ("robust", "plain")
         },
     }
     return out
@@ -440,14 +514,25 @@ def _no_harm_panel(results: dict[tuple[str, str], list[SimulationResult]]) -> di
         nm, scale, r, rule = key.split("|")
         c = rs[0].policies["belief"]
         assert c.recall is not None
-        rows.append({
-            "profile": nm, "scale": float(scale), "rounds": int(r), "rule": rule, "trials": rs[0].trials,
-            "top1": float(c.f1[-1]), "top1_ci95": float(c.ci95[-1]), "top3": float(c.recall[-1]),
-        })
+        rows.append(
+            {
+                "profile": nm,
+                "scale": float(scale),
+                "rounds": int(r),
+                "rule": rule,
+                "trials": rs[0].trials,
+                "top1": float(c.f1[-1]),
+                "top1_ci95": float(c.ci95[-1]),
+                "top3": float(c.recall[-1]),
+            }
+        )
     out["no_harm"] = {
         "n": 10,
-        "retriever": {"needle_rank_probs": list(NO_HARM_NEEDLE), "top1": NO_HARM_NEEDLE[0],
-                      "top3": float(sum(NO_HARM_NEEDLE[:3]))},
+        "retriever": {
+            "needle_rank_probs": list(NO_HARM_NEEDLE),
+            "top1": NO_HARM_NEEDLE[0],
+            "top3": float(sum(NO_HARM_NEEDLE[:3])),
+        },
         "prior": "rank_prior_probs(10, k=1, top10_recall=0.5)",
         "settings": rows,
     }
@@ -466,8 +551,13 @@ def _attack_panel(s_all: dict[str, dict[str, Any]], *, rounds: int) -> dict[str,
         "k": 1,
         "scenarios": {
             "lost-in-the-middle": {"n": 100, "rounds": rounds, "model": "the profile itself"},
-            "issue-10": {"n": 10, "rounds": 4, "model": "TPR by slot " + str(list(ISSUE10_TPR))
-                         + ", FPR 0.03; the panner uses lost-in-the-middle"},
+            "issue-10": {
+                "n": 10,
+                "rounds": 4,
+                "model": "TPR by slot "
+                + str(list(ISSUE10_TPR))
+                + ", FPR 0.03; the panner uses lost-in-the-middle",
+            },
         },
         "settings": rows,
     }

@@ -30,7 +30,9 @@ def _delta(s: dict[str, Any]) -> str:
     return f"{s['delta_f1'][-1]:+.3f} ±{s['delta_ci95'][-1]:.3f}"
 
 
-def _noise_likelihood_table(results: dict[str, Any], rounds: int) -> list[tuple[str, list[str], list[list[Any]]]]:
+def _noise_likelihood_table(
+    results: dict[str, Any], rounds: int
+) -> list[tuple[str, list[str], list[list[Any]]]]:
     """The noise panel by likelihood (when its variants ran)."""
     out: list[tuple[str, list[str], list[list[Any]]]] = []
     nz = results["noise"]
@@ -40,7 +42,8 @@ def _noise_likelihood_table(results: dict[str, Any], rounds: int) -> list[tuple[
         for i, s in enumerate(nz["settings"])
     ]
     rows += [
-        ["TPR x1.3"] + [_delta(nz["overestimate"][name]) if name in nz["overestimate"] else "-" for name in LIKELIHOODS]
+        ["TPR x1.3"]
+        + [_delta(nz["overestimate"][name]) if name in nz["overestimate"] else "-" for name in LIKELIHOODS]
     ]
     out.append(
         (
@@ -60,7 +63,8 @@ def _no_harm_table(results: dict[str, Any], rounds: int) -> list[tuple[str, list
     for x in nh["settings"]:
         table.setdefault((x["profile"], x["scale"], x["rounds"]), {})[x["rule"]] = x
     rows = [
-        [nm, f"x{sc:g}", r] + [f"{v[rule]['top1']:.3f} / {v[rule]['top3']:.3f}" for rule in NO_HARM_RULES if rule in v]
+        [nm, f"x{sc:g}", r]
+        + [f"{v[rule]['top1']:.3f} / {v[rule]['top3']:.3f}" for rule in NO_HARM_RULES if rule in v]
         for (nm, sc, r), v in table.items()
     ]
     ret = nh["retriever"]
@@ -84,9 +88,15 @@ def _attack_table(results: dict[str, Any], rounds: int) -> list[tuple[str, list[
     for s in results["attack"]["settings"]:
         pol = s["policies"]
         rows.append(
-            [s["scenario"], s["attack"], f"{s['obey']:g}", s["shuffle_top"],
-             _pm(pol["belief"], -1), _pm(pol["random"], -1),
-             " ".join(f"{x:.2f}" for x in pol["belief"]["f1"])]
+            [
+                s["scenario"],
+                s["attack"],
+                f"{s['obey']:g}",
+                s["shuffle_top"],
+                _pm(pol["belief"], -1),
+                _pm(pol["random"], -1),
+                " ".join(f"{x:.2f}" for x in pol["belief"]["f1"]),
+            ]
         )
     out.append(
         (
@@ -105,7 +115,9 @@ def _tables(results: dict[str, Any]) -> list[tuple[str, list[str], list[list[Any
     if "main" in results:
         for name, s in results["main"]["profiles"].items():
             pols = list(s["policies"])
-            rows: list[list[Any]] = [[t + 1] + [_pm(s["policies"][p], t) for p in pols] for t in range(rounds)]
+            rows: list[list[Any]] = [
+                [t + 1] + [_pm(s["policies"][p], t) for p in pols] for t in range(rounds)
+            ]
             rows.append(["match"] + [s["policies"][p].get("rounds_to_match_random") for p in pols])
             out.append(
                 (
@@ -136,7 +148,9 @@ def _tables(results: dict[str, Any]) -> list[tuple[str, list[str], list[list[Any
         out.append(
             (
                 f"{title}: F1 at round {rounds}",
-                [label, "trials"] + [_LABELS[p] for p in pols] + ["dF1 (Belief-PSC)", f"mean dF1 r1-{rounds}", "Belief match"],
+                [label, "trials"]
+                + [_LABELS[p] for p in pols]
+                + ["dF1 (Belief-PSC)", f"mean dF1 r1-{rounds}", "Belief match"],
                 rows,
             )
         )
@@ -219,9 +233,15 @@ def _plot_attack(results: dict[str, Any], plt: Any, save: Callable[[Any, str], N
             if x["shuffle_top"] != top:
                 continue
             f1 = x["policies"]["belief"]["f1"]
-            ax.plot(np.arange(1, len(f1) + 1), f1, marker="o", ms=3,
-                    color=f"C{kinds.index(x['attack'])}", ls="-" if x["obey"] >= 1 else "--",
-                    label=f"{x['attack']} (obeys {x['obey']:g})")
+            ax.plot(
+                np.arange(1, len(f1) + 1),
+                f1,
+                marker="o",
+                ms=3,
+                color=f"C{kinds.index(x['attack'])}",
+                ls="-" if x["obey"] >= 1 else "--",
+                label=f"{x['attack']} (obeys {x['obey']:g})",
+            )
         ax.set_title(f"GP-Belief under attack, shuffle_top={top} (N=100)")
         ax.set_xlabel("round (LLM calls)")
         ax.set_ylim(0, 1.02)
@@ -238,8 +258,10 @@ def _plot_no_harm(results: dict[str, Any], plt: Any, save: Callable[[Any, str], 
     fig, ax = plt.subplots(figsize=(9, 4))
     w = 0.8 / len(NO_HARM_RULES)
     for i, rule in enumerate(NO_HARM_RULES):
-        vals = [next((x["top3"] for x in nh if (x["profile"], x["scale"]) == lab and x["rule"] == rule), np.nan)
-                for lab in labels]
+        vals = [
+            next((x["top3"] for x in nh if (x["profile"], x["scale"]) == lab and x["rule"] == rule), np.nan)
+            for lab in labels
+        ]
         ax.bar(np.arange(len(labels)) + i * w, vals, w, label=rule)
     ax.axhline(results["no_harm"]["retriever"]["top3"], color="k", lw=0.8, ls="--", label="retriever alone")
     ax.set_xticks(np.arange(len(labels)) + 0.4 - w / 2, [f"{p}\nrates x{s:g}" for p, s in labels], fontsize=7)

@@ -71,6 +71,7 @@ from typing import Any, Literal
 from .. import __version__
 from ..errors import MissingExtraError
 from ..ir.metrics import wilson_interval
+from ._compare_report import plot_compare
 from ._compare_run import CHECKPOINT_FORMAT, run_compare, summarize
 from ._endpoints import EmbeddedServer, UsageProxy, check_server_extra, free_port, llama_server_command
 from ._instances import COLLECTION_TASKS, TASKS, CompareInstance, make_instances
@@ -126,7 +127,11 @@ EMBEDDED_MODEL = "SmolLM2-135M-Instruct"
 
 # ================================================================================ reporting
 def format_markdown(
-    summary: Mapping[str, Mapping[str, Any]], *, rounds: int, notes: Sequence[str] = (), base_label: str | None = None
+    summary: Mapping[str, Mapping[str, Any]],
+    *,
+    rounds: int,
+    notes: Sequence[str] = (),
+    base_label: str | None = None,
 ) -> str:
     """The report's tables (:func:`~._compare_report.format_markdown`) with this bench's
     method labels; ``base_label`` names the first stage (``"first stage: BM25"``)."""
@@ -134,39 +139,6 @@ def format_markdown(
 
     labels = {**LABELS, "base": base_label} if base_label else LABELS
     return _format(summary, rounds=rounds, labels=labels, notes=notes)
-
-
-def plot_compare(summary: Mapping[str, Mapping[str, Any]], path: str | Path, *, title: str = "") -> None:
-    """Top-1 accuracy (nDCG@10 when queries have several relevant documents) against
-    prompt tokens per query, one marker per method (95% CI bars); panning methods also as
-    a curve through their top-1 by round."""
-    try:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError as err:
-        raise MissingExtraError("matplotlib", "plot", "Plotting the comparison") from err
-    fig, ax = plt.subplots(figsize=(7.0, 4.2))
-    ran = [d for d in summary.values() if d["status"] == "ran"]
-    key = "top1" if any(d.get("top1") is not None for d in ran) else "ndcg@10"
-    for m, d in summary.items():
-        if d["status"] != "ran" or d.get(key) is None:
-            continue
-        x, y = d["prompt_tokens_per_query"], d[key]
-        lo, hi = d[f"{key}_ci95"]
-        line = ax.errorbar([x], [y], yerr=[[y - lo], [hi - y]], fmt="o", capsize=3, label=LABELS.get(m, m))
-        if key == "top1" and d.get("per_round") and d.get("per_round_prompt_tokens"):
-            ax.plot(d["per_round_prompt_tokens"], d["per_round"], "-", alpha=0.5, color=line[0].get_color())
-    ax.set_xlabel("prompt tokens per query (server usage)")
-    ax.set_ylabel("top-1 accuracy" if key == "top1" else "nDCG@10")
-    ax.set_ylim(-0.02, 1.02)
-    if title:
-        ax.set_title(title, fontsize=9)
-    ax.legend(fontsize=7, loc="best")
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
 
 
 # ====================================================================================== CLI
@@ -182,79 +154,158 @@ def register(sub: Any) -> None:
         ),
     )
     g = p.add_argument_group("endpoint")
-    g.add_argument("--reader", choices=("embedded", "openai"), default="embedded",
-                   help="embedded: serve the embedded SmolLM2 model on loopback (default); "
-                        "openai: an OpenAI-compatible endpoint (--base-url, --model)")
-    g.add_argument("--base-url", default=None, help="endpoint for --reader openai, e.g. http://127.0.0.1:8000/v1")
+    g.add_argument(
+        "--reader",
+        choices=("embedded", "openai"),
+        default="embedded",
+        help="embedded: serve the embedded SmolLM2 model on loopback (default); "
+        "openai: an OpenAI-compatible endpoint (--base-url, --model)",
+    )
+    g.add_argument(
+        "--base-url", default=None, help="endpoint for --reader openai, e.g. http://127.0.0.1:8000/v1"
+    )
     g.add_argument("--model", default=None, help="model name for --reader openai")
     g.add_argument("--api-key", default=None, help="API key for --reader openai (default: $OPENAI_API_KEY)")
-    g.add_argument("--model-path", default=None, help="GGUF file for --reader embedded (default: SmolLM2-135M)")
-    g.add_argument("--mode", choices=("answer", "cite"), default=None,
-                   help="how our methods read the model: answer (default for embedded) or cite (default for openai)")
+    g.add_argument(
+        "--model-path", default=None, help="GGUF file for --reader embedded (default: SmolLM2-135M)"
+    )
+    g.add_argument(
+        "--mode",
+        choices=("answer", "cite"),
+        default=None,
+        help="how our methods read the model: answer (default for embedded) or cite (default for openai)",
+    )
     g.add_argument("--threads", type=int, default=None, help="CPU threads of the embedded server")
     g.add_argument("--n-ctx", type=int, default=8192, help="context of the embedded server (default 8192)")
     g.add_argument("--timeout", type=float, default=300.0, help="seconds per LLM request (default 300)")
-    g.add_argument("--server-timeout", type=float, default=180.0, help="seconds to wait for the embedded server")
-    g.add_argument("--server-log", default=None, help="log file of the embedded server (default: a temp file)")
-    g.add_argument("--peer-max-tokens", type=int, default=512,
-                   help="completion cap given to the peers' LLM clients (default 512)")
-    p.add_argument("--task", choices=TASKS, default="kv",
-                   help="kv (synthetic, default), nq, litm-kv (UUIDs); or a test collection: beir (a BEIR folder, "
-                        "the shipped NQ fixture without --data), trec (--topics/--qrels/--corpus), rag (JSONL)")
-    p.add_argument("--split", default="test",
-                   help="nq: questions of the shipped NQ sample, test (held out, default) or calibration (to measure "
-                        "a reader with --traces without touching the test questions); beir: the qrels file "
-                        "qrels/<split>.tsv (default test)")
-    p.add_argument("--traces", default=None, metavar="FILE",
-                   help="append a labelled trace of every gp-belief run to FILE (JSONL; the gold is known), "
-                        "for gold-panning calibrate --from-traces")
-    p.add_argument("--data", default=None,
-                   help="nq / litm-kv: a larger file in the Lost-in-the-Middle format (default: the samples shipped "
-                        "in the package); beir: a BEIR folder (default: the shipped fixture nq-test-beir); rag: a "
-                        "JSONL file, one {\"question\", \"passages\", \"relevant\"} per line")
-    p.add_argument("--n", "--depth", dest="n", type=int, default=20,
-                   help="documents per instance; for a collection the first stage's depth, the candidates each "
-                        "method reranks (default 20)")
-    p.add_argument("--instances", type=int, default=None,
-                   help="instances (default 30; for a collection every judged query, else that many drawn with --seed)")
+    g.add_argument(
+        "--server-timeout", type=float, default=180.0, help="seconds to wait for the embedded server"
+    )
+    g.add_argument(
+        "--server-log", default=None, help="log file of the embedded server (default: a temp file)"
+    )
+    g.add_argument(
+        "--peer-max-tokens",
+        type=int,
+        default=512,
+        help="completion cap given to the peers' LLM clients (default 512)",
+    )
+    p.add_argument(
+        "--task",
+        choices=TASKS,
+        default="kv",
+        help="kv (synthetic, default), nq, litm-kv (UUIDs); or a test collection: beir (a BEIR folder, "
+        "the shipped NQ fixture without --data), trec (--topics/--qrels/--corpus), rag (JSONL)",
+    )
+    p.add_argument(
+        "--split",
+        default="test",
+        help="nq: questions of the shipped NQ sample, test (held out, default) or calibration (to measure "
+        "a reader with --traces without touching the test questions); beir: the qrels file "
+        "qrels/<split>.tsv (default test)",
+    )
+    p.add_argument(
+        "--traces",
+        default=None,
+        metavar="FILE",
+        help="append a labelled trace of every gp-belief run to FILE (JSONL; the gold is known), "
+        "for gold-panning calibrate --from-traces",
+    )
+    p.add_argument(
+        "--data",
+        default=None,
+        help="nq / litm-kv: a larger file in the Lost-in-the-Middle format (default: the samples shipped "
+        "in the package); beir: a BEIR folder (default: the shipped fixture nq-test-beir); rag: a "
+        'JSONL file, one {"question", "passages", "relevant"} per line',
+    )
+    p.add_argument(
+        "--n",
+        "--depth",
+        dest="n",
+        type=int,
+        default=20,
+        help="documents per instance; for a collection the first stage's depth, the candidates each "
+        "method reranks (default 20)",
+    )
+    p.add_argument(
+        "--instances",
+        type=int,
+        default=None,
+        help="instances (default 30; for a collection every judged query, else that many drawn with --seed)",
+    )
     p.add_argument("--seed", type=int, default=1, help="instance seed (default 1; calibration used 0)")
     p.add_argument("--rounds", type=int, default=8, help="rounds of the panning methods (default 8)")
-    p.add_argument("--profile", default=None,
-                   help="detector profile (default for embedded: smollm2-135m-nq-labelled on --task nq and on a "
-                        "collection, smollm2-135m-kv otherwise; for openai: the reader's, else the generic one)")
+    p.add_argument(
+        "--profile",
+        default=None,
+        help="detector profile (default for embedded: smollm2-135m-nq-labelled on --task nq and on a "
+        "collection, smollm2-135m-kv otherwise; for openai: the reader's, else the generic one)",
+    )
     p.add_argument(
         "--methods",
         default=",".join(DEFAULT_METHODS),
         help=f"comma-separated subset of {','.join(ALL_METHODS)} (default: all but gp-belief-flat)",
     )
-    p.add_argument("--top-n", type=int, default=None,
-                   help="documents each method returns; the other candidates keep their first-stage order below "
-                        "them, so every method is scored on a full ranking (default 3 on the built-in tasks, for "
-                        "top-3; 10 on a collection, for nDCG@10)")
+    p.add_argument(
+        "--top-n",
+        type=int,
+        default=None,
+        help="documents each method returns; the other candidates keep their first-stage order below "
+        "them, so every method is scored on a full ranking (default 3 on the built-in tasks, for "
+        "top-3; 10 on a collection, for nDCG@10)",
+    )
     c = p.add_argument_group("collections (--task beir, trec, rag)")
-    c.add_argument("--topics", default=None, help="trec: topics file (qid<TAB>text, BEIR queries.jsonl or <top> SGML)")
+    c.add_argument(
+        "--topics", default=None, help="trec: topics file (qid<TAB>text, BEIR queries.jsonl or <top> SGML)"
+    )
     c.add_argument("--qrels", default=None, help="trec: qrels file (qid iteration docid relevance)")
-    c.add_argument("--corpus", default=None,
-                   help="trec: corpus file (docid<TAB>text as MS MARCO collection.tsv, or BEIR corpus.jsonl)")
-    c.add_argument("--run", default=None,
-                   help="beir, trec: first-stage TREC run file (qid Q0 docid rank score tag); its top --depth "
-                        "documents per query are the candidates (default: BM25 over the corpus, through bm25s)")
-    c.add_argument("--bm25-stemmer", default=None, metavar="NAME",
-                   help="PyStemmer algorithm for the BM25 first stage, e.g. english (default: no stemming, as "
-                        "the shipped NQ sample was built)")
-    c.add_argument("--gp-k", default="auto", type=_gp_k,
-                   help="relevant documents the panning methods select: auto (default: 1 on the built-in tasks; "
-                        "on a collection the median number of relevant candidates per query, reported) or N")
-    c.add_argument("--relevance-level", type=int, default=1,
-                   help="lowest grade the binary metrics (MRR, recall, top-1/3) count as relevant (default 1; "
-                        "TREC DL papers use 2)")
+    c.add_argument(
+        "--corpus",
+        default=None,
+        help="trec: corpus file (docid<TAB>text as MS MARCO collection.tsv, or BEIR corpus.jsonl)",
+    )
+    c.add_argument(
+        "--run",
+        default=None,
+        help="beir, trec: first-stage TREC run file (qid Q0 docid rank score tag); its top --depth "
+        "documents per query are the candidates (default: BM25 over the corpus, through bm25s)",
+    )
+    c.add_argument(
+        "--bm25-stemmer",
+        default=None,
+        metavar="NAME",
+        help="PyStemmer algorithm for the BM25 first stage, e.g. english (default: no stemming, as "
+        "the shipped NQ sample was built)",
+    )
+    c.add_argument(
+        "--gp-k",
+        default="auto",
+        type=_gp_k,
+        help="relevant documents the panning methods select: auto (default: 1 on the built-in tasks; "
+        "on a collection the median number of relevant candidates per query, reported) or N",
+    )
+    c.add_argument(
+        "--relevance-level",
+        type=int,
+        default=1,
+        help="lowest grade the binary metrics (MRR, recall, top-1/3) count as relevant (default 1; "
+        "TREC DL papers use 2)",
+    )
     c.add_argument("--recall-k", type=int, default=10, help="cutoff of Recall@k (default 10)")
-    p.add_argument("--checkpoint", default=None, help="JSONL of finished (instance, method) pairs, for resuming")
-    p.add_argument("--out", default=None, metavar="DIR",
-                   help="write runs/<method>.trec (TREC run files), qrels.trec (the judgements scored), summary.json "
-                        "and table.md here, each atomically")
+    p.add_argument(
+        "--checkpoint", default=None, help="JSONL of finished (instance, method) pairs, for resuming"
+    )
+    p.add_argument(
+        "--out",
+        default=None,
+        metavar="DIR",
+        help="write runs/<method>.trec (TREC run files), qrels.trec (the judgements scored), summary.json "
+        "and table.md here, each atomically",
+    )
     p.add_argument("--json", action="store_true", help="print one JSON object instead of the tables")
-    p.add_argument("--plot", default=None, help="write accuracy vs prompt tokens here (PNG; needs matplotlib)")
+    p.add_argument(
+        "--plot", default=None, help="write accuracy vs prompt tokens here (PNG; needs matplotlib)"
+    )
     p.set_defaults(func=main)
 
 
@@ -275,7 +326,9 @@ def _methods(arg: str) -> list[str]:
     names = [m.strip() for m in arg.split(",") if m.strip()]
     bad = [m for m in names if m not in ALL_METHODS]
     if bad or not names:
-        raise ValueError(f"unknown method(s) {', '.join(bad) or '(none)'}; choose from {', '.join(ALL_METHODS)}")
+        raise ValueError(
+            f"unknown method(s) {', '.join(bad) or '(none)'}; choose from {', '.join(ALL_METHODS)}"
+        )
     return list(dict.fromkeys(names))
 
 
@@ -288,21 +341,34 @@ def _endpoint(args: argparse.Namespace) -> Iterator[tuple[str, str, str]]:
             raise ValueError("--reader openai needs --base-url URL (or an API key for api.openai.com)")
         if not args.model:
             raise ValueError("--reader openai needs --model NAME")
-        yield (args.base_url or "https://api.openai.com/v1", args.model,
-               args.api_key or os.environ.get("OPENAI_API_KEY") or "not-needed")
+        yield (
+            args.base_url or "https://api.openai.com/v1",
+            args.model,
+            args.api_key or os.environ.get("OPENAI_API_KEY") or "not-needed",
+        )
         return
     check_server_extra()
     from ..readers.local import default_model_path
 
     model_path = Path(args.model_path) if args.model_path else default_model_path()
     port = free_port()
-    log = Path(args.server_log) if args.server_log else Path(
-        os.environ.get("TMPDIR", "/tmp")) / f"gold-panning-compare-server-{port}.log"
+    log = (
+        Path(args.server_log)
+        if args.server_log
+        else Path(os.environ.get("TMPDIR", "/tmp")) / f"gold-panning-compare-server-{port}.log"
+    )
     server = EmbeddedServer(
         llama_server_command(model_path, port=port, n_ctx=args.n_ctx, threads=args.threads),
-        port=port, log=log, ready_timeout=args.server_timeout,
+        port=port,
+        log=log,
+        ready_timeout=args.server_timeout,
     )
-    args.server_info = {"command": "python -m llama_cpp.server", "port": port, "log": str(log), "n_ctx": args.n_ctx}
+    args.server_info = {
+        "command": "python -m llama_cpp.server",
+        "port": port,
+        "log": str(log),
+        "n_ctx": args.n_ctx,
+    }
     sys.stderr.write(f"bench compare: serving {model_path.name} at {server.base_url} (log: {log})\n")
     with server:
         sys.stderr.write(f"bench compare: server ready on port {port}\n")
@@ -318,7 +384,9 @@ def _progress(total: int) -> tuple[Callable[[int], None], Callable[[], None]]:
 
         bar = Progress(total, label="bench compare")
         return bar.update, bar.close
-    t = tqdm(total=total, desc="bench compare", file=sys.stderr, mininterval=1.0 if sys.stderr.isatty() else 30.0)
+    t = tqdm(
+        total=total, desc="bench compare", file=sys.stderr, mininterval=1.0 if sys.stderr.isatty() else 30.0
+    )
 
     def update(done: int) -> None:
         t.update(done - t.n)
@@ -348,30 +416,61 @@ def _plan(args: argparse.Namespace) -> _Plan:
     """Load the task or collection, draw the instances, choose ``k`` and ``--top-n``."""
     from ._instances import choose_gp_k, collection_instances, instance_qrels
 
-    for opt, value in (("--top-n", args.top_n), ("--recall-k", args.recall_k), ("--relevance-level", args.relevance_level)):
+    for opt, value in (
+        ("--top-n", args.top_n),
+        ("--recall-k", args.recall_k),
+        ("--relevance-level", args.relevance_level),
+    ):
         if value is not None and value < 1:
             raise ValueError(f"{opt} must be >= 1, got {value!r}")  # checked before any model call
     collection = None
     if args.task in COLLECTION_TASKS:
         from ..ir.collection import load_collection
 
-        collection = load_collection(args.task, data=args.data, split=args.split, topics=args.topics,
-                                     qrels=args.qrels, corpus=args.corpus, run=args.run, depth=args.n)
+        collection = load_collection(
+            args.task,
+            data=args.data,
+            split=args.split,
+            topics=args.topics,
+            qrels=args.qrels,
+            corpus=args.corpus,
+            run=args.run,
+            depth=args.n,
+        )
         instances, without = collection_instances(
-            collection, depth=args.n, instances=args.instances, seed=args.seed,
-            relevance_level=args.relevance_level, stemmer=args.bm25_stemmer, task=args.task,
+            collection,
+            depth=args.n,
+            instances=args.instances,
+            seed=args.seed,
+            relevance_level=args.relevance_level,
+            stemmer=args.bm25_stemmer,
+            task=args.task,
         )
         left_out = {**collection.left_out, **without}
-        first: str | None = ("BM25 (bm25s)" if collection.first_stage == "bm25" else collection.first_stage) + (
-            f", stemmer {args.bm25_stemmer}" if args.bm25_stemmer else "")
-        data: str | None = (str(args.data) if args.data
-                            else f"{args.topics} {args.qrels} {args.corpus}" if args.topics else "fixture")
+        first: str | None = (
+            "BM25 (bm25s)" if collection.first_stage == "bm25" else collection.first_stage
+        ) + (f", stemmer {args.bm25_stemmer}" if args.bm25_stemmer else "")
+        data: str | None = (
+            str(args.data)
+            if args.data
+            else f"{args.topics} {args.qrels} {args.corpus}"
+            if args.topics
+            else "fixture"
+        )
         top_n = 10 if args.top_n is None else args.top_n
     else:
         if any(getattr(args, k) is not None for k in ("topics", "qrels", "corpus", "run", "bm25_stemmer")):
-            raise ValueError("--topics/--qrels/--corpus/--run/--bm25-stemmer apply to --task beir, trec or rag")
-        instances = make_instances(args.task, n=args.n, instances=30 if args.instances is None else args.instances,
-                                   seed=args.seed, data=args.data, split=args.split)
+            raise ValueError(
+                "--topics/--qrels/--corpus/--run/--bm25-stemmer apply to --task beir, trec or rag"
+            )
+        instances = make_instances(
+            args.task,
+            n=args.n,
+            instances=30 if args.instances is None else args.instances,
+            seed=args.seed,
+            data=args.data,
+            split=args.split,
+        )
         left_out, first, data = {}, None, (str(args.data) if args.data else None)
         top_n = 3 if args.top_n is None else args.top_n
     gp = choose_gp_k(args.gp_k, instances, collection=collection)
@@ -379,18 +478,31 @@ def _plan(args: argparse.Namespace) -> _Plan:
     if args.gp_k is not None and args.gp_k >= n_max:
         raise ValueError(f"--gp-k {args.gp_k} must be below the number of candidates (at most {n_max} here)")
     qrels = instance_qrels(instances, collection)
-    notes = [f"{len(instances)} queries" + (f" of {collection.name}" if collection else "")
-             + (f"; {len(left_out)} left out (e.g. {next(iter(left_out))!r}: {next(iter(left_out.values()))})"
-                if left_out else ""),
-             f"each method's top {top_n} ranked, the other candidates in first-stage order below them",
-             f"GP's k = {gp.how}"]
+    notes = [
+        f"{len(instances)} queries"
+        + (f" of {collection.name}" if collection else "")
+        + (
+            f"; {len(left_out)} left out (e.g. {next(iter(left_out))!r}: {next(iter(left_out.values()))})"
+            if left_out
+            else ""
+        ),
+        f"each method's top {top_n} ranked, the other candidates in first-stage order below them",
+        f"GP's k = {gp.how}",
+    ]
     if collection is not None:
-        found = [len(i.gold) / max(1, sum(g >= args.relevance_level for g in qrels[i.query_id].values()))
-                 for i in instances]
-        notes.insert(1, f"first stage: {first}, depth {args.n}; its recall@{args.n} (every method's ceiling): "
-                        f"{sum(found) / len(found):.2f}")
-    notes.append("intervals: 95% percentile bootstrap over queries (top-1/top-3: Wilson); paired differences "
-                 "against the first stage per query")
+        found = [
+            len(i.gold) / max(1, sum(g >= args.relevance_level for g in qrels[i.query_id].values()))
+            for i in instances
+        ]
+        notes.insert(
+            1,
+            f"first stage: {first}, depth {args.n}; its recall@{args.n} (every method's ceiling): "
+            f"{sum(found) / len(found):.2f}",
+        )
+    notes.append(
+        "intervals: 95% percentile bootstrap over queries (top-1/top-3: Wilson); paired differences "
+        "against the first stage per query"
+    )
     return _Plan(instances, qrels, top_n, gp, data, first, notes, left_out)
 
 
@@ -429,21 +541,31 @@ def main(args: argparse.Namespace) -> int:
     try:
         with _endpoint(args) as (upstream, model, key), UsageProxy(upstream, timeout=args.timeout) as proxy:
             reader = OpenAIReader(
-                model=model, base_url=proxy.base_url, api_key=key, mode=mode, temperature=0.0,
-                max_tokens=32 if mode == "answer" else 256, timeout=args.timeout,
+                model=model,
+                base_url=proxy.base_url,
+                api_key=key,
+                mode=mode,
+                temperature=0.0,
+                max_tokens=32 if mode == "answer" else 256,
+                timeout=args.timeout,
             )
             if args.profile:
                 profile, profile_name = load_profile(args.profile), args.profile
             elif embedded:
-                profile_name = (EMBEDDED_COLLECTION_PROFILE if args.task in COLLECTION_TASKS
-                                else EMBEDDED_TASK_PROFILES.get(args.task, EMBEDDED_PROFILE))
+                profile_name = (
+                    EMBEDDED_COLLECTION_PROFILE
+                    if args.task in COLLECTION_TASKS
+                    else EMBEDDED_TASK_PROFILES.get(args.task, EMBEDDED_PROFILE)
+                )
                 profile = load_profile(profile_name)
             else:
                 from ..profiles import GENERIC_PROFILE
 
                 profile = resolve_profile(None, reader=reader)
                 profile_name = str(getattr(reader, "recommended_profile", None) or GENERIC_PROFILE)
-            ep = Endpoint(proxy.base_url, model, key, timeout=args.timeout, peer_max_tokens=args.peer_max_tokens)
+            ep = Endpoint(
+                proxy.base_url, model, key, timeout=args.timeout, peer_max_tokens=args.peer_max_tokens
+            )
             fns: dict[str, MethodFn] = {}
             for m in methods:
                 if m in skipped:
@@ -452,40 +574,93 @@ def main(args: argparse.Namespace) -> int:
                     fns[m] = base_method
                 elif m in PANNING:
                     on_result = traces if m == "gp-belief" else None
-                    fns[m] = panning_method(m, reader, profile=profile, rounds=args.rounds, seed=args.seed,
-                                            k=plan.gp.k, on_result=on_result)
+                    fns[m] = panning_method(
+                        m,
+                        reader,
+                        profile=profile,
+                        rounds=args.rounds,
+                        seed=args.seed,
+                        k=plan.gp.k,
+                        on_result=on_result,
+                    )
                 else:
                     fns[m] = peer_method(m, ep, top_n=plan.top_n)
-            meta = {"task": args.task, "split": args.split, "n": args.n, "seed": args.seed, "rounds": args.rounds,
-                    "model": model, "mode": mode, "profile": profile_name, "top_n": plan.top_n, "version": __version__,
-                    "format": CHECKPOINT_FORMAT, "data": plan.data, "first_stage": plan.first_stage, "gp_k": plan.gp.k}
+            meta = {
+                "task": args.task,
+                "split": args.split,
+                "n": args.n,
+                "seed": args.seed,
+                "rounds": args.rounds,
+                "model": model,
+                "mode": mode,
+                "profile": profile_name,
+                "top_n": plan.top_n,
+                "version": __version__,
+                "format": CHECKPOINT_FORMAT,
+                "data": plan.data,
+                "first_stage": plan.first_stage,
+                "gp_k": plan.gp.k,
+            }
             update, close = _progress(len(instances) * len(fns))
             try:
-                rows = run_compare(instances, fns, usage=proxy, checkpoint=args.checkpoint, meta=meta,
-                                   progress=update, top_n=plan.top_n)
+                rows = run_compare(
+                    instances,
+                    fns,
+                    usage=proxy,
+                    checkpoint=args.checkpoint,
+                    meta=meta,
+                    progress=update,
+                    top_n=plan.top_n,
+                )
             finally:
                 close()
     finally:
         signal.signal(signal.SIGTERM, old_term)
-    summary = summarize(rows, methods, rounds=args.rounds, skipped=skipped, instances=instances, qrels=plan.qrels,
-                        top_n=plan.top_n, recall_k=args.recall_k, relevance_level=args.relevance_level)
+    summary = summarize(
+        rows,
+        methods,
+        rounds=args.rounds,
+        skipped=skipped,
+        instances=instances,
+        qrels=plan.qrels,
+        top_n=plan.top_n,
+        recall_k=args.recall_k,
+        relevance_level=args.relevance_level,
+    )
     res = {
-        **meta, "instances": len(instances), "endpoint": getattr(args, "server_info", None) or upstream,
-        "seconds": round(time.perf_counter() - t_start, 1), "cost_saving": COST_SAVING,
-        "gp_k_how": plan.gp.how, "relevance_level": args.relevance_level, "left_out": plan.left_out,
-        "notes": plan.notes, "methods": summary,
+        **meta,
+        "instances": len(instances),
+        "endpoint": getattr(args, "server_info", None) or upstream,
+        "seconds": round(time.perf_counter() - t_start, 1),
+        "cost_saving": COST_SAVING,
+        "gp_k_how": plan.gp.how,
+        "relevance_level": args.relevance_level,
+        "left_out": plan.left_out,
+        "notes": plan.notes,
+        "methods": summary,
     }
     base_label = f"first stage: {plan.first_stage}" if plan.first_stage else None
     markdown = format_markdown(summary, rounds=args.rounds, notes=plan.notes, base_label=base_label)
     if out_dir is not None:
         from ._compare_report import write_outputs
 
-        write_outputs(out_dir, rows=rows, instances=instances, qrels=plan.qrels,
-                      methods=[m for m in methods if m not in skipped],
-                      top_n=plan.top_n, summary=res, markdown=markdown)
-        sys.stderr.write(f"bench compare: wrote runs/*.trec, qrels.trec, summary.json and table.md to {out_dir}\n")
+        write_outputs(
+            out_dir,
+            rows=rows,
+            instances=instances,
+            qrels=plan.qrels,
+            methods=[m for m in methods if m not in skipped],
+            top_n=plan.top_n,
+            summary=res,
+            markdown=markdown,
+        )
+        sys.stderr.write(
+            f"bench compare: wrote runs/*.trec, qrels.trec, summary.json and table.md to {out_dir}\n"
+        )
     if args.plot:
-        plot_compare(summary, args.plot, title=f"{model}, {args.task}, n={args.n}, {len(instances)} instances")
+        plot_compare(
+            summary, args.plot, title=f"{model}, {args.task}, n={args.n}, {len(instances)} instances"
+        )
     if args.json:
         from .._console import print_json
 

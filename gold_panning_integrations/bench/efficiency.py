@@ -51,13 +51,17 @@ class Variant:
 VARIANTS: tuple[Variant, ...] = (
     Variant("psc", "random", {}, shuffle=True),
     Variant(
-        "gp-belief (paper)", "belief",
+        "gp-belief (paper)",
+        "belief",
         dict(PAPER_UPDATE),
-        prior="uniform", shuffle=True,
+        prior="uniform",
+        shuffle=True,
     ),
     Variant("gp-belief, retriever order", "belief", {}),
     Variant("+ rank prior", "belief", {}, retriever_prior=True),
-    Variant("+ rank prior (default shape)", "belief", {}, retriever_prior=True, head_decay=DEFAULT_HEAD_DECAY),
+    Variant(
+        "+ rank prior (default shape)", "belief", {}, retriever_prior=True, head_decay=DEFAULT_HEAD_DECAY
+    ),
     Variant("+ prior + stop@0.8", "belief", {"stop_at": 0.8}, retriever_prior=True),
     Variant("+ prior + stop@0.6", "belief", {"stop_at": 0.6}, retriever_prior=True),
     Variant("+ prior + stop@0.97", "belief", {"stop_at": 0.97}, retriever_prior=True),
@@ -86,8 +90,12 @@ VARIANTS: tuple[Variant, ...] = (
 ) + tuple(
     # The stopping threshold is the dial between calls and F1: sweep it to show the
     # frontier (and the cheapest setting that still reaches PSC's round-8 F1).
-    Variant(f"sweep: prior + prune + stop@{t}", "belief", {"stop_at": t, "prune_below": 0.05},
-            retriever_prior=True)
+    Variant(
+        f"sweep: prior + prune + stop@{t}",
+        "belief",
+        {"stop_at": t, "prune_below": 0.05},
+        retriever_prior=True,
+    )
     for t in (0.5, 0.6, 0.7, 0.8, 0.95, 0.99)
 )
 
@@ -124,7 +132,15 @@ def expected_calibration_error(
         if c:
             mp, fp = float(p[m].mean()), float(y[m].mean())
             ece += c / p.size * abs(mp - fp)
-            rows.append({"lo": float(edges[b]), "hi": float(edges[b + 1]), "count": c, "mean_prob": mp, "frac_pos": fp})
+            rows.append(
+                {
+                    "lo": float(edges[b]),
+                    "hi": float(edges[b + 1]),
+                    "count": c,
+                    "mean_prob": mp,
+                    "frac_pos": fp,
+                }
+            )
     return ece, rows
 
 
@@ -172,8 +188,16 @@ def run_efficiency(
                 shown_docs = [docs[j] for j in order]
                 reader = TokenCountingReader(profile, {docs[needle]}, rng=trng)
                 panner = Panner(
-                    reader, profile=profile, rounds=rounds, prompts_per_round=1, k=1, policy=v.policy, prior=v.prior,  # type: ignore[arg-type]
-                    retriever_prior="none", rng=trng, **v.options,
+                    reader,
+                    profile=profile,
+                    rounds=rounds,
+                    prompts_per_round=1,
+                    k=1,
+                    policy=v.policy,
+                    prior=v.prior,  # type: ignore[arg-type]
+                    retriever_prior="none",
+                    rng=trng,
+                    **v.options,
                 )
                 res = panner.run("q", shown_docs, prior_probs=prior if v.retriever_prior else None)
                 pos_needle = int(np.flatnonzero(order == needle)[0])
@@ -209,8 +233,11 @@ def run_efficiency(
         psc = per.get("psc")
         for d in per.values():
             d["to_match_psc"] = _to_match(d, target, psc)
-        reached = [(d["to_match_psc"]["calls"], name) for name, d in per.items()
-                   if name != "psc" and (d["to_match_psc"] or {}).get("reached")]
+        reached = [
+            (d["to_match_psc"]["calls"], name)
+            for name, d in per.items()
+            if name != "psc" and (d["to_match_psc"] or {}).get("reached")
+        ]
         best = min(reached)[1] if reached else None
         settings.append({"top10": q, "psc_round8_f1": target, "variants": per, "cheapest_to_match": best})
     return {
@@ -266,14 +293,20 @@ def format_report(rep: dict[str, Any]) -> str:
         rows = []
         for name, d in s["variants"].items():
             m = d["to_match_psc"] or {}
-            rows.append([
-                name,
-                d["f1"][0], d["f1"][1], d["f1"][-1] if len(d["f1"]) > 2 else None,
-                d["calls_mean"], d["prompt_tokens_mean"], d["ece_final"],
-                f"{100 * m['calls_vs_psc']:.0f}%" if m.get("reached") else "never",
-                f"{100 * m['tokens_vs_psc']:.0f}%" if m.get("reached") else "never",
-                f"{m['rounds']:.1f}" if m.get("reached") else "-",
-            ])
+            rows.append(
+                [
+                    name,
+                    d["f1"][0],
+                    d["f1"][1],
+                    d["f1"][-1] if len(d["f1"]) > 2 else None,
+                    d["calls_mean"],
+                    d["prompt_tokens_mean"],
+                    d["ece_final"],
+                    f"{100 * m['calls_vs_psc']:.0f}%" if m.get("reached") else "never",
+                    f"{100 * m['tokens_vs_psc']:.0f}%" if m.get("reached") else "never",
+                    f"{m['rounds']:.1f}" if m.get("reached") else "-",
+                ]
+            )
         best = s.get("cheapest_to_match")
         if best:
             m = s["variants"][best]["to_match_psc"]
@@ -283,8 +316,18 @@ def format_report(rep: dict[str, Any]) -> str:
             )
         out.append(
             format_table(
-                ["variant", "F1 r1", "F1 r2", f"F1 r{rep['rounds']}", "calls", "prompt tok", "ECE",
-                 "calls to match", "tokens to match", "rounds to match"],
+                [
+                    "variant",
+                    "F1 r1",
+                    "F1 r2",
+                    f"F1 r{rep['rounds']}",
+                    "calls",
+                    "prompt tok",
+                    "ECE",
+                    "calls to match",
+                    "tokens to match",
+                    "rounds to match",
+                ],
                 rows,
             )
         )
@@ -297,7 +340,9 @@ def register(sub: Any) -> None:
         "efficiency",
         help="calls/tokens/rounds to reach PSC's round-8 F1, per feature (simulated retriever + model)",
     )
-    p.add_argument("--profile", default="lost-in-the-middle", help="detector profile: bundled name or JSON path")
+    p.add_argument(
+        "--profile", default="lost-in-the-middle", help="detector profile: bundled name or JSON path"
+    )
     p.add_argument("--n", type=int, default=100, help="documents per trial (default 100)")
     p.add_argument("--rounds", type=int, default=8, help="rounds (default 8)")
     p.add_argument("--trials", type=int, default=400, help="trials per setting (default 400)")
@@ -315,7 +360,12 @@ def main(args: argparse.Namespace) -> int:
     rates = [float(x) for x in args.top10.split(",") if x.strip()]
     bar = Progress(args.trials * len(rates) * len(VARIANTS), label="efficiency")
     rep = run_efficiency(
-        profile, n=args.n, rounds=args.rounds, trials=args.trials, top10_rates=rates, seed=args.seed,
+        profile,
+        n=args.n,
+        rounds=args.rounds,
+        trials=args.trials,
+        top10_rates=rates,
+        seed=args.seed,
         progress=bar.update,
     )
     rep["command"] = (

@@ -116,7 +116,9 @@ def time_pair(
     fn()
     ref()
     n_fn = _batch_size(fn, min_batch_seconds, clock)
-    n_ref = _batch_size(ref, min_batch_seconds if ref_min_batch_seconds is None else ref_min_batch_seconds, clock)
+    n_ref = _batch_size(
+        ref, min_batch_seconds if ref_min_batch_seconds is None else ref_min_batch_seconds, clock
+    )
     a, b = [], []
     for _ in range(repeat):
         a.append(_batch(fn, n_fn, clock))
@@ -196,13 +198,20 @@ def panner_round(n: int, *, rounds: int = 8, repeat: int = 5, seed: int = 0) -> 
     """
     docs = [f"document {i}" for i in range(n)]
     panner = Panner(
-        FirstCitingReader(), profile=load_profile(_PROFILE), rounds=rounds, prompts_per_round=1, prior="uniform",
+        FirstCitingReader(),
+        profile=load_profile(_PROFILE),
+        rounds=rounds,
+        prompts_per_round=1,
+        prior="uniform",
         retriever_prior="none",
         rng=seed,
     )
     x = np.random.default_rng(seed).random(n)
     pair = time_pair(
-        lambda: panner.run("question", docs), lambda: np.argsort(x), repeat=repeat, min_batch_seconds=0.0,
+        lambda: panner.run("question", docs),
+        lambda: np.argsort(x),
+        repeat=repeat,
+        min_batch_seconds=0.0,
         ref_min_batch_seconds=0.02,
     )
     return {"round": pair["fn"] / rounds, "run": pair["fn"], "vs_argsort": pair["ratio"] / rounds}
@@ -216,7 +225,11 @@ def profile_panner(n: int, *, rounds: int = 8, top: int = 12) -> list[dict[str, 
     """
     docs = [f"document {i}" for i in range(n)]
     panner = Panner(
-        FirstCitingReader(), profile=load_profile(_PROFILE), rounds=rounds, prompts_per_round=1, prior="uniform",
+        FirstCitingReader(),
+        profile=load_profile(_PROFILE),
+        rounds=rounds,
+        prompts_per_round=1,
+        prior="uniform",
         retriever_prior="none",
         rng=0,
     )
@@ -290,12 +303,26 @@ def simulator_memory(
     tracemalloc.start()
     try:
         t0 = time.perf_counter()
-        simulate(p.tpr, p.fpr, n=n, rounds=rounds, trials=trials, policies=("belief", "entropy", "random"), rng=seed)
+        simulate(
+            p.tpr,
+            p.fpr,
+            n=n,
+            rounds=rounds,
+            trials=trials,
+            policies=("belief", "entropy", "random"),
+            rng=seed,
+        )
         seconds = time.perf_counter() - t0
         _, peak = tracemalloc.get_traced_memory()
     finally:
         tracemalloc.stop()
-    return {"trials": trials, "n": n, "traced_peak_mb": peak / 2**20, "maxrss_mb": peak_rss_mb(), "seconds": seconds}
+    return {
+        "trials": trials,
+        "n": n,
+        "traced_peak_mb": peak / 2**20,
+        "maxrss_mb": peak_rss_mb(),
+        "seconds": seconds,
+    }
 
 
 def peak_rss_mb() -> float | None:
@@ -382,7 +409,17 @@ def format_engine_report(res: dict[str, Any]) -> str:
             "round with a trivial reader; ratios against np.argsort of the same size (paired batches)"
         ),
         format_table(
-            ["N", "score", "assign", "update", "engine", "GoldPanner", "argsort", "engine/argsort", "panner/argsort"],
+            [
+                "N",
+                "score",
+                "assign",
+                "update",
+                "engine",
+                "GoldPanner",
+                "argsort",
+                "engine/argsort",
+                "panner/argsort",
+            ],
             [
                 [
                     r["n"],
@@ -409,7 +446,11 @@ def format_engine_report(res: dict[str, Any]) -> str:
     if m:
         out.append(
             f"Memory: {m['trials']} trials at N={m['n']}: traced peak {m['traced_peak_mb']:.0f} MB, "
-            + (f"process peak RSS {m['maxrss_mb']:.0f} MB" if m["maxrss_mb"] is not None else "process peak RSS n/a")
+            + (
+                f"process peak RSS {m['maxrss_mb']:.0f} MB"
+                if m["maxrss_mb"] is not None
+                else "process peak RSS n/a"
+            )
             + f" ({m['seconds']:.1f} s)"
         )
     out.append("\nTargets:")
@@ -421,7 +462,12 @@ def format_engine_report(res: dict[str, Any]) -> str:
             format_table(
                 ["function", "calls", "own ms/round", "cum ms/round"],
                 [
-                    [r["function"], r["calls"], f"{r['own_ms_per_round']:.2f}", f"{r['cum_ms_per_round']:.2f}"]
+                    [
+                        r["function"],
+                        r["calls"],
+                        f"{r['own_ms_per_round']:.2f}",
+                        f"{r['cum_ms_per_round']:.2f}",
+                    ]
                     for r in res["cprofile"]
                 ],
             )
@@ -456,7 +502,9 @@ def main(args: argparse.Namespace) -> int:
     """Run ``gold-panning bench engine``."""
     from .._console import print_json
 
-    res = run_engine_bench(seed=args.seed, memory=not args.no_memory, cprofile=True if args.cprofile else None)
+    res = run_engine_bench(
+        seed=args.seed, memory=not args.no_memory, cprofile=True if args.cprofile else None
+    )
     if args.json:
         print_json({"command": "gold-panning bench engine", **res})
     else:

@@ -118,15 +118,30 @@ def run_real(
                 continue
             prng = np.random.default_rng([seed, i, pi])
             panner = Panner(
-                cached, profile=profile, rounds=rounds, prompts_per_round=1, k=1, policy=policy, prior="uniform",
-                retriever_prior="none", on_failure="fallback", rng=prng,
+                cached,
+                profile=profile,
+                rounds=rounds,
+                prompts_per_round=1,
+                k=1,
+                policy=policy,
+                prior="uniform",
+                retriever_prior="none",
+                on_failure="fallback",
+                rng=prng,
             )
             res = panner.run(inst.question, inst.documents)
             hits[policy][i] = per_round_hits(res, inst.gold, rng=prng)
             failed[policy] += res.failed_rounds
             if fh is not None:
-                row = {"instance": i, "policy": policy, "n": n, "rounds": rounds, "seed": seed,
-                       "hits": hits[policy][i].tolist(), "failed_rounds": res.failed_rounds}
+                row = {
+                    "instance": i,
+                    "policy": policy,
+                    "n": n,
+                    "rounds": rounds,
+                    "seed": seed,
+                    "hits": hits[policy][i].tolist(),
+                    "failed_rounds": res.failed_rounds,
+                }
                 fh.write(json.dumps(row) + "\n")
                 fh.flush()
             done += 1
@@ -149,11 +164,16 @@ def run_real(
         h = hits[p]
         f1 = h.mean(axis=0)
         ci = 1.96 * h.std(axis=0, ddof=1) / np.sqrt(instances) if instances > 1 else np.zeros(rounds)
-        out["policies"][p] = {"f1": f1.round(4).tolist(), "ci95": ci.round(4).tolist(), "failed_rounds": failed[p]}
+        out["policies"][p] = {
+            "f1": f1.round(4).tolist(),
+            "ci95": ci.round(4).tolist(),
+            "failed_rounds": failed[p],
+        }
     if "random" in policies:
         target = out["policies"]["random"]["f1"][-1]
         out["rounds_to_match_psc"] = {
-            p: next((t + 1 for t, v in enumerate(out["policies"][p]["f1"]) if v >= target), None) for p in policies
+            p: next((t + 1 for t, v in enumerate(out["policies"][p]["f1"]) if v >= target), None)
+            for p in policies
         }
     return out
 
@@ -176,9 +196,13 @@ def register(sub: Any) -> None:
     p.add_argument("--rounds", type=int, default=8, help="rounds per method (default 8)")
     p.add_argument("--seed", type=int, default=1, help="instance seed (default 1; calibration used 0)")
     p.add_argument(
-        "--profile", default=None, help="detector profile: bundled name or JSON path (default: the reader's own, else generic)"
+        "--profile",
+        default=None,
+        help="detector profile: bundled name or JSON path (default: the reader's own, else generic)",
     )
-    p.add_argument("--checkpoint", default=None, help="JSONL of finished (instance, method) pairs, for resuming")
+    p.add_argument(
+        "--checkpoint", default=None, help="JSONL of finished (instance, method) pairs, for resuming"
+    )
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.add_argument("--plot-dir", default=None, help="write f1_by_round.png (and results.json) here")
     p.set_defaults(func=main)
@@ -190,7 +214,11 @@ def main(args: argparse.Namespace) -> int:
     from ..profiles import resolve_profile
     from ..readers._cli_args import make_reader
 
-    for opt, value, low in (("--instances", args.instances, 1), ("--n", args.n, 2), ("--rounds", args.rounds, 1)):
+    for opt, value, low in (
+        ("--instances", args.instances, 1),
+        ("--n", args.n, 2),
+        ("--rounds", args.rounds, 1),
+    ):
         if value < low:
             raise ValueError(f"{opt} must be >= {low}, got {value}")
     reader = make_reader(args, seed=0)
@@ -198,12 +226,22 @@ def main(args: argparse.Namespace) -> int:
     profile_name = profile_label(args.profile, reader=reader)
     with Progress(args.instances * len(POLICIES), label="bench real") as bar:
         res = run_real(
-            reader, profile=profile, cache=args.temperature == 0, instances=args.instances, n=args.n,
-            rounds=args.rounds, seed=args.seed, checkpoint=args.checkpoint, progress=bar.update,
+            reader,
+            profile=profile,
+            cache=args.temperature == 0,
+            instances=args.instances,
+            n=args.n,
+            rounds=args.rounds,
+            seed=args.seed,
+            checkpoint=args.checkpoint,
+            progress=bar.update,
         )
     res["profile"] = profile_name
-    res["reader"] = {"kind": args.reader, "model": getattr(reader, "model_name", None) or args.model,
-                     "mode": getattr(reader, "mode", None)}
+    res["reader"] = {
+        "kind": args.reader,
+        "model": getattr(reader, "model_name", None) or args.model,
+        "mode": getattr(reader, "mode", None),
+    }
     if args.plot_dir:
         d = Path(args.plot_dir)
         d.mkdir(parents=True, exist_ok=True)
@@ -213,7 +251,8 @@ def main(args: argparse.Namespace) -> int:
         print_json(res)
         return 0
     rows = [
-        [t + 1] + [f"{res['policies'][p]['f1'][t]:.3f} ±{res['policies'][p]['ci95'][t]:.3f}" for p in POLICIES]
+        [t + 1]
+        + [f"{res['policies'][p]['f1'][t]:.3f} ±{res['policies'][p]['ci95'][t]:.3f}" for p in POLICIES]
         for t in range(args.rounds)
     ]
     print(

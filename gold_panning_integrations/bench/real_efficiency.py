@@ -35,7 +35,14 @@ from ..readers.simulated import CachedReader
 from .efficiency import expected_calibration_error
 from .real import per_round_hits
 
-__all__ = ["fit_evidence_temperature", "format_report", "main", "register", "report_rounds", "run_real_efficiency"]
+__all__ = [
+    "fit_evidence_temperature",
+    "format_report",
+    "main",
+    "register",
+    "report_rounds",
+    "run_real_efficiency",
+]
 
 TEMPERATURES = np.round(np.exp(np.linspace(np.log(0.25), np.log(8.0), 61)), 4)
 
@@ -106,7 +113,14 @@ def run_real_efficiency(
                 opts = {"stop_at": 0.9, "prune_below": 0.05}
             prng = np.random.default_rng([seed, i, vi])
             panner = Panner(
-                cached, profile=profile, rounds=rounds, prompts_per_round=1, k=1, on_failure="fallback", retriever_prior="none", rng=prng,
+                cached,
+                profile=profile,
+                rounds=rounds,
+                prompts_per_round=1,
+                k=1,
+                on_failure="fallback",
+                retriever_prior="none",
+                rng=prng,
                 **opts,
             )
             res = panner.run(inst.question, docs, prior_probs=prior if v.startswith("ours") else None)
@@ -122,15 +136,23 @@ def run_real_efficiency(
             if progress is not None:
                 progress(done)
     out: dict[str, Any] = {
-        "n": n, "instances": instances, "rounds": rounds, "top10": top10, "seed": seed,
-        "model_calls": cached.misses, "cache_hits": cached.hits,
-        "seconds": round(time.perf_counter() - t0, 1), "variants": {},
+        "n": n,
+        "instances": instances,
+        "rounds": rounds,
+        "top10": top10,
+        "seed": seed,
+        "model_calls": cached.misses,
+        "cache_hits": cached.hits,
+        "seconds": round(time.perf_counter() - t0, 1),
+        "variants": {},
     }
     for v in variants:
         h = hits[v]
         out["variants"][v] = {
             "f1": h.mean(axis=0).round(4).tolist(),
-            "ci95": (1.96 * h.std(axis=0, ddof=1) / np.sqrt(instances)).round(4).tolist() if instances > 1 else [0.0] * rounds,
+            "ci95": (1.96 * h.std(axis=0, ddof=1) / np.sqrt(instances)).round(4).tolist()
+            if instances > 1
+            else [0.0] * rounds,
             "calls_mean": float(calls[v].mean()),
             "prompt_tokens_mean": float(tokens[v].mean()),
         }
@@ -153,9 +175,13 @@ def run_real_efficiency(
     ece_before, diag_before = expected_calibration_error(sigmoid(test[0] + test[1]), test[2])
     ece_after, diag_after = expected_calibration_error(sigmoid(test[0] + test[1] / temp), test[2])
     out["calibration"] = {
-        "evidence_temperature": temp, "fit_instances": half, "test_instances": instances - half,
-        "ece_before": ece_before, "ece_after": ece_after,
-        "reliability_before": diag_before, "reliability_after": diag_after,
+        "evidence_temperature": temp,
+        "fit_instances": half,
+        "test_instances": instances - half,
+        "ece_before": ece_before,
+        "ece_after": ece_after,
+        "reliability_before": diag_before,
+        "reliability_after": diag_after,
     }
     return out
 
@@ -185,7 +211,9 @@ def format_report(res: dict[str, Any]) -> str:
     ]
     for v in ("gp-belief (paper)", "ours"):
         d = res["variants"][v]
-        lines.append(f"{v}: first round reaching PSC's round-{res['rounds']} F1: {d['rounds_to_match_psc'] or 'never'}")
+        lines.append(
+            f"{v}: first round reaching PSC's round-{res['rounds']} F1: {d['rounds_to_match_psc'] or 'never'}"
+        )
     s = res["variants"]["ours + stop@0.9 + prune"]
     lines.append(
         f"ours + stop@0.9 + prune: {s['calls_mean']:.2f} calls ({100 * s['calls_vs_psc']:.0f}% of PSC's), "
@@ -222,11 +250,18 @@ def register(sub: Any) -> None:
     p.add_argument("--instances", type=int, default=12, help="held-out instances per --n value (default 12)")
     p.add_argument("--rounds", type=int, default=8, help="rounds per variant (default 8)")
     p.add_argument(
-        "--top10", type=float, default=0.7, help="probability that the retriever ranks the needle in its top 10 (default 0.7)"
+        "--top10",
+        type=float,
+        default=0.7,
+        help="probability that the retriever ranks the needle in its top 10 (default 0.7)",
     )
-    p.add_argument("--seed", type=int, default=2, help="instance seed (default 2; calibration used 0, bench real 1)")
     p.add_argument(
-        "--profile", default=None, help="detector profile: bundled name or JSON path (default: the reader's own, else generic)"
+        "--seed", type=int, default=2, help="instance seed (default 2; calibration used 0, bench real 1)"
+    )
+    p.add_argument(
+        "--profile",
+        default=None,
+        help="detector profile: bundled name or JSON path (default: the reader's own, else generic)",
     )
     p.add_argument("--json", action="store_true", help="print one JSON object instead of tables")
     p.set_defaults(func=main)
@@ -256,8 +291,14 @@ def main(args: argparse.Namespace) -> int:
     for n in ns:
         with Progress(args.instances * 4, label=f"real-efficiency n={n}") as bar:
             res = run_real_efficiency(
-                reader, profile=profile, n=n, instances=args.instances, rounds=args.rounds, top10=args.top10,
-                seed=args.seed, progress=bar.update,
+                reader,
+                profile=profile,
+                n=n,
+                instances=args.instances,
+                rounds=args.rounds,
+                top10=args.top10,
+                seed=args.seed,
+                progress=bar.update,
             )
         results.append(res)
         if not args.json:

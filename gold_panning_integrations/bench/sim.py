@@ -241,19 +241,27 @@ def run_sim_bench(
     seconds = time.perf_counter() - t0
 
     out: dict[str, Any] = {
-        "trials": trials, "seed": seed, "rounds": rounds, "prior": "uniform", "update": update,
+        "trials": trials,
+        "seed": seed,
+        "rounds": rounds,
+        "prior": "uniform",
+        "update": update,
         "config": base_config(update).to_dict(),
     }
 
     def settings(panel: str) -> dict[str, dict[str, Any]]:
-        return {key: _with_delta(pool_results(rs)) | {"trials": sum(r.trials for r in rs)}
-                for (p, key), rs in results.items() if p == panel}
+        return {
+            key: _with_delta(pool_results(rs)) | {"trials": sum(r.trials for r in rs)}
+            for (p, key), rs in results.items()
+            if p == panel
+        }
 
     if "main" in panels:
         out["main"] = {"n": 100, "k": 1, "profiles": settings("main")}
     if "noise" in panels:
-        out |= _noise_panel(settings("noise"), sigmas=sigmas, draws=draws, trials=trials,
-                            ablation_profile=ablation_profile)
+        out |= _noise_panel(
+            settings("noise"), sigmas=sigmas, draws=draws, trials=trials, ablation_profile=ablation_profile
+        )
     if "no_harm" in panels:
         out |= _no_harm_panel(results)
     if "attack" in panels:
@@ -316,7 +324,12 @@ def efficiency_rows(results: dict[str, Any]) -> list[dict[str, Any]]:
     items: list[tuple[str, str, dict[str, Any]]] = []
     if "main" in results:
         items += [("main", name, s) for name, s in results["main"]["profiles"].items()]
-    for panel, label in (("noise", "sigma"), ("heterogeneity", "alpha"), ("scaling", "n"), ("multi_needle", "k")):
+    for panel, label in (
+        ("noise", "sigma"),
+        ("heterogeneity", "alpha"),
+        ("scaling", "n"),
+        ("multi_needle", "k"),
+    ):
         if panel in results:
             items += [(panel, f"{label}={s[label]:g}", s) for s in results[panel]["settings"]]
     for panel, setting, s in items:
@@ -340,7 +353,9 @@ def efficiency_rows(results: dict[str, Any]) -> list[dict[str, Any]]:
             for name in ("belief", "entropy", "random"):
                 if name in pol:
                     key = "psc" if name == "random" else name
-                    row[f"{key}_area_frac"] = _area(pol[name]["f1"]) / oracle_area if oracle_area > 0 else None
+                    row[f"{key}_area_frac"] = (
+                        _area(pol[name]["f1"]) / oracle_area if oracle_area > 0 else None
+                    )
         rows.append(row)
     return rows
 

@@ -39,9 +39,13 @@ def regular_file(path: str | os.PathLike[str], *, what: str, max_bytes: int = MA
     except OSError as err:
         raise type(err)(f"{what}: cannot read {str(p)!r}: {err.strerror or err}") from err
     if stat.S_ISDIR(st.st_mode):
-        raise IsADirectoryError(f"{what}: {str(p)!r} is a folder; pass a file (e.g. {str(p / 'docs.jsonl')!r})")
+        raise IsADirectoryError(
+            f"{what}: {str(p)!r} is a folder; pass a file (e.g. {str(p / 'docs.jsonl')!r})"
+        )
     if not stat.S_ISREG(st.st_mode):
         raise ValueError(f"{what}: {str(p)!r} is not a regular file (a pipe, device or socket); pass a file")
     if st.st_size > max_bytes:
-        raise ValueError(f"{what}: {str(p)!r} is {st.st_size:,} bytes, more than the {max_bytes:,}-byte limit")
+        raise ValueError(
+            f"{what}: {str(p)!r} is {st.st_size:,} bytes, more than the {max_bytes:,}-byte limit"
+        )
     return p

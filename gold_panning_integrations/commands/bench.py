@@ -33,20 +33,41 @@ class Benchmark(NamedTuple):
 
 
 BENCHMARKS: tuple[Benchmark, ...] = (
-    Benchmark("sim", "gold_panning_integrations.bench.sim",
-              "the paper's simulated comparison and ablations (no model calls)"),
-    Benchmark("engine", "gold_panning_integrations.bench.engine",
-              "engine and simulator speed and memory, against np.argsort measured in the same run"),
-    Benchmark("efficiency", "gold_panning_integrations.bench.efficiency",
-              "calls, tokens and rounds to reach PSC's final F1, per feature (simulated model)"),
-    Benchmark("real", "gold_panning_integrations.bench.real",
-              "GP-Belief vs GP-Entropy vs PSC with a real model on held-out key-value instances (slow)"),
-    Benchmark("real-efficiency", "gold_panning_integrations.bench.real_efficiency",
-              "efficiency report and posterior calibration on a real model (slow: minutes)"),
-    Benchmark("compare", "gold_panning_integrations.bench.compare",
-              "Gold Panning side by side with LangChain/LlamaIndex rerankers on one endpoint (slow)"),
-    Benchmark("latency", "gold_panning_integrations.bench.latency",
-              "seconds per query beside the peers on a loopback server with a per-call latency (minutes)"),
+    Benchmark(
+        "sim",
+        "gold_panning_integrations.bench.sim",
+        "the paper's simulated comparison and ablations (no model calls)",
+    ),
+    Benchmark(
+        "engine",
+        "gold_panning_integrations.bench.engine",
+        "engine and simulator speed and memory, against np.argsort measured in the same run",
+    ),
+    Benchmark(
+        "efficiency",
+        "gold_panning_integrations.bench.efficiency",
+        "calls, tokens and rounds to reach PSC's final F1, per feature (simulated model)",
+    ),
+    Benchmark(
+        "real",
+        "gold_panning_integrations.bench.real",
+        "GP-Belief vs GP-Entropy vs PSC with a real model on held-out key-value instances (slow)",
+    ),
+    Benchmark(
+        "real-efficiency",
+        "gold_panning_integrations.bench.real_efficiency",
+        "efficiency report and posterior calibration on a real model (slow: minutes)",
+    ),
+    Benchmark(
+        "compare",
+        "gold_panning_integrations.bench.compare",
+        "Gold Panning side by side with LangChain/LlamaIndex rerankers on one endpoint (slow)",
+    ),
+    Benchmark(
+        "latency",
+        "gold_panning_integrations.bench.latency",
+        "seconds per query beside the peers on a loopback server with a per-call latency (minutes)",
+    ),
 )
 """Every ``gold-panning bench`` sub-command, in the order ``--help`` lists them."""
 

@@ -32,41 +32,55 @@ def register(sub: Any) -> None:
     )
     add_reader_arguments(p)
     p.add_argument(
-        "--task", choices=("kv", "monorel", "pir", "nq", "haystack"), default="kv",
+        "--task",
+        choices=("kv", "monorel", "pir", "nq", "haystack"),
+        default="kv",
         help="calibration task (haystack: a made-up fact inserted into your passages, see --docs)",
     )
     p.add_argument("--data", default=None, help="JSONL(.gz) file for --task nq")
     p.add_argument(
-        "--docs", default=None,
-        help="your passages for --task haystack: JSONL (a string or {\"text\": ...} per line) or plain text "
+        "--docs",
+        default=None,
+        help='your passages for --task haystack: JSONL (a string or {"text": ...} per line) or plain text '
         "with passages separated by blank lines",
     )
     p.add_argument("--n", type=int, default=20, help="documents per prompt (default 20)")
     p.add_argument("--grid", type=int, default=11, help="measured positions (default 11)")
     p.add_argument("--trials", type=int, default=50, help="trials per position (default 50)")
     p.add_argument(
-        "--budget", type=int, default=None, metavar="CALLS",
+        "--budget",
+        type=int,
+        default=None,
+        metavar="CALLS",
         help="spend at most CALLS calls, each at the grid position whose TPR is least certain "
         "(instead of --trials per position); 100 keeps most of the benefit in simulation",
     )
     p.add_argument(
-        "--from-traces", default=None, metavar="FILE",
+        "--from-traces",
+        default=None,
+        metavar="FILE",
         help="no model calls: re-estimate the rates from panning traces (TraceWriter JSONL) by EM, "
         "blended with --prior by counts; traces labelled with 'relevant' (TraceWriter(result, relevant=...), "
         "bench compare --traces) also measure the reader's blind_rate and false_leads",
     )
     p.add_argument(
-        "--prior", default=None, metavar="PROFILE",
+        "--prior",
+        default=None,
+        metavar="PROFILE",
         help="with --from-traces: the profile the traces were panned with (bundled name or JSON; "
         "default: the generic profile)",
     )
     p.add_argument(
-        "--relevance", choices=("independent", "one"), default="independent",
+        "--relevance",
+        choices=("independent", "one"),
+        default="independent",
         help="with --from-traces: each document relevant on its own (default), or exactly one per query",
     )
     p.add_argument("--out", required=True, help="profile JSON to write")
     p.add_argument("--plot", default=None, help="also save a PNG of TPR, FPR and diagnosticity")
-    p.add_argument("--checkpoint", default=None, help="trial log for resuming (default: OUT.checkpoint.jsonl)")
+    p.add_argument(
+        "--checkpoint", default=None, help="trial log for resuming (default: OUT.checkpoint.jsonl)"
+    )
     p.add_argument("--concurrency", type=int, default=4, help="simultaneous calls for remote readers")
     p.add_argument("--seed", type=int, default=0, help="seed of the calibration instances")
     p.add_argument("--notes", default="", help="text appended to the profile notes")
@@ -126,7 +140,15 @@ def main(args: argparse.Namespace) -> int:
     )
     profile = result.profile.model_copy(update={"notes": notes})
     rows = [
-        [int(g), int(c.tp[i]), int(c.tp_trials[i]), profile.tpr[int(g)], int(c.fp[i]), int(c.fp_trials[i]), profile.fpr[int(g)]]
+        [
+            int(g),
+            int(c.tp[i]),
+            int(c.tp_trials[i]),
+            profile.tpr[int(g)],
+            int(c.fp[i]),
+            int(c.fp_trials[i]),
+            profile.fpr[int(g)],
+        ]
         for i, g in enumerate(c.grid)
     ]
     print(format_table(["position", "tp", "of", "TPR", "fp", "of", "FPR"], rows))
@@ -156,7 +178,9 @@ def main(args: argparse.Namespace) -> int:
 def _check_out(out: Path) -> None:
     """Fail before any call when --out cannot be a file (a folder, or a missing folder)."""
     if out.is_dir():
-        raise ValueError(f"--out {str(out)!r} is a folder; pass a file path such as {str(out / 'profile.json')!r}")
+        raise ValueError(
+            f"--out {str(out)!r} is a folder; pass a file path such as {str(out / 'profile.json')!r}"
+        )
     if not out.parent.is_dir():
         raise ValueError(f"--out {str(out)!r}: folder {str(out.parent)!r} does not exist; create it first")
 
@@ -235,7 +259,14 @@ def _from_traces(args: argparse.Namespace, out: Path) -> int:
     profile = profile.model_copy(update={"notes": notes})
     g = res.new_counts.positions
     rows = [
-        [g[i], prior.tpr[g[i]], profile.tpr[g[i]], res.new_counts.gold_shown[i], prior.fpr[g[i]], profile.fpr[g[i]]]
+        [
+            g[i],
+            prior.tpr[g[i]],
+            profile.tpr[g[i]],
+            res.new_counts.gold_shown[i],
+            prior.fpr[g[i]],
+            profile.fpr[g[i]],
+        ]
         for i in range(len(g))
     ]
     print(format_table(["position", "TPR before", "TPR after", "gold seen", "FPR before", "FPR after"], rows))
@@ -251,8 +282,10 @@ def _from_traces(args: argparse.Namespace, out: Path) -> int:
             f"false_leads {m.false_leads:.3f} per query; panning with this profile uses them unless you set them"
         )
     else:
-        print("no trace carries 'relevant' labels: rates learned by EM alone (label some queries to also "
-              "measure blind_rate and false_leads)")
+        print(
+            "no trace carries 'relevant' labels: rates learned by EM alone (label some queries to also "
+            "measure blind_rate and false_leads)"
+        )
     if res.retriever is not None:
         r = res.retriever
         print(

@@ -49,7 +49,9 @@ def register(sub: Any) -> None:
         ),
     )
     src = p.add_mutually_exclusive_group(required=True)
-    src.add_argument("--docs", default=None, help=".jsonl (objects with a 'text' field) or .txt (one per line)")
+    src.add_argument(
+        "--docs", default=None, help=".jsonl (objects with a 'text' field) or .txt (one per line)"
+    )
     src.add_argument(
         "--demo",
         nargs="?",
@@ -71,15 +73,20 @@ def register(sub: Any) -> None:
         f"{EMBEDDED_PROFILE} for the embedded model; else lost-in-the-middle with a warning)",
     )
     p.add_argument("--top", type=int, default=3, help="documents shown per round in the trace (default 3)")
-    p.add_argument("--no-final-answer", action="store_true", help="skip the answer call on the selected documents")
+    p.add_argument(
+        "--no-final-answer", action="store_true", help="skip the answer call on the selected documents"
+    )
     p.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
     p.add_argument("--json", action="store_true", help="print one JSON object instead of text")
-    p.add_argument("--plot", default=None, metavar="FILE.png", help="draw belief trajectories per document (plot extra)")
+    p.add_argument(
+        "--plot", default=None, metavar="FILE.png", help="draw belief trajectories per document (plot extra)"
+    )
     p.add_argument(
         "--setting",
         choices=tuple(SETTINGS),
         default=None,
-        help="a named setting (" + "; ".join(f"{k}: {_options_text(v)}" for k, v in SETTINGS.items())
+        help="a named setting ("
+        + "; ".join(f"{k}: {_options_text(v)}" for k, v in SETTINGS.items())
         + "); panning options given beside it win",
     )
     add_config_arguments(p, hidden=("policy",))
@@ -186,7 +193,12 @@ def _inputs(args: argparse.Namespace) -> tuple[str, list[str], list[dict[str, An
     """The question, documents, their metadata and (for a demo) the gold indices."""
     if args.demo:
         inst = demo_instance(args.demo)
-        return args.question or inst.question, list(inst.documents), [{} for _ in inst.documents], list(inst.gold)
+        return (
+            args.question or inst.question,
+            list(inst.documents),
+            [{} for _ in inst.documents],
+            list(inst.gold),
+        )
     if not args.question:
         raise ValueError("--docs needs --question TEXT")
     docs, meta = load_documents(args.docs)
@@ -226,7 +238,12 @@ def main(args: argparse.Namespace) -> int:
                 "profile": profile,
                 "answer": final,
                 "selected_documents": [
-                    {"index": int(i), "text": docs[i], "posterior": float(result.posteriors[i]), "metadata": meta[i]}
+                    {
+                        "index": int(i),
+                        "text": docs[i],
+                        "posterior": float(result.posteriors[i]),
+                        "metadata": meta[i],
+                    }
                     for i in result.selected
                 ],
             }
@@ -235,7 +252,9 @@ def main(args: argparse.Namespace) -> int:
             out["gold"] = truth
         print(json.dumps(out))
         return 0
-    _print_trace(question, docs, result, panner.config, profile=profile, truth=truth, top=args.top, answer=final)
+    _print_trace(
+        question, docs, result, panner.config, profile=profile, truth=truth, top=args.top, answer=final
+    )
     return 0
 
 
@@ -247,9 +266,9 @@ def _demo_nq(args: argparse.Namespace) -> int:
 
     import numpy as np
 
+    from .._console import profile_label
     from ..panning import GoldPanner, PanningConfig
     from ..readers._cli_args import make_reader
-    from .._console import profile_label
 
     if args.question:
         raise ValueError("--demo nq pans its own questions; use --docs FILE --question TEXT for yours")
@@ -372,7 +391,9 @@ def _print_trace(
 
     print(f"question: {question}")
     unordered = ", no retriever order (retriever_prior='none')" if config.retriever_prior == "none" else ""
-    print(f"{len(docs)} documents, profile {profile}, policy {config.policy}, {config.rounds} rounds{unordered}")
+    print(
+        f"{len(docs)} documents, profile {profile}, policy {config.policy}, {config.rounds} rounds{unordered}"
+    )
     if truth is not None:
         print(f"(demo: the relevant document is #{truth[0]})")
     for r in result.rounds:
@@ -380,7 +401,9 @@ def _print_trace(
         status = f"failed: {r.reading.error}" if r.failed else f"cited {cited}"
         ans = f"  answer {r.reading.answer!r}" if r.reading.answer else ""
         tok = f", {r.prompt_tokens}+{r.completion_tokens} tokens" if r.prompt_tokens else ""
-        print(f"\nround {r.round} ({r.calls} call{'s' if r.calls != 1 else ''}, {r.seconds:.1f}s{tok}): {status}{ans}")
+        print(
+            f"\nround {r.round} ({r.calls} call{'s' if r.calls != 1 else ''}, {r.seconds:.1f}s{tok}): {status}{ans}"
+        )
         for i in np.argsort(-r.posteriors, kind="stable")[:top]:
             print(f"  #{int(i):<4d} p={r.posteriors[i]:.3f}  {_short(docs[i])}")
     print(

@@ -115,9 +115,7 @@ def _int_at_least(low: int, *, optional: bool = False) -> Check:
     return check
 
 
-def _number_in(
-    low: float, high: float | None, *, optional: bool = True, high_closed: bool = False
-) -> Check:
+def _number_in(low: float, high: float | None, *, optional: bool = True, high_closed: bool = False) -> Check:
     """A finite number in ``(low, high)`` (``(low, high]`` with ``high_closed``; above
     ``low`` when ``high`` is None)."""
 
@@ -189,7 +187,12 @@ def option(
         if choices is None:
             raise TypeError("an option needs a check or choices")
         check = _one_of(*choices)
-    metadata = {"doc": " ".join(doc.split()), "check": check, "choices": choices, "profile_default": profile_default}
+    metadata = {
+        "doc": " ".join(doc.split()),
+        "check": check,
+        "choices": choices,
+        "profile_default": profile_default,
+    }
     return dataclasses.field(default=default, metadata=metadata)
 
 
@@ -346,8 +349,7 @@ class PanningConfig:
     )
     prior_temperature: float = option(
         1.0,
-        "Softness of the score prior, in standard deviations of the scores (> 0); larger is "
-        "flatter.",
+        "Softness of the score prior, in standard deviations of the scores (> 0); larger is flatter.",
         check=_number_in(0.0, None, optional=False),
     )
     stop_at: float | None = option(
@@ -370,8 +372,7 @@ class PanningConfig:
     )
     max_calls: int | None = option(
         None,
-        "Hard budget of model calls (prompts) per question (>= 1). None: ``rounds`` is the "
-        "limit.",
+        "Hard budget of model calls (prompts) per question (>= 1). None: ``rounds`` is the limit.",
         check=_int_at_least(1, optional=True),
     )
     max_prompt_tokens: int | None = option(

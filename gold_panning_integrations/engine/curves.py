@@ -24,9 +24,7 @@ def grid_positions(n_positions: int, k: int = 11) -> NDArray[np.intp]:
     return np.unique(g)
 
 
-def interpolate_grid(
-    grid: ArrayLike, values: ArrayLike, n_positions: int
-) -> NDArray[np.float64]:
+def interpolate_grid(grid: ArrayLike, values: ArrayLike, n_positions: int) -> NDArray[np.float64]:
     """Linearly interpolate values measured at grid positions to every position.
 
     Args:

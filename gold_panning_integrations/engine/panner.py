@@ -160,7 +160,11 @@ class _Run:
         if config.policy == "oracle" and self.truth is None:
             raise ValueError("policy 'oracle' needs truth=...: it is for simulation only")
         lo = initial_log_odds(
-            n, k=_prior_mass(config), prior=config.prior, prior_probs=prior_probs, prior_log_odds=prior_log_odds
+            n,
+            k=_prior_mass(config),
+            prior=config.prior,
+            prior_probs=prior_probs,
+            prior_log_odds=prior_log_odds,
         )
         self.state = BatchState.start(lo[None, :])
         self.traces: list[RoundTrace] = []
@@ -238,9 +242,12 @@ class _Run:
         if stopping.rounds_done(done, cfg.rounds):
             self.stop_reason = "rounds"
             return None
-        if cfg.stop_at is not None and stopping.threshold_reached(
-            self.state.log_odds, k=cfg.k, stop_at=cfg.stop_at, done=done, min_rounds=cfg.min_rounds
-        )[0]:
+        if (
+            cfg.stop_at is not None
+            and stopping.threshold_reached(
+                self.state.log_odds, k=cfg.k, stop_at=cfg.stop_at, done=done, min_rounds=cfg.min_rounds
+            )[0]
+        ):
             self.stop_reason = "threshold"
             return None
         plan = self.plan()
@@ -494,9 +501,16 @@ class Panner:
             AllRoundsFailedError: every round failed and ``on_failure="raise"``.
         """
         if self.reader is None or not hasattr(self.reader, "read"):
-            raise TypeError("GoldPanner.run needs a reader with a read(question, documents, *, labels) method")
+            raise TypeError(
+                "GoldPanner.run needs a reader with a read(question, documents, *, labels) method"
+            )
         run = self._start(
-            documents, k=k, scores=scores, prior_probs=prior_probs, prior_log_odds=prior_log_odds, rng=rng,
+            documents,
+            k=k,
+            scores=scores,
+            prior_probs=prior_probs,
+            prior_log_odds=prior_log_odds,
+            rng=rng,
             truth=truth,
         )
         while (plan := run.next_round()) is not None:
@@ -515,7 +529,9 @@ class Panner:
         except Exception as err:  # noqa: BLE001 - a reader must not crash the run: record, go on
             return _reader_failure(err)
 
-    def _read_round(self, question: str, documents: Sequence[Any], windows: Sequence[_Window]) -> list[Reading]:
+    def _read_round(
+        self, question: str, documents: Sequence[Any], windows: Sequence[_Window]
+    ) -> list[Reading]:
         """A round's prompts through the synchronous reader, one reading per window.
 
         When the reader takes concurrent calls (:func:`takes_concurrent_calls`), every
@@ -566,7 +582,12 @@ class Panner:
                 "GoldPanner.arun needs a reader with an async aread(question, documents, *, labels) method"
             )
         run = self._start(
-            documents, k=k, scores=scores, prior_probs=prior_probs, prior_log_odds=prior_log_odds, rng=rng,
+            documents,
+            k=k,
+            scores=scores,
+            prior_probs=prior_probs,
+            prior_log_odds=prior_log_odds,
+            rng=rng,
             truth=truth,
         )
 

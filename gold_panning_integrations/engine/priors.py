@@ -117,9 +117,7 @@ def rank_prior_probs(
     return _to_expected_k(w, k)
 
 
-def score_prior_probs(
-    scores: ArrayLike, *, k: int = 1, temperature: float = 1.0
-) -> NDArray[np.float64]:
+def score_prior_probs(scores: ArrayLike, *, k: int = 1, temperature: float = 1.0) -> NDArray[np.float64]:
     """Prior probabilities from retriever scores (higher = more relevant): a softmax at
     ``temperature`` scaled to sum to ``k``, each capped at :data:`MAX_PRIOR`.
 
@@ -138,7 +136,6 @@ def score_prior_probs(
         return np.zeros(0)
     z = (s - s.max()) / temperature
     return _to_expected_k(np.maximum(np.exp(z), 1e-12), k)
-
 
 
 def retriever_prior_probs(

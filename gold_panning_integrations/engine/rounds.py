@@ -156,7 +156,9 @@ class Geometry:
     ) -> None:
         self.tpr = np.asarray(tpr, dtype=np.float64)
         self.fpr = np.asarray(fpr, dtype=np.float64)
-        self._placement = None if placement is None else tuple(np.asarray(x, dtype=np.float64) for x in placement)
+        self._placement = (
+            None if placement is None else tuple(np.asarray(x, dtype=np.float64) for x in placement)
+        )
         self.config = config
         self.temperature = float(temperature)
         self._cache: dict[int, Rates] = {}
@@ -187,7 +189,9 @@ class Geometry:
             if self._placement is None:
                 order = position_order(t, f)
             else:
-                order = position_order(self._sized(self._placement[0], size), self._sized(self._placement[1], size))
+                order = position_order(
+                    self._sized(self._placement[0], size), self._sized(self._placement[1], size)
+                )
             if self.config.robust:
                 t, f = robust_rates(t, f)
             c, m = self.llr(t, f)
@@ -338,7 +342,9 @@ def lead_rate(config: PanningConfig, n: int) -> float:
 
 
 @lru_cache(maxsize=64)
-def _mixture_logs(a: float, b: float, _a_key: str, _b_key: str) -> tuple[np.float64, np.float64, np.float64, np.float64]:
+def _mixture_logs(
+    a: float, b: float, _a_key: str, _b_key: str
+) -> tuple[np.float64, np.float64, np.float64, np.float64]:
     """``(log a, log b, log1p(-a), log1p(-b))`` of the two mixture rates (``-inf`` for a
     rate of 0), cached per pair of rates; the string keys tell ``-0.0`` from ``0.0``."""
     with np.errstate(divide="ignore"):
@@ -393,7 +399,9 @@ def active_mask(state: BatchState, *, k: int, prune_below: float | None, started
     return keep
 
 
-def _shuffle_top(order: NDArray[np.intp], sizes: NDArray[np.intp], top: int, rng: np.random.Generator) -> None:
+def _shuffle_top(
+    order: NDArray[np.intp], sizes: NDArray[np.intp], top: int, rng: np.random.Generator
+) -> None:
     """Permute, in place and uniformly, the first ``min(top, sizes[b])`` entries of each row."""
     t = min(top, order.shape[1])
     if t < 2:
@@ -411,7 +419,9 @@ def _shuffle_top(order: NDArray[np.intp], sizes: NDArray[np.intp], top: int, rng
         order[:, :t] = order[_row_index(b), perm]
 
 
-def _stride(order: NDArray[np.intp], n_active: NDArray[np.intp], prompt: int, prompts: int) -> NDArray[np.intp]:
+def _stride(
+    order: NDArray[np.intp], n_active: NDArray[np.intp], prompt: int, prompts: int
+) -> NDArray[np.intp]:
     """Each row of ``order`` (best first) reordered so that ranks ``prompt, prompt +
     prompts, ...`` among the row's ``n_active`` active documents come first, the other
     active ones next (in rank order), the inactive ones last."""
@@ -458,7 +468,9 @@ def rank_documents(
     return order, n_active
 
 
-def place(order: NDArray[np.intp], sizes: NDArray[np.intp], geometry: Geometry) -> tuple[NDArray[np.intp], NDArray[np.intp]]:
+def place(
+    order: NDArray[np.intp], sizes: NDArray[np.intp], geometry: Geometry
+) -> tuple[NDArray[np.intp], NDArray[np.intp]]:
     """Rank ``r < sizes[b]`` of row ``b`` takes the ``r``-th most diagnostic position of a
     prompt of ``sizes[b]`` documents; the rest get ``-1`` (not shown).
 
@@ -558,7 +570,9 @@ def _mixture_missed(
     q = _where0(shown, share)
     one_minus = 1.0 - clamped
     p_empty_if = one_minus[0] / one_minus[1] * d  # empty prompt if document i is the relevant one
-    expected = np.add.reduce(q * p_empty_if, axis=1) + np.maximum(0.0, 1.0 - np.add.reduce(q, axis=1)) * d[:, 0]
+    expected = (
+        np.add.reduce(q * p_empty_if, axis=1) + np.maximum(0.0, 1.0 - np.add.reduce(q, axis=1)) * d[:, 0]
+    )
     empty = n_cited == 0 if read_ok is None else read_ok & (n_cited == 0)
     state.prompts += 1.0 if read_ok is None else read_ok
     state.empty_seen += empty
@@ -651,7 +665,8 @@ def observe_round(
     state.log_odds = np.add(
         state.prior_log_odds,
         mixed_evidence(
-            state.evidence, false_lead_rate=lead_rate(resolved, state.log_odds.shape[1]),
+            state.evidence,
+            false_lead_rate=lead_rate(resolved, state.log_odds.shape[1]),
             blind_rate=float(resolved.blind_rate),  # type: ignore[arg-type]  # resolved: not None
         ),
     )

@@ -147,7 +147,9 @@ class SimulatedReader:
         self._obey_rng = self.rng.spawn(1)[0] if obeys_sometimes else None
         self.calls = 0
 
-    def read(self, question: str, documents: Sequence[Any], *, labels: Sequence[int] | None = None) -> Reading:
+    def read(
+        self, question: str, documents: Sequence[Any], *, labels: Sequence[int] | None = None
+    ) -> Reading:
         """Cite each document with its position's TPR or FPR; positions are 0-based.
 
         ``labels[i]`` is the label ``documents[i]`` is shown under (None: ``1..m``); only a
@@ -241,7 +243,6 @@ class SimulationResult:
                 for name, c in self.policies.items()
             },
         }
-
 
 
 def _top_k_hits(keys: NDArray[np.float64], truth: NDArray[np.bool_], k: int) -> NDArray[np.float64]:
@@ -381,21 +382,35 @@ class _Batch:
             plans: dict[str, list[Any]] = {}
             for pol, cfg in self.cfgs.items():
                 st = states[pol]
-                live[pol] &= ~threshold_reached(st.log_odds, k=k, stop_at=cfg.stop_at, done=t, min_rounds=cfg.min_rounds)
+                live[pol] &= ~threshold_reached(
+                    st.log_odds, k=k, stop_at=cfg.stop_at, done=t, min_rounds=cfg.min_rounds
+                )
                 active = active_mask(st, k=k, prune_below=cfg.prune_below, started=t > 0)
                 plans[pol] = [
-                    plan_round(st, active, config=cfg, geometry=self.geometry, rng=policy_rng, truth=truth, prompt=b)
+                    plan_round(
+                        st, active, config=cfg, geometry=self.geometry, rng=policy_rng, truth=truth, prompt=b
+                    )
                     for b in range(prompts)
                 ]
             for b in range(prompts):
                 width = max(int(p[b].sizes.max()) for p in plans.values())
                 u = model_rng.random((bsz, width))  # common random numbers across policies
-                obeyed = None if obey_rng is None or self.attack is None else obey_rng.random(bsz) < self.attack.obey
+                obeyed = (
+                    None
+                    if obey_rng is None or self.attack is None
+                    else obey_rng.random(bsz) < self.attack.obey
+                )
                 for pol, cfg in self.cfgs.items():
                     plan = plans[pol][b]
                     cited = _cite(plan, reads, hostile, u, obeyed, self.true_geometry, self.attack)
                     observe_round(
-                        states[pol], plan.positions, plan.sizes, cited, ok=live[pol], config=cfg, geometry=self.geometry
+                        states[pol],
+                        plan.positions,
+                        plan.sizes,
+                        cited,
+                        ok=live[pol],
+                        config=cfg,
+                        geometry=self.geometry,
                     )
                     tally.calls[pol][t] += live[pol].sum()
             for pol in self.cfgs:
@@ -487,8 +502,15 @@ def simulate(
     """
     _check_args(n=n, k=k, rounds=rounds, trials=trials, policies=policies)
     # simulate takes rates, not a profile: options left to the profile get the defaults.
-    cfg = replace(config or PanningConfig(prompts_per_round=1), rounds=rounds, k=k, prior=prior, eps=eps).with_profile(None)
-    if cfg.windows or cfg.min_gain is not None or cfg.max_calls is not None or cfg.max_prompt_tokens is not None:
+    cfg = replace(
+        config or PanningConfig(prompts_per_round=1), rounds=rounds, k=k, prior=prior, eps=eps
+    ).with_profile(None)
+    if (
+        cfg.windows
+        or cfg.min_gain is not None
+        or cfg.max_calls is not None
+        or cfg.max_prompt_tokens is not None
+    ):
         raise ValueError("simulate does not model windows, min_gain, max_calls or max_prompt_tokens")
     gen = rng if isinstance(rng, np.random.Generator) else np.random.default_rng(rng)
     t_true = np.asarray(tpr, dtype=np.float64)

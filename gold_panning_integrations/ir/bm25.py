@@ -29,7 +29,53 @@ from ..errors import MissingExtraError
 __all__ = ["BM25", "STOP_WORDS", "stemmers", "strip_accents", "tokenize"]
 
 STOP_WORDS = frozenset(
-    ["a", "an", "and", "are", "as", "at", "be", "but", "by", "did", "do", "does", "for", "from", "had", "has", "have", "how", "i", "in", "is", "it", "its", "of", "on", "or", "that", "the", "their", "there", "these", "this", "to", "was", "were", "what", "when", "where", "which", "who", "whom", "whose", "why", "will", "with"]
+    [
+        "a",
+        "an",
+        "and",
+        "are",
+        "as",
+        "at",
+        "be",
+        "but",
+        "by",
+        "did",
+        "do",
+        "does",
+        "for",
+        "from",
+        "had",
+        "has",
+        "have",
+        "how",
+        "i",
+        "in",
+        "is",
+        "it",
+        "its",
+        "of",
+        "on",
+        "or",
+        "that",
+        "the",
+        "their",
+        "there",
+        "these",
+        "this",
+        "to",
+        "was",
+        "were",
+        "what",
+        "when",
+        "where",
+        "which",
+        "who",
+        "whom",
+        "whose",
+        "why",
+        "will",
+        "with",
+    ]
 )
 """English stop words dropped from queries and documents (the list that built the NQ sample)."""
 
@@ -40,7 +86,9 @@ def _bm25s() -> Any:
     try:
         import bm25s
     except ImportError as err:
-        raise MissingExtraError("bm25s", "compare", "BM25 (bench compare's first stage, the NQ sample build)") from err
+        raise MissingExtraError(
+            "bm25s", "compare", "BM25 (bench compare's first stage, the NQ sample build)"
+        ) from err
     quiet = logging.getLogger("bm25s")
     if quiet.level < logging.INFO:  # bm25s sets DEBUG on import: its per-index notes would reach our logs
         quiet.setLevel(logging.WARNING)
@@ -84,8 +132,13 @@ def tokenize(texts: Sequence[str], *, stemmer: Any = None) -> list[list[str]]:
     if not texts:
         return []
     out = _bm25s().tokenize(
-        [strip_accents(t) for t in texts], lower=True, token_pattern=_TOKEN_PATTERN, stopwords=sorted(STOP_WORDS),
-        stemmer=stemmer, return_ids=False, show_progress=False,
+        [strip_accents(t) for t in texts],
+        lower=True,
+        token_pattern=_TOKEN_PATTERN,
+        stopwords=sorted(STOP_WORDS),
+        stemmer=stemmer,
+        return_ids=False,
+        show_progress=False,
     )
     return [list(t) for t in out]
 
@@ -121,8 +174,11 @@ class BM25:
         self._index: Any = None
         if vocab:  # a corpus of stop words only has no index: every score is 0
             self._index = bm25s.BM25(k1=k1, b=b, method="lucene", dtype="float64")
-            self._index.index(bm25s.tokenization.Tokenized(ids=ids, vocab=vocab), create_empty_token=False,
-                              show_progress=False)
+            self._index.index(
+                bm25s.tokenization.Tokenized(ids=ids, vocab=vocab),
+                create_empty_token=False,
+                show_progress=False,
+            )
 
     def scores(self, query: str) -> NDArray[np.float64]:
         """BM25 score of every document for ``query``, shape ``(N,)`` (0 where no term matches)."""

@@ -34,6 +34,7 @@ from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
 from types import MappingProxyType
+from typing import TypeVar
 
 from ..errors import CollectionError
 from .files import MAX_CORPUS_BYTES, json_object, text_lines
@@ -73,7 +74,11 @@ def _where(what: str, path: Path, lineno: int | None = None) -> str:
     return f"{what} {str(path)!r}" + (f" line {lineno}" if lineno is not None else "")
 
 
-def _frozen(d: Mapping[str, object]) -> Mapping[str, object]:
+_K = TypeVar("_K")
+_V = TypeVar("_V")
+
+
+def _frozen(d: Mapping[_K, _V]) -> Mapping[_K, _V]:
     return MappingProxyType(dict(d))
 
 
@@ -128,7 +133,9 @@ def fixture_path() -> Path:
 
 
 # ====================================================================== single files
-def read_qrels(path: str | Path, *, what: str = "qrels file") -> tuple[dict[str, dict[str, int]], dict[str, int]]:
+def read_qrels(
+    path: str | Path, *, what: str = "qrels file"
+) -> tuple[dict[str, dict[str, int]], dict[str, int]]:
     """Judgements of a BEIR (``query-id corpus-id score``, a header line allowed) or TREC
     (``qid iteration docid relevance``) qrels file; fields split on whitespace.
 
@@ -171,7 +178,9 @@ def read_qrels(path: str | Path, *, what: str = "qrels file") -> tuple[dict[str,
         try:
             grade = int(grade_text)
         except ValueError as err:
-            raise CollectionError(f"{_where(what, p, lineno)}: relevance {grade_text!r} is not an integer") from err
+            raise CollectionError(
+                f"{_where(what, p, lineno)}: relevance {grade_text!r} is not an integer"
+            ) from err
         judged = qrels.setdefault(qid, {})
         repeats += docid in judged
         judged[docid] = grade
@@ -179,7 +188,9 @@ def read_qrels(path: str | Path, *, what: str = "qrels file") -> tuple[dict[str,
     if not qrels:
         raise CollectionError(f"{_where(what, p)} holds no judgements")
     if repeats:
-        logger.warning("%s: %d repeated (query, document) judgements; the last grade of each is kept", p, repeats)
+        logger.warning(
+            "%s: %d repeated (query, document) judgements; the last grade of each is kept", p, repeats
+        )
     return qrels, first
 
 
@@ -190,9 +201,13 @@ def _topics_sgml(p: Path, what: str) -> dict[str, str]:
         block = m.group(1)
         lineno = text.count("\n", 0, m.start()) + 1
         num = re.search(r"<num>\s*(?:Number:)?\s*(\S+)", block, re.IGNORECASE)
-        title = re.search(r"<title>\s*(?:Topic:)?\s*(.*?)\s*(?=<desc>|<narr>|<num>|\Z)", block, re.DOTALL | re.IGNORECASE)
+        title = re.search(
+            r"<title>\s*(?:Topic:)?\s*(.*?)\s*(?=<desc>|<narr>|<num>|\Z)", block, re.DOTALL | re.IGNORECASE
+        )
         if num is None or title is None or not title.group(1).strip():
-            raise CollectionError(f"{_where(what, p, lineno)}: a <top> block needs <num> and a non-empty <title>")
+            raise CollectionError(
+                f"{_where(what, p, lineno)}: a <top> block needs <num> and a non-empty <title>"
+            )
         out[num.group(1)] = " ".join(title.group(1).split())
     if not out:
         raise CollectionError(f"{_where(what, p)} holds no <top> block")
@@ -216,7 +231,9 @@ def read_queries(path: str | Path, *, what: str = "queries file") -> dict[str, s
             obj = json_object(line, what=what, path=p, lineno=lineno)
             qid, text = obj.get("_id"), obj.get("text")
             if not isinstance(qid, (str, int)) or isinstance(qid, bool) or not isinstance(text, str):
-                raise CollectionError(f"{_where(what, p, lineno)} needs a string or integer \"_id\" and a string \"text\"")
+                raise CollectionError(
+                    f'{_where(what, p, lineno)} needs a string or integer "_id" and a string "text"'
+                )
             _add(out, str(qid), " ".join(text.split()), p, what, lineno)
     else:
         lines = text_lines(p, what=what)
@@ -241,7 +258,9 @@ def read_queries(path: str | Path, *, what: str = "queries file") -> dict[str, s
 def _check_id(key: str, where: str) -> str:
     """``key`` when it can name a query or document in a TREC run (one word)."""
     if not key or any(ch.isspace() for ch in key):
-        raise CollectionError(f"{where}: the id {key!r} is empty or holds white space, which a TREC run cannot write")
+        raise CollectionError(
+            f"{where}: the id {key!r} is empty or holds white space, which a TREC run cannot write"
+        )
     return key
 
 
@@ -279,17 +298,23 @@ def read_corpus(
         if jsonl:
             obj = json_object(line, what=what, path=p, lineno=lineno)
             docid, title, text = obj.get("_id"), obj.get("title") or "", obj.get("text")
-            if (not isinstance(docid, (str, int)) or isinstance(docid, bool) or not isinstance(text, str)
-                    or not isinstance(title, str)):
+            if (
+                not isinstance(docid, (str, int))
+                or isinstance(docid, bool)
+                or not isinstance(text, str)
+                or not isinstance(title, str)
+            ):
                 raise CollectionError(
-                    f"{_where(what, p, lineno)} needs a string or integer \"_id\", a string \"text\" and an optional "
-                    "string \"title\""
+                    f'{_where(what, p, lineno)} needs a string or integer "_id", a string "text" and an optional '
+                    'string "title"'
                 )
             key = str(docid)
         else:
             parts = line.split("\t")
             if len(parts) not in (2, 3) or not parts[0].strip():
-                raise CollectionError(f"{_where(what, p, lineno)} is not 'doc-id<TAB>text' or 'doc-id<TAB>title<TAB>text'")
+                raise CollectionError(
+                    f"{_where(what, p, lineno)} is not 'doc-id<TAB>text' or 'doc-id<TAB>title<TAB>text'"
+                )
             key = parts[0].strip()
             title, text = (parts[1], parts[2]) if len(parts) == 3 else ("", parts[1])
         seen += 1
@@ -333,7 +358,9 @@ def read_run(path: str | Path, *, depth: int, queries: set[str] | None = None) -
         try:
             rank, score = float(rank_text), float(score_text)
         except ValueError as err:
-            raise CollectionError(f"{_where(what, p, lineno)}: rank {rank_text!r} or score {score_text!r} is not a number") from err
+            raise CollectionError(
+                f"{_where(what, p, lineno)}: rank {rank_text!r} or score {score_text!r} is not a number"
+            ) from err
         if math.isnan(score):
             raise CollectionError(f"{_where(what, p, lineno)}: score is NaN")
         if (qid, docid) in seen:
@@ -348,13 +375,18 @@ def read_run(path: str | Path, *, depth: int, queries: set[str] | None = None) -
         raise CollectionError(f"{_where(what, p)} holds no run line")
     cands = {q: tuple(d for *_, d in sorted(r)[:depth]) for q, r in rows.items()}
     lines = {(q, d): seen[(q, d)] for q, ds in cands.items() for d in ds}
-    return Run(p, _frozen(cands), _frozen(lines))  # type: ignore[arg-type]
+    return Run(p, _frozen(cands), _frozen(lines))
 
 
 # ====================================================================== collections
 def _judged(
-    qrels: dict[str, dict[str, int]], first: dict[str, int], queries: Mapping[str, str], *, qrels_path: Path,
-    queries_path: Path, queries_what: str,
+    qrels: dict[str, dict[str, int]],
+    first: dict[str, int],
+    queries: Mapping[str, str],
+    *,
+    qrels_path: Path,
+    queries_path: Path,
+    queries_what: str,
 ) -> tuple[dict[str, str], dict[str, dict[str, int]], dict[str, str], dict[str, str]]:
     """Evaluated queries (judged, with a document of grade > 0) in queries-file order."""
     missing = [q for q in qrels if q not in queries]
@@ -373,13 +405,28 @@ def _judged(
 
 
 def _with_first_stage(
-    name: str, queries: dict[str, str], qrels: dict[str, dict[str, int]], origin: dict[str, str],
-    left_out: dict[str, str], *, corpus: Path, run: str | Path | None, depth: int,
+    name: str,
+    queries: dict[str, str],
+    qrels: dict[str, dict[str, int]],
+    origin: dict[str, str],
+    left_out: dict[str, str],
+    *,
+    corpus: Path,
+    run: str | Path | None,
+    depth: int,
 ) -> Collection:
     if run is None:
         docs = read_corpus(corpus)
-        return Collection(name, _frozen(queries), _frozen(qrels), _frozen(docs), None,  # type: ignore[arg-type]
-                          _frozen(origin), _frozen(left_out), "bm25")  # type: ignore[arg-type]
+        return Collection(
+            name,
+            _frozen(queries),
+            _frozen(qrels),
+            _frozen(docs),
+            None,
+            _frozen(origin),
+            _frozen(left_out),
+            "bm25",
+        )
     r = read_run(run, depth=depth, queries=set(queries))
     missing = [q for q in queries if q not in r.candidates]
     if missing:
@@ -398,8 +445,16 @@ def _with_first_stage(
             f"{str(corpus)!r}; pass the corpus the run was made on"
         )
     cands = {q: r.candidates[q] for q in queries}
-    return Collection(name, _frozen(queries), _frozen(qrels), _frozen(docs), _frozen(cands),  # type: ignore[arg-type]
-                      _frozen(origin), _frozen(left_out), f"run: {r.path}")  # type: ignore[arg-type]
+    return Collection(
+        name,
+        _frozen(queries),
+        _frozen(qrels),
+        _frozen(docs),
+        _frozen(cands),
+        _frozen(origin),
+        _frozen(left_out),
+        f"run: {r.path}",
+    )
 
 
 def load_beir(
@@ -426,19 +481,31 @@ def load_beir(
         have = sorted(x.stem for x in (root / "qrels").glob("*.tsv")) if (root / "qrels").is_dir() else []
         raise CollectionError(
             f"BEIR folder {str(root)!r} has no qrels/{split}.tsv"
-            + (f"; its splits: {', '.join(have)} (--split)" if have else "; a BEIR folder holds qrels/<split>.tsv")
+            + (
+                f"; its splits: {', '.join(have)} (--split)"
+                if have
+                else "; a BEIR folder holds qrels/<split>.tsv"
+            )
         )
     qrels, first = read_qrels(qrels_path)
     queries_path = root / "queries.jsonl"
     queries = read_queries(queries_path)
-    kept, judged, origin, left_out = _judged(qrels, first, queries, qrels_path=qrels_path, queries_path=queries_path,
-                                             queries_what="queries file")
+    kept, judged, origin, left_out = _judged(
+        qrels, first, queries, qrels_path=qrels_path, queries_path=queries_path, queries_what="queries file"
+    )
     name = f"BEIR {'fixture ' + FIXTURE if folder is None else str(root)} ({split})"
-    return _with_first_stage(name, kept, judged, origin, left_out, corpus=root / "corpus.jsonl", run=run, depth=depth)
+    return _with_first_stage(
+        name, kept, judged, origin, left_out, corpus=root / "corpus.jsonl", run=run, depth=depth
+    )
 
 
 def load_trec(
-    *, topics: str | Path, qrels: str | Path, corpus: str | Path, run: str | Path | None = None, depth: int = 20
+    *,
+    topics: str | Path,
+    qrels: str | Path,
+    corpus: str | Path,
+    run: str | Path | None = None,
+    depth: int = 20,
 ) -> Collection:
     """TREC-style files: ``topics``, ``qrels``, ``corpus`` and optionally a first-stage
     ``run`` (see the module docstring for the accepted forms).
@@ -448,8 +515,14 @@ def load_trec(
     """
     judgements, first = read_qrels(qrels)
     queries = read_queries(topics, what="topics file")
-    kept, judged, origin, left_out = _judged(judgements, first, queries, qrels_path=Path(qrels),
-                                             queries_path=Path(topics), queries_what="topics file")
+    kept, judged, origin, left_out = _judged(
+        judgements,
+        first,
+        queries,
+        qrels_path=Path(qrels),
+        queries_path=Path(topics),
+        queries_what="topics file",
+    )
     name = f"TREC {Path(topics).name} / {Path(qrels).name}"
     return _with_first_stage(name, kept, judged, origin, left_out, corpus=Path(corpus), run=run, depth=depth)
 
@@ -462,11 +535,15 @@ def _rag_relevant(obj: object, ids: list[str], where: str) -> dict[str, int]:
     elif isinstance(obj, dict):
         items = list(obj.items())
     else:
-        raise CollectionError(f"{where}: \"relevant\" must be a list of passage indices or ids, or an object of grades")
+        raise CollectionError(
+            f'{where}: "relevant" must be a list of passage indices or ids, or an object of grades'
+        )
     out: dict[str, int] = {}
     for key, grade in items:
         if isinstance(grade, bool) or not isinstance(grade, int):
-            raise CollectionError(f"{where}: the grade of relevant passage {key!r} is {grade!r}, not an integer")
+            raise CollectionError(
+                f"{where}: the grade of relevant passage {key!r} is {grade!r}, not an integer"
+            )
         if isinstance(key, int) and not isinstance(key, bool):
             if not 0 <= key < len(ids):
                 raise CollectionError(f"{where}: relevant passage index {key} is outside 0..{len(ids) - 1}")
@@ -479,7 +556,9 @@ def _rag_relevant(obj: object, ids: list[str], where: str) -> dict[str, int]:
         elif isinstance(key, str) and key in ids:
             out[key] = grade
         else:
-            raise CollectionError(f"{where}: relevant passage {key!r} is neither an index nor the id of one of its passages")
+            raise CollectionError(
+                f"{where}: relevant passage {key!r} is neither an index nor the id of one of its passages"
+            )
     return out
 
 
@@ -517,7 +596,9 @@ def load_rag_jsonl(path: str | Path, *, depth: int = 20) -> Collection:
         if qid in queries or qid in left_out:
             raise CollectionError(f"{where} repeats the question id {qid!r}; ids must be unique")
         if not passages:
-            raise CollectionError(f"{where}: question {qid!r} has no candidate passages; drop the line or add its passages")
+            raise CollectionError(
+                f"{where}: question {qid!r} has no candidate passages; drop the line or add its passages"
+            )
         ids: list[str] = []
         for i, item in enumerate(passages):
             if isinstance(item, str):
@@ -525,7 +606,9 @@ def load_rag_jsonl(path: str | Path, *, depth: int = 20) -> Collection:
             elif isinstance(item, dict) and isinstance(item.get("text"), str):
                 raw_id = item.get("id", f"{qid}-p{i}")
                 if not isinstance(raw_id, (str, int)) or isinstance(raw_id, bool):
-                    raise CollectionError(f'{where}: passage {i} has an "id" that is not a string or an integer')
+                    raise CollectionError(
+                        f'{where}: passage {i} has an "id" that is not a string or an integer'
+                    )
                 title = item.get("title") or ""
                 pid, text = str(raw_id), _shown(title if isinstance(title, str) else "", item["text"])
             else:
@@ -535,7 +618,9 @@ def load_rag_jsonl(path: str | Path, *, depth: int = 20) -> Collection:
                 raise CollectionError(f"{where}: passage id {pid!r} appears twice")
             text = " ".join(text.split())
             if docs.get(pid, text) != text:
-                raise CollectionError(f"{where}: passage id {pid!r} names another text than on an earlier line")
+                raise CollectionError(
+                    f"{where}: passage id {pid!r} names another text than on an earlier line"
+                )
             docs[pid] = text
             ids.append(pid)
         grades = _rag_relevant(obj.get("relevant", []), ids, where)
@@ -548,11 +633,19 @@ def load_rag_jsonl(path: str | Path, *, depth: int = 20) -> Collection:
         origin[qid] = where
     if not queries:
         raise CollectionError(
-            f"{_where(what, p)} holds no question with a relevant passage" + (" (every line's \"relevant\" is empty)"
-                                                                             if left_out else "")
+            f"{_where(what, p)} holds no question with a relevant passage"
+            + (' (every line\'s "relevant" is empty)' if left_out else "")
         )
-    return Collection(f"RAG JSONL {p}", _frozen(queries), _frozen(qrels), _frozen(docs), _frozen(cands),  # type: ignore[arg-type]
-                      _frozen(origin), _frozen(left_out), f"rag: {p}")  # type: ignore[arg-type]
+    return Collection(
+        f"RAG JSONL {p}",
+        _frozen(queries),
+        _frozen(qrels),
+        _frozen(docs),
+        _frozen(cands),
+        _frozen(origin),
+        _frozen(left_out),
+        f"rag: {p}",
+    )
 
 
 def load_collection(
@@ -585,13 +678,17 @@ def load_collection(
     if task == "trec":
         missing = [k for k, v in trec_files.items() if v is None]
         if missing or data is not None:
-            raise ValueError("--task trec needs --topics, --qrels and --corpus files (and optionally --run), not --data"
-                             + (f"; missing {', '.join(missing)}" if missing else ""))
+            raise ValueError(
+                "--task trec needs --topics, --qrels and --corpus files (and optionally --run), not --data"
+                + (f"; missing {', '.join(missing)}" if missing else "")
+            )
         assert topics is not None and qrels is not None and corpus is not None
         return load_trec(topics=topics, qrels=qrels, corpus=corpus, run=run, depth=depth)
     if task == "rag":
         if data is None or given or run is not None:
-            raise ValueError("--task rag needs --data FILE.jsonl (one labelled question per line) and no "
-                             "--topics/--qrels/--corpus/--run: its passages are the first stage")
+            raise ValueError(
+                "--task rag needs --data FILE.jsonl (one labelled question per line) and no "
+                "--topics/--qrels/--corpus/--run: its passages are the first stage"
+            )
         return load_rag_jsonl(data, depth=depth)
     raise ValueError(f"--task {task} is not a collection; choose one of {', '.join(FORMATS)}")

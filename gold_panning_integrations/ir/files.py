@@ -81,7 +81,9 @@ def text_lines(
                 lineno += 1
                 total += len(raw)
                 if total > max_bytes:
-                    raise CollectionError(f"{_where(what, p)} holds more than {max_bytes} bytes; pass the right file")
+                    raise CollectionError(
+                        f"{_where(what, p)} holds more than {max_bytes} bytes; pass the right file"
+                    )
                 if len(raw) > MAX_LINE_BYTES:
                     raise CollectionError(
                         f"{_where(what, p, lineno)} is longer than {MAX_LINE_BYTES} bytes; is this a text file "
@@ -95,7 +97,9 @@ def text_lines(
                         "convert the file to UTF-8"
                     ) from err
                 if "\x00" in text:
-                    raise CollectionError(f"{_where(what, p, lineno)} holds a NUL byte: the file looks binary, not text")
+                    raise CollectionError(
+                        f"{_where(what, p, lineno)} holds a NUL byte: the file looks binary, not text"
+                    )
                 yield lineno, text.rstrip("\r\n")
     except OSError as err:  # closing a torn gzip stream
         raise CollectionError(f"cannot read {_where(what, p)}: {err}") from err
@@ -116,5 +120,7 @@ def json_object(line: str, *, what: str, path: str | Path, lineno: int) -> dict[
             "fix or remove it"
         ) from err
     if not isinstance(obj, dict):
-        raise CollectionError(f"{_where(what, Path(path), lineno)} is a JSON {type(obj).__name__}, not an object")
+        raise CollectionError(
+            f"{_where(what, Path(path), lineno)} is a JSON {type(obj).__name__}, not an object"
+        )
     return obj

@@ -35,7 +35,9 @@ def first_stage(
         raise ValueError(f"--depth must be >= 1, got {depth!r}")
     if collection.candidates is not None:
         if stemmer is not None:
-            raise ValueError(f"--bm25-stemmer applies to the BM25 first stage; this one is {collection.first_stage}")
+            raise ValueError(
+                f"--bm25-stemmer applies to the BM25 first stage; this one is {collection.first_stage}"
+            )
         return {q: tuple(collection.candidates[q][:depth]) for q in qids}, {}
     ids = list(collection.documents)
     bm25 = BM25([collection.documents[d] for d in ids], stemmer=stemmer)
@@ -46,5 +48,7 @@ def first_stage(
         if hits:
             out[q] = hits
         else:
-            without[q] = "BM25 matched no document (every query term is a stop word or absent from the corpus)"
+            without[q] = (
+                "BM25 matched no document (every query term is a stop word or absent from the corpus)"
+            )
     return out, without

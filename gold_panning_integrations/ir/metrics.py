@@ -52,7 +52,9 @@ def _ir_measures() -> Any:
     try:
         import ir_measures
     except ImportError as err:
-        raise MissingExtraError("ir-measures", "compare", "Scoring with nDCG@10, MRR@10 and Recall@k") from err
+        raise MissingExtraError(
+            "ir-measures", "compare", "Scoring with nDCG@10, MRR@10 and Recall@k"
+        ) from err
     return ir_measures
 
 
@@ -143,7 +145,11 @@ def bootstrap_interval(
 
 
 def paired_difference(
-    method: Sequence[float], baseline: Sequence[float], *, rng: np.random.Generator, resamples: int = BOOTSTRAP_RESAMPLES
+    method: Sequence[float],
+    baseline: Sequence[float],
+    *,
+    rng: np.random.Generator,
+    resamples: int = BOOTSTRAP_RESAMPLES,
 ) -> dict[str, Any]:
     """Per-query ``method - baseline`` (same queries, same order): wins, losses, ties
     (within :data:`TIE_TOLERANCE`), the mean difference and its bootstrap 95% interval."""

@@ -91,14 +91,18 @@ class AdaptedReader:
     def _make(method: str, fn: Callable[..., Any], takes: bool) -> Callable[..., Any]:
         if method == "read":
 
-            def read(question: str, documents: Sequence[Any], *, labels: Sequence[int], **options: Any) -> Any:
+            def read(
+                question: str, documents: Sequence[Any], *, labels: Sequence[int], **options: Any
+            ) -> Any:
                 if takes:
                     return fn(question, documents, labels=labels, **options)
                 return _numbered(fn(question, documents, **options), len(documents))
 
             return read
 
-        async def aread(question: str, documents: Sequence[Any], *, labels: Sequence[int], **options: Any) -> Any:
+        async def aread(
+            question: str, documents: Sequence[Any], *, labels: Sequence[int], **options: Any
+        ) -> Any:
             if takes:
                 return await fn(question, documents, labels=labels, **options)
             return _numbered(await fn(question, documents, **options), len(documents))
@@ -167,7 +171,9 @@ class NumberedTemplate:
     def __init__(self, template: Callable[..., str]) -> None:
         self.template = template
 
-    def __call__(self, question: str, documents: Sequence[str], *, labels: Sequence[int] | None = None) -> str:
+    def __call__(
+        self, question: str, documents: Sequence[str], *, labels: Sequence[int] | None = None
+    ) -> str:
         return self.template(question, documents)
 
     def __repr__(self) -> str:
@@ -178,6 +184,10 @@ def adapt_template(template: Any) -> Any:
     """``template`` as the prompt renderer calls it: a callable that takes no ``labels``
     becomes a :class:`NumberedTemplate`; strings, None and label-taking callables are
     returned as they are."""
-    if callable(template) and not isinstance(template, NumberedTemplate) and not takes_keyword(template, "labels"):
+    if (
+        callable(template)
+        and not isinstance(template, NumberedTemplate)
+        and not takes_keyword(template, "labels")
+    ):
         return NumberedTemplate(template)
     return template

@@ -37,6 +37,7 @@ logger = logging.getLogger(__name__)
 MAX_REDIRECTS = 3
 """Same-origin redirects followed per request; one more is a redirect-loop error."""
 
+
 class _Deadline:
     """A request's time budget; the clock starts at its first socket operation, so the
     client's own preparation (imports, request building) does not eat the budget."""

@@ -119,8 +119,6 @@ def check_max_attempts(max_attempts: int) -> int:
     return max_attempts
 
 
-
-
 # ----------------------------------------------------------------------------- running
 @dataclass(frozen=True)
 class RetryPolicy:

@@ -63,7 +63,9 @@ class LexicalSimulatedReader(SimulatedReader):
     def _is_best(self, document: Any) -> bool:
         return str(document) in self._best
 
-    def read(self, question: str, documents: Sequence[Any], *, labels: Sequence[int] | None = None) -> Reading:
+    def read(
+        self, question: str, documents: Sequence[Any], *, labels: Sequence[int] | None = None
+    ) -> Reading:
         """Cite by position at the profile's rates; ``labels`` change nothing here
         (a simulated model reads positions, and cited positions are returned)."""
         from .answer import normalize_tokens
@@ -87,7 +89,9 @@ class TokenCountingReader(SimulatedReader):
     """A profile-following reader that reports simulated prompt tokens:
     :data:`PROMPT_OVERHEAD` plus :data:`TOKENS_PER_DOC` per shown document."""
 
-    def read(self, question: str, documents: Sequence[Any], *, labels: Sequence[int] | None = None) -> Reading:
+    def read(
+        self, question: str, documents: Sequence[Any], *, labels: Sequence[int] | None = None
+    ) -> Reading:
         r = super().read(question, documents, labels=labels)
         return Reading(
             cited=r.cited,
@@ -113,7 +117,9 @@ class CachedReader:
         self.misses = 0
         self.enabled = True
 
-    def read(self, question: str, documents: Sequence[str], *, labels: Sequence[int] | None = None) -> Reading:
+    def read(
+        self, question: str, documents: Sequence[str], *, labels: Sequence[int] | None = None
+    ) -> Reading:
         key = (question, tuple(documents), None if labels is None else tuple(int(x) for x in labels))
         if self.enabled and key in self.cache:
             self.hits += 1
@@ -134,5 +140,7 @@ class FirstCitingReader:
     recommended_profile = None
     max_concurrency = 1
 
-    def read(self, question: str, documents: Sequence[str], *, labels: Sequence[int] | None = None) -> Reading:
+    def read(
+        self, question: str, documents: Sequence[str], *, labels: Sequence[int] | None = None
+    ) -> Reading:
         return Reading(cited=(0,) if documents else ())

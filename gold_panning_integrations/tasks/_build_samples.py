@@ -332,12 +332,16 @@ def build_nq_beir(sample: NQSample, *, questions: int = 50, distractors: int = 5
         return json.dumps(obj, ensure_ascii=False) + "\n"
 
     return {
-        "corpus.jsonl": "".join(line({"_id": f"p{pid}", "title": texts[pid][0], "text": texts[pid][1]})
-                                for pid in sorted(corpus)),
-        "queries.jsonl": "".join(line({"_id": q.id, "text": q.question, "metadata": {"answers": list(q.answers)}})
-                                 for q in kept),
+        "corpus.jsonl": "".join(
+            line({"_id": f"p{pid}", "title": texts[pid][0], "text": texts[pid][1]}) for pid in sorted(corpus)
+        ),
+        "queries.jsonl": "".join(
+            line({"_id": q.id, "text": q.question, "metadata": {"answers": list(q.answers)}}) for q in kept
+        ),
         "qrels/test.tsv": "query-id\tcorpus-id\tscore\n" + "".join(f"{q.id}\tp{q.gold}\t1\n" for q in kept),
-        "NOTICE.md": FIXTURE_NOTICE.format(questions=len(kept), distractors=distractors, passages=len(corpus)),
+        "NOTICE.md": FIXTURE_NOTICE.format(
+            questions=len(kept), distractors=distractors, passages=len(corpus)
+        ),
     }
 
 
@@ -351,23 +355,41 @@ def write_fixture(files: dict[str, str], out: Path) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(description="Build the data samples shipped in gold_panning_integrations/_data.")
+    p = argparse.ArgumentParser(
+        description="Build the data samples shipped in gold_panning_integrations/_data."
+    )
     p.add_argument("--source", type=Path, default=Path("../shared/data"), help="folder with the source files")
-    p.add_argument("--out", type=Path, default=_DEFAULT_OUT, help="output folder (default: the package's _data)")
-    p.add_argument("--questions", type=int, default=400, help="NQ questions (default 400: 200 + 200 held out)")
-    p.add_argument("--distractors", type=int, default=20, help="retrieved distractors per question (default 20)")
+    p.add_argument(
+        "--out", type=Path, default=_DEFAULT_OUT, help="output folder (default: the package's _data)"
+    )
+    p.add_argument(
+        "--questions", type=int, default=400, help="NQ questions (default 400: 200 + 200 held out)"
+    )
+    p.add_argument(
+        "--distractors", type=int, default=20, help="retrieved distractors per question (default 20)"
+    )
     p.add_argument("--kv", type=int, default=100, help="kv-retrieval-75 examples (default 100)")
     p.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
-    p.add_argument("--fixture-questions", type=int, default=50, help="questions of the BEIR fixture (default 50)")
-    p.add_argument("--fixture-distractors", type=int, default=5,
-                   help="distractors per fixture question in its corpus (default 5)")
-    p.add_argument("--fixture-only", action="store_true",
-                   help="rebuild only the BEIR fixture, from the shipped NQ sample (no --source needed)")
+    p.add_argument(
+        "--fixture-questions", type=int, default=50, help="questions of the BEIR fixture (default 50)"
+    )
+    p.add_argument(
+        "--fixture-distractors",
+        type=int,
+        default=5,
+        help="distractors per fixture question in its corpus (default 5)",
+    )
+    p.add_argument(
+        "--fixture-only",
+        action="store_true",
+        help="rebuild only the BEIR fixture, from the shipped NQ sample (no --source needed)",
+    )
     args = p.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(message)s")
     if args.fixture_only:
-        fixture = build_nq_beir(load_sample("nq"), questions=args.fixture_questions,
-                                distractors=args.fixture_distractors)
+        fixture = build_nq_beir(
+            load_sample("nq"), questions=args.fixture_questions, distractors=args.fixture_distractors
+        )
         write_fixture(fixture, args.out / FIXTURE)
         return 0
 
@@ -388,8 +410,11 @@ def main(argv: list[str] | None = None) -> int:
         nq["retrieval_corpus_passages"],
         len(kv["examples"]),
     )
-    fixture = build_nq_beir(load_sample("nq", path=args.out / "nq_sample.json.gz"),
-                            questions=args.fixture_questions, distractors=args.fixture_distractors)
+    fixture = build_nq_beir(
+        load_sample("nq", path=args.out / "nq_sample.json.gz"),
+        questions=args.fixture_questions,
+        distractors=args.fixture_distractors,
+    )
     write_fixture(fixture, args.out / FIXTURE)
     return 0
 

@@ -33,8 +33,16 @@ RELATIONS: tuple[tuple[str, str], ...] = (
 """(comparative, superlative) pairs used by MonoRel."""
 
 PROPERTIES: dict[str, tuple[str, tuple[str, ...], str]] = {
-    "door": ("The door of the {room} is {value}.", tuple(COLORS), "What color is the door of the room {person} is in?"),
-    "floor": ("The floor of the {room} is made of {value}.", tuple(MATERIALS), "What is the floor made of in the room {person} is in?"),
+    "door": (
+        "The door of the {room} is {value}.",
+        tuple(COLORS),
+        "What color is the door of the room {person} is in?",
+    ),
+    "floor": (
+        "The floor of the {room} is made of {value}.",
+        tuple(MATERIALS),
+        "What is the floor made of in the room {person} is in?",
+    ),
 }
 """PIR property -> (fact template, values, question template)."""
 

@@ -46,7 +46,7 @@ def load_passages(path: str | Path) -> list[str]:
     p = Path(path)
     if p.is_dir():
         raise ValueError(
-            f"--docs {str(p)!r} is a folder; pass one file: JSONL with a \"text\" field per line, "
+            f'--docs {str(p)!r} is a folder; pass one file: JSONL with a "text" field per line, '
             "or plain text with passages separated by blank lines"
         )
     raw = read_regular_file(p, max_bytes=MAX_DOCS_BYTES, what="documents file", error=ValueError)
@@ -78,11 +78,13 @@ def load_passages(path: str | Path) -> list[str]:
             elif isinstance(obj, dict) and isinstance(obj.get("text"), str):
                 title = obj.get("title")
                 body = obj["text"]
-                passages.append(f"{title.strip()}: {body}" if isinstance(title, str) and title.strip() else body)
+                passages.append(
+                    f"{title.strip()}: {body}" if isinstance(title, str) and title.strip() else body
+                )
             else:
                 raise ValueError(  # noqa: TRY004 - a malformed line of a file is a bad value
                     f"documents file {str(p)!r} line {lineno} must be a JSON string or an object with a "
-                    "string \"text\" field"
+                    'string "text" field'
                 )
     else:
         passages = re.split(r"\n\s*\n", text)
@@ -112,7 +114,9 @@ class HaystackTask:
 
     name = "haystack"
 
-    def __init__(self, path: str | Path | None = None, *, passages: Sequence[str] | None = None, digits: int = 6) -> None:
+    def __init__(
+        self, path: str | Path | None = None, *, passages: Sequence[str] | None = None, digits: int = 6
+    ) -> None:
         if passages is None:
             if path is None:
                 raise ValueError("HaystackTask needs path=... (a passages file) or passages=...")

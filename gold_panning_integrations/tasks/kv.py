@@ -82,7 +82,9 @@ class KVTask:
         attribute, gen = VALUE_FORMATS[self.value_format]
         attribute = self.attribute or attribute
         flat = rng.choice(self.max_n, size=n, replace=False)
-        names = [f"{FIRST_NAMES[int(i) // len(LAST_NAMES)]} {LAST_NAMES[int(i) % len(LAST_NAMES)]}" for i in flat]
+        names = [
+            f"{FIRST_NAMES[int(i) // len(LAST_NAMES)]} {LAST_NAMES[int(i) % len(LAST_NAMES)]}" for i in flat
+        ]
         gold_value = gen(rng, self.digits)
         values: list[str] = []
         for _ in range(n - 1):
@@ -99,7 +101,11 @@ class KVTask:
             gold=(gold_position,),
             answers=(gold_value,),
             task=self.name,
-            metadata={"name": names[gold_position], "attribute": attribute, "value_format": self.value_format},
+            metadata={
+                "name": names[gold_position],
+                "attribute": attribute,
+                "value_format": self.value_format,
+            },
         )
 
 

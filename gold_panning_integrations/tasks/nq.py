@@ -110,15 +110,15 @@ class NQTask:
         if items is None and path is None:
             smp = sample if sample is not None else load_sample("nq")
             questions = smp.split(split)
-            items = [
-                NQItem(q.question, smp.gold_passage(q).content, q.answers) for q in questions
-            ]
+            items = [NQItem(q.question, smp.gold_passage(q).content, q.answers) for q in questions]
             self._retrieved = [[p.content for p in smp.distractor_passages(q)] for q in questions]
             pool = [p.content for p in smp.passages]
             mode = distractors or "retrieved"
         else:
             if sample is not None or split is not None:
-                raise ValueError("sample= and split= apply to the shipped sample; do not combine them with path/items")
+                raise ValueError(
+                    "sample= and split= apply to the shipped sample; do not combine them with path/items"
+                )
             if items is None:
                 assert path is not None
                 items = load_nq(path)
@@ -130,7 +130,9 @@ class NQTask:
                     "a JSONL source gives distractors='random'"
                 )
         if mode not in DISTRACTOR_MODES:
-            raise ValueError(f"unknown distractors mode {mode!r}; choose one of {', '.join(DISTRACTOR_MODES)}")
+            raise ValueError(
+                f"unknown distractors mode {mode!r}; choose one of {', '.join(DISTRACTOR_MODES)}"
+            )
         self.items = items
         self.distractors = mode
         self._pool = pool

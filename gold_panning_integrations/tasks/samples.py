@@ -168,7 +168,9 @@ def _read_json_gz(path: Path) -> dict[str, Any]:
         )
     size = path.stat().st_size
     if size > MAX_SAMPLE_BYTES:
-        raise ValueError(f"sample file {str(path)!r} is {size} bytes, above the {MAX_SAMPLE_BYTES}-byte limit")
+        raise ValueError(
+            f"sample file {str(path)!r} is {size} bytes, above the {MAX_SAMPLE_BYTES}-byte limit"
+        )
     try:
         with gzip.GzipFile(fileobj=io.BytesIO(path.read_bytes())) as gz:
             raw = gz.read(MAX_SAMPLE_BYTES + 1)
