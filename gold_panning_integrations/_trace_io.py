@@ -52,7 +52,6 @@ def trace_record(
     """
     rounds = []
     for r in result.rounds:
-        cited = {int(c) for c in r.cited}
         prompts = []
         for docs, pos, reading in zip(r.windows, r.positions, r.readings):
             docs_l = [int(d) for d in docs]
@@ -68,7 +67,9 @@ def trace_record(
                     "docs": docs_l,
                     "positions": pos_l,
                     "span": int(span),
-                    "cited": [d for d in docs_l if d in cited],
+                    # this prompt's own citations (positions into its documents): a round's
+                    # prompts may show the same document, each read on its own
+                    "cited": [docs_l[int(c)] for c in getattr(reading, "cited", ())],
                     "failed": bool(getattr(reading, "failed", False)),
                 }
             )

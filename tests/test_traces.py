@@ -382,3 +382,25 @@ def test_labels_of_an_empty_result() -> None:
     assert trace_record(empty, relevant=[])["relevant"] == []
     with pytest.raises(ValueError, match=r"indices \(this result has no documents\), got 0"):
         trace_record(empty, relevant=[0])
+
+
+def test_each_prompt_of_a_round_records_its_own_citations() -> None:
+    # Three prompts per round show the same three documents; the reader cites document
+    # "b" only in the round's first prompt. The trace must not credit the other two
+    # prompts with it (a round's union would add two false citations at their positions).
+    from gold_panning_integrations import Reading
+
+    class FirstPromptOnly:
+        calls = 0
+
+        def read(self, question: str, documents: list[str], **kw: object) -> Reading:
+            self.calls += 1
+            return Reading(cited=(documents.index("b"),) if self.calls % 3 == 1 else ())
+
+    prof = DetectorProfile(n_positions=3, tpr=[0.9, 0.6, 0.3], fpr=[0.1, 0.1, 0.1])
+    res = Panner(FirstPromptOnly(), prof, rounds=1, prompts_per_round=3, retriever_prior="none", rng=0).run(
+        "q", ["a", "b", "c"]
+    )
+    prompts = trace_record(res)["rounds"][0]["prompts"]
+    assert [p["cited"] for p in prompts] == [[1], [], []]
+    assert all(sorted(p["docs"]) == [0, 1, 2] for p in prompts)
