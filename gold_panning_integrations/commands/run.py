@@ -392,7 +392,8 @@ def _print_trace(
     print(f"question: {question}")
     unordered = ", no retriever order (retriever_prior='none')" if config.retriever_prior == "none" else ""
     print(
-        f"{len(docs)} documents, profile {profile}, policy {config.policy}, {config.rounds} rounds{unordered}"
+        f"{len(docs)} documents, profile {profile}, policy {config.policy}, {config.rounds} rounds"
+        f" x {config.prompts_per_round} prompt{'s' if config.prompts_per_round != 1 else ''}{unordered}"
     )
     if truth is not None:
         print(f"(demo: the relevant document is #{truth[0]})")
