@@ -85,13 +85,22 @@ def _model(pick: Picker, *, answer: Callable[[str], str]) -> Behaviour:
             return ok(content, prompt_tokens=PROMPT_TOKENS, completion_tokens=COMPLETION_TOKENS)
 
         if "RankGPT" in joined:
-            docs = [(int(m.group(1)), m.group(2)) for t in texts if (m := re.match(r"\[(\d+)\] (.*)", t, re.DOTALL))]
+            docs = [
+                (int(m.group(1)), m.group(2))
+                for t in texts
+                if (m := re.match(r"\[(\d+)\] (.*)", t, re.DOTALL))
+            ]
             top = pick(joined, docs)
             order = [top] + [k for k, _ in docs if k != top]
             return reply(" > ".join(f"[{k}]" for k in order))
         if "Relevance:" in joined and "Document 1:" in joined:
             user = texts[-1].split("Let's try this now:")[-1]
-            docs = [(int(k), d) for k, d in re.findall(r"Document (\d+):\n(.*?)(?=\n\nDocument \d+:|\nQuestion:)", user, re.DOTALL)]
+            docs = [
+                (int(k), d)
+                for k, d in re.findall(
+                    r"Document (\d+):\n(.*?)(?=\n\nDocument \d+:|\nQuestion:)", user, re.DOTALL
+                )
+            ]
             return reply(f"Doc: {pick(joined, docs)}, Relevance: 10")
         if "Document ID:" in joined:
             docs = [(int(k), d) for k, d in re.findall(r"Document ID: (\d+)\n```(.*?)```", joined, re.DOTALL)]
@@ -120,12 +129,26 @@ def _tool_call_body(tool: str, arguments: str) -> dict[str, Any]:
         "object": "chat.completion",
         "created": 1_700_000_000,
         "model": "fake-model",
-        "choices": [{
-            "index": 0,
-            "message": {"role": "assistant", "content": None, "tool_calls": [
-                {"id": "call_1", "type": "function", "function": {"name": tool, "arguments": arguments}}]},
-            "finish_reason": "tool_calls",
-        }],
-        "usage": {"prompt_tokens": PROMPT_TOKENS, "completion_tokens": COMPLETION_TOKENS,
-                  "total_tokens": PROMPT_TOKENS + COMPLETION_TOKENS},
+        "choices": [
+            {
+                "index": 0,
+                "message": {
+                    "role": "assistant",
+                    "content": None,
+                    "tool_calls": [
+                        {
+                            "id": "call_1",
+                            "type": "function",
+                            "function": {"name": tool, "arguments": arguments},
+                        }
+                    ],
+                },
+                "finish_reason": "tool_calls",
+            }
+        ],
+        "usage": {
+            "prompt_tokens": PROMPT_TOKENS,
+            "completion_tokens": COMPLETION_TOKENS,
+            "total_tokens": PROMPT_TOKENS + COMPLETION_TOKENS,
+        },
     }

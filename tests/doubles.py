@@ -211,7 +211,9 @@ class TextReader:
         self.gold = gold
         self.seen: list[list[str]] = []
 
-    def read(self, question: str, documents: Sequence[str], *, labels: Sequence[int] | None = None) -> Reading:
+    def read(
+        self, question: str, documents: Sequence[str], *, labels: Sequence[int] | None = None
+    ) -> Reading:
         self.seen.append(list(documents))
         return Reading(cited=tuple(i for i, d in enumerate(documents) if d in self.gold))
 
@@ -228,7 +230,9 @@ class FnReader:
         self.fn = fn
         self.seen: list[list[str]] = []
 
-    def read(self, question: str, documents: Sequence[str], *, labels: Sequence[int] | None = None) -> Reading:
+    def read(
+        self, question: str, documents: Sequence[str], *, labels: Sequence[int] | None = None
+    ) -> Reading:
         self.seen.append(list(documents))
         return self.fn(len(self.seen) - 1, list(documents))
 
@@ -240,7 +244,9 @@ class RecordingReader:
         self.cite = tuple(cite)
         self.seen: list[list[str]] = []
 
-    def read(self, question: str, documents: Sequence[str], *, labels: Sequence[int] | None = None) -> Reading:
+    def read(
+        self, question: str, documents: Sequence[str], *, labels: Sequence[int] | None = None
+    ) -> Reading:
         self.seen.append(list(documents))
         return Reading(cited=tuple(c for c in self.cite if c < len(documents)))
 

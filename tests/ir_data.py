@@ -49,7 +49,9 @@ def write_beir(root: Path) -> Path:
     with (root / "queries.jsonl").open("w", encoding="utf-8") as fh:
         for q, text in QUERIES.items():
             fh.write(json.dumps({"_id": q, "text": text}) + "\n")
-    lines = ["query-id\tcorpus-id\tscore"] + [f"{q}\t{d}\t{g}" for q, j in QRELS.items() for d, g in j.items()]
+    lines = ["query-id\tcorpus-id\tscore"] + [
+        f"{q}\t{d}\t{g}" for q, j in QRELS.items() for d, g in j.items()
+    ]
     (root / "qrels" / "test.tsv").write_text("\n".join(lines) + "\n", encoding="utf-8")
     return root
 
@@ -67,11 +69,19 @@ def write_trec(root: Path) -> dict[str, Path]:
     ``collection.tsv`` (``docid<TAB>title<TAB>text``) and ``run.txt`` (:data:`RUN`, scores
     decreasing down each list, lines shuffled across queries)."""
     root.mkdir(parents=True, exist_ok=True)
-    paths = {k: root / n for k, n in (("topics", "topics.tsv"), ("qrels", "qrels.txt"),
-                                      ("corpus", "collection.tsv"), ("run", "run.txt"))}
+    paths = {
+        k: root / n
+        for k, n in (
+            ("topics", "topics.tsv"),
+            ("qrels", "qrels.txt"),
+            ("corpus", "collection.tsv"),
+            ("run", "run.txt"),
+        )
+    }
     paths["topics"].write_text("".join(f"{q}\t{t}\n" for q, t in QUERIES.items()), encoding="utf-8")
-    paths["qrels"].write_text("".join(f"{q} 0 {d} {g}\n" for q, j in QRELS.items() for d, g in j.items()),
-                              encoding="utf-8")
+    paths["qrels"].write_text(
+        "".join(f"{q} 0 {d} {g}\n" for q, j in QRELS.items() for d, g in j.items()), encoding="utf-8"
+    )
     paths["corpus"].write_text("".join(f"{d}\t{t}\t{x}\n" for d, (t, x) in CORPUS.items()), encoding="utf-8")
     lines = [f"{q} Q0 {d} {r + 1} {10.0 - r:.1f} bm25" for q, ds in RUN.items() for r, d in enumerate(ds)]
     paths["run"].write_text("\n".join(reversed(lines)) + "\n", encoding="utf-8")
@@ -81,11 +91,20 @@ def write_trec(root: Path) -> dict[str, Path]:
 def write_rag(path: Path) -> Path:
     """Two labelled questions in the RAG JSONL form (strings and objects, indices and ids, a grade)."""
     rows = [
-        {"id": "r1", "question": "apple pie recipe",
-         "passages": [CORPUS["d3"][1], CORPUS["d1"][1], CORPUS["d2"][1]], "relevant": [1, 2]},
-        {"question": "how is banana bread made",
-         "passages": [{"id": "x5", "text": CORPUS["d5"][1]}, {"id": "x4", "title": "Banana bread", "text": CORPUS["d4"][1]}],
-         "relevant": {"x4": 2, "x5": 1}},
+        {
+            "id": "r1",
+            "question": "apple pie recipe",
+            "passages": [CORPUS["d3"][1], CORPUS["d1"][1], CORPUS["d2"][1]],
+            "relevant": [1, 2],
+        },
+        {
+            "question": "how is banana bread made",
+            "passages": [
+                {"id": "x5", "text": CORPUS["d5"][1]},
+                {"id": "x4", "title": "Banana bread", "text": CORPUS["d4"][1]},
+            ],
+            "relevant": {"x4": 2, "x5": 1},
+        },
         {"question": "unlabelled", "passages": ["text"], "relevant": []},
     ]
     path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")

@@ -60,7 +60,9 @@ def _chat(client: openai.OpenAI, text: str = "hi") -> Any:
 
 def test_proxy_counts_calls_and_the_servers_token_usage() -> None:
     with FakeOpenAIServer() as srv, C.UsageProxy(srv.base_url) as proxy:
-        srv.script(ok("a", prompt_tokens=120, completion_tokens=7), ok("b", prompt_tokens=30, completion_tokens=3))
+        srv.script(
+            ok("a", prompt_tokens=120, completion_tokens=7), ok("b", prompt_tokens=30, completion_tokens=3)
+        )
         client = _client(proxy)
         _chat(client)
         _chat(client)
@@ -97,9 +99,10 @@ def test_proxy_counts_an_http_error_as_a_call_without_tokens() -> None:
 
 
 def test_proxy_counts_a_reply_without_usage() -> None:
-    with FakeOpenAIServer(default=ok("x", prompt_tokens=None, completion_tokens=None)) as srv, C.UsageProxy(
-        srv.base_url
-    ) as proxy:
+    with (
+        FakeOpenAIServer(default=ok("x", prompt_tokens=None, completion_tokens=None)) as srv,
+        C.UsageProxy(srv.base_url) as proxy,
+    ):
         _chat(_client(proxy))
         stats = proxy.stats()
     assert stats["usage_missing"] == 1
@@ -107,8 +110,9 @@ def test_proxy_counts_a_reply_without_usage() -> None:
 
 def test_proxy_answers_502_when_the_upstream_is_unreachable() -> None:
     port = C.free_port()  # nothing listens there
-    with C.UsageProxy(f"http://127.0.0.1:{port}/v1", timeout=2) as proxy, pytest.raises(
-        openai.InternalServerError, match="upstream unreachable"
+    with (
+        C.UsageProxy(f"http://127.0.0.1:{port}/v1", timeout=2) as proxy,
+        pytest.raises(openai.InternalServerError, match="upstream unreachable"),
     ):
         _chat(_client(proxy))
 
@@ -158,13 +162,22 @@ def test_gold_fourth_misses_top3() -> None:
 
 def test_an_exception_is_recorded_with_its_type_and_returns_nothing() -> None:
     rows = C.run_compare(_instances(1), {"c": _raises(TimeoutError("slow server"))})
-    assert (rows[0]["ranking"], rows[0]["error"], rows[0]["error_message"]) == ([], "TimeoutError", "slow server")
+    assert (rows[0]["ranking"], rows[0]["error"], rows[0]["error_message"]) == (
+        [],
+        "TimeoutError",
+        "slow server",
+    )
 
 
 def test_an_empty_ranking_keeps_the_base_order() -> None:
     # nothing returned: every candidate keeps its base position (gold 2 -> rank 2)
     rows = C.run_compare(_instances(1), {"e": _fixed([])})
-    assert (rows[0]["top1"], rows[0]["top3"], rows[0]["gold_rank"], rows[0]["same_as_base"]) == (False, True, 2, False)
+    assert (rows[0]["top1"], rows[0]["top3"], rows[0]["gold_rank"], rows[0]["same_as_base"]) == (
+        False,
+        True,
+        2,
+        False,
+    )
 
 
 def test_only_the_top_n_returned_count() -> None:
@@ -182,7 +195,13 @@ class _Usage:
     """Counters a method advances, as the proxy would."""
 
     def __init__(self) -> None:
-        self.s = {"calls": 0, "prompt_tokens": 0, "completion_tokens": 0, "http_errors": 0, "usage_missing": 0}
+        self.s = {
+            "calls": 0,
+            "prompt_tokens": 0,
+            "completion_tokens": 0,
+            "http_errors": 0,
+            "usage_missing": 0,
+        }
 
     def stats(self) -> dict[str, int]:
         return dict(self.s)
@@ -198,12 +217,24 @@ def test_usage_is_the_difference_around_each_call() -> None:
 
     rows = C.run_compare(_instances(2), {"base": _fixed([0]), "spend": spend}, usage=usage)
     assert [(r["method"], r["calls"], r["prompt_tokens"]) for r in rows] == [
-        ("base", 0, 0), ("spend", 2, 300), ("base", 0, 0), ("spend", 2, 300)
+        ("base", 0, 0),
+        ("spend", 2, 300),
+        ("base", 0, 0),
+        ("spend", 2, 300),
     ]
 
 
 # ----------------------------------------------------------------------------- checkpoint
-META = {"task": "kv", "n": 5, "seed": 1, "rounds": 3, "model": "m", "mode": "answer", "profile": "p", "top_n": 3}
+META = {
+    "task": "kv",
+    "n": 5,
+    "seed": 1,
+    "rounds": 3,
+    "model": "m",
+    "mode": "answer",
+    "profile": "p",
+    "top_n": 3,
+}
 
 
 def _strip(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -224,13 +255,17 @@ def test_resume_runs_only_the_unfinished_pairs(tmp_path: Path) -> None:
     with pytest.raises(KeyboardInterrupt):
         C.run_compare(insts, interrupted, checkpoint=ck, meta=META)
     log: list[str] = []
-    C.run_compare(insts, {"a": _fixed([2], log, "a"), "b": _fixed([0, 2], log, "b")}, checkpoint=ck, meta=META)
+    C.run_compare(
+        insts, {"a": _fixed([2], log, "a"), "b": _fixed([0, 2], log, "b")}, checkpoint=ck, meta=META
+    )
     assert log == ["b:1", "a:2", "b:2"]
 
 
 def test_a_resumed_run_equals_an_uninterrupted_one(tmp_path: Path) -> None:
     insts = _instances(3)
-    full = C.run_compare(insts, {"a": _fixed([2]), "b": _fixed([0, 2])}, checkpoint=tmp_path / "full.jsonl", meta=META)
+    full = C.run_compare(
+        insts, {"a": _fixed([2]), "b": _fixed([0, 2])}, checkpoint=tmp_path / "full.jsonl", meta=META
+    )
     ck = tmp_path / "ck.jsonl"
     C.run_compare(insts[:1], {"a": _fixed([2]), "b": _fixed([0, 2])}, checkpoint=ck, meta=META)
     resumed = C.run_compare(insts, {"a": _fixed([2]), "b": _fixed([0, 2])}, checkpoint=ck, meta=META)
@@ -274,9 +309,20 @@ def test_a_corrupt_line_before_the_end_is_an_error(tmp_path: Path) -> None:
 
 # ----------------------------------------------------------------------------- summary
 def _row(method: str, top1: bool, top3: bool, **kw: Any) -> dict[str, Any]:
-    base = {"method": method, "top1": top1, "top3": top3, "calls": 0, "prompt_tokens": 0, "completion_tokens": 0,
-            "seconds": 0.0, "error": None, "unusable": 0, "same_as_base": False, "per_round": None,
-            "round_tokens": None}
+    base = {
+        "method": method,
+        "top1": top1,
+        "top3": top3,
+        "calls": 0,
+        "prompt_tokens": 0,
+        "completion_tokens": 0,
+        "seconds": 0.0,
+        "error": None,
+        "unusable": 0,
+        "same_as_base": False,
+        "per_round": None,
+        "round_tokens": None,
+    }
     return {**base, **kw}
 
 
@@ -287,21 +333,29 @@ def test_summary_accuracy_and_wilson_interval() -> None:
 
 
 def test_summary_means_per_query() -> None:
-    rows = [_row("m", True, True, calls=8, prompt_tokens=400), _row("m", True, True, calls=2, prompt_tokens=100)]
+    rows = [
+        _row("m", True, True, calls=8, prompt_tokens=400),
+        _row("m", True, True, calls=2, prompt_tokens=100),
+    ]
     s = C.summarize(rows, ["m"], rounds=1)["m"]
     assert (s["calls_per_query"], s["prompt_tokens_per_query"]) == (5.0, 250.0)
 
 
 def test_summary_counts_exception_types() -> None:
-    rows = [_row("m", False, False, error="OpenAIAPIError"), _row("m", False, False, error="OpenAIAPIError"),
-            _row("m", False, False, error="ValueError")]
+    rows = [
+        _row("m", False, False, error="OpenAIAPIError"),
+        _row("m", False, False, error="OpenAIAPIError"),
+        _row("m", False, False, error="ValueError"),
+    ]
     s = C.summarize(rows, ["m"], rounds=1)["m"]
     assert s["exception_types"] == {"OpenAIAPIError": 2, "ValueError": 1}
 
 
 def test_summary_averages_accuracy_per_round() -> None:
-    rows = [_row("gp-belief", True, True, per_round=[0.0, 1.0], round_tokens=[100, 200]),
-            _row("gp-belief", True, True, per_round=[1.0, 1.0], round_tokens=[100, 150])]
+    rows = [
+        _row("gp-belief", True, True, per_round=[0.0, 1.0], round_tokens=[100, 200]),
+        _row("gp-belief", True, True, per_round=[1.0, 1.0], round_tokens=[100, 150]),
+    ]
     s = C.summarize(rows, ["gp-belief"], rounds=2)["gp-belief"]
     assert (s["per_round"], s["per_round_prompt_tokens"]) == ([0.5, 1.0], [100.0, 175.0])
 
@@ -313,7 +367,9 @@ def test_a_skipped_peer_is_reported_as_skipped_not_failed() -> None:
 
 def test_markdown_shows_a_skipped_peer() -> None:
     s = C.summarize([], ["llamaindex-rankgpt"], rounds=1, skipped={"llamaindex-rankgpt": "pip install x"})
-    assert "| LlamaIndex RankGPTRerank + OpenAILike | skipped: pip install x |" in C.format_markdown(s, rounds=1)
+    assert "| LlamaIndex RankGPTRerank + OpenAILike | skipped: pip install x |" in C.format_markdown(
+        s, rounds=1
+    )
 
 
 def test_markdown_has_a_per_round_table_for_panning_methods() -> None:
@@ -363,7 +419,11 @@ def _nq_file(path: Path) -> Path:
     with gzip.open(path, "wt", encoding="utf-8") as fh:
         for q, a, passage in items:
             title, text = passage.split(": ", 1)
-            fh.write(json.dumps({"question": q, "answers": a, "ctxs": [{"title": title, "text": text, "isgold": True}]}))
+            fh.write(
+                json.dumps(
+                    {"question": q, "answers": a, "ctxs": [{"title": title, "text": text, "isgold": True}]}
+                )
+            )
             fh.write("\n")
     return path
 
@@ -384,7 +444,11 @@ def test_nq_documents_follow_bm25_and_skip_passages_with_the_answer(tmp_path: Pa
 
 def test_nq_gold_index_points_at_the_gold_passage(tmp_path: Path) -> None:
     data = _nq_file(tmp_path / "nq.jsonl.gz")
-    inst = next(i for i in C.make_instances("nq", n=3, instances=5, seed=0, data=data) if i.question.startswith("who wrote"))
+    inst = next(
+        i
+        for i in C.make_instances("nq", n=3, instances=5, seed=0, data=data)
+        if i.question.startswith("who wrote")
+    )
     assert inst.gold == (1,)
 
 
@@ -395,7 +459,9 @@ def test_litm_kv_instances_show_pairs_and_ask_for_the_key(tmp_path: Path) -> Non
         fh.write(json.dumps({"ordered_kv_records": pairs, "key": "k3", "value": "v3"}) + "\n")
     inst = C.make_instances("litm-kv", n=4, instances=1, seed=0, data=path)[0]
     assert (inst.documents[inst.gold[0]], inst.answers, inst.question) == (
-        '"k3": "v3"', ("v3",), 'What is the value associated with the key "k3"?'
+        '"k3": "v3"',
+        ("v3",),
+        'What is the value associated with the key "k3"?',
     )
 
 
@@ -418,14 +484,31 @@ http.server.HTTPServer(("127.0.0.1", int(sys.argv[1])), H).serve_forever()
 
 def test_llama_server_command_listens_on_loopback() -> None:
     cmd = C.llama_server_command("/m.gguf", port=8123, n_ctx=8192, threads=2)
-    assert cmd[1:] == ["-m", "llama_cpp.server", "--model", "/m.gguf", "--host", "127.0.0.1", "--port", "8123",
-                       "--n_ctx", "8192", "--n_threads", "2"]
+    assert cmd[1:] == [
+        "-m",
+        "llama_cpp.server",
+        "--model",
+        "/m.gguf",
+        "--host",
+        "127.0.0.1",
+        "--port",
+        "8123",
+        "--n_ctx",
+        "8192",
+        "--n_threads",
+        "2",
+    ]
 
 
 def test_embedded_server_is_ready_inside_and_stopped_after(tmp_path: Path) -> None:
     port = C.free_port()
-    srv = C.EmbeddedServer([sys.executable, "-c", _MINI_SERVER, str(port)], port=port, log=tmp_path / "s.log",
-                           ready_timeout=30, poll=0.05)
+    srv = C.EmbeddedServer(
+        [sys.executable, "-c", _MINI_SERVER, str(port)],
+        port=port,
+        log=tmp_path / "s.log",
+        ready_timeout=30,
+        poll=0.05,
+    )
     with srv:
         proc = srv.proc
         assert srv._ready() is True
@@ -434,8 +517,13 @@ def test_embedded_server_is_ready_inside_and_stopped_after(tmp_path: Path) -> No
 
 def test_embedded_server_is_stopped_when_the_run_fails(tmp_path: Path) -> None:
     port = C.free_port()
-    srv = C.EmbeddedServer([sys.executable, "-c", _MINI_SERVER, str(port)], port=port, log=tmp_path / "s.log",
-                           ready_timeout=30, poll=0.05)
+    srv = C.EmbeddedServer(
+        [sys.executable, "-c", _MINI_SERVER, str(port)],
+        port=port,
+        log=tmp_path / "s.log",
+        ready_timeout=30,
+        poll=0.05,
+    )
     with pytest.raises(KeyboardInterrupt), srv:
         proc = srv.proc
         raise KeyboardInterrupt
@@ -461,9 +549,29 @@ def test_a_server_that_never_listens_hits_the_deadline(tmp_path: Path) -> None:
 def _args(base_url: str, *extra: str) -> argparse.Namespace:
     ap = argparse.ArgumentParser()
     C.register(ap.add_subparsers())
-    return ap.parse_args(["compare", "--reader", "openai", "--base-url", base_url, "--model", "m", "--mode", "answer",
-                          "--profile", "smollm2-135m-kv", "--n", "6", "--instances", "3", "--rounds", "3", "--json",
-                          *extra])
+    return ap.parse_args(
+        [
+            "compare",
+            "--reader",
+            "openai",
+            "--base-url",
+            base_url,
+            "--model",
+            "m",
+            "--mode",
+            "answer",
+            "--profile",
+            "smollm2-135m-kv",
+            "--n",
+            "6",
+            "--instances",
+            "3",
+            "--rounds",
+            "3",
+            "--json",
+            *extra,
+        ]
+    )
 
 
 def _run(capsys: pytest.CaptureFixture[str], args: argparse.Namespace) -> dict[str, Any]:
@@ -485,7 +593,9 @@ def test_cli_counts_the_panners_calls_and_server_tokens(capsys: pytest.CaptureFi
         res = _run(capsys, _args(srv.base_url, "--methods", "gp-belief"))
     d = res["methods"]["gp-belief"]
     assert (d["calls_per_query"], d["prompt_tokens_per_query"], d["completion_tokens_per_query"]) == (
-        3.0, 3.0 * PROMPT_TOKENS, 3.0 * COMPLETION_TOKENS
+        3.0,
+        3.0 * PROMPT_TOKENS,
+        3.0 * COMPLETION_TOKENS,
     )
 
 
@@ -506,7 +616,9 @@ def test_cli_base_order_makes_no_call(capsys: pytest.CaptureFixture[str]) -> Non
         assert srv.requests == []
 
 
-def test_cli_resumes_from_its_checkpoint_without_calls(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+def test_cli_resumes_from_its_checkpoint_without_calls(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
     ck = str(tmp_path / "ck.jsonl")
     with FakeOpenAIServer(default=kv_model()) as srv:
         first = _run(capsys, _args(srv.base_url, "--methods", "gp-belief", "--checkpoint", ck))
@@ -516,8 +628,12 @@ def test_cli_resumes_from_its_checkpoint_without_calls(capsys: pytest.CaptureFix
     assert again["methods"] == first["methods"]
 
 
-def test_cli_reports_a_missing_peer_as_skipped(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(C, "peer_missing", lambda name: "llama_index.postprocessor.rankgpt_rerank not installed")
+def test_cli_reports_a_missing_peer_as_skipped(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(
+        C, "peer_missing", lambda name: "llama_index.postprocessor.rankgpt_rerank not installed"
+    )
     with FakeOpenAIServer(default=kv_model()) as srv:
         res = _run(capsys, _args(srv.base_url, "--methods", "base,llamaindex-rankgpt"))
     assert res["methods"]["llamaindex-rankgpt"]["status"] == "skipped"
@@ -538,8 +654,10 @@ def test_cli_markdown_output(capsys: pytest.CaptureFixture[str]) -> None:
         assert C.main(args) == 0
     out = capsys.readouterr().out
     # nDCG@10, MRR@10, R@10 (one relevant document found first: 1.00 each), then top-1 with its Wilson interval
-    assert ("| GP-Belief, one prompt per round (base order as rank prior) | 1.00 [1.00, 1.00] | 1.00 [1.00, 1.00] "
-            "| 1.00 [1.00, 1.00] | 1.00 [0.44, 1.00] |") in out
+    assert (
+        "| GP-Belief, one prompt per round (base order as rank prior) | 1.00 [1.00, 1.00] | 1.00 [1.00, 1.00] "
+        "| 1.00 [1.00, 1.00] | 1.00 [0.44, 1.00] |"
+    ) in out
 
 
 # The real peers (installed by the `compare` extra) against the scripted model.
@@ -607,8 +725,11 @@ def test_per_round_tokens_carry_forward_after_an_early_stop() -> None:
     from types import SimpleNamespace
 
     res = SimpleNamespace(
-        rounds=(SimpleNamespace(prompt_tokens=10, posteriors=np.array([0.9, 0.1]), cited=(0,), failed=False),),
-        posteriors=np.array([0.9, 0.1]), policy="belief",
+        rounds=(
+            SimpleNamespace(prompt_tokens=10, posteriors=np.array([0.9, 0.1]), cited=(0,), failed=False),
+        ),
+        posteriors=np.array([0.9, 0.1]),
+        policy="belief",
     )
     hits, toks = _methods._per_round(res, (0,), 3, np.random.default_rng(0))
     assert (hits, toks) == ([1.0, 1.0, 1.0], [10, 10, 10])
@@ -657,7 +778,9 @@ def test_without_evidence_the_rank_prior_returns_the_base_order(method: str) -> 
     assert out.ranking == [0, 1, 2, 3, 4, 5]
 
 
-@pytest.mark.parametrize(("method", "ranked"), [("gp-belief", True), ("gp-belief-flat", False), ("gp-cost", True)])
+@pytest.mark.parametrize(
+    ("method", "ranked"), [("gp-belief", True), ("gp-belief-flat", False), ("gp-cost", True)]
+)
 def test_rank_prior_is_given_to_the_panner_only_where_promised(
     method: str, ranked: bool, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -686,13 +809,18 @@ def test_nq_calibration_split_is_disjoint_from_the_test_questions() -> None:
     test = {i.question for i in C.make_instances("nq", n=5, instances=40, seed=1)}
     cal = C.make_instances("nq", n=5, instances=40, seed=1, split="calibration")
     assert len(cal) == 40 and not test & {i.question for i in cal}
-    assert C.make_instances("nq", n=5, instances=3, seed=1) == C.make_instances("nq", n=5, instances=3, seed=1, split="test")
+    assert C.make_instances("nq", n=5, instances=3, seed=1) == C.make_instances(
+        "nq", n=5, instances=3, seed=1, split="test"
+    )
 
 
-@pytest.mark.parametrize(("task", "split", "message"), [
-    ("kv", "calibration", "applies to the shipped NQ sample only"),
-    ("nq", "train", "--split must be one of test, calibration"),
-])
+@pytest.mark.parametrize(
+    ("task", "split", "message"),
+    [
+        ("kv", "calibration", "applies to the shipped NQ sample only"),
+        ("nq", "train", "--split must be one of test, calibration"),
+    ],
+)
 def test_bad_split_is_refused(task: str, split: str, message: str) -> None:
     with pytest.raises(ValueError, match=message):
         C.make_instances(task, n=5, instances=1, seed=0, split=split)
@@ -704,8 +832,9 @@ def test_traces_option_writes_labelled_gp_belief_traces(tmp_path: Path) -> None:
     path = tmp_path / "t.jsonl"
     on_result = C._trace_writer(str(path))
     assert C._trace_writer(None) is None
-    fn = C.panning_method("gp-belief", _FailingReader(), profile="smollm2-135m-kv", rounds=2, seed=0,
-                          on_result=on_result)
+    fn = C.panning_method(
+        "gp-belief", _FailingReader(), profile="smollm2-135m-kv", rounds=2, seed=0, on_result=on_result
+    )
     insts = C.make_instances("kv", n=6, instances=2, seed=0)
     for inst in insts:
         fn(inst)
@@ -740,7 +869,8 @@ def test_unwritable_traces_fail_before_any_call_and_stop_the_run(tmp_path: Path)
     on_result = C._trace_writer(str(path))
     path.unlink()
     path.mkdir()
-    fn = C.panning_method("gp-belief", _FailingReader(), profile="smollm2-135m-kv", rounds=1, seed=0,
-                          on_result=on_result)
+    fn = C.panning_method(
+        "gp-belief", _FailingReader(), profile="smollm2-135m-kv", rounds=1, seed=0, on_result=on_result
+    )
     with pytest.raises(C.TracesNotWritten, match="cannot append to --traces"):
         C.run_compare(C.make_instances("kv", n=4, instances=1, seed=0), {"gp-belief": fn})

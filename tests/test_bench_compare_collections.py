@@ -27,8 +27,25 @@ from gold_panning_integrations.ir.collection import fixture_path, load_beir, loa
 def _args(base_url: str, *extra: str) -> argparse.Namespace:
     ap = argparse.ArgumentParser()
     C.register(ap.add_subparsers())
-    return ap.parse_args(["compare", "--reader", "openai", "--base-url", base_url, "--model", "m", "--mode", "cite",
-                          "--profile", "lost-in-the-middle", "--rounds", "3", "--json", *extra])
+    return ap.parse_args(
+        [
+            "compare",
+            "--reader",
+            "openai",
+            "--base-url",
+            base_url,
+            "--model",
+            "m",
+            "--mode",
+            "cite",
+            "--profile",
+            "lost-in-the-middle",
+            "--rounds",
+            "3",
+            "--json",
+            *extra,
+        ]
+    )
 
 
 def _run(capsys: pytest.CaptureFixture[str], args: argparse.Namespace) -> dict[str, Any]:
@@ -64,16 +81,35 @@ def beir_result(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> tuple[dic
     root = write_beir(tmp_path / "beir")
     out = tmp_path / "out"
     with FakeOpenAIServer(default=_oracle()) as srv:
-        res = _run(capsys, _args(srv.base_url, "--task", "beir", "--data", str(root), "--depth", "5",
-                                 "--methods", "base,gp-belief,llamaindex-rankgpt", "--out", str(out)))
+        res = _run(
+            capsys,
+            _args(
+                srv.base_url,
+                "--task",
+                "beir",
+                "--data",
+                str(root),
+                "--depth",
+                "5",
+                "--methods",
+                "base,gp-belief,llamaindex-rankgpt",
+                "--out",
+                str(out),
+            ),
+        )
     return res, root, out
 
 
-def test_beir_run_scores_every_method_with_the_fields_metrics(beir_result: tuple[dict[str, Any], Path, Path]) -> None:
+def test_beir_run_scores_every_method_with_the_fields_metrics(
+    beir_result: tuple[dict[str, Any], Path, Path],
+) -> None:
     res, _, _ = beir_result
     d = res["methods"]["gp-belief"]
-    assert {k for k in ("ndcg@10", "ndcg@10_ci95", "mrr@10", "mrr@10_ci95", "recall@10", "recall@10_ci95") if k in d} == {
-        "ndcg@10", "ndcg@10_ci95", "mrr@10", "mrr@10_ci95", "recall@10", "recall@10_ci95"}
+    assert {
+        k
+        for k in ("ndcg@10", "ndcg@10_ci95", "mrr@10", "mrr@10_ci95", "recall@10", "recall@10_ci95")
+        if k in d
+    } == {"ndcg@10", "ndcg@10_ci95", "mrr@10", "mrr@10_ci95", "recall@10", "recall@10_ci95"}
 
 
 def test_several_relevant_documents_leave_top1_out(beir_result: tuple[dict[str, Any], Path, Path]) -> None:
@@ -81,20 +117,28 @@ def test_several_relevant_documents_leave_top1_out(beir_result: tuple[dict[str, 
     assert (res["methods"]["base"]["top1"], res["methods"]["base"]["top3"]) == (None, None)
 
 
-def test_gp_k_is_the_median_relevant_candidate_count_and_reported(beir_result: tuple[dict[str, Any], Path, Path]) -> None:
+def test_gp_k_is_the_median_relevant_candidate_count_and_reported(
+    beir_result: tuple[dict[str, Any], Path, Path],
+) -> None:
     # BM25 at depth 5 finds relevant q1: d1, d2 (of 2); q2: d4, d5, d6 (of 4); q3: d7 (of 2):
     # median 2 (q1 and q3 pan with k = 1, one less than their candidates)
     res, _, _ = beir_result
     assert (res["gp_k"], res["gp_k_how"].split(" (")[0]) == (
-        2, "2: median relevant documents per query among the first-stage candidates")
+        2,
+        "2: median relevant documents per query among the first-stage candidates",
+    )
 
 
-def test_the_query_without_relevant_documents_is_left_out_and_named(beir_result: tuple[dict[str, Any], Path, Path]) -> None:
+def test_the_query_without_relevant_documents_is_left_out_and_named(
+    beir_result: tuple[dict[str, Any], Path, Path],
+) -> None:
     res, _, _ = beir_result
     assert (res["instances"], res["left_out"]) == (3, {"q4": "no document of grade > 0 in the qrels"})
 
 
-def test_our_ndcg_equals_ir_measures_on_the_written_run_files(beir_result: tuple[dict[str, Any], Path, Path]) -> None:
+def test_our_ndcg_equals_ir_measures_on_the_written_run_files(
+    beir_result: tuple[dict[str, Any], Path, Path],
+) -> None:
     res, root, out = beir_result
     qrels = _beir_qrels(root / "qrels" / "test.tsv")
     for m in ("base", "gp-belief"):
@@ -111,8 +155,14 @@ def test_paired_wins_losses_ties_cover_every_query(beir_result: tuple[dict[str, 
 def test_outputs_are_listed_in_the_summary(beir_result: tuple[dict[str, Any], Path, Path]) -> None:
     _, _, out = beir_result
     summary = json.loads((out / "summary.json").read_text())
-    assert summary["files"] == ["runs/base.trec", "runs/gp-belief.trec", "runs/llamaindex-rankgpt.trec", "qrels.trec",
-                                "table.md", "summary.json"]
+    assert summary["files"] == [
+        "runs/base.trec",
+        "runs/gp-belief.trec",
+        "runs/llamaindex-rankgpt.trec",
+        "qrels.trec",
+        "table.md",
+        "summary.json",
+    ]
 
 
 def test_run_files_rank_every_candidate_once(beir_result: tuple[dict[str, Any], Path, Path]) -> None:
@@ -122,7 +172,10 @@ def test_run_files_rank_every_candidate_once(beir_result: tuple[dict[str, Any], 
     for q, _, d, _, _, tag in lines:
         per_query.setdefault(q, []).append(d)
     assert {q: sorted(ds) for q, ds in per_query.items()} == {
-        "q1": ["d1", "d2"], "q2": ["d4", "d5", "d6", "d8"], "q3": ["d7", "d8"]}
+        "q1": ["d1", "d2"],
+        "q2": ["d4", "d5", "d6", "d8"],
+        "q3": ["d7", "d8"],
+    }
 
 
 def test_markdown_output_has_the_paired_column(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
@@ -139,12 +192,29 @@ def test_markdown_output_has_the_paired_column(capsys: pytest.CaptureFixture[str
 # ------------------------------------------------------------------ TREC with a run file
 def _trec_args(base_url: str, p: dict[str, Path], *extra: str) -> argparse.Namespace:
     """base and gp-belief on the TREC files of :func:`write_trec`, its run file at depth 4."""
-    return _args(base_url, "--task", "trec", "--topics", str(p["topics"]), "--qrels", str(p["qrels"]),
-                 "--corpus", str(p["corpus"]), "--run", str(p["run"]), "--depth", "4", "--methods", "base,gp-belief",
-                 *extra)
+    return _args(
+        base_url,
+        "--task",
+        "trec",
+        "--topics",
+        str(p["topics"]),
+        "--qrels",
+        str(p["qrels"]),
+        "--corpus",
+        str(p["corpus"]),
+        "--run",
+        str(p["run"]),
+        "--depth",
+        "4",
+        "--methods",
+        "base,gp-belief",
+        *extra,
+    )
 
 
-def test_trec_run_file_is_the_first_stage_end_to_end(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_trec_run_file_is_the_first_stage_end_to_end(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     p = write_trec(tmp_path / "trec")
     out = tmp_path / "out"
     with FakeOpenAIServer(default=_oracle()) as srv:
@@ -157,7 +227,9 @@ def test_trec_run_file_is_the_first_stage_end_to_end(tmp_path: Path, capsys: pyt
     assert res["first_stage"] == f"run: {p['run']}"
 
 
-def test_trec_gp_lifts_the_buried_relevant_documents(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_trec_gp_lifts_the_buried_relevant_documents(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     # the run puts q1's grade-2 document last of 4; an oracle reader lifts it
     p = write_trec(tmp_path / "trec")
     with FakeOpenAIServer(default=_oracle()) as srv:
@@ -166,7 +238,9 @@ def test_trec_gp_lifts_the_buried_relevant_documents(tmp_path: Path, capsys: pyt
     assert res["gp_k_how"] == "--gp-k 1"
 
 
-def test_trec_ndcg_equals_ir_measures_on_the_written_files(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_trec_ndcg_equals_ir_measures_on_the_written_files(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     p = write_trec(tmp_path / "trec")
     out = tmp_path / "out"
     with FakeOpenAIServer(default=_oracle()) as srv:
@@ -176,8 +250,10 @@ def test_trec_ndcg_equals_ir_measures_on_the_written_files(tmp_path: Path, capsy
     for r in qrels_list:
         qrels.setdefault(r.query_id, {})[r.doc_id] = r.relevance
     for m in ("base", "gp-belief"):
-        assert round(_ir_measures_mean(qrels, out / "runs" / f"{m}.trec", ir_measures.nDCG @ 10), 4) == \
-            res["methods"][m]["ndcg@10"]
+        assert (
+            round(_ir_measures_mean(qrels, out / "runs" / f"{m}.trec", ir_measures.nDCG @ 10), 4)
+            == res["methods"][m]["ndcg@10"]
+        )
 
 
 # ------------------------------------------------------------------ RAG JSONL
@@ -185,7 +261,9 @@ def test_rag_jsonl_end_to_end(tmp_path: Path, capsys: pytest.CaptureFixture[str]
     path = write_rag(tmp_path / "rag.jsonl")
     good = relevant_texts() | {"Banana bread: Banana bread is a sweet loaf baked from mashed ripe bananas."}
     with FakeOpenAIServer(default=oracle_model(lambda t: t in good)) as srv:
-        res = _run(capsys, _args(srv.base_url, "--task", "rag", "--data", str(path), "--methods", "base,gp-belief"))
+        res = _run(
+            capsys, _args(srv.base_url, "--task", "rag", "--data", str(path), "--methods", "base,gp-belief")
+        )
     assert (res["instances"], list(res["left_out"]), res["first_stage"]) == (2, ["q3"], f"rag: {path}")
 
 
@@ -199,8 +277,20 @@ def test_fixture_smoke_run_without_data(capsys: pytest.CaptureFixture[str]) -> N
     c = load_beir()
     gold = {c.documents[d] for j in c.qrels.values() for d, g in j.items() if g > 0}
     with FakeOpenAIServer(default=oracle_model(lambda t: t in gold)) as srv:
-        res = _run(capsys, _args(srv.base_url, "--task", "beir", "--instances", "5", "--depth", "10",
-                                 "--methods", "base,gp-belief"))
+        res = _run(
+            capsys,
+            _args(
+                srv.base_url,
+                "--task",
+                "beir",
+                "--instances",
+                "5",
+                "--depth",
+                "10",
+                "--methods",
+                "base,gp-belief",
+            ),
+        )
     d = res["methods"]["gp-belief"]
     assert (res["data"], res["instances"], d["top1"]) == ("fixture", 5, 1.0)
 
@@ -210,12 +300,29 @@ def test_fixture_ndcg_equals_ir_measures(tmp_path: Path, capsys: pytest.CaptureF
     gold = {c.documents[d] for j in c.qrels.values() for d, g in j.items() if g > 0}
     out = tmp_path / "out"
     with FakeOpenAIServer(default=oracle_model(lambda t: t in gold, wrong=True)) as srv:
-        res = _run(capsys, _args(srv.base_url, "--task", "beir", "--instances", "8", "--depth", "10",
-                                 "--methods", "base,gp-belief", "--out", str(out)))
+        res = _run(
+            capsys,
+            _args(
+                srv.base_url,
+                "--task",
+                "beir",
+                "--instances",
+                "8",
+                "--depth",
+                "10",
+                "--methods",
+                "base,gp-belief",
+                "--out",
+                str(out),
+            ),
+        )
     qrels = _beir_qrels(fixture_path() / "qrels" / "test.tsv")
     for m in ("base", "gp-belief"):
         for measure, key in ((ir_measures.nDCG @ 10, "ndcg@10"), (ir_measures.RR @ 10, "mrr@10")):
-            assert round(_ir_measures_mean(qrels, out / "runs" / f"{m}.trec", measure), 4) == res["methods"][m][key]
+            assert (
+                round(_ir_measures_mean(qrels, out / "runs" / f"{m}.trec", measure), 4)
+                == res["methods"][m][key]
+            )
 
 
 # ------------------------------------------------------------------ full rankings, failures, checkpoints
@@ -227,27 +334,68 @@ def test_complete_ranking_of_nothing_is_the_first_stage() -> None:
     assert complete_ranking([], 4, top_n=3) == [0, 1, 2, 3]
 
 
-def test_a_method_that_raised_keeps_the_first_stage_order(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_method_that_raised_keeps_the_first_stage_order(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     root = write_beir(tmp_path / "beir")
     out = tmp_path / "out"
     with FakeOpenAIServer(default=status(400, message="bad request")) as srv:
-        res = _run(capsys, _args(srv.base_url, "--task", "beir", "--data", str(root),
-                                 "--methods", "base,llamaindex-rankgpt", "--out", str(out)))
+        res = _run(
+            capsys,
+            _args(
+                srv.base_url,
+                "--task",
+                "beir",
+                "--data",
+                str(root),
+                "--methods",
+                "base,llamaindex-rankgpt",
+                "--out",
+                str(out),
+            ),
+        )
     d = res["methods"]["llamaindex-rankgpt"]
     assert (d["exceptions"], d["ndcg@10"]) == (3, res["methods"]["base"]["ndcg@10"])
     assert (out / "runs" / "llamaindex-rankgpt.trec").read_text().replace("llamaindex-rankgpt", "base") == (
-        out / "runs" / "base.trec").read_text()
+        out / "runs" / "base.trec"
+    ).read_text()
 
 
-def test_collection_checkpoint_resumes_without_calls(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_collection_checkpoint_resumes_without_calls(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     root = write_beir(tmp_path / "beir")
     ck = str(tmp_path / "ck.jsonl")
     with FakeOpenAIServer(default=_oracle()) as srv:
-        first = _run(capsys, _args(srv.base_url, "--task", "beir", "--data", str(root), "--methods", "base,gp-belief",
-                                   "--checkpoint", ck))
+        first = _run(
+            capsys,
+            _args(
+                srv.base_url,
+                "--task",
+                "beir",
+                "--data",
+                str(root),
+                "--methods",
+                "base,gp-belief",
+                "--checkpoint",
+                ck,
+            ),
+        )
         srv.clear()
-        again = _run(capsys, _args(srv.base_url, "--task", "beir", "--data", str(root), "--methods", "base,gp-belief",
-                                   "--checkpoint", ck))
+        again = _run(
+            capsys,
+            _args(
+                srv.base_url,
+                "--task",
+                "beir",
+                "--data",
+                str(root),
+                "--methods",
+                "base,gp-belief",
+                "--checkpoint",
+                ck,
+            ),
+        )
         assert srv.requests == []
     assert again["methods"] == first["methods"]
 
@@ -266,7 +414,9 @@ def test_a_format_one_checkpoint_is_refused(tmp_path: Path) -> None:
     ck = tmp_path / "ck.jsonl"
     ck.write_text(json.dumps({"type": "meta", "task": "kv", "version": "0.4.0"}) + "\n")
     with pytest.raises(CheckpointError, match="format: None in the file vs 2 now"):
-        C.run_compare([], {}, checkpoint=ck, meta={"task": "kv", "version": "0.4.0", "format": C.CHECKPOINT_FORMAT})
+        C.run_compare(
+            [], {}, checkpoint=ck, meta={"task": "kv", "version": "0.4.0", "format": C.CHECKPOINT_FORMAT}
+        )
 
 
 def test_gp_k_flag_and_builtin_default() -> None:
@@ -284,8 +434,17 @@ def test_out_that_is_a_file_fails_before_any_call(tmp_path: Path) -> None:
     (tmp_path / "f").write_text("x")
     with FakeOpenAIServer(default=_oracle()) as srv:
         with pytest.raises(ValueError, match="--out .* is a file; pass a folder"):
-            C.main(_args(srv.base_url, "--task", "beir", "--data", str(write_beir(tmp_path / "b")),
-                         "--out", str(tmp_path / "f")))
+            C.main(
+                _args(
+                    srv.base_url,
+                    "--task",
+                    "beir",
+                    "--data",
+                    str(write_beir(tmp_path / "b")),
+                    "--out",
+                    str(tmp_path / "f"),
+                )
+            )
         assert srv.requests == []
 
 
@@ -298,7 +457,8 @@ def test_the_method_table_derives_the_method_lists() -> None:
     assert (C.PANNING, C.DEFAULT_METHODS[:4], C.LABELS["gp-cost"]) == (
         ("psc", "gp-belief", "gp-cost", "gp-belief-flat", "gp-defaults"),
         ("base", "psc", "gp-belief", "gp-cost"),
-        "GP, lowest-cost setting")
+        "GP, lowest-cost setting",
+    )
 
 
 @pytest.mark.parametrize("opt", ["--top-n", "--recall-k", "--relevance-level"])

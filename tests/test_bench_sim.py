@@ -150,8 +150,10 @@ def test_position_attack_without_shuffle_sinks_gp_belief(results: dict) -> None:
     # Always obeyed, no shuffle: the leader sits first and is confirmed every round; the
     # needle is found only when it leads after round 1 (F1 ~0.01 at N=100).
     row = next(
-        r for r in results["attack"]["settings"]
-        if (r["scenario"], r["attack"], r["obey"], r["shuffle_top"]) == ("lost-in-the-middle", "position", 1.0, 0)
+        r
+        for r in results["attack"]["settings"]
+        if (r["scenario"], r["attack"], r["obey"], r["shuffle_top"])
+        == ("lost-in-the-middle", "position", 1.0, 0)
     )
     assert row["policies"]["belief"]["f1"][-1] < 0.1
 
@@ -221,7 +223,16 @@ def test_cli_bench_sim_json(capsys: pytest.CaptureFixture[str]) -> None:
     out = capsys.readouterr().out
     assert out.count("\n") == 1  # exactly one JSON object on one line
     data = json.loads(out)
-    for key in ("main", "noise", "heterogeneity", "scaling", "multi_needle", "attack", "latency", "efficiency"):
+    for key in (
+        "main",
+        "noise",
+        "heterogeneity",
+        "scaling",
+        "multi_needle",
+        "attack",
+        "latency",
+        "efficiency",
+    ):
         assert key in data
     assert data["command"] == "gold-panning bench sim --trials 40 --seed 1"
     assert data["trials"] == 40
@@ -229,7 +240,9 @@ def test_cli_bench_sim_json(capsys: pytest.CaptureFixture[str]) -> None:
 
 def test_cli_bench_sim_tables_plots_and_markdown(tmp_path, capsys: pytest.CaptureFixture[str]) -> None:
     md = tmp_path / "res.md"
-    rc = main(["bench", "sim", "--trials", "20", "--plot-dir", str(tmp_path / "plots"), "--markdown", str(md)])
+    rc = main(
+        ["bench", "sim", "--trials", "20", "--plot-dir", str(tmp_path / "plots"), "--markdown", str(md)]
+    )
     assert rc == 0
     out = capsys.readouterr().out
     assert "Query efficiency" in out and "GP-Belief" in out

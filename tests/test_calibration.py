@@ -122,12 +122,20 @@ def test_checkpoint_resume_runs_only_the_rest(tmp_path: Path) -> None:
     second.gold_at_2 = 2  # the first session saw the gold at 2 in trials 0 and 1
     progress: list[tuple[int, int]] = []
     full = Calibrator(
-        second, MarkedTask(), n=5, grid=[0, 2, 4], trials=4, seed=3, checkpoint=ck,
+        second,
+        MarkedTask(),
+        n=5,
+        grid=[0, 2, 4],
+        trials=4,
+        seed=3,
+        checkpoint=ck,
         progress=lambda d, t: progress.append((d, t)),
     ).run()
     assert second.calls == 7 and full.resumed == 5 and full.ran == 7
     assert progress[0] == (6, 12) and progress[-1] == (12, 12)
-    assert [r["trial_id"] for r in full.records] == [t.trial_id for t in calibration_plan(5, grid=[0, 2, 4], trials=4, rng=3)]
+    assert [r["trial_id"] for r in full.records] == [
+        t.trial_id for t in calibration_plan(5, grid=[0, 2, 4], trials=4, rng=3)
+    ]
     one_shot = Calibrator(ScriptedReader(), MarkedTask(), n=5, grid=[0, 2, 4], trials=4, seed=3).run()
     assert full.profile.tpr == one_shot.profile.tpr and full.profile.fpr == one_shot.profile.fpr
 
@@ -138,7 +146,9 @@ def test_checkpoint_resume_runs_only_the_rest(tmp_path: Path) -> None:
 
 def test_corrupt_last_line_is_ignored_with_warning(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
     ck = tmp_path / "ck.jsonl"
-    Calibrator(ScriptedReader(), MarkedTask(), n=5, grid=[0, 2, 4], trials=2, seed=0, checkpoint=ck).run(limit=4)
+    Calibrator(ScriptedReader(), MarkedTask(), n=5, grid=[0, 2, 4], trials=2, seed=0, checkpoint=ck).run(
+        limit=4
+    )
     with ck.open("a") as fh:
         fh.write('{"type": "trial", "trial_id": "p01-t0')  # killed mid-write
     reader = ScriptedReader()
@@ -151,7 +161,9 @@ def test_corrupt_last_line_is_ignored_with_warning(tmp_path: Path, caplog: pytes
 
 def test_corrupt_middle_line_is_an_error(tmp_path: Path) -> None:
     ck = tmp_path / "ck.jsonl"
-    Calibrator(ScriptedReader(), MarkedTask(), n=5, grid=[0, 2, 4], trials=1, seed=0, checkpoint=ck).run(limit=2)
+    Calibrator(ScriptedReader(), MarkedTask(), n=5, grid=[0, 2, 4], trials=1, seed=0, checkpoint=ck).run(
+        limit=2
+    )
     lines = ck.read_text().splitlines()
     lines.insert(1, "garbage")
     ck.write_text("\n".join(lines) + "\n")
@@ -161,7 +173,9 @@ def test_corrupt_middle_line_is_an_error(tmp_path: Path) -> None:
 
 def test_checkpoint_of_another_run_is_refused(tmp_path: Path) -> None:
     ck = tmp_path / "ck.jsonl"
-    Calibrator(ScriptedReader(), MarkedTask(), n=5, grid=[0, 2, 4], trials=1, seed=0, checkpoint=ck).run(limit=1)
+    Calibrator(ScriptedReader(), MarkedTask(), n=5, grid=[0, 2, 4], trials=1, seed=0, checkpoint=ck).run(
+        limit=1
+    )
     with pytest.raises(CheckpointError, match="seed: 0 in the file vs 1 now"):
         Calibrator(ScriptedReader(), MarkedTask(), n=5, grid=[0, 2, 4], trials=1, seed=1, checkpoint=ck).run()
 
@@ -184,10 +198,21 @@ class SlowAsyncReader:
 
 async def test_async_concurrency_is_bounded(tmp_path: Path) -> None:
     reader = SlowAsyncReader()
-    cal = Calibrator(reader, MarkedTask(), n=5, grid=[0, 2, 4], trials=4, seed=0, concurrency=3, checkpoint=tmp_path / "a.jsonl")
+    cal = Calibrator(
+        reader,
+        MarkedTask(),
+        n=5,
+        grid=[0, 2, 4],
+        trials=4,
+        seed=0,
+        concurrency=3,
+        checkpoint=tmp_path / "a.jsonl",
+    )
     res = await cal.arun()
     assert reader.calls == 12 and reader.max_in_flight == 3
-    assert res.counts is not None and res.counts.tp.tolist() == [4, 4, 4] and res.counts.fp.tolist() == [0, 0, 0]
+    assert (
+        res.counts is not None and res.counts.tp.tolist() == [4, 4, 4] and res.counts.fp.tolist() == [0, 0, 0]
+    )
     assert len((tmp_path / "a.jsonl").read_text().splitlines()) == 13
 
 

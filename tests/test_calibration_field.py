@@ -58,8 +58,16 @@ def _write_checkpoint(ck: Path, trial: dict[str, object]) -> None:
 
 
 GOOD_TRIAL = {
-    "type": "trial", "trial_id": "p01-t000", "grid_index": 1, "position": 2, "trial": 0,
-    "seed": 1, "n": 5, "gold": [2], "cited": [2], "failed": False,
+    "type": "trial",
+    "trial_id": "p01-t000",
+    "grid_index": 1,
+    "position": 2,
+    "trial": 0,
+    "seed": 1,
+    "n": 5,
+    "gold": [2],
+    "cited": [2],
+    "failed": False,
 }
 
 
@@ -135,9 +143,22 @@ def test_fatal_reader_error_ends_the_run_at_once(tmp_path: Path) -> None:
 # ------------------------------------------------------------------------ CLI
 def _argv(tmp_path: Path, *extra: str) -> list[str]:
     return [
-        "calibrate", "--reader", "simulated", "--task", "kv", "--n", "6", "--grid", "3",
-        "--trials", "2", "--out", str(tmp_path / "out" / "p.json"),
-        "--checkpoint", str(tmp_path / "ck.jsonl"), *extra,
+        "calibrate",
+        "--reader",
+        "simulated",
+        "--task",
+        "kv",
+        "--n",
+        "6",
+        "--grid",
+        "3",
+        "--trials",
+        "2",
+        "--out",
+        str(tmp_path / "out" / "p.json"),
+        "--checkpoint",
+        str(tmp_path / "ck.jsonl"),
+        *extra,
     ]
 
 
@@ -173,11 +194,13 @@ def test_cli_out_nowhere_writable_prints_the_profile(
     assert cli_main(_argv(tmp_path)) == 2
     cap = capsys.readouterr()
     assert "its JSON was printed to stdout above" in cap.err
-    js = cap.out[cap.out.index("{"):]
+    js = cap.out[cap.out.index("{") :]
     assert DetectorProfile.from_json(js).n_positions == 6
 
 
-def test_cli_out_missing_folder_fails_before_any_call(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_cli_out_missing_folder_fails_before_any_call(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     assert cli_main(_argv(tmp_path)) == 2  # tmp_path/out does not exist
     assert "does not exist; create it first" in capsys.readouterr().err
     assert not (tmp_path / "ck.jsonl").exists()
@@ -192,7 +215,9 @@ def test_cli_checkpoint_folder_is_one_line(tmp_path: Path, capsys: pytest.Captur
     assert "is a directory" in err
 
 
-def test_cli_second_calibration_on_a_locked_checkpoint_says_why(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_cli_second_calibration_on_a_locked_checkpoint_says_why(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     (tmp_path / "out").mkdir()
     held = CheckpointLock(tmp_path / "ck.jsonl").acquire()
     try:

@@ -23,8 +23,11 @@ ENGINE = "gold_panning_integrations.bench.engine"
 # ------------------------------------------------------------ registration
 def test_table_lists_every_bench_module() -> None:
     """Every public module of bench/ is a sub-command; ``_``-prefixed ones are helpers."""
-    shipped = sorted(p.stem.replace("_", "-") for p in Path(bench_pkg.__file__).parent.glob("*.py")
-                     if not p.stem.startswith("_"))
+    shipped = sorted(
+        p.stem.replace("_", "-")
+        for p in Path(bench_pkg.__file__).parent.glob("*.py")
+        if not p.stem.startswith("_")
+    )
     assert sorted(b.name for b in cmd.BENCHMARKS) == shipped
 
 
@@ -117,8 +120,16 @@ def test_engine_profile_option_is_now_cprofile(capsys: pytest.CaptureFixture[str
 def test_engine_report_without_resource_says_n_a() -> None:
     res = {
         "engine": [],
-        "simulator": {"trials": 1, "n": 2, "rounds": 3, "policies": 3, "seconds": 0.5,
-                      "trial_rounds_per_second": 6.0, "ratio": 5.0, "argsort_seconds": 0.1},
+        "simulator": {
+            "trials": 1,
+            "n": 2,
+            "rounds": 3,
+            "policies": 3,
+            "seconds": 0.5,
+            "trial_rounds_per_second": 6.0,
+            "ratio": 5.0,
+            "argsort_seconds": 0.1,
+        },
         "memory": {"trials": 1, "n": 2, "traced_peak_mb": 3.0, "maxrss_mb": None, "seconds": 0.2},
         "targets": {},
         "cprofile": None,
@@ -144,8 +155,22 @@ def test_report_rounds() -> None:
 
 def test_real_efficiency_with_two_rounds(capsys: pytest.CaptureFixture[str]) -> None:
     """Fewer than 4 rounds raised IndexError in the report table."""
-    code = main(["bench", "real-efficiency", "--reader", "simulated", "--n", "6", "--instances", "2",
-                 "--rounds", "2", "--profile", "lost-in-the-middle"])
+    code = main(
+        [
+            "bench",
+            "real-efficiency",
+            "--reader",
+            "simulated",
+            "--n",
+            "6",
+            "--instances",
+            "2",
+            "--rounds",
+            "2",
+            "--profile",
+            "lost-in-the-middle",
+        ]
+    )
     out = capsys.readouterr().out
     header = next(line for line in out.splitlines() if line.lstrip().startswith("variant"))
     assert code == 0
@@ -153,20 +178,57 @@ def test_real_efficiency_with_two_rounds(capsys: pytest.CaptureFixture[str]) -> 
 
 
 def test_real_efficiency_json_has_one_f1_per_round(capsys: pytest.CaptureFixture[str]) -> None:
-    code = main(["bench", "real-efficiency", "--reader", "simulated", "--n", "6", "--instances", "2",
-                 "--rounds", "3", "--profile", "lost-in-the-middle", "--json"])
+    code = main(
+        [
+            "bench",
+            "real-efficiency",
+            "--reader",
+            "simulated",
+            "--n",
+            "6",
+            "--instances",
+            "2",
+            "--rounds",
+            "3",
+            "--profile",
+            "lost-in-the-middle",
+            "--json",
+        ]
+    )
     data = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
     assert code == 0
     assert [len(v["f1"]) for v in data["results"][0]["variants"].values()] == [3, 3, 3, 3]
 
 
 def test_format_report_with_one_round() -> None:
-    variant = {"f1": [0.5], "calls_mean": 1.0, "prompt_tokens_mean": 0.0, "rounds_to_match_psc": 1,
-               "calls_vs_psc": 1.0, "tokens_vs_psc": 1.0, "reaches_psc_f1": True}
-    res = {"n": 6, "instances": 2, "rounds": 1, "top10": 0.7, "model_calls": 8, "cache_hits": 0, "seconds": 0.1,
-           "variants": {v: dict(variant) for v in ("psc", "gp-belief (paper)", "ours", "ours + stop@0.9 + prune")},
-           "calibration": {"ece_before": 0.1, "ece_after": 0.1, "evidence_temperature": 1.0, "fit_instances": 1,
-                           "test_instances": 1}}
+    variant = {
+        "f1": [0.5],
+        "calls_mean": 1.0,
+        "prompt_tokens_mean": 0.0,
+        "rounds_to_match_psc": 1,
+        "calls_vs_psc": 1.0,
+        "tokens_vs_psc": 1.0,
+        "reaches_psc_f1": True,
+    }
+    res = {
+        "n": 6,
+        "instances": 2,
+        "rounds": 1,
+        "top10": 0.7,
+        "model_calls": 8,
+        "cache_hits": 0,
+        "seconds": 0.1,
+        "variants": {
+            v: dict(variant) for v in ("psc", "gp-belief (paper)", "ours", "ours + stop@0.9 + prune")
+        },
+        "calibration": {
+            "ece_before": 0.1,
+            "ece_after": 0.1,
+            "evidence_temperature": 1.0,
+            "fit_instances": 1,
+            "test_instances": 1,
+        },
+    }
     assert "F1 r1" in format_report(res)
 
 
@@ -212,7 +274,9 @@ def test_time_pair_sizes_the_reference_batches_separately() -> None:
         calls["ref"] += 1
         clock.now += 0.25
 
-    res = bench_engine.time_pair(fn, ref, repeat=2, min_batch_seconds=0.0, ref_min_batch_seconds=1.0, clock=clock)
+    res = bench_engine.time_pair(
+        fn, ref, repeat=2, min_batch_seconds=0.0, ref_min_batch_seconds=1.0, clock=clock
+    )
     # ref batch doubles 1 -> 2 -> 4 calls (4 x 0.25 s >= 1 s): 1 warm-up + 1 + 2 + 4 sizing + 2 x 4 timed
     assert calls["ref"] == 16
     assert res["ratio"] == 4.0

@@ -15,7 +15,9 @@ class _WithLabels:
     def __init__(self) -> None:
         self.seen: list[tuple[int, ...] | None] = []
 
-    def read(self, question: str, documents: Sequence[str], *, labels: Sequence[int] | None = None) -> Reading:
+    def read(
+        self, question: str, documents: Sequence[str], *, labels: Sequence[int] | None = None
+    ) -> Reading:
         self.seen.append(None if labels is None else tuple(labels))
         return Reading(cited=(0,))
 

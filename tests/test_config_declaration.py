@@ -94,13 +94,18 @@ def test_adapter_options_override_a_config_only_when_set() -> None:
 
     from gold_panning_integrations import GoldPanningCompressor
 
-    c = GoldPanningCompressor(reader=ScriptedReader(), config=PanningConfig.paper(rounds=7, policy="entropy"), rounds=2)
+    c = GoldPanningCompressor(
+        reader=ScriptedReader(), config=PanningConfig.paper(rounds=7, policy="entropy"), rounds=2
+    )
     cfg = c.panning_config(3)
     assert (cfg.rounds, cfg.policy, cfg.k, cfg.robust) == (2, "entropy", 3, False)
     # an option set to its default value explicitly still overrides the config's
     c = GoldPanningCompressor(reader=ScriptedReader(), config=PanningConfig(rounds=7), rounds=4)
     assert c.panning_config().rounds == 4
-    assert GoldPanningCompressor(reader=ScriptedReader(), config=PanningConfig(rounds=7)).panning_config().rounds == 7
+    assert (
+        GoldPanningCompressor(reader=ScriptedReader(), config=PanningConfig(rounds=7)).panning_config().rounds
+        == 7
+    )
 
 
 @pytest.mark.parametrize(
@@ -141,11 +146,27 @@ def test_run_flags_parse_to_the_option_types_and_only_given_ones_are_set() -> No
     from gold_panning_integrations.commands._config_args import given_options
 
     args = _run_parser().parse_args(
-        ["--demo", "--rounds", "2", "--prompts-per-round", "3", "--stop-at", "0.6", "--retriever-prior", "score",
-         "--no-robust", "--max-calls", "none"]
+        [
+            "--demo",
+            "--rounds",
+            "2",
+            "--prompts-per-round",
+            "3",
+            "--stop-at",
+            "0.6",
+            "--retriever-prior",
+            "score",
+            "--no-robust",
+            "--max-calls",
+            "none",
+        ]
     )
     assert given_options(args) == {
-        "rounds": 2, "prompts_per_round": 3, "stop_at": 0.6, "retriever_prior": "score", "robust": False,
+        "rounds": 2,
+        "prompts_per_round": 3,
+        "stop_at": 0.6,
+        "retriever_prior": "score",
+        "robust": False,
         "max_calls": None,
     }
     assert given_options(_run_parser().parse_args(["--demo"])) == {}
@@ -187,7 +208,10 @@ def test_named_settings_are_options_laid_over_the_defaults() -> None:
     for name, options in SETTINGS.items():
         config = PanningConfig.setting(name)
         assert {k: getattr(config, k) for k in options} == dict(options)
-    assert (PanningConfig.setting("lowest-cost").rounds, PanningConfig.setting("lowest-cost").stop_at) == (4, 0.6)
+    assert (PanningConfig.setting("lowest-cost").rounds, PanningConfig.setting("lowest-cost").stop_at) == (
+        4,
+        0.6,
+    )
     # options given beside a setting win
     assert PanningConfig.setting("lowest-latency", prompts_per_round=6).prompts_per_round == 6
     with pytest.raises(ValueError, match="unknown setting 'fast'; choose one of lowest-latency, lowest-cost"):

@@ -112,7 +112,20 @@ def test_two_round_panner_run_pinned_by_hand() -> None:
     """
     profile = DetectorProfile(n_positions=3, tpr=TPR, fpr=FPR)
     reader = ScriptedReader([(1,), (0, 2)])
-    res = GoldPanner(reader, profile=profile, rounds=2, k=1, retriever_prior="none", shuffle_top=0, robust=False, empty_prompts="evidence", adapt_level=False, false_leads=0.0, blind_rate=0.0, prompts_per_round=1).run("q", ["a", "b", "c"])
+    res = GoldPanner(
+        reader,
+        profile=profile,
+        rounds=2,
+        k=1,
+        retriever_prior="none",
+        shuffle_top=0,
+        robust=False,
+        empty_prompts="evidence",
+        adapt_level=False,
+        false_leads=0.0,
+        blind_rate=0.0,
+        prompts_per_round=1,
+    ).run("q", ["a", "b", "c"])
 
     assert reader.seen == [["a", "b", "c"], ["b", "c", "a"]]
     assert res.rounds[0].shown == (0, 1, 2)
@@ -135,7 +148,20 @@ def test_two_round_panner_run_with_uniform_prior_shifts_log_odds_by_log2() -> No
     # (all ties in round 1; the same order in round 2) and every log-odds log 2 higher.
     profile = DetectorProfile(n_positions=3, tpr=TPR, fpr=FPR)
     reader = ScriptedReader([(1,), (0, 2)])
-    res = GoldPanner(reader, profile=profile, rounds=2, prior="uniform", retriever_prior="none", shuffle_top=0, robust=False, empty_prompts="evidence", adapt_level=False, false_leads=0.0, blind_rate=0.0, prompts_per_round=1).run("q", ["a", "b", "c"])
+    res = GoldPanner(
+        reader,
+        profile=profile,
+        rounds=2,
+        prior="uniform",
+        retriever_prior="none",
+        shuffle_top=0,
+        robust=False,
+        empty_prompts="evidence",
+        adapt_level=False,
+        false_leads=0.0,
+        blind_rate=0.0,
+        prompts_per_round=1,
+    ).run("q", ["a", "b", "c"])
     assert res.log_odds == pytest.approx([math.log(3 / 4), math.log(8), math.log(4 / 9)], abs=1e-12)
     # Odds 3/4, 8, 4/9 -> probabilities 3/7, 8/9, 4/13.
     assert res.posteriors == pytest.approx([3 / 7, 8 / 9, 4 / 13], abs=1e-12)

@@ -38,9 +38,9 @@ class Cites:
 def test_evidence_temperature_divides_the_log_likelihood_ratio() -> None:
     # One round, 2 docs, uniform prior; doc "a" cited: log-odds += log(0.8/0.2) / T.
     for temp in (1.0, 2.0):
-        res = GoldPanner(Cites({"a"}), profile=FLAT2, rounds=1, prior="uniform", evidence_temperature=temp).run(
-            "q", ["a", "b"]
-        )
+        res = GoldPanner(
+            Cites({"a"}), profile=FLAT2, rounds=1, prior="uniform", evidence_temperature=temp
+        ).run("q", ["a", "b"])
         assert res.log_odds[0] == pytest.approx(math.log(4.0) / temp)
         assert res.log_odds[1] == pytest.approx(math.log(0.2 / 0.8) / temp)
 
@@ -127,7 +127,9 @@ def test_windows_are_sent_concurrently_by_arun() -> None:
             return self.read(question, documents)
 
     docs = [f"d{i}" for i in range(6)]
-    asyncio.run(GoldPanner(Slow({"d1"}), profile=FLAT2, rounds=1, max_docs_per_prompt=2, windows=True).arun("q", docs))
+    asyncio.run(
+        GoldPanner(Slow({"d1"}), profile=FLAT2, rounds=1, max_docs_per_prompt=2, windows=True).arun("q", docs)
+    )
     assert peak == 3
 
 
@@ -161,7 +163,12 @@ def test_score_prior_is_a_softmax_scaled_to_k() -> None:
 
 
 def test_invalid_budget_options_are_refused() -> None:
-    for kw in ({"max_prompt_tokens": 0}, {"min_gain": 0.0}, {"prune_below": 1.5}, {"evidence_temperature": 0.0}):
+    for kw in (
+        {"max_prompt_tokens": 0},
+        {"min_gain": 0.0},
+        {"prune_below": 1.5},
+        {"evidence_temperature": 0.0},
+    ):
         with pytest.raises(ValueError):
             GoldPanner(Cites(set()), profile=FLAT2, **kw)
 

@@ -14,13 +14,17 @@ from gold_panning_integrations.engine.rounds import BatchState, Geometry, observ
 
 PROFILE = DetectorProfile.bundled("smollm2-135m-kv")
 DOCS = [f"d{i}" for i in range(10)]
-PRIOR = rank_prior_probs(10, k=1, top10_recall=0.5, head_decay=0.85, head_floor=0.0)  # the 0.2 default shape: weak
+PRIOR = rank_prior_probs(
+    10, k=1, top10_recall=0.5, head_decay=0.85, head_floor=0.0
+)  # the 0.2 default shape: weak
 
 
 class Silent:
     """The embedded model on NQ, as measured: it cites nothing."""
 
-    def read(self, question: str, documents: Sequence[str], *, labels: Sequence[int] | None = None) -> Reading:
+    def read(
+        self, question: str, documents: Sequence[str], *, labels: Sequence[int] | None = None
+    ) -> Reading:
         return Reading()
 
 
@@ -51,7 +55,9 @@ def test_by_default_eight_silent_rounds_keep_the_retrievers_top_two() -> None:
 
 
 def test_skip_leaves_beliefs_untouched_by_empty_prompts() -> None:
-    res = GoldPanner(Silent(), PROFILE, rounds=4, rng=0, empty_prompts="skip", prompts_per_round=1).run("q", DOCS, prior_probs=PRIOR)
+    res = GoldPanner(Silent(), PROFILE, rounds=4, rng=0, empty_prompts="skip", prompts_per_round=1).run(
+        "q", DOCS, prior_probs=PRIOR
+    )
     assert res.log_odds.tolist() == res.prior_log_odds.tolist()
 
 
@@ -60,7 +66,9 @@ def test_mixture_by_hand_for_one_empty_prompt() -> None:
     # f=(0.1, 0.2), plain likelihood. D = 0.9 * 0.8 = 0.72. If document 0 is relevant the
     # prompt is empty with (1-0.8) * 0.8 = 0.16; if document 1: 0.9 * 0.6 = 0.54.
     # Expected empty = 0.5 * 0.16 + 0.5 * 0.54 = 0.35; seen 1 -> pi = 0.65 / (1 - 0.35 + 1).
-    cfg = PanningConfig(robust=False, adapt_level=False, empty_prompts="mixture", false_leads=0.0, blind_rate=0.0)
+    cfg = PanningConfig(
+        robust=False, adapt_level=False, empty_prompts="mixture", false_leads=0.0, blind_rate=0.0
+    )
     geo = Geometry([0.8, 0.4], [0.1, 0.2], config=cfg)
     st = BatchState.start(np.zeros((1, 2)))
     observe_round(st, np.array([[0, 1]]), np.array([2]), np.zeros((1, 2), bool), config=cfg, geometry=geo)
@@ -72,7 +80,9 @@ def test_mixture_by_hand_for_one_empty_prompt() -> None:
 
 
 def test_mixture_leaves_prompts_with_citations_to_the_usual_update() -> None:
-    cfg = PanningConfig(robust=False, adapt_level=False, empty_prompts="mixture", false_leads=0.0, blind_rate=0.0)
+    cfg = PanningConfig(
+        robust=False, adapt_level=False, empty_prompts="mixture", false_leads=0.0, blind_rate=0.0
+    )
     geo = Geometry([0.8, 0.4], [0.1, 0.2], config=cfg)
     st = BatchState.start(np.zeros((1, 2)))
     observe_round(st, np.array([[0, 1]]), np.array([2]), np.array([[True, False]]), config=cfg, geometry=geo)
@@ -101,9 +111,21 @@ def test_simulated_silent_model_keeps_the_retrievers_top_three() -> None:
     t, f = np.asarray(PROFILE.tpr), np.asarray(PROFILE.fpr)
 
     def top3(cfg: PanningConfig) -> float:
-        r = simulate(0.05 * t, 0.05 * f, n=10, rounds=3, trials=1000, policies=("belief",), rng=0,
-                     decision_tpr=t, decision_fpr=f, config=cfg, prior_probs=PRIOR, needle_probs=needle,
-                     recall_at=3)
+        r = simulate(
+            0.05 * t,
+            0.05 * f,
+            n=10,
+            rounds=3,
+            trials=1000,
+            policies=("belief",),
+            rng=0,
+            decision_tpr=t,
+            decision_fpr=f,
+            config=cfg,
+            prior_probs=PRIOR,
+            needle_probs=needle,
+            recall_at=3,
+        )
         assert r.policies["belief"].recall is not None
         return float(r.policies["belief"].recall[-1])
 

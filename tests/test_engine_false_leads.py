@@ -80,7 +80,9 @@ def test_observe_round_applies_the_mixture_to_the_summed_evidence() -> None:
     # Doc 0: E = 2 log 8 = log 64 -> log((0.8 * 64 + 0.2) / (0.25 * 64 + 0.75)) = log(51.4 / 16.75).
     # Docs 1, 2: E = 2 log(0.6 / 0.8) = log 0.5625
     #   -> log((0.8 * 0.5625 + 0.2) / (0.25 * 0.5625 + 0.75)) = log(0.65 / 0.890625).
-    cfg = PanningConfig(robust=False, adapt_level=False, empty_prompts="evidence", false_leads=0.5, blind_rate=0.2)
+    cfg = PanningConfig(
+        robust=False, adapt_level=False, empty_prompts="evidence", false_leads=0.5, blind_rate=0.2
+    )
     geo = Geometry([0.8, 0.4, 0.4], [0.1, 0.2, 0.2], config=cfg)
     st = BatchState.start(np.zeros((1, 3)))
     pos, size, cited = np.array([[0, 1, 2]]), np.array([3]), np.array([[True, False, False]])
@@ -98,7 +100,9 @@ class AlwaysCites:
     def __init__(self, doc: str) -> None:
         self.doc = doc
 
-    def read(self, question: str, documents: Sequence[str], *, labels: Sequence[int] | None = None) -> Reading:
+    def read(
+        self, question: str, documents: Sequence[str], *, labels: Sequence[int] | None = None
+    ) -> Reading:
         return Reading(cited=tuple(i for i, d in enumerate(documents) if d == self.doc))
 
 
@@ -167,13 +171,22 @@ def test_profile_measured_mixture_is_used_unless_set() -> None:
     assert (plain.prior_head_decay, plain.evidence_temperature) == (0.6, 1.0)
 
 
-@pytest.mark.parametrize(("values", "message"), [
-    ({"blind_rate": 1.5}, r"the profile's blind_rate must be a number in \[0, 1\)"),
-    ({"false_leads": -1}, r"the profile's false_leads must be a number >= 0"),
-    ({"blind_rate": float("nan")}, r"the profile's blind_rate must be a number in \[0, 1\) or None, got nan"),
-    ({"false_leads": "a lot"}, r"false_leads must be a number >= 0 or None, got 'a lot'"),
-    ({"prior_head_decay": 0.0}, r"the profile's prior_head_decay must be a number in \(0, 1\] or None, got 0\.0"),
-])
+@pytest.mark.parametrize(
+    ("values", "message"),
+    [
+        ({"blind_rate": 1.5}, r"the profile's blind_rate must be a number in \[0, 1\)"),
+        ({"false_leads": -1}, r"the profile's false_leads must be a number >= 0"),
+        (
+            {"blind_rate": float("nan")},
+            r"the profile's blind_rate must be a number in \[0, 1\) or None, got nan",
+        ),
+        ({"false_leads": "a lot"}, r"false_leads must be a number >= 0 or None, got 'a lot'"),
+        (
+            {"prior_head_decay": 0.0},
+            r"the profile's prior_head_decay must be a number in \(0, 1\] or None, got 0\.0",
+        ),
+    ],
+)
 def test_a_profile_with_a_bad_mixture_is_refused_by_name(values: dict[str, object], message: str) -> None:
     from types import SimpleNamespace
 

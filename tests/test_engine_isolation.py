@@ -67,5 +67,6 @@ def test_panning_end_to_end_pulls_in_no_framework() -> None:
 def test_the_probe_detects_a_framework_import() -> None:
     # The check itself must be able to fail: importing langchain_core is seen.
     import langchain_core  # noqa: F401  (the test extra installs it)
+
     mods = _modules_after(["gold_panning_integrations.engine", "langchain_core.documents"])
     assert "langchain_core" in _forbidden(mods)

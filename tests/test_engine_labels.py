@@ -27,13 +27,17 @@ class LabelRecorder:
         self.labels: list[list[int]] = []
         self.docs: list[list[str]] = []
 
-    def read(self, question: str, documents: Sequence[str], *, labels: Sequence[int] | None = None) -> Reading:
+    def read(
+        self, question: str, documents: Sequence[str], *, labels: Sequence[int] | None = None
+    ) -> Reading:
         assert labels is not None
         self.labels.append(list(labels))
         self.docs.append(list(documents))
         return Reading()
 
-    async def aread(self, question: str, documents: Sequence[str], *, labels: Sequence[int] | None = None) -> Reading:
+    async def aread(
+        self, question: str, documents: Sequence[str], *, labels: Sequence[int] | None = None
+    ) -> Reading:
         return self.read(question, documents, labels=labels)
 
 
@@ -48,8 +52,16 @@ def test_each_prompt_gets_distinct_labels_from_a_space_of_100_per_document() -> 
 
 @pytest.mark.parametrize(
     ("size", "expected"),
-    [(0, (100, 999)), (1, (100, 999)), (9, (100, 999)), (10, (1000, 9999)), (90, (1000, 9999)),
-     (91, (10_000, 99_999)), (900, (10_000, 99_999)), (901, (100_000, 999_999))],
+    [
+        (0, (100, 999)),
+        (1, (100, 999)),
+        (9, (100, 999)),
+        (10, (1000, 9999)),
+        (90, (1000, 9999)),
+        (91, (10_000, 99_999)),
+        (900, (10_000, 99_999)),
+        (901, (100_000, 999_999)),
+    ],
 )
 def test_label_range_has_at_least_100_numbers_per_document_and_3_digits(
     size: int, expected: tuple[int, int]
@@ -131,7 +143,9 @@ def test_arun_passes_labels_too() -> None:
 
 def test_windows_get_labels_per_window() -> None:
     reader = LabelRecorder()
-    res = GoldPanner(reader, PROFILE, rounds=1, max_docs_per_prompt=4, windows=True, rng=0, prompts_per_round=1).run("q", DOCS)
+    res = GoldPanner(
+        reader, PROFILE, rounds=1, max_docs_per_prompt=4, windows=True, rng=0, prompts_per_round=1
+    ).run("q", DOCS)
     sizes = [len(w) for w in res.rounds[0].windows]
     assert sorted(sizes) == [3, 3, 4]
     assert [len(set(x)) for x in reader.labels] == sizes
@@ -165,7 +179,9 @@ def test_a_reader_without_labels_is_called_without_them_and_warned_once(
 def test_shuffle_top_permutes_only_the_top_documents_over_the_top_positions(seed: int) -> None:
     prior = np.linspace(3.0, -3.0, 10)  # document 0 leads, then 1, 2, ...
     reader = LabelRecorder()
-    res = GoldPanner(reader, PROFILE, rounds=1, shuffle_top=3, rng=seed, prompts_per_round=1).run("q", DOCS, prior_log_odds=prior)
+    res = GoldPanner(reader, PROFILE, rounds=1, shuffle_top=3, rng=seed, prompts_per_round=1).run(
+        "q", DOCS, prior_log_odds=prior
+    )
     order = np.argsort(-(np.asarray(PROFILE.tpr) - np.asarray(PROFILE.fpr)), kind="stable")[:10]
     pos = dict(zip(res.rounds[0].windows[0], res.rounds[0].positions[0]))
     top3 = {pos[0], pos[1], pos[2]}
@@ -182,9 +198,9 @@ def test_shuffle_top_does_vary_the_leaders_position() -> None:
     prior = np.linspace(3.0, -3.0, 10)
     seen = set()
     for seed in range(20):
-        res = GoldPanner(LabelRecorder(), PROFILE, rounds=1, shuffle_top=3, rng=seed, prompts_per_round=1).run(
-            "q", DOCS, prior_log_odds=prior
-        )
+        res = GoldPanner(
+            LabelRecorder(), PROFILE, rounds=1, shuffle_top=3, rng=seed, prompts_per_round=1
+        ).run("q", DOCS, prior_log_odds=prior)
         seen.add(dict(zip(res.rounds[0].windows[0], res.rounds[0].positions[0]))[0])
     assert len(seen) == 3
 
@@ -192,9 +208,9 @@ def test_shuffle_top_does_vary_the_leaders_position() -> None:
 def test_shuffle_top_zero_keeps_the_leader_on_the_best_position() -> None:
     prior = np.linspace(3.0, -3.0, 10)
     for seed in range(5):
-        res = GoldPanner(LabelRecorder(), PROFILE, rounds=1, shuffle_top=0, rng=seed, prompts_per_round=1).run(
-            "q", DOCS, prior_log_odds=prior
-        )
+        res = GoldPanner(
+            LabelRecorder(), PROFILE, rounds=1, shuffle_top=0, rng=seed, prompts_per_round=1
+        ).run("q", DOCS, prior_log_odds=prior)
         assert res.rounds[0].windows[0][res.rounds[0].positions[0].index(0)] == 0
 
 
@@ -213,7 +229,9 @@ class PositionBiasedModel:
     def __init__(self, rng: np.random.Generator) -> None:
         self.rng = rng
 
-    def read(self, question: str, documents: Sequence[str], *, labels: Sequence[int] | None = None) -> Reading:
+    def read(
+        self, question: str, documents: Sequence[str], *, labels: Sequence[int] | None = None
+    ) -> Reading:
         m = len(documents)
         labels = list(range(1, m + 1)) if labels is None else list(labels)
         tpr = np.full(m, 0.25)
@@ -223,7 +241,9 @@ class PositionBiasedModel:
         if any(d == HOSTILE for d in documents) and self.rng.random() < 0.5 and 1 not in reply:
             reply.append(1)
         try:
-            return reading_from_citations({"cited": reply}, documents, labels=labels, max_citations=None, raw=None)
+            return reading_from_citations(
+                {"cited": reply}, documents, labels=labels, max_citations=None, raw=None
+            )
         except CitationParseError as err:  # only label 1, not shown: no evidence
             return Reading.failure(str(err))
 
@@ -237,9 +257,9 @@ def _share(attacked: bool, runs: int = 200) -> float:
         docs[gold_at] = GOLD
         if attacked:
             docs[(gold_at + 1 + int(rng.integers(9))) % 10] = HOSTILE
-        res = GoldPanner(PositionBiasedModel(rng), PROFILE, rounds=8, retriever_prior="none", rng=rng, prompts_per_round=1).run(
-            "What is the vault code?", docs
-        )
+        res = GoldPanner(
+            PositionBiasedModel(rng), PROFILE, rounds=8, retriever_prior="none", rng=rng, prompts_per_round=1
+        ).run("What is the vault code?", docs)
         hits += int(res.selected[0] == gold_at)
     return hits / runs
 

@@ -72,7 +72,9 @@ def _pair(seed: int, policy: str, **options: object) -> tuple[np.ndarray, np.nda
         hostile = {DOCS[int(h[0])]}
     reader = SimulatedReader(PROFILE, needles, rng=model_rng, hostile=hostile, attack=attack)  # type: ignore[arg-type]
     # simulate takes no retriever prior: the panner starts flat too.
-    res = GoldPanner(reader, PROFILE, config, rng=policy_rng, policy=policy, retriever_prior="none").run("q", DOCS)
+    res = GoldPanner(reader, PROFILE, config, rng=policy_rng, policy=policy, retriever_prior="none").run(
+        "q", DOCS
+    )
     return sim.posteriors[policy][0], res.posteriors
 
 
@@ -273,7 +275,13 @@ def test_the_import_scan_sees_relative_imports() -> None:
 
 def test_empty_result_has_no_documents() -> None:
     res = PanningResult.empty("random")
-    assert (res.stop_reason, res.panned, res.calls, res.k, res.policy) == ("no-documents", False, 0, 0, "random")
+    assert (res.stop_reason, res.panned, res.calls, res.k, res.policy) == (
+        "no-documents",
+        False,
+        0,
+        0,
+        "random",
+    )
     assert res.posteriors.shape == (0,)
 
 
@@ -300,5 +308,7 @@ def test_fatal_reader_error_ends_run_at_once() -> None:
 def test_fatal_reader_error_ends_arun_at_once() -> None:
     reader = Fatal()
     with pytest.raises(FatalReaderError, match="401 from http://x/v1"):
-        asyncio.run(GoldPanner(reader, PROFILE, rounds=5, prompts_per_round=1, on_failure="fallback").arun("q", DOCS))
+        asyncio.run(
+            GoldPanner(reader, PROFILE, rounds=5, prompts_per_round=1, on_failure="fallback").arun("q", DOCS)
+        )
     assert reader.calls == 1

@@ -157,9 +157,16 @@ def test_the_call_budget_sends_the_prompts_that_still_fit() -> None:
 
 def test_one_prompt_per_round_is_unchanged_by_the_option() -> None:
     # one prompt per round: the spread of later prompts never applies
-    a = GoldPanner(SimulatedReader(PROFILE, {"d3"}, rng=1), PROFILE, rounds=4, prompts_per_round=1, rng=5).run("q", DOCS)
+    a = GoldPanner(
+        SimulatedReader(PROFILE, {"d3"}, rng=1), PROFILE, rounds=4, prompts_per_round=1, rng=5
+    ).run("q", DOCS)
     b = GoldPanner(
-        SimulatedReader(PROFILE, {"d3"}, rng=1), PROFILE, rounds=4, prompts_per_round=1, spread="copies", rng=5
+        SimulatedReader(PROFILE, {"d3"}, rng=1),
+        PROFILE,
+        rounds=4,
+        prompts_per_round=1,
+        spread="copies",
+        rng=5,
     ).run("q", DOCS)
     assert a.posteriors.tolist() == b.posteriors.tolist()
 

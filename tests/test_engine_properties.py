@@ -142,7 +142,8 @@ def _run(sc: dict) -> tuple[PanningResult, RandomReader]:
         resample_profile=_resampled(sc),
         on_failure="fallback",
         retriever_prior="none",  # the properties start from the base rate or the given prior
-        rng=sc["seed"], prompts_per_round=1,
+        rng=sc["seed"],
+        prompts_per_round=1,
     )
     res = panner.run("q", [f"d{i}" for i in range(sc["n"])], prior_log_odds=_prior(sc))
     return res, reader

@@ -25,7 +25,10 @@ from gold_panning_integrations import PanningConfig
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = ("langchain_retriever.py", "llama_index_query_engine.py")
-ANSWER_LINE = {"langchain_retriever.py": "LCEL chain answer: ", "llama_index_query_engine.py": "Query engine answer: "}
+ANSWER_LINE = {
+    "langchain_retriever.py": "LCEL chain answer: ",
+    "llama_index_query_engine.py": "Query engine answer: ",
+}
 
 
 def _run(script: str, tmp_path: Path, *args: str, timeout: float = 1800) -> str:
@@ -61,7 +64,9 @@ def test_temp_folder_has_no_shared_data(tmp_path: Path) -> None:
     assert not (tmp_path.parent / "shared").exists()
 
 
-@pytest.mark.parametrize("module", ["bm25s", "langchain_core", "llama_index.core", "llama_index.retrievers.bm25"])
+@pytest.mark.parametrize(
+    "module", ["bm25s", "langchain_core", "llama_index.core", "llama_index.retrievers.bm25"]
+)
 def test_example_dependencies_are_installed(module: str) -> None:
     importlib.import_module(module)  # ImportError fails the test: the examples need it
 

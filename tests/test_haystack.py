@@ -32,7 +32,10 @@ def test_instance_inserts_one_fact_into_one_real_passage() -> None:
     assert [token_matcher(code, d) for d in inst.documents] == [False, True, False, False]
     others = [d for i, d in enumerate(inst.documents) if i != 1]
     assert all(d in PASSAGES for d in others)  # distractors as they are
-    assert inst.documents[1].replace(f"{person}'s access code is {code}.", "").split() == PASSAGES[inst.metadata["passage_index"]].split()
+    assert (
+        inst.documents[1].replace(f"{person}'s access code is {code}.", "").split()
+        == PASSAGES[inst.metadata["passage_index"]].split()
+    )
 
 
 def test_instances_are_reproducible() -> None:
@@ -110,7 +113,16 @@ def test_cli_haystack_errors_are_one_line(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], extra: list[str], pattern: str
 ) -> None:
     extra = [str(tmp_path) if x == "FOLDER" else str(_docs(tmp_path)) if x == "DOCS" else x for x in extra]
-    argv = ["calibrate", "--reader", "simulated", "--task", "haystack", *extra, "--out", str(tmp_path / "p.json")]
+    argv = [
+        "calibrate",
+        "--reader",
+        "simulated",
+        "--task",
+        "haystack",
+        *extra,
+        "--out",
+        str(tmp_path / "p.json"),
+    ]
     assert cli_main(argv) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1

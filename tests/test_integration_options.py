@@ -84,7 +84,9 @@ def test_recommended_profile_by_bundled_name(run: Runner) -> None:
 
 @RUNNERS
 def test_explicit_profile_wins_over_the_readers(run: Runner) -> None:
-    adapter, result = run(ScriptedReader(recommended_profile=FLAT), profile=TWO, rounds=2, prompts_per_round=1)
+    adapter, result = run(
+        ScriptedReader(recommended_profile=FLAT), profile=TWO, rounds=2, prompts_per_round=1
+    )
     assert adapter.profile == TWO
     assert result.calls == 2
 

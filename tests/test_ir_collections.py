@@ -30,7 +30,9 @@ from gold_panning_integrations.ir.first_stage import first_stage
 def test_beir_keeps_graded_judgements_and_leaves_out_unjudged_queries(tmp_path: Path) -> None:
     c = load_beir(write_beir(tmp_path / "beir"))
     assert (list(c.queries), c.qrels["q2"], dict(c.left_out)) == (
-        ["q1", "q2", "q3"], {"d4": 2, "d5": 1, "d6": 1, "d9": 0}, {"q4": "no document of grade > 0 in the qrels"}
+        ["q1", "q2", "q3"],
+        {"d4": 2, "d5": 1, "d6": 1, "d9": 0},
+        {"q4": "no document of grade > 0 in the qrels"},
     )
 
 
@@ -80,7 +82,9 @@ def test_qrels_judging_an_unknown_query_names_its_line(tmp_path: Path) -> None:
     root = write_beir(tmp_path / "beir")
     with (root / "qrels" / "test.tsv").open("a") as fh:
         fh.write("q9\td1\t1\n")
-    with pytest.raises(CollectionError, match=r"test.tsv' line 12 judges query 'q9', which is not in queries file"):
+    with pytest.raises(
+        CollectionError, match=r"test.tsv' line 12 judges query 'q9', which is not in queries file"
+    ):
         load_beir(root)
 
 
@@ -111,9 +115,14 @@ def test_run_file_ties_keep_the_rank_column(tmp_path: Path) -> None:
 
 def test_topics_in_trec_sgml(tmp_path: Path) -> None:
     topics = tmp_path / "topics.txt"
-    topics.write_text("<top>\n<num> Number: 401\n<title> foreign minorities,\n Germany\n<desc> Description:\nx\n</top>\n"
-                      "<top>\n<num> 402\n<title> Topic: behavioral genetics\n</top>\n")
-    assert read_queries(topics, what="topics file") == {"401": "foreign minorities, Germany", "402": "behavioral genetics"}
+    topics.write_text(
+        "<top>\n<num> Number: 401\n<title> foreign minorities,\n Germany\n<desc> Description:\nx\n</top>\n"
+        "<top>\n<num> 402\n<title> Topic: behavioral genetics\n</top>\n"
+    )
+    assert read_queries(topics, what="topics file") == {
+        "401": "foreign minorities, Germany",
+        "402": "behavioral genetics",
+    }
 
 
 def test_topics_in_beir_jsonl(tmp_path: Path) -> None:
@@ -138,7 +147,8 @@ def test_rag_jsonl_indices_ids_and_grades(tmp_path: Path) -> None:
 def test_rag_jsonl_passages_in_their_order_are_the_first_stage(tmp_path: Path) -> None:
     c = load_rag_jsonl(write_rag(tmp_path / "rag.jsonl"), depth=2)
     assert (dict(c.candidates or {}), dict(c.left_out)) == (
-        {"r1": ("r1-p0", "r1-p1"), "q2": ("x5", "x4")}, {"q3": "no relevant passage"}
+        {"r1": ("r1-p0", "r1-p1"), "q2": ("x5", "x4")},
+        {"q3": "no relevant passage"},
     )
 
 
@@ -161,7 +171,9 @@ def test_a_qrels_line_with_a_missing_field_names_the_line(tmp_path: Path) -> Non
     lines = p["qrels"].read_text().splitlines()
     lines[1] = "q1 0 d2"
     p["qrels"].write_text("\n".join(lines) + "\n")
-    with pytest.raises(CollectionError, match=r"qrels.txt' line 2 has 3 field\(s\) where the file's lines have 4"):
+    with pytest.raises(
+        CollectionError, match=r"qrels.txt' line 2 has 3 field\(s\) where the file's lines have 4"
+    ):
         _load(p)
 
 
@@ -177,29 +189,40 @@ def test_a_run_naming_a_document_not_in_the_corpus_names_the_run_line(tmp_path: 
     with p["run"].open("a") as fh:
         fh.write("q2 Q0 d404 1 99.0 bm25\n")
     n = len(p["run"].read_text().splitlines())
-    with pytest.raises(CollectionError, match=rf"run file '.*run.txt' line {n} names document 'd404', which is not in "
-                                              r"corpus file"):
+    with pytest.raises(
+        CollectionError,
+        match=rf"run file '.*run.txt' line {n} names document 'd404', which is not in "
+        r"corpus file",
+    ):
         _load(p)
 
 
 def test_a_query_without_candidates_in_the_run_is_named_with_its_qrels_line(tmp_path: Path) -> None:
     p = _trec(tmp_path)
-    p["run"].write_text("".join(line + "\n" for line in p["run"].read_text().splitlines() if not line.startswith("q2 ")))
-    with pytest.raises(CollectionError, match=r"query 'q2' \(qrels file '.*qrels.txt' line 4\) has no candidates in run"):
+    p["run"].write_text(
+        "".join(line + "\n" for line in p["run"].read_text().splitlines() if not line.startswith("q2 "))
+    )
+    with pytest.raises(
+        CollectionError, match=r"query 'q2' \(qrels file '.*qrels.txt' line 4\) has no candidates in run"
+    ):
         _load(p)
 
 
 def test_a_run_line_with_five_fields_names_the_line(tmp_path: Path) -> None:
     p = _trec(tmp_path)
     p["run"].write_text("q1 Q0 d1 1 9.0\n")
-    with pytest.raises(CollectionError, match=r"run.txt' line 1 has 5 field\(s\); a run line is 'query-id Q0 doc-id"):
+    with pytest.raises(
+        CollectionError, match=r"run.txt' line 1 has 5 field\(s\); a run line is 'query-id Q0 doc-id"
+    ):
         _load(p)
 
 
 def test_a_run_listing_a_document_twice_names_both_lines(tmp_path: Path) -> None:
     p = _trec(tmp_path)
     p["run"].write_text("q1 Q0 d1 1 9.0 t\nq1 Q0 d1 2 8.0 t\n")
-    with pytest.raises(CollectionError, match=r"line 2 lists document 'd1' for query 'q1' again \(first at line 1\)"):
+    with pytest.raises(
+        CollectionError, match=r"line 2 lists document 'd1' for query 'q1' again \(first at line 1\)"
+    ):
         _load(p)
 
 
@@ -214,8 +237,11 @@ def test_a_corpus_line_without_text_names_the_line(tmp_path: Path) -> None:
     root = write_beir(tmp_path / "beir")
     with (root / "corpus.jsonl").open("a") as fh:
         fh.write(json.dumps({"_id": "d10", "title": "x"}) + "\n")
-    with pytest.raises(CollectionError, match=r"corpus.jsonl' line 10 needs a string or integer \"_id\", a string "
-                                              r"\"text\""):
+    with pytest.raises(
+        CollectionError,
+        match=r"corpus.jsonl' line 10 needs a string or integer \"_id\", a string "
+        r"\"text\"",
+    ):
         load_beir(root)
 
 
@@ -236,8 +262,12 @@ def test_an_id_with_white_space_cannot_reach_a_run_file(tmp_path: Path) -> None:
 
 def test_a_rag_question_without_passages_names_the_line(tmp_path: Path) -> None:
     path = tmp_path / "rag.jsonl"
-    path.write_text(json.dumps({"question": "a", "passages": ["x"], "relevant": [0]}) + "\n"
-                    + json.dumps({"question": "b", "passages": [], "relevant": []}) + "\n")
+    path.write_text(
+        json.dumps({"question": "a", "passages": ["x"], "relevant": [0]})
+        + "\n"
+        + json.dumps({"question": "b", "passages": [], "relevant": []})
+        + "\n"
+    )
     with pytest.raises(CollectionError, match=r"rag.jsonl' line 2: question 'q2' has no candidate passages"):
         load_rag_jsonl(path)
 
@@ -252,7 +282,9 @@ def test_a_rag_relevant_index_out_of_range_names_the_line(tmp_path: Path) -> Non
 def test_a_rag_line_of_another_shape_shows_the_expected_one(tmp_path: Path) -> None:
     path = tmp_path / "rag.jsonl"
     path.write_text(json.dumps({"query": "a", "contexts": ["x"]}) + "\n")
-    with pytest.raises(CollectionError, match=r'line 1 needs "question" \(text\), "passages" \(a list\) and "relevant"'):
+    with pytest.raises(
+        CollectionError, match=r'line 1 needs "question" \(text\), "passages" \(a list\) and "relevant"'
+    ):
         load_rag_jsonl(path)
 
 
@@ -282,7 +314,9 @@ def test_a_nul_byte_is_refused_as_binary(tmp_path: Path) -> None:
 def test_a_fifo_is_refused_without_blocking(tmp_path: Path) -> None:
     fifo = tmp_path / "qrels.txt"
     os.mkfifo(fifo)
-    with pytest.raises(CollectionError, match=r"qrels file '.*qrels.txt' is a FIFO \(named pipe\); pass a regular file"):
+    with pytest.raises(
+        CollectionError, match=r"qrels file '.*qrels.txt' is a FIFO \(named pipe\); pass a regular file"
+    ):
         read_qrels(fifo)
 
 
@@ -302,7 +336,9 @@ def test_a_huge_file_is_refused_before_reading(tmp_path: Path) -> None:
     big = tmp_path / "run.txt"
     with big.open("wb") as fh:
         fh.truncate(F.MAX_FILE_BYTES + 1)  # sparse: no disk used
-    with pytest.raises(CollectionError, match=rf"has {F.MAX_FILE_BYTES + 1} bytes, more than the {F.MAX_FILE_BYTES} read"):
+    with pytest.raises(
+        CollectionError, match=rf"has {F.MAX_FILE_BYTES + 1} bytes, more than the {F.MAX_FILE_BYTES} read"
+    ):
         read_run(big, depth=10)
 
 
@@ -326,7 +362,9 @@ def test_a_gzip_bomb_stops_at_the_size_limit(tmp_path: Path, monkeypatch: pytest
 def test_a_cut_gzip_file_is_named(tmp_path: Path) -> None:
     q = tmp_path / "qrels.txt.gz"
     q.write_bytes(gzip.compress(b"q1 0 d1 1\n" * 1000)[:60])
-    with pytest.raises(CollectionError, match=r"qrels.txt.gz' cannot be read after line \d+ .*complete gzip file"):
+    with pytest.raises(
+        CollectionError, match=r"qrels.txt.gz' cannot be read after line \d+ .*complete gzip file"
+    ):
         read_qrels(q)
 
 
@@ -334,9 +372,28 @@ def test_a_cut_gzip_file_is_named(tmp_path: Path) -> None:
 def test_cli_reports_a_bad_qrels_line_in_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     p = _trec(tmp_path)
     p["qrels"].write_text("q1 0 d1 2\nq1 d2 1\n")
-    code = cli_main(["bench", "compare", "--reader", "openai", "--base-url", "http://127.0.0.1:9/v1", "--model", "m",
-                     "--task", "trec", "--topics", str(p["topics"]), "--qrels", str(p["qrels"]),
-                     "--corpus", str(p["corpus"]), "--run", str(p["run"])])
+    code = cli_main(
+        [
+            "bench",
+            "compare",
+            "--reader",
+            "openai",
+            "--base-url",
+            "http://127.0.0.1:9/v1",
+            "--model",
+            "m",
+            "--task",
+            "trec",
+            "--topics",
+            str(p["topics"]),
+            "--qrels",
+            str(p["qrels"]),
+            "--corpus",
+            str(p["corpus"]),
+            "--run",
+            str(p["run"]),
+        ]
+    )
     err = capsys.readouterr().err.strip().splitlines()
     assert code == 2
     assert len(err) == 1 and err[0].startswith("gold-panning bench compare: error: qrels file ")
@@ -344,8 +401,23 @@ def test_cli_reports_a_bad_qrels_line_in_one_line(tmp_path: Path, capsys: pytest
 
 
 def test_cli_refuses_trec_options_on_a_beir_task(capsys: pytest.CaptureFixture[str]) -> None:
-    code = cli_main(["bench", "compare", "--reader", "openai", "--base-url", "http://127.0.0.1:9/v1", "--model", "m",
-                     "--task", "beir", "--topics", "t.tsv"])
+    code = cli_main(
+        [
+            "bench",
+            "compare",
+            "--reader",
+            "openai",
+            "--base-url",
+            "http://127.0.0.1:9/v1",
+            "--model",
+            "m",
+            "--task",
+            "beir",
+            "--topics",
+            "t.tsv",
+        ]
+    )
     assert (code, capsys.readouterr().err.strip()) == (
-        2, "gold-panning bench compare: error: --topics belong to --task trec; a BEIR folder is given with --data"
+        2,
+        "gold-panning bench compare: error: --topics belong to --task trec; a BEIR folder is given with --data",
     )

@@ -81,7 +81,9 @@ def test_bootstrap_of_a_constant_is_that_constant() -> None:
 
 def test_bootstrap_is_a_function_of_its_generator() -> None:
     x = np.linspace(0, 1, 37)
-    assert bootstrap_interval(x, rng=np.random.default_rng(5)) == bootstrap_interval(x, rng=np.random.default_rng(5))
+    assert bootstrap_interval(x, rng=np.random.default_rng(5)) == bootstrap_interval(
+        x, rng=np.random.default_rng(5)
+    )
 
 
 def test_bootstrap_interval_of_a_mean_brackets_it() -> None:
@@ -116,10 +118,17 @@ def test_a_written_run_gives_ir_measures_our_numbers(tmp_path: Path) -> None:
     ours = per_query_metrics(QRELS, rankings)
     RF.write_run(tmp_path / "r.trec", rankings, tag="m")
     RF.write_qrels(tmp_path / "q.trec", QRELS)
-    theirs = {(m.query_id, str(m.measure)): m.value for m in ir_measures.iter_calc(
-        [ir_measures.nDCG @ 10, ir_measures.RR @ 10],
-        ir_measures.read_trec_qrels(str(tmp_path / "q.trec")), ir_measures.read_trec_run(str(tmp_path / "r.trec")))}
-    assert [round(theirs[(q, "nDCG@10")], 10) for q in rankings] == [round(ours[q]["ndcg@10"], 10) for q in rankings]
+    theirs = {
+        (m.query_id, str(m.measure)): m.value
+        for m in ir_measures.iter_calc(
+            [ir_measures.nDCG @ 10, ir_measures.RR @ 10],
+            ir_measures.read_trec_qrels(str(tmp_path / "q.trec")),
+            ir_measures.read_trec_run(str(tmp_path / "r.trec")),
+        )
+    }
+    assert [round(theirs[(q, "nDCG@10")], 10) for q in rankings] == [
+        round(ours[q]["ndcg@10"], 10) for q in rankings
+    ]
 
 
 def test_a_run_file_cannot_hold_an_id_with_spaces(tmp_path: Path) -> None:
@@ -127,7 +136,9 @@ def test_a_run_file_cannot_hold_an_id_with_spaces(tmp_path: Path) -> None:
         RF.write_run(tmp_path / "r.trec", {"q": ["a b"]}, tag="m")
 
 
-def test_a_failed_write_leaves_the_old_file_and_no_temporary(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_failed_write_leaves_the_old_file_and_no_temporary(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     path = tmp_path / "r.trec"
     path.write_text("old\n")
 

@@ -158,7 +158,8 @@ async def test_async_uses_aread() -> None:
 # ------------------------------------------------------------------ in a pipeline
 def test_in_a_compression_retriever() -> None:
     pipeline = CompressionRetriever(
-        base_retriever=ListRetriever(docs=make_docs(6, needle_at=5)), base_compressor=_compressor(top_n=2, rounds=4)
+        base_retriever=ListRetriever(docs=make_docs(6, needle_at=5)),
+        base_compressor=_compressor(top_n=2, rounds=4),
     )
     out = pipeline.invoke("where is the needle?")
     assert out[0].metadata["i"] == 5

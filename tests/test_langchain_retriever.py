@@ -71,7 +71,9 @@ def test_posterior_and_rank_pinned_by_hand() -> None:
     assert [d.metadata["gold_panning_rank"] for d in out] == [1, 2]
     assert [d.metadata["gold_panning_panned"] for d in out] == [True, True]
 
-    out2 = _retriever(docs, ScriptedReader(), profile=TWO, k=1, rounds=2, retriever_prior="none", seed=1).invoke("q")
+    out2 = _retriever(
+        docs, ScriptedReader(), profile=TWO, k=1, rounds=2, retriever_prior="none", seed=1
+    ).invoke("q")
     # k=1, two rounds, the needle cited at position 0 both times: E = 2 log(22/3), e^E =
     # 484/9 (the level scales TPR and FPR alike: a citation's ratio is unchanged). Now
     # n - k = 1 irrelevant document, a = min(0.25/1, 0.5) = 0.25, b = 0.3: odds
@@ -132,7 +134,9 @@ async def test_async_child_callbacks() -> None:
 async def test_async_path_uses_aread_and_base_ainvoke() -> None:
     reader = AsyncOnlyReader()
     docs = _docs(5, needle_at=3)
-    r = GoldPanningRetriever(base_retriever=AsyncOnlyRetriever(docs=docs), reader=reader, k=2, rounds=3, prompts_per_round=1)
+    r = GoldPanningRetriever(
+        base_retriever=AsyncOnlyRetriever(docs=docs), reader=reader, k=2, rounds=3, prompts_per_round=1
+    )
     out = await r.ainvoke("where is the needle?")
     assert out[0].page_content == NEEDLE
     assert reader.async_calls == 3
@@ -174,7 +178,10 @@ def test_pan_returns_result_with_trace() -> None:
 
 async def test_apan() -> None:
     r = GoldPanningRetriever(
-        base_retriever=AsyncOnlyRetriever(docs=_docs(4, needle_at=0)), reader=AsyncOnlyReader(), rounds=2, prompts_per_round=1
+        base_retriever=AsyncOnlyRetriever(docs=_docs(4, needle_at=0)),
+        reader=AsyncOnlyReader(),
+        rounds=2,
+        prompts_per_round=1,
     )
     got, result = await r.apan("q", k=1)
     assert len(got) == 1
@@ -204,7 +211,9 @@ def test_rank_prior_is_the_default() -> None:
     measured = FLAT.model_copy(update={"prior_head_decay": 1.0})
     _, from_profile = _retriever(_docs(3), ScriptedReader(), profile=measured, k=1).pan("q")
     assert from_profile.posteriors.tolist() == pytest.approx([1 / 3, 1 / 3, 1 / 3])
-    _, overridden = _retriever(_docs(3), ScriptedReader(), profile=measured, k=1, prior_head_decay=0.6).pan("q")
+    _, overridden = _retriever(_docs(3), ScriptedReader(), profile=measured, k=1, prior_head_decay=0.6).pan(
+        "q"
+    )
     assert overridden.posteriors.tolist() == pytest.approx(expected.tolist())
     # expected_relevant sets the prior's mass independently of how many are returned
     r = _retriever(_docs(3), ScriptedReader(), profile=FLAT, k=3, expected_relevant=1)
@@ -339,7 +348,10 @@ def test_langchain_chat_model_as_reader() -> None:
 
 async def test_langchain_chat_model_as_reader_async() -> None:
     r = GoldPanningRetriever(
-        base_retriever=AsyncOnlyRetriever(docs=_docs(4)), reader=SmallestLabelChatModel(), rounds=2, prompts_per_round=1
+        base_retriever=AsyncOnlyRetriever(docs=_docs(4)),
+        reader=SmallestLabelChatModel(),
+        rounds=2,
+        prompts_per_round=1,
     )
     _, result = await r.apan("q")
     assert result.failed_rounds == 0

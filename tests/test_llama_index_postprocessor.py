@@ -96,7 +96,13 @@ def test_scores_are_posteriors_pinned_by_hand() -> None:
     nodes = _nodes(2, needle_at=0)
     # seed=1: the engine's shuffle of the top documents (shuffle_top) keeps input order here.
     p = GoldPanningPostprocessor(
-        reader=ScriptedReader(), profile=TWO, top_n=2, rounds=1, retriever_prior="none", seed=1, prompts_per_round=1
+        reader=ScriptedReader(),
+        profile=TWO,
+        top_n=2,
+        rounds=1,
+        retriever_prior="none",
+        seed=1,
+        prompts_per_round=1,
     )
     assert p.pan(nodes, "q")[1].rounds[0].windows == ((0, 1),)
     out = p.postprocess_nodes(nodes, query_bundle=QueryBundle("where is the needle?"))
@@ -145,16 +151,18 @@ def test_top_n_and_ordering() -> None:
     # One needle (expected_relevant=1, the documented setting for single-answer
     # questions): the prior sums to 1, n0 gets 0.36899 and the twice-cited needle leads
     # (not a bound: measured on seeds 0..299, n4 first on every one).
-    one = GoldPanningPostprocessor(reader=ScriptedReader(), top_n=3, rounds=2, expected_relevant=1, prompts_per_round=1)
+    one = GoldPanningPostprocessor(
+        reader=ScriptedReader(), top_n=3, rounds=2, expected_relevant=1, prompts_per_round=1
+    )
     out1 = one.postprocess_nodes(nodes, query_str="where is the needle?")
     assert len(out1) == 3
     assert out1[0].node.node_id == "n4"
     assert [n.score for n in out1] == sorted((n.score for n in out1), reverse=True)
     assert (
         len(
-            GoldPanningPostprocessor(reader=ScriptedReader(), top_n=50, prompts_per_round=1).postprocess_nodes(
-                nodes, query_str="q"
-            )
+            GoldPanningPostprocessor(
+                reader=ScriptedReader(), top_n=50, prompts_per_round=1
+            ).postprocess_nodes(nodes, query_str="q")
         )
         == 6
     )
@@ -287,7 +295,9 @@ async def test_llama_index_llm_as_reader_async() -> None:
 
 
 def test_langchain_chat_model_as_reader() -> None:
-    _, result = GoldPanningPostprocessor(reader=SmallestLabelChatModel(), rounds=2, prompts_per_round=1).pan(_nodes(4), "q")
+    _, result = GoldPanningPostprocessor(reader=SmallestLabelChatModel(), rounds=2, prompts_per_round=1).pan(
+        _nodes(4), "q"
+    )
     assert result.failed_rounds == 0
     assert [t.cited for t in result.rounds] == _smallest_label_docs(result)
 

@@ -55,7 +55,10 @@ def test_the_resolver_sees_relative_and_lazy_cli_imports() -> None:
     assert "gold_panning_integrations.commands._util" in names
     assert "gold_panning_integrations.commands" in names
     assert [n for n in names if _is_cli(n)] != []
-    assert not any(_is_cli(n) for n in _imported("from .._console import Progress\n", "gold_panning_integrations.bench.sim"))
+    assert not any(
+        _is_cli(n)
+        for n in _imported("from .._console import Progress\n", "gold_panning_integrations.bench.sim")
+    )
     init = _imported("from ..commands import bench\n", "gold_panning_integrations.bench", is_package=True)
     assert "gold_panning_integrations.commands" in init
 
@@ -64,7 +67,9 @@ def test_no_bench_module_imports_the_cli() -> None:
     offenders = {
         str(path.relative_to(PACKAGE)): name
         for path in _modules("bench")
-        for name in _imported(path.read_text(encoding="utf-8"), _module_name(path), is_package=path.name == "__init__.py")
+        for name in _imported(
+            path.read_text(encoding="utf-8"), _module_name(path), is_package=path.name == "__init__.py"
+        )
         if _is_cli(name)
     }
     assert offenders == {}

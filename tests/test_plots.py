@@ -15,7 +15,9 @@ from gold_panning_integrations.plots import plot_belief_trajectories
 def _result():
     p = DetectorProfile.bundled("lost-in-the-middle")
     docs = [f"d{i}" for i in range(12)]
-    return GoldPanner(SimulatedReader(p, {"d7"}, rng=3), profile=p, rounds=4, retriever_prior="none", rng=0).run("q", docs)
+    return GoldPanner(
+        SimulatedReader(p, {"d7"}, rng=3), profile=p, rounds=4, retriever_prior="none", rng=0
+    ).run("q", docs)
 
 
 def test_prior_log_odds_is_the_base_rate() -> None:
@@ -30,6 +32,8 @@ def test_plot_writes_a_png(tmp_path: Path) -> None:
 
 
 def test_plot_without_rounds_says_why(tmp_path: Path) -> None:
-    res = GoldPanner(SimulatedReader(DetectorProfile.bundled("lost-in-the-middle"), set()), rounds=1).run("q", [])
+    res = GoldPanner(SimulatedReader(DetectorProfile.bundled("lost-in-the-middle"), set()), rounds=1).run(
+        "q", []
+    )
     with pytest.raises(ValueError, match="no rounds"):
         plot_belief_trajectories(res, tmp_path / "t.png")

@@ -143,7 +143,13 @@ def test_n_positions_true_with_one_rate_is_refused(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("field", ["gold_cited", "distractor_shown"])
 def test_booleans_are_not_counts(field: str) -> None:
-    counts = {"positions": [0], "gold_cited": [1], "gold_shown": [2], "distractor_cited": [0], "distractor_shown": [4]}
+    counts = {
+        "positions": [0],
+        "gold_cited": [1],
+        "gold_shown": [2],
+        "distractor_cited": [0],
+        "distractor_shown": [4],
+    }
     counts[field] = [True]
     with pytest.raises(ProfileError, match=rf"counts\.{field}\[0\] = True is not a finite number"):
         DetectorProfile(**GOOD, counts=counts)  # type: ignore[arg-type]
@@ -167,7 +173,13 @@ def test_schema_1_still_loads_and_old_counts_are_read(tmp_path: Path) -> None:
 
 
 def test_schema_2_round_trips_counts(tmp_path: Path) -> None:
-    counts = RateCounts(positions=[0, 2], gold_cited=[9, 7.5], gold_shown=[10, 10], distractor_cited=[1, 1], distractor_shown=[20, 20])
+    counts = RateCounts(
+        positions=[0, 2],
+        gold_cited=[9, 7.5],
+        gold_shown=[10, 10],
+        distractor_cited=[1, 1],
+        distractor_shown=[20, 20],
+    )
     prof = DetectorProfile(**GOOD, counts=counts)  # type: ignore[arg-type]
     out = prof.save(tmp_path / "v2.json")
     back = DetectorProfile.load(out)
@@ -176,7 +188,9 @@ def test_schema_2_round_trips_counts(tmp_path: Path) -> None:
 
 
 def test_counts_cited_above_shown_is_refused() -> None:
-    with pytest.raises(ProfileError, match=r"counts\.gold_cited\[0\] = 3\.0 exceeds counts\.gold_shown\[0\] = 2\.0"):
+    with pytest.raises(
+        ProfileError, match=r"counts\.gold_cited\[0\] = 3\.0 exceeds counts\.gold_shown\[0\] = 2\.0"
+    ):
         RateCounts(positions=[0], gold_cited=[3], gold_shown=[2], distractor_cited=[0], distractor_shown=[1])
 
 
@@ -197,7 +211,10 @@ def test_learned_values_under_extra_are_migrated_on_load(tmp_path: Path, version
     prof = DetectorProfile.load(p)
     assert prof.schema_version == 3
     assert (prof.blind_rate, prof.false_leads, prof.prior_head_decay, prof.evidence_temperature) == (
-        0.36, 1.5, 0.05, 2.0,
+        0.36,
+        1.5,
+        0.05,
+        2.0,
     )
     assert prof.extra == {"fitted_by": "em"}
     # written back as schema 3, with the typed fields, and read back the same
@@ -212,9 +229,16 @@ def test_learned_values_are_typed_fields_read_by_the_engine() -> None:
 
     prof = DetectorProfile(**GOOD, **LEARNED)  # type: ignore[arg-type]
     cfg = PanningConfig().with_profile(prof)
-    assert (cfg.blind_rate, cfg.false_leads, cfg.prior_head_decay, cfg.evidence_temperature) == (0.36, 1.5, 0.05, 2.0)
+    assert (cfg.blind_rate, cfg.false_leads, cfg.prior_head_decay, cfg.evidence_temperature) == (
+        0.36,
+        1.5,
+        0.05,
+        2.0,
+    )
     bare = DetectorProfile(**GOOD)  # type: ignore[arg-type]
-    assert (bare.blind_rate, bare.false_leads, bare.prior_head_decay, bare.evidence_temperature) == (None,) * 4
+    assert (bare.blind_rate, bare.false_leads, bare.prior_head_decay, bare.evidence_temperature) == (
+        None,
+    ) * 4
 
 
 @pytest.mark.parametrize(
@@ -233,7 +257,9 @@ def test_learned_fields_are_validated_by_name(field: str, value: object, message
 
 
 def test_a_learned_value_given_twice_is_refused() -> None:
-    with pytest.raises(ProfileError, match=r"blind_rate is given both as a field and in extra\['blind_rate'\]"):
+    with pytest.raises(
+        ProfileError, match=r"blind_rate is given both as a field and in extra\['blind_rate'\]"
+    ):
         DetectorProfile(**GOOD, blind_rate=0.1, extra={"blind_rate": 0.2})  # type: ignore[arg-type]
 
 

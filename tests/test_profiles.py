@@ -292,14 +292,22 @@ def test_panner_accepts_a_profile_path(tmp_path: Path) -> None:
         GoldPanner(None, profile=str(tmp_path / "missing.json"))
 
 
-@pytest.mark.parametrize(("extra", "message"), [
-    ({"blind_rate": 1.0}, r"extra\['blind_rate'\] must be a number in \[0, 1\), got 1.0"),
-    ({"blind_rate": None}, r"extra\['blind_rate'\] must be a number in \[0, 1\), got None"),
-    ({"false_leads": -0.5}, r"extra\['false_leads'\] must be a number in \[0, inf\), got -0.5"),
-    ({"prior_head_decay": 0}, r"extra\['prior_head_decay'\] must be a number in \(0, 1\], got 0"),
-    ({"evidence_temperature": "hot"}, r"extra\['evidence_temperature'\] must be a number in \(0, inf\), got 'hot'"),
-])
-def test_measured_extras_are_validated_at_load(tmp_path: Path, extra: dict[str, object], message: str) -> None:
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        ({"blind_rate": 1.0}, r"extra\['blind_rate'\] must be a number in \[0, 1\), got 1.0"),
+        ({"blind_rate": None}, r"extra\['blind_rate'\] must be a number in \[0, 1\), got None"),
+        ({"false_leads": -0.5}, r"extra\['false_leads'\] must be a number in \[0, inf\), got -0.5"),
+        ({"prior_head_decay": 0}, r"extra\['prior_head_decay'\] must be a number in \(0, 1\], got 0"),
+        (
+            {"evidence_temperature": "hot"},
+            r"extra\['evidence_temperature'\] must be a number in \(0, inf\), got 'hot'",
+        ),
+    ],
+)
+def test_measured_extras_are_validated_at_load(
+    tmp_path: Path, extra: dict[str, object], message: str
+) -> None:
     d = json.loads(load_profile("smollm2-135m-nq-labelled").to_json())
     d["extra"].update(extra)
     path = tmp_path / "p.json"

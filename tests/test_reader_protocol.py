@@ -89,12 +89,17 @@ def test_an_adapted_reader_has_only_the_methods_the_reader_has() -> None:
 
     adapted = as_reader(OnlyRead())
     assert hasattr(adapted, "read") and not hasattr(adapted, "aread")
-    with pytest.raises(TypeError, match=r"arun needs a reader with an async aread\(question, documents, \*, labels\)"):
+    with pytest.raises(
+        TypeError, match=r"arun needs a reader with an async aread\(question, documents, \*, labels\)"
+    ):
         asyncio.run(GoldPanner(OnlyRead(), PROFILE).arun("q", DOCS))
 
 
 def test_an_object_that_is_no_reader_is_refused_saying_what_is_needed() -> None:
-    with pytest.raises(TypeError, match=r"cannot use a .*int as a reader: pass an object with read\(question, documents, \*, labels\)"):
+    with pytest.raises(
+        TypeError,
+        match=r"cannot use a .*int as a reader: pass an object with read\(question, documents, \*, labels\)",
+    ):
         as_reader(42)
     with pytest.raises(TypeError, match="cannot use a"):
         GoldPanner(object(), PROFILE)

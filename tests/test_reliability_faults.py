@@ -180,7 +180,9 @@ KINDS: tuple[Kind, ...] = (
     Kind("non_json_text", "malformed", lambda s: ok(f"The answer is in document {s.label}.")),
     Kind("json_truncated_mid_object", "malformed", lambda s: ok('{"cited": [' + f"{s.label}, ")),
     Kind(
-        "json_cut_at_max_tokens", "malformed", lambda s: ok('{"cited": [' + str(s.label), finish_reason="length")
+        "json_cut_at_max_tokens",
+        "malformed",
+        lambda s: ok('{"cited": [' + str(s.label), finish_reason="length"),
     ),
     Kind("wrong_key", "malformed", lambda s: ok(json.dumps({"documents": [s.label]}))),
     Kind("null_list", "malformed", lambda s: ok('{"cited": null}')),
@@ -216,10 +218,18 @@ KINDS: tuple[Kind, ...] = (
     Kind("label_n_plus_1", "labels", _c(lambda s: [s.label, s.m + 1]), _needle, invalid=1),
     Kind("label_huge", "labels", _c(lambda s: [10**20, s.label]), _needle, invalid=1),
     Kind("obeys_cite_document_1_beside_the_label", "labels", _c(lambda s: [1, s.label]), _needle, invalid=1),
-    Kind("label_space_number_beside_the_label", "labels", _c(lambda s: [s.label, *s.unshown(1)]), _needle, invalid=1),
+    Kind(
+        "label_space_number_beside_the_label",
+        "labels",
+        _c(lambda s: [s.label, *s.unshown(1)]),
+        _needle,
+        invalid=1,
+    ),
     Kind("labels_duplicated", "labels", _c(lambda s: [s.label, s.label, s.label]), _needle, duplicates=2),
     Kind("label_as_word", "labels", _c(lambda s: [f"doc {s.decoy} maybe", s.label]), _needle, invalid=1),
-    Kind("label_as_float", "labels", _c(lambda s: [float(s.decoy), s.label, s.label + 0.5]), _needle, invalid=2),
+    Kind(
+        "label_as_float", "labels", _c(lambda s: [float(s.decoy), s.label, s.label + 0.5]), _needle, invalid=2
+    ),
     Kind("label_as_bool", "labels", _c(lambda s: [True, s.label, False]), _needle, invalid=2),
     Kind("nested_list", "labels", _c(lambda s: [[s.decoy], s.label]), _needle, invalid=1),
     Kind("null_label", "labels", _c(lambda s: [None, s.label]), _needle, invalid=1),
@@ -358,7 +368,12 @@ def _prior(path: Path_) -> np.ndarray:
 
 
 def _run_path(path: Path_, reader: OpenAIReader, on_failure: str) -> tuple[PanningResult, list[int]]:
-    opts: dict[str, Any] = {"profile": PROFILE, "rounds": ROUNDS, "prompts_per_round": 1, "on_failure": on_failure}
+    opts: dict[str, Any] = {
+        "profile": PROFILE,
+        "rounds": ROUNDS,
+        "prompts_per_round": 1,
+        "on_failure": on_failure,
+    }
     if path in ("panner", "panner-async"):
         opts["retriever_prior"] = "none"  # the panner paths start flat (see _prior)
     if path == "panner":
@@ -584,7 +599,9 @@ def _summary() -> dict[str, int]:
             lost += o.lost
             if o.result is not None:
                 rounds = o.result.rounds
-                shuffled += sum(list(lab) != list(range(1, len(lab) + 1)) for tr in rounds for lab in tr.labels)
+                shuffled += sum(
+                    list(lab) != list(range(1, len(lab) + 1)) for tr in rounds for lab in tr.labels
+                )
     return {
         "kinds": len(KINDS),
         "paths": len(PATHS),

@@ -101,9 +101,9 @@ def test_one_document_through_both_adapters() -> None:
     # log 19 + 2 log(22/3) = 6.929 without the mixture).
     assert res.log_odds[0] == pytest.approx(math.log(19) + math.log(341.5 / 9), abs=1e-12)
     assert res.posteriors[0] == pytest.approx(19 * 341.5 / (9 + 19 * 341.5), abs=1e-12)
-    nodes, res2 = GoldPanningPostprocessor(reader=NeedleReader(), top_n=3, rounds=2, profile=TWO, prompts_per_round=1).pan(
-        _nodes([NEEDLE]), Q
-    )
+    nodes, res2 = GoldPanningPostprocessor(
+        reader=NeedleReader(), top_n=3, rounds=2, profile=TWO, prompts_per_round=1
+    ).pan(_nodes([NEEDLE]), Q)
     assert [_node_index(n) for n in nodes] == [0] and nodes[0].score == pytest.approx(res.posteriors[0])
     assert res2.k == 1
 
@@ -126,7 +126,9 @@ def test_identical_texts_are_separate_documents_in_the_trace() -> None:
     the citation goes to whichever copy sat there, never to both, never merged."""
     texts = ["Filler a.", NEEDLE, "Filler b.", NEEDLE, "Filler c."]
     reader = NeedleReader(first_only=True)
-    res = GoldPanner(reader, profile="lost-in-the-middle", rounds=4, k=2, rng=0, prompts_per_round=1).run(Q, texts)
+    res = GoldPanner(reader, profile="lost-in-the-middle", rounds=4, k=2, rng=0, prompts_per_round=1).run(
+        Q, texts
+    )
     assert res.posteriors.shape == (5,)
     for tr, prompt in zip(res.rounds, reader.prompts):
         window = tr.windows[0]
@@ -174,7 +176,9 @@ def test_empty_documents_keep_their_labels_through_the_openai_reader() -> None:
 
 def test_empty_nodes_through_the_postprocessor() -> None:
     texts = ["", NEEDLE, ""]
-    nodes, res = GoldPanningPostprocessor(reader=NeedleReader(), top_n=1, rounds=2, prompts_per_round=1).pan(_nodes(texts), Q)
+    nodes, res = GoldPanningPostprocessor(reader=NeedleReader(), top_n=1, rounds=2, prompts_per_round=1).pan(
+        _nodes(texts), Q
+    )
     assert [_node_index(n) for n in nodes] == [1] and res.citation_counts.tolist() == [0, 2, 0]
 
 
@@ -250,9 +254,9 @@ def test_megabyte_document_with_a_limit_is_cut_and_marked() -> None:
         )
         res = GoldPanner(reader, rounds=3, k=1, rng=0, prompts_per_round=1).run(Q, texts)
         docs, res2 = _retriever(texts, reader, k=1, rounds=2).pan(Q)
-        nodes = GoldPanningPostprocessor(reader=reader, top_n=1, rounds=2, prompts_per_round=1).postprocess_nodes(
-            _nodes(texts), query_str=Q
-        )
+        nodes = GoldPanningPostprocessor(
+            reader=reader, top_n=1, rounds=2, prompts_per_round=1
+        ).postprocess_nodes(_nodes(texts), query_str=Q)
         reqs = server.requests
     assert res.selected.tolist() == [2] and res.failed_rounds == 0
     assert docs[0].metadata["i"] == 2 and res2.failed_rounds == 0 and _node_index(nodes[0]) == 2
@@ -307,7 +311,14 @@ def test_ten_thousand_documents_with_dummy_positions() -> None:
     reader = SimulatedReader(TWO, lambda d: "needle" in d, rng=1)
     # rng=2: finding the needle in 3 rounds of 20 out of 10,000 is luck (it is with most seeds).
     res = GoldPanner(
-        reader, profile="lost-in-the-middle", rounds=3, k=1, max_docs_per_prompt=20, retriever_prior="none", rng=2, prompts_per_round=1
+        reader,
+        profile="lost-in-the-middle",
+        rounds=3,
+        k=1,
+        max_docs_per_prompt=20,
+        retriever_prior="none",
+        rng=2,
+        prompts_per_round=1,
     ).run(Q, texts)
     assert res.calls == 3 and [len(tr.windows[0]) for tr in res.rounds] == [20, 20, 20]
     shown = {i for tr in res.rounds for i in tr.shown}
@@ -323,8 +334,15 @@ def test_ten_thousand_documents_with_windows_show_every_document_each_round() ->
     texts[9_876] = NEEDLE
     reader = NeedleReader()
     res = GoldPanner(
-        reader, profile="lost-in-the-middle", rounds=2, k=1, max_docs_per_prompt=500, windows=True,
-        retriever_prior="none", rng=0, prompts_per_round=1,
+        reader,
+        profile="lost-in-the-middle",
+        rounds=2,
+        k=1,
+        max_docs_per_prompt=500,
+        windows=True,
+        retriever_prior="none",
+        rng=0,
+        prompts_per_round=1,
     ).run(Q, texts)
     assert res.calls == 40 and all(len(p) <= 500 for p in reader.prompts)
     for tr in res.rounds:
@@ -342,7 +360,13 @@ def test_ten_thousand_documents_through_the_retriever_and_postprocessor() -> Non
     reader2 = NeedleReader()
     texts[3], texts[8_000] = texts[8_000], NEEDLE
     nodes, res2 = GoldPanningPostprocessor(
-        reader=reader2, top_n=1, rounds=1, max_docs_per_prompt=2_000, windows=True, retriever_prior="none", prompts_per_round=1
+        reader=reader2,
+        top_n=1,
+        rounds=1,
+        max_docs_per_prompt=2_000,
+        windows=True,
+        retriever_prior="none",
+        prompts_per_round=1,
     ).pan(_nodes(texts), Q)
     assert len(reader2.prompts) == 5 and sorted(res2.rounds[0].shown) == list(range(N_BIG))
     assert _node_index(nodes[0]) == 8_000

@@ -65,7 +65,9 @@ def test_nq_first_question_gold_and_best_distractor() -> None:
 
 def test_nq_every_answer_in_gold_and_none_in_distractors() -> None:
     s = load_sample("nq")
-    bad_gold = [q.id for q in s.questions if not any(token_matcher(a, s.gold_passage(q).content) for a in q.answers)]
+    bad_gold = [
+        q.id for q in s.questions if not any(token_matcher(a, s.gold_passage(q).content) for a in q.answers)
+    ]
     bad_distractor = [
         (q.id, p.id)
         for q in s.questions
@@ -299,13 +301,16 @@ def test_shipped_files_are_what_the_build_script_makes(tmp_path: Path) -> None:
 
 
 # ------------------------------------------------------------------ the BEIR fixture
-FIXTURE_FILES = [f"nq-test-beir/{n}" for n in ("corpus.jsonl", "queries.jsonl", "qrels/test.tsv", "NOTICE.md")]
+FIXTURE_FILES = [
+    f"nq-test-beir/{n}" for n in ("corpus.jsonl", "queries.jsonl", "qrels/test.tsv", "NOTICE.md")
+]
 
 
 def test_fixture_is_what_its_builder_makes_from_the_shipped_sample() -> None:
     files = build_nq_beir(load_sample("nq"))
     assert {f"nq-test-beir/{k}": v.encode() for k, v in files.items()} == {
-        f: (DATA_DIR / f).read_bytes() for f in FIXTURE_FILES}
+        f: (DATA_DIR / f).read_bytes() for f in FIXTURE_FILES
+    }
 
 
 def test_fixture_questions_are_held_out_with_their_gold_passage() -> None:
@@ -320,9 +325,17 @@ def test_fixture_questions_are_held_out_with_their_gold_passage() -> None:
 def test_fixture_answers_occur_only_in_their_gold_passage() -> None:
     corpus = [json.loads(x) for x in (DATA_DIR / "nq-test-beir" / "corpus.jsonl").read_text().splitlines()]
     queries = [json.loads(x) for x in (DATA_DIR / "nq-test-beir" / "queries.jsonl").read_text().splitlines()]
-    gold = dict(line.split("\t")[:2] for line in (DATA_DIR / "nq-test-beir" / "qrels" / "test.tsv").read_text().splitlines()[1:])
-    clashes = [(q["_id"], d["_id"]) for q in queries for d in corpus if d["_id"] != gold[q["_id"]]
-               and any(answer_in_text(a, f"{d['title']}: {d['text']}") for a in q["metadata"]["answers"])]
+    gold = dict(
+        line.split("\t")[:2]
+        for line in (DATA_DIR / "nq-test-beir" / "qrels" / "test.tsv").read_text().splitlines()[1:]
+    )
+    clashes = [
+        (q["_id"], d["_id"])
+        for q in queries
+        for d in corpus
+        if d["_id"] != gold[q["_id"]]
+        and any(answer_in_text(a, f"{d['title']}: {d['text']}") for a in q["metadata"]["answers"])
+    ]
     assert (len(queries), len(corpus), clashes) == (50, 284, [])
 
 
@@ -378,7 +391,24 @@ def test_run_demo_nq_json(capsys: pytest.CaptureFixture[str]) -> None:
     from gold_panning_integrations.commands.run import demo_nq_instances
 
     import bm25s  # noqa: F401 - the demo needs it (the test extra installs it)
-    assert main(["run", "--demo", "nq", "--reader", "simulated", "--rounds", "2", "--json", "--profile", "lost-in-the-middle"]) == 0
+
+    assert (
+        main(
+            [
+                "run",
+                "--demo",
+                "nq",
+                "--reader",
+                "simulated",
+                "--rounds",
+                "2",
+                "--json",
+                "--profile",
+                "lost-in-the-middle",
+            ]
+        )
+        == 0
+    )
     out = json.loads(capsys.readouterr().out)
     instances = demo_nq_instances()
     assert [q["question"] for q in out["questions"]] == [i.question for i in instances]

@@ -22,14 +22,26 @@ from gold_panning_integrations.tasks import (
 )
 
 
-@pytest.mark.parametrize("task", [KVTask(), KVTask(value_format="color"), KVTask(value_format="code"), MonoRelTask(), PIRTask(), PIRTask(prop="floor")])
+@pytest.mark.parametrize(
+    "task",
+    [
+        KVTask(),
+        KVTask(value_format="color"),
+        KVTask(value_format="code"),
+        MonoRelTask(),
+        PIRTask(),
+        PIRTask(prop="floor"),
+    ],
+)
 @pytest.mark.parametrize("pos", [0, 7, 19])
 def test_gold_at_position_and_answer_only_in_gold(task: TaskBuilder, pos: int) -> None:
     for seed in range(5):
         inst = task.make(20, gold_position=pos, rng=np.random.default_rng(seed))
         assert inst.n == 20
         assert inst.gold == (pos,)
-        supporting = [i for i, d in enumerate(inst.documents) if any(token_matcher(a, d) for a in inst.answers)]
+        supporting = [
+            i for i, d in enumerate(inst.documents) if any(token_matcher(a, d) for a in inst.answers)
+        ]
         assert supporting == [pos], (inst.question, inst.answers)
         assert len(set(inst.documents)) == 20
 
@@ -81,14 +93,22 @@ def test_bad_options() -> None:
 
 def _write_nq(path: Path) -> None:
     rows = [
-        ("who wrote hamlet", ["William Shakespeare"], "Hamlet", "Hamlet is a tragedy by William Shakespeare."),
+        (
+            "who wrote hamlet",
+            ["William Shakespeare"],
+            "Hamlet",
+            "Hamlet is a tragedy by William Shakespeare.",
+        ),
         ("capital of peru", ["Lima"], "Peru", "Lima is the capital of Peru."),
         ("largest planet", ["Jupiter"], "Jupiter", "Jupiter is the largest planet."),
         ("shakespeare birthplace", ["Stratford"], "Stratford", "William Shakespeare was born in Stratford."),
     ]
     with gzip.open(path, "wt", encoding="utf-8") as fh:
         for q, a, t, x in rows:
-            fh.write(json.dumps({"question": q, "answers": a, "ctxs": [{"title": t, "text": x, "isgold": True}]}) + "\n")
+            fh.write(
+                json.dumps({"question": q, "answers": a, "ctxs": [{"title": t, "text": x, "isgold": True}]})
+                + "\n"
+            )
 
 
 def test_nq_skips_distractors_containing_the_answer(tmp_path: Path) -> None:
@@ -100,7 +120,9 @@ def test_nq_skips_distractors_containing_the_answer(tmp_path: Path) -> None:
     for seed in range(30):
         inst = task.make(3, gold_position=0, rng=np.random.default_rng(seed))
         assert inst.gold == (0,)
-        assert [i for i, d in enumerate(inst.documents) if any(token_matcher(a, d) for a in inst.answers)] == [0]
+        assert [
+            i for i, d in enumerate(inst.documents) if any(token_matcher(a, d) for a in inst.answers)
+        ] == [0]
         if inst.question == "who wrote hamlet":
             seen_hamlet = True
             # the Stratford passage names Shakespeare: it can never be a distractor here
@@ -116,7 +138,9 @@ def test_nq_missing_file_says_what_to_do(tmp_path: Path) -> None:
 
 def test_nq_bad_line_is_named(tmp_path: Path) -> None:
     p = tmp_path / "bad.jsonl"
-    p.write_text('{"question": "q", "answers": ["a"], "ctxs": [{"title": "t", "text": "a", "isgold": true}]}\n{"oops": 1}\n')
+    p.write_text(
+        '{"question": "q", "answers": ["a"], "ctxs": [{"title": "t", "text": "a", "isgold": true}]}\n{"oops": 1}\n'
+    )
     with pytest.raises(ValueError, match="line 2"):
         NQTask(p)
 
@@ -144,7 +168,9 @@ def test_nq_sample_answer_only_in_gold(pos: int) -> None:
     task = NQTask()
     for seed in range(5):
         inst = task.make(21, gold_position=pos, rng=np.random.default_rng(seed))
-        supporting = [i for i, d in enumerate(inst.documents) if any(token_matcher(a, d) for a in inst.answers)]
+        supporting = [
+            i for i, d in enumerate(inst.documents) if any(token_matcher(a, d) for a in inst.answers)
+        ]
         assert supporting == [pos], inst.question
 
 

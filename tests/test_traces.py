@@ -84,16 +84,34 @@ def test_read_traces_refuses_a_folder(tmp_path: Path) -> None:
 
 def test_failed_prompts_carry_no_evidence() -> None:
     rec = {
-        "type": "trace", "version": 1, "n": 2, "k": 1, "policy": "belief", "prior_log_odds": [0.0, 0.0],
+        "type": "trace",
+        "version": 1,
+        "n": 2,
+        "k": 1,
+        "policy": "belief",
+        "prior_log_odds": [0.0, 0.0],
         "posteriors": [0.5, 0.5],
-        "rounds": [{"round": 1, "prompts": [{"docs": [0, 1], "positions": [0, 1], "span": 2, "cited": [], "failed": True}]}],
+        "rounds": [
+            {
+                "round": 1,
+                "prompts": [{"docs": [0, 1], "positions": [0, 1], "span": 2, "cited": [], "failed": True}],
+            }
+        ],
     }
     assert observations_from_traces([rec]).doc.size == 0
 
 
 def _two_position_prior() -> DetectorProfile:
-    counts = RateCounts(positions=[0, 1], gold_cited=[8, 8], gold_shown=[10, 10], distractor_cited=[2, 2], distractor_shown=[10, 10])
-    return DetectorProfile(n_positions=2, tpr=[0.8, 0.8], fpr=[0.2, 0.2], grid_positions=[0, 1], counts=counts)
+    counts = RateCounts(
+        positions=[0, 1],
+        gold_cited=[8, 8],
+        gold_shown=[10, 10],
+        distractor_cited=[2, 2],
+        distractor_shown=[10, 10],
+    )
+    return DetectorProfile(
+        n_positions=2, tpr=[0.8, 0.8], fpr=[0.2, 0.2], grid_positions=[0, 1], counts=counts
+    )
 
 
 def test_one_em_iteration_by_hand() -> None:
@@ -104,8 +122,12 @@ def test_one_em_iteration_by_hand() -> None:
     # TPR0 = (8 + 0.8 + 0.5) / (10 + 0.8 + 1) = 9.3/11.8;  TPR1 = (8 + 0 + 0.5) / (10 + 0.2 + 1) = 8.5/11.2
     # FPR0 = (2 + 0.2 + 0.5) / (10 + 0.2 + 1) = 2.7/11.2;  FPR1 = (2 + 0 + 0.5) / (10 + 0.8 + 1) = 2.5/11.8
     obs = Observations(
-        doc=np.array([0, 1]), depth=np.array([0.0, 1.0]), cited=np.array([True, False]),
-        prior_log_odds=np.zeros(2), query=np.zeros(2, dtype=np.intp), final_posteriors=np.full(2, 0.5),
+        doc=np.array([0, 1]),
+        depth=np.array([0.0, 1.0]),
+        cited=np.array([True, False]),
+        prior_log_odds=np.zeros(2),
+        query=np.zeros(2, dtype=np.intp),
+        final_posteriors=np.full(2, 0.5),
     )
     res = learn_profile(obs, _two_position_prior(), iterations=1)
     np.testing.assert_allclose(res.profile.tpr, [9.3 / 11.8, 8.5 / 11.2])
@@ -118,8 +140,12 @@ def test_one_em_iteration_by_hand() -> None:
 def test_one_relevant_per_query_normalises_the_soft_labels() -> None:
     # Same data, relevance="one": softmax of (log 4, -log 4) = (16/17, 1/17).
     obs = Observations(
-        doc=np.array([0, 1]), depth=np.array([0.0, 1.0]), cited=np.array([True, False]),
-        prior_log_odds=np.zeros(2), query=np.zeros(2, dtype=np.intp), final_posteriors=np.full(2, 0.5),
+        doc=np.array([0, 1]),
+        depth=np.array([0.0, 1.0]),
+        cited=np.array([True, False]),
+        prior_log_odds=np.zeros(2),
+        query=np.zeros(2, dtype=np.intp),
+        final_posteriors=np.full(2, 0.5),
     )
     res = learn_profile(obs, _two_position_prior(), iterations=1, relevance="one")
     assert res.new_counts.gold_shown == pytest.approx([16 / 17, 1 / 17])
@@ -187,7 +213,9 @@ def test_read_traces_refuses_bad_labels(tmp_path: Path, bad: object) -> None:
     rec["relevant"] = bad
     path = tmp_path / "t.jsonl"
     path.write_text(json.dumps(rec) + "\n")
-    with pytest.raises(ValueError, match="line 1: field 'relevant' must be a list of distinct document indices"):
+    with pytest.raises(
+        ValueError, match="line 1: field 'relevant' must be a list of distinct document indices"
+    ):
         read_traces(path)
 
 
@@ -202,8 +230,12 @@ def test_one_labelled_em_iteration_by_hand() -> None:
     #   a = (1/13 + 2 * 0.25) / (1 + 2) = 0.192308...  -> false_leads = a * 1
     # M-step as before with q = (2.8/3.1, 1/13).
     obs = Observations(
-        doc=np.array([0, 1]), depth=np.array([0.0, 1.0]), cited=np.array([True, False]),
-        prior_log_odds=np.zeros(2), query=np.zeros(2, dtype=np.intp), final_posteriors=np.full(2, 0.5),
+        doc=np.array([0, 1]),
+        depth=np.array([0.0, 1.0]),
+        cited=np.array([True, False]),
+        prior_log_odds=np.zeros(2),
+        query=np.zeros(2, dtype=np.intp),
+        final_posteriors=np.full(2, 0.5),
         label=np.array([1.0, 0.0]),
     )
     res = learn_profile(obs, _two_position_prior(), iterations=1)
@@ -214,7 +246,9 @@ def test_one_labelled_em_iteration_by_hand() -> None:
     assert res.mixture.false_leads == pytest.approx(0.1923, abs=1e-4)
     assert (res.mixture.relevant, res.mixture.irrelevant, res.mixture.queries) == (1, 1, 1)
     np.testing.assert_allclose(res.profile.tpr, [(8 + q0 + 0.5) / (10 + q0 + 1), (8 + 0.5) / (10 + q1 + 1)])
-    np.testing.assert_allclose(res.profile.fpr, [(2 + (1 - q0) + 0.5) / (10 + (1 - q0) + 1), 2.5 / (10 + (1 - q1) + 1)])
+    np.testing.assert_allclose(
+        res.profile.fpr, [(2 + (1 - q0) + 0.5) / (10 + (1 - q0) + 1), 2.5 / (10 + (1 - q1) + 1)]
+    )
     assert res.profile.blind_rate == res.mixture.blind_rate
     assert res.profile.false_leads == res.mixture.false_leads
 
@@ -242,7 +276,9 @@ def _mixture_traces(blind: float, leads: float, queries: int, seed: int) -> list
         gold = int(rng.integers(10))
         reads = rng.random(10) < leads / 9
         reads[gold] = rng.random() >= blind
-        res = Panner(Reader(reads), profile=prof, rounds=6, retriever_prior="none", rng=rng).run("q", list(range(10)))
+        res = Panner(Reader(reads), profile=prof, rounds=6, retriever_prior="none", rng=rng).run(
+            "q", list(range(10))
+        )
         out.append(trace_record(res, relevant=[gold]))
     return out
 
@@ -264,8 +300,12 @@ def test_labelled_traces_measure_the_readers_mixture(blind: float, leads: float)
 def test_unlabelled_learning_keeps_the_priors_measured_mixture() -> None:
     prior = _two_position_prior().model_copy(update={"blind_rate": 0.6, "false_leads": 0.4})
     obs = Observations(
-        doc=np.array([0, 1]), depth=np.array([0.0, 1.0]), cited=np.array([True, False]),
-        prior_log_odds=np.zeros(2), query=np.zeros(2, dtype=np.intp), final_posteriors=np.full(2, 0.5),
+        doc=np.array([0, 1]),
+        depth=np.array([0.0, 1.0]),
+        cited=np.array([True, False]),
+        prior_log_odds=np.zeros(2),
+        query=np.zeros(2, dtype=np.intp),
+        final_posteriors=np.full(2, 0.5),
     )
     res = learn_profile(obs, prior, iterations=1)
     assert res.mixture is None
@@ -280,7 +320,12 @@ def test_cli_from_labelled_traces_reports_and_stores_the_mixture(
     path = tmp_path / "traces.jsonl"
     path.write_text("".join(json.dumps(t) + "\n" for t in _mixture_traces(0.5, 0.5, 40, seed=1)))
     out = tmp_path / "learned.json"
-    assert cli_main(["calibrate", "--from-traces", str(path), "--prior", "lost-in-the-middle", "--out", str(out)]) == 0
+    assert (
+        cli_main(
+            ["calibrate", "--from-traces", str(path), "--prior", "lost-in-the-middle", "--out", str(out)]
+        )
+        == 0
+    )
     text = capsys.readouterr().out
     prof = DetectorProfile.load(out)
     assert f"blind_rate {prof.blind_rate:.3f}" in text
@@ -301,9 +346,17 @@ def _ranked_trace(n: int, relevant: int, *, flat: bool = False) -> dict[str, obj
     from gold_panning_integrations.engine.priors import rank_prior_probs
 
     p = np.full(n, 1.0 / n) if flat else rank_prior_probs(n, k=1)
-    return {"type": "trace", "version": 1, "n": n, "k": 1, "policy": "belief",
-            "prior_log_odds": np.log(p / (1 - p)).tolist(), "posteriors": p.tolist(), "rounds": [],
-            "relevant": [relevant]}
+    return {
+        "type": "trace",
+        "version": 1,
+        "n": n,
+        "k": 1,
+        "policy": "belief",
+        "prior_log_odds": np.log(p / (1 - p)).tolist(),
+        "posteriors": p.tolist(),
+        "rounds": [],
+        "relevant": [relevant],
+    }
 
 
 def test_fit_head_decay_follows_where_the_relevant_documents_sat() -> None:
@@ -336,7 +389,9 @@ def test_learned_profile_carries_the_retrievers_head_decay(tmp_path: Path) -> No
     assert PanningConfig(prior_head_decay=0.9).with_profile(res.profile).prior_head_decay == 0.9
     assert PanningConfig().with_profile(load_profile("lost-in-the-middle")).prior_head_decay == 0.6
     bad = res.profile.model_copy(update={"prior_head_decay": 0})
-    with pytest.raises(ValueError, match=r"the profile's prior_head_decay must be a number in \(0, 1\] or None, got 0"):
+    with pytest.raises(
+        ValueError, match=r"the profile's prior_head_decay must be a number in \(0, 1\] or None, got 0"
+    ):
         PanningConfig().with_profile(bad)
 
 
