@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import argparse
 import json
+from collections.abc import Mapping
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any
 
 from ..engine.config import SETTINGS
@@ -205,22 +207,27 @@ def _inputs(args: argparse.Namespace) -> tuple[str, list[str], list[dict[str, An
     return args.question, docs, meta, None
 
 
-def main(args: argparse.Namespace) -> int:
+def _panner(
+    args: argparse.Namespace, *, defaults: Mapping[str, Any] = MappingProxyType({})
+) -> tuple[Any, Any, str]:
+    """The reader, the panner and the profile's label for ``args``: the options given on
+    the command line over the ``--setting`` over ``defaults`` (a demo's own) over the
+    declared defaults."""
     from .._console import profile_label
     from ..panning import GoldPanner, PanningConfig
     from ..readers._cli_args import make_reader
 
+    options = {**defaults, **(SETTINGS[args.setting] if args.setting else {}), **given_options(args)}
+    reader = make_reader(args, seed=args.seed)
+    panner = GoldPanner(reader, args.profile or None, PanningConfig.from_options(**options), rng=args.seed)
+    return reader, panner, profile_label(args.profile, reader=reader)
+
+
+def main(args: argparse.Namespace) -> int:
     if args.demo == "nq":
         return _demo_nq(args)
     question, docs, meta, truth = _inputs(args)
-    options = given_options(args)
-    if args.setting:
-        options = {**SETTINGS[args.setting], **options}
-    if args.demo:
-        options = {**DEMO_OPTIONS, **options}
-    reader = make_reader(args, seed=args.seed)
-    panner = GoldPanner(reader, args.profile or None, PanningConfig.from_options(**options), rng=args.seed)
-    profile = profile_label(args.profile, reader=reader)
+    reader, panner, profile = _panner(args, defaults=DEMO_OPTIONS if args.demo else {})
     result = panner.run(question, docs)
     if args.plot:
         from ..plots import plot_belief_trajectories
@@ -266,24 +273,15 @@ def _demo_nq(args: argparse.Namespace) -> int:
 
     import numpy as np
 
-    from .._console import profile_label
-    from ..panning import GoldPanner, PanningConfig
-    from ..readers._cli_args import make_reader
-
     if args.question:
         raise ValueError("--demo nq pans its own questions; use --docs FILE --question TEXT for yours")
     if args.plot:
         raise ValueError(
             "--plot draws one question's beliefs and --demo nq pans several; use it with --demo kv or --docs"
         )
-    options = given_options(args)
-    if args.setting:
-        options = {**SETTINGS[args.setting], **options}
     instances = demo_nq_instances()
-    reader = make_reader(args, seed=args.seed)
-    panner = GoldPanner(reader, args.profile or None, PanningConfig.from_options(**options), rng=args.seed)
+    _, panner, profile = _panner(args)
     config = panner.config
-    profile = profile_label(args.profile, reader=reader)
     rows: list[dict[str, Any]] = []
     started = time.perf_counter()
     if not args.json:
