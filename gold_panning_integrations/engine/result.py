@@ -54,7 +54,8 @@ class RoundTrace:
             random each round), same order as ``windows``; ``1..m`` when the reader
             takes no labels.
         readings: Per prompt, the reader's :class:`Reading` (diagnostics, tokens, answer).
-        cited: Document indices cited in this round (validated), ascending.
+        cited: Document indices cited in this round (validated), ascending; a document
+            cited by several prompts of the round appears once per prompt.
         failed: True when every prompt of the round failed; beliefs were left unchanged.
         posteriors: Posterior of every document after the round, shape ``(n,)``.
         seconds: Wall time of the round's reader calls.
