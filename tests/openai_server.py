@@ -298,19 +298,22 @@ HOSTILE_OUTPUTS: dict[str, str] = {
 LLAMA_CPP_PYTHON_FORMAT_ERROR: dict[str, Any] = {
     "error": {
         "message": (
-            "1 validation error:\n  {'type': 'literal_error', 'loc': ('body', 'response_format', 'type'), "
-            "'msg': \"Input should be 'text' or 'json_object'\", 'input': 'json_schema', "
-            "'ctx': {'expected': \"'text' or 'json_object'\"}}"
+            "1 validation error:\n"
+            "  {'type': 'literal_error', 'loc': ('body', 'response_format', 'type'), 'msg': \"Input should be 'text' or 'json_object'\", 'input': 'json_schema', 'ctx': {'expected': \"'text' or 'json_object'\"}}\n"
+            "\n"
+            '  File "/root/.pyenv/versions/3.11.7/lib/python3.11/site-packages/llama_cpp/server/app.py", line 376, in create_chat_completion\n'
+            "    POST /v1/chat/completions"
         ),
         "type": "internal_server_error",
         "param": None,
         "code": None,
     }
 }
-"""What llama-cpp-python's server (0.3.36, ``python -m llama_cpp.server``) answers, with
-HTTP 500, to ``response_format={"type": "json_schema", ...}``: FastAPI's validation error
-wrapped by its error handler, captured verbatim from the real server (see
-docs/when-things-go-wrong.md)."""
+"""What llama-cpp-python's server (0.3.36, ``python -m llama_cpp.server``, FastAPI 0.165.0,
+pydantic 2.13.4) answers, with HTTP 500, to ``response_format={"type": "json_schema", ...}``:
+FastAPI's validation error wrapped by its error handler, captured verbatim from the real
+server on the embedded model with ``curl`` (2026-11-25); the slow test
+``test_the_real_llama_cpp_python_server_answers_500_and_the_reader_falls_back`` compares."""
 
 
 # ------------------------------------------------------------------------------ server

@@ -159,3 +159,61 @@ def test_calibrate_when_every_trial_fails_prints_the_first_error_and_the_count(
     assert "4 of 4 trials failed" in err
     assert "grammar too large for this server" in err
     assert "checkpoint" in err
+
+
+# ------------------------------------------------------------------ the real server (slow)
+@pytest.mark.slow
+@pytest.mark.real_model
+def test_the_real_llama_cpp_python_server_answers_500_and_the_reader_falls_back(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    import json
+    import urllib.error
+    import urllib.request
+
+    from gold_panning_integrations.bench._endpoints import (
+        EmbeddedServer,
+        check_server_extra,
+        free_port,
+        llama_server_command,
+    )
+    from gold_panning_integrations.errors import MissingExtraError
+    from gold_panning_integrations.readers.local import default_model_path
+
+    try:
+        check_server_extra()
+        model = default_model_path()
+    except MissingExtraError as err:
+        pytest.skip(str(err))
+    port = free_port()
+    command = llama_server_command(model, port=port, n_ctx=2048, threads=1)
+    with EmbeddedServer(command, port=port, log=tmp_path / "server.log") as server:
+        request = urllib.request.Request(
+            f"{server.base_url}/chat/completions",
+            data=json.dumps(
+                {
+                    "model": "local",
+                    "messages": [{"role": "user", "content": "hi"}],
+                    "max_tokens": 4,
+                    "response_format": {"type": "json_schema", "json_schema": {"name": "x", "schema": {}}},
+                }
+            ).encode(),
+            headers={"Content-Type": "application/json"},
+        )
+        with pytest.raises(urllib.error.HTTPError) as exc:
+            urllib.request.urlopen(request, timeout=60)
+        assert exc.value.code == 500
+        body = json.loads(exc.value.read())
+        ours = LLAMA_CPP_PYTHON_FORMAT_ERROR["error"]
+        # the same error, line for line, up to the path of the installed app.py
+        assert body["error"]["message"].splitlines()[:2] == ours["message"].splitlines()[:2]
+        assert {k: v for k, v in body["error"].items() if k != "message"} == {
+            k: v for k, v in ours.items() if k != "message"
+        }
+        caplog.set_level(logging.INFO)
+        reader = OpenAIReader(model="local", base_url=server.base_url, timeout=120, max_tokens=32)
+        reading = reader.read(
+            "Which document says the sky is green?", ["The sky is blue.", "The sky is green."]
+        )
+        assert reading.attempts >= 2 and reading.extra.get("response_format") == "json_object"
+        assert len(_fallback_lines(caplog)) == 1
