@@ -134,6 +134,22 @@ def _base_url_of(model: Any) -> str | None:
     return None
 
 
+def _plain(value: Any) -> bool:
+    if value is None or isinstance(value, (str, int, float, bool)):
+        return True
+    if isinstance(value, (list, tuple)):
+        return all(_plain(v) for v in value)
+    if isinstance(value, dict):
+        return all(isinstance(k, str) and _plain(v) for k, v in value.items())
+    return False
+
+
+def _plain_fields(model: Any) -> dict[str, Any]:
+    """A model's fields that are plain JSON values (model name, temperature, ...), for
+    the reply cache's key: clients, callbacks and secrets are left out."""
+    return {k: v for k, v in sorted(vars(model).items()) if not k.startswith("_") and _plain(v)}
+
+
 class ChatModelReader(BaseReader):
     """Ask a LangChain chat model which shown documents answer the question.
 
@@ -239,8 +255,8 @@ class ChatModelReader(BaseReader):
     def _cache_identity(self) -> dict[str, Any]:
         params: Any = repr(self.chat_model)
         if self._inner is not None:
-            try:  # LangChain's own cache key: the model's serialised parameters, no secrets
-                params = self._inner._get_llm_string()
+            try:  # LangChain's own cache key (no secrets) and the model's plain fields
+                params = [self._inner._get_llm_string(), _plain_fields(self._inner)]
             except Exception:  # noqa: BLE001 - a model that cannot describe itself: its repr
                 params = repr(self._inner)
         wrapper = None
