@@ -217,3 +217,22 @@ def test_the_real_llama_cpp_python_server_answers_500_and_the_reader_falls_back(
         )
         assert reading.attempts >= 2 and reading.extra.get("response_format") == "json_object"
         assert len(_fallback_lines(caplog)) == 1
+
+
+def test_bench_compare_takes_the_response_format_flag(
+    llama_server: FakeOpenAIServer, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import argparse
+
+    from gold_panning_integrations.bench import compare
+
+    parser = argparse.ArgumentParser()
+    compare.register(parser.add_subparsers())
+    argv = ["compare", *_cli(llama_server), "--n", "4", "--instances", "1", "--rounds", "1"]
+    argv += ["--methods", "gp-belief", "--profile", "lost-in-the-middle", "--json"]
+    assert compare.main(parser.parse_args([*argv, "--response-format", "json_object"])) == 0
+    assert {r.response_format_type for r in llama_server.requests} == {"json_object"}
+    llama_server.clear()
+    assert compare.main(parser.parse_args(argv)) == 0  # auto: falls back
+    assert [r.response_format_type for r in llama_server.requests][:2] == ["json_schema", "json_object"]
+    capsys.readouterr()
