@@ -413,14 +413,14 @@ class BaseReader:
             (usage.prompt_tokens or 0) - (before[0] or 0) + (usage.completion_tokens or 0) - (before[1] or 0)
         )
 
-    def _prepare(self) -> None:
+    def _prepare(self, *, asynchronous: bool) -> None:
         """Set up what a call needs (a client, a model) before the rate limit admits the
         request, so the time it is counted at is the time it leaves; default: nothing."""
 
     def _sent_reply(self, prompt: Prompt, usage: Usage, options: dict[str, Any]) -> Reply:
         """:meth:`_reply` within the rate limit (the caller holds a concurrency slot)."""
         if self.rate_limit.active:
-            self._prepare()
+            self._prepare(asynchronous=False)
         entry = self.rate_limit.acquire(self._token_estimate(prompt))
         before = (usage.prompt_tokens, usage.completion_tokens)
         try:
@@ -431,7 +431,7 @@ class BaseReader:
     async def _asent_reply(self, prompt: Prompt, usage: Usage, options: dict[str, Any]) -> Reply:
         """Asynchronous :meth:`_sent_reply`."""
         if self.rate_limit.active:
-            self._prepare()
+            self._prepare(asynchronous=True)
         entry = await self.rate_limit.aacquire(self._token_estimate(prompt))
         before = (usage.prompt_tokens, usage.completion_tokens)
         try:

@@ -274,9 +274,9 @@ class RateLimit:
         while True:
             with self._lock:
                 wait, entry = self._admit(tokens)
+                self.waited += wait
             if entry is not None:
                 return entry
-            self.waited += wait
             self.sleep(wait)
 
     async def aacquire(self, tokens: int = 0) -> _Sent | None:
@@ -286,9 +286,9 @@ class RateLimit:
         while True:
             with self._lock:
                 wait, entry = self._admit(tokens)
+                self.waited += wait
             if entry is not None:
                 return entry
-            self.waited += wait
             await self.asleep(wait)
 
     def settle(self, entry: _Sent | None, tokens: int | None) -> None:

@@ -313,13 +313,12 @@ class OpenAIReader(BaseReader):
     def _repr_fields(self) -> str:
         return f", base_url={self.url!r}"
 
-    def _prepare(self) -> None:
-        try:
-            asyncio.get_running_loop()
-        except RuntimeError:
-            self.client  # noqa: B018 - created (openai imported) before the request is admitted
-        else:
+    def _prepare(self, *, asynchronous: bool) -> None:
+        # the client is created (openai imported) before the request is admitted
+        if asynchronous:
             self.async_client  # noqa: B018 - the running loop's client
+        else:
+            self.client  # noqa: B018
 
     def _cache_identity(self) -> dict[str, Any]:
         return {
