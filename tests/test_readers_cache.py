@@ -261,3 +261,56 @@ def test_run_refuses_a_cache_that_is_a_folder(tmp_path: Path, capsys: Any) -> No
     argv = ["run", "--demo", "--reader", "openai", "--base-url", "http://127.0.0.1:9/v1", "--model", "m"]
     assert main([*argv, "--cache", str(tmp_path)]) == EXIT_ERROR
     assert "not a regular file" in capsys.readouterr().err
+
+
+# --------------------------------------------------------------- through the frameworks
+def test_a_repeated_retriever_invoke_makes_no_call(openai_server: FakeOpenAIServer) -> None:
+    from doubles import ListRetriever, make_docs
+
+    from gold_panning_integrations import GoldPanningRetriever
+
+    retriever = GoldPanningRetriever(
+        base_retriever=ListRetriever(docs=make_docs(6, needle_at=4)),
+        reader=_reader(openai_server, cache=True),
+        profile="lost-in-the-middle",
+        seed=7,
+    )
+    first = retriever.invoke("where is the needle?")
+    sent = len(openai_server.requests)
+    second = retriever.invoke("where is the needle?")
+    assert sent > 0 and len(openai_server.requests) == sent
+    assert [d.page_content for d in second] == [d.page_content for d in first]
+
+
+def test_a_repeated_postprocess_makes_no_call(openai_server: FakeOpenAIServer) -> None:
+    from doubles import make_nodes
+
+    from gold_panning_integrations import GoldPanningPostprocessor
+
+    post = GoldPanningPostprocessor(
+        reader=_reader(openai_server, cache=True), profile="lost-in-the-middle", seed=7
+    )
+    first = post.postprocess_nodes(make_nodes(6, needle_at=4), query_str="where is the needle?")
+    sent = len(openai_server.requests)
+    second = post.postprocess_nodes(make_nodes(6, needle_at=4), query_str="where is the needle?")
+    assert sent > 0 and len(openai_server.requests) == sent
+    assert [n.node.get_content() for n in second] == [n.node.get_content() for n in first]
+
+
+def test_cli_reader_options_reach_the_reader(tmp_path: Path) -> None:
+    import argparse
+
+    from gold_panning_integrations.readers._cli_args import add_reader_arguments, make_reader
+
+    parser = argparse.ArgumentParser()
+    add_reader_arguments(parser)
+    args = parser.parse_args(
+        ["--reader", "openai", "--base-url", "http://127.0.0.1:9/v1", "--model", "m"]
+        + ["--cache", str(tmp_path / "c.sqlite"), "--requests-per-minute", "30"]
+        + ["--tokens-per-minute", "5000", "--response-format", "text"]
+    )
+    reader = make_reader(args)
+    assert (reader.requests_per_minute, reader.tokens_per_minute, reader.format_level) == (30, 5000, "text")
+    assert reader.cache.path == tmp_path / "c.sqlite"
+    with pytest.raises(SystemExit):
+        parser.parse_args(["--requests-per-minute", "0"])
