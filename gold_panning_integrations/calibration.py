@@ -374,6 +374,15 @@ class Calibrator:
         else:
             records = sorted(done.values(), key=lambda r: (int(r["trial"]), int(r["grid_index"])))
         counts = count_outcomes(records, self.n, self.grid)
+        if records and int(counts.tp_trials.sum()) == 0:
+            failed = sum(1 for r in records if r.get("failed"))
+            first = next((r.get("error") for r in records if r.get("failed") and r.get("error")), None)
+            where = f"; the trials are kept in {str(self.checkpoint)!r}: fix the cause, delete it and rerun"
+            raise ValueError(
+                f"no usable calibration trials: {failed} of {len(records)} trials failed"
+                + (f"; the first error was: {first}" if first else "")
+                + (where if self.checkpoint is not None else "")
+            )
         profile = build_profile(
             records,
             n=self.n,

@@ -31,6 +31,16 @@ class RecordingWait:
         return 0.0
 
 
+@pytest.fixture(autouse=True)
+def _forget_endpoint_formats() -> Iterator[None]:
+    """Each test starts with no remembered response formats: a loopback port may be reused."""
+    from gold_panning_integrations.readers.openai import forget_endpoint_formats
+
+    forget_endpoint_formats()
+    yield
+    forget_endpoint_formats()
+
+
 @pytest.fixture
 def openai_server() -> Iterator[FakeOpenAIServer]:
     """A fresh fault-injection server on 127.0.0.1 for one test (stopped afterwards)."""

@@ -17,7 +17,9 @@ e.g. a scripted model that follows instructions found in the documents), :func:`
 
 Server-wide switches: ``reject_formats={"json_schema"}`` answers 400 to every request
 asking for those ``response_format`` types without consuming the queue (a server that
-does not support them); ``api_key="..."`` answers 401 to requests with another key.
+does not support them; with ``reject_like="llama-cpp-python"`` the answer is that
+server's HTTP 500 and body, :data:`LLAMA_CPP_PYTHON_FORMAT_ERROR`); ``api_key="..."``
+answers 401 to requests with another key.
 
 Usage::
 
@@ -45,6 +47,7 @@ from gold_panning_integrations.bench._serve import ServedInThread
 
 __all__ = [
     "HOSTILE_OUTPUTS",
+    "LLAMA_CPP_PYTHON_FORMAT_ERROR",
     "Behaviour",
     "FakeOpenAIServer",
     "RecordedRequest",
@@ -78,6 +81,7 @@ class RecordedRequest:
         body: The decoded JSON body (None when not JSON).
         raw: The raw body bytes.
         behaviour: Name of the behaviour used to answer.
+        at: ``time.monotonic()`` when the server received it.
     """
 
     method: str
@@ -86,6 +90,7 @@ class RecordedRequest:
     body: Any
     raw: bytes
     behaviour: str = ""
+    at: float = 0.0
 
     @property
     def messages(self) -> list[dict[str, Any]]:
@@ -290,6 +295,27 @@ HOSTILE_OUTPUTS: dict[str, str] = {
 """Named model outputs for three shown documents (labels 1..3), for reliability tests."""
 
 
+LLAMA_CPP_PYTHON_FORMAT_ERROR: dict[str, Any] = {
+    "error": {
+        "message": (
+            "1 validation error:\n"
+            "  {'type': 'literal_error', 'loc': ('body', 'response_format', 'type'), 'msg': \"Input should be 'text' or 'json_object'\", 'input': 'json_schema', 'ctx': {'expected': \"'text' or 'json_object'\"}}\n"
+            "\n"
+            '  File "/root/.pyenv/versions/3.11.7/lib/python3.11/site-packages/llama_cpp/server/app.py", line 376, in create_chat_completion\n'
+            "    POST /v1/chat/completions"
+        ),
+        "type": "internal_server_error",
+        "param": None,
+        "code": None,
+    }
+}
+"""What llama-cpp-python's server (0.3.36, ``python -m llama_cpp.server``, FastAPI 0.165.0,
+pydantic 2.13.4) answers, with HTTP 500, to ``response_format={"type": "json_schema", ...}``:
+FastAPI's validation error wrapped by its error handler, captured verbatim from the real
+server on the embedded model with ``curl`` (2026-11-25); the slow test
+``test_the_real_llama_cpp_python_server_answers_500_and_the_reader_falls_back`` compares."""
+
+
 # ------------------------------------------------------------------------------ server
 class _Handler(BaseHTTPRequestHandler):
     disable_nagle_algorithm = True
@@ -361,7 +387,10 @@ class _Handler(BaseHTTPRequestHandler):
             return
         if req.response_format_type in srv.reject_formats:
             srv._record(req, "reject_format")
-            self._reject_format(req)
+            if srv.reject_like == "llama-cpp-python":
+                self._json(500, LLAMA_CPP_PYTHON_FORMAT_ERROR)
+            else:
+                self._reject_format(req)
             return
         behaviour = srv._next()
         srv._record(req, behaviour.name)
@@ -478,6 +507,8 @@ class FakeOpenAIServer(ServedInThread):
     Args:
         default: Behaviour when the queue is empty (default ``cite()``: no citations).
         reject_formats: ``response_format`` types answered with 400 on every request.
+        reject_like: ``"openai"`` (400 naming ``response_format``) or
+            ``"llama-cpp-python"`` (its 500 validation error) for ``reject_formats``.
         api_key: When set, requests must send ``Authorization: Bearer <api_key>``.
     """
 
@@ -486,10 +517,12 @@ class FakeOpenAIServer(ServedInThread):
         *,
         default: Behaviour | None = None,
         reject_formats: Iterable[str] = (),
+        reject_like: str = "openai",
         api_key: str | None = None,
     ) -> None:
         self.default = default or cite()
         self.reject_formats = set(reject_formats)
+        self.reject_like = reject_like
         self.api_key = api_key
         self._queue: deque[Behaviour] = deque()
         self._requests: list[RecordedRequest] = []
@@ -553,5 +586,7 @@ class FakeOpenAIServer(ServedInThread):
     def _record(self, req: RecordedRequest, behaviour: str) -> None:
         with self._lock:
             self._requests.append(
-                RecordedRequest(req.method, req.path, req.headers, req.body, req.raw, behaviour)
+                RecordedRequest(
+                    req.method, req.path, req.headers, req.body, req.raw, behaviour, time.monotonic()
+                )
             )

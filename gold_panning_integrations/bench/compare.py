@@ -175,6 +175,13 @@ def register(sub: Any) -> None:
         default=None,
         help="how our methods read the model: answer (default for embedded) or cite (default for openai)",
     )
+    g.add_argument(
+        "--response-format",
+        choices=("auto", "json_schema", "json_object", "text"),
+        default="auto",
+        help="output format our methods ask for in cite mode; auto (default): json_schema, falling back "
+        "to json_object, then text, when the server rejects one (remembered per endpoint)",
+    )
     g.add_argument("--threads", type=int, default=None, help="CPU threads of the embedded server")
     g.add_argument("--n-ctx", type=int, default=8192, help="context of the embedded server (default 8192)")
     g.add_argument("--timeout", type=float, default=300.0, help="seconds per LLM request (default 300)")
@@ -548,6 +555,7 @@ def main(args: argparse.Namespace) -> int:
                 temperature=0.0,
                 max_tokens=32 if mode == "answer" else 256,
                 timeout=args.timeout,
+                response_format=getattr(args, "response_format", "auto"),
             )
             if args.profile:
                 profile, profile_name = load_profile(args.profile), args.profile

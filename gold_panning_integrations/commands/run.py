@@ -409,6 +409,12 @@ def _print_trace(
         f"\nselected (stopped: {result.stop_reason}; {result.calls} calls, {result.prompt_tokens} prompt + "
         f"{result.completion_tokens} completion tokens, {result.seconds:.1f}s in the model):"
     )
+    if result.cache_hits or result.cache_misses:
+        print(
+            f"reply cache: {result.cache_hits} hit{'s' if result.cache_hits != 1 else ''}, "
+            f"{result.cache_misses} miss{'es' if result.cache_misses != 1 else ''} "
+            f"({result.calls_saved} model call{'s' if result.calls_saved != 1 else ''} saved)"
+        )
     for i in result.selected:
         print(f"  #{int(i):<4d} p={result.posteriors[i]:.3f}  {_short(docs[i], 100)}")
     print(f"answer: {answer if answer else '(none)'}")

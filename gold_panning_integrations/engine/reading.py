@@ -37,6 +37,9 @@ class Reading:
         labels: The labels the documents were shown under, shape ``(m,)``, when they are
             not the ones the panner passed (a reader adapted from one that takes no
             labels shows ``1..m``); None: the panner's. The trace records what was shown.
+        cached: Whether the reply came from the reader's reply cache: True (a hit: no
+            model call, ``attempts`` 0, no tokens spent), False (a miss: the model was
+            asked and its reply stored), None (the reader has no cache).
     """
 
     cited: tuple[int, ...] = ()
@@ -51,6 +54,7 @@ class Reading:
     completion_tokens: int | None = None
     extra: dict[str, Any] = field(default_factory=dict)
     labels: tuple[int, ...] | None = None
+    cached: bool | None = None
 
     @classmethod
     def failure(cls, error: str, *, attempts: int = 1, raw: str | None = None) -> Reading:

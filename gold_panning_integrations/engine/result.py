@@ -166,6 +166,22 @@ class PanningResult:
         return sum(x.attempts for r in self.rounds for x in r.readings)
 
     @property
+    def cache_hits(self) -> int:
+        """Prompts answered from the reader's reply cache (no model call)."""
+        return sum(1 for r in self.rounds for x in r.readings if x.cached is True)
+
+    @property
+    def cache_misses(self) -> int:
+        """Prompts the reader's reply cache did not hold (the model was asked)."""
+        return sum(1 for r in self.rounds for x in r.readings if x.cached is False)
+
+    @property
+    def calls_saved(self) -> int:
+        """Model calls the reply cache saved: one per hit (``calls`` counts every
+        prompt, cached or not, so a run plans the same rounds with the cache on)."""
+        return self.cache_hits
+
+    @property
     def prompt_tokens(self) -> int:
         """Prompt tokens reported by the provider over all rounds (0 if none reported)."""
         return sum(r.prompt_tokens for r in self.rounds)
@@ -221,6 +237,8 @@ class PanningResult:
             "stop_reason": self.stop_reason,
             "calls": self.calls,
             "attempts": self.attempts,
+            "cache_hits": self.cache_hits,
+            "cache_misses": self.cache_misses,
             "failed_rounds": self.failed_rounds,
             "invalid_labels": self.invalid_labels,
             "prompt_tokens": self.prompt_tokens,

@@ -9,6 +9,10 @@
 * :class:`SimulatedReader` — follows a detector profile exactly (tests, ablations);
   :mod:`.simulated` holds the package's other simulated and scripted readers.
 
+:class:`ReplyCache` (a reader's ``cache=``) and :class:`RateLimit` (its
+``requests_per_minute=``/``tokens_per_minute=``) are shared by every query through a
+reader; pass one ``ReplyCache`` to several readers to share it too.
+
 :func:`as_reader` turns whatever the user passed (a reader, a chat model, an LLM,
 ``"local"``) into a reader of the declared :class:`Reader` protocol, once, at the edge.
 Framework modules are imported only when needed, so importing this package does not
@@ -25,6 +29,8 @@ from ..engine.reading import Reader, Reading
 from ..engine.simulate import SimulatedReader
 from ._adapt import adapt_reader
 from ._base import BaseReader
+from ._cache import ReplyCache
+from ._limit import RateLimit
 from ._prompt import (
     DEFAULT_TEMPLATE,
     SYSTEM_PROMPT,
@@ -58,8 +64,10 @@ __all__ = [
     "OpenAIReader",
     "ParsedCitations",
     "PromptTemplate",
+    "RateLimit",
     "Reader",
     "Reading",
+    "ReplyCache",
     "SimulatedReader",
     "as_reader",
     "citation_json_schema",

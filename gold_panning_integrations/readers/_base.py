@@ -14,21 +14,26 @@ question and documents (a lone surrogate becomes U+FFFD instead of failing every
 request); the labels the panner passes; the empty-prompt shortcut (no model call);
 retries (:func:`._retry.with_retries`); the structured-to-text fallback; turning a reply
 into a :class:`~gold_panning_integrations.engine.reading.Reading` in cite or answer
-mode (raw output cut at :data:`._prompt.MAX_RAW_CHARS`); and a short ``repr``.
+mode (raw output cut at :data:`._prompt.MAX_RAW_CHARS`); the limits every query through
+the reader shares (calls in flight, requests and tokens per minute, :mod:`._limit`);
+the opt-in reply cache (:mod:`._cache`); and a short ``repr``.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import math
+import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, ClassVar, Literal
 
 from ..engine.reading import Reading
 from ..errors import CitationParseError
+from ._cache import ReplyCache, cache_key, make_cache
 from ._errors import Usage
-from ._limit import CallLimit
+from ._limit import CallLimit, RateLimit
 from ._prompt import (
     SYSTEM_PROMPT,
     PromptTemplate,
@@ -169,6 +174,18 @@ class BaseReader:
             event loops alike); further calls wait their turn, first come first served.
             ``1``: the reader takes no concurrent calls, and the panner sends a round's
             prompts one after another. None: no limit.
+        requests_per_minute: The most requests this reader sends in any 60-second
+            window, shared by every query through it (sync and async alike); further
+            calls wait (:class:`._limit.RateLimit`). None: no limit.
+        tokens_per_minute: The most tokens in any 60-second window: each request counts
+            an estimate before it is sent (:meth:`_token_estimate`: a token per 4
+            characters of the messages, plus ``max_tokens``), replaced by the prompt and
+            completion tokens the server reports once it answers. None: no limit.
+        cache: The reply cache (:class:`._cache.ReplyCache`): None or False (default:
+            none), True (in memory), a file path (in memory and in that SQLite file,
+            shared by threads and processes) or a ``ReplyCache`` (shared with other
+            readers). A prompt asked again with the same model and options is answered
+            from it: no call, ``Reading.cached`` True.
 
     Failures never raise from :meth:`read`/:meth:`aread` except permanent ones
     (:class:`~gold_panning_integrations.errors.FatalReaderError`, naming the reader, its
@@ -193,6 +210,9 @@ class BaseReader:
         max_chars_per_doc: int | None = None,
         structured: Structured = "auto",
         max_concurrency: int | None = DEFAULT_MAX_CONCURRENCY,
+        requests_per_minute: int | None = None,
+        tokens_per_minute: int | None = None,
+        cache: ReplyCache | str | os.PathLike[str] | bool | None = None,
     ) -> None:
         self.mode = check_mode(mode)
         self.template = template
@@ -204,6 +224,8 @@ class BaseReader:
         self.max_chars_per_doc = check_max_chars_per_doc(max_chars_per_doc)
         self.structured = check_structured(structured)
         self.call_limit = CallLimit(max_concurrency)
+        self.rate_limit = RateLimit(requests_per_minute, tokens_per_minute)
+        self.cache = make_cache(cache)
         self._use_structured = False
         self._warned_template = False
 
@@ -217,6 +239,16 @@ class BaseReader:
     def max_concurrency(self) -> int | None:
         """The most model calls in flight through this reader (None: no limit)."""
         return self.call_limit.limit
+
+    @property
+    def requests_per_minute(self) -> int | None:
+        """The most requests per 60-second window through this reader (None: no limit)."""
+        return self.rate_limit.requests_per_minute
+
+    @property
+    def tokens_per_minute(self) -> int | None:
+        """The most tokens per 60-second window through this reader (None: no limit)."""
+        return self.rate_limit.tokens_per_minute
 
     @property
     def uses_structured_output(self) -> bool:
@@ -362,20 +394,128 @@ class BaseReader:
     def _policy(self) -> RetryPolicy:
         return RetryPolicy(self.max_attempts, self.wait)
 
+    # ------------------------------------------------------------------ limits
+    def _token_estimate(self, prompt: Prompt) -> int:
+        """Tokens one request of ``prompt`` counts against ``tokens_per_minute`` before
+        the server reports usage: a token per 4 characters of the system and user
+        messages (rounded up), plus the completion budget (``max_tokens``, when the
+        reader has one)."""
+        budget = getattr(self, "max_tokens", None)
+        extra = budget if isinstance(budget, int) and not isinstance(budget, bool) else 0
+        return math.ceil((len(prompt.system) + len(prompt.user)) / 4) + extra
+
+    @staticmethod
+    def _spent(before: tuple[int | None, int | None], usage: Usage) -> int | None:
+        """Tokens reported between ``before`` and now (None when none were reported)."""
+        if usage.prompt_tokens == before[0] and usage.completion_tokens == before[1]:
+            return None
+        return (
+            (usage.prompt_tokens or 0) - (before[0] or 0) + (usage.completion_tokens or 0) - (before[1] or 0)
+        )
+
+    def _prepare(self, *, asynchronous: bool) -> None:
+        """Set up what a call needs (a client, a model) before the rate limit admits the
+        request, so the time it is counted at is the time it leaves; default: nothing."""
+
+    def _sent_reply(self, prompt: Prompt, usage: Usage, options: dict[str, Any]) -> Reply:
+        """:meth:`_reply` within the rate limit (the caller holds a concurrency slot)."""
+        if self.rate_limit.active:
+            self._prepare(asynchronous=False)
+        entry = self.rate_limit.acquire(self._token_estimate(prompt))
+        before = (usage.prompt_tokens, usage.completion_tokens)
+        try:
+            return self._reply(prompt, usage, options)
+        finally:
+            self.rate_limit.settle(entry, self._spent(before, usage))
+
+    async def _asent_reply(self, prompt: Prompt, usage: Usage, options: dict[str, Any]) -> Reply:
+        """Asynchronous :meth:`_sent_reply`."""
+        if self.rate_limit.active:
+            self._prepare(asynchronous=True)
+        entry = await self.rate_limit.aacquire(self._token_estimate(prompt))
+        before = (usage.prompt_tokens, usage.completion_tokens)
+        try:
+            return await self._areply(prompt, usage, options)
+        finally:
+            self.rate_limit.settle(entry, self._spent(before, usage))
+
+    # ------------------------------------------------------------------ cache
+    def _cache_identity(self) -> dict[str, Any]:
+        """Everything besides the messages that changes a reply (reader kind, model,
+        mode, structured output); readers add their endpoint and sampling options."""
+        return {
+            "reader": f"{type(self).__module__}.{type(self).__qualname__}",
+            "model": self.model_name,
+            "mode": self.mode,
+            "structured": self._use_structured and self.mode == "cite",
+        }
+
+    def _cache_key(self, prompt: Prompt) -> str | None:
+        return None if self.cache is None else cache_key(self._cache_identity(), prompt.as_dicts())
+
+    def _from_cache(self, key: str | None, prompt: Prompt) -> Reading | None:
+        """The reading of a cached reply (counted as a hit), or None (a miss)."""
+        if key is None or self.cache is None:
+            return None
+        stored = self.cache.get(key)
+        reading = None
+        if stored is not None:
+            reply = Reply(
+                text=stored.get("text"),
+                value=stored.get("value"),
+                finish_reason=stored.get("finish_reason"),
+                extra=dict(stored.get("extra") or {}),
+            )
+            try:
+                reading = self._reading(reply, prompt)
+            except CitationParseError:  # stored under other validation options: ask again
+                reading = None
+        self.cache.count(hit=reading is not None)
+        if reading is None:
+            return None
+        return replace(
+            reading,
+            attempts=0,
+            prompt_tokens=None,
+            completion_tokens=None,
+            cached=True,
+            extra={**reading.extra, "cache": "hit"},
+        )
+
+    def _to_cache(self, key: str | None, replies: list[Reply], reading: Reading) -> Reading:
+        """Store the reply behind a successful reading; mark the reading a miss."""
+        if key is None or self.cache is None:
+            return reading
+        if replies and not reading.failed:
+            r = replies[-1]
+            self.cache.put(
+                key, {"text": r.text, "value": r.value, "finish_reason": r.finish_reason, "extra": r.extra}
+            )
+        return replace(reading, cached=False)
+
+    # ------------------------------------------------------------------ reading
     def _read(
         self, question: str, documents: Sequence[Any], labels: Sequence[int] | None, **options: Any
     ) -> Reading:
         prompt = self.prompt(question, documents, labels=labels)
         if not prompt.documents:
             return no_documents_reading()
+        key = self._cache_key(prompt)
+        hit = self._from_cache(key, prompt)
+        if hit is not None:
+            return hit
+        replies: list[Reply] = []
 
         def attempt(usage: Usage) -> Reading:
             usage.calls += 1
             with self.call_limit.slot():
-                reply = self._reply(prompt, usage, options)
-            return self._reading(reply, prompt)
+                reply = self._sent_reply(prompt, usage, options)
+            reading = self._reading(reply, prompt)
+            replies.append(reply)
+            return reading
 
-        return with_retries(attempt, policy=self._policy(), what=repr(self))  # type: ignore[no-any-return]
+        reading = with_retries(attempt, policy=self._policy(), what=repr(self))
+        return self._to_cache(key, replies, reading)
 
     async def _aread(
         self, question: str, documents: Sequence[Any], labels: Sequence[int] | None, **options: Any
@@ -383,14 +523,29 @@ class BaseReader:
         prompt = self.prompt(question, documents, labels=labels)
         if not prompt.documents:
             return no_documents_reading()
+        key = self._cache_key(prompt)
+        on_disk = self.cache is not None and self.cache.path is not None
+        hit = (
+            await asyncio.to_thread(self._from_cache, key, prompt)
+            if on_disk
+            else self._from_cache(key, prompt)
+        )
+        if hit is not None:
+            return hit
+        replies: list[Reply] = []
 
         async def attempt(usage: Usage) -> Reading:
             usage.calls += 1
             async with self.call_limit.aslot():
-                reply = await self._areply(prompt, usage, options)
-            return self._reading(reply, prompt)
+                reply = await self._asent_reply(prompt, usage, options)
+            reading = self._reading(reply, prompt)
+            replies.append(reply)
+            return reading
 
-        return await with_retries(attempt, policy=self._policy(), what=repr(self))  # type: ignore[no-any-return]
+        reading = await with_retries(attempt, policy=self._policy(), what=repr(self))
+        if on_disk:
+            return await asyncio.to_thread(self._to_cache, key, replies, reading)
+        return self._to_cache(key, replies, reading)
 
     def read(
         self, question: str, documents: Sequence[Any], *, labels: Sequence[int] | None = None

@@ -16,7 +16,8 @@ __all__ = ["LexicalSimulatedReader", "add_reader_arguments", "make_reader"]
 
 
 def add_reader_arguments(p: argparse.ArgumentParser, *, default_mode: str | None = None) -> None:
-    """``--reader``, ``--model-path``, ``--base-url``, ``--model``, ``--api-key``, ``--mode``, ..."""
+    """``--reader``, ``--model-path``, ``--base-url``, ``--model``, ``--api-key``, ``--mode``,
+    ``--response-format``, ``--cache``, ``--requests-per-minute``, ..."""
     g = p.add_argument_group("reader")
     g.add_argument(
         "--reader",
@@ -37,6 +38,13 @@ def add_reader_arguments(p: argparse.ArgumentParser, *, default_mode: str | None
         help="answer: the model answers, supporting documents count as cited (default for local); "
         "cite: the model returns document numbers (default for openai)",
     )
+    g.add_argument(
+        "--response-format",
+        choices=("auto", "json_schema", "json_object", "text"),
+        default="auto",
+        help="output format asked of --reader openai in cite mode; auto (default): json_schema, falling "
+        "back to json_object, then text, when the server rejects one (remembered per endpoint)",
+    )
     g.add_argument("--temperature", type=float, default=0.0, help="sampling temperature (default 0)")
     g.add_argument("--threads", type=int, default=None, help="CPU threads for --reader local")
     g.add_argument(
@@ -50,6 +58,25 @@ def add_reader_arguments(p: argparse.ArgumentParser, *, default_mode: str | None
         type=_positive_int,
         default=None,
         help="attempts per reading, retries included (default 3; 1 for --reader local at temperature 0)",
+    )
+    g.add_argument(
+        "--cache",
+        default=None,
+        metavar="FILE",
+        help="reply cache file (SQLite, created when absent): a prompt asked again with the same model "
+        "and options is answered from it without a model call (default: no cache)",
+    )
+    g.add_argument(
+        "--requests-per-minute",
+        type=_positive_int,
+        default=None,
+        help="most requests to --reader openai in any 60-second window (default: no limit)",
+    )
+    g.add_argument(
+        "--tokens-per-minute",
+        type=_positive_int,
+        default=None,
+        help="most tokens (estimated, then as reported) to --reader openai in any 60-second window",
     )
     g.add_argument("--sim-profile", default="lost-in-the-middle", help=argparse.SUPPRESS)
 
@@ -87,6 +114,7 @@ def make_reader(args: argparse.Namespace, *, seed: int = 0) -> Any:
             temperature=args.temperature,
             seed=seed,
             max_attempts=getattr(args, "max_attempts", None),
+            cache=getattr(args, "cache", None),
         )
     if args.reader == "openai":
         if not args.model:
@@ -105,6 +133,10 @@ def make_reader(args: argparse.Namespace, *, seed: int = 0) -> Any:
             temperature=args.temperature,
             timeout=getattr(args, "timeout", 60.0),
             max_attempts=attempts if attempts is not None else 3,
+            response_format=getattr(args, "response_format", "auto"),
+            cache=getattr(args, "cache", None),
+            requests_per_minute=getattr(args, "requests_per_minute", None),
+            tokens_per_minute=getattr(args, "tokens_per_minute", None),
         )
     from ..profiles import load_profile
 

@@ -9,17 +9,23 @@ waiting out a Retry-After holds none.
 
 A cancelled async waiter leaves the queue (or hands back a slot it was granted while
 being cancelled), so cancellation never leaks a slot.
+
+:class:`RateLimit` is the other limit a reader holds: requests and tokens per minute,
+over a sliding window, shared the same way by every query through the reader.
 """
 
 from __future__ import annotations
 
 import asyncio
+import math
 import threading
+import time
 from collections import deque
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from contextlib import asynccontextmanager, contextmanager
+from dataclasses import dataclass
 
-__all__ = ["CallLimit", "check_max_concurrency"]
+__all__ = ["CallLimit", "RateLimit", "check_max_concurrency", "check_per_minute"]
 
 
 def check_max_concurrency(value: object) -> int | None:
@@ -157,3 +163,137 @@ class CallLimit:
             yield
         finally:
             self.release()
+
+
+# ------------------------------------------------------------------------- rate limits
+def check_per_minute(name: str, value: object) -> int | None:
+    """Validate a ``requests_per_minute``/``tokens_per_minute`` option: None (no
+    limit) or an int >= 1."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ValueError(
+            f"{name} must be an int >= 1 (per minute, shared by every query) or None, got {value!r}"
+        )
+    return value
+
+
+@dataclass
+class _Sent:
+    """One admitted request: when it was sent and the tokens it counts for."""
+
+    at: float
+    tokens: int
+
+
+class RateLimit:
+    """At most ``requests_per_minute`` requests and ``tokens_per_minute`` tokens in any
+    window of ``period`` seconds (60), shared by threads and event loops.
+
+    A request is admitted when the requests and tokens sent in the last ``period``
+    seconds, plus its own tokens, stay within the limits; otherwise the caller sleeps
+    until enough earlier requests leave the window, and tries again. Tokens are counted
+    twice over: before the call from an estimate (the caller's, see
+    :meth:`~._base.BaseReader._token_estimate`), then, once the server reports usage,
+    :meth:`settle` replaces the estimate with the tokens reported. A request whose
+    estimate alone exceeds ``tokens_per_minute`` is sent when the window is empty (else it
+    could never go). A reader takes its concurrency slot first and this limit second, so
+    the time recorded is the time the request leaves (a request admitted here and then
+    queued for a slot could otherwise crowd a later window).
+
+    Args:
+        requests_per_minute: Most requests per window; None: no limit.
+        tokens_per_minute: Most tokens per window; None: no limit.
+        period: The window in seconds (60; tests shrink it).
+        clock: Monotonic seconds (injectable, like the sleeps, so tests never wait).
+        sleep: Blocking sleep for :meth:`acquire`.
+        asleep: Awaitable sleep for :meth:`aacquire`.
+    """
+
+    def __init__(
+        self,
+        requests_per_minute: int | None = None,
+        tokens_per_minute: int | None = None,
+        *,
+        period: float = 60.0,
+        clock: Callable[[], float] = time.monotonic,
+        sleep: Callable[[float], object] = time.sleep,
+        asleep: Callable[[float], Awaitable[object]] = asyncio.sleep,
+    ) -> None:
+        self.requests_per_minute = check_per_minute("requests_per_minute", requests_per_minute)
+        self.tokens_per_minute = check_per_minute("tokens_per_minute", tokens_per_minute)
+        if isinstance(period, bool) or not isinstance(period, (int, float)) or not 0 < period < math.inf:
+            raise ValueError(f"period must be a number of seconds > 0, got {period!r}")
+        self.period = float(period)
+        self.clock = clock
+        self.sleep = sleep
+        self.asleep = asleep
+        self.waited = 0.0
+        """Seconds callers spent waiting for this limit, summed (threads and tasks)."""
+        self._lock = threading.Lock()
+        self._sent: deque[_Sent] = deque()
+
+    @property
+    def active(self) -> bool:
+        """True when a limit is set (otherwise :meth:`acquire` returns at once)."""
+        return self.requests_per_minute is not None or self.tokens_per_minute is not None
+
+    def _admit(self, tokens: int) -> tuple[float, _Sent | None]:
+        """``(0, entry)`` when a request of ``tokens`` may go now, else ``(seconds to wait,
+        None)``; called with the lock held."""
+        now = self.clock()
+        sent = self._sent
+        while sent and sent[0].at + self.period <= now:
+            sent.popleft()
+        wait = 0.0
+        rpm = self.requests_per_minute
+        if rpm is not None and len(sent) >= rpm:
+            wait = sent[len(sent) - rpm].at + self.period - now
+        tpm = self.tokens_per_minute
+        if tpm is not None and sent:
+            excess = sum(e.tokens for e in sent) + tokens - tpm
+            freed = 0
+            for e in sent:
+                if excess <= 0:
+                    break
+                freed += e.tokens
+                if freed >= excess:
+                    wait = max(wait, e.at + self.period - now)
+                    break
+        if wait > 0:
+            return wait, None
+        entry = _Sent(now, max(int(tokens), 0))
+        sent.append(entry)
+        return 0.0, entry
+
+    def acquire(self, tokens: int = 0) -> _Sent | None:
+        """Block until a request of ``tokens`` (estimated) may be sent; the returned
+        entry goes to :meth:`settle` once usage is known (None when no limit is set)."""
+        if not self.active:
+            return None
+        while True:
+            with self._lock:
+                wait, entry = self._admit(tokens)
+                self.waited += wait
+            if entry is not None:
+                return entry
+            self.sleep(wait)
+
+    async def aacquire(self, tokens: int = 0) -> _Sent | None:
+        """Asynchronous :meth:`acquire` (awaits instead of blocking the event loop)."""
+        if not self.active:
+            return None
+        while True:
+            with self._lock:
+                wait, entry = self._admit(tokens)
+                self.waited += wait
+            if entry is not None:
+                return entry
+            await self.asleep(wait)
+
+    def settle(self, entry: _Sent | None, tokens: int | None) -> None:
+        """Count ``tokens`` (reported by the server) for an admitted request instead of
+        its estimate; None (nothing reported) keeps the estimate."""
+        if entry is not None and tokens is not None:
+            with self._lock:
+                entry.tokens = max(int(tokens), 0)

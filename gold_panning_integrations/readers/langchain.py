@@ -134,6 +134,22 @@ def _base_url_of(model: Any) -> str | None:
     return None
 
 
+def _plain(value: Any) -> bool:
+    if value is None or isinstance(value, (str, int, float, bool)):
+        return True
+    if isinstance(value, (list, tuple)):
+        return all(_plain(v) for v in value)
+    if isinstance(value, dict):
+        return all(isinstance(k, str) and _plain(v) for k, v in value.items())
+    return False
+
+
+def _plain_fields(model: Any) -> dict[str, Any]:
+    """A model's fields that are plain JSON values (model name, temperature, ...), for
+    the reply cache's key: clients, callbacks and secrets are left out."""
+    return {k: v for k, v in sorted(vars(model).items()) if not k.startswith("_") and _plain(v)}
+
+
 class ChatModelReader(BaseReader):
     """Ask a LangChain chat model which shown documents answer the question.
 
@@ -160,6 +176,11 @@ class ChatModelReader(BaseReader):
             fails with an error saying so. Not applied to a callable ``template``.
         max_concurrency: The most model calls in flight through this reader, shared by
             every query that uses it (None: no limit); see :class:`._base.BaseReader`.
+        requests_per_minute: The most requests in any 60-second window, shared by every
+            query through this reader (None: no limit; see :class:`._base.BaseReader`).
+        tokens_per_minute: The most tokens in any 60-second window (None: no limit).
+        cache: A reply cache (True, a file path or a ``ReplyCache``; see
+            :class:`._base.BaseReader`).
     """
 
     def __init__(
@@ -176,6 +197,9 @@ class ChatModelReader(BaseReader):
         config: RunnableConfig | None = None,
         max_chars_per_doc: int | None = None,
         max_concurrency: int | None = DEFAULT_MAX_CONCURRENCY,
+        requests_per_minute: int | None = None,
+        tokens_per_minute: int | None = None,
+        cache: Any = None,
     ) -> None:
         if not is_chat_runnable(chat_model):
             raise TypeError(
@@ -192,6 +216,9 @@ class ChatModelReader(BaseReader):
             max_chars_per_doc=max_chars_per_doc,
             max_concurrency=max_concurrency,
             structured=structured,
+            requests_per_minute=requests_per_minute,
+            tokens_per_minute=tokens_per_minute,
+            cache=cache,
         )
         self.chat_model = chat_model
         self.config = config
@@ -224,6 +251,18 @@ class ChatModelReader(BaseReader):
         wrapper = "" if self.chat_model is self._inner else f", runnable={type(self.chat_model).__name__}"
         url = self.base_url
         return f"{wrapper}, chat_model={type(self._inner).__name__}" + (f", base_url={url!r}" if url else "")
+
+    def _cache_identity(self) -> dict[str, Any]:
+        params: Any = repr(self.chat_model)
+        if self._inner is not None:
+            try:  # LangChain's own cache key (no secrets) and the model's plain fields
+                params = [self._inner._get_llm_string(), _plain_fields(self._inner)]
+            except Exception:  # noqa: BLE001 - a model that cannot describe itself: its repr
+                params = repr(self._inner)
+        wrapper = None
+        if self.chat_model is not self._inner:
+            wrapper = [type(self.chat_model).__name__, getattr(self.chat_model, "kwargs", None)]
+        return {**super()._cache_identity(), "params": params, "wrapper": wrapper, "base_url": self.base_url}
 
     def _make_structured(self) -> Runnable | None:
         if self.chat_model is not self._inner:

@@ -137,6 +137,11 @@ class LlamaIndexLLMReader(BaseReader):
             fails with an error saying so. Not applied to a callable ``template``.
         max_concurrency: The most model calls in flight through this reader, shared by
             every query that uses it (None: no limit); see :class:`._base.BaseReader`.
+        requests_per_minute: The most requests in any 60-second window, shared by every
+            query through this reader (None: no limit; see :class:`._base.BaseReader`).
+        tokens_per_minute: The most tokens in any 60-second window (None: no limit).
+        cache: A reply cache (True, a file path or a ``ReplyCache``; see
+            :class:`._base.BaseReader`).
     """
 
     def __init__(
@@ -152,6 +157,9 @@ class LlamaIndexLLMReader(BaseReader):
         attribution: Any = None,
         max_chars_per_doc: int | None = None,
         max_concurrency: int | None = DEFAULT_MAX_CONCURRENCY,
+        requests_per_minute: int | None = None,
+        tokens_per_minute: int | None = None,
+        cache: Any = None,
     ) -> None:
         if not isinstance(llm, LLM):
             raise TypeError(f"LlamaIndexLLMReader needs a llama_index.core LLM, got {type(llm).__name__}")
@@ -165,6 +173,9 @@ class LlamaIndexLLMReader(BaseReader):
             max_chars_per_doc=max_chars_per_doc,
             max_concurrency=max_concurrency,
             structured=structured,
+            requests_per_minute=requests_per_minute,
+            tokens_per_minute=tokens_per_minute,
+            cache=cache,
         )
         self.llm = llm
         if self.mode == "answer" or structured is False:
@@ -188,6 +199,13 @@ class LlamaIndexLLMReader(BaseReader):
             return False
         mode = getattr(self.llm, "pydantic_program_mode", PydanticProgramMode.DEFAULT)
         return mode not in (None, PydanticProgramMode.DEFAULT)
+
+    def _cache_identity(self) -> dict[str, Any]:
+        try:  # the LLM's serialised fields (model, temperature, ...), as LlamaIndex writes them
+            params: Any = self.llm.to_json()
+        except Exception:  # noqa: BLE001 - a field that does not serialise: use the repr
+            params = repr(self.llm)
+        return {**super()._cache_identity(), "params": params}
 
     @property
     def model_name(self) -> str:

@@ -28,6 +28,7 @@ from typing import Any
 
 from ..errors import MissingExtraError, ReaderError
 from ._base import BaseReader, Mode, Prompt, Reply
+from ._cache import ReplyCache
 from ._errors import Usage
 from ._prompt import PromptTemplate, citation_json_schema
 from ._retry import Wait
@@ -126,6 +127,9 @@ class LocalReader(BaseReader):
         max_chars_per_doc: Longest document text shown, in characters (None: no limit).
         constrained: In cite mode, constrain decoding to the citation JSON schema.
         model_name: Name recorded in profiles; default from the file name.
+        cache: A reply cache (True, a file path or a ``ReplyCache``; see
+            :class:`._base.BaseReader`), keyed on the model file, the messages,
+            temperature, max tokens, seed, constrained decoding and ``n_ctx``.
 
     Raises:
         MissingExtraError: llama-cpp-python, or the default model's package, is not
@@ -151,6 +155,7 @@ class LocalReader(BaseReader):
         max_chars_per_doc: int | None = None,
         constrained: bool = True,
         model_name: str | None = None,
+        cache: ReplyCache | str | os.PathLike[str] | bool | None = None,
     ) -> None:
         if temperature < 0:
             raise ValueError(f"temperature must be >= 0, got {temperature!r}")
@@ -164,6 +169,7 @@ class LocalReader(BaseReader):
             max_chars_per_doc=max_chars_per_doc,
             structured=False,
             max_concurrency=1,  # one llama.cpp context in this process: one call at a time
+            cache=cache,
         )
         if n_ctx is not None and n_ctx < 64:
             raise ValueError(f"n_ctx must be >= 64 or None, got {n_ctx!r}")
@@ -196,6 +202,19 @@ class LocalReader(BaseReader):
         if self._default_model or self.model_path is None:
             return DEFAULT_MODEL_NAME
         return self.model_path.name.removesuffix(".gguf")
+
+    def _cache_identity(self) -> dict[str, Any]:
+        path = self.model_path
+        size = path.stat().st_size if path is not None and path.is_file() else None
+        return {
+            **super()._cache_identity(),
+            "model_file": [path.name if path is not None else None, size],
+            "temperature": self.temperature,
+            "max_tokens": self.max_tokens,
+            "seed": self.seed,
+            "constrained": self.constrained,
+            "n_ctx": self.fixed_ctx,
+        }
 
     @property
     def recommended_profile(self) -> str | None:  # type: ignore[override]

@@ -10,8 +10,11 @@ whole request (:mod:`._http`); redirects to another host are never followed.
 Output format negotiation (``response_format="auto"``): the reader first asks for
 ``{"type": "json_schema"}`` with the citation schema, falls back to
 ``{"type": "json_object"}`` and then to plain text with JSON extracted from it when
-the server rejects the stricter form (HTTP 400/422 mentioning the response format, or
-501). The level that worked is remembered per reader, so later rounds do not probe again.
+the server rejects the stricter form: HTTP 501, or a 400, 422 or 500 whose message
+names the response format (llama-cpp-python's server answers ``json_schema`` with a 500
+validation error). The level that worked is remembered per endpoint (base URL and
+model) for the life of the process, so later rounds, queries and readers on that
+endpoint do not probe again; one warning is logged when an endpoint falls back.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ import asyncio
 import logging
 import math
 import os
+import threading
 import weakref
 from typing import Any, Literal
 
@@ -27,12 +31,13 @@ from typing_extensions import Self
 
 from ..errors import CitationParseError, FatalReaderError, ReaderError
 from ._base import DEFAULT_MAX_CONCURRENCY, BaseReader, Mode, Prompt, Reply
+from ._cache import ReplyCache
 from ._errors import Usage, classify_error
 from ._http import deadline, make_async_http_client, make_http_client
 from ._prompt import PromptTemplate, attach_raw, citation_json_schema, truncate
 from ._retry import Wait
 
-__all__ = ["RESPONSE_FORMATS", "OpenAIReader"]
+__all__ = ["RESPONSE_FORMATS", "OpenAIReader", "forget_endpoint_formats"]
 
 logger = logging.getLogger(__name__)
 
@@ -49,13 +54,30 @@ _FORMAT_WORDS = ("response_format", "json_schema", "json_object", "response form
 
 
 def _is_format_rejection(err: BaseException) -> bool:
+    """True when the server refused the requested ``response_format``: HTTP 501, or a
+    400/422/500 whose message names the response format (llama-cpp-python's server
+    answers an unknown ``type`` with a 500 carrying FastAPI's validation error, "Input
+    should be 'text' or 'json_object'"). Any other 500 is a server error, retried."""
     status = getattr(err, "status_code", None)
     if status == 501:
         return True
-    if status not in (400, 422):
+    if status not in (400, 422, 500):
         return False
     text = f"{getattr(err, 'message', '')} {getattr(err, 'body', '')} {err}".lower()
     return any(w in text for w in _FORMAT_WORDS)
+
+
+_ENDPOINT_LEVELS: dict[tuple[str, str], int] = {}
+"""The weakest response format an endpoint needed so far, per ``(base URL, model)``, as
+an index into :data:`RESPONSE_FORMATS`: every ``"auto"`` reader of this process on that
+endpoint starts there instead of probing again."""
+_ENDPOINT_LOCK = threading.Lock()
+
+
+def forget_endpoint_formats() -> None:
+    """Forget every endpoint's negotiated response format (the next reader probes again)."""
+    with _ENDPOINT_LOCK:
+        _ENDPOINT_LEVELS.clear()
 
 
 def _content_text(content: Any) -> str | None:
@@ -116,6 +138,14 @@ class OpenAIReader(BaseReader):
             fails with an error saying so. Not applied to a callable ``template``.
         max_concurrency: The most model calls in flight through this reader, shared by
             every query that uses it (None: no limit); see :class:`._base.BaseReader`.
+        requests_per_minute: The most requests in any 60-second window, shared by every
+            query through this reader (None: no limit); a rejected response format's
+            retry counts too.
+        tokens_per_minute: The most tokens in any 60-second window (estimated before a
+            request, then the reported usage; see :class:`._base.BaseReader`).
+        cache: A reply cache (True, a file path or a ``ReplyCache``; see
+            :class:`._base.BaseReader`), keyed on the model, base URL, messages,
+            temperature, top-p, max tokens, response format and extra body.
 
     Permanent failures (HTTP 401/403/404, a closed port, a redirect to another host or
     a redirect loop) raise :class:`~gold_panning_integrations.errors.FatalReaderError`
@@ -145,6 +175,9 @@ class OpenAIReader(BaseReader):
         extra_body: dict[str, Any] | None = None,
         max_chars_per_doc: int | None = None,
         max_concurrency: int | None = DEFAULT_MAX_CONCURRENCY,
+        requests_per_minute: int | None = None,
+        tokens_per_minute: int | None = None,
+        cache: ReplyCache | str | os.PathLike[str] | bool | None = None,
     ) -> None:
         super().__init__(
             mode=mode,
@@ -155,6 +188,9 @@ class OpenAIReader(BaseReader):
             attribution=attribution,
             max_chars_per_doc=max_chars_per_doc,
             max_concurrency=max_concurrency,
+            requests_per_minute=requests_per_minute,
+            tokens_per_minute=tokens_per_minute,
+            cache=cache,
         )
         if not isinstance(model, str) or not model:
             raise ValueError(f"model must be a non-empty model name, got {model!r}")
@@ -277,6 +313,24 @@ class OpenAIReader(BaseReader):
     def _repr_fields(self) -> str:
         return f", base_url={self.url!r}"
 
+    def _prepare(self, *, asynchronous: bool) -> None:
+        # the client is created (openai imported) before the request is admitted
+        if asynchronous:
+            self.async_client  # noqa: B018 - the running loop's client
+        else:
+            self.client  # noqa: B018
+
+    def _cache_identity(self) -> dict[str, Any]:
+        return {
+            **super()._cache_identity(),
+            "base_url": self._endpoint[0],
+            "temperature": self.temperature,
+            "top_p": self.top_p,
+            "max_tokens": self.max_tokens,
+            "response_format": self.response_format if self.mode == "cite" else None,
+            "extra_body": self.extra_body,
+        }
+
     # ------------------------------------------------------------------ requests
     def _response_format(self, level: int) -> dict[str, Any] | None:
         name = RESPONSE_FORMATS[level]
@@ -311,8 +365,20 @@ class OpenAIReader(BaseReader):
             kw["extra_body"] = self.extra_body
         return kw
 
+    @property
+    def _endpoint(self) -> tuple[str, str]:
+        """``(base URL, model)``: the key under which a negotiated format is remembered."""
+        url = getattr(self._client, "base_url", None) if self.base_url is None else None
+        return (str(url or self.url).rstrip("/"), self.model)
+
     def _level_now(self) -> int | None:
-        return None if self.mode == "answer" else self._level
+        if self.mode == "answer":
+            return None
+        if self.response_format == "auto":
+            with _ENDPOINT_LOCK:
+                known = _ENDPOINT_LEVELS.get(self._endpoint, 0)
+            self._level = max(self._level, known)
+        return self._level
 
     def _downgrade(self, level: int, err: BaseException, usage: Usage) -> int:
         """Next format level after a rejection (the rejected call is counted in ``usage``),
@@ -323,11 +389,21 @@ class OpenAIReader(BaseReader):
                 "use response_format='auto' to fall back to weaker formats",
                 status_code=getattr(err, "status_code", None),
             ) from err
-        logger.info(
-            "server rejected response_format %r; falling back to %r",
-            RESPONSE_FORMATS[level],
-            RESPONSE_FORMATS[level + 1],
-        )
+        endpoint = self._endpoint
+        with _ENDPOINT_LOCK:
+            learnt = _ENDPOINT_LEVELS.get(endpoint, 0) < level + 1
+            if learnt:
+                _ENDPOINT_LEVELS[endpoint] = level + 1
+        if learnt:  # one line per endpoint, however many calls were in flight
+            logger.warning(
+                "%s (model %r) rejected response_format %r (%s); falling back to %r for every "
+                "request to this endpoint (pass response_format= to choose one)",
+                endpoint[0],
+                endpoint[1],
+                RESPONSE_FORMATS[level],
+                f"HTTP {getattr(err, 'status_code', '?')}",
+                RESPONSE_FORMATS[level + 1],
+            )
         self._level = max(self._level, level + 1)
         usage.calls += 1
         return level + 1
@@ -374,6 +450,7 @@ class OpenAIReader(BaseReader):
                 if level is None or not _is_format_rejection(err):
                     raise
                 level = self._downgrade(level, err, usage)  # and try again at that level
+                self.rate_limit.acquire(self._token_estimate(prompt))  # the retry is a request too
             else:
                 return self._to_reply(resp, usage, level)
 
@@ -390,6 +467,7 @@ class OpenAIReader(BaseReader):
                 if level is None or not _is_format_rejection(err):
                     raise
                 level = self._downgrade(level, err, usage)  # and try again at that level
+                await self.rate_limit.aacquire(self._token_estimate(prompt))
             else:
                 return self._to_reply(resp, usage, level)
 
