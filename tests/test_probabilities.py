@@ -279,3 +279,48 @@ def test_llama_index_reports_p_none_in_an_event() -> None:
     assert nodes == []
     assert event.p_none == pytest.approx(result.p_none)
     assert (event.returned, event.panned) == (0, True)
+
+
+# ------------------------------------------------------------ calibrate --from-traces
+def _labelled_traces(path: Path, queries: int) -> Path:
+    """``queries`` labelled traces (one gold among 10) panned with a biased copy of the
+    profile the simulated reader follows, as JSONL."""
+    from gold_panning_integrations.calibration_sim import biased_profile, simulated_traces
+
+    true = DetectorProfile.bundled("lost-in-the-middle").resample(10)
+    start = biased_profile(true, tpr_scale=0.6, fpr_scale=2.0)
+    traces = simulated_traces(true, start, queries=queries, n=10, rounds=2, seed=3, labelled=True)
+    path.write_text("".join(json.dumps(t) + "\n" for t in traces))
+    return path
+
+
+@pytest.mark.parametrize("kind", ["platt", "isotonic"])
+def test_calibrate_from_labelled_traces_stores_a_map(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], kind: str
+) -> None:
+    from gold_panning_integrations.cli import main as cli_main
+
+    traces = _labelled_traces(tmp_path / "t.jsonl", 40)
+    out = tmp_path / "p.json"
+    assert (
+        cli_main(["calibrate", "--from-traces", str(traces), "--out", str(out), "--recalibrate", kind]) == 0
+    )
+    text = capsys.readouterr().out
+    assert "held-out calibration of the posteriors on 40 labelled queries" in text
+    m = DetectorProfile.load(out).recalibration_map
+    assert m is not None and m.kind == kind
+
+
+def test_calibrate_from_traces_without_a_map(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from gold_panning_integrations.cli import main as cli_main
+
+    traces = _labelled_traces(tmp_path / "t.jsonl", 40)
+    out = tmp_path / "p.json"
+    assert (
+        cli_main(["calibrate", "--from-traces", str(traces), "--out", str(out), "--recalibrate", "none"]) == 0
+    )
+    assert DetectorProfile.load(out).recalibration is None
+    few = _labelled_traces(tmp_path / "few.jsonl", 4)
+    assert cli_main(["calibrate", "--from-traces", str(few), "--out", str(out)]) == 0
+    assert "4 labelled traces: no recalibration map fitted" in capsys.readouterr().out
+    assert DetectorProfile.load(out).recalibration is None
