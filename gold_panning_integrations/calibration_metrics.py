@@ -12,6 +12,7 @@ Both weigh each bin's ``|mean probability - share relevant|`` by its share of th
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -159,7 +160,7 @@ class CalibrationSummary:
         return {k: getattr(self, k) for k in self.__dataclass_fields__}
 
 
-def summarize(queries: list[tuple[ArrayLike, ArrayLike]], *, bins: int = ECE_BINS) -> CalibrationSummary:
+def summarize(queries: Sequence[tuple[ArrayLike, ArrayLike]], *, bins: int = ECE_BINS) -> CalibrationSummary:
     """Calibration of per-document probabilities over queries.
 
     Args:
