@@ -60,10 +60,12 @@ def run(
     return res.posteriors["belief"], res.truth
 
 
-def describe(label: str, s: CalibrationSummary) -> None:
+def describe(label: str, s: CalibrationSummary, p: np.ndarray, y: np.ndarray) -> None:
+    """One table row; the last column is the mean p_none against the share of queries
+    with no relevant document (p_none's own calibration, on average)."""
     print(
         f"{label:58s} {s.ece:7.4f} {s.adaptive_ece:9.4f} {s.brier:7.4f}   {s.top_mean:.3f} / {s.top_accuracy:.3f}"
-        f"   {s.p_none_auroc:.3f}"
+        f"   {s.p_none_auroc:.3f}   {np.prod(1 - p, axis=1).mean():.3f} / {(~y.any(axis=1)).mean():.3f}"
     )
 
 
@@ -105,12 +107,15 @@ def main() -> None:
         ("  the paper's update (PanningConfig.paper())", PanningConfig.paper(), None),
     ]
     print(f"simulator: 20 documents, 0/1/2 relevant with p {COUNTS}, {q} queries, seed {seed}")
-    print(f"{'setting':58s} {'ECE':>7s} {'ECE(eq-n)':>9s} {'Brier':>7s}   top pick p / right   p_none AUROC")
+    print(
+        f"{'setting':58s} {'ECE':>7s} {'ECE(eq-n)':>9s} {'Brier':>7s}   top pick p / right   p_none AUROC"
+        "   mean p_none / share none"
+    )
     kept: dict[str, tuple[np.ndarray, np.ndarray]] = {}
     for label, cfg, mistakes in settings:
         p, y = run(cfg, queries=q, seed=seed, mistakes=mistakes)
         kept[label] = (p, y)
-        describe(label, summarize(list(zip(p, y))))
+        describe(label, summarize(list(zip(p, y))), p, y)
     print()
     print(
         "mis-specified profile (the panner believes TPR x0.5, FPR x2), defaults, Platt map fitted on other queries"
@@ -119,13 +124,16 @@ def main() -> None:
     train_p, train_y = run(d, queries=q // 2, seed=seed + 1, wrong=True)
     platt = fit_map(lo(train_p).ravel(), train_y.ravel(), kind="platt")
     iso = fit_map(lo(train_p).ravel(), train_y.ravel(), kind="isotonic")
-    describe("before the map", summarize(list(zip(p_w, y_w))))
+    describe("before the map", summarize(list(zip(p_w, y_w))), p_w, y_w)
     p_platt = platt.probabilities(lo(p_w))
     describe(
         f"after Platt (slope {platt.slope:.2f}, intercept {platt.intercept:+.2f})",
         summarize(list(zip(p_platt, y_w))),
+        p_platt,
+        y_w,
     )
-    describe("after isotonic", summarize(list(zip(iso.probabilities(lo(p_w)), y_w))))
+    p_iso = iso.probabilities(lo(p_w))
+    describe("after isotonic", summarize(list(zip(p_iso, y_w))), p_iso, y_w)
     print()
     print("choosing the map: held-out (5-fold) calibration on the mis-specified profile, mean of 5 draws")
     print(f"{'labelled queries':>16s}  {'map':9s} {'ECE':>7s} {'ECE(eq-n)':>9s} {'Brier':>7s}")
