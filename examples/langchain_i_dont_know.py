@@ -157,6 +157,7 @@ def main(argv: list[str] | None = None) -> int:
     questions = args.question or [record.question, UNANSWERED]
     gold_texts = {x.text for x in sample.passages if x.id == record.gold}
     reader, chat = models(args, gold_texts)
+    results: list[Any] = []  # every PanningResult, through the on_result hook
     retriever = GoldPanningRetriever(
         base_retriever=BM25sRetriever.from_documents(docs, k=args.n),
         reader=reader,
@@ -164,18 +165,22 @@ def main(argv: list[str] | None = None) -> int:
         min_relevance=args.min_relevance,  # passages below it never reach the generator
         expected_relevant=1,  # NQ: at most one gold passage per question
         seed=args.seed,
+        on_result=results.append,
     )
     chain = build_chain(retriever, chat)
     print(f"corpus: {len(docs)} Wikipedia passages (shipped NQ sample); BM25 top {args.n}")
     for question in questions:
         t1 = time.perf_counter()
-        passed, result = retriever.pan(question)
+        answer = chain.invoke(question).strip()
+        result = results[-1]
+        passed = int((result.posteriors >= args.min_relevance).sum())
         print(f"\nquestion: {question!r}")
         print(
-            f"  p_none={result.p_none:.3f}; {len(passed)} of {len(result.posteriors)} passages reach "
-            f"{args.min_relevance}; posteriors {[round(float(x), 3) for x in sorted(result.posteriors, reverse=True)]}"
+            f"  p_none={result.p_none:.3f}; {passed} of {len(result.posteriors)} passages reach "
+            f"{args.min_relevance}; posteriors {[round(float(x), 3) for x in sorted(result.posteriors, reverse=True)]}; "
+            f"{result.calls} calls"
         )
-        print(f"  chain answer: {chain.invoke(question).strip()!r} ({time.perf_counter() - t1:.1f}s)")
+        print(f"  chain answer: {answer!r} ({time.perf_counter() - t1:.1f}s)")
     print(f"total {time.perf_counter() - t0:.1f}s")
     return 0
 
