@@ -324,3 +324,20 @@ def test_calibrate_from_traces_without_a_map(tmp_path: Path, capsys: pytest.Capt
     assert cli_main(["calibrate", "--from-traces", str(few), "--out", str(out)]) == 0
     assert "4 labelled traces: no recalibration map fitted" in capsys.readouterr().out
     assert DetectorProfile.load(out).recalibration is None
+
+
+# ------------------------------------------------------------------ gold-panning run
+def test_run_flags_min_relevance_and_p_none(capsys: pytest.CaptureFixture[str]) -> None:
+    from gold_panning_integrations.cli import main as cli_main
+
+    args = ["run", "--demo", "--reader", "simulated", "--profile", "lost-in-the-middle", "--rounds", "1"]
+    assert cli_main([*args, "--json", "--k", "none", "--min-relevance", "1.0"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["selected"] == [] and out["selected_documents"] == []
+    assert out["p_none"] == pytest.approx(float(np.prod(1 - np.asarray(out["posteriors"]))), abs=1e-5)
+    assert cli_main([*args, "--min-relevance", "1.0"]) == 0
+    text = capsys.readouterr().out
+    assert "(none reaches min_relevance)" in text and "(p_none): " in text
+    with pytest.raises(SystemExit):
+        cli_main([*args, "--min-relevance", "1.5"])
+    assert "must be a number in [0, 1] or None, got '1.5'" in capsys.readouterr().err
