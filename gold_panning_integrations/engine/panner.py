@@ -35,7 +35,7 @@ from .config import PanningConfig
 from .policies import vote_ranking
 from .priors import retriever_prior_probs
 from .reading import Reading
-from .relevance import RecalibrationMap, recalibrate, select
+from .relevance import recalibrate, recalibration_of, select
 from .result import PanningResult, ProfileLike, RoundTrace, StopReason
 from .rounds import (
     BatchState,
@@ -617,13 +617,6 @@ class Panner:
                 readings = await _gather_all(one(w) for w in plan.windows)
             run.observe(plan, readings, time.perf_counter() - t0)
         return run.result()
-
-
-def recalibration_of(profile: Any) -> RecalibrationMap | None:
-    """The profile's recalibration map (its ``recalibration_map``, a
-    :class:`~.relevance.RecalibrationMap`), or None when it has none."""
-    found = getattr(profile, "recalibration_map", None)
-    return found if isinstance(found, RecalibrationMap) else None
 
 
 def _retriever_prior(

@@ -35,6 +35,7 @@ __all__ = [
     "RecalibrationMap",
     "p_none",
     "recalibrate",
+    "recalibration_of",
     "select",
 ]
 
@@ -225,3 +226,10 @@ def recalibrate(log_odds: ArrayLike, recalibration: RecalibrationMap | None) -> 
     if recalibration is None:
         return lo
     return logit(recalibration.probabilities(lo))
+
+
+def recalibration_of(profile: Any) -> RecalibrationMap | None:
+    """The profile's recalibration map (its ``recalibration_map``), or None when it has
+    none: what :class:`~.panner.Panner` applies to every probability it reports."""
+    found = getattr(profile, "recalibration_map", None)
+    return found if isinstance(found, RecalibrationMap) else None
