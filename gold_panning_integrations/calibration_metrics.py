@@ -141,6 +141,12 @@ class CalibrationSummary:
             query had one, or none had).
         rows: :func:`reliability_rows` (for a reliability diagram).
         bins: Bins used.
+        p_none_mean: Mean ``p_none`` over queries (against ``none_share``).
+        none_share: Share of queries with no relevant candidate.
+        threshold: The ``min_relevance`` of the next two figures.
+        precision_at_threshold: Share relevant among the pairs at ``threshold`` or more
+            (what ``min_relevance=threshold`` returns); None when no pair reaches it.
+        returned_at_threshold: Pairs at ``threshold`` or more.
     """
 
     pairs: int
@@ -154,13 +160,20 @@ class CalibrationSummary:
     p_none_auroc: float | None
     rows: list[dict[str, float]]
     bins: int = ECE_BINS
+    p_none_mean: float = 0.0
+    none_share: float = 0.0
+    threshold: float = 0.5
+    precision_at_threshold: float | None = None
+    returned_at_threshold: int = 0
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready."""
         return {k: getattr(self, k) for k in self.__dataclass_fields__}
 
 
-def summarize(queries: Sequence[tuple[ArrayLike, ArrayLike]], *, bins: int = ECE_BINS) -> CalibrationSummary:
+def summarize(
+    queries: Sequence[tuple[ArrayLike, ArrayLike]], *, bins: int = ECE_BINS, threshold: float = 0.5
+) -> CalibrationSummary:
     """Calibration of per-document probabilities over queries.
 
     Args:
@@ -168,6 +181,7 @@ def summarize(queries: Sequence[tuple[ArrayLike, ArrayLike]], *, bins: int = ECE
             whether it is relevant, both shape ``(n_q,)`` (queries with no candidate are
             skipped).
         bins: Bins of both ECEs.
+        threshold: The ``min_relevance`` whose precision is reported.
     """
     ps: list[NDArray[np.float64]] = []
     ys: list[NDArray[np.float64]] = []
@@ -189,6 +203,7 @@ def summarize(queries: Sequence[tuple[ArrayLike, ArrayLike]], *, bins: int = ECE
     p_all = np.concatenate(ps) if ps else np.zeros(0)
     y_all = np.concatenate(ys) if ys else np.zeros(0)
     mean, acc, gap = top_pick_gap(tops, rights)
+    passed = p_all >= threshold
     return CalibrationSummary(
         pairs=int(p_all.size),
         queries=len(tops),
@@ -201,4 +216,9 @@ def summarize(queries: Sequence[tuple[ArrayLike, ArrayLike]], *, bins: int = ECE
         p_none_auroc=auroc(nones, empty),
         rows=reliability_rows(p_all, y_all, bins=bins),
         bins=bins,
+        p_none_mean=float(np.mean(nones)) if nones else 0.0,
+        none_share=float(np.mean(empty)) if empty else 0.0,
+        threshold=threshold,
+        precision_at_threshold=float(y_all[passed].mean()) if passed.any() else None,
+        returned_at_threshold=int(passed.sum()),
     )

@@ -57,8 +57,12 @@ def test_summary_has_the_calibration_of_methods_with_scores() -> None:
     # top picks 0.9, 0.7, 0.6, all right
     assert (c["top_mean"], c["top_accuracy"], c["top_gap"]) == pytest.approx((0.7333, 1.0, -0.2667), abs=1e-4)
     assert c["p_none_auroc"] is None  # every query has a relevant candidate
+    # p_none: 0.1 * 0.9, 0.7 * 0.3, 0.4 * 0.8 -> mean 0.62 / 3; no query without a relevant one
+    assert (c["p_none_mean"], c["none_share"]) == pytest.approx((0.2067, 0.0), abs=1e-4)
+    # min_relevance=0.5 keeps 0.9, 0.7 and 0.6: all relevant
+    assert (c["returned_at_threshold"], c["precision_at_threshold"]) == (3, 1.0)
     md = C.format_markdown(s, rounds=1)
-    assert "| scored | 6 | 0.233 | " in md
+    assert "| scored | 6 | 0.233 | " in md and "| 0.21 / 0.00 | 3, 1.00 |" in md
 
 
 def _args(base_url: str, *extra: str) -> argparse.Namespace:

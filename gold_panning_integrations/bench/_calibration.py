@@ -50,12 +50,25 @@ def calibration(
 ) -> dict[str, Any] | None:
     """The calibration of ``method``'s probabilities (see the module doc), or None when
     its rows keep none: ``{"queries", "pairs", "ece", "adaptive_ece", "brier",
-    "top_mean", "top_accuracy", "top_gap", "p_none_auroc", "rows", "bins"}``."""
+    "top_mean", "top_accuracy", "top_gap", "p_none_auroc", "rows", "bins", "p_none_mean",
+    "none_share", "threshold", "precision_at_threshold", "returned_at_threshold"}``
+    (the precision of what ``min_relevance=0.5`` returns)."""
     pairs = row_pairs(rows, instances, method)
     if not pairs:
         return None
     d = summarize_pairs(pairs).to_dict()
-    for key in ("ece", "adaptive_ece", "brier", "top_mean", "top_accuracy", "top_gap", "p_none_auroc"):
+    for key in (
+        "ece",
+        "adaptive_ece",
+        "brier",
+        "top_mean",
+        "top_accuracy",
+        "top_gap",
+        "p_none_auroc",
+        "p_none_mean",
+        "none_share",
+        "precision_at_threshold",
+    ):
         if d[key] is not None:
             d[key] = round(float(d[key]), 4)
     return d
@@ -74,6 +87,8 @@ def calibration_table(summary: Mapping[str, Mapping[str, Any]], labels: Mapping[
         "Brier",
         "top pick: mean p / right",
         "p_none AUROC",
+        "mean p_none / share with none",
+        "at p >= 0.5: pairs, precision",
     ]
     lines = [
         "Calibration of the per-document probabilities over every (query, candidate) pair:",
@@ -83,9 +98,11 @@ def calibration_table(summary: Mapping[str, Mapping[str, Any]], labels: Mapping[
     ]
     for m, c in cal.items():
         auroc = "-" if c["p_none_auroc"] is None else f"{c['p_none_auroc']:.2f}"
+        prec = "-" if c["precision_at_threshold"] is None else f"{c['precision_at_threshold']:.2f}"
         lines.append(
             f"| {labels.get(m, m)} | {c['pairs']} | {c['ece']:.3f} | {c['adaptive_ece']:.3f} | {c['brier']:.3f} "
-            f"| {c['top_mean']:.2f} / {c['top_accuracy']:.2f} | {auroc} |"
+            f"| {c['top_mean']:.2f} / {c['top_accuracy']:.2f} | {auroc} | {c['p_none_mean']:.2f} / "
+            f"{c['none_share']:.2f} | {c['returned_at_threshold']}, {prec} |"
         )
     return lines
 
