@@ -23,11 +23,12 @@ import numpy as np
 
 from gold_panning_integrations import DetectorProfile
 from gold_panning_integrations.calibration_metrics import CalibrationSummary, summarize
-from gold_panning_integrations.calibration_sim import biased_profile
+from gold_panning_integrations.calibration_sim import biased_profile, simulated_traces
 from gold_panning_integrations.engine.beliefs import logit
 from gold_panning_integrations.engine.config import PanningConfig
 from gold_panning_integrations.engine.simulate import Mistakes, simulate
 from gold_panning_integrations.recalibration import cross_validate, fit_map
+from gold_panning_integrations.traces import learn_profile
 
 PROFILE = DetectorProfile.bundled("lost-in-the-middle")
 COUNTS = (0.2, 0.4, 0.4)
@@ -36,10 +37,20 @@ WRONG = biased_profile(PROFILE, tpr_scale=0.5, fpr_scale=2.0)
 
 
 def run(
-    config: PanningConfig, *, queries: int, seed: int, mistakes: Mistakes | None = None, wrong: bool = False
+    config: PanningConfig,
+    *,
+    queries: int,
+    seed: int,
+    mistakes: Mistakes | None = None,
+    wrong: bool = False,
+    learned: DetectorProfile | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Final posteriors and truth, each shape ``(queries, 20)``."""
-    kw: dict[str, Any] = {"decision_tpr": WRONG.tpr, "decision_fpr": WRONG.fpr} if wrong else {}
+    """Final posteriors and truth, each shape ``(queries, 20)``; the panner's rates are
+    the true ones, ``WRONG``'s, or ``learned``'s."""
+    decision = WRONG if wrong else learned
+    kw: dict[str, Any] = (
+        {} if decision is None else {"decision_tpr": decision.tpr, "decision_fpr": decision.fpr}
+    )
     res = simulate(
         PROFILE.tpr,
         PROFILE.fpr,
@@ -116,6 +127,17 @@ def main() -> None:
         p, y = run(cfg, queries=q, seed=seed, mistakes=mistakes)
         kept[label] = (p, y)
         describe(label, summarize(list(zip(p, y))), p, y)
+    learned = learn_profile(
+        simulated_traces(PROFILE.resample(20), PROFILE, queries=200, n=20, rounds=2, seed=11, labelled=True),
+        PROFILE,
+    ).profile
+    p, y = run(PanningConfig().with_profile(learned), queries=q, seed=seed, learned=learned)
+    describe(
+        f"profile learned from 200 labelled traces (fl {learned.false_leads:.3f}, br {learned.blind_rate:.3f})",
+        summarize(list(zip(p, y))),
+        p,
+        y,
+    )
     print()
     print(
         "mis-specified profile (the panner believes TPR x0.5, FPR x2), defaults, Platt map fitted on other queries"

@@ -83,3 +83,23 @@ def test_defaults_on_a_reader_without_mistakes_are_underconfident_until_recalibr
     assert after.ece <= 0.02
     assert abs(after.top_gap) <= 0.05
     assert after.p_none_auroc is not None and after.p_none_auroc >= 0.8
+
+
+def test_the_profile_learned_from_labelled_traces_is_calibrated() -> None:
+    # The user's path: label some queries, `calibrate --from-traces`. On 200 labelled
+    # traces of the mistake-free simulated reader the learned profile measures almost no
+    # repeated mistakes (false_leads 0.002, blind_rate 0.02), and with it and every other
+    # default the posteriors are probabilities (ECE 0.010, AUROC 0.97; docs/probabilities.md).
+    from gold_panning_integrations.calibration_sim import simulated_traces
+    from gold_panning_integrations.traces import learn_profile
+
+    traces = simulated_traces(
+        PROFILE.resample(20), PROFILE, queries=200, n=20, rounds=2, seed=11, labelled=True
+    )
+    learned = learn_profile(traces, PROFILE).profile
+    assert learned.false_leads is not None and learned.false_leads < 0.05
+    assert learned.blind_rate is not None and learned.blind_rate < 0.1
+    config = PanningConfig().with_profile(learned)
+    s = _summary(*_run(config, seed=7, decision_tpr=learned.tpr, decision_fpr=learned.fpr))
+    assert s.ece <= 0.02 and s.adaptive_ece <= 0.02
+    assert s.p_none_auroc is not None and s.p_none_auroc >= 0.8
