@@ -56,12 +56,14 @@ __all__ = [
     "ENGINE_OPTIONS",
     "PANNED_KEY",
     "POSTERIOR_KEY",
+    "P_NONE_KEY",
     "RANK_KEY",
     "RELEVANCE_KEY",
     "PanningOptions",
     "Ranked",
     "check_count",
     "check_items",
+    "check_limit",
     "describe",
     "describe_object",
     "describe_profile",
@@ -84,6 +86,9 @@ RANK_KEY = "gold_panning_rank"
 """Metadata key of the 1-based rank after panning."""
 PANNED_KEY = "gold_panning_panned"
 """Metadata key: False when no evidence was used (the order is the prior's)."""
+P_NONE_KEY = "gold_panning_p_none"
+"""Metadata key of the probability that none of the query's candidates is relevant (the
+same float on every returned document; :attr:`PanningResult.p_none`)."""
 RELEVANCE_KEY = "relevance_score"
 """Metadata key LangChain rerankers (Cohere, FlashRank, LLMListwiseRerank) use for their
 score; here the posterior again, so code written for them reads ours unchanged."""
@@ -101,6 +106,12 @@ def check_count(value: Any, *, name: str) -> int:
             f"got {value!r} ({type(value).__name__})"
         )
     return int(value)
+
+
+def check_limit(value: Any, *, name: str) -> int | None:
+    """:func:`check_count`, or None: no count limit (every document that passes
+    ``min_relevance`` and ``recall_target``)."""
+    return None if value is None else check_count(value, name=name)
 
 
 def check_items(items: Any, expected: type | tuple[type, ...], *, source: str, what: str) -> list[Any]:
@@ -330,15 +341,16 @@ class PanningOptions(_EngineOptions):
         # model_dump() goes through json.dumps too.
         return None if profile is None else profile.model_dump(mode="json")
 
-    def panning_config(self, k: int | None = None) -> PanningConfig:
+    def panning_config(self, k: Any = ...) -> PanningConfig:
         """The engine options this adapter runs with: ``config`` (or the defaults) with the
-        options set explicitly on this adapter laid over it, and ``k`` when given.
+        options set explicitly on this adapter laid over it, and ``k`` when given (an int,
+        or None for no count limit).
 
         Raises:
             ValueError: an option is invalid (the message names it and its value).
         """
         options = {name: getattr(self, name) for name in ENGINE_OPTIONS if name in self.model_fields_set}
-        if k is not None:
+        if k is not ...:
             options["k"] = k
         return PanningConfig.from_options(self.config, **options)
 
@@ -403,7 +415,7 @@ class PanningOptions(_EngineOptions):
                 "on_result callback %r raised; the panned documents are returned anyway", self.on_result
             )
 
-    def _panner(self, k: int, reader: Any = None) -> Panner:
+    def _panner(self, k: int | None, reader: Any = None) -> Panner:
         """A fresh engine panner per query (no state is shared between concurrent
         queries), with :meth:`panning_config` for this ``k``, the profile resolved once
         (:meth:`_get_profile`) and the reader resolved once (``reader`` overrides it)."""
@@ -419,7 +431,7 @@ class PanningOptions(_EngineOptions):
         question: str,
         texts: Sequence[str],
         *,
-        k: int,
+        k: int | None,
         scores: Sequence[float | None] | None,
         reader: Any = None,
     ) -> PanningResult:
@@ -435,7 +447,7 @@ class PanningOptions(_EngineOptions):
         question: str,
         texts: Sequence[str],
         *,
-        k: int,
+        k: int | None,
         scores: Sequence[float | None] | None,
         reader: Any = None,
     ) -> PanningResult:

@@ -46,7 +46,8 @@ def trace_record(
     Returns:
         ``{"type": "trace", "version", "n", "k", "policy", "prior_log_odds",
         "posteriors", "rounds": [{"round", "prompts": [{"docs", "positions", "span",
-        "cited", "failed"}]}]}``; ``docs``/``cited`` are input indices, ``positions``
+        "cited", "failed"}]}]}``, plus ``"raw_posteriors"`` (the update's posteriors
+        before the profile's recalibration map) when a map was applied; ``docs``/``cited`` are input indices, ``positions``
         the prompt positions of ``docs`` (same order), ``span`` the number of positions
         the prompt's profile had (relative depth of position ``j`` is ``j / (span - 1)``).
     """
@@ -85,6 +86,9 @@ def trace_record(
         "posteriors": [round(float(p), 6) for p in result.posteriors],
         "rounds": rounds,
     }
+    raw = getattr(result, "raw_log_odds", None)
+    if raw is not None:  # a recalibrated result: the update's own posteriors too
+        record["raw_posteriors"] = [round(float(1.0 / (1.0 + np.exp(-x))), 6) for x in raw]
     if relevant is not None:
         record["relevant"] = check_relevant(relevant, len(result.posteriors))
     return record
@@ -175,9 +179,9 @@ def _header_problem(obj: Any) -> str | None:
 def _numbers_problem(obj: dict[str, Any], n: int) -> str | None:
     """What is wrong with ``posteriors`` / ``prior_log_odds`` (each a list of ``n`` numbers;
     ``prior_log_odds`` may be null)."""
-    for key in ("posteriors", "prior_log_odds"):
+    for key in ("posteriors", "prior_log_odds", "raw_posteriors"):
         v = obj.get(key)
-        if v is None and key == "prior_log_odds":
+        if v is None and key != "posteriors":
             continue
         if (
             not isinstance(v, list)

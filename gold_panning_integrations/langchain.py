@@ -13,6 +13,7 @@ Example::
     docs = retriever.invoke("who got the first nobel prize in physics")
     docs[0].metadata["gold_panning_posterior"]   # probability the document is relevant
     docs[0].metadata["relevance_score"]          # the same, under LangChain's reranker key
+    docs[0].metadata["gold_panning_p_none"]      # probability that no candidate is relevant
 
     docs, result = retriever.pan("who got the first nobel prize in physics")
     result.rounds          # per-round trace: shown order, citations, tokens, seconds
@@ -54,6 +55,7 @@ except ImportError as err:  # only when langchain-core itself is missing
 from pydantic import ConfigDict, field_serializer, field_validator
 
 from ._adapter import (
+    P_NONE_KEY,
     PANNED_KEY,
     POSTERIOR_KEY,
     RANK_KEY,
@@ -61,6 +63,7 @@ from ._adapter import (
     PanningOptions,
     check_count,
     check_items,
+    check_limit,
     describe,
     describe_object,
     empty_result,
@@ -152,6 +155,7 @@ class _LangChainPanning(PanningOptions):
     @staticmethod
     def _to_documents(docs: Sequence[Document], result: PanningResult) -> list[Document]:
         out = []
+        p_none = result.p_none
         for r in ranked(result):
             src = docs[r.index]
             meta = {
@@ -159,6 +163,7 @@ class _LangChainPanning(PanningOptions):
                 POSTERIOR_KEY: r.posterior,
                 RANK_KEY: r.rank,
                 PANNED_KEY: result.panned,
+                P_NONE_KEY: p_none,
                 RELEVANCE_KEY: r.posterior,
             }
             out.append(src.model_copy(update={"metadata": meta}))
@@ -166,7 +171,7 @@ class _LangChainPanning(PanningOptions):
 
     # ---------------------------------------------------------------- panning
     def _pan_documents(
-        self, query: str, docs: Sequence[Document], *, k: int, callbacks: Callbacks = None
+        self, query: str, docs: Sequence[Document], *, k: int | None, callbacks: Callbacks = None
     ) -> PanningResult:
         """Pan ``docs`` (checked to be Documents) for ``query``; model calls report to
         ``callbacks`` when the reader is a LangChain chat model."""
@@ -176,7 +181,7 @@ class _LangChainPanning(PanningOptions):
         return self._run(query, [d.page_content for d in docs], k=k, scores=self._scores(docs), reader=reader)
 
     async def _apan_documents(
-        self, query: str, docs: Sequence[Document], *, k: int, callbacks: Callbacks = None
+        self, query: str, docs: Sequence[Document], *, k: int | None, callbacks: Callbacks = None
     ) -> PanningResult:
         """Asynchronous :meth:`_pan_documents` (the reader's ``aread``)."""
         if not docs:
@@ -196,8 +201,10 @@ class GoldPanningRetriever(BaseRetriever, _LangChainPanning):
     probability of relevance per document. ``invoke`` returns the top ``k`` documents
     (copies, original metadata kept) with ``gold_panning_posterior`` (float),
     ``relevance_score`` (the same float, the key LangChain rerankers use),
-    ``gold_panning_rank`` (1-based) and ``gold_panning_panned`` (False when no evidence
-    was used) added to their metadata.
+    ``gold_panning_rank`` (1-based), ``gold_panning_panned`` (False when no evidence
+    was used) and ``gold_panning_p_none`` (probability that no candidate of the query is
+    relevant) added to their metadata. With ``min_relevance`` a query may return fewer
+    than ``k`` documents, or none.
 
     The full :class:`~gold_panning_integrations.PanningResult` (posteriors of every base
     document, per-round trace, token counts, stop reason) is returned by :meth:`pan` /
@@ -217,14 +224,16 @@ class GoldPanningRetriever(BaseRetriever, _LangChainPanning):
     """The retriever whose documents are reranked, called with child callbacks; its
     order (and, with ``retriever_prior='score'``, scores) informs the prior."""
 
-    k: int = 4
+    k: int | None = 4
     """Number of documents to return, a positive int (override per call with
-    ``invoke(query, k=...)``)."""
+    ``invoke(query, k=...)``), or None for no count limit: every document that passes
+    ``min_relevance`` / ``recall_target``. Fewer (even none) are returned when those
+    options cut the list."""
 
     @field_validator("k", mode="before")
     @classmethod
-    def _check_k(cls, value: Any) -> int:
-        return check_count(value, name="k")
+    def _check_k(cls, value: Any) -> int | None:
+        return check_limit(value, name="k")
 
     @field_serializer("base_retriever")
     def _dump_base(self, base: BaseRetriever) -> Any:
@@ -258,7 +267,7 @@ class GoldPanningRetriever(BaseRetriever, _LangChainPanning):
 
         Extra keyword arguments are passed to the base retriever.
         """
-        kk = check_count(self.k if k is None else k, name="k")
+        kk = check_limit(self.k if k is None else k, name="k")
         sink = kwargs.pop(_RESULT_SINK, None)
         docs = self._base_documents(
             self.base_retriever.invoke(query, config={"callbacks": run_manager.get_child()}, **kwargs)
@@ -279,7 +288,7 @@ class GoldPanningRetriever(BaseRetriever, _LangChainPanning):
         **kwargs: Any,
     ) -> list[Document]:
         """Asynchronous retrieval: ``ainvoke`` on the base retriever, ``aread`` on the reader."""
-        kk = check_count(self.k if k is None else k, name="k")
+        kk = check_limit(self.k if k is None else k, name="k")
         sink = kwargs.pop(_RESULT_SINK, None)
         docs = self._base_documents(
             await self.base_retriever.ainvoke(query, config={"callbacks": run_manager.get_child()}, **kwargs)

@@ -26,6 +26,7 @@ try:
     from llama_index.core.bridge.pydantic import ConfigDict, Field, field_validator, model_validator
     from llama_index.core.callbacks import CBEventType, EventPayload
     from llama_index.core.instrumentation import get_dispatcher
+    from llama_index.core.instrumentation.events.base import BaseEvent
     from llama_index.core.instrumentation.events.rerank import ReRankEndEvent, ReRankStartEvent
     from llama_index.core.llms import LLM
     from llama_index.core.postprocessor.types import BaseNodePostprocessor
@@ -48,10 +49,29 @@ from ._adapter import (
 )
 from .engine import PanningResult
 
-__all__ = ["GoldPanningPostprocessor", "PannedNodes"]
+__all__ = ["GoldPanningPostprocessor", "PannedNodes", "PanningEndEvent"]
 
 logger = logging.getLogger(__name__)
 dispatcher = get_dispatcher(__name__)
+
+P_NONE_PAYLOAD = "gold_panning_p_none"
+"""Key of ``p_none`` in the legacy callback's RERANKING end payload."""
+
+
+class PanningEndEvent(BaseEvent):
+    """Sent through the LlamaIndex dispatcher after each panning, beside ``ReRankEndEvent``
+    (whose fields are fixed): what the nodes' scores alone cannot say."""
+
+    p_none: float
+    """Probability that no candidate node is relevant (``PanningResult.p_none``)."""
+    returned: int
+    """Nodes returned (fewer than ``top_n``, even none, with ``min_relevance``)."""
+    panned: bool
+    """False when no evidence was used (the order is the prior's)."""
+
+    @classmethod
+    def class_name(cls) -> str:
+        return "GoldPanningEndEvent"
 
 
 class PannedNodes(NamedTuple):
@@ -70,7 +90,11 @@ class GoldPanningPostprocessor(BaseNodePostprocessor, PanningOptions):
     so that the likeliest nodes sit where the model's citation is most informative (its
     detector profile); citations update a posterior probability of relevance per node.
     Returns the ``top_n`` nodes by posterior as new ``NodeWithScore`` objects whose
-    ``score`` is the posterior (the input list and its objects are not modified).
+    ``score`` is the posterior (the input list and its objects are not modified); with
+    ``min_relevance`` fewer than ``top_n`` nodes, or none, come back. The probability
+    that no node is relevant, ``p_none``, is on :meth:`pan`'s result, in the
+    ``GoldPanningEndEvent`` the dispatcher sends after ``ReRankEndEvent`` and in the
+    legacy callback's end payload: not in node metadata, which the response LLM reads.
 
     Emits LlamaIndex's ``ReRankStartEvent`` / ``ReRankEndEvent`` on the instrumentation
     dispatcher and a ``RERANKING`` event on the callback manager. The full
@@ -193,8 +217,9 @@ class GoldPanningPostprocessor(BaseNodePostprocessor, PanningOptions):
         ) as event:
             result = self._run(query_bundle.query_str, self._texts(nodes), k=n, scores=self._scores(nodes))
             out = self._to_nodes(nodes, result)
-            event.on_end(payload={EventPayload.NODES: out})
+            event.on_end(payload={EventPayload.NODES: out, P_NONE_PAYLOAD: result.p_none})
         dispatcher.event(ReRankEndEvent(nodes=out))
+        dispatcher.event(PanningEndEvent(p_none=result.p_none, returned=len(out), panned=result.panned))
         return PannedNodes(out, result)
 
     async def apan(
@@ -216,8 +241,9 @@ class GoldPanningPostprocessor(BaseNodePostprocessor, PanningOptions):
                 query_bundle.query_str, self._texts(nodes), k=n, scores=self._scores(nodes)
             )
             out = self._to_nodes(nodes, result)
-            event.on_end(payload={EventPayload.NODES: out})
+            event.on_end(payload={EventPayload.NODES: out, P_NONE_PAYLOAD: result.p_none})
         dispatcher.event(ReRankEndEvent(nodes=out))
+        dispatcher.event(PanningEndEvent(p_none=result.p_none, returned=len(out), panned=result.panned))
         return PannedNodes(out, result)
 
     def _postprocess_nodes(

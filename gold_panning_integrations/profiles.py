@@ -59,6 +59,7 @@ from ._profile_checks import (
 )
 from .engine.assignment import diagnosticity
 from .engine.curves import interpolate_grid, resample_curve
+from .engine.relevance import RecalibrationMap
 from .errors import ProfileError
 
 __all__ = [
@@ -203,8 +204,29 @@ class DetectorProfile(BaseModel):
     evidence_temperature: float | None = None
     """Divisor of every log-likelihood ratio (> 0) fitted for this reader; the panner's
     ``evidence_temperature`` when the options leave it to the profile. None: not fitted."""
+    recalibration: dict[str, Any] | None = None
+    """Monotone map from the panner's posterior log-odds to calibrated probabilities,
+    learned from labelled traces (``gold-panning calibrate --from-traces``):
+    ``{"kind": "platt", "slope", "intercept"}`` or ``{"kind": "isotonic", "x", "y"}``
+    (:class:`~gold_panning_integrations.engine.relevance.RecalibrationMap`). Applied to
+    every probability the panner reports. None: the posteriors as the update gives them."""
     extra: dict[str, Any] = Field(default_factory=dict)
     """Free-form metadata (how a value was fitted, calibration seeds, ...)."""
+
+    @field_validator("recalibration", mode="before")
+    @classmethod
+    def _recalibration(cls, value: Any) -> Any:
+        """A valid map (monotone, finite, probabilities in [0, 1]) or None."""
+        if value is None:
+            return None
+        if isinstance(value, RecalibrationMap):
+            return value.to_dict()
+        return RecalibrationMap.from_dict(value).to_dict()  # ValueError names the bad value
+
+    @property
+    def recalibration_map(self) -> RecalibrationMap | None:
+        """:attr:`recalibration` as a :class:`RecalibrationMap` (None: no map)."""
+        return None if self.recalibration is None else RecalibrationMap.from_dict(self.recalibration)
 
     @field_validator("schema_version")
     @classmethod

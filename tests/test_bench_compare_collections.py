@@ -159,6 +159,7 @@ def test_outputs_are_listed_in_the_summary(beir_result: tuple[dict[str, Any], Pa
         "runs/base.trec",
         "runs/gp-belief.trec",
         "runs/llamaindex-rankgpt.trec",
+        "probabilities/gp-belief.jsonl",
         "qrels.trec",
         "table.md",
         "summary.json",

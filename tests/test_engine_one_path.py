@@ -166,8 +166,8 @@ def test_attack_labels_must_be_integers(labels: tuple) -> None:
 @pytest.mark.parametrize(
     ("options", "pattern"),
     [
-        ({"k": 1.5}, r"k must be an int >= 1, got 1\.5"),
-        ({"k": True}, r"k must be an int >= 1, got True"),
+        ({"k": 1.5}, r"k must be an int >= 1 or None, got 1\.5"),
+        ({"k": True}, r"k must be an int >= 1 or None, got True"),
         ({"rounds": 0}, r"rounds must be an int >= 1, got 0"),
         ({"rounds": 2.0}, r"rounds must be an int >= 1, got 2\.0"),
         ({"max_calls": False}, r"max_calls must be an int >= 1 or None, got False"),
@@ -208,13 +208,13 @@ def test_unknown_option_is_a_type_error_listing_the_valid_ones() -> None:
 
 
 def test_bad_k_through_the_panner_names_the_value() -> None:
-    with pytest.raises(ValueError, match=r"k must be an int >= 1, got 1\.5"):
+    with pytest.raises(ValueError, match=r"k must be an int >= 1 or None, got 1\.5"):
         GoldPanner(None, PROFILE, k=1.5)
 
 
 def test_run_k_override_is_validated_too() -> None:
     panner = GoldPanner(SimulatedReader(PROFILE, {"d1"}, rng=0), PROFILE, rounds=1)
-    with pytest.raises(ValueError, match=r"k must be an int >= 1, got 0"):
+    with pytest.raises(ValueError, match=r"k must be an int >= 1 or None, got 0"):
         panner.run("q", DOCS, k=0)
 
 

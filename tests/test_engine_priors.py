@@ -103,7 +103,7 @@ def test_the_prior_options_are_checked_like_every_option() -> None:
         ({"retriever_prior": "bm25"}, r"retriever_prior must be 'rank', 'score' or 'none', got 'bm25'"),
         ({"prior_top10_recall": 1.0}, r"prior_top10_recall must be a number in \(0, 1\), got 1\.0"),
         ({"prior_head_decay": 1.5}, r"prior_head_decay must be a number in \(0, 1\] or None, got 1\.5"),
-        ({"expected_relevant": 0}, r"expected_relevant must be an int >= 1 or None, got 0"),
+        ({"expected_relevant": 0}, r"expected_relevant must be a number > 0 or None, got 0"),
         ({"prior_temperature": 0.0}, r"prior_temperature must be a number > 0, got 0\.0"),
     ):
         with pytest.raises(ValueError, match=pattern):

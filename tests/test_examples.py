@@ -172,3 +172,14 @@ def test_posterior_calibration_example_on_the_embedded_model(tmp_path: Path) -> 
         assert row["accuracy"] in (0.0, 0.5, 1.0)
         assert 0.0 < row["mean_top_posterior"] < 1.0
         assert 0 <= row["wrong_picks_above_0.9"] <= 2
+
+
+# ------------------------------------------------------------------ "I don't know"
+def test_i_dont_know_example_offline(tmp_path: Path) -> None:
+    """min_relevance and p_none through an LCEL chain: the answered question reaches the
+    chat model, the question no passage answers gets "I don't know" (simulated reader)."""
+    out = _run("langchain_i_dont_know.py", tmp_path, "--reader", "simulated")
+    answers = [line for line in out.splitlines() if line.startswith("  chain answer: ")]
+    assert answers[0].startswith("  chain answer: '(simulated answer)'")
+    assert answers[1].startswith("  chain answer: \"I don't know")
+    assert "0 of 5 passages reach 0.5" in out

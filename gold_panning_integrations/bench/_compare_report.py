@@ -3,10 +3,13 @@
 Two tables: quality (nDCG@10, MRR@10, Recall@k with 95% intervals, top-1/top-3 when every
 query has one relevant document, and the paired nDCG@10 wins/losses/ties against the first
 stage) and cost (LLM calls, prompt and completion tokens, seconds per query, failures),
-then top-1 after each round for the panning methods. ``--out DIR`` receives one TREC run
+then top-1 after each round for the panning methods, then the calibration of the
+per-document probabilities (:mod:`._calibration`). ``--out DIR`` receives one TREC run
 file per method (``runs/<method>.trec``), the judgements scored (``qrels.trec``, so
 ``trec_eval qrels.trec runs/gp-belief.trec`` or ir-measures reproduce the numbers),
-``summary.json`` and ``table.md``, each written atomically (:mod:`..ir.runfile`):
+``summary.json``, ``table.md`` and, for the methods that give every candidate a
+probability, ``probabilities/<method>.jsonl`` (calibration recomputed with no model call),
+each written atomically (:mod:`..ir.runfile`):
 complete or not at all.
 """
 
@@ -19,11 +22,12 @@ from typing import Any
 
 from ..errors import MissingExtraError
 from ..ir.runfile import write_qrels, write_run, write_text_atomic
+from ._calibration import calibration_table, plot_reliability, write_probabilities
 from ._instances import CompareInstance
 from ._methods import LABELS
 from ._scoring import method_rankings
 
-__all__ = ["format_markdown", "plot_compare", "write_outputs"]
+__all__ = ["format_markdown", "plot_compare", "reliability_path", "write_outputs"]
 
 _QUALITY = (("ndcg@10", "nDCG@10"), ("mrr@10", "MRR@10"))
 
@@ -143,6 +147,9 @@ def format_markdown(
             lines.append(
                 f"| {labels.get(m, m)} | " + " | ".join(f"{x:.2f}" for x in summary[m]["per_round"]) + " |"
             )
+    cal = calibration_table(summary, labels)
+    if cal:
+        lines += ["", *cal]
     if notes:
         lines += ["", *[f"- {n}" for n in notes]]
     return "\n".join(lines)
@@ -171,6 +178,7 @@ def write_outputs(
         ranks = method_rankings(rows, instances, m, top_n=top_n)
         if ranks:
             written.append(write_run(root / "runs" / f"{m}.trec", ranks, tag=m))
+    written += write_probabilities(root, rows, instances, methods)
     written.append(write_qrels(root / "qrels.trec", qrels))
     written.append(write_text_atomic(root / "table.md", markdown + "\n"))
     files = [str(p.relative_to(root)) for p in written] + ["summary.json"]
@@ -182,7 +190,8 @@ def write_outputs(
 def plot_compare(summary: Mapping[str, Mapping[str, Any]], path: str | Path, *, title: str = "") -> None:
     """Top-1 accuracy (nDCG@10 when queries have several relevant documents) against
     prompt tokens per query, one marker per method (95% CI bars); panning methods also as
-    a curve through their top-1 by round."""
+    a curve through their top-1 by round. With a method that keeps per-document
+    probabilities, also their reliability diagram at :func:`reliability_path`."""
     try:
         import matplotlib
 
@@ -210,3 +219,10 @@ def plot_compare(summary: Mapping[str, Mapping[str, Any]], path: str | Path, *, 
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     plt.close(fig)
+    plot_reliability(summary, reliability_path(path), labels=LABELS, title=title)
+
+
+def reliability_path(path: str | Path) -> Path:
+    """Where ``--plot PATH`` puts the reliability diagram: ``<stem>-reliability<suffix>``."""
+    p = Path(path)
+    return p.with_name(f"{p.stem}-reliability{p.suffix or '.png'}")

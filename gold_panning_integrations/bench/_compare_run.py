@@ -142,7 +142,8 @@ def run_compare(
         "top1", "top3", "gold_rank" (on the completed ranking), "ranking_len",
         "per_round", "round_tokens", "calls", "prompt_tokens", "completion_tokens",
         "http_errors", "usage_missing", "seconds", "error", "error_message", "unusable",
-        "same_as_base", "note"}`` in (instance, method) order.
+        "same_as_base", "note", "scores"}`` in (instance, method) order; ``scores`` is the
+        method's probability of relevance per candidate (None for a method without one).
     """
     usage = usage or _NoUsage()
     ck = _Checkpoint(checkpoint, meta or {}) if checkpoint is not None else None
@@ -202,6 +203,7 @@ def run_compare(
                     "unusable": int(out.unusable),
                     "same_as_base": name != "base" and bool(out.ranking) and full[:3] == base_top,
                     "note": out.note,
+                    "scores": out.scores,
                     **{k: after[k] - before[k] for k in after},
                 }
                 rows.append(row)
@@ -290,7 +292,9 @@ def summarize(
 
     With ``instances`` and ``qrels`` every method is also scored on its full ranking
     (:func:`~._scoring.score_methods`: nDCG@10, MRR@10, Recall@``recall_k`` with 95%
-    intervals, and ``vs_first_stage``, the paired differences against ``base``); when a
+    intervals, and ``vs_first_stage``, the paired differences against ``base``) and, for
+    a method whose rows keep per-document probabilities, their ``calibration``
+    (:func:`~._calibration.calibration`); when a
     query has several relevant documents, top-1/top-3 are ``None`` (they are reported
     for one relevant document per query).
 
@@ -311,6 +315,7 @@ def summarize(
             out[m] = _summarize_method([r for r in rows if r["method"] == m], m)
     if instances is not None and qrels is not None:
         from ..ir.metrics import single_relevant
+        from ._calibration import calibration
         from ._scoring import score_methods
 
         ran = [m for m in methods if m not in skipped]
@@ -327,6 +332,9 @@ def summarize(
         single = single_relevant(qrels, relevance_level=relevance_level)
         for m in ran:
             out[m].update(scores.get(m, {}))
+            cal = calibration(rows, instances, m)
+            if cal is not None:
+                out[m]["calibration"] = cal
             if not single:
                 out[m].update(
                     {

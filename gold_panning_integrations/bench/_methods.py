@@ -138,6 +138,8 @@ class MethodOutcome:
             shape ``(rounds,)``.
         unusable: Model outputs that could not be used (failed rounds, empty results).
         note: Free text for the checkpoint (e.g. the stop reason).
+        scores: Probability of relevance of every input document, in [0, 1], shape
+            ``(n,)`` (the panning methods' posteriors); None for a method without one.
     """
 
     ranking: list[int]
@@ -145,6 +147,7 @@ class MethodOutcome:
     round_tokens: list[int] | None = None
     unusable: int = 0
     note: str | None = None
+    scores: list[float] | None = None
 
 
 MethodFn = Callable[[CompareInstance], MethodOutcome]
@@ -230,6 +233,7 @@ def panning_method(
             round_tokens=toks,
             unusable=res.failed_rounds,
             note=res.stop_reason,
+            scores=[round(float(p), 6) for p in res.posteriors],
         )
 
     run.__name__ = name

@@ -311,7 +311,10 @@ def register(sub: Any) -> None:
     )
     p.add_argument("--json", action="store_true", help="print one JSON object instead of the tables")
     p.add_argument(
-        "--plot", default=None, help="write accuracy vs prompt tokens here (PNG; needs matplotlib)"
+        "--plot",
+        default=None,
+        help="write accuracy vs prompt tokens here (PNG; needs matplotlib), and the reliability diagram "
+        "of the panning methods' probabilities beside it (<name>-reliability.png)",
     )
     p.set_defaults(func=main)
 

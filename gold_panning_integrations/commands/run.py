@@ -234,7 +234,7 @@ def main(args: argparse.Namespace) -> int:
 
         plot_belief_trajectories(result, args.plot, highlight=truth or ())
     final = None
-    if not args.no_final_answer and hasattr(reader, "answer"):
+    if not args.no_final_answer and hasattr(reader, "answer") and result.selected.size:
         final = reader.answer(question, [docs[i] for i in result.selected])
     final = final or result.answer
     if args.json:
@@ -417,6 +417,9 @@ def _print_trace(
         )
     for i in result.selected:
         print(f"  #{int(i):<4d} p={result.posteriors[i]:.3f}  {_short(docs[i], 100)}")
+    if not result.selected.size:
+        print("  (none reaches min_relevance)")
+    print(f"probability that no document is relevant (p_none): {result.p_none:.3f}")
     print(f"answer: {answer if answer else '(none)'}")
 
 

@@ -97,7 +97,7 @@ def logit(p: ArrayLike) -> NDArray[np.float64]:
 def initial_log_odds(
     n: int,
     *,
-    k: int = 1,
+    k: float = 1,
     prior: PriorSpec = "base-rate",
     prior_probs: ArrayLike | None = None,
     prior_log_odds: ArrayLike | None = None,
@@ -106,7 +106,8 @@ def initial_log_odds(
 
     Args:
         n: Number of documents.
-        k: Expected number of relevant documents (used by the base-rate prior).
+        k: Expected number of relevant documents (used by the base-rate prior; may be
+            below 1 when some questions have none).
         prior: ``"base-rate"`` starts every document at probability ``min(k/n, 0.5)``
             so that reported posteriors are probabilities of relevance;
             ``"uniform"`` starts every document at 0.5 as in the paper (GP-Belief's
@@ -148,7 +149,7 @@ def initial_log_odds(
     if prior == "base-rate":
         if n == 0:
             return np.zeros(0, dtype=np.float64)
-        p0 = min(max(k, 1) / n, 0.5)
+        p0 = min(max(k, 1e-6) / n, 0.5)
         return np.full(n, float(logit(p0)), dtype=np.float64)
     raise ValueError(f"prior must be 'base-rate' or 'uniform', got {prior!r}")
 

@@ -153,6 +153,12 @@ def _rate_in_unit(value: Any) -> str | None:
     return None if value is None or (_is_real(value) and 0.0 <= value < 1.0) else "a number in [0, 1) or None"
 
 
+def _unit_interval(value: Any) -> str | None:
+    return (
+        None if value is None or (_is_real(value) and 0.0 <= value <= 1.0) else "a number in [0, 1] or None"
+    )
+
+
 def _flag(value: Any) -> str | None:
     return None if isinstance(value, bool) else "True or False"
 
@@ -276,10 +282,12 @@ class PanningConfig:
         "``copies`` ranks alike, so only the top shuffle and the labels differ.",
         choices=typing.get_args(Spread),
     )
-    k: int = option(
+    k: int | None = option(
         1,
-        "Number of relevant documents to select, the top-k (an int >= 1).",
-        check=_int_at_least(1),
+        "Number of documents to select, the top-k (an int >= 1), or None for no count "
+        "limit: every document that passes ``min_relevance`` and ``recall_target`` (all of "
+        "them when neither is set).",
+        check=_int_at_least(1, optional=True),
     )
     policy: str = option(
         "belief",
@@ -340,12 +348,27 @@ class PanningConfig:
         check=_number_in(0.0, 1.0, high_closed=True),
         profile_default=DEFAULT_HEAD_DECAY,
     )
-    expected_relevant: int | None = option(
+    expected_relevant: float | None = option(
         None,
-        "How many relevant documents a question usually has among those given (>= 1): the "
-        "prior's total mass, so posteriors read as probabilities. None: ``k``. Set 1 for "
+        "How many relevant documents a question has on average among those given (> 0, "
+        "below 1 when some questions have none): the prior's total mass, so posteriors "
+        "read as probabilities. None: ``k`` (1 when ``k`` is None). Set 1 for "
         "single-answer questions when selecting several documents.",
-        check=_int_at_least(1, optional=True),
+        check=_number_in(0.0, None),
+    )
+    min_relevance: float | None = option(
+        None,
+        "Return only documents whose probability of relevance is at least this, in [0, 1]: "
+        "a question then yields 0 to ``k`` documents, none when nothing passes. None: no "
+        "threshold.",
+        check=_unit_interval,
+    )
+    recall_target: float | None = option(
+        None,
+        "Adaptive k: return the shortest prefix of the ranking whose summed probability "
+        "covers this share, in (0, 1], of the expected number of relevant documents (the "
+        "sum of all posteriors); ``k`` still caps it. None: no adaptive cut.",
+        check=_number_in(0.0, 1.0, high_closed=True),
     )
     prior_temperature: float = option(
         1.0,
@@ -557,6 +580,20 @@ class PanningConfig:
     def to_dict(self) -> dict[str, Any]:
         """The options as a plain dict (JSON-ready)."""
         return asdict(self)
+
+    @property
+    def prior_mass(self) -> float:
+        """The expected number of relevant documents: ``expected_relevant``, else ``k``,
+        else 1 (``k=None``)."""
+        if self.expected_relevant is not None:
+            return float(self.expected_relevant)
+        return 1.0 if self.k is None else float(self.k)
+
+    @property
+    def focus(self) -> int:
+        """How many top documents the stop rules and pruning watch: ``k``, or with
+        ``k=None`` the prior mass rounded (at least 1)."""
+        return self.k if self.k is not None else max(1, round(self.prior_mass))
 
 
 @functools.cache

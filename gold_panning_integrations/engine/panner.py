@@ -35,6 +35,7 @@ from .config import PanningConfig
 from .policies import vote_ranking
 from .priors import retriever_prior_probs
 from .reading import Reading
+from .relevance import recalibrate, recalibration_of, select
 from .result import PanningResult, ProfileLike, RoundTrace, StopReason
 from .rounds import (
     BatchState,
@@ -154,6 +155,7 @@ class _Run:
         self.n = n
         self.rng = rng
         self.geometry = panner.geometry
+        self.recalibration = panner.recalibration
         self.truth = None if truth is None else np.asarray(truth, dtype=bool).reshape(-1)
         if self.truth is not None and self.truth.shape != (n,):
             raise ValueError(f"truth must have shape ({n},), got {self.truth.shape}")
@@ -161,7 +163,7 @@ class _Run:
             raise ValueError("policy 'oracle' needs truth=...: it is for simulation only")
         lo = initial_log_odds(
             n,
-            k=_prior_mass(config),
+            k=config.prior_mass,
             prior=config.prior,
             prior_probs=prior_probs,
             prior_log_odds=prior_log_odds,
@@ -196,7 +198,7 @@ class _Run:
         per ``prompts_per_round``, each split into windows when ``windows=True`` and the
         active documents exceed ``max_docs_per_prompt``."""
         cfg, st = self.cfg, self.state
-        active = active_mask(st, k=cfg.k, prune_below=cfg.prune_below, started=bool(self.traces))
+        active = active_mask(st, k=cfg.focus, prune_below=cfg.prune_below, started=bool(self.traces))
         truth = None if self.truth is None else self.truth[None, :]
         n_active = int(np.count_nonzero(active))
         budget = cfg.max_docs_per_prompt or n_active
@@ -245,7 +247,7 @@ class _Run:
         if (
             cfg.stop_at is not None
             and stopping.threshold_reached(
-                self.state.log_odds, k=cfg.k, stop_at=cfg.stop_at, done=done, min_rounds=cfg.min_rounds
+                self.state.log_odds, k=cfg.focus, stop_at=cfg.stop_at, done=done, min_rounds=cfg.min_rounds
             )[0]
         ):
             self.stop_reason = "threshold"
@@ -337,8 +339,8 @@ class _Run:
             q = b * g.tpr[pos] + (1.0 - b) * g.fpr[pos]  # predictive citation probability
             cited = rng.random((samples, w.docs.size)) < q
             lo[:, w.docs] += np.where(cited, g.llr_cited[pos], g.llr_missed[pos])
-        after = float(np.mean(stopping.selected_confidence(lo, self.cfg.k)))
-        return after - float(stopping.selected_confidence(lo0, self.cfg.k))
+        after = float(np.mean(stopping.selected_confidence(lo, self.cfg.focus)))
+        return after - float(stopping.selected_confidence(lo0, self.cfg.focus))
 
     def result(self) -> PanningResult:
         reason = self.stop_reason or "rounds"
@@ -354,19 +356,25 @@ class _Run:
                 )
             reason, panned = "all-rounds-failed", False
         ranking = self.ranking() if panned else np.argsort(-self.log_odds, kind="stable")
-        k = min(self.cfg.k, self.n)
+        cfg, raw = self.cfg, self.log_odds
+        log_odds = recalibrate(raw, self.recalibration)
+        posteriors = sigmoid(log_odds)
+        selected = select(
+            posteriors, ranking, k=cfg.k, min_relevance=cfg.min_relevance, recall_target=cfg.recall_target
+        )
         return PanningResult(
-            posteriors=self.posteriors(),
-            log_odds=self.log_odds.copy(),
+            posteriors=posteriors,
+            log_odds=log_odds,
+            raw_log_odds=None if self.recalibration is None else raw.copy(),
             ranking=ranking,
-            selected=ranking[:k],
+            selected=selected,
             citation_counts=self.state.counts[0].copy(),
             rounds=tuple(self.traces),
             calls=sum(t.calls for t in self.traces),
             stop_reason=reason,
             panned=panned,
             policy=self.cfg.policy,
-            k=k,
+            k=self.n if cfg.k is None else min(cfg.k, self.n),
             prior_log_odds=self.state.prior_log_odds[0].copy(),
         )
 
@@ -432,6 +440,7 @@ class Panner:
             profile.tpr, profile.fpr, config=self.config, temperature=self.evidence_temperature
         )
         self.rng = rng if isinstance(rng, np.random.Generator) else np.random.default_rng(rng)
+        self.recalibration = recalibration_of(profile)
 
     def __getattr__(self, name: str) -> Any:
         # Read access to the options as attributes (panner.rounds, panner.k, ...).
@@ -610,11 +619,6 @@ class Panner:
         return run.result()
 
 
-def _prior_mass(config: PanningConfig) -> int:
-    """The expected number of relevant documents: ``expected_relevant``, else ``k``."""
-    return config.k if config.expected_relevant is None else config.expected_relevant
-
-
 def _retriever_prior(
     config: PanningConfig, n: int, scores: Sequence[float | None] | None
 ) -> NDArray[np.float64] | None:
@@ -624,7 +628,7 @@ def _retriever_prior(
         raise ValueError(f"scores must have one entry per document ({n}), got {len(scores)}")
     return retriever_prior_probs(
         n,
-        k=_prior_mass(config),
+        k=config.prior_mass,
         mode=config.retriever_prior,
         top10_recall=config.prior_top10_recall,
         head_decay=float(config.prior_head_decay),  # type: ignore[arg-type]  # resolved by with_profile

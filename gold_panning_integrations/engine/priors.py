@@ -41,7 +41,7 @@ DEFAULT_HEAD_DECAY = 0.6
 without letting it overrule the reader."""
 
 
-def _to_expected_k(weights: NDArray[np.float64], k: int) -> NDArray[np.float64]:
+def _to_expected_k(weights: NDArray[np.float64], k: float) -> NDArray[np.float64]:
     """Scale non-negative weights so they sum to ``k`` (the expected number of relevant
     documents), capping each at :data:`MAX_PRIOR` and redistributing the excess."""
     n = weights.size
@@ -64,7 +64,7 @@ def _to_expected_k(weights: NDArray[np.float64], k: int) -> NDArray[np.float64]:
 def rank_prior_probs(
     n: int,
     *,
-    k: int = 1,
+    k: float = 1,
     top10_recall: float = 0.5,
     head_decay: float = DEFAULT_HEAD_DECAY,
     head_floor: float = DEFAULT_HEAD_FLOOR,
@@ -117,7 +117,7 @@ def rank_prior_probs(
     return _to_expected_k(w, k)
 
 
-def score_prior_probs(scores: ArrayLike, *, k: int = 1, temperature: float = 1.0) -> NDArray[np.float64]:
+def score_prior_probs(scores: ArrayLike, *, k: float = 1, temperature: float = 1.0) -> NDArray[np.float64]:
     """Prior probabilities from retriever scores (higher = more relevant): a softmax at
     ``temperature`` scaled to sum to ``k``, each capped at :data:`MAX_PRIOR`.
 
@@ -141,7 +141,7 @@ def score_prior_probs(scores: ArrayLike, *, k: int = 1, temperature: float = 1.0
 def retriever_prior_probs(
     n: int,
     *,
-    k: int,
+    k: float,
     mode: str,
     top10_recall: float,
     head_decay: float = DEFAULT_HEAD_DECAY,

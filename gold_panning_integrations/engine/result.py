@@ -11,6 +11,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from .reading import Reading
+from .relevance import p_none
 
 __all__ = ["PanningResult", "ProfileLike", "RoundTrace", "StopReason"]
 
@@ -128,7 +129,9 @@ class PanningResult:
         log_odds: The same in log-odds, shape ``(n,)``.
         ranking: Input indices best first, shape ``(n,)``: by posterior (stable, so
             ties keep input order), or by citation count for the ``random`` (PSC) policy.
-        selected: The top ``k`` of ``ranking``, shape ``(min(k, n),)``.
+        selected: The documents returned, best first: the prefix of ``ranking`` cut by
+            ``recall_target``, then ``min_relevance``, then ``k``, shape ``(s,)``,
+            ``0 <= s <= min(k, n)``.
         citation_counts: Times each document was cited, shape ``(n,)``.
         rounds: Per-round trace.
         calls: Prompts sent (one per round, or one per window; retries are counted in
@@ -137,7 +140,12 @@ class PanningResult:
         panned: False when no evidence was used (no documents, uninformative profile,
             or every round failed with ``on_failure="fallback"``): the order is the prior's.
         policy: The placement policy used.
-        k: Number of documents selected.
+        k: The count limit the selection was made with (``n`` when ``k=None``); fewer
+            are selected when ``min_relevance`` or ``recall_target`` cut the list.
+        prior_log_odds: Log-odds before any evidence, shape ``(n,)``.
+        raw_log_odds: With a profile's recalibration map: the engine's log-odds before
+            the map, shape ``(n,)`` (``log_odds`` and ``posteriors`` are after it); None
+            without a map.
     """
 
     posteriors: NDArray[np.float64]
@@ -154,6 +162,15 @@ class PanningResult:
     extra: dict[str, Any] = field(default_factory=dict)
     prior_log_odds: NDArray[np.float64] | None = None
     """Log-odds before any evidence, shape ``(n,)`` (the prior the run started from)."""
+    raw_log_odds: NDArray[np.float64] | None = None
+    """The engine's log-odds before the profile's recalibration map (None: no map)."""
+
+    @property
+    def p_none(self) -> float:
+        """Probability that no candidate is relevant: ``prod_i (1 - posteriors[i])``
+        (documents' relevance independent given the evidence, as in the update; after the
+        profile's recalibration map when it has one). 1.0 for no documents."""
+        return float(p_none(self.posteriors))
 
     @property
     def failed_rounds(self) -> int:
@@ -247,6 +264,7 @@ class PanningResult:
             "answer": self.answer,
             "ranking": self.ranking.tolist(),
             "selected": self.selected.tolist(),
+            "p_none": round(self.p_none, 6),
             "posteriors": [round(float(p), 6) for p in self.posteriors],
             "rounds": [
                 {

@@ -332,9 +332,9 @@ class Placement:
 
 def lead_rate(config: PanningConfig, n: int) -> float:
     """Probability that one irrelevant document is a false lead, from the expected number
-    ``config.false_leads`` among the ``n - k`` irrelevant ones of a run of ``n``; at most 0.5."""
+    ``config.false_leads`` among the ``n - k`` (``k``: :attr:`~.config.PanningConfig.focus`) irrelevant ones of a run of ``n``; at most 0.5."""
     config = config.with_profile(None)  # a config not resolved against a profile: defaults
-    irrelevant = n - config.k
+    irrelevant = n - config.focus
     leads = 0.0 if config.false_leads is None else float(config.false_leads)  # filled above
     if leads == 0.0 or irrelevant <= 0:
         return 0.0
@@ -531,8 +531,9 @@ def plan_round(
     return Placement(positions, sizes, prompt_order, labels)
 
 
-def _relevant_share(log_odds: NDArray[np.float64], k: int) -> NDArray[np.float64]:
-    """Beliefs rescaled to ``k`` expected relevant documents per run, each capped at 1,
+def _relevant_share(log_odds: NDArray[np.float64], k: float) -> NDArray[np.float64]:
+    """Beliefs rescaled to ``k`` expected relevant documents per run (the prior's mass,
+    :attr:`~.config.PanningConfig.prior_mass`), each capped at 1,
     shape ``(B, n)``: ``min(1, k * p / sum(p))`` with ``p = sigmoid(log_odds)``."""
     p = sigmoid(log_odds)
     return np.minimum(1.0, k * p / np.maximum(np.add.reduce(p, axis=1, keepdims=True), 1e-12))
@@ -636,7 +637,7 @@ def observe_round(
         # stays silent round after round lowers it even when silence updates nothing.
         # Beliefs rescaled to the expected number of relevant documents (k), so the
         # prediction holds under the paper's uniform prior (0.5 each) as well.
-        share = _relevant_share(state.log_odds, config.k)
+        share = _relevant_share(state.log_odds, config.prior_mass)
         t, f = rates
         predicted = np.add.reduce(_where0(shown, share * t + (1.0 - share) * f), axis=1)
         _accumulate(state.observed, n_cited, read_ok)
@@ -653,7 +654,7 @@ def observe_round(
             clamped, _, log1m = _clamped_logs(rates, config.eps)
             missed = log1m[0] - log1m[1]
         if share is None:
-            share = _relevant_share(state.log_odds, config.k)
+            share = _relevant_share(state.log_odds, config.prior_mass)
         llr_m = _mixture_missed(state, clamped, log1m, missed, shown, n_cited, read_ok, share, temperature)
     else:
         llr_m = missed / temperature

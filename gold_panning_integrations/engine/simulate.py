@@ -261,16 +261,30 @@ def _recall_at(keys: NDArray[np.float64], truth: NDArray[np.bool_], r: int) -> N
 
 
 def _draw_truth(
-    rng: np.random.Generator, b: int, n: int, k: int, needle_probs: NDArray[np.float64] | None
+    rng: np.random.Generator,
+    b: int,
+    n: int,
+    k: int,
+    needle_probs: NDArray[np.float64] | None,
+    relevant_counts: NDArray[np.float64] | None = None,
 ) -> tuple[NDArray[np.bool_], NDArray[np.intp]]:
     """``k`` needles per trial (uniform, or by ``needle_probs`` without replacement) and one
-    hostile non-needle document per trial (uniform; -1 when ``k == n``)."""
+    hostile non-needle document per trial (uniform; -1 when ``k == n``). With
+    ``relevant_counts`` (probabilities of 0, 1, 2, ... needles, shape ``(c,)``), each
+    trial's number of needles is drawn from it first (one uniform per trial, after the
+    keys), and its needles are the top of the same keys."""
     keys = rng.random((b, n))
     if needle_probs is not None:  # Gumbel top-k: sampling without replacement
         keys = np.log(needle_probs)[None, :] - np.log(-np.log(np.maximum(keys, 1e-300)))
-    top = np.argpartition(-keys, k - 1, axis=1)[:, :k]
     truth = np.zeros((b, n), dtype=bool)
-    np.put_along_axis(truth, top, True, axis=1)
+    if relevant_counts is None:
+        top = np.argpartition(-keys, k - 1, axis=1)[:, :k]
+        np.put_along_axis(truth, top, True, axis=1)
+    else:
+        cdf = np.cumsum(relevant_counts)
+        counts = np.minimum(np.searchsorted(cdf / cdf[-1], rng.random(b), side="right"), n)
+        rank = np.argsort(np.argsort(-keys, axis=1, kind="stable"), axis=1, kind="stable")
+        truth = rank < counts[:, None]
     h = np.where(truth, -1.0, rng.random((b, n)))
     hostile = np.where(truth.all(axis=1), -1, np.argmax(h, axis=1))
     return truth, hostile
@@ -365,14 +379,15 @@ class _Batch:
     recall_at: int | None
     streams: tuple[np.random.Generator, ...]
     mistakes: Mistakes | None = None
+    relevant_counts: NDArray[np.float64] | None = None
 
     def run_chunk(
         self, bsz: int, lo0: NDArray[np.float64], needle_probs: NDArray[np.float64] | None, tally: _Tally
     ) -> None:
         needle_rng, model_rng, policy_rng, tie_rng = self.streams
         some = next(iter(self.cfgs.values()))
-        k, n = some.k, lo0.size
-        truth, hostile = _draw_truth(needle_rng, bsz, n, k, needle_probs)
+        k, n = some.focus, lo0.size
+        truth, hostile = _draw_truth(needle_rng, bsz, n, k, needle_probs, self.relevant_counts)
         states = {p: BatchState.start(np.broadcast_to(lo0, (bsz, n))) for p in self.cfgs}
         live = {p: np.ones(bsz, dtype=bool) for p in self.cfgs}
         reads = truth if self.mistakes is None else self.mistakes.draw(needle_rng, truth)
@@ -450,6 +465,7 @@ def simulate(
     needle_probs: ArrayLike | None = None,
     recall_at: int | None = None,
     keep_posteriors: bool = False,
+    relevant_counts: ArrayLike | None = None,
     chunk_trials: int | None = None,
     progress: Callable[[int], None] | None = None,
 ) -> SimulationResult:
@@ -493,6 +509,10 @@ def simulate(
         needle_probs: Probability of each index being a needle, shape ``(n,)``.
         recall_at: Also report the fraction of needles in the top ``recall_at``.
         keep_posteriors: Keep the final posteriors and needles of every trial.
+        relevant_counts: Probabilities of 0, 1, 2, ... needles per trial, shape ``(c,)``
+            (non-negative, summing to 1): each trial draws its number of needles from it,
+            so some queries have none (``k`` still sets the selection size). None:
+            exactly ``k`` per trial. F1 then reads as the top-k's precision.
         chunk_trials: Trials per chunk; default keeps each array near 34 MB, so
             5,000 trials at ``n = 1,000`` use well under 2 GB.
         progress: Called with the number of trials finished after each chunk.
@@ -527,6 +547,18 @@ def simulate(
     else:
         lo0 = initial_log_odds(n, k=k, prior=cfg.prior)
     npb = None if needle_probs is None else np.asarray(needle_probs, dtype=np.float64).reshape(n)
+    counts = None
+    if relevant_counts is not None:
+        counts = np.asarray(relevant_counts, dtype=np.float64).reshape(-1)
+        if (
+            counts.size < 1
+            or not np.all(np.isfinite(counts))
+            or (counts < 0).any()
+            or abs(counts.sum() - 1) > 1e-6
+        ):
+            raise ValueError(
+                f"relevant_counts must be probabilities of 0, 1, 2, ... needles summing to 1, got {relevant_counts!r}"
+            )
     sim = _Batch(
         cfgs={pol: replace(cfg, policy=pol) for pol in policies},
         geometry=geometry,
@@ -535,6 +567,7 @@ def simulate(
         recall_at=recall_at,
         streams=tuple(gen.spawn(4)),  # needles, model, policy, ties
         mistakes=mistakes,
+        relevant_counts=counts,
     )
     chunk = chunk_trials or max(1, min(trials, _CHUNK_ELEMENTS // n))
     tally = _Tally(policies, rounds, keep=keep_posteriors)
