@@ -46,6 +46,7 @@ from .rounds import (
     plan_round,
     rank_documents,
 )
+from .seeding import FRESH, RngOption, check_rng_option, derived_rng
 
 __all__ = [
     "POOL_WORKERS",
@@ -399,8 +400,9 @@ class Panner:
             sequences (a ``DetectorProfile``, say); the options it may set are read by
             :meth:`PanningConfig.with_profile`.
         config: A :class:`PanningConfig`; None for the defaults.
-        rng: ``numpy.random.Generator`` or seed: placement randomness (``random``,
-            ``oracle``, ``shuffle_top``), the labels, PSC tie-breaking.
+        rng: Source of placements, labels and tie-breaks. None: each run's stream is
+            derived from its question and documents (:mod:`.seeding`); ``"fresh"``:
+            fresh entropy; an int or a Generator: one stream for this panner's runs.
         **options: Any :class:`PanningConfig` field, replacing ``config``'s value
             (``Panner(reader, profile, rounds=4, k=1)``).
     """
@@ -411,7 +413,7 @@ class Panner:
         profile: ProfileLike | None = None,
         config: PanningConfig | None = None,
         *,
-        rng: np.random.Generator | int | None = None,
+        rng: RngOption = None,
         **options: Any,
     ) -> None:
         if profile is None or not hasattr(profile, "tpr") or not hasattr(profile, "fpr"):
@@ -431,7 +433,8 @@ class Panner:
         self.geometry = Geometry(
             profile.tpr, profile.fpr, config=self.config, temperature=self.evidence_temperature
         )
-        self.rng = rng if isinstance(rng, np.random.Generator) else np.random.default_rng(rng)
+        rng = check_rng_option(rng)  # self.rng is None: each run derives its own stream
+        self.rng = None if rng is None else np.random.default_rng(None if rng == FRESH else rng)  # type: ignore[arg-type]  # not "fresh" there
 
     def __getattr__(self, name: str) -> Any:
         # Read access to the options as attributes (panner.rounds, panner.k, ...).
@@ -441,6 +444,7 @@ class Panner:
 
     def _start(
         self,
+        question: str,
         documents: Sequence[Any],
         *,
         k: int | None,
@@ -452,6 +456,8 @@ class Panner:
     ) -> _Run:
         config = self.config if k is None else replace(self.config, k=k)
         n = len(documents)
+        if rng is None:  # the panner's stream, else one derived from the input
+            rng = self.rng if self.rng is not None else derived_rng(question, documents)
         if prior_probs is None and prior_log_odds is None:
             prior_probs = _retriever_prior(config, n, scores)
         return _Run(
@@ -460,7 +466,7 @@ class Panner:
             config=config,
             prior_probs=prior_probs,
             prior_log_odds=prior_log_odds,
-            rng=self.rng if rng is None else rng,
+            rng=rng,
             truth=truth,
         )
 
@@ -490,7 +496,8 @@ class Panner:
                 retriever prior.
             prior_log_odds: Per-document prior log-odds, shape ``(n,)``; replaces the
                 retriever prior.
-            rng: Generator for this call (defaults to the panner's).
+            rng: Generator for this call (defaults to the panner's; when the panner has
+                none, to one derived from ``question`` and ``documents``).
             truth: Relevance labels, shape ``(n,)``; only the ``oracle`` policy uses them.
 
         Returns:
@@ -505,6 +512,7 @@ class Panner:
                 "GoldPanner.run needs a reader with a read(question, documents, *, labels) method"
             )
         run = self._start(
+            question,
             documents,
             k=k,
             scores=scores,
@@ -550,15 +558,15 @@ class Panner:
         ]
         try:
             first = self._read_one(question, documents, windows[0])
-        except BaseException:
-            _settle(futures)
+        except BaseException as err:
+            _settle(futures, err)
             raise
         readings = [first]
         for i, f in enumerate(futures):
             try:
                 readings.append(f.result())
-            except BaseException:
-                _settle(futures[i + 1 :])
+            except BaseException as err:
+                _settle(futures[i + 1 :], err)
                 raise
         return readings
 
@@ -582,6 +590,7 @@ class Panner:
                 "GoldPanner.arun needs a reader with an async aread(question, documents, *, labels) method"
             )
         run = self._start(
+            question,
             documents,
             k=k,
             scores=scores,
@@ -661,12 +670,14 @@ def _thread_pool() -> ThreadPoolExecutor:
     return _POOL
 
 
-def _settle(futures: Sequence[Future[Any]]) -> None:
+def _settle(futures: Sequence[Future[Any]], err: BaseException) -> None:
     """Cancel the futures not started yet and wait for the running ones (each reader call
-    has its own deadline), so no call outlives the run that made it."""
+    has its own deadline), so no call outlives the run that made it; but an interrupt
+    (Ctrl-C, SIGTERM) is not held up by a slow model: running calls end on their own."""
     for f in futures:
         f.cancel()
-    wait(futures)
+    if not isinstance(err, KeyboardInterrupt):
+        wait(futures)
 
 
 async def _gather_all(coros: Iterable[Awaitable[Reading]]) -> list[Reading]:
