@@ -36,6 +36,7 @@ from typing import Any
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 from langchain_core.runnables import Runnable, RunnableConfig
+from langchain_core.runnables.config import merge_configs
 
 from ..engine.reading import Reading
 from ..errors import CitationParseError
@@ -153,7 +154,9 @@ class ChatModelReader(BaseReader):
             documents containing the answer count as cited).
         attribution: Answer-mode matching rules (:class:`.answer.AnswerAttribution`).
         config: ``RunnableConfig`` (callbacks, tags) passed to every model call;
-            :meth:`read`/:meth:`aread` also take a per-call ``config``.
+            :meth:`read`/:meth:`aread` also take a per-call ``config``, merged with this
+            one by ``langchain_core.runnables.config.merge_configs`` (both configs'
+            callbacks, tags and metadata are kept).
         max_chars_per_doc: Longest document text shown in a prompt, in characters;
             longer documents are cut there and marked ``" [...]"`` (their label is
             unchanged). None (default): no limit, and a prompt too long for the model
@@ -249,7 +252,9 @@ class ChatModelReader(BaseReader):
             return self.config
         if self.config is None:
             return config
-        return {**self.config, **config}
+        # LangChain's own merge: callbacks, tags and metadata of both are kept (a
+        # shallow merge dropped the reader's handlers inside a retriever run).
+        return merge_configs(self.config, config)
 
     @staticmethod
     def _text_reply(message: Any, usage: Usage) -> Reply:
