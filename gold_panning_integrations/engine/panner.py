@@ -20,8 +20,8 @@ import contextvars
 import logging
 import threading
 import time
-from collections.abc import Awaitable, Iterable, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor, wait
+from collections.abc import Awaitable, Callable, Iterable, Sequence
+from concurrent.futures import Future, wait
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -49,7 +49,6 @@ from .rounds import (
 from .seeding import FRESH, RngOption, check_rng_option, derived_rng
 
 __all__ = [
-    "POOL_WORKERS",
     "Panner",
     "PanningConfig",
     "PanningResult",
@@ -543,7 +542,7 @@ class Panner:
         """A round's prompts through the synchronous reader, one reading per window.
 
         When the reader takes concurrent calls (:func:`takes_concurrent_calls`), every
-        prompt but the first goes to the shared thread pool and the first runs in this
+        prompt but the first goes to a thread of its own and the first runs in this
         thread, so the round costs one call of latency; the reader's own limit on calls
         in flight still applies. Otherwise the prompts run here, one after another, in
         order. A :class:`FatalReaderError` is raised once every prompt already running has
@@ -551,9 +550,8 @@ class Panner:
         """
         if len(windows) == 1 or not takes_concurrent_calls(self.reader):
             return [self._read_one(question, documents, w) for w in windows]
-        pool = _thread_pool()
         futures = [
-            pool.submit(contextvars.copy_context().run, self._read_one, question, documents, w)
+            _in_daemon_thread(contextvars.copy_context().run, self._read_one, question, documents, w)
             for w in windows[1:]
         ]
         try:
@@ -652,22 +650,23 @@ def takes_concurrent_calls(reader: Any) -> bool:
     return limit is None or (isinstance(limit, int) and not isinstance(limit, bool) and limit > 1)
 
 
-POOL_WORKERS = 64
-"""Threads of the pool the synchronous path sends a round's prompts through (shared by
-every panner in the process; each reader's ``max_concurrency`` bounds its own calls)."""
+def _in_daemon_thread(fn: Callable[..., Any], *args: Any) -> Future[Any]:
+    """Run ``fn(*args)`` in a new daemon thread; its future. Not a ThreadPoolExecutor:
+    Python joins those workers at exit, so after Ctrl-C or SIGTERM one model call still
+    running would hold the process for its whole deadline. Each reader bounds its own
+    calls in flight (``max_concurrency``), so a thread per prompt is all that is needed."""
+    future: Future[Any] = Future()
 
-_POOL: ThreadPoolExecutor | None = None
-_POOL_LOCK = threading.Lock()
+    def work() -> None:
+        if not future.set_running_or_notify_cancel():
+            return
+        try:
+            future.set_result(fn(*args))
+        except BaseException as err:  # noqa: BLE001 - handed to the waiting caller
+            future.set_exception(err)
 
-
-def _thread_pool() -> ThreadPoolExecutor:
-    """The process-wide pool, created on first use."""
-    global _POOL
-    if _POOL is None:
-        with _POOL_LOCK:
-            if _POOL is None:
-                _POOL = ThreadPoolExecutor(max_workers=POOL_WORKERS, thread_name_prefix="gold-panning")
-    return _POOL
+    threading.Thread(target=work, daemon=True, name="gold-panning-prompt").start()
+    return future
 
 
 def _settle(futures: Sequence[Future[Any]], err: BaseException) -> None:
