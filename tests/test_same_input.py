@@ -154,3 +154,28 @@ def test_postprocessor_twice_same_nodes_same_order() -> None:
 def test_adapter_rejects_a_bad_seed() -> None:
     with pytest.raises(ValidationError, match="seed must be"):
         GoldPanningCompressor(reader=SmallestLabelChatModel(), seed="random")
+
+
+# ------------------------------------------------------------------ the CLI
+def _cli_labels(capsys: pytest.CaptureFixture[str], *extra: str) -> list[Any]:
+    import json
+
+    from gold_panning_integrations.cli import main
+
+    args = ["run", "--demo", "--reader", "simulated", "--rounds", "2", "--json", *extra]
+    assert main(args) == 0
+    return [r["labels"] for r in json.loads(capsys.readouterr().out.strip().splitlines()[-1])["rounds"]]
+
+
+def test_cli_run_repeats_without_a_seed(capsys: pytest.CaptureFixture[str]) -> None:
+    first = _cli_labels(capsys)
+    assert _cli_labels(capsys) == first
+    assert _cli_labels(capsys, "--seed", "fresh") != first
+
+
+def test_cli_run_rejects_a_bad_seed(capsys: pytest.CaptureFixture[str]) -> None:
+    from gold_panning_integrations.cli import main
+
+    with pytest.raises(SystemExit):
+        main(["run", "--demo", "--seed", "new"])
+    assert "expected a non-negative integer or 'fresh', got 'new'" in capsys.readouterr().err
