@@ -31,7 +31,7 @@ import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 import numpy as np
 from pydantic import (
@@ -48,6 +48,8 @@ from pydantic import (
 from .engine import PanningResult
 from .engine.config import PanningConfig
 from .engine.panner import Panner
+from .engine.relevance import select
+from .engine.seeding import check_rng_option
 from .errors import InvalidInputError
 from .profiles import DetectorProfile, load_profile, resolve_profile
 
@@ -90,8 +92,9 @@ P_NONE_KEY = "gold_panning_p_none"
 """Metadata key of the probability that none of the query's candidates is relevant (the
 same float on every returned document; :attr:`PanningResult.p_none`)."""
 RELEVANCE_KEY = "relevance_score"
-"""Metadata key LangChain rerankers (Cohere, FlashRank, LLMListwiseRerank) use for their
-score; here the posterior again, so code written for them reads ours unchanged."""
+"""Metadata key LangChain's scoring rerankers (``CohereRerank``, ``FlashrankRerank``) use
+for their score; here the posterior again, so code written for them reads ours
+unchanged. (``LLMListwiseRerank`` only reorders: it sets no score.)"""
 
 
 def check_count(value: Any, *, name: str) -> int:
@@ -221,11 +224,25 @@ class Ranked:
     rank: int
 
 
-def ranked(result: PanningResult) -> list[Ranked]:
-    """The selected documents of ``result``, best first."""
+def ranked(
+    result: PanningResult, *, every: bool = False, config: PanningConfig | None = None
+) -> list[Ranked]:
+    """The selected documents of ``result``, best first (``every``: every document of
+    ``result.ranking`` that ``config``'s ``min_relevance`` and ``recall_target`` keep, with
+    no count limit: ``top_n=None``)."""
+    if every:
+        rules = config if config is not None else PanningConfig()
+        chosen = select(
+            result.posteriors,
+            result.ranking,
+            k=None,
+            min_relevance=rules.min_relevance,
+            recall_target=rules.recall_target,
+        )
+    else:
+        chosen = result.selected
     return [
-        Ranked(index=int(i), posterior=float(result.posteriors[i]), rank=r + 1)
-        for r, i in enumerate(result.selected)
+        Ranked(index=int(i), posterior=float(result.posteriors[i]), rank=r + 1) for r, i in enumerate(chosen)
     ]
 
 
@@ -299,9 +316,12 @@ class PanningOptions(_EngineOptions):
     update): engine options set explicitly on this adapter override its fields, the
     others keep the config's values; ``k`` / ``top_n`` sets ``k`` per query."""
 
-    seed: int | None = None
-    """Seed of the panner's random generator (placements, labels, tie-breaking). The same
-    seed gives the same placements on every call; None draws fresh entropy."""
+    seed: int | Literal["fresh"] | None = None
+    """Seed of the panner's random stream (placements, labels, tie-breaking). None (the
+    default): derived from the query and the documents' text (a SHA-256 digest), so the
+    same query over the same documents gives the same prompts and ranking on every call,
+    and a reply cache can serve the repeat. An int: that stream for every query.
+    ``"fresh"``: fresh entropy on every call."""
 
     on_result: Callable[[PanningResult], Any] | None = Field(default=None, exclude=True)
     """Called with each :class:`~gold_panning_integrations.PanningResult` after panning
@@ -322,6 +342,11 @@ class PanningOptions(_EngineOptions):
                 "use 'belief', 'entropy' or 'random'"
             )
         return self
+
+    @field_validator("seed", mode="before")
+    @classmethod
+    def _check_seed(cls, value: Any) -> Any:
+        return check_rng_option(value, name="seed")
 
     @field_validator("profile", mode="before")
     @classmethod
@@ -423,7 +448,7 @@ class PanningOptions(_EngineOptions):
             self._get_reader() if reader is None else reader,
             self._get_profile(),
             self.panning_config(k),
-            rng=np.random.default_rng(self.seed),
+            rng=self.seed,
         )
 
     def _run(

@@ -1,10 +1,12 @@
 """Console output shared by the CLI sub-commands and the benchmarks: a progress bar,
-plain-text tables, one-line JSON, and how a report names a profile."""
+plain-text tables, one-line JSON, how a report names a profile, and SIGTERM turned into
+an interrupt (:class:`Terminated`)."""
 
 from __future__ import annotations
 
 import json
 import os
+import signal
 import sys
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -14,13 +16,45 @@ from typing_extensions import Self
 
 __all__ = [
     "Progress",
+    "Terminated",
     "format_table",
     "print_json",
     "profile_label",
     "progress_quiet",
+    "sigterm_interrupts",
 ]
 
 _quiet = False
+
+
+class Terminated(KeyboardInterrupt):
+    """Raised in the main thread when the process gets SIGTERM while a command runs
+    (:func:`sigterm_interrupts`): it unwinds like Ctrl-C (``finally`` blocks close
+    checkpoints and stop servers), and the CLI exits with 143 (128 + SIGTERM)."""
+
+    def __init__(self, signum: int = signal.SIGTERM) -> None:
+        super().__init__(f"signal {signum}")
+        self.signum = signum
+
+
+def raise_terminated(signum: int, frame: Any) -> None:
+    """A signal handler raising :class:`Terminated`."""
+    raise Terminated(signum)
+
+
+@contextmanager
+def sigterm_interrupts() -> Iterator[None]:
+    """Within the block, SIGTERM raises :class:`Terminated` (main thread only: elsewhere
+    Python cannot install a handler, and the default action stays)."""
+    try:
+        old = signal.signal(signal.SIGTERM, raise_terminated)
+    except ValueError:  # not the main thread
+        yield
+        return
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, old)
 
 
 @contextmanager

@@ -11,7 +11,10 @@ No traceback reaches a user: :func:`main` turns every error into one line on std
   checkpoint, endpoint), a bad value (``ValueError``) or a file problem (``OSError``),
   and argparse's usage errors;
 * ``1`` an internal error (a bug: the line says so and how to see the traceback);
-* ``130`` interrupted (Ctrl-C); ``141`` output closed early (``| head``), silently.
+* ``130`` interrupted (Ctrl-C, SIGINT); ``143`` terminated (SIGTERM, e.g. ``kill`` or
+  a job scheduler): either way one line ``gold-panning COMMAND: interrupted``, files
+  and checkpoints closed on the way out; ``141`` output closed early (``| head``),
+  silently.
 
 ``--debug`` (or ``GOLD_PANNING_DEBUG=1``) lets the traceback through, and keeps the
 tracebacks that library log records carry, which are otherwise left out.
@@ -36,6 +39,7 @@ __all__ = [
     "EXIT_ERROR",
     "EXIT_INTERNAL",
     "EXIT_INTERRUPTED",
+    "EXIT_TERMINATED",
     "build_parser",
     "command_table_markdown",
     "describe_error",
@@ -50,6 +54,7 @@ DEBUG_ENV = "GOLD_PANNING_DEBUG"
 EXIT_INTERNAL = 1
 EXIT_ERROR = 2
 EXIT_INTERRUPTED = 130
+EXIT_TERMINATED = 143  # 128 + SIGTERM
 EXIT_BROKEN_PIPE = 141  # 128 + SIGPIPE, what a shell reports for `yes | head`
 
 _READER_EXTRAS: dict[str, tuple[tuple[str, str, str, str], ...]] = {
@@ -256,7 +261,7 @@ def _silence_stdout() -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the console script; returns the process exit code."""
-    from ._console import progress_quiet
+    from ._console import progress_quiet, sigterm_interrupts
 
     argv = list(sys.argv[1:] if argv is None else argv)
     debug = _debug_env() or "--debug" in argv
@@ -272,7 +277,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     command = " ".join(x for x in (args.command, getattr(args, "bench_command", None)) if x)
     prog = f"{prog} {command}"
-    with _cli_logging(verbose=args.verbose, debug=debug):
+    with _cli_logging(verbose=args.verbose, debug=debug), sigterm_interrupts():
         try:
             with progress_quiet(args.quiet):
                 _check_reader_extras(args)
@@ -296,7 +301,9 @@ def _failure(err: BaseException, *, prog: str, debug: bool) -> int:
         raise err
     if isinstance(err, KeyboardInterrupt):
         _report(f"{prog}: interrupted")
-        return EXIT_INTERRUPTED
+        from ._console import Terminated
+
+        return EXIT_TERMINATED if isinstance(err, Terminated) else EXIT_INTERRUPTED
     line, code = describe_error(err)
     _report(f"{prog}: error: {line}")
     return code

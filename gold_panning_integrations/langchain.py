@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
+from copy import deepcopy
 from typing import Any, NamedTuple
 
 from .errors import MissingExtraError
@@ -43,6 +44,11 @@ try:
     from langchain_core.documents import BaseDocumentCompressor, Document
     from langchain_core.retrievers import BaseRetriever
     from langchain_core.runnables import RunnableConfig
+    from langchain_core.runnables.config import (
+        ensure_config,
+        get_async_callback_manager_for_config,
+        get_callback_manager_for_config,
+    )
 except ImportError as err:  # only when langchain-core itself is missing
     if not (err.name or "").startswith("langchain_core"):
         raise
@@ -70,7 +76,7 @@ from ._adapter import (
     ranked,
     reader_repr,
 )
-from .engine import PanningResult
+from .engine import PanningConfig, PanningResult
 
 __all__ = ["GoldPanningCompressor", "GoldPanningRetriever", "PannedDocuments"]
 
@@ -153,13 +159,23 @@ class _LangChainPanning(PanningOptions):
         return [d.metadata.get(self.score_key) for d in docs]
 
     @staticmethod
-    def _to_documents(docs: Sequence[Document], result: PanningResult) -> list[Document]:
+    def _to_documents(
+        docs: Sequence[Document],
+        result: PanningResult,
+        *,
+        every: bool = False,
+        config: PanningConfig | None = None,
+    ) -> list[Document]:
+        """Copies of the selected documents (``every``: of all that ``config``'s
+        ``min_relevance`` and ``recall_target`` keep, ranked), best first, with
+        the panning keys added to a deep copy of their metadata (the caller's documents
+        and their nested metadata are never changed)."""
         out = []
         p_none = result.p_none
-        for r in ranked(result):
+        for r in ranked(result, every=every, config=config):
             src = docs[r.index]
             meta = {
-                **src.metadata,
+                **deepcopy(src.metadata),
                 POSTERIOR_KEY: r.posterior,
                 RANK_KEY: r.rank,
                 PANNED_KEY: result.panned,
@@ -341,13 +357,15 @@ class GoldPanningCompressor(BaseDocumentCompressor, _LangChainPanning):
 
     model_config = ConfigDict(arbitrary_types_allowed=True, extra="forbid")
 
-    top_n: int = 4
-    """Number of documents to return (a positive int)."""
+    top_n: int | None = 4
+    """Number of documents to return (a positive int), or None for every document,
+    ranked (as ``CohereRerank(top_n=None)``; the panning itself still aims at the
+    ``k`` of ``config``, 1 by default, which sets the prior mass and the stop rules)."""
 
     @field_validator("top_n", mode="before")
     @classmethod
-    def _check_top_n(cls, value: Any) -> int:
-        return check_count(value, name="top_n")
+    def _check_top_n(cls, value: Any) -> int | None:
+        return None if value is None else check_count(value, name="top_n")
 
     def _repr_fields(self) -> dict[str, Any]:
         return {"reader": reader_repr(self.reader), "top_n": repr(self.top_n)}
@@ -355,9 +373,18 @@ class GoldPanningCompressor(BaseDocumentCompressor, _LangChainPanning):
     def _documents(self, documents: Any) -> list[Document]:
         return check_items(documents, Document, source="compress_documents was given", what=_DOCUMENTS)
 
-    def _pan_inputs(self, documents: Any, top_n: int | None) -> tuple[int, list[Document]]:
-        """The checked ``top_n`` (this compressor's when ``None``) and documents of :meth:`pan`."""
-        return check_count(self.top_n if top_n is None else top_n, name="top_n"), self._documents(documents)
+    def _pan_inputs(self, documents: Any, top_n: int | None) -> tuple[int | None, list[Document]]:
+        """The checked ``top_n`` (this compressor's when ``None``; None: every document)
+        and documents of :meth:`pan`."""
+        n = self.top_n if top_n is None else top_n
+        return (None if n is None else check_count(n, name="top_n")), self._documents(documents)
+
+    def _k(self, top_n: int | None) -> int | None:
+        """The engine's ``k`` for ``top_n``: itself, or the config's when returning all."""
+        return self.panning_config().k if top_n is None else top_n
+
+    def _run_inputs(self, query: str, docs: Sequence[Document], top_n: int | None) -> dict[str, Any]:
+        return {"query": query, "documents": len(docs), "top_n": top_n}
 
     def pan(
         self,
@@ -366,15 +393,33 @@ class GoldPanningCompressor(BaseDocumentCompressor, _LangChainPanning):
         *,
         top_n: int | None = None,
         callbacks: Callbacks = None,
+        **kwargs: Any,
     ) -> PannedDocuments:
         """Pan ``documents`` for ``query``: the top documents and the full result.
 
+        The call is one chain run named after this class (a child of ``callbacks``' run
+        when given, as inside a ``ContextualCompressionRetriever``, else of the run in
+        context, else a root run), with the model calls as its children. Extra keyword
+        arguments (``run_name``, ``tags``, ``metadata``, ``run_id``) configure that run.
         ``result.posteriors`` / ``result.ranking`` index ``documents`` in the given
         order. No documents: an empty result (``stop_reason="no-documents"``), no call.
         """
         n, docs = self._pan_inputs(documents, top_n)
-        result = self._pan_documents(query, docs, k=n, callbacks=callbacks)
-        return PannedDocuments(self._to_documents(docs, result), result)
+        config = _run_config(callbacks, kwargs)
+        manager = get_callback_manager_for_config(config).on_chain_start(
+            None,
+            self._run_inputs(query, docs, n),
+            name=config.get("run_name") or type(self).__name__,
+            run_id=config.pop("run_id", None),
+        )
+        try:
+            result = self._pan_documents(query, docs, k=self._k(n), callbacks=manager.get_child())
+            out = self._to_documents(docs, result, every=n is None, config=self.panning_config())
+        except BaseException as err:
+            manager.on_chain_error(err)
+            raise
+        manager.on_chain_end({"documents": out})
+        return PannedDocuments(out, result)
 
     async def apan(
         self,
@@ -383,20 +428,66 @@ class GoldPanningCompressor(BaseDocumentCompressor, _LangChainPanning):
         *,
         top_n: int | None = None,
         callbacks: Callbacks = None,
+        **kwargs: Any,
     ) -> PannedDocuments:
         """Asynchronous :meth:`pan` (the reader's ``aread``)."""
         n, docs = self._pan_inputs(documents, top_n)
-        result = await self._apan_documents(query, docs, k=n, callbacks=callbacks)
-        return PannedDocuments(self._to_documents(docs, result), result)
+        config = _run_config(callbacks, kwargs)
+        manager = await get_async_callback_manager_for_config(config).on_chain_start(
+            None,
+            self._run_inputs(query, docs, n),
+            name=config.get("run_name") or type(self).__name__,
+            run_id=config.pop("run_id", None),
+        )
+        try:
+            result = await self._apan_documents(query, docs, k=self._k(n), callbacks=manager.get_child())
+            out = self._to_documents(docs, result, every=n is None, config=self.panning_config())
+        except BaseException as err:
+            await manager.on_chain_error(err)
+            raise
+        await manager.on_chain_end({"documents": out})
+        return PannedDocuments(out, result)
 
     def compress_documents(
-        self, documents: Sequence[Document], query: str, callbacks: Callbacks | None = None
+        self,
+        documents: Sequence[Document],
+        query: str,
+        callbacks: Callbacks | None = None,
+        **kwargs: Any,
     ) -> Sequence[Document]:
-        """The top ``top_n`` of ``documents`` for ``query``, best first."""
-        return self.pan(documents, query, callbacks=callbacks).documents
+        """The top ``top_n`` of ``documents`` for ``query``, best first (every document
+        when ``top_n`` is None); keyword arguments as for :meth:`pan` (``top_n``,
+        ``run_name``, ``tags``, ``metadata``, ``run_id``)."""
+        return self.pan(documents, query, callbacks=callbacks, **kwargs).documents
 
     async def acompress_documents(
-        self, documents: Sequence[Document], query: str, callbacks: Callbacks | None = None
+        self,
+        documents: Sequence[Document],
+        query: str,
+        callbacks: Callbacks | None = None,
+        **kwargs: Any,
     ) -> Sequence[Document]:
         """Asynchronous :meth:`compress_documents` (awaits the reader's ``aread``)."""
-        return (await self.apan(documents, query, callbacks=callbacks)).documents
+        return (await self.apan(documents, query, callbacks=callbacks, **kwargs)).documents
+
+
+_RUN_KEYS = frozenset({"run_name", "tags", "metadata", "run_id"})
+
+
+def _run_config(callbacks: Callbacks, kwargs: dict[str, Any]) -> RunnableConfig:
+    """The compressor run's config: ``callbacks`` and the run keys of ``kwargs`` over the
+    config in context (``ensure_config``), so a call inside a chain nests under it.
+
+    Raises:
+        TypeError: ``kwargs`` holds a key that is not a run key (the message lists them).
+    """
+    unknown = sorted(set(kwargs) - _RUN_KEYS)
+    if unknown:
+        raise TypeError(
+            f"GoldPanningCompressor got unexpected keyword argument(s) {unknown}; it takes top_n and "
+            f"the run's {sorted(_RUN_KEYS)}"
+        )
+    given: dict[str, Any] = {key: value for key, value in kwargs.items() if value is not None}
+    if callbacks is not None:
+        given["callbacks"] = callbacks
+    return ensure_config(RunnableConfig(**given))  # type: ignore[typeddict-item]

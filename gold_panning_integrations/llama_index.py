@@ -23,6 +23,7 @@ from typing import Any, NamedTuple
 from .errors import MissingExtraError
 
 try:
+    from llama_index.core import Settings
     from llama_index.core.bridge.pydantic import ConfigDict, Field, field_validator, model_validator
     from llama_index.core.callbacks import CBEventType, EventPayload
     from llama_index.core.instrumentation import get_dispatcher
@@ -74,6 +75,19 @@ class PanningEndEvent(BaseEvent):
         return "GoldPanningEndEvent"
 
 
+def _default_llm() -> LLM:
+    """``Settings.llm`` (resolved by LlamaIndex on first access), or a ValueError that
+    says what to pass instead."""
+    try:
+        return Settings.llm
+    except (ImportError, ValueError) as err:
+        raise ValueError(
+            "GoldPanningPostprocessor needs a model: pass llm=<a LlamaIndex LLM> or reader=<a reader, "
+            "a LangChain chat model, or 'local'>, or set llama_index.core.Settings.llm; "
+            f"Settings.llm could not be resolved: {str(err).strip()}"
+        ) from err
+
+
 class PannedNodes(NamedTuple):
     """What :meth:`GoldPanningPostprocessor.pan` returns."""
 
@@ -102,13 +116,18 @@ class GoldPanningPostprocessor(BaseNodePostprocessor, PanningOptions):
     per-round trace, tokens, stop reason) is returned by :meth:`pan` / :meth:`apan`.
 
     Give the model as ``llm`` (a LlamaIndex ``LLM``) or ``reader`` (a reader object, a
-    LangChain chat model, or ``"local"``), not both.
+    LangChain chat model, or ``"local"``), not both. With neither, ``llm`` is
+    ``llama_index.core.Settings.llm`` at construction, as for ``LLMRerank`` (LlamaIndex
+    resolves an unset ``Settings.llm`` to OpenAI when ``llama-index-llms-openai`` and an
+    API key are there; otherwise construction fails with a ``ValueError`` saying what to
+    pass).
     """
 
     model_config = ConfigDict(arbitrary_types_allowed=True, extra="forbid")
 
     llm: LLM | None = Field(default=None, description="LlamaIndex LLM that reads the prompts.")
-    """LlamaIndex LLM that reads the prompts (wrapped by ``readers.as_reader``)."""
+    """LlamaIndex LLM that reads the prompts (wrapped by ``readers.as_reader``); with
+    neither ``llm`` nor ``reader`` given, ``Settings.llm``."""
 
     reader: Any = Field(default=None, exclude=True, description="Reader, chat model, or 'local'.")
     """Alternative to ``llm``: a reader (``read``/``aread`` returning a ``Reading``), a
@@ -127,15 +146,18 @@ class GoldPanningPostprocessor(BaseNodePostprocessor, PanningOptions):
     def _check_top_n(cls, value: Any) -> int:
         return check_count(value, name="top_n")
 
+    @model_validator(mode="before")
+    @classmethod
+    def _settings_llm(cls, data: Any) -> Any:
+        """Neither ``llm`` nor ``reader``: ``Settings.llm``, as ``LLMRerank`` does."""
+        if isinstance(data, dict) and data.get("llm") is None and data.get("reader") is None:
+            data = {**data, "llm": _default_llm()}
+        return data
+
     @model_validator(mode="after")
     def _one_model(self) -> GoldPanningPostprocessor:
         if self.llm is not None and self.reader is not None:
             raise ValueError("give either llm=... or reader=..., not both")
-        if self.llm is None and self.reader is None:
-            raise ValueError(
-                "GoldPanningPostprocessor needs a model: pass llm=<a LlamaIndex LLM> or "
-                "reader=<a reader, a LangChain chat model, or 'local'>"
-            )
         return self
 
     @classmethod

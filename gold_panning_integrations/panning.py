@@ -16,10 +16,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from .engine.config import PanningConfig
 from .engine.panner import Panner
+from .engine.seeding import RngOption
 from .profiles import DetectorProfile, resolve_profile
 
 __all__ = ["GoldPanner", "PanningConfig"]
@@ -50,7 +49,10 @@ class GoldPanner(Panner):
             the reader recommends for itself (its ``recommended_profile``), else the
             generic ``lost-in-the-middle`` profile with a one-time warning.
         config: A :class:`PanningConfig`; None for the defaults.
-        rng: ``numpy.random.Generator`` or seed.
+        rng: None (default): each run derives its random stream (placements, labels,
+            tie-breaks) from the question and the documents' text, so the same query
+            gives the same prompts and ranking; ``"fresh"``: fresh entropy on every run;
+            an int or a ``numpy.random.Generator``: one stream for this panner's runs.
         **options: Any :class:`PanningConfig` field (``rounds=4, k=1, ...``).
 
     Raises:
@@ -65,7 +67,7 @@ class GoldPanner(Panner):
         profile: DetectorProfile | str | Path | Any | None = None,
         config: PanningConfig | None = None,
         *,
-        rng: np.random.Generator | int | None = None,
+        rng: RngOption = None,
         **options: Any,
     ) -> None:
         if reader is not None:

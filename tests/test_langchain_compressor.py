@@ -42,7 +42,7 @@ class CompressionRetriever(BaseRetriever):
 
 
 class Runs(BaseCallbackHandler):
-    """Records (kind, run id, parent run id) of retriever and chat-model runs."""
+    """Records (kind, run id, parent run id) of retriever, chain and chat-model runs."""
 
     def __init__(self) -> None:
         self.runs: list[tuple[str, UUID, UUID | None]] = []
@@ -56,6 +56,11 @@ class Runs(BaseCallbackHandler):
         self, serialized: Any, messages: Any, *, run_id: UUID, parent_run_id: UUID | None = None, **kw: Any
     ) -> None:
         self.runs.append(("chat", run_id, parent_run_id))
+
+    def on_chain_start(
+        self, serialized: Any, inputs: Any, *, run_id: UUID, parent_run_id: UUID | None = None, **kw: Any
+    ) -> None:
+        self.runs.append(("chain", run_id, parent_run_id))
 
 
 def _compressor(reader: Any = None, **kw: Any) -> GoldPanningCompressor:
@@ -174,7 +179,10 @@ def test_chat_model_calls_nest_under_the_pipeline_run() -> None:
     runs = Runs()
     pipeline.invoke("q", config={"callbacks": [runs]})
     outer = runs.runs[0][1]
-    assert [parent for kind, _, parent in runs.runs if kind == "chat"] == [outer, outer]
+    # the compressor's own run sits under the pipeline's, the model calls under it
+    (compressor,) = [(run, parent) for kind, run, parent in runs.runs if kind == "chain"]
+    assert compressor[1] == outer
+    assert [parent for kind, _, parent in runs.runs if kind == "chat"] == [compressor[0]] * 2
 
 
 # ------------------------------------------------------------ Runnables as readers

@@ -83,7 +83,7 @@ def test_prompt_longer_than_fixed_context_fails_cleanly() -> None:
     small = LocalReader(n_ctx=256, n_threads=1)
     docs = [f"Document number {i} talks about the weather in a long sentence." for i in range(40)]
     r = small.read("What is the weather?", docs)
-    assert r.failed and "context" in (r.error or "") and "256" in (r.error or "")
+    assert r.failed and "256-token context" in (r.error or "") and "max_docs_per_prompt" in (r.error or "")
     assert small.calls == 0  # refused before calling the model
 
 
@@ -138,6 +138,9 @@ class _FakeLlama:
     def tokenize(self, text: bytes, add_bos: bool = True, special: bool = False) -> list[int]:
         return [0] * len(text.split())  # one token per word
 
+    def detokenize(self, tokens: list[int]) -> bytes:
+        return b" ".join([b"word"] * len(tokens))  # the only word the tests use
+
     # llama-cpp-python has no n_ctx_train(): the declared context is in the GGUF metadata
     metadata: ClassVar[dict[str, str]] = {"general.architecture": "llama", "llama.context_length": "4096"}
 
@@ -187,16 +190,20 @@ def test_fake_answer_mode_records_usage_and_attributes(fake_llama) -> None:  # t
     assert len(_FakeLlama.instances) == 1  # loaded once
 
 
-def test_fake_context_grows_to_fit_then_refuses(fake_llama) -> None:  # type: ignore[no-untyped-def]
+def test_fake_context_grows_to_fit_then_cuts(fake_llama) -> None:  # type: ignore[no-untyped-def]
     from gold_panning_integrations.readers.local import LocalReader
 
     r = LocalReader(fake_llama)
     long_doc = " ".join(["word"] * 1500)
     assert not r.read("q?", [long_doc]).failed
     assert [x.n_ctx for x in _FakeLlama.instances] == [1024, 2048]  # reloaded with room
+    # Longer than the declared 4096: cut to fit (was a failed reading before 0.6).
     huge = r.read("q?", [" ".join(["word"] * 5000)])
-    assert huge.failed and "context holds 4096" in (huge.error or "")
-    assert r.calls == 1
+    assert not huge.failed and huge.documents_cut == 1
+    assert _FakeLlama.instances[-1].n_ctx == 4096
+    shown = _FakeLlama.instances[-1].calls[-1]["messages"][1]["content"]
+    assert "word [...]" in shown and shown.count("word") < 4096
+    assert r.calls == 2
 
 
 def test_fake_cite_mode_parses_labels(fake_llama) -> None:  # type: ignore[no-untyped-def]

@@ -212,7 +212,10 @@ class EmbeddedServer:
 
     Started with ``command`` (see :func:`llama_server_command`), its output to ``log``;
     ready when ``GET /v1/models`` answers 200 within ``ready_timeout`` seconds. Always
-    stopped on exit, also on an error or Ctrl-C (terminate, then kill after 10 s).
+    stopped on exit, also on an error, Ctrl-C or SIGTERM: terminated, then killed after
+    ``stop_timeout`` seconds (llama-cpp-python's server, under uvicorn, finishes the
+    request it is serving before it exits, and a completion can take tens of seconds on
+    a CPU; the server holds nothing worth waiting for).
 
     Args:
         command: The argv to run; the server must listen on ``port``.
@@ -220,6 +223,7 @@ class EmbeddedServer:
         log: File receiving the server's stdout and stderr.
         ready_timeout: Deadline in seconds for readiness.
         poll: Seconds between readiness checks.
+        stop_timeout: Seconds between terminating the server and killing it.
     """
 
     def __init__(
@@ -230,8 +234,10 @@ class EmbeddedServer:
         log: str | Path,
         ready_timeout: float = 180.0,
         poll: float = 0.25,
+        stop_timeout: float = 2.0,
     ) -> None:
         self.command = list(command)
+        self.stop_timeout = stop_timeout
         self.port = port
         self.log = Path(log)
         self.ready_timeout = ready_timeout
@@ -291,13 +297,13 @@ class EmbeddedServer:
             raise
 
     def stop(self) -> None:
-        """Terminate the process (kill after 10 s); safe to call twice."""
+        """Terminate the process (kill after ``stop_timeout`` s); safe to call twice."""
         proc, self.proc = self.proc, None
         if proc is None or proc.poll() is not None:
             return
         proc.terminate()
         try:
-            proc.wait(timeout=10)
+            proc.wait(timeout=self.stop_timeout)
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait(timeout=10)

@@ -405,7 +405,9 @@ def _progress(total: int) -> tuple[Callable[[int], None], Callable[[], None]]:
 
 
 def _raise_interrupt(signum: int, frame: Any) -> None:
-    raise KeyboardInterrupt(f"signal {signum}")
+    from .._console import Terminated
+
+    raise Terminated(signum)
 
 
 @dataclass(frozen=True)

@@ -78,7 +78,13 @@ def register(sub: Any) -> None:
     p.add_argument(
         "--no-final-answer", action="store_true", help="skip the answer call on the selected documents"
     )
-    p.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
+    p.add_argument(
+        "--seed",
+        type=_seed,
+        default=None,
+        help="random seed of the placements and labels: an int, or 'fresh' for fresh entropy (default: "
+        "derived from the question and the documents, so the same input gives the same prompts and ranking)",
+    )
     p.add_argument("--json", action="store_true", help="print one JSON object instead of text")
     p.add_argument(
         "--plot", default=None, metavar="FILE.png", help="draw belief trajectories per document (plot extra)"
@@ -93,6 +99,19 @@ def register(sub: Any) -> None:
     )
     add_config_arguments(p, hidden=("policy",))
     p.set_defaults(func=main)
+
+
+def _seed(text: str) -> int | str:
+    """``--seed``: a non-negative int or ``fresh``."""
+    if text == "fresh":
+        return text
+    try:
+        value = int(text)
+    except ValueError:
+        value = -1
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"expected a non-negative integer or 'fresh', got {text!r}")
+    return value
 
 
 def _options_text(options: Any) -> str:
@@ -218,7 +237,7 @@ def _panner(
     from ..readers._cli_args import make_reader
 
     options = {**defaults, **(SETTINGS[args.setting] if args.setting else {}), **given_options(args)}
-    reader = make_reader(args, seed=args.seed)
+    reader = make_reader(args, seed=args.seed if isinstance(args.seed, int) else 0)
     panner = GoldPanner(reader, args.profile or None, PanningConfig.from_options(**options), rng=args.seed)
     return reader, panner, profile_label(args.profile, reader=reader)
 
@@ -420,6 +439,11 @@ def _print_trace(
     if not result.selected.size:
         print("  (none reaches min_relevance)")
     print(f"probability that no document is relevant (p_none): {result.p_none:.3f}")
+    if result.documents_cut:
+        print(
+            f"{result.documents_cut} document(s) over all prompts were cut to fit the model's context "
+            "(their ends marked [...])"
+        )
     print(f"answer: {answer if answer else '(none)'}")
 
 

@@ -20,8 +20,8 @@ import contextvars
 import logging
 import threading
 import time
-from collections.abc import Awaitable, Iterable, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor, wait
+from collections.abc import Awaitable, Callable, Iterable, Sequence
+from concurrent.futures import Future, wait
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -47,9 +47,9 @@ from .rounds import (
     plan_round,
     rank_documents,
 )
+from .seeding import RngOption, check_rng_option, derived_rng
 
 __all__ = [
-    "POOL_WORKERS",
     "Panner",
     "PanningConfig",
     "PanningResult",
@@ -407,8 +407,9 @@ class Panner:
             sequences (a ``DetectorProfile``, say); the options it may set are read by
             :meth:`PanningConfig.with_profile`.
         config: A :class:`PanningConfig`; None for the defaults.
-        rng: ``numpy.random.Generator`` or seed: placement randomness (``random``,
-            ``oracle``, ``shuffle_top``), the labels, PSC tie-breaking.
+        rng: Source of placements, labels and tie-breaks. None: each run's stream is
+            derived from its question and documents (:mod:`.seeding`); ``"fresh"``:
+            fresh entropy; an int or a Generator: one stream for this panner's runs.
         **options: Any :class:`PanningConfig` field, replacing ``config``'s value
             (``Panner(reader, profile, rounds=4, k=1)``).
     """
@@ -419,7 +420,7 @@ class Panner:
         profile: ProfileLike | None = None,
         config: PanningConfig | None = None,
         *,
-        rng: np.random.Generator | int | None = None,
+        rng: RngOption = None,
         **options: Any,
     ) -> None:
         if profile is None or not hasattr(profile, "tpr") or not hasattr(profile, "fpr"):
@@ -439,7 +440,8 @@ class Panner:
         self.geometry = Geometry(
             profile.tpr, profile.fpr, config=self.config, temperature=self.evidence_temperature
         )
-        self.rng = rng if isinstance(rng, np.random.Generator) else np.random.default_rng(rng)
+        rng = check_rng_option(rng)  # None: each run derives its own stream
+        self.rng = None if rng is None else np.random.default_rng(None if isinstance(rng, str) else rng)
         self.recalibration = recalibration_of(profile)
 
     def __getattr__(self, name: str) -> Any:
@@ -450,6 +452,7 @@ class Panner:
 
     def _start(
         self,
+        question: str,
         documents: Sequence[Any],
         *,
         k: int | None,
@@ -461,6 +464,8 @@ class Panner:
     ) -> _Run:
         config = self.config if k is None else replace(self.config, k=k)
         n = len(documents)
+        if rng is None:  # the panner's stream, else one derived from the input
+            rng = self.rng if self.rng is not None else derived_rng(question, documents)
         if prior_probs is None and prior_log_odds is None:
             prior_probs = _retriever_prior(config, n, scores)
         return _Run(
@@ -469,7 +474,7 @@ class Panner:
             config=config,
             prior_probs=prior_probs,
             prior_log_odds=prior_log_odds,
-            rng=self.rng if rng is None else rng,
+            rng=rng,
             truth=truth,
         )
 
@@ -499,7 +504,8 @@ class Panner:
                 retriever prior.
             prior_log_odds: Per-document prior log-odds, shape ``(n,)``; replaces the
                 retriever prior.
-            rng: Generator for this call (defaults to the panner's).
+            rng: Generator for this call (defaults to the panner's; when the panner has
+                none, to one derived from ``question`` and ``documents``).
             truth: Relevance labels, shape ``(n,)``; only the ``oracle`` policy uses them.
 
         Returns:
@@ -514,6 +520,7 @@ class Panner:
                 "GoldPanner.run needs a reader with a read(question, documents, *, labels) method"
             )
         run = self._start(
+            question,
             documents,
             k=k,
             scores=scores,
@@ -544,7 +551,7 @@ class Panner:
         """A round's prompts through the synchronous reader, one reading per window.
 
         When the reader takes concurrent calls (:func:`takes_concurrent_calls`), every
-        prompt but the first goes to the shared thread pool and the first runs in this
+        prompt but the first goes to a thread of its own and the first runs in this
         thread, so the round costs one call of latency; the reader's own limit on calls
         in flight still applies. Otherwise the prompts run here, one after another, in
         order. A :class:`FatalReaderError` is raised once every prompt already running has
@@ -552,22 +559,21 @@ class Panner:
         """
         if len(windows) == 1 or not takes_concurrent_calls(self.reader):
             return [self._read_one(question, documents, w) for w in windows]
-        pool = _thread_pool()
         futures = [
-            pool.submit(contextvars.copy_context().run, self._read_one, question, documents, w)
+            _in_daemon_thread(contextvars.copy_context().run, self._read_one, question, documents, w)
             for w in windows[1:]
         ]
         try:
             first = self._read_one(question, documents, windows[0])
-        except BaseException:
-            _settle(futures)
+        except BaseException as err:
+            _settle(futures, err)
             raise
         readings = [first]
         for i, f in enumerate(futures):
             try:
                 readings.append(f.result())
-            except BaseException:
-                _settle(futures[i + 1 :])
+            except BaseException as err:
+                _settle(futures[i + 1 :], err)
                 raise
         return readings
 
@@ -591,6 +597,7 @@ class Panner:
                 "GoldPanner.arun needs a reader with an async aread(question, documents, *, labels) method"
             )
         run = self._start(
+            question,
             documents,
             k=k,
             scores=scores,
@@ -647,30 +654,33 @@ def takes_concurrent_calls(reader: Any) -> bool:
     return limit is None or (isinstance(limit, int) and not isinstance(limit, bool) and limit > 1)
 
 
-POOL_WORKERS = 64
-"""Threads of the pool the synchronous path sends a round's prompts through (shared by
-every panner in the process; each reader's ``max_concurrency`` bounds its own calls)."""
+def _in_daemon_thread(fn: Callable[..., Any], *args: Any) -> Future[Any]:
+    """Run ``fn(*args)`` in a new daemon thread; its future. Not a ThreadPoolExecutor:
+    Python joins those workers at exit, so after Ctrl-C or SIGTERM one model call still
+    running would hold the process for its whole deadline. Each reader bounds its own
+    calls in flight (``max_concurrency``), so a thread per prompt is all that is needed."""
+    future: Future[Any] = Future()
 
-_POOL: ThreadPoolExecutor | None = None
-_POOL_LOCK = threading.Lock()
+    def work() -> None:
+        if not future.set_running_or_notify_cancel():
+            return
+        try:
+            future.set_result(fn(*args))
+        except BaseException as err:  # noqa: BLE001 - handed to the waiting caller
+            future.set_exception(err)
+
+    threading.Thread(target=work, daemon=True, name="gold-panning-prompt").start()
+    return future
 
 
-def _thread_pool() -> ThreadPoolExecutor:
-    """The process-wide pool, created on first use."""
-    global _POOL
-    if _POOL is None:
-        with _POOL_LOCK:
-            if _POOL is None:
-                _POOL = ThreadPoolExecutor(max_workers=POOL_WORKERS, thread_name_prefix="gold-panning")
-    return _POOL
-
-
-def _settle(futures: Sequence[Future[Any]]) -> None:
+def _settle(futures: Sequence[Future[Any]], err: BaseException) -> None:
     """Cancel the futures not started yet and wait for the running ones (each reader call
-    has its own deadline), so no call outlives the run that made it."""
+    has its own deadline), so no call outlives the run that made it; but an interrupt
+    (Ctrl-C, SIGTERM) is not held up by a slow model: running calls end on their own."""
     for f in futures:
         f.cancel()
-    wait(futures)
+    if not isinstance(err, KeyboardInterrupt):
+        wait(futures)
 
 
 async def _gather_all(coros: Iterable[Awaitable[Reading]]) -> list[Reading]:

@@ -34,6 +34,8 @@ class Reading:
         prompt_tokens: Prompt tokens reported by the provider (None if not reported).
         completion_tokens: Completion tokens reported by the provider (None if not).
         extra: Free-form reader-specific diagnostics.
+        documents_cut: Documents of the prompt cut to fit the model's context (their
+            end replaced by a marker); 0 when every document was shown whole.
         labels: The labels the documents were shown under, shape ``(m,)``, when they are
             not the ones the panner passed (a reader adapted from one that takes no
             labels shows ``1..m``); None: the panner's. The trace records what was shown.
@@ -55,6 +57,7 @@ class Reading:
     extra: dict[str, Any] = field(default_factory=dict)
     labels: tuple[int, ...] | None = None
     cached: bool | None = None
+    documents_cut: int = 0
 
     @classmethod
     def failure(cls, error: str, *, attempts: int = 1, raw: str | None = None) -> Reading:

@@ -114,6 +114,7 @@ class RoundTrace:
             answer=next((r.answer for r in rs if r.answer), None),
             invalid_labels=sum(r.invalid_labels for r in rs),
             duplicate_labels=sum(r.duplicate_labels for r in rs),
+            documents_cut=sum(r.documents_cut for r in rs),
             attempts=sum(r.attempts for r in rs),
             prompt_tokens=sum(tok_p) if tok_p else None,
             completion_tokens=sum(tok_c) if tok_c else None,
@@ -214,6 +215,12 @@ class PanningResult:
         return sum(x.invalid_labels for r in self.rounds for x in r.readings)
 
     @property
+    def documents_cut(self) -> int:
+        """Documents cut to fit the model's context, summed over every prompt (a
+        document cut in three prompts counts three times); 0: all shown whole."""
+        return sum(x.documents_cut for r in self.rounds for x in r.readings)
+
+    @property
     def seconds(self) -> float:
         """Wall time spent in reader calls over all rounds."""
         return sum(r.seconds for r in self.rounds)
@@ -258,6 +265,7 @@ class PanningResult:
             "cache_misses": self.cache_misses,
             "failed_rounds": self.failed_rounds,
             "invalid_labels": self.invalid_labels,
+            "documents_cut": self.documents_cut,
             "prompt_tokens": self.prompt_tokens,
             "completion_tokens": self.completion_tokens,
             "seconds": round(self.seconds, 4),
@@ -280,6 +288,7 @@ class PanningResult:
                     "errors": [x.error for x in r.readings if x.error],
                     "invalid_labels": sum(x.invalid_labels for x in r.readings),
                     "duplicate_labels": sum(x.duplicate_labels for x in r.readings),
+                    "documents_cut": sum(x.documents_cut for x in r.readings),
                     "attempts": sum(x.attempts for x in r.readings),
                     "prompt_tokens": r.prompt_tokens,
                     "completion_tokens": r.completion_tokens,

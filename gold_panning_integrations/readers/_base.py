@@ -33,6 +33,7 @@ from ..engine.reading import Reading
 from ..errors import CitationParseError
 from ._cache import ReplyCache, cache_key, make_cache
 from ._errors import Usage
+from ._fit import CharTokenizer, DocumentsDoNotFitError, Tokenizer, fit_documents
 from ._limit import CallLimit, RateLimit
 from ._prompt import (
     SYSTEM_PROMPT,
@@ -80,6 +81,22 @@ def check_mode(mode: str) -> str:
     return mode
 
 
+MESSAGE_OVERHEAD_TOKENS = 16
+"""Chat-template tokens per message (role markers, separators), counted when fitting."""
+
+
+def check_context_tokens(value: Any) -> int | None:
+    """Validate a ``context_tokens`` option: None (unknown: no fitting) or an int >= 64."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or value < 64:
+        raise ValueError(
+            f"context_tokens must be an integer >= 64 (the model's context window in tokens) or None, "
+            f"got {value!r}"
+        )
+    return value
+
+
 def check_structured(structured: Any) -> Any:
     """Validate a ``structured`` option: ``"auto"``, ``True`` or ``False``."""
     if structured not in ("auto", True, False):
@@ -115,7 +132,8 @@ class Prompt:
 
     Attributes:
         question: The question (sanitised).
-        documents: Texts in prompt order (strings, sanitised), shape ``(m,)``.
+        documents: Texts in prompt order (strings, sanitised; as shown, when cut to
+            fit the context), shape ``(m,)``.
         labels: The label each document is shown under, shape ``(m,)``: the panner's,
             or ``1..m`` (also for a callable template that numbers documents itself).
         system: The system message.
@@ -127,6 +145,8 @@ class Prompt:
     labels: tuple[int, ...]
     system: str
     user: str
+    documents_cut: int = 0
+    """Documents cut to fit the model's context (:mod:`._fit`); ``documents`` holds them cut."""
 
     def as_dicts(self) -> list[dict[str, str]]:
         """The two chat messages as OpenAI-style ``{"role", "content"}`` dicts."""
@@ -169,6 +189,13 @@ class BaseReader:
             unchanged). None: no limit. Not applied to a callable ``template``.
         structured: ``"auto"``, ``True`` or ``False``: whether cite mode uses the model's
             structured output (readers without it ignore this).
+        context_tokens: The model's context window in tokens, when known: a prompt whose
+            documents would not fit (after the fixed text and :attr:`reply_tokens`) has
+            them cut evenly, marked ``" [...]"`` and counted in
+            ``Reading.documents_cut`` (:mod:`._fit`), instead of a failed call. Counted
+            with the model's tokenizer where the reader has one, else estimated at
+            :data:`._fit.CHARS_PER_TOKEN` characters per token. None: no fitting
+            (the local reader fits to its model's context by default).
         max_concurrency: The most model calls in flight through this reader at once,
             shared by every query and every prompt that goes through it (threads and
             event loops alike); further calls wait their turn, first come first served.
@@ -213,8 +240,10 @@ class BaseReader:
         requests_per_minute: int | None = None,
         tokens_per_minute: int | None = None,
         cache: ReplyCache | str | os.PathLike[str] | bool | None = None,
+        context_tokens: int | None = None,
     ) -> None:
         self.mode = check_mode(mode)
+        self.context_tokens = check_context_tokens(context_tokens)
         self.template = template
         self.max_citations = check_max_citations(max_citations)
         self.max_attempts = check_max_attempts(max_attempts)
@@ -276,19 +305,10 @@ class BaseReader:
         docs = tuple(sanitize_text(d) for d in documents)
         q = sanitize_text(question)
         labs = check_labels(labels, len(docs))
+        docs, cut = self._fit(q, docs, labs)
+        system, user = self._render(q, docs, labs)
         if self.mode == "answer":
-            from .answer import ANSWER_SYSTEM_PROMPT, render_answer_prompt
-
-            tpl = self.template
-            user = (
-                tpl(q, list(docs))
-                if callable(tpl)
-                else render_answer_prompt(q, docs, template=tpl, max_chars_per_doc=self.max_chars_per_doc)
-            )
-            return Prompt(q, docs, labs, ANSWER_SYSTEM_PROMPT, user)
-        user = render_prompt(
-            q, docs, labels=labs, template=self.template, max_chars_per_doc=self.max_chars_per_doc
-        )
+            return Prompt(q, docs, labs, system, user, cut)
         shown = template_labels(self.template, labs)
         if shown != labs and not self._warned_template:
             self._warned_template = True
@@ -297,7 +317,71 @@ class BaseReader:
                 "instead of the panner's per-round labels; add a labels keyword to the template",
                 self,
             )
-        return Prompt(q, docs, shown, SYSTEM_PROMPT, user)
+        return Prompt(q, docs, shown, system, user, cut)
+
+    def _render(self, question: str, docs: Sequence[str], labels: tuple[int, ...]) -> tuple[str, str]:
+        """The system and user messages of one prompt in this reader's mode."""
+        if self.mode == "answer":
+            from .answer import ANSWER_SYSTEM_PROMPT, render_answer_prompt
+
+            tpl = self.template
+            user = (
+                tpl(question, list(docs))
+                if callable(tpl)
+                else render_answer_prompt(
+                    question, docs, template=tpl, max_chars_per_doc=self.max_chars_per_doc
+                )
+            )
+            return ANSWER_SYSTEM_PROMPT, user
+        user = render_prompt(
+            question, docs, labels=labels, template=self.template, max_chars_per_doc=self.max_chars_per_doc
+        )
+        return SYSTEM_PROMPT, user
+
+    # ------------------------------------------------------------------ fitting the context
+    @property
+    def reply_tokens(self) -> int:
+        """Tokens kept free for the reply when fitting documents: the reader's
+        ``max_tokens`` when it has one, else 256."""
+        value = getattr(self, "max_tokens", None)
+        return value if isinstance(value, int) and value > 0 else 256
+
+    def _context_limit(self) -> int | None:
+        """The context to fit prompts into (tokens), or None: no fitting."""
+        return self.context_tokens
+
+    def _tokenizer(self) -> Tokenizer | None:
+        """The model's tokenizer, when the reader has one (None: the estimate)."""
+        return None
+
+    def _fit(
+        self, question: str, docs: tuple[str, ...], labels: tuple[int, ...]
+    ) -> tuple[tuple[str, ...], int]:
+        """``docs`` cut evenly to fit :meth:`_context_limit`, and how many were cut
+        (``docs`` as they are when all fit, or no context is known, or the template
+        is a callable that renders documents itself)."""
+        if not docs or callable(self.template):
+            return docs, 0
+        context = self._context_limit()
+        if context is None:
+            return docs, 0
+        tokenizer = self._tokenizer()
+        counter = tokenizer if tokenizer is not None else CharTokenizer()
+        fixed = sum(counter.count(m) for m in self._render(question, ("",) * len(docs), labels))
+        # One token per document of slack: a cut re-tokenised in the prompt may shift.
+        budget = context - fixed - MESSAGE_OVERHEAD_TOKENS * 2 - self.reply_tokens - len(docs)
+        fitted = fit_documents(docs, budget, tokenizer=tokenizer, context=context)
+        if not fitted.cut:
+            return docs, 0
+        logger.info(
+            "%r: cut %d of %d documents to %d tokens each to fit a %d-token context",
+            self,
+            fitted.cut,
+            len(docs),
+            fitted.share,
+            context,
+        )
+        return fitted.texts, fitted.cut
 
     def messages(
         self, question: str, documents: Sequence[Any], *, labels: Sequence[int] | None = None
@@ -354,13 +438,13 @@ class BaseReader:
                 attribution=self.attribution,
                 extra=extra,
             )
-            return replace(r, raw=truncate(reply.text))
+            return replace(r, raw=truncate(reply.text), documents_cut=prompt.documents_cut)
         value: Any = reply.value if reply.value is not None else reply.text
         if value is None or (isinstance(value, str) and not value.strip()):
             hint = f" (finish_reason={reply.finish_reason!r})" if reply.finish_reason else ""
             raise CitationParseError(f"the model returned no text{hint}")
         try:
-            return reading_from_citations(
+            r = reading_from_citations(
                 value,
                 prompt.documents,
                 labels=prompt.labels,
@@ -368,6 +452,7 @@ class BaseReader:
                 raw=value,
                 extra=extra,
             )
+            return replace(r, documents_cut=prompt.documents_cut) if prompt.documents_cut else r
         except CitationParseError as err:
             if reply.finish_reason == "length":
                 new = CitationParseError(f"{err} (output cut at the token limit; raise max_tokens)")
@@ -497,7 +582,10 @@ class BaseReader:
     def _read(
         self, question: str, documents: Sequence[Any], labels: Sequence[int] | None, **options: Any
     ) -> Reading:
-        prompt = self.prompt(question, documents, labels=labels)
+        try:
+            prompt = self.prompt(question, documents, labels=labels)
+        except DocumentsDoNotFitError as err:  # no call can succeed: a failed reading, no retry
+            return Reading.failure(f"{type(err).__name__}: {err}", attempts=0)
         if not prompt.documents:
             return no_documents_reading()
         key = self._cache_key(prompt)
@@ -520,7 +608,10 @@ class BaseReader:
     async def _aread(
         self, question: str, documents: Sequence[Any], labels: Sequence[int] | None, **options: Any
     ) -> Reading:
-        prompt = self.prompt(question, documents, labels=labels)
+        try:
+            prompt = self.prompt(question, documents, labels=labels)
+        except DocumentsDoNotFitError as err:  # no call can succeed: a failed reading, no retry
+            return Reading.failure(f"{type(err).__name__}: {err}", attempts=0)
         if not prompt.documents:
             return no_documents_reading()
         key = self._cache_key(prompt)

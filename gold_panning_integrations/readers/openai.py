@@ -146,6 +146,9 @@ class OpenAIReader(BaseReader):
         cache: A reply cache (True, a file path or a ``ReplyCache``; see
             :class:`._base.BaseReader`), keyed on the model, base URL, messages,
             temperature, top-p, max tokens, response format and extra body.
+        context_tokens: The model's context window in tokens, when you know it: longer
+            prompts have their documents cut evenly to fit, marked and counted
+            (``Reading.documents_cut``); None: no fitting. See :class:`._base.BaseReader`.
 
     Permanent failures (HTTP 401/403/404, a closed port, a redirect to another host or
     a redirect loop) raise :class:`~gold_panning_integrations.errors.FatalReaderError`
@@ -178,6 +181,7 @@ class OpenAIReader(BaseReader):
         requests_per_minute: int | None = None,
         tokens_per_minute: int | None = None,
         cache: ReplyCache | str | os.PathLike[str] | bool | None = None,
+        context_tokens: int | None = None,
     ) -> None:
         super().__init__(
             mode=mode,
@@ -191,6 +195,7 @@ class OpenAIReader(BaseReader):
             requests_per_minute=requests_per_minute,
             tokens_per_minute=tokens_per_minute,
             cache=cache,
+            context_tokens=context_tokens,
         )
         if not isinstance(model, str) or not model:
             raise ValueError(f"model must be a non-empty model name, got {model!r}")

@@ -1,0 +1,156 @@
+"""Fitting a prompt's documents into the model's context: cut evenly, marked, counted.
+
+When a reader knows how many tokens its model takes (``context_tokens``: the embedded
+model's GGUF context length, or what the user gives), the room left for documents is
+the context minus the prompt's fixed text (system message, instructions, question,
+labels) and the reply's room. If the documents need more, each gets the same share
+(water-filling: a document shorter than the share keeps all of it, and what it leaves
+over is shared by the others), the longer ones are cut to the share and end with
+:data:`~._prompt.TRUNCATION_MARKER`, and the number cut is reported (``Reading.documents_cut``,
+``PanningResult.documents_cut``), instead of a call that fails.
+
+Lengths are counted with the model's tokenizer where one is at hand (llama.cpp's for the
+local reader); otherwise with :data:`CHARS_PER_TOKEN` characters per token, a deliberately
+low estimate (English text runs at about 4 characters per token with BPE tokenizers), so
+the estimate errs on the side of fitting.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+from ..errors import ReaderError
+from ._prompt import TRUNCATION_MARKER
+
+__all__ = [
+    "CHARS_PER_TOKEN",
+    "MIN_TOKENS_PER_DOCUMENT",
+    "CharTokenizer",
+    "DocumentsDoNotFitError",
+    "Fitted",
+    "Tokenizer",
+    "even_share",
+    "fit_documents",
+]
+
+CHARS_PER_TOKEN = 3.0
+"""Characters per token assumed when no tokenizer is at hand (low on purpose: see the
+module's docstring)."""
+
+MIN_TOKENS_PER_DOCUMENT = 16
+"""Fewest tokens of its own text a cut document keeps; a smaller share is an error."""
+
+
+class DocumentsDoNotFitError(ReaderError, ValueError):
+    """The context leaves too little room for the prompt's documents (the message says
+    how much, and what to change)."""
+
+
+class Tokenizer(Protocol):
+    """What fitting needs of a tokenizer."""
+
+    def count(self, text: str) -> int:
+        """Tokens of ``text`` (no begin-of-sequence token)."""
+        ...
+
+    def head(self, text: str, tokens: int) -> str:
+        """The text of the first ``tokens`` tokens of ``text`` (a character cut in two
+        is dropped)."""
+        ...
+
+
+class CharTokenizer:
+    """The estimate used without a tokenizer: one token per :data:`CHARS_PER_TOKEN`
+    characters (the last one partial)."""
+
+    def __init__(self, chars_per_token: float = CHARS_PER_TOKEN) -> None:
+        if not chars_per_token > 0:
+            raise ValueError(f"chars_per_token must be > 0, got {chars_per_token!r}")
+        self.chars_per_token = chars_per_token
+
+    def count(self, text: str) -> int:
+        return math.ceil(len(text) / self.chars_per_token)
+
+    def head(self, text: str, tokens: int) -> str:
+        return text[: int(tokens * self.chars_per_token)]
+
+
+@dataclass(frozen=True)
+class Fitted:
+    """Documents as they fit: ``texts`` (shape ``(m,)``, whitespace runs collapsed as in
+    a prompt; cut ones end with the marker), how many were ``cut``, and the ``share``
+    each cut one got (tokens, marker included; None when nothing was cut)."""
+
+    texts: tuple[str, ...]
+    cut: int
+    share: int | None
+
+
+def even_share(lengths: Sequence[int], budget: int) -> int | None:
+    """The largest share ``c`` with ``sum(min(l, c) for l in lengths) <= budget``, or None
+    when every length fits as it is (``sum(lengths) <= budget``).
+
+    Water-filling: walking the lengths from the shortest, a document shorter than an even
+    split of what is left keeps its length; the first that is not sets the share.
+    ``even_share([10, 100, 100], 110) == 50``: 10 + 50 + 50 = 110.
+    """
+    if sum(lengths) <= budget:
+        return None
+    left = max(budget, 0)
+    ordered = sorted(lengths)
+    for i, length in enumerate(ordered):
+        share = left // (len(ordered) - i)
+        if length > share:
+            return share
+        left -= length
+    return left  # pragma: no cover - unreachable: the sum exceeds the budget
+
+
+def fit_documents(
+    documents: Sequence[str],
+    budget: int,
+    *,
+    tokenizer: Tokenizer | None = None,
+    marker: str = TRUNCATION_MARKER,
+    context: int | None = None,
+) -> Fitted:
+    """Cut ``documents`` evenly so that together they take at most ``budget`` tokens.
+
+    Args:
+        documents: Texts in prompt order, shape ``(m,)``.
+        budget: Tokens the documents may take together (the context left after the
+            prompt's fixed text and the reply's room).
+        tokenizer: The model's tokenizer; None: :class:`CharTokenizer`'s estimate.
+        marker: Appended to a cut document (its tokens count toward its share).
+        context: The model's context (tokens), named in the error message when given.
+
+    Returns:
+        The fitted texts (unchanged, but for collapsed whitespace, when all fit).
+
+    Raises:
+        DocumentsDoNotFitError: a share would leave a cut document fewer than
+            :data:`MIN_TOKENS_PER_DOCUMENT` tokens of its own text.
+    """
+    tok = tokenizer if tokenizer is not None else CharTokenizer()
+    texts = [" ".join(str(d).split()) for d in documents]
+    lengths = [tok.count(t) for t in texts]
+    share = even_share(lengths, budget)
+    if share is None:
+        return Fitted(tuple(texts), 0, None)
+    keep = share - tok.count(marker)
+    if keep < MIN_TOKENS_PER_DOCUMENT:
+        raise DocumentsDoNotFitError(
+            f"{len(texts)} documents get {max(budget, 0)} tokens of the model's "
+            + (f"{context}-token " if context is not None else "")
+            + "context together "
+            f"(about {max(keep, 0)} each after the cut marker; at least {MIN_TOKENS_PER_DOCUMENT} needed): "
+            "show fewer documents per prompt (max_docs_per_prompt=...), shorten the question or the "
+            "template, or use a model with a longer context (context_tokens=...)"
+        )
+    out: list[str] = []
+    for text, length in zip(texts, lengths):
+        out.append(text if length <= share else tok.head(text, keep).rstrip() + marker)
+    return Fitted(tuple(out), sum(1 for n in lengths if n > share), share)
