@@ -45,6 +45,8 @@ from .rounds import (
     place,
     plan_round,
     rank_documents,
+    suspected_shares,
+    suspicion,
 )
 
 __all__ = [
@@ -223,12 +225,14 @@ class _Run:
                 spread=cfg.spread,
             )
             ranked = order[0, :n_active]
+            suspects = suspected_shares(st, cfg, self.geometry)
             n_win = -(-n_active // budget)
             for w in range(n_win):
                 group = ranked[w::n_win]
                 rest = np.setdiff1d(np.arange(self.n), group, assume_unique=True)
                 sizes = np.array([group.size], dtype=np.intp)
-                positions, prompt = place(np.concatenate([group, rest])[None, :], sizes, self.geometry)
+                order = np.concatenate([group, rest])[None, :]
+                positions, prompt = place(order, sizes, self.geometry, suspects=suspects)
                 labels = draw_labels(self.rng, sizes, group.size)
                 windows.append(_Window(prompt[0, : group.size], positions, labels[0], b))
         return _Plan(tuple(windows), n_active)
@@ -308,6 +312,7 @@ class _Run:
                     for w, r in zip(plan.windows, validated)
                 ),
                 prompt_index=tuple(w.prompt for w in plan.windows),
+                suspicion=suspicion(self.state, self.cfg, self.geometry, row=0),
             )
         )
 
@@ -368,6 +373,7 @@ class _Run:
             policy=self.cfg.policy,
             k=k,
             prior_log_odds=self.state.prior_log_odds[0].copy(),
+            suspicion=suspicion(self.state, self.cfg, self.geometry, row=0),
         )
 
 
