@@ -109,6 +109,9 @@ def test_the_rate_spreads_the_expected_number_over_the_irrelevant_documents() ->
     assert self_citing_rate(PanningConfig(self_citing=0.25, k=3), 10) == pytest.approx(0.25 / 7)
     assert self_citing_rate(PanningConfig(self_citing=5.0), 3) == 0.45  # capped
     assert self_citing_rate(PanningConfig(self_citing=0.0), 10) == 0.0
+    # Replies that cite nothing are dropped under "skip": the rest is conditioned on a
+    # citation, and the hypothesis is off.
+    assert self_citing_rate(PanningConfig(self_citing=0.25, empty_prompts="skip"), 10) == 0.0
     assert PanningConfig.paper().self_citing == 0.0
     with pytest.raises(ValueError, match=r"self_citing must be a number >= 0, got -1"):
         PanningConfig(self_citing=-1)

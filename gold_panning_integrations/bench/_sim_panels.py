@@ -72,8 +72,11 @@ ATTACKS: tuple[tuple[str, float], ...] = (
     ("position", 1.0),
     ("position", 0.5),
     ("self", 1.0),
+    ("self", 0.5),
 )
-"""Attack-panel settings: (kind, probability the model obeys)."""
+"""Attack-panel settings: (kind, probability the model obeys). ``self`` is a passage that
+asks to be cited (issue 29); obeyed in half the prompts, it is cited at one rate near the
+middle of the profile's curve, the case the self-citing hypothesis tells apart slowest."""
 GUESSES = 10
 """Numbers the ``label-guess`` attacker names: the first ten of the label space of the
 scenario's prompt size (any ten distinct numbers of it are equally likely to be shown)."""

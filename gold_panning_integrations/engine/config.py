@@ -489,7 +489,7 @@ class PanningConfig:
         "curve has its probability of relevance discounted by that mixture, and once that "
         "explanation outweighs all others it is suspected (``PanningResult.suspected``) and "
         "shown where the curve is lowest, where its next citation tells the two apart best. "
-        "0: off (the paper's update).",
+        "0: off (the paper's update); also off with ``empty_prompts='skip'``.",
         check=_non_negative_number,
     )
 

@@ -154,9 +154,13 @@ def lead_rate(config: PanningConfig, n: int) -> float:
 def self_citing_rate(config: PanningConfig, n: int) -> float:
     """Probability that one irrelevant document is a self-citing passage, from the
     expected number ``config.self_citing`` among the ``n - k`` irrelevant ones of a run of
-    ``n``; at most 0.45 (so that it and :func:`lead_rate` leave room for plain documents)."""
+    ``n``; at most 0.45 (so that it and :func:`lead_rate` leave room for plain documents).
+
+    0 with ``empty_prompts="skip"``: that rule keeps only replies that cite something, so
+    a document's remaining looks are conditioned on a citation and no rate fits them (a
+    relevant document cited whenever anything is would look flat)."""
     irrelevant = n - config.k
-    if config.self_citing == 0.0 or irrelevant <= 0:
+    if config.self_citing == 0.0 or irrelevant <= 0 or config.empty_prompts == "skip":
         return 0.0
     return min(float(config.self_citing) / irrelevant, 0.45)
 
