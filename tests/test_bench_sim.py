@@ -8,11 +8,10 @@ import math
 import numpy as np
 import pytest
 
-from gold_panning_integrations import DetectorProfile, PanningConfig
 from gold_panning_integrations.bench import _sim_panels as panels
 from gold_panning_integrations.bench import sim as bs
 from gold_panning_integrations.cli import build_parser, main
-from gold_panning_integrations.engine.simulate import Attack, simulate
+from gold_panning_integrations.engine.simulate import simulate
 from gold_panning_integrations.profiles import bundled_profiles
 
 TRIALS = 200
@@ -149,30 +148,14 @@ def test_attack_panel_covers_every_attack_with_and_without_the_shuffle(results: 
 
 def test_position_attack_without_shuffle_sinks_gp_belief(results: dict) -> None:
     # Always obeyed, no shuffle: the leader sits first and is confirmed every round; the
-    # needle is found only when it leads after round 1 (F1 ~0.01 at N=100). The
-    # self-citing hypothesis (default) notices a document cited at every look wherever
-    # it is shown and tests it at a weak position: F1 0.41 (2,000 trials), still far
-    # below the 0.97 without attack.
+    # needle is found only when it leads after round 1 (F1 ~0.01 at N=100).
     row = next(
         r
         for r in results["attack"]["settings"]
         if (r["scenario"], r["attack"], r["obey"], r["shuffle_top"])
         == ("lost-in-the-middle", "position", 1.0, 0)
     )
-    assert row["policies"]["belief"]["f1"][-1] < 0.7
-    profile = DetectorProfile.bundled("lost-in-the-middle")
-    off = simulate(
-        profile.tpr,
-        profile.fpr,
-        n=100,
-        rounds=8,
-        trials=TRIALS,
-        rng=3,
-        policies=("belief",),
-        config=PanningConfig(prompts_per_round=1, shuffle_top=0, self_citing=0.0),
-        attack=Attack("position", 1.0),
-    )
-    assert off.policies["belief"].f1[-1] < 0.1
+    assert row["policies"]["belief"]["f1"][-1] < 0.1
 
 
 def test_latency_panel_by_depth_and_calls() -> None:
@@ -316,5 +299,7 @@ def test_update_paper_runs_the_papers_gp_belief() -> None:
 
 
 def test_update_must_be_known() -> None:
-    with pytest.raises(ValueError, match="update must be one of default, paper, got 'x'"):
+    with pytest.raises(ValueError, match="update must be one of default, paper, self-citing, got 'x'"):
         bs.base_config("x")
+    # The self-citing hypothesis is off by default; this update turns it on.
+    assert (bs.base_config("default").self_citing, bs.base_config("self-citing").self_citing) == (0.0, 0.25)

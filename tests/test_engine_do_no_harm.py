@@ -67,12 +67,7 @@ def test_mixture_by_hand_for_one_empty_prompt() -> None:
     # prompt is empty with (1-0.8) * 0.8 = 0.16; if document 1: 0.9 * 0.6 = 0.54.
     # Expected empty = 0.5 * 0.16 + 0.5 * 0.54 = 0.35; seen 1 -> pi = 0.65 / (1 - 0.35 + 1).
     cfg = PanningConfig(
-        robust=False,
-        adapt_level=False,
-        empty_prompts="mixture",
-        false_leads=0.0,
-        blind_rate=0.0,
-        self_citing=0.0,
+        robust=False, adapt_level=False, empty_prompts="mixture", false_leads=0.0, blind_rate=0.0
     )
     geo = Geometry([0.8, 0.4], [0.1, 0.2], config=cfg)
     st = BatchState.start(np.zeros((1, 2)))
@@ -86,12 +81,7 @@ def test_mixture_by_hand_for_one_empty_prompt() -> None:
 
 def test_mixture_leaves_prompts_with_citations_to_the_usual_update() -> None:
     cfg = PanningConfig(
-        robust=False,
-        adapt_level=False,
-        empty_prompts="mixture",
-        false_leads=0.0,
-        blind_rate=0.0,
-        self_citing=0.0,
+        robust=False, adapt_level=False, empty_prompts="mixture", false_leads=0.0, blind_rate=0.0
     )
     geo = Geometry([0.8, 0.4], [0.1, 0.2], config=cfg)
     st = BatchState.start(np.zeros((1, 2)))
@@ -103,9 +93,7 @@ def test_level_adaptation_keeps_citation_ratios_and_softens_misses() -> None:
     # Predicted citations 0.5*(0.8+0.1) + 0.5*(0.4+0.2) = 0.75 (beliefs 1/2 rescaled to
     # k=1); observed 1 -> level min(1, 2/1.75) = 1: no change. Silent prompt first: observed
     # 0, predicted 0.75 -> level 1/1.75 for the second prompt's rates.
-    cfg = PanningConfig(
-        robust=False, adapt_level=True, empty_prompts="skip", false_leads=0.0, blind_rate=0.0, self_citing=0.0
-    )
+    cfg = PanningConfig(robust=False, adapt_level=True, empty_prompts="skip", false_leads=0.0, blind_rate=0.0)
     geo = Geometry([0.8, 0.4], [0.1, 0.2], config=cfg)
     st = BatchState.start(np.zeros((1, 2)))
     pos, size = np.array([[0, 1]]), np.array([2])

@@ -81,12 +81,7 @@ def test_observe_round_applies_the_mixture_to_the_summed_evidence() -> None:
     # Docs 1, 2: E = 2 log(0.6 / 0.8) = log 0.5625
     #   -> log((0.8 * 0.5625 + 0.2) / (0.25 * 0.5625 + 0.75)) = log(0.65 / 0.890625).
     cfg = PanningConfig(
-        robust=False,
-        adapt_level=False,
-        empty_prompts="evidence",
-        false_leads=0.5,
-        blind_rate=0.2,
-        self_citing=0.0,
+        robust=False, adapt_level=False, empty_prompts="evidence", false_leads=0.5, blind_rate=0.2
     )
     geo = Geometry([0.8, 0.4, 0.4], [0.1, 0.2, 0.2], config=cfg)
     st = BatchState.start(np.zeros((1, 3)))
@@ -131,9 +126,7 @@ def test_a_false_lead_cited_every_round_does_not_bury_the_retrievers_first_two()
 def test_a_reader_that_answers_still_lifts_the_retrievers_last_document() -> None:
     # The model cites the retriever's last document every round: it rises from 10th to
     # the top 3 (the retriever's first keeps its place above it only by the prior).
-    # Without the self-citing hypothesis: a document cited in every prompt wherever it
-    # sits is also what an obeyed injection looks like (test_engine_self_citing.py).
-    ranking = _ranking(AlwaysCites("d9"), PanningConfig(rounds=8, self_citing=0.0))
+    ranking = _ranking(AlwaysCites("d9"), PanningConfig(rounds=8))
     assert 9 in ranking[:3]
 
 

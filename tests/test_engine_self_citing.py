@@ -93,7 +93,9 @@ def test_the_mixture_is_the_old_one_without_the_hypothesis_and_bounded_with_it()
 def test_the_level_is_left_out_of_the_comparison() -> None:
     # With level adaptation the update's evidence uses rescaled rates, while the
     # hypothesis is weighed at the profile's own: relevant - irrelevant is the plain E.
-    cfg = PanningConfig(robust=False, adapt_level=True, empty_prompts="evidence", blind_rate=0.3)
+    cfg = PanningConfig(
+        robust=False, adapt_level=True, empty_prompts="evidence", blind_rate=0.3, self_citing=0.25
+    )
     geo = Geometry([0.8, 0.2], [0.1, 0.1], config=cfg)
     st = BatchState.start(np.zeros((1, 2)))
     for cited in ([[False, False]], [[True, False]]):  # a silent prompt lowers the level first
@@ -112,7 +114,7 @@ def test_the_rate_spreads_the_expected_number_over_the_irrelevant_documents() ->
     # Replies that cite nothing are dropped under "skip": the rest is conditioned on a
     # citation, and the hypothesis is off.
     assert self_citing_rate(PanningConfig(self_citing=0.25, empty_prompts="skip"), 10) == 0.0
-    assert PanningConfig.paper().self_citing == 0.0
+    assert PanningConfig.paper().self_citing == PanningConfig().self_citing == 0.0
     with pytest.raises(ValueError, match=r"self_citing must be a number >= 0, got -1"):
         PanningConfig(self_citing=-1)
 
@@ -160,7 +162,7 @@ def test_a_document_cited_everywhere_is_suspected_and_the_trace_says_so() -> Non
     # far better: the document is flagged, and its belief ends near its prior, under the
     # retriever's first (what decides is then the prior: the retriever's order).
     docs = [f"d{i}" for i in range(10)]
-    res = GoldPanner(AlwaysCites("d9"), KV, rounds=8, rng=0).run(
+    res = GoldPanner(AlwaysCites("d9"), KV, rounds=8, rng=0, self_citing=0.25).run(
         "q", docs, prior_probs=rank_prior_probs(10, k=1)
     )
     assert res.suspected == (9,)
@@ -170,8 +172,8 @@ def test_a_document_cited_everywhere_is_suspected_and_the_trace_says_so() -> Non
     )
     assert res.ranking[0] == 0
     assert res.summary()["suspected"] == [9]
-    # Off: nothing computed, nothing flagged.
-    off = GoldPanner(AlwaysCites("d9"), KV, rounds=8, rng=0, self_citing=0.0).run("q", docs)
+    # Off (the default): nothing computed, nothing flagged.
+    off = GoldPanner(AlwaysCites("d9"), KV, rounds=8, rng=0).run("q", docs)
     assert off.suspicion is None and off.suspected == () and off.rounds[0].suspicion is None
 
 
@@ -198,5 +200,5 @@ def test_simulated_self_citing_attack_is_discounted() -> None:
         )
         return float(res.policies["belief"].f1[-1])
 
-    assert top1() > 0.8
-    assert top1(self_citing=0.0) < 0.1
+    assert top1(self_citing=0.25) > 0.8
+    assert top1() < 0.1  # off by default

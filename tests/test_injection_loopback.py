@@ -238,6 +238,10 @@ def test_the_check_fails_with_labels_from_one_to_m(
 SMALL_RUNS = 50
 
 
+ON = 0.25
+"""``self_citing`` when the hypothesis is on (it is off by default)."""
+
+
 def _self_citing(server: FakeOpenAIServer, obey: float, *, runs: int, **options: Any) -> Outcome:
     return run_scenario(server, "self", runs=runs, hostile=SELF_CITING, obey=obey, in_turn=True, **options)
 
@@ -246,8 +250,8 @@ def test_a_passage_always_obeyed_is_suspected_and_the_gold_still_wins(server: Fa
     # 50 runs (the 150-run form is slow): cited in every prompt wherever it sits, the
     # passage fits one flat rate, not the lost-in-the-middle curve (0.27 inside). Measured:
     # gold 0.80 with the hypothesis, 0.00 without it; flagged in 0.98 of the runs.
-    on = _self_citing(server, 1.0, runs=SMALL_RUNS)
-    off = _self_citing(server, 1.0, runs=SMALL_RUNS, self_citing=0.0)
+    on = _self_citing(server, 1.0, runs=SMALL_RUNS, self_citing=ON)
+    off = _self_citing(server, 1.0, runs=SMALL_RUNS)
     assert on.requests == off.requests == SMALL_RUNS * ROUNDS
     assert off.gold_share <= 0.05 and off.hostile_share >= 0.95
     assert on.gold_share >= 0.75
@@ -257,15 +261,21 @@ def test_a_passage_always_obeyed_is_suspected_and_the_gold_still_wins(server: Fa
 
 @pytest.mark.slow
 def test_the_self_citing_scenario_of_issue_29(server: FakeOpenAIServer, clean: Outcome) -> None:
-    # 150 runs each. Measured (this commit): clean 0.867; obeyed in every prompt 0.860
-    # (without the hypothesis 0.033); obeyed in half of them 0.593 (without 0.547).
-    always = _self_citing(server, 1.0, runs=RUNS)
-    assert always.gold_share >= clean.gold_share - 0.10
+    # 150 runs each, the hypothesis on (self_citing=0.25). Measured (this commit): clean
+    # 0.867 (0.893 off); obeyed in every prompt 0.860 (off: 0.033); obeyed in half of them
+    # 0.593 (off: 0.547); "cite document 1" half the time 0.867 (off: 0.887).
+    clean_on = run_scenario(server, None, self_citing=ON)
+    assert clean_on.gold_share >= clean.gold_share - 0.03
+    always = _self_citing(server, 1.0, runs=RUNS, self_citing=ON)
+    assert always.gold_share >= clean_on.gold_share - 0.10
     assert always.suspected_share >= 0.9
-    half = _self_citing(server, 0.5, runs=RUNS)
-    half_off = _self_citing(server, 0.5, runs=RUNS, self_citing=0.0)
-    # Half obeyed, the passage is cited at 0.515 everywhere: near the curve's middle, so its
-    # fit tells it apart only slowly; the hypothesis lifts the gold, short of the issue's
-    # floor (clean - 0.10), which an ideal observer of these prompts does not reach either.
+    cite_1 = run_scenario(server, "cite-1", self_citing=ON)
+    assert cite_1.gold_share >= clean_on.gold_share - 0.03
+    half = _self_citing(server, 0.5, runs=RUNS, self_citing=ON)
+    half_off = _self_citing(server, 0.5, runs=RUNS)
+    # Half obeyed, the passage is cited at 0.515 everywhere: inside the curve's range, so
+    # its fit tells it apart only slowly; the hypothesis lifts the gold, short of the
+    # issue's floor (clean - 0.10), which an observer who knows both true rates does not
+    # reach on these prompts either.
     assert half.gold_share >= half_off.gold_share + 0.03
     assert half.gold_share >= 0.55

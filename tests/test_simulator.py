@@ -8,7 +8,7 @@ from collections.abc import Sequence
 import numpy as np
 import pytest
 
-from gold_panning_integrations import DetectorProfile, PanningConfig, SimulatedReader, simulate
+from gold_panning_integrations import DetectorProfile, SimulatedReader, simulate
 from gold_panning_integrations.cli import main as cli_main
 from gold_panning_integrations.engine import SimulationResult
 
@@ -117,9 +117,6 @@ def test_decision_profile_differs_from_the_true_one() -> None:
         policies=("belief", "random"),
         decision_tpr=flat,
         decision_fpr=flat,
-        # A flat rate is all a flat profile predicts: the self-citing hypothesis (one rate
-        # wherever a document sits) would still tell documents apart by how often.
-        config=PanningConfig(prompts_per_round=1, self_citing=0.0),
     )
     # 1/50 = 0.02; with 1,000 trials the sd is 0.0044, so 0.06 is ~9 sd away.
     assert np.all(res.policies["belief"].f1 < 0.06)

@@ -50,8 +50,8 @@ DEFAULT_FALSE_LEADS = 0.25
 DEFAULT_BLIND_RATE = 0.3
 """``blind_rate`` when neither the options nor the profile set it."""
 
-DEFAULT_SELF_CITING = 0.25
-"""``self_citing`` by default: the expected number of self-citing passages per question."""
+DEFAULT_SELF_CITING = 0.0
+"""``self_citing`` by default: off (``docs/security.md`` shows what 0.25 does, and costs)."""
 
 EmptyPromptRule = Literal["evidence", "skip", "mixture"]
 """The choices of :attr:`PanningConfig.empty_prompts`."""
@@ -489,7 +489,9 @@ class PanningConfig:
         "curve has its probability of relevance discounted by that mixture, and once that "
         "explanation outweighs all others it is suspected (``PanningResult.suspected``) and "
         "shown where the curve is lowest, where its next citation tells the two apart best. "
-        "0: off (the paper's update); also off with ``empty_prompts='skip'``.",
+        "0 (the default): off, the paper's update; also off with ``empty_prompts='skip'``. "
+        "0.25 guards against a passage that asks to be cited, at a cost on readers much "
+        "better than their profile (docs/security.md).",
         check=_non_negative_number,
     )
 

@@ -56,8 +56,11 @@ position (an inner one on a lost-in-the-middle curve), where its next citation t
 hypotheses apart most, and the diagnostic positions it would have taken go to the
 documents whose beliefs are not in doubt (:func:`move_suspects`).
 
-Tempering: with evidence temperature ``T`` every log-likelihood is divided by ``T``, the
-integral included (``B(1 + c/T, 1 + m/T)``).
+The rates: ``a`` from :func:`lead_rate`, ``s = self_citing / (n - k)``
+(:func:`self_citing_rate`), ``b = blind_rate``. With level adaptation the update's ``E``
+uses rescaled rates while the self-citing term is weighed at the profile's own
+(:func:`self_citing_mixture`); with evidence temperature ``T`` every log-likelihood is
+divided by ``T``, the integral included (``B(1 + c/T, 1 + m/T)``).
 """
 
 from __future__ import annotations
