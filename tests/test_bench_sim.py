@@ -299,5 +299,7 @@ def test_update_paper_runs_the_papers_gp_belief() -> None:
 
 
 def test_update_must_be_known() -> None:
-    with pytest.raises(ValueError, match="update must be one of default, paper, got 'x'"):
+    with pytest.raises(ValueError, match="update must be one of default, paper, self-citing, got 'x'"):
         bs.base_config("x")
+    # The self-citing hypothesis is off by default; this update turns it on.
+    assert (bs.base_config("default").self_citing, bs.base_config("self-citing").self_citing) == (0.0, 0.25)

@@ -72,15 +72,22 @@ ATTACKS: tuple[tuple[str, float], ...] = (
     ("position", 1.0),
     ("position", 0.5),
     ("self", 1.0),
+    ("self", 0.5),
 )
-"""Attack-panel settings: (kind, probability the model obeys)."""
+"""Attack-panel settings: (kind, probability the model obeys). ``self`` is a passage that
+asks to be cited (issue 29); obeyed in half the prompts, it is cited at one rate near the
+middle of the profile's curve, the case the self-citing hypothesis tells apart slowest."""
 GUESSES = 10
 """Numbers the ``label-guess`` attacker names: the first ten of the label space of the
 scenario's prompt size (any ten distinct numbers of it are equally likely to be shown)."""
-UPDATES: tuple[str, ...] = ("default", "paper")
+UPDATES: tuple[str, ...] = ("default", "paper", "self-citing")
 """``default``: the library's :class:`PanningConfig` defaults (robust likelihood,
 ``shuffle_top``, the empty-prompt mixture with level adaptation); ``paper``: the paper's
-GP-Belief (plain likelihood, no shuffle, every miss is evidence, independent rounds)."""
+GP-Belief (plain likelihood, no shuffle, every miss is evidence, independent rounds);
+``self-citing``: the defaults with ``self_citing=SELF_CITING`` (a passage that asks to be
+cited, docs/security.md)."""
+SELF_CITING = 0.25
+"""``self_citing`` of the ``self-citing`` update."""
 
 
 def base_config(update: str) -> PanningConfig:
@@ -90,6 +97,8 @@ def base_config(update: str) -> PanningConfig:
         return PanningConfig(prompts_per_round=1)
     if update == "paper":
         return PanningConfig.paper(prompts_per_round=1)
+    if update == "self-citing":
+        return PanningConfig(prompts_per_round=1, self_citing=SELF_CITING)
     raise ValueError(f"update must be one of {', '.join(UPDATES)}, got {update!r}")
 
 

@@ -166,7 +166,8 @@ def run_sim_bench(
         hetero_fpr: FPR of every position in the ``heterogeneity`` panel.
         progress: Called as ``progress(done, total)`` in work units (trials x N x
             rounds x policies) after each simulator chunk.
-        update: ``"default"`` (the library's defaults) or ``"paper"`` (the paper's
+        update: ``"default"`` (the library's defaults), ``"self-citing"`` (with
+            ``self_citing=0.25``) or ``"paper"`` (the paper's
             GP-Belief update); see :data:`UPDATES`. Panels that vary an option (noise:
             robust; attack: shuffle_top) vary it on top of this.
 
@@ -383,7 +384,8 @@ def register(subparsers: Any) -> None:
         choices=UPDATES,
         default="default",
         help="default: the library's defaults (robust likelihood, shuffle_top, empty-prompt mixture); "
-        "paper: the paper's GP-Belief update (default: default)",
+        "paper: the paper's GP-Belief update; self-citing: the defaults with self_citing=0.25 "
+        "(default: default)",
     )
     p.set_defaults(func=main)
 

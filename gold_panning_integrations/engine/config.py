@@ -32,6 +32,7 @@ from .priors import DEFAULT_HEAD_DECAY
 __all__ = [
     "DEFAULT_BLIND_RATE",
     "DEFAULT_FALSE_LEADS",
+    "DEFAULT_SELF_CITING",
     "PAPER_UPDATE",
     "SETTINGS",
     "EmptyPromptRule",
@@ -48,6 +49,9 @@ DEFAULT_FALSE_LEADS = 0.25
 
 DEFAULT_BLIND_RATE = 0.3
 """``blind_rate`` when neither the options nor the profile set it."""
+
+DEFAULT_SELF_CITING = 0.0
+"""``self_citing`` by default: off (``docs/security.md`` shows what 0.25 does, and costs)."""
 
 EmptyPromptRule = Literal["evidence", "skip", "mixture"]
 """The choices of :attr:`PanningConfig.empty_prompts`."""
@@ -68,6 +72,7 @@ PAPER_UPDATE: dict[str, Any] = {
     "adapt_level": False,
     "false_leads": 0.0,
     "blind_rate": 0.0,
+    "self_citing": 0.0,
 }
 """The options that turn every extension of the update off: the paper's GP-Belief update
 (independent citations at the profile's exact rates). :meth:`PanningConfig.paper` applies
@@ -157,6 +162,10 @@ def _unit_interval(value: Any) -> str | None:
     return (
         None if value is None or (_is_real(value) and 0.0 <= value <= 1.0) else "a number in [0, 1] or None"
     )
+
+
+def _non_negative_number(value: Any) -> str | None:
+    return None if _is_real(value) and value >= 0.0 else "a number >= 0"
 
 
 def _flag(value: Any) -> str | None:
@@ -492,6 +501,21 @@ class PanningConfig:
         f"profile's ``blind_rate``, else {DEFAULT_BLIND_RATE:g}.",
         check=_rate_in_unit,
         profile_default=DEFAULT_BLIND_RATE,
+    )
+
+    self_citing: float = option(
+        DEFAULT_SELF_CITING,
+        "Expected number of documents per question (>= 0) that the reader cites at one rate "
+        "whatever their position: a passage that tells the model to cite it, and is obeyed. "
+        "Each irrelevant document is one with probability ``s = min(self_citing / (n - k), "
+        "0.45)``; a document whose citations fit one flat rate better than the profile's "
+        "curve has its probability of relevance discounted by that mixture, and once that "
+        "explanation outweighs all others it is suspected (``PanningResult.suspected``) and "
+        "shown where the curve is lowest, where its next citation tells the two apart best. "
+        "0 (the default): off, the paper's update; also off with ``empty_prompts='skip'``. "
+        "0.25 guards against a passage that asks to be cited, at a cost on readers much "
+        "better than their profile (docs/security.md).",
+        check=_non_negative_number,
     )
 
     def __post_init__(self) -> None:

@@ -15,13 +15,10 @@ recommended profile and a user's own reader are resolved at the edge
 
 from __future__ import annotations
 
-import asyncio
 import contextvars
 import logging
-import threading
 import time
-from collections.abc import Awaitable, Callable, Iterable, Sequence
-from concurrent.futures import Future, wait
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -30,6 +27,7 @@ from numpy.typing import ArrayLike, NDArray
 
 from ..errors import AllRoundsFailedError, FatalReaderError
 from . import stopping
+from ._concurrency import gather_all, in_daemon_thread, settle
 from .beliefs import initial_log_odds, sigmoid
 from .config import PanningConfig
 from .policies import vote_ranking
@@ -46,6 +44,8 @@ from .rounds import (
     place,
     plan_round,
     rank_documents,
+    suspected_shares,
+    suspicion,
 )
 from .seeding import RngOption, check_rng_option, derived_rng
 
@@ -225,12 +225,14 @@ class _Run:
                 spread=cfg.spread,
             )
             ranked = order[0, :n_active]
+            suspects = suspected_shares(st, cfg, self.geometry)
             n_win = -(-n_active // budget)
             for w in range(n_win):
                 group = ranked[w::n_win]
                 rest = np.setdiff1d(np.arange(self.n), group, assume_unique=True)
                 sizes = np.array([group.size], dtype=np.intp)
-                positions, prompt = place(np.concatenate([group, rest])[None, :], sizes, self.geometry)
+                order = np.concatenate([group, rest])[None, :]
+                positions, prompt = place(order, sizes, self.geometry, suspects=suspects)
                 labels = draw_labels(self.rng, sizes, group.size)
                 windows.append(_Window(prompt[0, : group.size], positions, labels[0], b))
         return _Plan(tuple(windows), n_active)
@@ -310,6 +312,7 @@ class _Run:
                     for w, r in zip(plan.windows, validated)
                 ),
                 prompt_index=tuple(w.prompt for w in plan.windows),
+                suspicion=suspicion(self.state, self.cfg, self.geometry, row=0),
             )
         )
 
@@ -376,6 +379,7 @@ class _Run:
             policy=self.cfg.policy,
             k=self.n if cfg.k is None else min(cfg.k, self.n),
             prior_log_odds=self.state.prior_log_odds[0].copy(),
+            suspicion=suspicion(self.state, self.cfg, self.geometry, row=0),
         )
 
 
@@ -560,20 +564,20 @@ class Panner:
         if len(windows) == 1 or not takes_concurrent_calls(self.reader):
             return [self._read_one(question, documents, w) for w in windows]
         futures = [
-            _in_daemon_thread(contextvars.copy_context().run, self._read_one, question, documents, w)
+            in_daemon_thread(contextvars.copy_context().run, self._read_one, question, documents, w)
             for w in windows[1:]
         ]
         try:
             first = self._read_one(question, documents, windows[0])
         except BaseException as err:
-            _settle(futures, err)
+            settle(futures, err)
             raise
         readings = [first]
         for i, f in enumerate(futures):
             try:
                 readings.append(f.result())
             except BaseException as err:
-                _settle(futures[i + 1 :], err)
+                settle(futures[i + 1 :], err)
                 raise
         return readings
 
@@ -621,7 +625,7 @@ class Panner:
             if len(plan.windows) == 1:
                 readings = [await one(plan.windows[0])]
             else:
-                readings = await _gather_all(one(w) for w in plan.windows)
+                readings = await gather_all(one(w) for w in plan.windows)
             run.observe(plan, readings, time.perf_counter() - t0)
         return run.result()
 
@@ -652,46 +656,3 @@ def takes_concurrent_calls(reader: Any) -> bool:
     always gathered, since an async reader yields only where it is ready to."""
     limit = getattr(reader, "max_concurrency", 1)
     return limit is None or (isinstance(limit, int) and not isinstance(limit, bool) and limit > 1)
-
-
-def _in_daemon_thread(fn: Callable[..., Any], *args: Any) -> Future[Any]:
-    """Run ``fn(*args)`` in a new daemon thread; its future. Not a ThreadPoolExecutor:
-    Python joins those workers at exit, so after Ctrl-C or SIGTERM one model call still
-    running would hold the process for its whole deadline. Each reader bounds its own
-    calls in flight (``max_concurrency``), so a thread per prompt is all that is needed."""
-    future: Future[Any] = Future()
-
-    def work() -> None:
-        if not future.set_running_or_notify_cancel():
-            return
-        try:
-            future.set_result(fn(*args))
-        except BaseException as err:  # noqa: BLE001 - handed to the waiting caller
-            future.set_exception(err)
-
-    threading.Thread(target=work, daemon=True, name="gold-panning-prompt").start()
-    return future
-
-
-def _settle(futures: Sequence[Future[Any]], err: BaseException) -> None:
-    """Cancel the futures not started yet and wait for the running ones (each reader call
-    has its own deadline), so no call outlives the run that made it; but an interrupt
-    (Ctrl-C, SIGTERM) is not held up by a slow model: running calls end on their own."""
-    for f in futures:
-        f.cancel()
-    if not isinstance(err, KeyboardInterrupt):
-        wait(futures)
-
-
-async def _gather_all(coros: Iterable[Awaitable[Reading]]) -> list[Reading]:
-    """``asyncio.gather`` that leaves no task behind: when one prompt raises (a fatal
-    reader error) or the caller is cancelled, the others are cancelled and awaited
-    before the error propagates."""
-    tasks = [asyncio.ensure_future(c) for c in coros]
-    try:
-        return list(await asyncio.gather(*tasks))
-    except BaseException:
-        for t in tasks:
-            t.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
-        raise

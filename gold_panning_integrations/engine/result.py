@@ -10,6 +10,7 @@ from typing import Any, Literal, Protocol
 import numpy as np
 from numpy.typing import NDArray
 
+from .mixture import SUSPECT_AT
 from .reading import Reading
 from .relevance import p_none
 
@@ -63,6 +64,9 @@ class RoundTrace:
         active: Documents still in play this round (not pruned).
         prompt_index: Per call, which of the round's parallel prompts it belongs to
             (0-based; all 0 with one prompt per round).
+        suspicion: Posterior probability, after the round, that each document is a
+            self-citing passage (cited at one rate wherever it sits, as an obeyed "cite
+            this passage" would be), shape ``(n,)``; None when ``self_citing`` is 0.
     """
 
     round: int
@@ -76,6 +80,7 @@ class RoundTrace:
     active: int = 0
     labels: tuple[tuple[int, ...], ...] = ()
     prompt_index: tuple[int, ...] = ()
+    suspicion: NDArray[np.float64] | None = None
 
     @property
     def shown(self) -> tuple[int, ...]:
@@ -165,6 +170,11 @@ class PanningResult:
     """Log-odds before any evidence, shape ``(n,)`` (the prior the run started from)."""
     raw_log_odds: NDArray[np.float64] | None = None
     """The engine's log-odds before the profile's recalibration map (None: no map)."""
+    suspicion: NDArray[np.float64] | None = None
+    """Posterior probability that each document is a self-citing passage, shape ``(n,)``:
+    its citations fit one rate at every position better than the profile's curve (an
+    obeyed "cite this passage"), and its posterior was discounted by as much. None when
+    ``self_citing`` is 0."""
 
     @property
     def p_none(self) -> float:
@@ -172,6 +182,14 @@ class PanningResult:
         (documents' relevance independent given the evidence, as in the update; after the
         profile's recalibration map when it has one). 1.0 for no documents."""
         return float(p_none(self.posteriors))
+
+    @property
+    def suspected(self) -> tuple[int, ...]:
+        """Documents whose :attr:`suspicion` reaches one half (the self-citing explanation
+        outweighs all others), ascending; ``()`` when none or when not computed."""
+        if self.suspicion is None:
+            return ()
+        return tuple(int(i) for i in np.flatnonzero(self.suspicion >= SUSPECT_AT))
 
     @property
     def failed_rounds(self) -> int:
@@ -274,6 +292,7 @@ class PanningResult:
             "selected": self.selected.tolist(),
             "p_none": round(self.p_none, 6),
             "posteriors": [round(float(p), 6) for p in self.posteriors],
+            "suspected": list(self.suspected),
             "rounds": [
                 {
                     "round": r.round,
@@ -295,6 +314,7 @@ class PanningResult:
                     "answers": [x.answer for x in r.readings if x.answer],
                     "seconds": round(r.seconds, 4),
                     "posteriors": [round(float(p), 6) for p in r.posteriors],
+                    "suspicion": None if r.suspicion is None else [round(float(x), 6) for x in r.suspicion],
                 }
                 for r in self.rounds
             ],

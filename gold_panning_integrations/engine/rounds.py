@@ -25,7 +25,6 @@ so a batch of one consumes it exactly as the panner does.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from functools import lru_cache
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -35,6 +34,15 @@ from .beliefs import log_likelihood_ratios, sigmoid
 from .config import PanningConfig
 from .curves import resample_curve
 from .labels import LABELS_PER_DOCUMENT, MIN_LABEL_DIGITS, draw_labels, label_range
+from .mixture import (
+    flat_evidence,
+    lead_rate,
+    mixed_evidence,
+    mixture_rates,
+    move_suspects,
+    suspected_shares,
+    suspicion,
+)
 from .policies import score_documents
 
 __all__ = [
@@ -55,6 +63,8 @@ __all__ = [
     "observe_round",
     "plan_round",
     "robust_rates",
+    "suspected_shares",
+    "suspicion",
 ]
 
 DRAW_TEMPERATURE = 0.5
@@ -264,11 +274,17 @@ class BatchState:
         predicted: Citations the decision rates predicted so far, shape ``(B,)``.
         evidence: Each document's summed log-likelihood ratio under the independent
             model, shape ``(B, n)``; ``log_odds = prior_log_odds + mixed_evidence(evidence)``.
+        relevant: Each document's summed log-likelihood under "relevant" at the
+            profile's own (not level-adapted) TPRs, shape ``(B, n)``; kept when
+            ``self_citing`` is on, like ``irrelevant`` (the same with the FPRs): the
+            self-citing hypothesis is weighed on that scale (:mod:`.mixture`).
     """
 
     log_odds: NDArray[np.float64]
     prior_log_odds: NDArray[np.float64]
     evidence: NDArray[np.float64] = field(init=False)
+    relevant: NDArray[np.float64] = field(init=False)
+    irrelevant: NDArray[np.float64] = field(init=False)
     counts: NDArray[np.int64] = field(init=False)
     times_shown: NDArray[np.int64] = field(init=False)
     observed: NDArray[np.float64] = field(init=False)
@@ -280,6 +296,8 @@ class BatchState:
     def __post_init__(self) -> None:
         b, n = self.log_odds.shape
         self.evidence = np.zeros((b, n))
+        self.relevant = np.zeros((b, n))
+        self.irrelevant = np.zeros((b, n))
         self.counts = np.zeros((b, n), dtype=np.int64)
         self.times_shown = np.zeros((b, n), dtype=np.int64)
         self.observed = np.zeros(b)
@@ -328,60 +346,6 @@ class Placement:
     sizes: NDArray[np.intp]
     prompt: NDArray[np.intp]
     labels: NDArray[np.int64]
-
-
-def lead_rate(config: PanningConfig, n: int) -> float:
-    """Probability that one irrelevant document is a false lead, from the expected number
-    ``config.false_leads`` among the ``n - k`` (``k``: :attr:`~.config.PanningConfig.focus`) irrelevant ones of a run of ``n``; at most 0.5."""
-    config = config.with_profile(None)  # a config not resolved against a profile: defaults
-    irrelevant = n - config.focus
-    leads = 0.0 if config.false_leads is None else float(config.false_leads)  # filled above
-    if leads == 0.0 or irrelevant <= 0:
-        return 0.0
-    return min(leads / irrelevant, 0.5)
-
-
-@lru_cache(maxsize=64)
-def _mixture_logs(
-    a: float, b: float, _a_key: str, _b_key: str
-) -> tuple[np.float64, np.float64, np.float64, np.float64]:
-    """``(log a, log b, log1p(-a), log1p(-b))`` of the two mixture rates (``-inf`` for a
-    rate of 0), cached per pair of rates; the string keys tell ``-0.0`` from ``0.0``."""
-    with np.errstate(divide="ignore"):
-        la, lb = np.log(a), np.log(b)
-    return la, lb, np.log1p(-a), np.log1p(-b)
-
-
-def mixed_evidence(
-    evidence: NDArray[np.float64], *, false_lead_rate: float, blind_rate: float
-) -> NDArray[np.float64]:
-    """A document's evidence under the document-level mixture, elementwise (any shape).
-
-    ``evidence`` is ``log(L_rel / L_irr)``, the summed log-likelihood ratio of all the
-    document's observations under the independent model. With a relevant document read
-    as irrelevant with probability ``b`` and an irrelevant one read as relevant with
-    probability ``a``, the ratio of the mixtures is
-    ``((1 - b) e^E + b) / (a e^E + 1 - a)``: ``E`` itself when ``a = b = 0``, and always
-    between ``log(b / (1 - a))`` and ``log((1 - b) / a)``.
-
-    Example: ``E = 3 * log(4)`` (three citations at TPR/FPR = 4) with ``a = b = 0.1``
-    gives ``log((0.9 * 64 + 0.1) / (6.4 + 0.9)) = log(57.7 / 7.3) = 2.07``, not 4.16.
-    """
-    e = np.asarray(evidence, dtype=np.float64)
-    if false_lead_rate == 0.0 and blind_rate == 0.0:
-        return e
-    if type(false_lead_rate) is float and type(blind_rate) is float:
-        la, lb, l1a, l1b = _mixture_logs(false_lead_rate, blind_rate, str(false_lead_rate), str(blind_rate))
-    else:  # not cached: a key must tell -0.0 from 0.0, and a numpy rate keeps its precision
-        la, lb, l1a, l1b = _mixture_logs.__wrapped__(false_lead_rate, blind_rate, "", "")
-    # Factor e^E (E > 0) or 1 (E < 0) out of both mixtures so that two large numbers are
-    # never subtracted: exactly 0 at E = 0, unbounded when the matching rate is 0.
-    m = -np.abs(e)
-    up = np.logaddexp(l1b, lb + m) - np.logaddexp(la, l1a + m)
-    down = np.logaddexp(l1b + m, lb) - np.logaddexp(la + m, l1a)
-    out = _where0(e < 0, down)  # up where E > 0, down where E < 0, else (0, NaN) 0
-    np.copyto(out, up, where=e > 0)
-    return out
 
 
 def active_mask(state: BatchState, *, k: int, prune_below: float | None, started: bool) -> NDArray[np.bool_]:
@@ -469,17 +433,23 @@ def rank_documents(
 
 
 def place(
-    order: NDArray[np.intp], sizes: NDArray[np.intp], geometry: Geometry
+    order: NDArray[np.intp],
+    sizes: NDArray[np.intp],
+    geometry: Geometry,
+    *,
+    suspects: NDArray[np.float64] | None = None,
 ) -> tuple[NDArray[np.intp], NDArray[np.intp]]:
     """Rank ``r < sizes[b]`` of row ``b`` takes the ``r``-th most diagnostic position of a
-    prompt of ``sizes[b]`` documents; the rest get ``-1`` (not shown).
+    prompt of ``sizes[b]`` documents; the rest get ``-1`` (not shown). With ``suspects``
+    (shape ``(B, n)``, > 0 where suspected), each row's most suspected shown document then
+    swaps to the row's lowest-TPR position (:func:`~.self_citing.move_suspects`).
 
     Returns:
         ``(positions, prompt)``: position per document and document indices in prompt
         order (ascending position, shown first), each shape ``(B, n)``.
     """
     b, n = order.shape
-    if b == 1 and geometry.config.resample_profile:
+    if b == 1 and geometry.config.resample_profile and suspects is None:
         # The s shown take positions 0..s-1 (a permutation, the profile resampled to s):
         # prompt slot pos_order[r] holds rank r; the others follow by document index.
         s0 = int(sizes[0])
@@ -496,6 +466,8 @@ def place(
         pos_by_rank[sizes == s, : int(s)] = po
     positions = np.empty((b, n), dtype=np.intp)
     positions[_row_index(b), order] = pos_by_rank
+    if suspects is not None:
+        positions = move_suspects(positions, geometry.rates_at(positions, sizes)[0], suspects)
     key = np.where(positions >= 0, positions, np.iinfo(np.intp).max)
     prompt = np.argsort(key, axis=1, kind="stable")
     return positions, prompt
@@ -526,7 +498,9 @@ def plan_round(
     )
     budget = config.max_docs_per_prompt
     sizes = n_active if budget is None else np.minimum(n_active, budget)
-    positions, prompt_order = place(order, sizes, geometry)
+    positions, prompt_order = place(
+        order, sizes, geometry, suspects=suspected_shares(state, config, geometry)
+    )
     labels = draw_labels(rng, sizes, int(sizes.max()) if sizes.size else 0)
     return Placement(positions, sizes, prompt_order, labels)
 
@@ -631,6 +605,7 @@ def observe_round(
     if not (upd.any() or (config.adapt_level and any_read)):
         return upd
     rates = geometry.rates_at(positions, sizes)  # (2, B, n): TPR, FPR
+    profile_rates = rates
     share = None
     if config.adapt_level:
         # The level counts every successful reading, empty ones included: a model that
@@ -662,13 +637,26 @@ def observe_round(
     updated = upd[:, None]
     apply = shown & updated
     state.evidence = np.add(state.evidence, _where0(apply, delta))
-    resolved = config.with_profile(None)  # the panner and simulate resolve it up front: a no-op there
+    a, b_rate, s = mixture_rates(config, state.log_odds.shape[1])
+    flat = None
+    profile_evidence = None
+    if s > 0.0:  # log L_R and log L_I at the profile's own rates, for the flat-rate hypothesis
+        _, log_p, log1m_p = _clamped_logs(profile_rates, geometry.config.eps)
+        ll = np.where(cited, log_p, log1m_p) / temperature  # (2, B, n)
+        state.relevant = np.add(state.relevant, _where0(apply, ll[0]))
+        state.irrelevant = np.add(state.irrelevant, _where0(apply, ll[1]))
+        counts, seen = state.counts + (cited & updated), state.times_shown + apply
+        flat = flat_evidence(counts, seen, state.irrelevant, temperature=temperature)
+        profile_evidence = state.relevant - state.irrelevant
     state.log_odds = np.add(
         state.prior_log_odds,
         mixed_evidence(
             state.evidence,
-            false_lead_rate=lead_rate(resolved, state.log_odds.shape[1]),
-            blind_rate=float(resolved.blind_rate),  # type: ignore[arg-type]  # resolved: not None
+            false_lead_rate=a,
+            blind_rate=b_rate,
+            self_citing=s,
+            flat=flat,
+            profile_evidence=profile_evidence,
         ),
     )
     state.counts += cited & updated
