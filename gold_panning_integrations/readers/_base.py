@@ -251,7 +251,9 @@ class BaseReader:
             user = (
                 tpl(q, list(docs))
                 if callable(tpl)
-                else render_answer_prompt(q, docs, template=tpl, max_chars_per_doc=self.max_chars_per_doc)
+                else render_answer_prompt(
+                    q, docs, labels=labs, template=tpl, max_chars_per_doc=self.max_chars_per_doc
+                )
             )
             return Prompt(q, docs, labs, ANSWER_SYSTEM_PROMPT, user)
         user = render_prompt(
