@@ -60,10 +60,12 @@ def write_gguf(path: Path, meta: dict[str, object], *, tokens: int = 3) -> Path:
 @pytest.fixture
 def llama_fake(monkeypatch: pytest.MonkeyPatch) -> None:
     """``llama_cpp`` is the fake of ``test_local_model.py``: no model runs."""
+    import importlib.machinery
     import sys
     import types
 
     mod = types.ModuleType("llama_cpp")
+    mod.__spec__ = importlib.machinery.ModuleSpec("llama_cpp", None)  # find_spec works on it
     mod.Llama = _FakeLlama  # type: ignore[attr-defined]
     monkeypatch.setitem(sys.modules, "llama_cpp", mod)
     _FakeLlama.instances = []
@@ -221,3 +223,37 @@ def test_explicit_profile_wins_over_the_bundled_match(gguf) -> None:  # type: ig
     r = LocalReader(gguf(QWEN_META))
     assert resolve_profile("smollm2-135m-nq", reader=r) == DetectorProfile.bundled("smollm2-135m-nq")
     assert profile_label("smollm2-135m-nq", reader=r) == "smollm2-135m-nq"
+
+
+def test_calibrate_records_the_name_from_the_file_and_the_mode(gguf, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """``calibrate --reader local --model-path F``: the profile and the checkpoint name the
+    model F's header names (the fake model replies the same answer to every prompt)."""
+    import json
+
+    from gold_panning_integrations.cli import main
+
+    model = gguf(QWEN_META, "q.gguf")
+    out, ckpt = tmp_path / "p.json", tmp_path / "p.ckpt.jsonl"
+    args = ["calibrate", "--reader", "local", "--model-path", str(model), "--task", "kv", "--n", "5"]
+    args += ["--grid", "2", "--trials", "1", "--threads", "1", "--out", str(out), "--checkpoint", str(ckpt)]
+    assert main(args) == 0
+    p = DetectorProfile.load(out)
+    assert p.model == "Qwen2.5 Coder 0.5B Instruct AWQ" and p.extra["mode"] == "answer"
+    meta = json.loads(ckpt.read_text().splitlines()[0])
+    assert meta["type"] == "meta" and meta["model"] == "Qwen2.5 Coder 0.5B Instruct AWQ"
+
+
+def test_run_reports_the_name_from_the_file_and_its_profile(gguf, capsys: pytest.CaptureFixture[str]) -> None:  # type: ignore[no-untyped-def]
+    import json
+
+    from gold_panning_integrations.cli import main
+
+    model = gguf(
+        {"general.architecture": "llama", "general.name": "Smollm2 135M 8k Lc100K Mix1 Ep2"}, "x.gguf"
+    )
+    base = ["run", "--demo", "--reader", "local", "--model-path", str(model), "--no-final-answer"]
+    assert main([*base, "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["model"] == "SmolLM2-135M-Instruct" and out["profile"] == "smollm2-135m-kv"
+    assert main(base) == 0
+    assert "10 documents, model SmolLM2-135M-Instruct, profile smollm2-135m-kv," in capsys.readouterr().out
