@@ -72,7 +72,8 @@ def register(sub: Any) -> None:
         "--profile",
         default=None,
         help="detector profile: bundled name or JSON path (default: the one the reader recommends, "
-        f"{EMBEDDED_PROFILE} for the embedded model; else lost-in-the-middle with a warning)",
+        f"for a GGUF the bundled one measured on the model its metadata names ({EMBEDDED_PROFILE} for "
+        "the embedded model); else lost-in-the-middle with a warning)",
     )
     p.add_argument("--top", type=int, default=3, help="documents shown per round in the trace (default 3)")
     p.add_argument(
