@@ -67,5 +67,6 @@ def test_embedded_profile_by_task_and_by_name() -> None:
     assert C.embedded_profile("kv", smol, mode="answer") == "smollm2-135m-kv"
     assert C.embedded_profile("beir", smol, mode="answer") == C.EMBEDDED_COLLECTION_PROFILE
     qwen = "Qwen2.5 Coder 0.5B Instruct AWQ"
+    assert C.embedded_profile("nq", qwen, mode="answer") == "qwen2.5-coder-0.5b-kv"
     assert C.embedded_profile("nq", qwen, mode="cite") is None  # none measured: the generic one, warned
     assert C.embedded_profile("nq", "Some Other Model 1B", mode="answer") is None

@@ -194,8 +194,22 @@ def test_bundled_profile_for_matches_model_and_mode_and_prefers_the_task() -> No
     assert bundled_profile_for("smollm2 135m instruct", mode="answer") == "smollm2-135m-kv"
     assert bundled_profile_for("SmolLM2-135M-Instruct", task="nq") == "smollm2-135m-nq"
     assert bundled_profile_for("SmolLM2-135M-Instruct", mode="cite") is None
+    assert bundled_profile_for("Qwen2.5 Coder 0.5B Instruct AWQ") == "qwen2.5-coder-0.5b-kv"
+    assert bundled_profile_for("Qwen2.5 Coder 0.5B Instruct AWQ", mode="cite") is None
     assert bundled_profile_for("Llama-3-8B") is None
     assert bundled_profile_for("") is None
+
+
+def test_qwen_gguf_picks_its_bundled_profile_and_a_renamed_copy_too(gguf) -> None:  # type: ignore[no-untyped-def]
+    from gold_panning_integrations._console import profile_label
+    from gold_panning_integrations.readers.local import LocalReader
+
+    for name in ("qwen2.5-coder-0.5b-instruct-q4_k_m.gguf", "my-favourite-model.gguf"):
+        r = LocalReader(gguf(QWEN_META, name))
+        assert r.recommended_profile == "qwen2.5-coder-0.5b-kv"
+        assert resolve_profile(None, reader=r) == DetectorProfile.bundled("qwen2.5-coder-0.5b-kv")
+        assert profile_label(None, reader=r) == "qwen2.5-coder-0.5b-kv"
+    assert LocalReader(gguf(QWEN_META), mode="cite").recommended_profile is None  # measured in answer mode
 
 
 def test_smollm2_metadata_picks_its_profile_whatever_the_file_name(gguf) -> None:  # type: ignore[no-untyped-def]
