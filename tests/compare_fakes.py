@@ -31,6 +31,7 @@ __all__ = ["COMPLETION_TOKENS", "PROMPT_TOKENS", "kv_model", "oracle_model"]
 
 PROMPT_TOKENS = 50
 COMPLETION_TOKENS = 5
+_OUR_DOC = re.compile(r"^<document (\d+)>\n(.*)\n</document \1>$", re.MULTILINE)
 _NAME = re.compile(r"What is (.+?)'s ")
 
 
@@ -111,14 +112,13 @@ def _model(pick: Picker, *, answer: Callable[[str], str]) -> Behaviour:
                 tool = body["tools"][0]["function"]["name"]
                 return raw_body(json.dumps(_tool_call_body(tool, content)))
             return reply(content)
-        if '{"cited": [numbers]}' in joined:  # our cite mode: "[k] text" blocks
-            docs = [(int(k), d) for k, d in re.findall(r"^\[(\d+)\] (.*)$", texts[-1], re.MULTILINE)]
+        # our documents, both modes: "<document k>\ntext\n</document k>" blocks
+        ours = [(int(k), d) for k, d in _OUR_DOC.findall(texts[-1])]
+        if '{"cited": [numbers]}' in joined:  # our cite mode
+            docs = ours
             return reply(json.dumps({"cited": [pick(joined, docs)]}))
-        # our answer mode: "Documents:\n- <one per line>\n\nQuestion: ..."
-        user = texts[-1]
-        block = user.split("Documents:\n", 1)[-1].split("\n\nQuestion:", 1)[0]
-        docs = [(i, line.removeprefix("- ")) for i, line in enumerate(block.split("\n"))]
-        return reply(answer(docs[pick(joined, docs)][1]))
+        # our answer mode: the same blocks, then "Question: ..."; the reply is an answer
+        return reply(answer(dict(ours)[pick(joined, ours)]))
 
     return dynamic(respond)
 

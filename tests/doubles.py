@@ -252,13 +252,19 @@ class RecordingReader:
 
 
 # ------------------------------------------------------------------ models that read the prompt
-_SHOWN_LABEL = re.compile(r"^\[(\d+)\] ", re.MULTILINE)
+SHOWN_DOCUMENT = re.compile(r"^<document (\d+)>\n(.*)\n</document \1>$", re.MULTILINE)
+"""One document block of a rendered prompt (both modes): label, then the text's one line."""
+
+
+def shown_documents(prompt: str) -> list[tuple[int, str]]:
+    """``(label, text)`` of each document block of a rendered prompt, in prompt order."""
+    return [(int(label), text) for label, text in SHOWN_DOCUMENT.findall(prompt)]
 
 
 def smallest_label_reply(prompt: str) -> str:
-    """``{"cited": [L]}`` with ``L`` the smallest label shown in ``prompt`` (``[L] text``
+    """``{"cited": [L]}`` with ``L`` the smallest label shown in ``prompt`` (``<document L>``
     lines): one document per prompt, chosen by a label drawn at random, not by position."""
-    labels = [int(x) for x in _SHOWN_LABEL.findall(prompt)]
+    labels = [label for label, _ in shown_documents(prompt)]
     return json.dumps({"cited": [min(labels)] if labels else []})
 
 

@@ -62,7 +62,7 @@ def post(url: str, body: Any, *, timeout: float = 10.0) -> tuple[int, dict[str, 
 
 def ours(labels: Sequence[int], docs: Sequence[str] = DOCS, question: str = Q) -> dict[str, Any]:
     """A request as our reader renders it (text format, labels as given)."""
-    lines = "\n\n".join(f"[{lab}] {d}" for lab, d in zip(labels, docs))
+    lines = "\n\n".join(f"<document {lab}>\n{d}\n</document {lab}>" for lab, d in zip(labels, docs))
     user = f'Question: {question}\n\n{lines}\n\nReply with JSON only, in the form {{"cited": [numbers]}}.'
     return {"model": "m", "messages": [{"role": "user", "content": user}]}
 
@@ -281,10 +281,11 @@ def test_count_tokens_counts_words_and_punctuation() -> None:
 
 
 def test_usage_reports_the_counted_tokens(server: LoopbackServer) -> None:
-    # 'Question:' 2 + the question 6 (5 words and '?'); four lines '[l] text.' of 3 + 6;
+    # 'Question:' 2 + the question 6 (5 words and '?'); four blocks
+    # '<document l>' 4 + 'text.' 6 + '</document l>' 5;
     # 'Reply with JSON only, in the form {"cited": [numbers]}.' 8 words + 10 marks.
     body = ours([1, 2, 3, 4])
-    expected_prompt = 8 + 4 * 9 + 18
+    expected_prompt = 8 + 4 * 15 + 18
     assert count_tokens(body["messages"][0]["content"]) == expected_prompt
     code, _, resp = post(server.base_url, body)
     assert code == 200
@@ -296,7 +297,7 @@ def test_usage_reports_the_counted_tokens(server: LoopbackServer) -> None:
         "total_tokens": expected_prompt + 9,
     }
     stats = server.stats()
-    assert (stats.requests, stats.answered, stats.prompt_tokens, stats.completion_tokens) == (1, 1, 62, 9)
+    assert (stats.requests, stats.answered, stats.prompt_tokens, stats.completion_tokens) == (1, 1, 86, 9)
 
 
 def test_stats_minus_gives_the_counts_of_a_span(server: LoopbackServer) -> None:
@@ -305,7 +306,7 @@ def test_stats_minus_gives_the_counts_of_a_span(server: LoopbackServer) -> None:
     post(server.base_url, ours([5, 6, 7, 8]))
     post(server.base_url, ours([5, 6, 7, 8]))
     span = server.stats().minus(before)
-    assert (span.requests, span.answered, span.prompt_tokens) == (2, 2, 124)
+    assert (span.requests, span.answered, span.prompt_tokens) == (2, 2, 2 * 86)
     assert span.asked == {"gold-panning": {"text": 2}}
 
 

@@ -23,13 +23,13 @@ from the gold by how its citations depend on position (the tests at the end).
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import pytest
+from doubles import shown_documents
 from openai_server import Behaviour, FakeOpenAIServer, RecordedRequest, dynamic, ok
 
 from gold_panning_integrations import GoldPanner
@@ -42,7 +42,6 @@ QUESTION = "What is the vault code?"
 N_DOCS = 10
 ROUNDS = 6
 RUNS = 150
-_SHOWN = re.compile(r"^\[(\d+)\] (.*)$", re.MULTILINE)
 
 Obeyed = Callable[[list[tuple[int, str]]], list[Any]]
 OBEYED: dict[str, Obeyed] = {
@@ -70,7 +69,7 @@ def scripted_model(
     ``hostile``, in a share ``obey`` of the prompts that show it."""
 
     def answer(req: RecordedRequest) -> Behaviour:
-        shown = [(int(label), text.strip()) for label, text in _SHOWN.findall(req.user_text)]
+        shown = [(label, text.strip()) for label, text in shown_documents(req.user_text)]
         m = len(shown)
         tpr = np.full(m, 0.25)
         tpr[0], tpr[min(1, m - 1)], tpr[-1] = 0.8, 0.6, 0.6

@@ -184,7 +184,7 @@ def test_fake_answer_mode_records_usage_and_attributes(fake_llama) -> None:  # t
     assert call["temperature"] == 0.0 and call["max_tokens"] == 32
     assert (
         call["messages"][0]["role"] == "system"
-        and "- Mila Sato's access code is 48213." in call["messages"][1]["content"]
+        and "\nMila Sato's access code is 48213.\n</document " in call["messages"][1]["content"]
     )
     r.read("again?", docs)
     assert len(_FakeLlama.instances) == 1  # loaded once
@@ -235,7 +235,7 @@ def test_fake_local_reader_shares_the_base_rules(fake_llama) -> None:  # type: i
     assert (
         long.raw is not None and long.raw.startswith("48213 xxx") and "truncated, 5006 characters" in long.raw
     )
-    assert "- Mila Sato' [...]" in _FakeLlama.instances[0].calls[0]["messages"][1]["content"]
+    assert "\nMila Sato' [...]\n</document " in _FakeLlama.instances[0].calls[0]["messages"][1]["content"]
     assert r.recommended_profile is None
     _FakeLlama.reply = '{"cited": [7]}'
     cite = LocalReader(fake_llama, mode="cite")

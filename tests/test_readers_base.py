@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import asyncio
 import json
-import re
 from typing import Any
 
 import pytest
+from doubles import shown_documents
 from langchain_core.language_models import FakeListChatModel
 from llama_index.core.llms import CustomLLM, LLMMetadata
 from llama_index.core.llms.callbacks import llm_completion_callback
@@ -102,11 +102,7 @@ def _cite_label_of(needle: str) -> Any:
     """A scripted model: cites the label under which ``needle`` is shown."""
 
     def answer(req: RecordedRequest) -> Any:
-        labels = [
-            int(m.group(1))
-            for m in re.finditer(r"^\[(\d+)\] (.*)$", req.user_text, re.MULTILINE)
-            if needle in m.group(2)
-        ]
+        labels = [label for label, text in shown_documents(req.user_text) if needle in text]
         return ok(json.dumps({"cited": labels}))
 
     return dynamic(answer)
@@ -121,7 +117,11 @@ def test_openai_reader_shows_the_panners_labels_and_maps_back_to_positions(
     assert reading.cited == (1,)  # label 3 names position 1
     assert reading.extra["labels"] == [7, 3, 9]
     text = openai_server.requests[0].user_text
-    assert "[7] Lyon is in France.\n\n[3] The capital of France is Paris.\n\n[9] Berlin" in text
+    assert shown_documents(text) == [
+        (7, "Lyon is in France."),
+        (3, "The capital of France is Paris."),
+        (9, "Berlin is in Germany."),
+    ]
     assert "using only these numbers: 3, 7, 9." in text
 
 
@@ -142,7 +142,7 @@ def test_chat_model_and_llama_index_readers_take_labels(mode: str) -> None:
     for reader in (chat, li):
         assert reader.read(Q, DOCS, labels=[2, 4, 6]).cited == (1,)
     if mode == "cite":
-        assert "[4] The capital of France is Paris." in llm.prompts[0]
+        assert "<document 4>\nThe capital of France is Paris.\n</document 4>" in llm.prompts[0]
 
 
 # ------------------------------------------------------------------------------ label forms

@@ -113,7 +113,7 @@ def test_messages_and_structured_true_refused_for_fakes() -> None:
     reader = ChatModelReader(FakeListChatModel(responses=["{}"]))
     system, human = reader.messages(Q, DOCS)
     assert system.type == "system" and human.type == "human"
-    assert "[3] Berlin is in Germany." in human.content
+    assert "<document 3>\nBerlin is in Germany.\n</document 3>" in human.content
     with pytest.raises(ValueError, match="does not support with_structured_output"):
         ChatModelReader(FakeListChatModel(responses=["{}"]), structured=True)
 
@@ -129,7 +129,7 @@ def test_answer_mode_text() -> None:
     reading = reader.read(Q, DOCS)
     assert reading.cited == (1,) and reading.answer == "Paris" and reading.extra["mode"] == "answer"
     _system, human = reader.messages(Q, DOCS)
-    assert "- Berlin is in Germany." in human.content
+    assert "\nBerlin is in Germany.\n</document " in human.content
 
 
 # -------------------------------------------------------------------- structured path

@@ -63,7 +63,7 @@ def test_chat_path_reads_json_and_tokens() -> None:
     assert reading.cited == (1,)
     assert (reading.invalid_labels, reading.duplicate_labels) == (2, 1)  # "x3" and 4
     assert (reading.prompt_tokens, reading.completion_tokens) == (50, 5)
-    assert "[2] The capital of France is Paris." in llm.prompts[0]
+    assert "<document 2>\nThe capital of France is Paris.\n</document 2>" in llm.prompts[0]
 
 
 def test_chat_path_malformed_retried_then_ok() -> None:
@@ -86,7 +86,9 @@ def test_structured_path_validates_labels_strictly() -> None:
     assert reading.cited == (0,)
     assert (reading.invalid_labels, reading.duplicate_labels) == (1, 1)  # 2.0 is not a label
     assert reading.extra["structured"] is True
-    assert "[3] Berlin is in Germany." in llm.prompts[0]  # the documents reached the model
+    assert (
+        "<document 3>\nBerlin is in Germany.\n</document 3>" in llm.prompts[0]
+    )  # the documents reached the model
 
 
 async def test_structured_path_async_and_parse_failure_retried() -> None:
@@ -124,7 +126,7 @@ def test_answer_mode() -> None:
     llm = ScriptedLLM(replies=["Paris."])
     reading = LlamaIndexLLMReader(llm, mode="answer", wait=0).read(Q, DOCS)
     assert reading.cited == (1,) and reading.answer == "Paris"
-    assert "- Lyon is in France." in llm.prompts[0]
+    assert "\nLyon is in France.\n</document " in llm.prompts[0]
 
 
 def test_as_reader_wraps_llms_and_rejects_others() -> None:

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import json
-import re
 from typing import Any
 
 import pytest
+from doubles import shown_documents
 from openai_server import (
     FakeOpenAIServer,
     RecordedRequest,
@@ -62,7 +62,7 @@ def test_success_records_citations_tokens_and_request(
         0.5,
     )
     assert [m["role"] for m in body["messages"]] == ["system", "user"]
-    assert "[2] The capital of France is Paris." in req.user_text
+    assert "<document 2>\nThe capital of France is Paris.\n</document 2>" in req.user_text
     rf = body["response_format"]
     assert rf["type"] == "json_schema" and rf["json_schema"]["schema"]["required"] == ["cited"]
 
@@ -284,7 +284,7 @@ def test_answer_mode_cites_documents_containing_the_answer(
     assert reading.extra["mode"] == "answer" and reading.prompt_tokens == 100
     req = openai_server.requests[0]
     assert req.response_format is None
-    assert "- The capital of France is Paris." in req.user_text and "[2]" not in req.user_text
+    assert "\nThe capital of France is Paris.\n</document " in req.user_text and "[2]" not in req.user_text
 
 
 async def test_async_read_with_retry_and_fallback(
@@ -379,11 +379,7 @@ def test_panner_end_to_end_with_a_scripted_model(openai_server: FakeOpenAIServer
     round (503 three times) leaves beliefs unchanged and is recorded."""
 
     def cite_paris(req: RecordedRequest) -> Any:
-        labels = [
-            int(m.group(1))
-            for m in re.finditer(r"\[(\d+)\] ([^\n]*)", req.user_text)
-            if "Paris" in m.group(2)
-        ]
+        labels = [label for label, text in shown_documents(req.user_text) if "Paris" in text]
         return ok(json.dumps({"cited": labels}))
 
     openai_server.default = dynamic(cite_paris)

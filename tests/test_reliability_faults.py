@@ -30,13 +30,13 @@ from __future__ import annotations
 import asyncio
 import functools
 import json
-import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 import numpy as np
 import pytest
+from doubles import shown_documents
 from langchain_core.callbacks import CallbackManagerForRetrieverRun
 from langchain_core.documents import Document
 from langchain_core.retrievers import BaseRetriever
@@ -305,7 +305,7 @@ class ScriptedModel:
         return True
 
     def __call__(self, req: RecordedRequest) -> Behaviour:
-        texts = {int(a): b for a, b in re.findall(r"^\[(\d+)\] (.*)$", req.user_text, flags=re.MULTILINE)}
+        texts = dict(shown_documents(req.user_text))
         label = next(lab for lab, t in texts.items() if t == NEEDLE)
         shown = Shown(label, tuple(texts))
         i = len(self.log)

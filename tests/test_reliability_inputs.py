@@ -14,13 +14,12 @@ from __future__ import annotations
 import json
 import logging
 import math
-import re
 from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 import pytest
-from doubles import ListRetriever
+from doubles import ListRetriever, shown_documents
 from langchain_core.documents import Document
 from langchain_core.language_models.fake_chat_models import FakeListChatModel
 from llama_index.core.llms import MockLLM
@@ -158,7 +157,7 @@ def test_empty_documents_keep_their_labels_through_the_openai_reader() -> None:
     texts = ["", "   \n\t", NEEDLE, ""]
 
     def model(req: RecordedRequest) -> Any:
-        labels = re.findall(r"^\[(\d+)\](.*)$", req.user_text, flags=re.MULTILINE)
+        labels = shown_documents(req.user_text)
         # each document, empty or not, gets a label of its own (drawn at random this round)
         assert len({lab for lab, _ in labels}) == 4
         needle = [int(lab) for lab, t in labels if "vault" in t]
@@ -171,7 +170,10 @@ def test_empty_documents_keep_their_labels_through_the_openai_reader() -> None:
         docs = _retriever(texts, reader, k=1, rounds=2).invoke(Q)
     assert res.selected.tolist() == [2] and res.citation_counts.tolist() == [0, 0, 3, 0]
     assert docs[0].metadata["i"] == 2
-    assert render_documents(["", " a\n b "]) == "[1] \n\n[2] a b"
+    assert (
+        render_documents(["", " a\n b "])
+        == "<document 1>\n\n</document 1>\n\n<document 2>\na b\n</document 2>"
+    )
 
 
 def test_empty_nodes_through_the_postprocessor() -> None:
@@ -188,10 +190,13 @@ def test_clip_document_pinned() -> None:
     assert clip_document("a  b\n c", 5) == "a b c"  # exactly the limit: unchanged
     assert clip_document("abc def", 4) == "abc" + TRUNCATION_MARKER  # trailing space dropped
     assert clip_document("x" * 10, None) == "x" * 10
-    assert render_documents(["abcdef", "gh"], max_chars_per_doc=2) == "[1] ab [...]\n\n[2] gh"
-    assert "- abc [...]\n- z" in render_answer_prompt("q?", ["abcdef", "z"], max_chars_per_doc=3)
+    assert render_documents(["abcdef", "gh"], max_chars_per_doc=2) == (
+        "<document 1>\nab [...]\n</document 1>\n\n<document 2>\ngh\n</document 2>"
+    )
+    answer_prompt = render_answer_prompt("q?", ["abcdef", "z"], max_chars_per_doc=3)
+    assert "<document 1>\nabc [...]\n</document 1>\n\n<document 2>\nz\n</document 2>" in answer_prompt
     p = render_prompt("q?", ["abcdef"], max_chars_per_doc=2)
-    assert "[1] ab [...]" in p and "abcdef" not in p
+    assert "<document 1>\nab [...]\n</document 1>" in p and "abcdef" not in p
     # a callable template gets the documents as they are
     assert render_prompt("q?", ["abcdef"], template=lambda q, d: d[0], max_chars_per_doc=2) == "abcdef"
 
@@ -222,8 +227,8 @@ def _context_limited(limit_chars: int) -> Any:
     def model(req: RecordedRequest) -> Any:
         if len(req.user_text) > limit_chars:
             return status(400, message=CONTEXT_ERROR)
-        labels = re.findall(r"^\[(\d+)\] (.*)$", req.user_text, flags=re.MULTILINE)
-        return ok(json.dumps({"cited": [int(lab) for lab, t in labels if "vault" in t]}))
+        labels = shown_documents(req.user_text)
+        return ok(json.dumps({"cited": [lab for lab, t in labels if "vault" in t]}))
 
     return dynamic(model)
 
@@ -261,7 +266,7 @@ def test_megabyte_document_with_a_limit_is_cut_and_marked() -> None:
     assert res.selected.tolist() == [2] and res.failed_rounds == 0
     assert docs[0].metadata["i"] == 2 and res2.failed_rounds == 0 and _node_index(nodes[0]) == 2
     assert len(reqs) == 7 and all(len(r.raw) < 5_000 for r in reqs)
-    shown = re.findall(r"^\[\d+\] (gold .*)$", reqs[0].user_text, flags=re.MULTILINE)
+    shown = [t for _, t in shown_documents(reqs[0].user_text) if t.startswith("gold ")]
     assert shown == [("gold " * 400).rstrip() + TRUNCATION_MARKER]  # 2,000 characters, then the marker
 
 
@@ -269,12 +274,15 @@ def test_megabyte_document_cut_by_the_framework_readers() -> None:
     texts = ["Filler.", BIG]
     lc = ChatModelReader(FakeListChatModel(responses=['{"cited": [1]}']), max_chars_per_doc=100)
     human = lc.messages(Q, texts)[-1].content
-    assert len(human) < 1_000 and "[2] " + ("gold " * 20).rstrip() + TRUNCATION_MARKER in human
+    assert (
+        len(human) < 1_000
+        and "<document 2>\n" + ("gold " * 20).rstrip() + TRUNCATION_MARKER + "\n</document 2>" in human
+    )
     assert lc.read(Q, texts).cited == (0,)
     li = LlamaIndexLLMReader(MockLLM(), max_chars_per_doc=100)
     assert len(li.user_message(Q, texts)) < 1_000
     answer_mode = ChatModelReader(FakeListChatModel(responses=["x"]), mode="answer", max_chars_per_doc=10)
-    assert "- gold gold [...]" in answer_mode.messages(Q, texts)[-1].content
+    assert "\ngold gold [...]\n</document " in answer_mode.messages(Q, texts)[-1].content
     # MockLLM echoes the prompt; the echo of a cut megabyte document is still recognised
     # (its label [1] must not become a citation)
     echo = LlamaIndexLLMReader(MockLLM(), max_chars_per_doc=100, max_attempts=1).read(Q, [BIG, "Filler."])

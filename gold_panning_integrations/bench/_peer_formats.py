@@ -137,7 +137,7 @@ def _structured(body: Mapping[str, Any]) -> tuple[str, set[str], str | None]:
     return "text", set(), None
 
 
-_OUR_LINE = re.compile(r"^\[(\d{1,12})\] (.*)$", re.MULTILINE)
+_OUR_DOC = re.compile(r"^<document (\d{1,12})>\n(.*)\n</document \1>$", re.MULTILINE)
 _RANKGPT_ACK = re.compile(r"^Received passage \[\d+\]\.?$")
 _RANKGPT_PASSAGE = re.compile(r"^\[(\d{1,6})\] ?(.*)$", re.DOTALL)
 _LC_DOC = re.compile(r"Document ID: (\d+)\n```(.*?)```", re.DOTALL)
@@ -146,7 +146,7 @@ _LI_START = "Let's try this now:"
 
 
 def _gold_panning_docs(user: str) -> tuple[tuple[int, str], ...]:
-    return tuple((int(lab), text) for lab, text in _OUR_LINE.findall(user))
+    return tuple((int(lab), text) for lab, text in _OUR_DOC.findall(user))
 
 
 def _langchain_docs(text: str) -> tuple[tuple[int, str], ...]:

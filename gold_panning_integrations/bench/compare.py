@@ -123,6 +123,7 @@ EMBEDDED_COLLECTION_PROFILE = "smollm2-135m-nq-labelled"
 """The embedded model's profile on a collection: passages answered as on NQ (override with
 ``--profile``)."""
 EMBEDDED_MODEL = "SmolLM2-135M-Instruct"
+"""The default embedded model; a ``--model-path`` file is named from its GGUF metadata."""
 
 
 # ================================================================================ reporting
@@ -245,8 +246,9 @@ def register(sub: Any) -> None:
     p.add_argument(
         "--profile",
         default=None,
-        help="detector profile (default for embedded: smollm2-135m-nq-labelled on --task nq and on a "
-        "collection, smollm2-135m-kv otherwise; for openai: the reader's, else the generic one)",
+        help="detector profile (default for embedded SmolLM2: smollm2-135m-nq-labelled on --task nq and on a "
+        "collection, smollm2-135m-kv otherwise; for another GGUF: the bundled profile measured for the model "
+        "its metadata names; for openai: the reader's; else the generic one)",
     )
     p.add_argument(
         "--methods",
@@ -342,6 +344,19 @@ def _methods(arg: str) -> list[str]:
     return list(dict.fromkeys(names))
 
 
+def embedded_profile(task: str, model: str, *, mode: str) -> str | None:
+    """The bundled profile for the served GGUF model: the embedded SmolLM2's measured for
+    the task, else the one measured for ``model`` (found by name, in ``mode``), else None
+    (the generic profile, with a warning)."""
+    from .._profile_lookup import bundled_profile_for, model_key
+
+    if model_key(model) == model_key(EMBEDDED_MODEL):
+        if task in COLLECTION_TASKS:
+            return EMBEDDED_COLLECTION_PROFILE
+        return EMBEDDED_TASK_PROFILES.get(task, EMBEDDED_PROFILE)
+    return bundled_profile_for(model, mode=mode)
+
+
 @contextlib.contextmanager
 def _endpoint(args: argparse.Namespace) -> Iterator[tuple[str, str, str]]:
     """``(upstream base URL, model name, api key)``; serves the embedded model when asked
@@ -358,9 +373,10 @@ def _endpoint(args: argparse.Namespace) -> Iterator[tuple[str, str, str]]:
         )
         return
     check_server_extra()
-    from ..readers.local import default_model_path
+    from ..readers.local import default_model_path, gguf_model_name
 
     model_path = Path(args.model_path) if args.model_path else default_model_path()
+    model = gguf_model_name(model_path) if args.model_path else EMBEDDED_MODEL
     port = free_port()
     log = (
         Path(args.server_log)
@@ -382,7 +398,7 @@ def _endpoint(args: argparse.Namespace) -> Iterator[tuple[str, str, str]]:
     sys.stderr.write(f"bench compare: serving {model_path.name} at {server.base_url} (log: {log})\n")
     with server:
         sys.stderr.write(f"bench compare: server ready on port {port}\n")
-        yield server.base_url, EMBEDDED_MODEL, "not-needed"
+        yield server.base_url, model, "not-needed"
     sys.stderr.write(f"bench compare: server on port {port} stopped\n")
 
 
@@ -564,13 +580,8 @@ def main(args: argparse.Namespace) -> int:
             )
             if args.profile:
                 profile, profile_name = load_profile(args.profile), args.profile
-            elif embedded:
-                profile_name = (
-                    EMBEDDED_COLLECTION_PROFILE
-                    if args.task in COLLECTION_TASKS
-                    else EMBEDDED_TASK_PROFILES.get(args.task, EMBEDDED_PROFILE)
-                )
-                profile = load_profile(profile_name)
+            elif embedded and (found := embedded_profile(args.task, model, mode=mode)) is not None:
+                profile, profile_name = load_profile(found), found
             else:
                 from ..profiles import GENERIC_PROFILE
 

@@ -145,7 +145,8 @@ def main(args: argparse.Namespace) -> int:
         + ("" if complete else " INCOMPLETE: resume with the same command to finish.")
         + (f" {args.notes}" if args.notes else "")
     )
-    profile = result.profile.model_copy(update={"notes": notes})
+    extra = {**result.profile.extra, **({"mode": mode} if isinstance(mode, str) else {})}
+    profile = result.profile.model_copy(update={"notes": notes, "extra": extra})
     rows = [
         [
             int(g),

@@ -72,7 +72,8 @@ def register(sub: Any) -> None:
         "--profile",
         default=None,
         help="detector profile: bundled name or JSON path (default: the one the reader recommends, "
-        f"{EMBEDDED_PROFILE} for the embedded model; else lost-in-the-middle with a warning)",
+        f"for a GGUF the bundled one measured on the model its metadata names ({EMBEDDED_PROFILE} for "
+        "the embedded model); else lost-in-the-middle with a warning)",
     )
     p.add_argument("--top", type=int, default=3, help="documents shown per round in the trace (default 3)")
     p.add_argument(
@@ -261,6 +262,7 @@ def main(args: argparse.Namespace) -> int:
         out.update(
             {
                 "question": question,
+                "model": getattr(reader, "model_name", None),
                 "profile": profile,
                 "answer": final,
                 "selected_documents": [
@@ -279,7 +281,15 @@ def main(args: argparse.Namespace) -> int:
         print(json.dumps(out))
         return 0
     _print_trace(
-        question, docs, result, panner.config, profile=profile, truth=truth, top=args.top, answer=final
+        question,
+        docs,
+        result,
+        panner.config,
+        profile=profile,
+        model=getattr(reader, "model_name", None),
+        truth=truth,
+        top=args.top,
+        answer=final,
     )
     return 0
 
@@ -299,13 +309,15 @@ def _demo_nq(args: argparse.Namespace) -> int:
             "--plot draws one question's beliefs and --demo nq pans several; use it with --demo kv or --docs"
         )
     instances = demo_nq_instances()
-    _, panner, profile = _panner(args)
+    reader, panner, profile = _panner(args)
     config = panner.config
+    model = getattr(reader, "model_name", None)
     rows: list[dict[str, Any]] = []
     started = time.perf_counter()
     if not args.json:
         print(
-            f"{len(instances)} held-out NQ questions, {DEMO_NQ_DOCS} passages each in BM25 order; profile {profile}, "
+            f"{len(instances)} held-out NQ questions, {DEMO_NQ_DOCS} passages each in BM25 order; model {model}, "
+            f"profile {profile}, "
             f"{config.rounds} rounds x {config.prompts_per_round} prompts, retriever_prior={config.retriever_prior!r}"
         )
     for number, inst in enumerate(instances, start=1):
@@ -342,6 +354,7 @@ def _demo_nq(args: argparse.Namespace) -> int:
     if args.json:
         out = {
             "demo": "nq",
+            "model": model,
             "profile": profile,
             "options": {
                 "rounds": config.rounds,
@@ -399,6 +412,7 @@ def _print_trace(
     config: Any,
     *,
     profile: str,
+    model: str | None = None,
     truth: list[int] | None,
     top: int,
     answer: str | None,
@@ -409,7 +423,7 @@ def _print_trace(
     print(f"question: {question}")
     unordered = ", no retriever order (retriever_prior='none')" if config.retriever_prior == "none" else ""
     print(
-        f"{len(docs)} documents, profile {profile}, policy {config.policy}, {config.rounds} rounds"
+        f"{len(docs)} documents, model {model}, profile {profile}, policy {config.policy}, {config.rounds} rounds"
         f" x {config.prompts_per_round} prompt{'s' if config.prompts_per_round != 1 else ''}{unordered}"
     )
     if truth is not None:

