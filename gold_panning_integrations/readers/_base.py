@@ -45,6 +45,7 @@ from ._retry import RetryPolicy, Wait, check_max_attempts, make_wait, with_retri
 
 __all__ = [
     "DEFAULT_MAX_CONCURRENCY",
+    "MODE_CHECK_READINGS",
     "BaseReader",
     "Mode",
     "Prompt",
@@ -63,6 +64,11 @@ DEFAULT_MAX_CONCURRENCY = 16
 
 Mode = Literal["cite", "answer"]
 Structured = Literal["auto"] | bool
+
+
+MODE_CHECK_READINGS = 5
+"""Cite-mode readings after which a reader whose replies are mostly unreadable as
+citations warns, naming answer mode (see :meth:`BaseReader._check_mode`)."""
 
 
 def check_mode(mode: str) -> str:
@@ -206,6 +212,9 @@ class BaseReader:
         self.call_limit = CallLimit(max_concurrency)
         self._use_structured = False
         self._warned_template = False
+        self.cite_readings = 0  # cite-mode readings made through this reader
+        self.unreadable_replies = 0  # ... of which no reply could be read as citations
+        self._warned_mode = False
 
     # ------------------------------------------------------------------ identity
     @property
@@ -377,7 +386,7 @@ class BaseReader:
                 reply = self._reply(prompt, usage, options)
             return self._reading(reply, prompt)
 
-        return with_retries(attempt, policy=self._policy(), what=repr(self))  # type: ignore[no-any-return]
+        return self._check_mode(with_retries(attempt, policy=self._policy(), what=repr(self)))  # type: ignore[arg-type]
 
     async def _aread(
         self, question: str, documents: Sequence[Any], labels: Sequence[int] | None, **options: Any
@@ -392,7 +401,31 @@ class BaseReader:
                 reply = await self._areply(prompt, usage, options)
             return self._reading(reply, prompt)
 
-        return await with_retries(attempt, policy=self._policy(), what=repr(self))  # type: ignore[no-any-return]
+        return self._check_mode(await with_retries(attempt, policy=self._policy(), what=repr(self)))  # type: ignore[arg-type]
+
+    def _check_mode(self, reading: Reading) -> Reading:
+        """Count cite-mode readings and those no reply of which could be read as
+        citations; once :data:`MODE_CHECK_READINGS` readings are in and more than half
+        were unreadable, say once (a warning) that this model may not cite by label and
+        that answer mode is the one to try."""
+        if self.mode != "cite":
+            return reading
+        self.cite_readings += 1
+        if reading.failed and reading.extra.get("error_type") == "CitationParseError":
+            self.unreadable_replies += 1
+        n, bad = self.cite_readings, self.unreadable_replies
+        if not self._warned_mode and n >= MODE_CHECK_READINGS and 2 * bad > n:
+            self._warned_mode = True
+            logger.warning(
+                "%r: %d of the first %d cite-mode readings could not be read as citations (last: %s). "
+                "This model may not cite documents by label: try mode='answer' (CLI: --mode answer), "
+                "where the model answers and the documents holding its answer count as cited",
+                self,
+                bad,
+                n,
+                truncate(reading.raw, 120) if reading.failed else "readable",
+            )
+        return reading
 
     def read(
         self, question: str, documents: Sequence[Any], *, labels: Sequence[int] | None = None
