@@ -172,3 +172,39 @@ def test_posterior_calibration_example_on_the_embedded_model(tmp_path: Path) -> 
         assert row["accuracy"] in (0.0, 0.5, 1.0)
         assert 0.0 < row["mean_top_posterior"] < 1.0
         assert 0 <= row["wrong_picks_above_0.9"] <= 2
+
+
+def test_check_reading_counts_valid_citing_and_gold_readings() -> None:
+    import importlib.util
+    import io
+    import json
+    import re
+
+    from gold_panning_integrations.engine.reading import Reading
+
+    spec = importlib.util.spec_from_file_location("check_reading", ROOT / "examples" / "check_reading.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+
+    class NameReader:
+        """Cites the document naming the question's person on calls 1, 3, 5; fails on calls 2 and 4."""
+
+        calls = 0
+        seen: list[tuple[int, ...]] = []
+
+        def read(self, question: str, documents: list[str], *, labels: list[int]) -> Reading:
+            self.seen.append(tuple(labels))
+            self.calls += 1
+            if self.calls % 2 == 0:
+                return Reading.failure("unreadable")
+            name = re.match(r"What is (.+?)'s ", question).group(1)  # type: ignore[union-attr]
+            return Reading(cited=tuple(i for i, d in enumerate(documents) if d.startswith(name + "'s")))
+
+    reader, out = NameReader(), io.StringIO()
+    counts = module.check(reader, n=20, prompts=5, seed=3, out=out)
+    assert counts == {"valid": 3, "citing": 3, "gold": 3, "cited": 3}
+    rows = [json.loads(line) for line in out.getvalue().splitlines()]
+    assert [r["failed"] for r in rows] == [False, True, False, True, False]
+    # labels drawn as the panner draws them: 20 distinct 4-digit numbers per prompt
+    assert all(len(set(labs)) == 20 and all(1000 <= x <= 9999 for x in labs) for labs in reader.seen)
