@@ -190,8 +190,9 @@ def test_check_reading_counts_valid_citing_and_gold_readings() -> None:
     class NameReader:
         """Cites the document naming the question's person on calls 1, 3, 5; fails on calls 2 and 4."""
 
-        calls = 0
-        seen: list[tuple[int, ...]] = []
+        def __init__(self) -> None:
+            self.calls = 0
+            self.seen: list[tuple[int, ...]] = []
 
         def read(self, question: str, documents: list[str], *, labels: list[int]) -> Reading:
             self.seen.append(tuple(labels))
