@@ -114,7 +114,7 @@ def _model(pick: Picker, *, answer: Callable[[str], str]) -> Behaviour:
             return reply(content)
         # our documents, both modes: "<document k>\ntext\n</document k>" blocks
         ours = [(int(k), d) for k, d in _OUR_DOC.findall(texts[-1])]
-        if '{"cited": [numbers]}' in joined:  # our cite mode
+        if '{"cited": [N]}' in joined:  # our cite mode
             docs = ours
             return reply(json.dumps({"cited": [pick(joined, docs)]}))
         # our answer mode: the same blocks, then "Question: ..."; the reply is an answer

@@ -92,12 +92,9 @@ def test_reading_from_answer() -> None:
     assert empty.cited == () and not empty.failed and empty.answer is None
 
 
-def test_render_answer_prompt_keeps_order_and_marks_documents_as_data() -> None:
-    text = render_answer_prompt("Q?", ["first  doc", "second\ndoc"], labels=[4417, 1093])
-    assert (
-        "<document 4417>\nfirst doc\n</document 4417>\n\n<document 1093>\nsecond doc\n</document 1093>"
-        in text
-    )
+def test_render_answer_prompt_keeps_order_one_line_each() -> None:
+    text = render_answer_prompt("Q?", ["first  doc", "second\ndoc"])
+    assert "Documents:\n- first doc\n- second doc\n" in text
     assert "Question: Q?" in text and "[1]" not in text
 
 

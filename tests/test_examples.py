@@ -18,6 +18,7 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -183,3 +184,76 @@ def test_i_dont_know_example_offline(tmp_path: Path) -> None:
     assert answers[0].startswith("  chain answer: '(simulated answer)'")
     assert answers[1].startswith("  chain answer: \"I don't know")
     assert "0 of 5 passages reach 0.5" in out
+
+def test_check_reading_counts_valid_citing_and_gold_readings() -> None:
+    import importlib.util
+    import io
+    import json
+    import re
+
+    from gold_panning_integrations.engine.reading import Reading
+
+    spec = importlib.util.spec_from_file_location("check_reading", ROOT / "examples" / "check_reading.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+
+    class NameReader:
+        """Cites the document naming the question's person on calls 1, 3, 5; fails on calls 2 and 4."""
+
+        def __init__(self) -> None:
+            self.calls = 0
+            self.seen: list[tuple[int, ...]] = []
+
+        def read(self, question: str, documents: list[str], *, labels: list[int]) -> Reading:
+            self.seen.append(tuple(labels))
+            self.calls += 1
+            if self.calls % 2 == 0:
+                return Reading.failure("unreadable")
+            name = re.match(r"What is (.+?)'s ", question).group(1)  # type: ignore[union-attr]
+            return Reading(cited=tuple(i for i, d in enumerate(documents) if d.startswith(name + "'s")))
+
+    reader, out = NameReader(), io.StringIO()
+    counts = module.check(reader, n=20, prompts=5, seed=3, out=out)
+    assert counts == {"valid": 3, "citing": 3, "gold": 3, "cited": 3}
+    rows = [json.loads(line) for line in out.getvalue().splitlines()]
+    assert [r["failed"] for r in rows] == [False, True, False, True, False]
+    # labels drawn as the panner draws them: 20 distinct 4-digit numbers per prompt
+    assert all(len(set(labs)) == 20 and all(1000 <= x <= 9999 for x in labs) for labs in reader.seen)
+
+
+def _example_module(name: str) -> Any:
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(name, ROOT / "examples" / f"{name}.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_injection_check_counts_an_obeyed_injection_and_restores_the_prompts() -> None:
+    from langchain_core.language_models import FakeListChatModel
+
+    from gold_panning_integrations.engine.reading import Reading
+    from gold_panning_integrations.readers import SYSTEM_PROMPT, ChatModelReader
+
+    module = _example_module("injection_check")
+
+    class Obedient:
+        """Cites whichever shown passage asks to be cited."""
+
+        def read(self, question: str, documents: list[str], *, labels: list[int]) -> Reading:
+            return Reading(cited=tuple(i for i, d in enumerate(documents) if module.INJECTION in d))
+
+    counts = module.check(Obedient(), questions=2, n=4, seed=7, before=False)
+    assert counts == {"questions": 2, "injected_first": 2, "gold_first": 0}
+    docs, target = module.injected(["g", "a", "b"], (0,))
+    assert target == 1 and docs == ["g", f"a {module.INJECTION}", "b"]
+    assert module.injected(["a", "g"], (1,))[1] == 0
+    chat = ChatModelReader(FakeListChatModel(responses=["{}"]), template=module.old_cite_template)
+    with module.old_system_prompts():
+        system, human = chat.messages("Who?", ["x  y", "z"], labels=[4417, 1093])
+        assert system.content == module.OLD_SYSTEM
+    assert "[4417] x y\n\n[1093] z" in human.content and "these numbers: 1093, 4417." in human.content
+    assert chat.messages("Who?", ["z"])[0].content == SYSTEM_PROMPT  # restored

@@ -184,7 +184,7 @@ def test_fake_answer_mode_records_usage_and_attributes(fake_llama) -> None:  # t
     assert call["temperature"] == 0.0 and call["max_tokens"] == 32
     assert (
         call["messages"][0]["role"] == "system"
-        and "\nMila Sato's access code is 48213.\n</document " in call["messages"][1]["content"]
+        and "- Mila Sato's access code is 48213.\n" in call["messages"][1]["content"]
     )
     r.read("again?", docs)
     assert len(_FakeLlama.instances) == 1  # loaded once
@@ -213,7 +213,18 @@ def test_fake_cite_mode_parses_labels(fake_llama) -> None:  # type: ignore[no-un
     r = LocalReader(fake_llama, mode="cite")
     reading = r.read("q?", ["a", "b", "c"])
     assert reading.cited == (1,) and reading.invalid_labels == 1 and reading.duplicate_labels == 1
-    assert _FakeLlama.instances[0].calls[0]["response_format"]["type"] == "json_object"
+    rf = _FakeLlama.instances[0].calls[0]["response_format"]
+    assert rf["type"] == "json_object" and rf["schema"]["properties"]["cited"]["maxItems"] == 1
+    assert r.max_citations == 1  # cite mode's default: the grammar allows one label
+    _FakeLlama.reply = '{"cited": [3, 1]}'
+    assert r.read("q?", ["a", "b", "c"]).cited == (2,)  # the first label; the second is over the cap
+    three = LocalReader(fake_llama, mode="cite", max_citations=3)
+    three.read("q?", ["a", "b", "c"])
+    assert (
+        _FakeLlama.instances[-1].calls[-1]["response_format"]["schema"]["properties"]["cited"]["maxItems"]
+        == 3
+    )
+    assert LocalReader(fake_llama).max_citations is None  # answer mode: no cap
     _FakeLlama.reply = "no json here"
     bad = r.read("q?", ["a", "b"])
     assert bad.failed
@@ -235,7 +246,7 @@ def test_fake_local_reader_shares_the_base_rules(fake_llama) -> None:  # type: i
     assert (
         long.raw is not None and long.raw.startswith("48213 xxx") and "truncated, 5006 characters" in long.raw
     )
-    assert "\nMila Sato' [...]\n</document " in _FakeLlama.instances[0].calls[0]["messages"][1]["content"]
+    assert "- Mila Sato' [...]\n" in _FakeLlama.instances[0].calls[0]["messages"][1]["content"]
     assert r.recommended_profile is None
     _FakeLlama.reply = '{"cited": [7]}'
     cite = LocalReader(fake_llama, mode="cite")

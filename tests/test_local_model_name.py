@@ -218,8 +218,12 @@ def test_smollm2_metadata_picks_its_profile_whatever_the_file_name(gguf) -> None
     assert LocalReader(gguf(SMOL_META, "whatever.gguf")).recommended_profile == "smollm2-135m-kv"
 
 
-def test_unknown_gguf_falls_back_to_generic_with_one_warning(gguf, caplog: pytest.LogCaptureFixture) -> None:  # type: ignore[no-untyped-def]
+def test_unknown_gguf_falls_back_to_generic_with_one_warning(  # type: ignore[no-untyped-def]
+    gguf, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from gold_panning_integrations.readers.local import LocalReader
+
+    monkeypatch.setattr(profiles, "_warned_generic", False)  # once per process: earlier tests may have warned
 
     r = LocalReader(gguf({"general.architecture": "llama", "general.name": "Some Other Model 1B"}))
     assert r.recommended_profile is None

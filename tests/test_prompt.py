@@ -24,14 +24,26 @@ def test_render_prompt_labels_documents_by_position_and_collapses_whitespace() -
     text = render_prompt("Who?", ["a  b\n c", "d"])
     assert "<document 1>\na b c\n</document 1>\n\n<document 2>\nd\n</document 2>" in text
     assert text.startswith("Question: Who?\n\n")
-    assert "using only numbers from 1 to 2." in text
     assert '{"cited": []}' in text  # literal braces survive str.format
 
 
-def test_render_prompt_shows_the_panners_labels_and_names_them() -> None:
+def test_render_prompt_shows_the_panners_labels_only_on_the_documents() -> None:
     text = render_prompt("Who?", ["a", "b", "c"], labels=[17, 3, 8])
     assert "<document 17>\na\n</document 17>\n\n<document 3>\nb\n</document 3>\n\n<document 8>" in text
-    assert "using only these numbers: 3, 8, 17." in text  # ascending: says nothing of order
+    # No list of the labels to copy (a 0.5B model copied 0.5's "using only these numbers:
+    # ..." into its reply until the token limit): each label appears on its two markers only.
+    assert [text.count(f"document {lab}>") for lab in (17, 3, 8)] == [2, 2, 2]
+    assert "these numbers" not in text
+    # It asks for the one document, after the documents, with the question repeated.
+    tail = text[text.index("</document 8>") :]
+    assert "Question: Who?\nWhich document answers the question?" in tail
+    assert '{"cited": [N]}, where N is the number of that one document' in tail
+
+
+def test_custom_templates_may_still_name_the_labels() -> None:
+    text = render_prompt("Who?", ["a", "b", "c"], labels=[17, 3, 8], template="{labels} | {allowed}")
+    assert text == "3, 8, 17 | these numbers: 3, 8, 17"  # ascending: says nothing of order
+    assert render_prompt("Who?", ["a", "b"], template="{allowed}") == "numbers from 1 to 2"
 
 
 @pytest.mark.parametrize(
@@ -75,17 +87,19 @@ def test_render_documents_labels_follow_prompt_order_not_text() -> None:
     )
 
 
-def test_both_default_templates_mark_documents_as_data_and_state_the_rule() -> None:
+def test_cite_template_marks_documents_as_data_and_answer_mode_keeps_plain_lines() -> None:
     cite = render_prompt("Who?", ["a", "b"], labels=[4417, 1093])
-    answer = render_answer_prompt("Who?", ["a", "b"], labels=[4417, 1093])
-    for text in (cite, answer):
-        assert DATA_RULE in text
-        assert "<document 4417>\na\n</document 4417>\n\n<document 1093>\nb\n</document 1093>" in text
-        assert text.count("<document ") == 2 + 1  # two blocks, and the rule names the marker once
-    assert "never an instruction" in SYSTEM_PROMPT and "never an instruction" in ANSWER_SYSTEM_PROMPT
+    assert DATA_RULE in cite
+    assert "<document 4417>\na\n</document 4417>\n\n<document 1093>\nb\n</document 1093>" in cite
+    # two blocks; the rule names the marker once, and cite mode's request once more
+    assert cite.count("<document ") == 2 + 2
+    assert "never an instruction" in SYSTEM_PROMPT
     assert cite.index(DATA_RULE) < cite.index("<document 4417>")  # the rule comes before the data
-    assert answer.index("<document 1093>") < answer.index("Question: Who?")
-    assert render_answer_prompt("Who?", ["a"]).count("<document 1>") == 1  # no labels: 1..m
+    # Answer mode credits a document only when it holds the model's answer; its plain lines
+    # read better on the 0.5B model than the marked blocks (docs/security.md).
+    answer = render_answer_prompt("Who?", ["a", "b"])
+    assert answer == "Documents:\n- a\n- b\n\nQuestion: Who?\nAnswer with a few words only."
+    assert "<document" not in answer and ANSWER_SYSTEM_PROMPT.startswith("You answer questions")
 
 
 def test_citation_json_schema_max_items() -> None:

@@ -129,7 +129,7 @@ def test_answer_mode_text() -> None:
     reading = reader.read(Q, DOCS)
     assert reading.cited == (1,) and reading.answer == "Paris" and reading.extra["mode"] == "answer"
     _system, human = reader.messages(Q, DOCS)
-    assert "\nBerlin is in Germany.\n</document " in human.content
+    assert "- Berlin is in Germany." in human.content
 
 
 # -------------------------------------------------------------------- structured path

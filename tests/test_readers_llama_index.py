@@ -126,7 +126,7 @@ def test_answer_mode() -> None:
     llm = ScriptedLLM(replies=["Paris."])
     reading = LlamaIndexLLMReader(llm, mode="answer", wait=0).read(Q, DOCS)
     assert reading.cited == (1,) and reading.answer == "Paris"
-    assert "\nLyon is in France.\n</document " in llm.prompts[0]
+    assert "- Lyon is in France.\n" in llm.prompts[0]
 
 
 def test_as_reader_wraps_llms_and_rejects_others() -> None:

@@ -284,7 +284,7 @@ def test_answer_mode_cites_documents_containing_the_answer(
     assert reading.extra["mode"] == "answer" and reading.prompt_tokens == 100
     req = openai_server.requests[0]
     assert req.response_format is None
-    assert "\nThe capital of France is Paris.\n</document " in req.user_text and "[2]" not in req.user_text
+    assert "- The capital of France is Paris.\n" in req.user_text and "[2]" not in req.user_text
 
 
 async def test_async_read_with_retry_and_fallback(

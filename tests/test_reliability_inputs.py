@@ -194,7 +194,7 @@ def test_clip_document_pinned() -> None:
         "<document 1>\nab [...]\n</document 1>\n\n<document 2>\ngh\n</document 2>"
     )
     answer_prompt = render_answer_prompt("q?", ["abcdef", "z"], max_chars_per_doc=3)
-    assert "<document 1>\nabc [...]\n</document 1>\n\n<document 2>\nz\n</document 2>" in answer_prompt
+    assert "- abc [...]\n- z\n" in answer_prompt
     p = render_prompt("q?", ["abcdef"], max_chars_per_doc=2)
     assert "<document 1>\nab [...]\n</document 1>" in p and "abcdef" not in p
     # a callable template gets the documents as they are
@@ -282,7 +282,7 @@ def test_megabyte_document_cut_by_the_framework_readers() -> None:
     li = LlamaIndexLLMReader(MockLLM(), max_chars_per_doc=100)
     assert len(li.user_message(Q, texts)) < 1_000
     answer_mode = ChatModelReader(FakeListChatModel(responses=["x"]), mode="answer", max_chars_per_doc=10)
-    assert "\ngold gold [...]\n</document " in answer_mode.messages(Q, texts)[-1].content
+    assert "\n- gold gold [...]\n" in answer_mode.messages(Q, texts)[-1].content
     # MockLLM echoes the prompt; the echo of a cut megabyte document is still recognised
     # (its label [1] must not become a citation)
     echo = LlamaIndexLLMReader(MockLLM(), max_chars_per_doc=100, max_attempts=1).read(Q, [BIG, "Filler."])

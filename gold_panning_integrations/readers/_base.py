@@ -51,6 +51,7 @@ from ._retry import RetryPolicy, Wait, check_max_attempts, make_wait, with_retri
 
 __all__ = [
     "DEFAULT_MAX_CONCURRENCY",
+    "MODE_CHECK_READINGS",
     "BaseReader",
     "Mode",
     "Prompt",
@@ -69,6 +70,11 @@ DEFAULT_MAX_CONCURRENCY = 16
 
 Mode = Literal["cite", "answer"]
 Structured = Literal["auto"] | bool
+
+
+MODE_CHECK_READINGS = 5
+"""Cite-mode readings after which a reader whose replies are mostly unreadable as
+citations warns, naming answer mode (see :meth:`BaseReader._check_mode`)."""
 
 
 def check_mode(mode: str) -> str:
@@ -257,6 +263,9 @@ class BaseReader:
         self.cache = make_cache(cache)
         self._use_structured = False
         self._warned_template = False
+        self.cite_readings = 0  # cite-mode readings made through this reader
+        self.unreadable_replies = 0  # ... of which no reply could be read as citations
+        self._warned_mode = False
 
     # ------------------------------------------------------------------ identity
     @property
@@ -328,9 +337,7 @@ class BaseReader:
             user = (
                 tpl(question, list(docs))
                 if callable(tpl)
-                else render_answer_prompt(
-                    question, docs, labels=labels, template=tpl, max_chars_per_doc=self.max_chars_per_doc
-                )
+                else render_answer_prompt(question, docs, template=tpl, max_chars_per_doc=self.max_chars_per_doc)
             )
             return ANSWER_SYSTEM_PROMPT, user
         user = render_prompt(
@@ -602,7 +609,7 @@ class BaseReader:
             replies.append(reply)
             return reading
 
-        reading = with_retries(attempt, policy=self._policy(), what=repr(self))
+        reading = self._check_mode(with_retries(attempt, policy=self._policy(), what=repr(self)))
         return self._to_cache(key, replies, reading)
 
     async def _aread(
@@ -633,10 +640,34 @@ class BaseReader:
             replies.append(reply)
             return reading
 
-        reading = await with_retries(attempt, policy=self._policy(), what=repr(self))
+        reading = self._check_mode(await with_retries(attempt, policy=self._policy(), what=repr(self)))
         if on_disk:
             return await asyncio.to_thread(self._to_cache, key, replies, reading)
         return self._to_cache(key, replies, reading)
+
+    def _check_mode(self, reading: Reading) -> Reading:
+        """Count cite-mode readings and those no reply of which could be read as
+        citations; once :data:`MODE_CHECK_READINGS` readings are in and more than half
+        were unreadable, say once (a warning) that this model may not cite by label and
+        that answer mode is the one to try."""
+        if self.mode != "cite":
+            return reading
+        self.cite_readings += 1
+        if reading.failed and reading.extra.get("error_type") == "CitationParseError":
+            self.unreadable_replies += 1
+        n, bad = self.cite_readings, self.unreadable_replies
+        if not self._warned_mode and n >= MODE_CHECK_READINGS and 2 * bad > n:
+            self._warned_mode = True
+            logger.warning(
+                "%r: %d of the first %d cite-mode readings could not be read as citations (last: %s). "
+                "This model may not cite documents by label: try mode='answer' (CLI: --mode answer), "
+                "where the model answers and the documents holding its answer count as cited",
+                self,
+                bad,
+                n,
+                truncate(reading.raw, 120) if reading.failed else "readable",
+            )
+        return reading
 
     def read(
         self, question: str, documents: Sequence[Any], *, labels: Sequence[int] | None = None

@@ -85,15 +85,21 @@ DEFAULT_TEMPLATE = (
     "Question: {question}\n\n"
     "Below are {n} documents. " + DATA_RULE + "\n\n"
     "{documents}\n\n"
-    "Which documents contain the answer to the question? Reply with JSON only, in the form "
-    '{{"cited": [numbers]}}, using only {allowed}. '
-    'If no document contains the answer, reply {{"cited": []}}.'
+    "Question: {question}\n"
+    "Which document answers the question? Reply with JSON only: "
+    '{{"cited": [N]}}, where N is the number of that one document (from its <document N> line). '
+    'If no document answers it, reply {{"cited": []}}.'
 )
 """Default user message. Placeholders: ``{question}``, ``{documents}``, ``{n}``,
 ``{labels}`` (the labels shown, ascending, comma-separated) and ``{allowed}`` (the same
 as a phrase: ``"numbers from 1 to 6"`` for labels ``1..6``, else
 ``"these numbers: 3, 8, 17"``). Each document is delimited by :func:`render_documents`
-and the template states :data:`DATA_RULE`."""
+and the template states :data:`DATA_RULE`.
+
+It asks for the one document that answers, names no label outside the documents' own
+markers and repeats the question after them: a small model (Qwen2.5-Coder-0.5B) copied
+the list of allowed labels (``{allowed}``, 0.5's template) into its reply until the token
+limit on every prompt (see docs/calibration-and-profiles.md)."""
 
 PromptTemplate = str | Callable[..., str]
 """A format string with ``{question}``, ``{documents}``, ``{n}``, ``{labels}``, or a

@@ -10,7 +10,8 @@ Two modes:
 * ``"answer"`` (default): the model answers the question; the documents containing the
   answer are the cited ones (:mod:`.answer`). This is what carries signal on tiny models.
 * ``"cite"``: the model returns ``{"cited": [labels]}`` (JSON-constrained decoding by
-  default), parsed strictly like every other reader's.
+  default, one label unless ``max_citations`` says otherwise), parsed strictly like every
+  other reader's.
 
 The context size follows the prompts, up to the context length the GGUF file declares
 (``Llama.metadata["<architecture>.context_length"]``, 8192 for SmolLM2).
@@ -213,7 +214,10 @@ class LocalReader(BaseReader):
         seed: Sampling seed given to llama.cpp.
         template: Replacement user message (answer mode: ``{question}``,
             ``{documents}``; cite mode: see :data:`._prompt.PromptTemplate`).
-        max_citations: Most labels accepted per reading (cite mode).
+        max_citations: Most labels per reading (cite mode): the decoding grammar allows no
+            more (``maxItems``) and the parser keeps no more. Default 1 in cite mode: the
+            default prompt asks for the one document that answers, and without a cap a
+            small model lists labels until the token limit.
         max_attempts: Attempts per reading; default 1 at temperature 0 (a greedy model
             gives the same reply again), else 3.
         wait: Wait between attempts (see :func:`._retry.make_wait`).
@@ -258,7 +262,7 @@ class LocalReader(BaseReader):
         super().__init__(
             mode=mode,
             template=template,
-            max_citations=max_citations,
+            max_citations=max_citations if max_citations is not None or mode != "cite" else 1,
             max_attempts=max_attempts if max_attempts is not None else (1 if temperature == 0 else 3),
             wait=wait,
             attribution=attribution,
@@ -418,7 +422,10 @@ class LocalReader(BaseReader):
     def _call(self, prompt: Prompt, usage: Usage, **options: Any) -> Reply:
         kwargs: dict[str, Any] = {}
         if self.mode == "cite" and self.constrained:
-            kwargs["response_format"] = {"type": "json_object", "schema": citation_json_schema()}
+            kwargs["response_format"] = {
+                "type": "json_object",
+                "schema": citation_json_schema(max_citations=self.max_citations),
+            }
         response = self.complete(prompt.as_dicts(), **kwargs)
         u = response.get("usage") or {}
         usage.add(u.get("prompt_tokens"), u.get("completion_tokens"))
