@@ -337,7 +337,9 @@ class BaseReader:
             user = (
                 tpl(question, list(docs))
                 if callable(tpl)
-                else render_answer_prompt(question, docs, template=tpl, max_chars_per_doc=self.max_chars_per_doc)
+                else render_answer_prompt(
+                    question, docs, template=tpl, max_chars_per_doc=self.max_chars_per_doc
+                )
             )
             return ANSWER_SYSTEM_PROMPT, user
         user = render_prompt(
