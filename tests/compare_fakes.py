@@ -112,13 +112,13 @@ def _model(pick: Picker, *, answer: Callable[[str], str]) -> Behaviour:
                 tool = body["tools"][0]["function"]["name"]
                 return raw_body(json.dumps(_tool_call_body(tool, content)))
             return reply(content)
-        # our documents, both modes: "<document k>\ntext\n</document k>" blocks
-        ours = [(int(k), d) for k, d in _OUR_DOC.findall(texts[-1])]
-        if '{"cited": [N]}' in joined:  # our cite mode
-            docs = ours
+        if '{"cited": [N]}' in joined:  # our cite mode: "<document k>\ntext\n</document k>" blocks
+            docs = [(int(k), d) for k, d in _OUR_DOC.findall(texts[-1])]
             return reply(json.dumps({"cited": [pick(joined, docs)]}))
-        # our answer mode: the same blocks, then "Question: ..."; the reply is an answer
-        return reply(answer(dict(ours)[pick(joined, ours)]))
+        # our answer mode: "Documents:\n- <one per line>\n\nQuestion: ..."; the reply is an answer
+        block = texts[-1].split("Documents:\n", 1)[-1].split("\n\nQuestion:", 1)[0]
+        docs = [(i, line.removeprefix("- ")) for i, line in enumerate(block.split("\n"))]
+        return reply(answer(docs[pick(joined, docs)][1]))
 
     return dynamic(respond)
 

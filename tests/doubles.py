@@ -253,7 +253,7 @@ class RecordingReader:
 
 # ------------------------------------------------------------------ models that read the prompt
 SHOWN_DOCUMENT = re.compile(r"^<document (\d+)>\n(.*)\n</document \1>$", re.MULTILINE)
-"""One document block of a rendered prompt (both modes): label, then the text's one line."""
+"""One document block of a rendered cite-mode prompt: label, then the text's one line."""
 
 
 def shown_documents(prompt: str) -> list[tuple[int, str]]:
