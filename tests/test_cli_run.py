@@ -56,6 +56,17 @@ def test_run_demo_is_deterministic_and_text_mentions_rounds(capsys: pytest.Captu
     assert "selected (stopped: rounds; 2 calls" in first and "(demo: the relevant document is #" in first
 
 
+def test_run_demo_uses_the_documented_seed_unless_given(capsys: pytest.CaptureFixture[str]) -> None:
+    """The demo repeats the run the docs show (seed 0); --seed still wins."""
+    base = ["run", "--demo", "--reader", "simulated", "--json"]
+    runs = {}
+    for extra in ((), ("--seed", "0"), ("--seed", "5")):
+        assert main([*base, *extra]) == 0
+        out = _json_out(capsys)
+        runs[extra] = [r["labels"] for r in out["rounds"]]
+    assert runs[()] == runs[("--seed", "0")] != runs[("--seed", "5")]
+
+
 def test_run_docs_jsonl_keeps_metadata(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     docs = tmp_path / "docs.jsonl"
     rows = [{"text": f"Person {i}'s locker number is {100 + i}.", "id": f"doc-{i}"} for i in range(6)]
