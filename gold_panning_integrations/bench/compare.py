@@ -216,8 +216,8 @@ def register(sub: Any) -> None:
         "--traces",
         default=None,
         metavar="FILE",
-        help="append a labelled trace of every gp-belief run to FILE (JSONL; the gold is known), "
-        "for gold-panning calibrate --from-traces",
+        help="append a labelled trace of every run of the first panning method in --methods (gp-belief "
+        "by default) to FILE (JSONL; the gold is known), for gold-panning calibrate --from-traces",
     )
     p.add_argument(
         "--data",
@@ -597,7 +597,8 @@ def main(args: argparse.Namespace) -> int:
                 if m == "base":
                     fns[m] = base_method
                 elif m in PANNING:
-                    on_result = traces if m == "gp-belief" else None
+                    # one method's traces: a profile is learned from one setting
+                    on_result = traces if m == next(x for x in methods if x in PANNING) else None
                     fns[m] = panning_method(
                         m,
                         reader,
