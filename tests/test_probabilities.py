@@ -326,6 +326,35 @@ def test_calibrate_from_traces_without_a_map(tmp_path: Path, capsys: pytest.Capt
     assert DetectorProfile.load(out).recalibration is None
 
 
+def test_calibrate_keep_rates_fits_only_the_map(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from gold_panning_integrations.cli import main as cli_main
+    from gold_panning_integrations.recalibration import fit_map, labelled_queries
+    from gold_panning_integrations.traces import read_traces
+
+    traces = _labelled_traces(tmp_path / "t.jsonl", 40)
+    out = tmp_path / "p.json"
+    args = ["calibrate", "--from-traces", str(traces), "--prior", "lost-in-the-middle", "--out", str(out)]
+    assert cli_main([*args, "--keep-rates"]) == 0
+    prior = DetectorProfile.bundled("lost-in-the-middle")
+    got = DetectorProfile.load(out)
+    assert (got.tpr, got.fpr, got.n_positions) == (prior.tpr, prior.fpr, prior.n_positions)
+    assert "--keep-rates" in got.notes
+    # the map is the one fitted on the prior's own replay of the traces
+    queries = labelled_queries(read_traces(traces), profile=prior)
+    lo = np.concatenate([q[0] for q in queries])
+    rel = np.concatenate([q[1] for q in queries])
+    want = fit_map(lo, rel, kind="platt")
+    m = got.recalibration_map
+    assert m is not None and m.kind == "platt"
+    assert (m.slope, m.intercept) == pytest.approx((want.slope, want.intercept))
+    # too few labelled traces: an error, nothing written
+    few = _labelled_traces(tmp_path / "few.jsonl", 4)
+    out2 = tmp_path / "q.json"
+    assert cli_main(["calibrate", "--from-traces", str(few), "--out", str(out2), "--keep-rates"]) == 2
+    assert "no map fitted, nothing written" in capsys.readouterr().err
+    assert not out2.exists()
+
+
 # ------------------------------------------------------------------ gold-panning run
 def test_run_flags_min_relevance_and_p_none(capsys: pytest.CaptureFixture[str]) -> None:
     from gold_panning_integrations.cli import main as cli_main

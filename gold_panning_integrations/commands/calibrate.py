@@ -83,6 +83,12 @@ def register(sub: Any) -> None:
         help="with --from-traces and labelled traces: fit this map from the panner's posteriors to "
         "calibrated probabilities and store it in the profile (default platt; see docs/probabilities.md)",
     )
+    p.add_argument(
+        "--keep-rates",
+        action="store_true",
+        help="with --from-traces: keep --prior's rates and mistake rates as they are and fit only the "
+        "recalibration map (on the traces' own posteriors): for a measured profile and a few labelled queries",
+    )
     p.add_argument("--out", required=True, help="profile JSON to write")
     p.add_argument("--plot", default=None, help="also save a PNG of TPR, FPR and diagnosticity")
     p.add_argument(
@@ -258,6 +264,8 @@ def _from_traces(args: argparse.Namespace, out: Path) -> int:
 
     traces = read_traces(args.from_traces)
     prior = load_profile(args.prior if args.prior is not None else GENERIC_PROFILE)
+    if args.keep_rates:
+        return _map_only(args, traces, prior, out)
     res = learn_profile(traces, prior, relevance=args.relevance)
     profile = res.profile
     notes = (
@@ -306,6 +314,35 @@ def _from_traces(args: argparse.Namespace, out: Path) -> int:
     print(
         f"wrote {saved} (learned from {res.queries} traces, {res.sightings} document sightings; "
         f"EM {res.iterations} iterations{'' if res.converged else ', not converged'})"
+    )
+    return 0
+
+
+def _map_only(args: argparse.Namespace, traces: list[dict[str, Any]], prior: Any, out: Path) -> int:
+    """``--keep-rates``: ``prior`` unchanged but for a recalibration map fitted on ``traces``."""
+    from ..profiles import GENERIC_PROFILE
+
+    if args.recalibrate == "none":
+        print(
+            "gold-panning calibrate: error: --keep-rates fits only a map; drop --recalibrate none",
+            file=sys.stderr,
+        )
+        return 2
+    notes = (
+        f"Made with: gold-panning calibrate --from-traces {shlex.quote(args.from_traces)} --prior "
+        f"{shlex.quote(str(args.prior or GENERIC_PROFILE))} --keep-rates --recalibrate {args.recalibrate}. "
+        + prior.notes
+    )
+    profile = _recalibrated(traces, prior.model_copy(update={"notes": notes}), args.recalibrate)
+    if profile.recalibration is None:
+        print("gold-panning calibrate: error: no map fitted, nothing written", file=sys.stderr)
+        return 2
+    saved, problem = save_profile_or_fallback(profile, out, checkpoint=None)
+    if problem is not None:
+        print(f"gold-panning calibrate: error: {problem}", file=sys.stderr)
+        return 2
+    print(
+        f"wrote {saved} ({prior.model} {prior.task} rates kept, a {args.recalibrate} map from {len(traces)} traces)"
     )
     return 0
 
