@@ -80,6 +80,37 @@ def row(name: str, queries: Sequence[Query], draws: int) -> list[str]:
     ]
 
 
+def replayed(traces: Path, profile: object, run: Sequence[Query]) -> list[Query]:
+    """The run's queries as ``profile`` would have scored the same replies: each trace's
+    final log-odds under ``profile`` (:func:`replay_log_odds`), through its map. Traces
+    are matched to the run's queries in order (``bench compare --traces`` appends one per
+    query as it finishes; a query resumed from a checkpoint has none and is left out)."""
+    from gold_panning_integrations.recalibration import replay_log_odds
+    from gold_panning_integrations.traces import read_traces
+
+    by_relevant: list[Query] = []
+    rows = read_traces(traces)
+    m = getattr(profile, "recalibration_map", None)
+    pool = list(run)
+    for t in rows:
+        lo = replay_log_odds(t, profile)
+        p = m.probabilities(lo) if m is not None else 1.0 / (1.0 + np.exp(-lo))
+        y = np.zeros(p.size)
+        y[[int(i) for i in t.get("relevant", [])]] = 1.0
+        # the run's query whose stored probabilities this trace reproduces (same size, same labels)
+        match = next(
+            (q for q in pool if q[1].size == p.size and np.array_equal(q[2], y) and _same(q[1], t)), None
+        )
+        if match is not None:
+            pool.remove(match)
+            by_relevant.append((match[0], p, y))
+    return by_relevant
+
+
+def _same(stored: NDArray[np.float64], trace: dict) -> bool:
+    return bool(np.allclose(stored, np.asarray(trace["posteriors"], dtype=np.float64), atol=1e-5))
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("probabilities", type=Path, help="probabilities/<method>.jsonl of bench compare --out")
@@ -88,6 +119,15 @@ def main() -> None:
     )
     ap.add_argument(
         "--subset", action="append", default=[], metavar="NAME=FILE", help="query ids, one per line"
+    )
+    ap.add_argument(
+        "--replay",
+        type=Path,
+        default=None,
+        metavar="TRACES",
+        help="the run's labelled traces (bench compare --traces): also replay each query's prompts and replies "
+        "through --profile's rates (then its map): what that profile would have reported from the same replies "
+        "(its placements would have differed; a counterfactual, labelled so)",
     )
     ap.add_argument("--draws", type=int, default=1000, help="bootstrap draws (default 1000)")
     args = ap.parse_args()
@@ -100,6 +140,10 @@ def main() -> None:
             raise SystemExit(f"{args.profile} has no recalibration map")
         after = [(q, m.probabilities(logit(np.clip(p, 1e-6, 1 - 1e-6))), y) for q, p, y in before]
         versions.append((f"after ({m.kind})", after))
+        if args.replay is not None:
+            versions.append(
+                (f"replayed through {Path(args.profile).stem}", replayed(args.replay, prof, before))
+            )
     subsets: list[tuple[str, set[str]]] = [("all", {q for q, _, _ in before})]
     for spec in args.subset:
         name, _, path = spec.partition("=")
