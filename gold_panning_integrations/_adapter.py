@@ -61,6 +61,7 @@ __all__ = [
     "P_NONE_KEY",
     "RANK_KEY",
     "RELEVANCE_KEY",
+    "PanQuery",
     "PanningOptions",
     "Ranked",
     "check_count",
@@ -213,6 +214,27 @@ def model_name(reader: Any) -> str:
             if isinstance(value, str) and value:
                 return value
     return type(reader).__name__
+
+
+@dataclass(frozen=True)
+class PanQuery:
+    """One query's inputs to the engine, as an adapter hands them over.
+
+    Attributes:
+        question: The query text.
+        texts: Document texts in the base retriever's order, shape ``(n,)``.
+        k: The engine's ``k`` (None: no count limit).
+        scores: The retriever's score per document (None where unknown), shape ``(n,)``,
+            for ``retriever_prior="score"``; None: no scores.
+        reader: A reader for this query only (e.g. with the run's callbacks bound);
+            None: the adapter's resolved reader.
+    """
+
+    question: str
+    texts: list[str]
+    k: int | None
+    scores: Sequence[float | None] | None = None
+    reader: Any = None
 
 
 @dataclass(frozen=True)
@@ -429,16 +451,17 @@ class PanningOptions(_EngineOptions):
                     self._profile_resolved = True
         return self.profile  # type: ignore[return-value]  # set just above
 
-    def _notify(self, result: PanningResult) -> None:
-        """Hand ``result`` to ``on_result``; its errors are logged, never raised."""
+    def _notify(self, result: PanningResult) -> PanningResult:
+        """Hand ``result`` to ``on_result`` (its errors are logged, never raised); ``result``."""
         if self.on_result is None:
-            return
+            return result
         try:
             self.on_result(result)
         except Exception:
             logger.exception(
                 "on_result callback %r raised; the panned documents are returned anyway", self.on_result
             )
+        return result
 
     def _panner(self, k: int | None, reader: Any = None) -> Panner:
         """A fresh engine panner per query (no state is shared between concurrent
@@ -451,32 +474,14 @@ class PanningOptions(_EngineOptions):
             rng=self.seed,
         )
 
-    def _run(
-        self,
-        question: str,
-        texts: Sequence[str],
-        *,
-        k: int | None,
-        scores: Sequence[float | None] | None,
-        reader: Any = None,
-    ) -> PanningResult:
-        """Pan ``texts`` (in the base retriever's order; ``scores`` its scores for
-        ``retriever_prior="score"``) with the synchronous reader (``reader`` overrides the
-        resolved one for this call), then call ``on_result``."""
-        result = self._panner(k, reader).run(question, list(texts), scores=scores)
-        self._notify(result)
-        return result
+    def _run(self, query: PanQuery) -> PanningResult:
+        """Pan one query with the synchronous reader, then call ``on_result``."""
+        return self._notify(
+            self._panner(query.k, query.reader).run(query.question, query.texts, scores=query.scores)
+        )
 
-    async def _arun(
-        self,
-        question: str,
-        texts: Sequence[str],
-        *,
-        k: int | None,
-        scores: Sequence[float | None] | None,
-        reader: Any = None,
-    ) -> PanningResult:
-        """Pan ``texts`` with the reader's ``aread`` (no threads), then call ``on_result``."""
-        result = await self._panner(k, reader).arun(question, list(texts), scores=scores)
-        self._notify(result)
-        return result
+    async def _arun(self, query: PanQuery) -> PanningResult:
+        """Pan one query with the reader's ``aread`` (no threads), then call ``on_result``."""
+        return self._notify(
+            await self._panner(query.k, query.reader).arun(query.question, query.texts, scores=query.scores)
+        )

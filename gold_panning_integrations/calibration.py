@@ -53,8 +53,9 @@ from ._calibration_fit import (
     next_grid_index,
     smoothed_rate,
 )
-from .engine.reading import Reading
-from .errors import CheckpointError, FatalReaderError
+from .engine._concurrency import gather_all
+from .engine.reading import Reading, reader_failure
+from .errors import CheckpointError
 from .profiles import DetectorProfile
 from .tasks.base import TaskBuilder
 
@@ -406,6 +407,16 @@ class Calibrator:
             counts=counts,
         )
 
+    def _keep(
+        self, spec: TrialSpec, inst: Any, reading: Reading, seconds: float, done: dict[str, dict[str, Any]]
+    ) -> None:
+        """Record one trial: written to the checkpoint, added to ``done``, progress told."""
+        rec = self._record(spec, inst, reading, seconds)
+        self._write(rec)
+        done[spec.trial_id] = rec
+        if self.progress:
+            self.progress(len(done), self.total)
+
     def run(self, *, limit: int | None = None) -> CalibrationResult:
         """Run every trial not yet in the checkpoint (at most ``limit`` of them).
 
@@ -434,21 +445,13 @@ class Calibrator:
                     spec = nxt[0] if nxt else None
                 if spec is None:
                     break
-                inst = self._instance(spec)
-                s0 = time.perf_counter()
+                inst, s0 = self._instance(spec), time.perf_counter()
                 try:
                     reading = self.reader.read(inst.question, inst.documents)
-                except FatalReaderError:
-                    raise
                 except Exception as err:  # noqa: BLE001 - a reader must not end the run
-                    logger.warning("trial %s: reader raised %s: %s", spec.trial_id, type(err).__name__, err)
-                    reading = Reading.failure(f"{type(err).__name__}: {err}")
-                rec = self._record(spec, inst, reading, time.perf_counter() - s0)
-                self._write(rec)
-                done[spec.trial_id] = rec
+                    reading = reader_failure(err, logger, f"trial {spec.trial_id}: ")
+                self._keep(spec, inst, reading, time.perf_counter() - s0, done)
                 ran += 1
-                if self.progress:
-                    self.progress(len(done), self.total)
         finally:
             self._close()
         return self._finish(done, resumed, ran, t0)
@@ -467,43 +470,24 @@ class Calibrator:
         async def one(spec: TrialSpec) -> None:
             nonlocal ran
             async with sem:
-                inst = self._instance(spec)
-                s0 = time.perf_counter()
+                inst, s0 = self._instance(spec), time.perf_counter()
                 try:
                     reading = await self.reader.aread(inst.question, inst.documents)
-                except FatalReaderError:
-                    raise
                 except Exception as err:  # noqa: BLE001 - a reader must not end the run
-                    logger.warning("trial %s: reader raised %s: %s", spec.trial_id, type(err).__name__, err)
-                    reading = Reading.failure(f"{type(err).__name__}: {err}")
-                rec = self._record(spec, inst, reading, time.perf_counter() - s0)
-                self._write(rec)  # single event-loop thread: writes never interleave
-                done[spec.trial_id] = rec
+                    reading = reader_failure(err, logger, f"trial {spec.trial_id}: ")
+                # single event-loop thread: writes never interleave
+                self._keep(spec, inst, reading, time.perf_counter() - s0, done)
                 ran += 1
-                if self.progress:
-                    self.progress(len(done), self.total)
 
         try:
             if self.budget is None:
-                await _gather_or_cancel([one(s) for s in self._todo_fixed(done, limit)])
+                await gather_all([one(s) for s in self._todo_fixed(done, limit)])
             else:
                 while True:
                     batch = self._budget_specs(done, min(self.concurrency, self._remaining(done, limit, ran)))
                     if not batch:
                         break
-                    await _gather_or_cancel([one(s) for s in batch])
+                    await gather_all([one(s) for s in batch])
         finally:
             self._close()
         return self._finish(done, resumed, ran, t0)
-
-
-async def _gather_or_cancel(coros: list[Any]) -> None:
-    """Run coroutines concurrently; on the first exception cancel the rest and re-raise."""
-    tasks = [asyncio.ensure_future(c) for c in coros]
-    try:
-        await asyncio.gather(*tasks)
-    except BaseException:
-        for t in tasks:
-            t.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
-        raise

@@ -22,12 +22,14 @@ the opt-in reply cache (:mod:`._cache`); and a short ``repr``.
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, ClassVar, Literal
 
+from .._steps import Steps, arun_steps, run_steps
 from ..engine.reading import Reading
 from ..errors import CitationParseError
 from ._cache import ReplyCache, cache_key
@@ -403,22 +405,6 @@ class BaseReader:
             raise
 
     # ------------------------------------------------------------------ reading
-    def _reply(self, prompt: Prompt, usage: Usage, options: dict[str, Any]) -> Reply:
-        if self._use_structured and self.mode == "cite":
-            try:
-                return self._call_structured(prompt, usage, **options)
-            except NotImplementedError:
-                self._fall_back_to_text()
-        return self._call(prompt, usage, **options)
-
-    async def _areply(self, prompt: Prompt, usage: Usage, options: dict[str, Any]) -> Reply:
-        if self._use_structured and self.mode == "cite":
-            try:
-                return await self._acall_structured(prompt, usage, **options)
-            except NotImplementedError:
-                self._fall_back_to_text()
-        return await self._acall(prompt, usage, **options)
-
     def _policy(self) -> RetryPolicy:
         return RetryPolicy(self.max_attempts, self.wait)
 
@@ -445,25 +431,27 @@ class BaseReader:
         """Set up what a call needs (a client, a model) before the rate limit admits the
         request, so the time it is counted at is the time it leaves; default: nothing."""
 
-    def _sent_reply(self, prompt: Prompt, usage: Usage, options: dict[str, Any]) -> Reply:
-        """:meth:`_reply` within the rate limit (the caller holds a concurrency slot)."""
+    def _reply_steps(
+        self, prompt: Prompt, usage: Usage, options: dict[str, Any], asynchronous: bool
+    ) -> Steps[Reply]:
+        """One model call within the rate limit (the caller holds a concurrency slot),
+        written once for both paths (:mod:`.._steps`): structured output in cite mode
+        when the reader uses it, plain text otherwise or once the model turns out to
+        have none."""
         if self.rate_limit.active:
-            self._prepare(asynchronous=False)
-        entry = self.rate_limit.acquire(self._token_estimate(prompt))
+            self._prepare(asynchronous=asynchronous)
+        acquire = self.rate_limit.aacquire if asynchronous else self.rate_limit.acquire
+        entry = yield functools.partial(acquire, self._token_estimate(prompt))
         before = (usage.prompt_tokens, usage.completion_tokens)
         try:
-            return self._reply(prompt, usage, options)
-        finally:
-            self.rate_limit.settle(entry, self._spent(before, usage))
-
-    async def _asent_reply(self, prompt: Prompt, usage: Usage, options: dict[str, Any]) -> Reply:
-        """Asynchronous :meth:`_sent_reply`."""
-        if self.rate_limit.active:
-            self._prepare(asynchronous=True)
-        entry = await self.rate_limit.aacquire(self._token_estimate(prompt))
-        before = (usage.prompt_tokens, usage.completion_tokens)
-        try:
-            return await self._areply(prompt, usage, options)
+            if self._use_structured and self.mode == "cite":
+                structured = self._acall_structured if asynchronous else self._call_structured
+                try:
+                    return (yield functools.partial(structured, prompt, usage, **options))
+                except NotImplementedError:
+                    self._fall_back_to_text()
+            call = self._acall if asynchronous else self._call
+            return (yield functools.partial(call, prompt, usage, **options))
         finally:
             self.rate_limit.settle(entry, self._spent(before, usage))
 
@@ -522,9 +510,18 @@ class BaseReader:
         return replace(reading, cached=False)
 
     # ------------------------------------------------------------------ reading
-    def _read(
-        self, question: str, documents: Sequence[Any], labels: Sequence[int] | None, **options: Any
-    ) -> Reading:
+    def _read_steps(
+        self,
+        question: str,
+        documents: Sequence[Any],
+        labels: Sequence[int] | None,
+        options: dict[str, Any],
+        asynchronous: bool,
+    ) -> Steps[Reading]:
+        """One reading, written once for :meth:`read` and :meth:`aread` (:mod:`.._steps`):
+        the prompt, the cache (on the async path a cache on disk is read and written in
+        a worker thread), then attempts under the retry policy, each holding a slot of
+        the reader's concurrency limit."""
         try:
             prompt = self.prompt(question, documents, labels=labels)
         except DocumentsDoNotFitError as err:  # no call can succeed: a failed reading, no retry
@@ -532,54 +529,48 @@ class BaseReader:
         if not prompt.documents:
             return no_documents_reading()
         key = self._cache_key(prompt)
-        hit = self._from_cache(key, prompt)
+        off_loop = asynchronous and self.cache is not None and self.cache.path is not None
+        hit = yield _in_thread_if(off_loop, self._from_cache, key, prompt)
         if hit is not None:
             return hit
         replies: list[Reply] = []
 
         def attempt(usage: Usage) -> Reading:
-            usage.calls += 1
-            with self.call_limit.slot():
-                reply = self._sent_reply(prompt, usage, options)
-            reading = self._reading(reply, prompt)
-            replies.append(reply)
-            return reading
+            return run_steps(self._attempt_steps(prompt, usage, options, replies, False))
 
-        reading = self._check_mode(with_retries(attempt, policy=self._policy(), what=repr(self)))
-        return self._to_cache(key, replies, reading)
+        async def aattempt(usage: Usage) -> Reading:
+            return await arun_steps(self._attempt_steps(prompt, usage, options, replies, True))
+
+        retried = functools.partial(
+            with_retries, aattempt if asynchronous else attempt, policy=self._policy(), what=repr(self)
+        )
+        reading = self._check_mode((yield retried))
+        return (yield _in_thread_if(off_loop, self._to_cache, key, replies, reading))
+
+    def _attempt_steps(
+        self, prompt: Prompt, usage: Usage, options: dict[str, Any], replies: list[Reply], asynchronous: bool
+    ) -> Steps[Reading]:
+        """One attempt: a concurrency slot, the call, the reply validated (raises when
+        malformed, so the attempt is retried)."""
+        usage.calls += 1
+        yield from self.call_limit.acquiring(asynchronous)
+        try:
+            reply = yield from self._reply_steps(prompt, usage, options, asynchronous)
+        finally:
+            self.call_limit.release()
+        reading = self._reading(reply, prompt)
+        replies.append(reply)
+        return reading
+
+    def _read(
+        self, question: str, documents: Sequence[Any], labels: Sequence[int] | None, **options: Any
+    ) -> Reading:
+        return run_steps(self._read_steps(question, documents, labels, options, asynchronous=False))
 
     async def _aread(
         self, question: str, documents: Sequence[Any], labels: Sequence[int] | None, **options: Any
     ) -> Reading:
-        try:
-            prompt = self.prompt(question, documents, labels=labels)
-        except DocumentsDoNotFitError as err:  # no call can succeed: a failed reading, no retry
-            return Reading.failure(f"{type(err).__name__}: {err}", attempts=0)
-        if not prompt.documents:
-            return no_documents_reading()
-        key = self._cache_key(prompt)
-        on_disk = self.cache is not None and self.cache.path is not None
-        hit = (
-            await asyncio.to_thread(self._from_cache, key, prompt)
-            if on_disk
-            else self._from_cache(key, prompt)
-        )
-        if hit is not None:
-            return hit
-        replies: list[Reply] = []
-
-        async def attempt(usage: Usage) -> Reading:
-            usage.calls += 1
-            async with self.call_limit.aslot():
-                reply = await self._asent_reply(prompt, usage, options)
-            reading = self._reading(reply, prompt)
-            replies.append(reply)
-            return reading
-
-        reading = self._check_mode(await with_retries(attempt, policy=self._policy(), what=repr(self)))
-        if on_disk:
-            return await asyncio.to_thread(self._to_cache, key, replies, reading)
-        return self._to_cache(key, replies, reading)
+        return await arun_steps(self._read_steps(question, documents, labels, options, asynchronous=True))
 
     def _check_mode(self, reading: Reading) -> Reading:
         """Count cite-mode readings and those no reply of which could be read as
@@ -632,3 +623,8 @@ class BaseReader:
     ) -> Reading:
         """Asynchronous :meth:`read`."""
         return await self._aread(question, documents, labels)
+
+
+def _in_thread_if(off_loop: bool, fn: Any, *args: Any) -> Any:
+    """A call of ``fn(*args)``: in a worker thread (awaited) when ``off_loop``, else here."""
+    return functools.partial(asyncio.to_thread, fn, *args) if off_loop else functools.partial(fn, *args)

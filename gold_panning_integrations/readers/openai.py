@@ -20,6 +20,7 @@ endpoint do not probe again; one warning is logged when an endpoint falls back.
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import os
 import threading
@@ -29,6 +30,7 @@ from typing import Any, ClassVar, Literal
 
 from typing_extensions import Self
 
+from .._steps import Steps, arun_steps, run_steps
 from ..errors import CitationParseError, FatalReaderError, ReaderError
 from ._base import BaseReader, Prompt, Reply
 from ._errors import Usage, classify_error
@@ -376,38 +378,39 @@ class OpenAIReader(BaseReader):
         )
 
     def _call(self, prompt: Prompt, usage: Usage, **options: Any) -> Reply:
+        return run_steps(self._call_steps(prompt, usage, asynchronous=False))
+
+    async def _acall(self, prompt: Prompt, usage: Usage, **options: Any) -> Reply:
+        return await arun_steps(self._call_steps(prompt, usage, asynchronous=True))
+
+    def _call_steps(self, prompt: Prompt, usage: Usage, *, asynchronous: bool) -> Steps[Reply]:
+        """One chat completion, written once for both paths (:mod:`.._steps`): asked at the
+        endpoint's response-format level, and again one level down while the server
+        rejects the format (each retry is a request for the rate limit too). The client
+        and its resources are created (openai's modules imported) before the request's
+        deadline starts; the sync path's deadline is :func:`._http.deadline`, the async
+        path's ``asyncio.wait_for``."""
         level = self._level_now()
-        # the client and its resources are created (openai's modules imported) before the
-        # request's deadline starts
-        create = self.client.chat.completions.create
+        acquire = self.rate_limit.aacquire if asynchronous else self.rate_limit.acquire
+        send = self._asend if asynchronous else self._send
+        create = (self.async_client if asynchronous else self.client).chat.completions.create
         while True:
             try:
-                with deadline(self.timeout):
-                    resp = create(**self._kwargs(prompt.as_dicts(), level))
+                resp = yield functools.partial(send, create, self._kwargs(prompt.as_dicts(), level))
             except Exception as err:
                 if level is None or not _is_format_rejection(err):
                     raise
                 level = self._downgrade(level, err, usage)  # and try again at that level
-                self.rate_limit.acquire(self._token_estimate(prompt))  # the retry is a request too
+                yield functools.partial(acquire, self._token_estimate(prompt))  # the retry is a request too
             else:
                 return self._to_reply(resp, usage, level)
 
-    async def _acall(self, prompt: Prompt, usage: Usage, **options: Any) -> Reply:
-        level = self._level_now()
-        acreate = self.async_client.chat.completions.create
-        while True:
-            try:
-                resp = await asyncio.wait_for(
-                    acreate(**self._kwargs(prompt.as_dicts(), level)),
-                    self.timeout,
-                )
-            except Exception as err:
-                if level is None or not _is_format_rejection(err):
-                    raise
-                level = self._downgrade(level, err, usage)  # and try again at that level
-                await self.rate_limit.aacquire(self._token_estimate(prompt))
-            else:
-                return self._to_reply(resp, usage, level)
+    def _send(self, create: Any, kwargs: dict[str, Any]) -> Any:
+        with deadline(self.timeout):
+            return create(**kwargs)
+
+    async def _asend(self, create: Any, kwargs: dict[str, Any]) -> Any:
+        return await asyncio.wait_for(create(**kwargs), self.timeout)
 
     # ------------------------------------------------------------------ cleanup
     def close(self) -> None:
