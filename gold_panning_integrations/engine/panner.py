@@ -444,7 +444,7 @@ class Panner:
         self.config = PanningConfig.from_options(config, **options).with_profile(profile)
         self.reader = reader
         self.profile = profile
-        self.evidence_temperature = float(self.config.evidence_temperature)  # type: ignore[arg-type]  # resolved
+        self.evidence_temperature = self.config.resolved("evidence_temperature")
         self.geometry = Geometry(
             profile.tpr, profile.fpr, config=self.config, temperature=self.evidence_temperature
         )
@@ -629,7 +629,7 @@ def _retriever_prior(
         k=config.prior_mass,
         mode=config.retriever_prior,
         top10_recall=config.prior_top10_recall,
-        head_decay=float(config.prior_head_decay),  # type: ignore[arg-type]  # resolved by with_profile
+        head_decay=config.resolved("prior_head_decay"),
         scores=scores if config.retriever_prior == "score" else None,
         temperature=config.prior_temperature,
     )
