@@ -244,33 +244,17 @@ class Calibrator:
         return meta
 
     def _open_checkpoint(self) -> dict[str, dict[str, Any]]:
+        """Lock and open the checkpoint (creating its folder and header line); the
+        trials already in it that belong to this plan."""
         if self.checkpoint is None:
             return {}
-        if self.checkpoint.is_dir():
-            raise CheckpointError(
-                f"checkpoint {str(self.checkpoint)!r} is a directory; pass a file path, "
-                f"e.g. --checkpoint {str(self.checkpoint / 'calibration.checkpoint.jsonl')!r}"
-            )
-        try:
-            self.checkpoint.parent.mkdir(parents=True, exist_ok=True)
-        except OSError as err:
-            raise CheckpointError(
-                f"cannot create the folder of checkpoint {str(self.checkpoint)!r}: {err.strerror or err}"
-            ) from err
+        self._prepare_folder(self.checkpoint)
         self._lock = CheckpointLock(self.checkpoint).acquire()
         try:
             meta, done = read_checkpoint(self.checkpoint)
             want = self._meta()
             if meta is not None:
-                keys = ("task", "n", "grid", "seed", "model", "layout")
-                # files written before budgets existed have no "layout": they are fixed-layout
-                diff = [k for k in keys if meta.get(k, "fixed" if k == "layout" else None) != want[k]]
-                if diff:
-                    shown = ", ".join(f"{k}: {meta.get(k)!r} in the file vs {want[k]!r} now" for k in diff)
-                    raise CheckpointError(
-                        f"checkpoint {str(self.checkpoint)!r} belongs to another calibration ({shown}); "
-                        "use another --checkpoint path or delete the file"
-                    )
+                self._check_same_calibration(meta, want)
             try:
                 self._fh = self.checkpoint.open("a", encoding="utf-8")
             except OSError as err:
@@ -282,6 +266,38 @@ class Calibrator:
         except BaseException:
             self._close()
             raise
+        return self._planned(done)
+
+    @staticmethod
+    def _prepare_folder(checkpoint: Path) -> None:
+        """CheckpointError when ``checkpoint`` is a folder or its folder cannot be made."""
+        if checkpoint.is_dir():
+            raise CheckpointError(
+                f"checkpoint {str(checkpoint)!r} is a directory; pass a file path, "
+                f"e.g. --checkpoint {str(checkpoint / 'calibration.checkpoint.jsonl')!r}"
+            )
+        try:
+            checkpoint.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as err:
+            raise CheckpointError(
+                f"cannot create the folder of checkpoint {str(checkpoint)!r}: {err.strerror or err}"
+            ) from err
+
+    def _check_same_calibration(self, meta: Mapping[str, Any], want: Mapping[str, Any]) -> None:
+        """CheckpointError naming what differs when the file's header is another run's."""
+        keys = ("task", "n", "grid", "seed", "model", "layout")
+        # files written before budgets existed have no "layout": they are fixed-layout
+        diff = [k for k in keys if meta.get(k, "fixed" if k == "layout" else None) != want[k]]
+        if diff:
+            shown = ", ".join(f"{k}: {meta.get(k)!r} in the file vs {want[k]!r} now" for k in diff)
+            raise CheckpointError(
+                f"checkpoint {str(self.checkpoint)!r} belongs to another calibration ({shown}); "
+                "use another --checkpoint path or delete the file"
+            )
+
+    def _planned(self, done: Mapping[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
+        """The trials of ``done`` this plan has (fixed layout: its trial ids; budget: its
+        grid and trial range)."""
         if self.budget is None:
             valid = {t.trial_id for t in self.plan}
             return {k: v for k, v in done.items() if k in valid}
