@@ -11,8 +11,9 @@ Both adapters do the same four things around the engine, and do them here:
    Runnable, a LlamaIndex LLM, or ``"local"``) into a reader of the declared protocol,
    once, on first use (:func:`~gold_panning_integrations.readers.as_reader`), and
    resolve the detector profile once with the one profile rule
-   (:func:`~gold_panning_integrations.profiles.resolve_profile`);
-3. run the engine's :class:`~gold_panning_integrations.engine.panner.Panner` (which
+   (:func:`~gold_panning_integrations.profiles.resolve_profile`): both by building one
+   :class:`~gold_panning_integrations.panning.GoldPanner`, the edge every entry point shares;
+3. run the public :class:`~gold_panning_integrations.panning.GoldPanner` (which
    applies the retriever prior over the base order) and turn the
    :class:`~gold_panning_integrations.engine.PanningResult` into ``(input index,
    posterior, 1-based rank)`` triples the adapters map onto their document types;
@@ -47,11 +48,11 @@ from pydantic import (
 
 from .engine import PanningResult
 from .engine.config import PanningConfig
-from .engine.panner import Panner
 from .engine.relevance import select
 from .engine.seeding import check_rng_option
 from .errors import InvalidInputError
-from .profiles import DetectorProfile, load_profile, resolve_profile
+from .panning import GoldPanner
+from .profiles import DetectorProfile, load_profile
 
 __all__ = [
     "ADAPTER_OWN_OPTIONS",
@@ -61,6 +62,7 @@ __all__ = [
     "P_NONE_KEY",
     "RANK_KEY",
     "RELEVANCE_KEY",
+    "PanQuery",
     "PanningOptions",
     "Ranked",
     "check_count",
@@ -216,6 +218,27 @@ def model_name(reader: Any) -> str:
 
 
 @dataclass(frozen=True)
+class PanQuery:
+    """One query's inputs to the engine, as an adapter hands them over.
+
+    Attributes:
+        question: The query text.
+        texts: Document texts in the base retriever's order, shape ``(n,)``.
+        k: The engine's ``k`` (None: no count limit).
+        scores: The retriever's score per document (None where unknown), shape ``(n,)``,
+            for ``retriever_prior="score"``; None: no scores.
+        reader: A reader for this query only (e.g. with the run's callbacks bound);
+            None: the adapter's resolved reader.
+    """
+
+    question: str
+    texts: list[str]
+    k: int | None
+    scores: Sequence[float | None] | None = None
+    reader: Any = None
+
+
+@dataclass(frozen=True)
 class Ranked:
     """One selected document: its index in the input, posterior, and 1-based rank."""
 
@@ -329,9 +352,8 @@ class PanningOptions(_EngineOptions):
     the profile from use. Runs in the caller's thread; an exception it raises is logged
     and the documents are returned all the same. Not serialised."""
 
-    _reader_cache: Any = PrivateAttr(default=None)
+    _edge: Any = PrivateAttr(default=None)
     _reader_lock: Any = PrivateAttr(default_factory=threading.Lock)
-    _profile_resolved: bool = PrivateAttr(default=False)
 
     @model_validator(mode="after")
     def _engine_options_are_valid(self) -> PanningOptions:
@@ -408,75 +430,57 @@ class PanningOptions(_EngineOptions):
         """The user's reader argument (overridden by each adapter)."""
         raise NotImplementedError
 
+    def _get_edge(self) -> GoldPanner:
+        """The public :class:`~gold_panning_integrations.panning.GoldPanner` built once
+        from the user's reader and profile: the one edge that resolves both (the reader
+        adapted by :func:`~gold_panning_integrations.readers.as_reader`; the profile by
+        the one profile rule: explicit, else the reader's ``recommended_profile``, else
+        generic with a one-time warning), so ``"local"`` loads one model and every later
+        query uses the same profile (kept in ``self.profile``)."""
+        edge: GoldPanner | None = self._edge
+        if edge is None:
+            with self._reader_lock:
+                edge = self._edge
+                if edge is None:
+                    edge = GoldPanner(resolve_reader(self._reader_source()), self.profile, rng=self.seed)
+                    if isinstance(edge.profile, DetectorProfile):  # what the profile rule returns
+                        self.profile = edge.profile
+                    self._edge = edge
+        return edge
+
     def _get_reader(self) -> Any:
-        """The resolved reader, created once (``"local"`` loads a model: not twice)."""
-        if self._reader_cache is None:
-            with self._reader_lock:
-                if self._reader_cache is None:
-                    self._reader_cache = resolve_reader(self._reader_source())
-        return self._reader_cache
+        """The resolved reader (see :meth:`_get_edge`)."""
+        return self._get_edge().reader
 
-    def _get_profile(self) -> DetectorProfile:
-        """The profile in use, resolved once per instance by the one profile rule
-        (explicit, else the reader's ``recommended_profile``, else generic with a
-        one-time warning); stored in ``self.profile`` so every later query, and
-        :meth:`_panner`, uses the same one."""
-        if not self._profile_resolved:
-            reader = self._get_reader()
-            with self._reader_lock:
-                if not self._profile_resolved:
-                    self.profile = resolve_profile(self.profile, reader=reader)
-                    self._profile_resolved = True
-        return self.profile  # type: ignore[return-value]  # set just above
-
-    def _notify(self, result: PanningResult) -> None:
-        """Hand ``result`` to ``on_result``; its errors are logged, never raised."""
+    def _notify(self, result: PanningResult) -> PanningResult:
+        """Hand ``result`` to ``on_result`` (its errors are logged, never raised); ``result``."""
         if self.on_result is None:
-            return
+            return result
         try:
             self.on_result(result)
         except Exception:
             logger.exception(
                 "on_result callback %r raised; the panned documents are returned anyway", self.on_result
             )
+        return result
 
-    def _panner(self, k: int | None, reader: Any = None) -> Panner:
-        """A fresh engine panner per query (no state is shared between concurrent
-        queries), with :meth:`panning_config` for this ``k``, the profile resolved once
-        (:meth:`_get_profile`) and the reader resolved once (``reader`` overrides it)."""
-        return Panner(
-            self._get_reader() if reader is None else reader,
-            self._get_profile(),
-            self.panning_config(k),
-            rng=self.seed,
+    def _panner(self, k: int | None, reader: Any = None) -> GoldPanner:
+        """A fresh panner per query (no state is shared between concurrent queries), with
+        :meth:`panning_config` for this ``k`` and the reader and profile the edge resolved
+        (:meth:`_get_edge`; ``reader`` overrides the reader for this query)."""
+        edge = self._get_edge()
+        return GoldPanner(
+            edge.reader if reader is None else reader, edge.profile, self.panning_config(k), rng=self.seed
         )
 
-    def _run(
-        self,
-        question: str,
-        texts: Sequence[str],
-        *,
-        k: int | None,
-        scores: Sequence[float | None] | None,
-        reader: Any = None,
-    ) -> PanningResult:
-        """Pan ``texts`` (in the base retriever's order; ``scores`` its scores for
-        ``retriever_prior="score"``) with the synchronous reader (``reader`` overrides the
-        resolved one for this call), then call ``on_result``."""
-        result = self._panner(k, reader).run(question, list(texts), scores=scores)
-        self._notify(result)
-        return result
+    def _run(self, query: PanQuery) -> PanningResult:
+        """Pan one query with the synchronous reader, then call ``on_result``."""
+        return self._notify(
+            self._panner(query.k, query.reader).run(query.question, query.texts, scores=query.scores)
+        )
 
-    async def _arun(
-        self,
-        question: str,
-        texts: Sequence[str],
-        *,
-        k: int | None,
-        scores: Sequence[float | None] | None,
-        reader: Any = None,
-    ) -> PanningResult:
-        """Pan ``texts`` with the reader's ``aread`` (no threads), then call ``on_result``."""
-        result = await self._panner(k, reader).arun(question, list(texts), scores=scores)
-        self._notify(result)
-        return result
+    async def _arun(self, query: PanQuery) -> PanningResult:
+        """Pan one query with the reader's ``aread`` (no threads), then call ``on_result``."""
+        return self._notify(
+            await self._panner(query.k, query.reader).arun(query.question, query.texts, scores=query.scores)
+        )

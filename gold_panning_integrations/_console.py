@@ -5,7 +5,6 @@ an interrupt (:class:`Terminated`)."""
 from __future__ import annotations
 
 import json
-import os
 import signal
 import sys
 from collections.abc import Iterator, Sequence
@@ -19,7 +18,6 @@ __all__ = [
     "Terminated",
     "format_table",
     "print_json",
-    "profile_label",
     "progress_quiet",
     "sigterm_interrupts",
 ]
@@ -135,21 +133,6 @@ class Progress:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
-
-
-def profile_label(profile_arg: Any, *, reader: Any = None) -> str:
-    """How a report names the profile that
-    :func:`~gold_panning_integrations.profiles.resolve_profile` picks for the same
-    arguments: the name or path given, else the reader's ``recommended_profile``, else
-    the generic profile's name."""
-    from .profiles import GENERIC_PROFILE
-
-    for candidate in (profile_arg, getattr(reader, "recommended_profile", None)):
-        if isinstance(candidate, (str, os.PathLike)):
-            return str(candidate)
-        if candidate is not None:
-            return f"{getattr(candidate, 'model', 'custom')} ({getattr(candidate, 'task', 'unknown')})"
-    return GENERIC_PROFILE
 
 
 def format_table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:

@@ -53,8 +53,9 @@ from ._calibration_fit import (
     next_grid_index,
     smoothed_rate,
 )
-from .engine.reading import Reading
-from .errors import CheckpointError, FatalReaderError
+from .engine._concurrency import gather_all
+from .engine.reading import Reading, reader_failure
+from .errors import CheckpointError
 from .profiles import DetectorProfile
 from .tasks.base import TaskBuilder
 
@@ -243,33 +244,17 @@ class Calibrator:
         return meta
 
     def _open_checkpoint(self) -> dict[str, dict[str, Any]]:
+        """Lock and open the checkpoint (creating its folder and header line); the
+        trials already in it that belong to this plan."""
         if self.checkpoint is None:
             return {}
-        if self.checkpoint.is_dir():
-            raise CheckpointError(
-                f"checkpoint {str(self.checkpoint)!r} is a directory; pass a file path, "
-                f"e.g. --checkpoint {str(self.checkpoint / 'calibration.checkpoint.jsonl')!r}"
-            )
-        try:
-            self.checkpoint.parent.mkdir(parents=True, exist_ok=True)
-        except OSError as err:
-            raise CheckpointError(
-                f"cannot create the folder of checkpoint {str(self.checkpoint)!r}: {err.strerror or err}"
-            ) from err
+        self._prepare_folder(self.checkpoint)
         self._lock = CheckpointLock(self.checkpoint).acquire()
         try:
             meta, done = read_checkpoint(self.checkpoint)
             want = self._meta()
             if meta is not None:
-                keys = ("task", "n", "grid", "seed", "model", "layout")
-                # files written before budgets existed have no "layout": they are fixed-layout
-                diff = [k for k in keys if meta.get(k, "fixed" if k == "layout" else None) != want[k]]
-                if diff:
-                    shown = ", ".join(f"{k}: {meta.get(k)!r} in the file vs {want[k]!r} now" for k in diff)
-                    raise CheckpointError(
-                        f"checkpoint {str(self.checkpoint)!r} belongs to another calibration ({shown}); "
-                        "use another --checkpoint path or delete the file"
-                    )
+                self._check_same_calibration(meta, want)
             try:
                 self._fh = self.checkpoint.open("a", encoding="utf-8")
             except OSError as err:
@@ -281,6 +266,38 @@ class Calibrator:
         except BaseException:
             self._close()
             raise
+        return self._planned(done)
+
+    @staticmethod
+    def _prepare_folder(checkpoint: Path) -> None:
+        """CheckpointError when ``checkpoint`` is a folder or its folder cannot be made."""
+        if checkpoint.is_dir():
+            raise CheckpointError(
+                f"checkpoint {str(checkpoint)!r} is a directory; pass a file path, "
+                f"e.g. --checkpoint {str(checkpoint / 'calibration.checkpoint.jsonl')!r}"
+            )
+        try:
+            checkpoint.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as err:
+            raise CheckpointError(
+                f"cannot create the folder of checkpoint {str(checkpoint)!r}: {err.strerror or err}"
+            ) from err
+
+    def _check_same_calibration(self, meta: Mapping[str, Any], want: Mapping[str, Any]) -> None:
+        """CheckpointError naming what differs when the file's header is another run's."""
+        keys = ("task", "n", "grid", "seed", "model", "layout")
+        # files written before budgets existed have no "layout": they are fixed-layout
+        diff = [k for k in keys if meta.get(k, "fixed" if k == "layout" else None) != want[k]]
+        if diff:
+            shown = ", ".join(f"{k}: {meta.get(k)!r} in the file vs {want[k]!r} now" for k in diff)
+            raise CheckpointError(
+                f"checkpoint {str(self.checkpoint)!r} belongs to another calibration ({shown}); "
+                "use another --checkpoint path or delete the file"
+            )
+
+    def _planned(self, done: Mapping[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
+        """The trials of ``done`` this plan has (fixed layout: its trial ids; budget: its
+        grid and trial range)."""
         if self.budget is None:
             valid = {t.trial_id for t in self.plan}
             return {k: v for k, v in done.items() if k in valid}
@@ -406,6 +423,16 @@ class Calibrator:
             counts=counts,
         )
 
+    def _keep(
+        self, spec: TrialSpec, inst: Any, reading: Reading, seconds: float, done: dict[str, dict[str, Any]]
+    ) -> None:
+        """Record one trial: written to the checkpoint, added to ``done``, progress told."""
+        rec = self._record(spec, inst, reading, seconds)
+        self._write(rec)
+        done[spec.trial_id] = rec
+        if self.progress:
+            self.progress(len(done), self.total)
+
     def run(self, *, limit: int | None = None) -> CalibrationResult:
         """Run every trial not yet in the checkpoint (at most ``limit`` of them).
 
@@ -434,21 +461,13 @@ class Calibrator:
                     spec = nxt[0] if nxt else None
                 if spec is None:
                     break
-                inst = self._instance(spec)
-                s0 = time.perf_counter()
+                inst, s0 = self._instance(spec), time.perf_counter()
                 try:
                     reading = self.reader.read(inst.question, inst.documents)
-                except FatalReaderError:
-                    raise
                 except Exception as err:  # noqa: BLE001 - a reader must not end the run
-                    logger.warning("trial %s: reader raised %s: %s", spec.trial_id, type(err).__name__, err)
-                    reading = Reading.failure(f"{type(err).__name__}: {err}")
-                rec = self._record(spec, inst, reading, time.perf_counter() - s0)
-                self._write(rec)
-                done[spec.trial_id] = rec
+                    reading = reader_failure(err, logger, f"trial {spec.trial_id}: ")
+                self._keep(spec, inst, reading, time.perf_counter() - s0, done)
                 ran += 1
-                if self.progress:
-                    self.progress(len(done), self.total)
         finally:
             self._close()
         return self._finish(done, resumed, ran, t0)
@@ -467,43 +486,24 @@ class Calibrator:
         async def one(spec: TrialSpec) -> None:
             nonlocal ran
             async with sem:
-                inst = self._instance(spec)
-                s0 = time.perf_counter()
+                inst, s0 = self._instance(spec), time.perf_counter()
                 try:
                     reading = await self.reader.aread(inst.question, inst.documents)
-                except FatalReaderError:
-                    raise
                 except Exception as err:  # noqa: BLE001 - a reader must not end the run
-                    logger.warning("trial %s: reader raised %s: %s", spec.trial_id, type(err).__name__, err)
-                    reading = Reading.failure(f"{type(err).__name__}: {err}")
-                rec = self._record(spec, inst, reading, time.perf_counter() - s0)
-                self._write(rec)  # single event-loop thread: writes never interleave
-                done[spec.trial_id] = rec
+                    reading = reader_failure(err, logger, f"trial {spec.trial_id}: ")
+                # single event-loop thread: writes never interleave
+                self._keep(spec, inst, reading, time.perf_counter() - s0, done)
                 ran += 1
-                if self.progress:
-                    self.progress(len(done), self.total)
 
         try:
             if self.budget is None:
-                await _gather_or_cancel([one(s) for s in self._todo_fixed(done, limit)])
+                await gather_all([one(s) for s in self._todo_fixed(done, limit)])
             else:
                 while True:
                     batch = self._budget_specs(done, min(self.concurrency, self._remaining(done, limit, ran)))
                     if not batch:
                         break
-                    await _gather_or_cancel([one(s) for s in batch])
+                    await gather_all([one(s) for s in batch])
         finally:
             self._close()
         return self._finish(done, resumed, ran, t0)
-
-
-async def _gather_or_cancel(coros: list[Any]) -> None:
-    """Run coroutines concurrently; on the first exception cancel the rest and re-raise."""
-    tasks = [asyncio.ensure_future(c) for c in coros]
-    try:
-        await asyncio.gather(*tasks)
-    except BaseException:
-        for t in tasks:
-            t.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
-        raise

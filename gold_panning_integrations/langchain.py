@@ -28,6 +28,7 @@ Example::
 
 from __future__ import annotations
 
+import functools
 import logging
 from collections.abc import Sequence
 from copy import deepcopy
@@ -67,6 +68,7 @@ from ._adapter import (
     RANK_KEY,
     RELEVANCE_KEY,
     PanningOptions,
+    PanQuery,
     check_count,
     check_items,
     check_limit,
@@ -76,6 +78,7 @@ from ._adapter import (
     ranked,
     reader_repr,
 )
+from ._steps import Steps, arun_steps, run_steps
 from .engine import PanningConfig, PanningResult
 
 __all__ = ["GoldPanningCompressor", "GoldPanningRetriever", "PannedDocuments"]
@@ -186,26 +189,17 @@ class _LangChainPanning(PanningOptions):
         return out
 
     # ---------------------------------------------------------------- panning
-    def _pan_documents(
-        self, query: str, docs: Sequence[Document], *, k: int | None, callbacks: Callbacks = None
-    ) -> PanningResult:
-        """Pan ``docs`` (checked to be Documents) for ``query``; model calls report to
-        ``callbacks`` when the reader is a LangChain chat model."""
+    def _pan_steps(
+        self, query: str, docs: Sequence[Document], k: int | None, callbacks: Callbacks, asynchronous: bool
+    ) -> Steps[PanningResult]:
+        """Pan ``docs`` (checked to be Documents) for ``query`` (see :mod:`._steps`); model
+        calls report to ``callbacks`` when the reader is a LangChain chat model."""
         if not docs:
             return empty_result(self.panning_config(k).policy)
-        reader = _with_callbacks(self._get_reader(), callbacks, method="read")
-        return self._run(query, [d.page_content for d in docs], k=k, scores=self._scores(docs), reader=reader)
-
-    async def _apan_documents(
-        self, query: str, docs: Sequence[Document], *, k: int | None, callbacks: Callbacks = None
-    ) -> PanningResult:
-        """Asynchronous :meth:`_pan_documents` (the reader's ``aread``)."""
-        if not docs:
-            return empty_result(self.panning_config(k).policy)
-        reader = _with_callbacks(self._get_reader(), callbacks, method="aread")
-        return await self._arun(
-            query, [d.page_content for d in docs], k=k, scores=self._scores(docs), reader=reader
-        )
+        reader = _with_callbacks(self._get_reader(), callbacks, method="aread" if asynchronous else "read")
+        panned = PanQuery(query, [d.page_content for d in docs], k, self._scores(docs), reader)
+        result: PanningResult = yield functools.partial(self._arun if asynchronous else self._run, panned)
+        return result
 
 
 class GoldPanningRetriever(BaseRetriever, _LangChainPanning):
@@ -272,28 +266,13 @@ class GoldPanningRetriever(BaseRetriever, _LangChainPanning):
         )
 
     def _get_relevant_documents(
-        self,
-        query: str,
-        *,
-        run_manager: CallbackManagerForRetrieverRun,
-        k: int | None = None,
-        **kwargs: Any,
+        self, query: str, *, run_manager: CallbackManagerForRetrieverRun, k: int | None = None, **kwargs: Any
     ) -> list[Document]:
         """Retrieve with the base retriever, pan, return the top ``k`` documents.
 
         Extra keyword arguments are passed to the base retriever.
         """
-        kk = check_limit(self.k if k is None else k, name="k")
-        sink = kwargs.pop(_RESULT_SINK, None)
-        docs = self._base_documents(
-            self.base_retriever.invoke(query, config={"callbacks": run_manager.get_child()}, **kwargs)
-        )
-        result = self._pan_documents(query, docs, k=kk, callbacks=run_manager.get_child())
-        if docs:
-            run_manager.on_text(describe(result))
-        if sink is not None:
-            sink.append(result)
-        return self._to_documents(docs, result)
+        return run_steps(self._retrieve_steps(query, run_manager, k, kwargs, asynchronous=False))
 
     async def _aget_relevant_documents(
         self,
@@ -304,14 +283,20 @@ class GoldPanningRetriever(BaseRetriever, _LangChainPanning):
         **kwargs: Any,
     ) -> list[Document]:
         """Asynchronous retrieval: ``ainvoke`` on the base retriever, ``aread`` on the reader."""
+        return await arun_steps(self._retrieve_steps(query, run_manager, k, kwargs, asynchronous=True))
+
+    def _retrieve_steps(
+        self, query: str, run_manager: Any, k: int | None, kwargs: dict[str, Any], asynchronous: bool
+    ) -> Steps[list[Document]]:
+        """:meth:`_get_relevant_documents` and its async twin, written once (:mod:`._steps`)."""
         kk = check_limit(self.k if k is None else k, name="k")
         sink = kwargs.pop(_RESULT_SINK, None)
-        docs = self._base_documents(
-            await self.base_retriever.ainvoke(query, config={"callbacks": run_manager.get_child()}, **kwargs)
-        )
-        result = await self._apan_documents(query, docs, k=kk, callbacks=run_manager.get_child())
+        invoke = self.base_retriever.ainvoke if asynchronous else self.base_retriever.invoke
+        config: RunnableConfig = {"callbacks": run_manager.get_child()}
+        docs = self._base_documents((yield functools.partial(invoke, query, config=config, **kwargs)))
+        result = yield from self._pan_steps(query, docs, kk, run_manager.get_child(), asynchronous)
         if docs:
-            await run_manager.on_text(describe(result))
+            yield functools.partial(run_manager.on_text, describe(result))
         if sink is not None:
             sink.append(result)
         return self._to_documents(docs, result)
@@ -404,22 +389,7 @@ class GoldPanningCompressor(BaseDocumentCompressor, _LangChainPanning):
         ``result.posteriors`` / ``result.ranking`` index ``documents`` in the given
         order. No documents: an empty result (``stop_reason="no-documents"``), no call.
         """
-        n, docs = self._pan_inputs(documents, top_n)
-        config = _run_config(callbacks, kwargs)
-        manager = get_callback_manager_for_config(config).on_chain_start(
-            None,
-            self._run_inputs(query, docs, n),
-            name=config.get("run_name") or type(self).__name__,
-            run_id=config.pop("run_id", None),
-        )
-        try:
-            result = self._pan_documents(query, docs, k=self._k(n), callbacks=manager.get_child())
-            out = self._to_documents(docs, result, every=n is None, config=self.panning_config())
-        except BaseException as err:
-            manager.on_chain_error(err)
-            raise
-        manager.on_chain_end({"documents": out})
-        return PannedDocuments(out, result)
+        return run_steps(self._compress_steps(documents, query, top_n, callbacks, kwargs, asynchronous=False))
 
     async def apan(
         self,
@@ -431,21 +401,38 @@ class GoldPanningCompressor(BaseDocumentCompressor, _LangChainPanning):
         **kwargs: Any,
     ) -> PannedDocuments:
         """Asynchronous :meth:`pan` (the reader's ``aread``)."""
+        return await arun_steps(
+            self._compress_steps(documents, query, top_n, callbacks, kwargs, asynchronous=True)
+        )
+
+    def _compress_steps(
+        self,
+        documents: Sequence[Document],
+        query: str,
+        top_n: int | None,
+        callbacks: Callbacks,
+        kwargs: dict[str, Any],
+        asynchronous: bool,
+    ) -> Steps[PannedDocuments]:
+        """:meth:`pan` and :meth:`apan`, written once (:mod:`._steps`): one chain run
+        around the panning, ended with the documents or the error."""
         n, docs = self._pan_inputs(documents, top_n)
         config = _run_config(callbacks, kwargs)
-        manager = await get_async_callback_manager_for_config(config).on_chain_start(
+        managers = get_async_callback_manager_for_config if asynchronous else get_callback_manager_for_config
+        manager = yield functools.partial(
+            managers(config).on_chain_start,
             None,
             self._run_inputs(query, docs, n),
             name=config.get("run_name") or type(self).__name__,
             run_id=config.pop("run_id", None),
         )
         try:
-            result = await self._apan_documents(query, docs, k=self._k(n), callbacks=manager.get_child())
+            result = yield from self._pan_steps(query, docs, self._k(n), manager.get_child(), asynchronous)
             out = self._to_documents(docs, result, every=n is None, config=self.panning_config())
         except BaseException as err:
-            await manager.on_chain_error(err)
+            yield functools.partial(manager.on_chain_error, err)
             raise
-        await manager.on_chain_end({"documents": out})
+        yield functools.partial(manager.on_chain_end, {"documents": out})
         return PannedDocuments(out, result)
 
     def compress_documents(

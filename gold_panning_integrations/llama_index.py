@@ -16,8 +16,9 @@ Needs the ``llama-index`` extra (``pip install "gold-panning-integrations[llama-
 
 from __future__ import annotations
 
+import functools
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple
 
 from .errors import MissingExtraError
@@ -41,6 +42,7 @@ except ImportError as err:  # only when llama-index-core itself is missing
 
 from ._adapter import (
     PanningOptions,
+    PanQuery,
     check_count,
     check_items,
     empty_result,
@@ -48,12 +50,19 @@ from ._adapter import (
     ranked,
     reader_repr,
 )
+from ._steps import Steps, arun_steps, run_steps
 from .engine import PanningResult
 
 __all__ = ["GoldPanningPostprocessor", "PannedNodes", "PanningEndEvent"]
 
 logger = logging.getLogger(__name__)
 dispatcher = get_dispatcher(__name__)
+
+Nodes = Sequence[NodeWithScore]
+"""What :meth:`GoldPanningPostprocessor.pan` takes: the retriever's nodes, in its order."""
+
+QueryLike = QueryBundle | str | None
+"""The query: a ``QueryBundle``, its text, or None (an error: the query is needed)."""
 
 P_NONE_PAYLOAD = "gold_panning_p_none"
 """Key of ``p_none`` in the legacy callback's RERANKING end payload."""
@@ -218,40 +227,23 @@ class GoldPanningPostprocessor(BaseNodePostprocessor, PanningOptions):
         }
 
     # ------------------------------------------------------------------ panning
-    def pan(
-        self,
-        nodes: Sequence[NodeWithScore],
-        query: QueryBundle | str | None,
-        *,
-        top_n: int | None = None,
-    ) -> PannedNodes:
+    def pan(self, nodes: Nodes, query: QueryLike, *, top_n: int | None = None) -> PannedNodes:
         """Pan ``nodes`` for ``query``; return the top nodes and the full result.
 
         ``result.posteriors`` / ``result.ranking`` index ``nodes`` in the given order.
         With no nodes the result is empty (``stop_reason="no-documents"``), no call made.
         """
-        query_bundle, n = self._prepare(nodes, query, top_n)
-        if not nodes:
-            dispatcher.event(ReRankEndEvent(nodes=[]))
-            return PannedNodes([], empty_result(self.panning_config(n).policy))
-        with self.callback_manager.event(
-            CBEventType.RERANKING, payload=self._payload(nodes, query_bundle, n)
-        ) as event:
-            result = self._run(query_bundle.query_str, self._texts(nodes), k=n, scores=self._scores(nodes))
-            out = self._to_nodes(nodes, result)
-            event.on_end(payload={EventPayload.NODES: out, P_NONE_PAYLOAD: result.p_none})
-        dispatcher.event(ReRankEndEvent(nodes=out))
-        dispatcher.event(PanningEndEvent(p_none=result.p_none, returned=len(out), panned=result.panned))
-        return PannedNodes(out, result)
+        return run_steps(self._pan_steps(nodes, query, top_n, self._run))
 
-    async def apan(
-        self,
-        nodes: Sequence[NodeWithScore],
-        query: QueryBundle | str | None,
-        *,
-        top_n: int | None = None,
-    ) -> PannedNodes:
+    async def apan(self, nodes: Nodes, query: QueryLike, *, top_n: int | None = None) -> PannedNodes:
         """Asynchronous :meth:`pan`: awaits the reader's ``aread`` (no threads)."""
+        return await arun_steps(self._pan_steps(nodes, query, top_n, self._arun))
+
+    def _pan_steps(
+        self, nodes: Nodes, query: QueryLike, top_n: int | None, run: Callable[[PanQuery], Any]
+    ) -> Steps[PannedNodes]:
+        """:meth:`pan` and :meth:`apan`, written once (see :mod:`.._steps`); ``run`` pans
+        one query (:meth:`_run` or :meth:`_arun`)."""
         query_bundle, n = self._prepare(nodes, query, top_n)
         if not nodes:
             dispatcher.event(ReRankEndEvent(nodes=[]))
@@ -259,9 +251,8 @@ class GoldPanningPostprocessor(BaseNodePostprocessor, PanningOptions):
         with self.callback_manager.event(
             CBEventType.RERANKING, payload=self._payload(nodes, query_bundle, n)
         ) as event:
-            result = await self._arun(
-                query_bundle.query_str, self._texts(nodes), k=n, scores=self._scores(nodes)
-            )
+            panned = PanQuery(query_bundle.query_str, self._texts(nodes), n, self._scores(nodes))
+            result: PanningResult = yield functools.partial(run, panned)
             out = self._to_nodes(nodes, result)
             event.on_end(payload={EventPayload.NODES: out, P_NONE_PAYLOAD: result.p_none})
         dispatcher.event(ReRankEndEvent(nodes=out))

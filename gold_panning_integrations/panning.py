@@ -7,7 +7,7 @@ and a reader of the declared protocol, and never imports
 :mod:`gold_panning_integrations.profiles`. This class accepts what a user has at hand (a
 ``DetectorProfile``, a bundled name, a path to a profile JSON file, or nothing; a reader,
 a LangChain chat model, a LlamaIndex LLM or ``"local"``) and resolves both, once, with
-the rules every entry point follows (:func:`~gold_panning_integrations.profiles.resolve_profile`,
+the rules every entry point follows (:func:`~gold_panning_integrations.profiles.resolved_profile`,
 :func:`~gold_panning_integrations.readers.as_reader`).
 """
 
@@ -19,7 +19,7 @@ from typing import Any
 from .engine.config import PanningConfig
 from .engine.panner import Panner
 from .engine.seeding import RngOption
-from .profiles import DetectorProfile, resolve_profile
+from .profiles import DetectorProfile, resolved_profile
 
 __all__ = ["GoldPanner", "PanningConfig"]
 
@@ -75,5 +75,9 @@ class GoldPanner(Panner):
 
             reader = as_reader(reader)
         if profile is None or isinstance(profile, (str, Path, DetectorProfile)):
-            profile = resolve_profile(profile, reader=reader)
+            profile, label = resolved_profile(profile, reader=reader)
+        else:  # any object with tpr/fpr
+            label = f"{getattr(profile, 'model', 'custom')} ({getattr(profile, 'task', 'unknown')})"
+        self.profile_label = label
+        """How reports name the profile in use (:class:`~.profiles.ResolvedProfile`)."""
         super().__init__(reader, profile, config, rng=rng, **options)

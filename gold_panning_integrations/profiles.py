@@ -41,7 +41,7 @@ import stat
 from datetime import datetime, timezone
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -68,9 +68,11 @@ __all__ = [
     "SCHEMA_VERSION",
     "DetectorProfile",
     "RateCounts",
+    "ResolvedProfile",
     "bundled_profiles",
     "load_profile",
     "resolve_profile",
+    "resolved_profile",
 ]
 
 logger = logging.getLogger(__name__)
@@ -644,9 +646,24 @@ GENERIC_PROFILE = "lost-in-the-middle"
 _warned_generic = False
 
 
+class ResolvedProfile(NamedTuple):
+    """A profile picked by :func:`resolve_profile`'s rule, and how reports name it."""
+
+    profile: DetectorProfile
+    label: str
+    """The bundled name or path it came from, else ``"model (task)"`` for an object."""
+
+
 def resolve_profile(
     profile: DetectorProfile | str | Path | None = None, *, reader: Any = None
 ) -> DetectorProfile:
+    """The profile :func:`resolved_profile` picks (the one profile rule)."""
+    return resolved_profile(profile, reader=reader).profile
+
+
+def resolved_profile(
+    profile: DetectorProfile | str | Path | None = None, *, reader: Any = None
+) -> ResolvedProfile:
     """The one profile rule every entry point (CLI, ``GoldPanner``, integrations) follows.
 
     1. An explicit ``profile`` (object, bundled name or JSON path) wins.
@@ -657,11 +674,11 @@ def resolve_profile(
        calibrate one for this model.
     """
     global _warned_generic
-    if profile is not None:
-        return load_profile(profile)
-    named = getattr(reader, "recommended_profile", None)
-    if named is not None:
-        return load_profile(named)
+    given = profile if profile is not None else getattr(reader, "recommended_profile", None)
+    if given is not None:
+        loaded = load_profile(given)
+        label = str(given) if isinstance(given, (str, os.PathLike)) else f"{loaded.model} ({loaded.task})"
+        return ResolvedProfile(loaded, label)
     if not _warned_generic:
         _warned_generic = True
         logger.warning(
@@ -669,4 +686,4 @@ def resolve_profile(
             "Measure one with `gold-panning calibrate --budget 100 ...` and pass profile=PATH.",
             GENERIC_PROFILE,
         )
-    return DetectorProfile.bundled(GENERIC_PROFILE)
+    return ResolvedProfile(DetectorProfile.bundled(GENERIC_PROFILE), GENERIC_PROFILE)

@@ -325,6 +325,41 @@ def _prior_counts(
     return t * s, s.copy(), f * s, s.copy()
 
 
+def _learn_grid(prior: DetectorProfile, grid: int | Sequence[int] | None) -> NDArray[np.intp]:
+    """The grid positions :func:`learn_profile` estimates on: ``grid`` (a size or the
+    positions), else the prior's ``grid_positions``, else 11 points over its positions."""
+    P = prior.n_positions
+    if grid is None:
+        return (
+            np.asarray(prior.grid_positions, dtype=np.intp) if prior.grid_positions else default_grid(P, 11)
+        )
+    if isinstance(grid, int):
+        return default_grid(P, grid)
+    return np.asarray(grid, dtype=np.intp)
+
+
+def _mixture_start(
+    obs: Observations, known: NDArray[np.bool_], irr_l: NDArray[np.bool_]
+) -> tuple[float, float, float]:
+    """``(irrelevant per labelled query, a0, b0)``: the mixture's starting (and prior)
+    false-lead and blind rates, from the engine's defaults."""
+    from .engine.config import DEFAULT_BLIND_RATE, DEFAULT_FALSE_LEADS
+
+    lq = np.unique(obs.query[known])
+    irr_per_query = float(np.mean(np.bincount(obs.query[irr_l], minlength=obs.n_queries)[lq]))
+    return irr_per_query, min(DEFAULT_FALSE_LEADS / max(irr_per_query, 1.0), 0.5), DEFAULT_BLIND_RATE
+
+
+def _one_relevant_posterior(lo: NDArray[np.float64], obs: Observations) -> NDArray[np.float64]:
+    """Posterior of each sighting's document when each query has exactly one relevant
+    document: a softmax of the log-odds ``lo`` over the query's documents."""
+    m = np.full(obs.n_queries, -np.inf)
+    np.maximum.at(m, obs.query, lo)
+    e = np.exp(lo - m[obs.query])
+    z = np.bincount(obs.query, e, minlength=obs.n_queries)
+    return e / z[obs.query]
+
+
 def learn_profile(
     traces: Iterable[Mapping[str, Any]] | Observations,
     prior: DetectorProfile,
@@ -378,12 +413,7 @@ def learn_profile(
         retriever = fit_head_decay(traces)
     obs = traces if isinstance(traces, Observations) else observations_from_traces(traces)
     P = prior.n_positions
-    if grid is None:
-        g = np.asarray(prior.grid_positions, dtype=np.intp) if prior.grid_positions else default_grid(P, 11)
-    elif isinstance(grid, int):
-        g = default_grid(P, grid)
-    else:
-        g = np.asarray(grid, dtype=np.intp)
+    g = _learn_grid(prior, grid)
     k = g.size
     a_gc, a_gs, a_dc, a_ds = _prior_counts(prior, g, prior_strength)
     left, w = _grid_weights(obs.depth, g, P)
@@ -398,17 +428,8 @@ def learn_profile(
     # b (blind), an irrelevant one as relevant with probability a (a false lead). Without
     # labels a = b = 0 and "reads as relevant" is relevance itself (the paper's model).
     mixture = bool(rel_l.any() and irr_l.any())
-    irr_per_query = 0.0
-    if mixture:
-        from .engine.config import DEFAULT_BLIND_RATE, DEFAULT_FALSE_LEADS
-
-        lq = np.unique(obs.query[known])
-        irr_per_query = float(np.mean(np.bincount(obs.query[irr_l], minlength=obs.n_queries)[lq]))
-        b0 = DEFAULT_BLIND_RATE
-        a0 = min(DEFAULT_FALSE_LEADS / max(irr_per_query, 1.0), 0.5)
-        b_rate, a_rate = b0, a0
-    else:
-        b0 = a0 = b_rate = a_rate = 0.0
+    irr_per_query, a0, b0 = _mixture_start(obs, known, irr_l) if mixture else (0.0, 0.0, 0.0)
+    a_rate, b_rate = a0, b0
     # Start the E-step from the prior profile's own rates (what the traces were panned with).
     t_grid = prior.tpr_array[g].copy()
     f_grid = prior.fpr_array[g].copy()
@@ -423,14 +444,7 @@ def learn_profile(
         llr_c, llr_m = log_likelihood_ratios(t_o, f_o, eps=eps)
         ev = np.bincount(obs.doc, np.where(cited, llr_c, llr_m), minlength=D)
         lo = obs.prior_log_odds + ev
-        if relevance == "one":
-            m = np.full(obs.n_queries, -np.inf)
-            np.maximum.at(m, obs.query, lo)
-            e = np.exp(lo - m[obs.query])
-            z = np.bincount(obs.query, e, minlength=obs.n_queries)
-            post = e / z[obs.query]
-        else:
-            post = sigmoid(lo)
+        post = _one_relevant_posterior(lo, obs) if relevance == "one" else sigmoid(lo)
         ab_old = (a_rate, b_rate)
         if mixture:
             # Unlabelled: relevant-and-seen or a false lead; labelled: the class given the label.

@@ -8,9 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from gold_panning_integrations._console import Progress, format_table, profile_label, progress_quiet
+from gold_panning_integrations import GoldPanner
+from gold_panning_integrations._console import Progress, format_table, progress_quiet
 from gold_panning_integrations.cli import EXIT_ERROR, build_parser, main
 from gold_panning_integrations.commands._util import regular_file
+from gold_panning_integrations.profiles import DetectorProfile, resolved_profile
 
 
 class _Tty(io.StringIO):
@@ -132,19 +134,28 @@ def test_format_table_refuses_a_short_row() -> None:
         format_table(["a", "b"], [[1]])
 
 
-def test_profile_label_prefers_the_argument() -> None:
+def test_resolved_profile_label_names_the_file_the_profile_came_from(tmp_path: Path) -> None:
     class R:
         recommended_profile = "smollm2-135m-kv"
 
-    assert profile_label("my.json", reader=R()) == "my.json"
+    path = tmp_path / "my.json"
+    DetectorProfile.bundled("smollm2-135m-kv").save(path)
+    assert resolved_profile(str(path), reader=R()).label == str(path)
 
 
-def test_profile_label_uses_the_readers_profile() -> None:
+def test_resolved_profile_label_uses_the_readers_profile() -> None:
     class R:
         recommended_profile = "smollm2-135m-kv"
 
-    assert profile_label(None, reader=R()) == "smollm2-135m-kv"
+    assert resolved_profile(None, reader=R()).label == "smollm2-135m-kv"
 
 
-def test_profile_label_falls_back_to_the_generic_profile() -> None:
-    assert profile_label(None, reader=object()) == "lost-in-the-middle"
+def test_resolved_profile_label_falls_back_to_the_generic_profile() -> None:
+    assert resolved_profile(None, reader=object()).label == "lost-in-the-middle"
+
+
+def test_resolved_profile_label_of_a_profile_built_in_code() -> None:
+    built = DetectorProfile.bundled("smollm2-135m-kv").model_copy(update={"model": "m1", "task": "kv"})
+    assert resolved_profile(built).label == "m1 (kv)"
+    assert GoldPanner(None, built).profile_label == "m1 (kv)"
+    assert GoldPanner(None, "smollm2-135m-kv").profile_label == "smollm2-135m-kv"

@@ -16,7 +16,7 @@ from test_local_model import _FakeLlama
 
 from gold_panning_integrations import profiles
 from gold_panning_integrations._profile_lookup import bundled_profile_for, model_key, profile_mode
-from gold_panning_integrations.profiles import DetectorProfile, resolve_profile
+from gold_panning_integrations.profiles import DetectorProfile, resolve_profile, resolved_profile
 from gold_panning_integrations.readers._gguf import GGUFError, read_gguf_metadata
 
 QWEN_META = {
@@ -201,14 +201,13 @@ def test_bundled_profile_for_matches_model_and_mode_and_prefers_the_task() -> No
 
 
 def test_qwen_gguf_picks_its_bundled_profile_and_a_renamed_copy_too(gguf) -> None:  # type: ignore[no-untyped-def]
-    from gold_panning_integrations._console import profile_label
     from gold_panning_integrations.readers.local import LocalReader
 
     for name in ("qwen2.5-coder-0.5b-instruct-q4_k_m.gguf", "my-favourite-model.gguf"):
         r = LocalReader(gguf(QWEN_META, name))
         assert r.recommended_profile == "qwen2.5-coder-0.5b-kv"
         assert resolve_profile(None, reader=r) == DetectorProfile.bundled("qwen2.5-coder-0.5b-kv")
-        assert profile_label(None, reader=r) == "qwen2.5-coder-0.5b-kv"
+        assert resolved_profile(None, reader=r).label == "qwen2.5-coder-0.5b-kv"
     assert LocalReader(gguf(QWEN_META), mode="cite").recommended_profile is None  # measured in answer mode
 
 
@@ -235,12 +234,11 @@ def test_unknown_gguf_falls_back_to_generic_with_one_warning(  # type: ignore[no
 
 
 def test_explicit_profile_wins_over_the_bundled_match(gguf) -> None:  # type: ignore[no-untyped-def]
-    from gold_panning_integrations._console import profile_label
     from gold_panning_integrations.readers.local import LocalReader
 
     r = LocalReader(gguf(QWEN_META))
     assert resolve_profile("smollm2-135m-nq", reader=r) == DetectorProfile.bundled("smollm2-135m-nq")
-    assert profile_label("smollm2-135m-nq", reader=r) == "smollm2-135m-nq"
+    assert resolved_profile("smollm2-135m-nq", reader=r).label == "smollm2-135m-nq"
 
 
 def test_calibrate_records_the_name_from_the_file_and_the_mode(gguf, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]

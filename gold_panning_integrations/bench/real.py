@@ -210,8 +210,8 @@ def register(sub: Any) -> None:
 
 def main(args: argparse.Namespace) -> int:
     """Run ``gold-panning bench real``."""
-    from .._console import Progress, format_table, print_json, profile_label
-    from ..profiles import resolve_profile
+    from .._console import Progress, format_table, print_json
+    from ..profiles import resolved_profile
     from ..readers._cli_args import make_reader
 
     for opt, value, low in (
@@ -222,8 +222,7 @@ def main(args: argparse.Namespace) -> int:
         if value < low:
             raise ValueError(f"{opt} must be >= {low}, got {value}")
     reader = make_reader(args, seed=0)
-    profile = resolve_profile(args.profile, reader=reader)
-    profile_name = profile_label(args.profile, reader=reader)
+    profile, profile_name = resolved_profile(args.profile, reader=reader)
     with Progress(args.instances * len(POLICIES), label="bench real") as bar:
         res = run_real(
             reader,

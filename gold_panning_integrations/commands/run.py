@@ -238,14 +238,13 @@ def _panner(
     """The reader, the panner and the profile's label for ``args``: the options given on
     the command line over the ``--setting`` over ``defaults`` (a demo's own) over the
     declared defaults."""
-    from .._console import profile_label
     from ..panning import GoldPanner, PanningConfig
     from ..readers._cli_args import make_reader
 
     options = {**defaults, **(SETTINGS[args.setting] if args.setting else {}), **given_options(args)}
     reader = make_reader(args, seed=args.seed if isinstance(args.seed, int) else 0)
     panner = GoldPanner(reader, args.profile or None, PanningConfig.from_options(**options), rng=args.seed)
-    return reader, panner, profile_label(args.profile, reader=reader)
+    return reader, panner, panner.profile_label
 
 
 def main(args: argparse.Namespace) -> int:

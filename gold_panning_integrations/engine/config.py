@@ -567,6 +567,22 @@ class PanningConfig:
         as misses, no level adaptation), with ``options`` laid over it."""
         return cls.from_options(cls(**PAPER_UPDATE), **options)
 
+    def resolved(self, name: str) -> float:
+        """The value of ``name``, an option left to the profile (``false_leads``,
+        ``blind_rate``, ``evidence_temperature``, ``prior_head_decay``), in a config
+        :meth:`with_profile` filled in.
+
+        Raises:
+            ValueError: ``name`` is still unset: resolve the config against a profile
+                (``config.with_profile(profile)``) first.
+        """
+        value = getattr(self, name)
+        if value is None:
+            raise ValueError(
+                f"{name} is left to the profile and not resolved yet: use config.with_profile(profile)"
+            )
+        return float(value)
+
     def with_profile(self, profile: Any) -> PanningConfig:
         """This config with the options left to the profile filled in (``false_leads``,
         ``blind_rate``, ``evidence_temperature``, ``prior_head_decay``): the profile's

@@ -25,14 +25,14 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from ..errors import AllRoundsFailedError, FatalReaderError
+from ..errors import AllRoundsFailedError
 from . import stopping
 from ._concurrency import gather_all, in_daemon_thread, settle
 from .beliefs import initial_log_odds, sigmoid
 from .config import PanningConfig
 from .policies import vote_ranking
 from .priors import retriever_prior_probs
-from .reading import Reading
+from .reading import Reading, reader_failure
 from .relevance import recalibrate, recalibration_of, select
 from .result import PanningResult, ProfileLike, RoundTrace, StopReason
 from .rounds import (
@@ -238,7 +238,13 @@ class _Run:
         return _Plan(tuple(windows), n_active)
 
     def next_round(self) -> _Plan | None:
-        """Plan the next round, or return None (and set ``stop_reason``) to stop."""
+        """Plan the next round, or return None (and set ``stop_reason``) to stop; the
+        round's clock (:meth:`observe`'s ``seconds``) starts when the plan is returned."""
+        plan = self._next_round()
+        self._sent = time.perf_counter()
+        return plan
+
+    def _next_round(self) -> _Plan | None:
         if self.stop_reason is not None:
             return None
         cfg = self.cfg
@@ -280,8 +286,11 @@ class _Run:
         return plan
 
     # ------------------------------------------------------------- observing
-    def observe(self, plan: _Plan, readings: Sequence[Reading], seconds: float) -> None:
-        """Apply one round's readings (one per window; ``cited`` indexes the window)."""
+    def observe(self, plan: _Plan, readings: Sequence[Reading], seconds: float | None = None) -> None:
+        """Apply one round's readings (one per window; ``cited`` indexes the window);
+        ``seconds`` the round took (None: since :meth:`next_round` returned ``plan``)."""
+        if seconds is None:
+            seconds = time.perf_counter() - self._sent
         validated: list[Reading] = []
         cited_all: list[int] = []
         for w, reading in zip(plan.windows, readings):
@@ -388,11 +397,6 @@ def _take(documents: Sequence[Any], idx: NDArray[np.intp]) -> list[Any]:
     return [documents[i] for i in idx.tolist()]
 
 
-def _reader_failure(err: Exception) -> Reading:
-    logger.warning("reader raised %s", type(err).__name__, exc_info=err)
-    return Reading.failure(f"{type(err).__name__}: {err}")
-
-
 class Panner:
     """Bayesian active search for the relevant documents of one question (engine-internal:
     the public :class:`gold_panning_integrations.GoldPanner` resolves profile names and a
@@ -440,7 +444,7 @@ class Panner:
         self.config = PanningConfig.from_options(config, **options).with_profile(profile)
         self.reader = reader
         self.profile = profile
-        self.evidence_temperature = float(self.config.evidence_temperature)  # type: ignore[arg-type]  # resolved
+        self.evidence_temperature = self.config.resolved("evidence_temperature")
         self.geometry = Geometry(
             profile.tpr, profile.fpr, config=self.config, temperature=self.evidence_temperature
         )
@@ -456,9 +460,9 @@ class Panner:
 
     def _start(
         self,
+        method: str,
         question: str,
         documents: Sequence[Any],
-        *,
         k: int | None,
         scores: Sequence[float | None] | None,
         prior_probs: ArrayLike | None,
@@ -466,6 +470,14 @@ class Panner:
         rng: np.random.Generator | None,
         truth: ArrayLike | None,
     ) -> _Run:
+        """The run of one call of :meth:`run` (``method="read"``) or :meth:`arun`
+        (``"aread"``): the state machine both drive, planning and observing each round."""
+        if self.reader is None or not hasattr(self.reader, method):
+            sync = method == "read"
+            raise TypeError(
+                f"GoldPanner.{'run' if sync else 'arun'} needs a reader with "
+                f"{'a' if sync else 'an async'} {method}(question, documents, *, labels) method"
+            )
         config = self.config if k is None else replace(self.config, k=k)
         n = len(documents)
         if rng is None:  # the panner's stream, else one derived from the input
@@ -519,35 +531,30 @@ class Panner:
             FatalReaderError: the reader reported a permanent failure; the run ends at once.
             AllRoundsFailedError: every round failed and ``on_failure="raise"``.
         """
-        if self.reader is None or not hasattr(self.reader, "read"):
-            raise TypeError(
-                "GoldPanner.run needs a reader with a read(question, documents, *, labels) method"
-            )
-        run = self._start(
-            question,
-            documents,
-            k=k,
-            scores=scores,
-            prior_probs=prior_probs,
-            prior_log_odds=prior_log_odds,
-            rng=rng,
-            truth=truth,
-        )
+        run = self._start("read", question, documents, k, scores, prior_probs, prior_log_odds, rng, truth)
         while (plan := run.next_round()) is not None:
-            t0 = time.perf_counter()
-            readings = self._read_round(question, documents, plan.windows)
-            run.observe(plan, readings, time.perf_counter() - t0)
+            run.observe(plan, self._read_round(question, documents, plan.windows))
         return run.result()
 
     def _read_one(self, question: str, documents: Sequence[Any], window: _Window) -> Reading:
         """One prompt through ``reader.read``; any error but a fatal one becomes a failed reading."""
-        docs = _take(documents, window.docs)
         try:
-            return self.reader.read(question, docs, labels=window.labels.tolist())  # type: ignore[no-any-return]
-        except FatalReaderError:
-            raise  # permanent: not a failed round, the run ends here
+            reading: Reading = self.reader.read(
+                question, _take(documents, window.docs), labels=window.labels.tolist()
+            )
         except Exception as err:  # noqa: BLE001 - a reader must not crash the run: record, go on
-            return _reader_failure(err)
+            return reader_failure(err, logger)
+        return reading
+
+    async def _aread_one(self, question: str, documents: Sequence[Any], window: _Window) -> Reading:
+        """Asynchronous :meth:`_read_one` (``reader.aread``)."""
+        try:
+            reading: Reading = await self.reader.aread(
+                question, _take(documents, window.docs), labels=window.labels.tolist()
+            )
+        except Exception as err:  # noqa: BLE001 - as in _read_one
+            return reader_failure(err, logger)
+        return reading
 
     def _read_round(
         self, question: str, documents: Sequence[Any], windows: Sequence[_Window]
@@ -581,6 +588,14 @@ class Panner:
                 raise
         return readings
 
+    async def _aread_round(
+        self, question: str, documents: Sequence[Any], windows: Sequence[_Window]
+    ) -> list[Reading]:
+        """A round's prompts through ``reader.aread``, gathered (one prompt: awaited)."""
+        if len(windows) == 1:
+            return [await self._aread_one(question, documents, windows[0])]
+        return await gather_all(self._aread_one(question, documents, w) for w in windows)
+
     async def arun(
         self,
         question: str,
@@ -596,37 +611,9 @@ class Panner:
         """Asynchronous :meth:`run`: awaits ``reader.aread``; a round's prompts are sent
         concurrently. A :class:`~gold_panning_integrations.errors.FatalReaderError`
         ends the run at once."""
-        if self.reader is None or not hasattr(self.reader, "aread"):
-            raise TypeError(
-                "GoldPanner.arun needs a reader with an async aread(question, documents, *, labels) method"
-            )
-        run = self._start(
-            question,
-            documents,
-            k=k,
-            scores=scores,
-            prior_probs=prior_probs,
-            prior_log_odds=prior_log_odds,
-            rng=rng,
-            truth=truth,
-        )
-
-        async def one(w: _Window) -> Reading:
-            docs = _take(documents, w.docs)
-            try:
-                return await self.reader.aread(question, docs, labels=w.labels.tolist())  # type: ignore[no-any-return]
-            except FatalReaderError:
-                raise
-            except Exception as err:  # noqa: BLE001 - as in _read_one
-                return _reader_failure(err)
-
+        run = self._start("aread", question, documents, k, scores, prior_probs, prior_log_odds, rng, truth)
         while (plan := run.next_round()) is not None:
-            t0 = time.perf_counter()
-            if len(plan.windows) == 1:
-                readings = [await one(plan.windows[0])]
-            else:
-                readings = await gather_all(one(w) for w in plan.windows)
-            run.observe(plan, readings, time.perf_counter() - t0)
+            run.observe(plan, await self._aread_round(question, documents, plan.windows))
         return run.result()
 
 
@@ -642,7 +629,7 @@ def _retriever_prior(
         k=config.prior_mass,
         mode=config.retriever_prior,
         top10_recall=config.prior_top10_recall,
-        head_decay=float(config.prior_head_decay),  # type: ignore[arg-type]  # resolved by with_profile
+        head_decay=config.resolved("prior_head_decay"),
         scores=scores if config.retriever_prior == "score" else None,
         temperature=config.prior_temperature,
     )

@@ -7,11 +7,14 @@ A *reader* is shown the question and the documents of one round in prompt order
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
-__all__ = ["Reader", "Reading"]
+from ..errors import FatalReaderError
+
+__all__ = ["Reader", "Reading", "reader_failure"]
 
 
 @dataclass(frozen=True)
@@ -115,3 +118,14 @@ class Reader(Protocol):
     async def aread(self, question: str, documents: Sequence[Any], *, labels: Sequence[int]) -> Reading:
         """Read one prompt asynchronously and return the validated citations."""
         ...
+
+
+def reader_failure(err: Exception, log: logging.Logger, what: str = "") -> Reading:
+    """The failed :class:`Reading` for an exception a reader raised (logged as a warning
+    on ``log``, prefixed ``what``), so that one prompt's failure does not end a run; a
+    :class:`~gold_panning_integrations.errors.FatalReaderError` (a permanent failure:
+    retrying cannot fix it) is raised again instead, ending the run at once."""
+    if isinstance(err, FatalReaderError):
+        raise err
+    log.warning("%sreader raised %s: %s", what, type(err).__name__, err, exc_info=err)
+    return Reading.failure(f"{type(err).__name__}: {err}")

@@ -165,7 +165,9 @@ class RecalibrationMap:
             extra = set(data) - {"kind", "slope", "intercept"}
             if extra:
                 raise ValueError(f"a platt recalibration map has no field(s) {sorted(extra)}")
-            return cls(kind="platt", slope=data.get("slope"), intercept=data.get("intercept"))  # type: ignore[arg-type]  # checked in __post_init__
+            slope: Any = data.get("slope")  # None or not a number: __post_init__ says which
+            intercept: Any = data.get("intercept")
+            return cls(kind="platt", slope=slope, intercept=intercept)
         if kind == "isotonic":
             extra = set(data) - {"kind", "x", "y"}
             if extra:

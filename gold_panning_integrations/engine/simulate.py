@@ -185,7 +185,10 @@ class SimulatedReader:
 
 
 def _predicate(spec: Collection[Any] | Callable[[Any], bool]) -> Callable[[Any], bool]:
-    return spec if callable(spec) else (lambda d: d in spec)  # type: ignore[operator,return-value]
+    if callable(spec):
+        return spec
+    members: Collection[Any] = spec
+    return lambda d: d in members
 
 
 @dataclass(frozen=True)
@@ -443,6 +446,59 @@ class _Batch:
                 tally.post[pol].append(sigmoid(states[pol].log_odds))
 
 
+def _sim_config(
+    config: PanningConfig | None, *, rounds: int, k: int, prior: PriorSpec, eps: float
+) -> PanningConfig:
+    """``config`` (default: one prompt per round) with simulate's own arguments laid over
+    it; simulate takes rates, not a profile, so options left to the profile get their
+    defaults. ValueError for what simulate does not model."""
+    cfg = replace(
+        config or PanningConfig(prompts_per_round=1), rounds=rounds, k=k, prior=prior, eps=eps
+    ).with_profile(None)
+    if (
+        cfg.windows
+        or cfg.min_gain is not None
+        or cfg.max_calls is not None
+        or cfg.max_prompt_tokens is not None
+    ):
+        raise ValueError("simulate does not model windows, min_gain, max_calls or max_prompt_tokens")
+    return cfg
+
+
+def _decision_geometry(
+    t_true: NDArray[np.float64],
+    f_true: NDArray[np.float64],
+    decision_tpr: ArrayLike | None,
+    decision_fpr: ArrayLike | None,
+    placement_only: bool,
+    cfg: PanningConfig,
+) -> Geometry:
+    """The geometry the panner places (and, unless ``placement_only``, updates) with:
+    the decision rates, or the true ones where none are given."""
+    t_dec = t_true if decision_tpr is None else np.asarray(decision_tpr, dtype=np.float64)
+    f_dec = f_true if decision_fpr is None else np.asarray(decision_fpr, dtype=np.float64)
+    temp = cfg.resolved("evidence_temperature")
+    if placement_only:
+        return Geometry(t_true, f_true, config=cfg, temperature=temp, placement=(t_dec, f_dec))
+    return Geometry(t_dec, f_dec, config=cfg, temperature=temp)
+
+
+def _check_relevant_counts(relevant_counts: ArrayLike) -> NDArray[np.float64]:
+    """``relevant_counts`` as probabilities of 0, 1, 2, ... needles, shape ``(c,)``;
+    ValueError unless they are finite, non-negative and sum to 1."""
+    counts = np.asarray(relevant_counts, dtype=np.float64).reshape(-1)
+    if (
+        counts.size < 1
+        or not np.all(np.isfinite(counts))
+        or (counts < 0).any()
+        or abs(counts.sum() - 1) > 1e-6
+    ):
+        raise ValueError(
+            f"relevant_counts must be probabilities of 0, 1, 2, ... needles summing to 1, got {relevant_counts!r}"
+        )
+    return counts
+
+
 def simulate(
     tpr: ArrayLike,
     fpr: ArrayLike,
@@ -521,44 +577,17 @@ def simulate(
         A :class:`SimulationResult`.
     """
     _check_args(n=n, k=k, rounds=rounds, trials=trials, policies=policies)
-    # simulate takes rates, not a profile: options left to the profile get the defaults.
-    cfg = replace(
-        config or PanningConfig(prompts_per_round=1), rounds=rounds, k=k, prior=prior, eps=eps
-    ).with_profile(None)
-    if (
-        cfg.windows
-        or cfg.min_gain is not None
-        or cfg.max_calls is not None
-        or cfg.max_prompt_tokens is not None
-    ):
-        raise ValueError("simulate does not model windows, min_gain, max_calls or max_prompt_tokens")
+    cfg = _sim_config(config, rounds=rounds, k=k, prior=prior, eps=eps)
     gen = rng if isinstance(rng, np.random.Generator) else np.random.default_rng(rng)
     t_true = np.asarray(tpr, dtype=np.float64)
     f_true = np.asarray(fpr, dtype=np.float64)
-    t_dec = t_true if decision_tpr is None else np.asarray(decision_tpr, dtype=np.float64)
-    f_dec = f_true if decision_fpr is None else np.asarray(decision_fpr, dtype=np.float64)
-    temp = 1.0 if cfg.evidence_temperature is None else cfg.evidence_temperature
-    if placement_only:
-        geometry = Geometry(t_true, f_true, config=cfg, temperature=temp, placement=(t_dec, f_dec))
-    else:
-        geometry = Geometry(t_dec, f_dec, config=cfg, temperature=temp)
+    geometry = _decision_geometry(t_true, f_true, decision_tpr, decision_fpr, placement_only, cfg)
     if prior_probs is not None:
         lo0 = logit(np.asarray(prior_probs, dtype=np.float64).reshape(n))
     else:
         lo0 = initial_log_odds(n, k=k, prior=cfg.prior)
     npb = None if needle_probs is None else np.asarray(needle_probs, dtype=np.float64).reshape(n)
-    counts = None
-    if relevant_counts is not None:
-        counts = np.asarray(relevant_counts, dtype=np.float64).reshape(-1)
-        if (
-            counts.size < 1
-            or not np.all(np.isfinite(counts))
-            or (counts < 0).any()
-            or abs(counts.sum() - 1) > 1e-6
-        ):
-            raise ValueError(
-                f"relevant_counts must be probabilities of 0, 1, 2, ... needles summing to 1, got {relevant_counts!r}"
-            )
+    counts = None if relevant_counts is None else _check_relevant_counts(relevant_counts)
     sim = _Batch(
         cfgs={pol: replace(cfg, policy=pol) for pol in policies},
         geometry=geometry,

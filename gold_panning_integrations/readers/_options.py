@@ -1,0 +1,501 @@
+"""Every reader option once: name, type, default, check, doc and command-line flag.
+
+A reader option is declared once, with :func:`reader_option`, the way
+:func:`~gold_panning_integrations.engine.config.option` declares a panning option; the
+rest derives from that declaration:
+
+* each reader's constructor takes it as a keyword (``BaseReader.__init__`` checks the
+  value, fills the default and stores it), and :func:`declared_options` gives the class
+  a signature naming it (``inspect.signature``, ``help()``);
+* each reader's docstring lists it in its ``Args:`` section (the declared doc, plus the
+  reader's own note from ``option_notes`` where it has one);
+* the commands' ``reader`` flag group (:mod:`._cli_args`) adds its flag, and
+  ``make_reader`` passes the value to the readers that take it.
+
+``readers`` names which reader kinds take an option (:data:`READER_KINDS`); the others
+keep its default, or the value in their ``option_defaults`` (e.g. the local reader's
+one call in flight).
+"""
+
+from __future__ import annotations
+
+import inspect
+import math
+import textwrap
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from ._cache import make_cache
+from ._prompt import check_max_chars_per_doc
+from ._retry import check_max_attempts, make_wait
+
+__all__ = [
+    "NETWORK",
+    "READER_KINDS",
+    "READER_OPTIONS",
+    "ReaderOption",
+    "declared_options",
+    "options_for",
+    "reader_option",
+    "remove_reader_option",
+    "resolve_options",
+]
+
+READER_KINDS: tuple[str, ...] = ("openai", "langchain", "llama_index", "local")
+"""The readers built from the declarations: ``OpenAIReader``, ``ChatModelReader``,
+``LlamaIndexLLMReader`` and ``LocalReader`` (their ``kind``)."""
+
+NETWORK: tuple[str, ...] = ("openai", "langchain", "llama_index")
+"""Readers whose model sits behind a connection (limits on calls, requests and tokens)."""
+
+DEFAULT_MAX_CONCURRENCY = 16
+"""Calls in flight through one network reader unless ``max_concurrency=`` says otherwise."""
+
+Check = Callable[[Any], Any]
+
+
+@dataclass(frozen=True)
+class ReaderOption:
+    """One reader option's declaration.
+
+    Attributes:
+        name: The keyword (and attribute) name.
+        default: The default value.
+        annotation: The type, as written in the signature.
+        doc: What the option does, for every reader's docstring.
+        check: Validates a value and returns it normalised; raises ValueError (or
+            InvalidInputError) naming the bad value. None: any value.
+        readers: The reader kinds (:data:`READER_KINDS`) whose constructor takes it.
+        base: True when ``BaseReader`` itself takes and uses it (every reader has it,
+            taken or fixed); False for an option only some readers use.
+        store: Store the checked value as an attribute of the reader.
+        flag: The command-line flag (``"--cache"``), or None for none.
+        cli: Further ``argparse.add_argument`` keywords (``help``, ``type``, ``choices``,
+            ``metavar``, ``default``; the default is None unless given: the reader's own
+            default then applies).
+    """
+
+    name: str
+    default: Any
+    annotation: str
+    doc: str
+    check: Check | None = None
+    readers: tuple[str, ...] = READER_KINDS
+    base: bool = True
+    store: bool = True
+    flag: str | None = None
+    cli: Mapping[str, Any] = field(default_factory=dict)
+
+    def checked(self, value: Any) -> Any:
+        """``value`` validated and normalised (the check's result)."""
+        return value if self.check is None else self.check(value)
+
+
+READER_OPTIONS: dict[str, ReaderOption] = {}
+"""Every declared reader option by name, in declaration order."""
+
+_DECLARED: list[type] = []
+
+
+def reader_option(
+    name: str,
+    *,
+    default: Any,
+    annotation: str,
+    doc: str,
+    check: Check | None = None,
+    readers: tuple[str, ...] = READER_KINDS,
+    base: bool = True,
+    store: bool = True,
+    flag: str | None = None,
+    **cli: Any,
+) -> ReaderOption:
+    """Declare a reader option (see the module docstring); returns the declaration.
+
+    Every reader class built with :func:`declared_options` takes it from then on (its
+    signature and docstring are rebuilt), and so do the commands' reader flags.
+    """
+    unknown = set(readers) - set(READER_KINDS)
+    if unknown:
+        raise ValueError(f"readers must name reader kinds among {READER_KINDS}, got {sorted(unknown)}")
+    if not name.isidentifier():
+        raise ValueError(f"a reader option's name must be an identifier, got {name!r}")
+    opt = ReaderOption(name, default, annotation, doc, check, tuple(readers), base, store, flag, dict(cli))
+    READER_OPTIONS[name] = opt
+    for cls in _DECLARED:
+        _derive(cls)
+    return opt
+
+
+def remove_reader_option(name: str) -> None:
+    """Withdraw a declared option (tests and plugins that declared one undo it here)."""
+    READER_OPTIONS.pop(name, None)
+    for cls in _DECLARED:
+        _derive(cls)
+
+
+def options_for(kind: str | None) -> list[ReaderOption]:
+    """The options a reader of ``kind`` takes as keywords (None: a plain ``BaseReader``
+    subclass, which takes every base option)."""
+    if kind is None:
+        return [o for o in READER_OPTIONS.values() if o.base]
+    return [o for o in READER_OPTIONS.values() if kind in o.readers]
+
+
+def resolve_options(cls: type, kind: str | None, given: Mapping[str, Any]) -> dict[str, Any]:
+    """Checked values of every option a reader of ``kind`` has: the ones given, else the
+    class's ``option_defaults``, else the declared default; base options the reader does
+    not take keep their (fixed) default.
+
+    Raises:
+        TypeError: A keyword no declared option of this reader has (as Python says it).
+    """
+    taken = {o.name for o in options_for(kind)}
+    for name in given:
+        if name not in taken:
+            raise TypeError(f"{cls.__name__}.__init__() got an unexpected keyword argument {name!r}")
+    overrides: Mapping[str, Any] = getattr(cls, "option_defaults", {})
+    values: dict[str, Any] = {}
+    for opt in READER_OPTIONS.values():
+        if opt.name not in taken and not opt.base:
+            continue
+        value = given.get(opt.name, overrides.get(opt.name, opt.default))
+        values[opt.name] = opt.checked(value)
+    return values
+
+
+# ----------------------------------------------------------------------------- derived
+def declared_options(cls: type) -> type:
+    """Class decorator: the reader's signature and docstring name the options of its
+    ``kind`` (its ``__init__`` takes them as ``**options``); kept in step with later
+    declarations."""
+    _DECLARED.append(cls)
+    _derive(cls)
+    return cls
+
+
+_OWN: dict[type, tuple[inspect.Signature, str]] = {}
+"""Each declared class's own signature and docstring, before the options were added."""
+
+
+def _derive(cls: type) -> None:
+    init = cls.__dict__["__init__"]
+    if cls not in _OWN:
+        _OWN[cls] = (inspect.signature(init), cls.__doc__ or "")
+    own, own_doc = _OWN[cls]
+    kind = getattr(cls, "kind", None)
+    overrides: Mapping[str, Any] = getattr(cls, "option_defaults", {})
+    notes: Mapping[str, str] = getattr(cls, "option_notes", {})
+    params = [p for p in own.parameters.values() if p.kind is not inspect.Parameter.VAR_KEYWORD]
+    names = {p.name for p in params}
+    opts = [o for o in options_for(kind) if o.name not in names]
+    params += [
+        inspect.Parameter(
+            o.name,
+            inspect.Parameter.KEYWORD_ONLY,
+            default=overrides.get(o.name, o.default),
+            annotation=o.annotation,
+        )
+        for o in opts
+    ]
+    init.__signature__ = own.replace(parameters=params)
+    cls.__doc__ = _doc_with(own_doc, [(o.name, _entry(o, notes.get(o.name))) for o in opts])
+
+
+def _entry(opt: ReaderOption, note: str | None) -> str:
+    return opt.doc if not note else f"{opt.doc} {note}"
+
+
+def _doc_with(doc: str, entries: list[tuple[str, str]]) -> str:
+    """``doc`` with ``name: text`` entries added at the end of its ``Args:`` section
+    (a new section at the end when it has none)."""
+    lines = doc.split("\n")
+    start = next((i for i, line in enumerate(lines) if line.strip() == "Args:"), None)
+    if start is None:
+        lines += ["", "    Args:"]
+        start = len(lines) - 1
+    indent = len(lines[start]) - len(lines[start].lstrip())
+    end = start + 1
+    while end < len(lines) and (
+        not lines[end].strip() or len(lines[end]) - len(lines[end].lstrip()) > indent
+    ):
+        end += 1
+    while end > start + 1 and not lines[end - 1].strip():
+        end -= 1
+    pad = " " * (indent + 4)
+    added = [
+        textwrap.fill(f"{name}: {text}", width=92, initial_indent=pad, subsequent_indent=pad + "    ")
+        for name, text in entries
+    ]
+    return "\n".join(lines[:end] + added + lines[end:])
+
+
+# ----------------------------------------------------------------------------- checks
+def check_mode(mode: Any) -> str:
+    """Validate ``mode`` (``"cite"`` or ``"answer"``)."""
+    if mode not in ("cite", "answer"):
+        raise ValueError(
+            f"mode must be 'cite' (the model lists document numbers) or 'answer' "
+            f"(the model answers; documents containing the answer count as cited), got {mode!r}"
+        )
+    return str(mode)
+
+
+def check_context_tokens(value: Any) -> int | None:
+    """Validate a ``context_tokens`` option: None (unknown: no fitting) or an int >= 64."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or value < 64:
+        raise ValueError(
+            f"context_tokens must be an integer >= 64 (the model's context window in tokens) or None, "
+            f"got {value!r}"
+        )
+    return value
+
+
+def check_structured(structured: Any) -> Any:
+    """Validate a ``structured`` option: ``"auto"``, ``True`` or ``False``."""
+    if structured not in ("auto", True, False):
+        raise ValueError(f"structured must be 'auto', True or False, got {structured!r}")
+    return structured
+
+
+def check_max_citations(max_citations: int | None) -> int | None:
+    """Validate a ``max_citations`` option: None (no limit) or >= 1."""
+    if max_citations is not None and max_citations < 1:
+        raise ValueError(f"max_citations must be >= 1 or None, got {max_citations!r}")
+    return max_citations
+
+
+def _check_wait(wait: Any) -> Any:
+    make_wait(wait)  # raises on a value that is no wait
+    return wait
+
+
+def _check_temperature(value: Any) -> float:
+    if value < 0:
+        raise ValueError(f"temperature must be >= 0, got {value!r}")
+    return float(value)
+
+
+def _check_timeout(timeout: Any) -> float:
+    if (
+        isinstance(timeout, bool)
+        or not isinstance(timeout, (int, float))
+        or not math.isfinite(timeout)
+        or timeout <= 0
+    ):
+        raise ValueError(f"timeout must be a finite number of seconds > 0, got {timeout!r}")
+    return float(timeout)
+
+
+RESPONSE_FORMATS: tuple[str, ...] = ("json_schema", "json_object", "text")
+"""Output format levels, strictest first; ``"auto"`` walks down this list."""
+
+
+def _check_response_format(value: Any) -> str:
+    if value not in ("auto", *RESPONSE_FORMATS):
+        raise ValueError(
+            f"response_format must be 'auto', 'json_schema', 'json_object' or 'text', got {value!r}"
+        )
+    return str(value)
+
+
+def _positive_int(text: str) -> int:
+    import argparse
+
+    try:
+        value = int(text)
+    except ValueError as err:
+        raise argparse.ArgumentTypeError(f"expected a whole number >= 1, got {text!r}") from err
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a whole number >= 1, got {text!r}")
+    return value
+
+
+def _positive_float(text: str) -> float:
+    import argparse
+
+    try:
+        value = float(text)
+    except ValueError as err:
+        raise argparse.ArgumentTypeError(f"expected a number of seconds, got {text!r}") from err
+    if not 0 < value < float("inf"):
+        raise argparse.ArgumentTypeError(f"expected a number of seconds > 0, got {text!r}")
+    return value
+
+
+# ----------------------------------------------------------------------------- the options
+reader_option(
+    "mode",
+    default="cite",
+    annotation="Literal['cite', 'answer']",
+    check=check_mode,
+    doc='``"cite"``: the model lists document labels as JSON. ``"answer"``: the model answers in a '
+    "few words and the shown documents containing the answer count as cited "
+    "(:func:`.answer.reading_from_answer`).",
+    flag="--mode",
+    choices=("answer", "cite"),
+    help="answer: the model answers, supporting documents count as cited (default for local); "
+    "cite: the model returns document numbers (default for openai)",
+)
+reader_option(
+    "template",
+    default=None,
+    annotation="PromptTemplate | None",
+    doc="Replacement user message (cite mode: see :data:`._prompt.PromptTemplate`; answer mode: "
+    ":data:`.answer.ANSWER_TEMPLATE`).",
+)
+reader_option(
+    "max_citations",
+    default=None,
+    annotation="int | None",
+    check=check_max_citations,
+    doc="Most labels accepted per reading; the rest count as invalid. None: no limit.",
+)
+reader_option(
+    "max_attempts",
+    default=3,
+    annotation="int",
+    check=check_max_attempts,
+    doc="Attempts per reading, retries included (>= 1).",
+    flag="--max-attempts",
+    type=_positive_int,
+    help="attempts per reading, retries included (default 3; 1 for --reader local at temperature 0)",
+)
+reader_option(
+    "wait",
+    default=None,
+    annotation="Wait | float | None",
+    check=_check_wait,
+    doc="Wait between attempts: None (honour Retry-After, else exponential backoff), seconds, a "
+    "tenacity wait strategy or ``(retry_state) -> seconds`` (:func:`._retry.make_wait`); inject "
+    "``0`` in tests.",
+)
+reader_option(
+    "attribution",
+    default=None,
+    annotation="Any",
+    doc="Answer-mode matching rules (:class:`.answer.AnswerAttribution`).",
+)
+reader_option(
+    "max_chars_per_doc",
+    default=None,
+    annotation="int | None",
+    check=check_max_chars_per_doc,
+    doc="Longest document text shown in a prompt, in characters; longer documents are cut there and "
+    'marked ``" [...]"`` (their label is unchanged). None (default): no limit, and a prompt too long '
+    "for the model fails with an error saying so. Not applied to a callable ``template``.",
+)
+reader_option(
+    "structured",
+    default="auto",
+    annotation="Literal['auto'] | bool",
+    check=check_structured,
+    readers=("langchain", "llama_index"),
+    doc='``"auto"``, ``True`` or ``False``: whether cite mode uses the model\'s structured output.',
+)
+reader_option(
+    "max_concurrency",
+    default=DEFAULT_MAX_CONCURRENCY,
+    annotation="int | None",
+    readers=NETWORK,
+    store=False,
+    doc="The most model calls in flight through this reader at once, shared by every query and "
+    "every prompt that goes through it (threads and event loops alike); further calls wait their "
+    "turn, first come first served. ``1``: the reader takes no concurrent calls, and the panner "
+    "sends a round's prompts one after another. None: no limit.",
+)
+reader_option(
+    "requests_per_minute",
+    default=None,
+    annotation="int | None",
+    readers=NETWORK,
+    store=False,
+    doc="The most requests this reader sends in any 60-second window, shared by every query through "
+    "it (sync and async alike); further calls wait (:class:`._limit.RateLimit`). None: no limit.",
+    flag="--requests-per-minute",
+    type=_positive_int,
+    help="most requests to --reader openai in any 60-second window (default: no limit)",
+)
+reader_option(
+    "tokens_per_minute",
+    default=None,
+    annotation="int | None",
+    readers=NETWORK,
+    store=False,
+    doc="The most tokens in any 60-second window: each request counts an estimate before it is sent "
+    "(a token per 4 characters of the messages, plus ``max_tokens``), replaced by the prompt and "
+    "completion tokens the server reports once it answers. None: no limit.",
+    flag="--tokens-per-minute",
+    type=_positive_int,
+    help="most tokens (estimated, then as reported) to --reader openai in any 60-second window",
+)
+reader_option(
+    "cache",
+    default=None,
+    annotation="ReplyCache | str | os.PathLike[str] | bool | None",
+    check=make_cache,
+    doc="The reply cache (:class:`._cache.ReplyCache`): None or False (default: none), True (in "
+    "memory), a file path (in memory and in that SQLite file, shared by threads and processes) or "
+    "a ``ReplyCache`` (shared with other readers). A prompt asked again with the same model and "
+    "options is answered from it: no call, ``Reading.cached`` True.",
+    flag="--cache",
+    metavar="FILE",
+    help="reply cache file (SQLite, created when absent): a prompt asked again with the same model "
+    "and options is answered from it without a model call (default: no cache)",
+)
+reader_option(
+    "context_tokens",
+    default=None,
+    annotation="int | None",
+    check=check_context_tokens,
+    readers=NETWORK,
+    doc="The model's context window in tokens, when known: a prompt whose documents would not fit "
+    '(after the fixed text and the reply budget) has them cut evenly, marked ``" [...]"`` and '
+    "counted in ``Reading.documents_cut`` (:mod:`._fit`), instead of a failed call. None: no "
+    "fitting.",
+)
+reader_option(
+    "response_format",
+    default="auto",
+    annotation="Literal['auto', 'json_schema', 'json_object', 'text']",
+    check=_check_response_format,
+    readers=("openai",),
+    base=False,
+    doc='``"auto"`` (negotiate: ``json_schema``, then ``json_object``, then text, see '
+    ':mod:`.openai`), ``"json_schema"``, ``"json_object"`` or ``"text"`` (cite mode only).',
+    flag="--response-format",
+    choices=("auto", *RESPONSE_FORMATS),
+    default_flag="auto",
+    help="output format asked of --reader openai in cite mode; auto (default): json_schema, falling "
+    "back to json_object, then text, when the server rejects one (remembered per endpoint)",
+)
+reader_option(
+    "temperature",
+    default=0.0,
+    annotation="float",
+    check=_check_temperature,
+    readers=("openai", "local"),
+    base=False,
+    doc="Sampling temperature (0: as deterministic as the model allows).",
+    flag="--temperature",
+    type=float,
+    default_flag=0.0,
+    help="sampling temperature (default 0)",
+)
+reader_option(
+    "timeout",
+    default=60.0,
+    annotation="float",
+    check=_check_timeout,
+    readers=("openai",),
+    base=False,
+    doc="Deadline in seconds for the whole request (connection, upload, the server's reply), "
+    "however slowly the server sends it; a timeout is retried.",
+    flag="--timeout",
+    type=_positive_float,
+    default_flag=60.0,
+    help="deadline in seconds for each whole request to --reader openai (default 60)",
+)
