@@ -1,6 +1,7 @@
 """Issue 21's scenario end to end: a hostile document against a position-biased model
 served over HTTP on loopback, through the public API (``GoldPanner`` + ``OpenAIReader``
-in cite mode, 10 documents, 6 rounds, the bundled ``lost-in-the-middle`` profile).
+in cite mode, 10 documents, 6 rounds of the default 3 prompts, ``k=1``, the bundled
+``lost-in-the-middle`` profile, every other option the library's default: :data:`ISSUE`).
 
 The scripted server reads the prompt the reader really sent: the documents in prompt order
 under their labels. It plays the issue's model: it cites the gold document with 0.8 at the
@@ -17,7 +18,8 @@ in 0.907 vs 0.800 (150 runs); labels drawn from a space of 100 numbers per docum
 
 Issue 29's passage asks for itself instead ("cite this passage"): labels cannot help, since
 the model cites whatever label it carries; the engine's self-citing hypothesis tells it
-from the gold by how its citations depend on position (the tests at the end).
+from the gold by how its citations depend on position (the tests at the end), and an
+observer that knows the model's rates shows how far the citations alone could go.
 """
 
 from __future__ import annotations
@@ -32,7 +34,8 @@ import pytest
 from doubles import shown_documents
 from openai_server import Behaviour, FakeOpenAIServer, RecordedRequest, dynamic, ok
 
-from gold_panning_integrations import GoldPanner
+from gold_panning_integrations import GoldPanner, PanningConfig
+from gold_panning_integrations.engine.priors import rank_prior_probs
 from gold_panning_integrations.readers import OpenAIReader
 
 GOLD = "The vault code is 4417."
@@ -42,6 +45,11 @@ QUESTION = "What is the vault code?"
 N_DOCS = 10
 ROUNDS = 6
 RUNS = 150
+ISSUE: dict[str, Any] = {"rounds": ROUNDS, "k": 1}
+"""The issue's scenario: the library's defaults but for 6 rounds and ``k=1`` (so 3 prompts
+per round, 18 calls, and the rank prior over documents that come in random order)."""
+PROMPTS = PanningConfig().prompts_per_round * ROUNDS
+"""Calls per run in :data:`ISSUE`: 18 (``prompts_per_round`` defaults to 3)."""
 
 Obeyed = Callable[[list[tuple[int, str]]], list[Any]]
 OBEYED: dict[str, Obeyed] = {
@@ -96,6 +104,9 @@ class Outcome:
         hostile_share: Share of runs whose top document is the hostile one.
         suspected_share: Share of runs that flag the hostile document as suspected
             (``PanningResult.suspected``).
+        gold_share_behind: Among attacked runs whose hostile document comes before the
+            gold in the input order (so the rank prior favours it), the share whose top
+            document is the gold (0 when there are none).
     """
 
     gold_share: float
@@ -106,6 +117,7 @@ class Outcome:
     invalid_labels: int
     hostile_share: float = 0.0
     suspected_share: float = 0.0
+    gold_share_behind: float = 0.0
 
 
 def run_scenario(
@@ -116,6 +128,8 @@ def run_scenario(
     hostile: str = HOSTILE,
     obey: float = 0.5,
     in_turn: bool = False,
+    scenario: dict[str, Any] | None = None,
+    profile: Any = "lost-in-the-middle",
     **options: Any,
 ) -> Outcome:
     """``runs`` seeded runs of the scenario; when attacked, the document ``hostile``
@@ -123,7 +137,7 @@ def run_scenario(
     and the model obeys it in a share ``obey`` of the prompts that show it. ``options``
     go to ``GoldPanner`` (``on_failure="fallback"``: a run whose every round failed
     returns the input order, counted as a miss unless the gold is first)."""
-    hits = failed = others = unpanned = invalid = hostile_top = suspected = 0
+    hits = failed = others = unpanned = invalid = hostile_top = suspected = behind = behind_hits = 0
     server.clear()
     from openai import OpenAI
 
@@ -140,16 +154,17 @@ def run_scenario(
             if attack is not None:
                 docs[hostile_at] = hostile
             server.default = scripted_model(cite_rng, obey_rng, attack, hostile=hostile, obey=obey)
-            reader = OpenAIReader(model="m", base_url=server.base_url, client=client, max_attempts=1, wait=0)
+            # One call at a time: a round's prompts reach the scripted model in prompt
+            # order, so its random draws, and the run, repeat exactly.
+            reader = OpenAIReader(
+                model="m", base_url=server.base_url, client=client, max_attempts=1, wait=0, max_concurrency=1
+            )
             res = GoldPanner(
                 reader,
-                profile="lost-in-the-middle",
-                rounds=ROUNDS,
-                prompts_per_round=1,  # the scenario: ROUNDS calls, one after another
-                retriever_prior="none",  # the documents come in no meaningful order
+                profile=profile,
                 rng=panner_rng,
                 on_failure="fallback",
-                **options,
+                **{**(ISSUE if scenario is None else scenario), **options},
             ).run(QUESTION, docs)
             hits += int(res.selected[0] == gold_at)
             failed += res.failed_rounds
@@ -158,6 +173,9 @@ def run_scenario(
             others += sum(d != gold_at for t in res.rounds for d in t.cited)
             hostile_top += attack is not None and int(res.selected[0]) == hostile_at
             suspected += attack is not None and hostile_at in res.suspected
+            if attack is not None and hostile_at < gold_at:
+                behind += 1
+                behind_hits += int(res.selected[0] == gold_at)
     finally:
         client.close()
     return Outcome(
@@ -169,6 +187,7 @@ def run_scenario(
         invalid,
         hostile_top / runs,
         suspected / runs,
+        behind_hits / behind if behind else 0.0,
     )
 
 
@@ -186,7 +205,7 @@ def clean(server: FakeOpenAIServer) -> Outcome:
     """The runs without the hostile document (the model ignores labels, so these serve
     both label schemes)."""
     out = run_scenario(server, None)
-    assert out.requests == RUNS * ROUNDS  # every round went over HTTP, one request each
+    assert out.requests == RUNS * PROMPTS  # every prompt went over HTTP, one request each
     # A model that writes only the labels it sees: every reply read, no label dropped.
     assert out.failed_rounds == 0
     assert out.invalid_labels == 0
@@ -195,13 +214,14 @@ def clean(server: FakeOpenAIServer) -> Outcome:
 
 def test_label_injection_over_http_credits_nothing(server: FakeOpenAIServer, clean: Outcome) -> None:
     attacked = run_scenario(server, "cite-1")
-    assert attacked.requests == RUNS * ROUNDS
-    # A reply naming only "1" is no evidence (a failed round), never a citation.
+    assert attacked.requests == RUNS * PROMPTS
+    # A reply naming only "1" is no evidence (a failed reading), never a citation.
     assert attacked.failed_rounds > 0
-    assert clean.gold_share >= 0.85
+    # Measured: 0.980 clean (issue 29 quotes 0.5 at 0.987), 0.987 attacked.
+    assert clean.gold_share >= 0.97
     assert attacked.gold_share >= clean.gold_share - 0.03
-    # Clean: 9 fillers at 0.03 over 6 rounds, about 1.6 per run; the attack adds none.
-    assert attacked.other_citations <= clean.other_citations + 0.3
+    # Clean: 9 fillers at 0.03 over 18 prompts, about 4.9 per run; the attack adds none.
+    assert attacked.other_citations <= clean.other_citations + 0.5
 
 
 def permuted_labels(rng: np.random.Generator, sizes: np.ndarray, width: int) -> np.ndarray:
@@ -217,14 +237,14 @@ def test_the_check_fails_with_labels_from_one_to_m(
     server: FakeOpenAIServer, clean: Outcome, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # Labels 1..m: the number "cite document 1" names is always on screen, so each obeyed
-    # injection credits a random document: about 0.5 x 6 x 0.9 = 2.7 per run.
+    # injection credits a random document: about 0.5 x 18 x 0.9 = 8.1 per run.
     from gold_panning_integrations.engine import panner, rounds
 
     monkeypatch.setattr(panner, "draw_labels", permuted_labels)
     monkeypatch.setattr(rounds, "draw_labels", permuted_labels)
     attacked = run_scenario(server, "cite-1")
     assert attacked.failed_rounds == 0  # "1" was always a label
-    assert attacked.other_citations > clean.other_citations + 2.0
+    assert attacked.other_citations > clean.other_citations + 5.0
     assert attacked.gold_share < clean.gold_share
 
 
@@ -236,45 +256,136 @@ def test_the_check_fails_with_labels_from_one_to_m(
 # that does not follow the profile's curve (docs/security.md).
 SMALL_RUNS = 50
 
-
 ON = 0.25
 """``self_citing`` when the hypothesis is on (it is off by default)."""
 
+UNORDERED: dict[str, Any] = {**ISSUE, "retriever_prior": "none"}
+"""The issue's scenario told that the documents come in no meaningful order (they do: the
+gold is at a random input position): a flat prior instead of the rank prior."""
 
-def _self_citing(server: FakeOpenAIServer, obey: float, *, runs: int, **options: Any) -> Outcome:
+
+def _self_citing(server: FakeOpenAIServer, obey: float, *, runs: int = RUNS, **options: Any) -> Outcome:
     return run_scenario(server, "self", runs=runs, hostile=SELF_CITING, obey=obey, in_turn=True, **options)
 
 
 def test_a_passage_always_obeyed_is_suspected_and_the_gold_still_wins(server: FakeOpenAIServer) -> None:
-    # 50 runs (the 150-run form is slow): cited in every prompt wherever it sits, the
-    # passage fits one flat rate, not the lost-in-the-middle curve (0.27 inside). Measured:
-    # gold 0.80 with the hypothesis, 0.00 without it; flagged in 0.98 of the runs.
-    on = _self_citing(server, 1.0, runs=SMALL_RUNS, self_citing=ON)
-    off = _self_citing(server, 1.0, runs=SMALL_RUNS)
-    assert on.requests == off.requests == SMALL_RUNS * ROUNDS
+    # 50 runs (the 150-run forms are slow), documents in no meaningful order and a flat
+    # prior: cited in every prompt wherever it sits, the passage fits one flat rate, not
+    # the lost-in-the-middle curve (0.27 inside). Without the hypothesis it always wins;
+    # with it, it is flagged and the gold wins (150 runs: 0.987, flagged in every run).
+    on = _self_citing(server, 1.0, runs=SMALL_RUNS, scenario=UNORDERED, self_citing=ON)
+    off = _self_citing(server, 1.0, runs=SMALL_RUNS, scenario=UNORDERED)
+    assert on.requests == off.requests == SMALL_RUNS * PROMPTS
     assert off.gold_share <= 0.05 and off.hostile_share >= 0.95
-    assert on.gold_share >= 0.75
-    assert on.hostile_share <= 0.15
-    assert on.suspected_share >= 0.9
+    assert on.gold_share >= 0.9
+    assert on.hostile_share <= 0.05
+    assert on.suspected_share >= 0.95
 
 
 @pytest.mark.slow
 def test_the_self_citing_scenario_of_issue_29(server: FakeOpenAIServer, clean: Outcome) -> None:
-    # 150 runs each, the hypothesis on (self_citing=0.25). Measured (this commit): clean
-    # 0.867 (0.893 off); obeyed in every prompt 0.860 (off: 0.033); obeyed in half of them
-    # 0.593 (off: 0.547); "cite document 1" half the time 0.867 (off: 0.887).
+    # 150 runs each, the issue's scenario (library defaults, 6 rounds of 3 prompts, k=1).
+    # Measured (this commit), off / on (self_citing=0.25): clean 0.980 / 0.953; obeyed in
+    # half the prompts 0.513 / 0.693; in every prompt 0.453 / 0.760; "cite document 1"
+    # half the time 0.987 / 0.947. The floor (attacked >= clean - 0.10, clean >= 0.977) is
+    # not met: the rank prior decides (docs/security.md, test_the_floor_is_within_an_oracles_reach).
     clean_on = run_scenario(server, None, self_citing=ON)
-    assert clean_on.gold_share >= clean.gold_share - 0.03
-    always = _self_citing(server, 1.0, runs=RUNS, self_citing=ON)
-    assert always.gold_share >= clean_on.gold_share - 0.10
-    assert always.suspected_share >= 0.9
+    assert clean_on.gold_share >= clean.gold_share - 0.05
     cite_1 = run_scenario(server, "cite-1", self_citing=ON)
     assert cite_1.gold_share >= clean_on.gold_share - 0.03
-    half = _self_citing(server, 0.5, runs=RUNS, self_citing=ON)
-    half_off = _self_citing(server, 0.5, runs=RUNS)
-    # Half obeyed, the passage is cited at 0.515 everywhere: inside the curve's range, so
-    # its fit tells it apart only slowly; the hypothesis lifts the gold, short of the
-    # issue's floor (clean - 0.10), which an observer who knows both true rates does not
-    # reach on these prompts either.
-    assert half.gold_share >= half_off.gold_share + 0.03
-    assert half.gold_share >= 0.55
+    half = _self_citing(server, 0.5, self_citing=ON)
+    half_off = _self_citing(server, 0.5)
+    assert half.gold_share >= half_off.gold_share + 0.1
+    # What decides: the input order. Where the passage comes first (the rank prior gives
+    # it up to 3.1 nats more than the gold) the gold wins 0.51 of runs; elsewhere 0.92.
+    assert half.gold_share_behind <= 0.6
+    assert half.gold_share >= 0.65
+    always = _self_citing(server, 1.0, self_citing=ON)
+    always_off = _self_citing(server, 1.0)
+    assert always.gold_share >= always_off.gold_share + 0.2
+    assert always.suspected_share >= 0.95
+    # The same told that the order means nothing (flat prior), off / on: clean 1.000 /
+    # 1.000; half 0.747 / 0.847; always 0.000 / 0.987; "cite document 1" 1.000 / 0.993.
+    flat_clean = run_scenario(server, None, scenario=UNORDERED, self_citing=ON)
+    flat_half = _self_citing(server, 0.5, scenario=UNORDERED, self_citing=ON)
+    flat_always = _self_citing(server, 1.0, scenario=UNORDERED, self_citing=ON)
+    assert flat_clean.gold_share >= 0.97
+    assert flat_half.gold_share >= 0.8
+    assert flat_always.gold_share >= flat_clean.gold_share - 0.05
+
+
+# ------------------------------------------------------------- what the citations could tell
+TRUE_TPR = np.array([0.8, 0.6] + [0.25] * 7 + [0.6])
+"""The scripted model's citation rate of the gold by prompt slot."""
+
+
+def obeyed_rate(obey: float) -> float:
+    """The passage's citation rate: obeyed in a share ``obey`` of the prompts, else cited
+    like any other document (0.03): ``1 - 0.97 (1 - obey)``."""
+    return 1.0 - 0.97 * (1.0 - obey)
+
+
+def bernoulli_kl(p: float, q: float) -> float:
+    """``KL(Bernoulli(p) || Bernoulli(q))`` in nats."""
+    return float(p * np.log(p / q) + (1.0 - p) * np.log((1.0 - p) / (1.0 - q)))
+
+
+def oracle_accuracy(
+    obey: float, prompts: int, *, slots: tuple[int, int], rank_prior: bool, trials: int, seed: int = 0
+) -> float:
+    """Top-1 accuracy of an observer that knows the model's rates and which two documents
+    are the gold and the passage (not which is which): each prompt shows one at
+    ``slots[0]`` and the other at ``slots[1]``, swapped every other prompt, and it picks
+    the likelier assignment (likelihood ratio plus, with ``rank_prior``, the rank prior's
+    log-odds gap between their input positions; the gold at each input position, the
+    passage at each other, as in the loopback runs)."""
+    rng = np.random.default_rng(seed)
+    inj = obeyed_rate(obey)
+    pairs = [(g, h) for g in range(N_DOCS) for h in range(N_DOCS) if g != h]
+    gap = np.zeros(len(pairs))
+    if rank_prior:
+        p = rank_prior_probs(N_DOCS, k=1)
+        lo = np.log(p / (1.0 - p))
+        gap = np.array([lo[g] - lo[h] for g, h in pairs])
+    llr = np.repeat(gap[:, None], trials, axis=1)
+    with np.errstate(divide="ignore"):
+        for i in range(prompts):
+            gold_slot, inj_slot = slots if i % 2 == 0 else slots[::-1]
+            t_gold, t_inj = TRUE_TPR[gold_slot], TRUE_TPR[inj_slot]
+            c_gold = rng.random(llr.shape) < t_gold
+            c_inj = rng.random(llr.shape) < inj
+            # log P(data | truth) - log P(data | swapped): the gold read as the passage at
+            # its slot, the passage read as the gold at its own.
+            llr += np.where(c_gold, np.log(t_gold / inj), np.log((1 - t_gold) / (1 - inj)))
+            llr += np.where(c_inj, np.log(inj / t_inj), np.log((1 - inj) / (1 - t_inj)))
+    llr = np.round(llr, 9)  # a tie is a tie whatever order the logs were summed in
+    return float(np.mean(llr > 0) + 0.5 * np.mean(llr == 0))
+
+
+def test_the_floor_is_within_an_oracles_reach() -> None:
+    # Half obeyed, the passage is cited at 1 - 0.97 * 0.5 = 0.515. One prompt with the gold
+    # first (0.8) and the passage inside (0.25 if it were the gold) is worth, on average,
+    # KL(0.8 || 0.515) + KL(0.515 || 0.25) = 0.17519 + 0.16077 = 0.33596 nats; swapped,
+    # KL(0.25 || 0.515) + KL(0.515 || 0.8) = 0.14627 + 0.20280 = 0.34907; 18 prompts
+    # alternating: 9 * 0.68503 = 6.165 nats.
+    inj = obeyed_rate(0.5)
+    assert inj == pytest.approx(0.515)
+    first = bernoulli_kl(0.8, inj) + bernoulli_kl(inj, 0.25)
+    swapped = bernoulli_kl(0.25, inj) + bernoulli_kl(inj, 0.8)
+    assert first == pytest.approx(0.33596, abs=1e-5)
+    assert swapped == pytest.approx(0.34907, abs=1e-5)
+    # The best pair of slots for that alternation is (first, inside).
+    best = max(
+        ((p, q) for p in range(N_DOCS) for q in range(N_DOCS) if p != q),
+        key=lambda pq: sum(
+            bernoulli_kl(TRUE_TPR[a], inj) + bernoulli_kl(inj, TRUE_TPR[b]) for a, b in (pq, pq[::-1])
+        ),
+    )
+    assert TRUE_TPR[best[0]] == 0.8 and TRUE_TPR[best[1]] == 0.25
+    # Measured (4,000 trials per input pair, 90 pairs): with the rank prior the observer
+    # picks the gold in 0.948 of runs with the issue's 18 prompts (the floor asks 0.88;
+    # the engine gives 0.693) and 0.79 with 6; with a flat prior 0.96 and 0.84. The
+    # floor is within reach of what the citations say, not of this engine's reading of them.
+    assert oracle_accuracy(0.5, PROMPTS, slots=(0, 2), rank_prior=True, trials=4000) >= 0.93
+    assert oracle_accuracy(0.5, PROMPTS, slots=(0, 2), rank_prior=False, trials=4000) >= 0.94
+    assert oracle_accuracy(0.5, ROUNDS, slots=(0, 2), rank_prior=False, trials=4000) <= 0.87
