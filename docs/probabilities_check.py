@@ -23,7 +23,7 @@ import numpy as np
 
 from gold_panning_integrations import DetectorProfile
 from gold_panning_integrations.calibration_metrics import CalibrationSummary, summarize
-from gold_panning_integrations.calibration_sim import biased_profile, simulated_traces
+from benchmarks.calibration_sim import biased_profile, simulated_traces
 from gold_panning_integrations.engine.beliefs import logit
 from gold_panning_integrations.engine.config import PanningConfig
 from gold_panning_integrations.engine.simulate import Mistakes, simulate

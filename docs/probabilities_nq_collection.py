@@ -21,7 +21,7 @@ import json
 from pathlib import Path
 
 from gold_panning_integrations.tasks import load_sample
-from gold_panning_integrations.tasks._build_samples import _mentions_any
+from benchmarks.build_samples import _mentions_any
 
 
 def main() -> None:

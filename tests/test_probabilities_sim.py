@@ -90,7 +90,7 @@ def test_the_profile_learned_from_labelled_traces_is_calibrated() -> None:
     # traces of the mistake-free simulated reader the learned profile measures almost no
     # repeated mistakes (false_leads 0.002, blind_rate 0.02), and with it and every other
     # default the posteriors are probabilities (ECE 0.010, AUROC 0.97; docs/probabilities.md).
-    from gold_panning_integrations.calibration_sim import simulated_traces
+    from benchmarks.calibration_sim import simulated_traces
     from gold_panning_integrations.traces import learn_profile
 
     traces = simulated_traces(
