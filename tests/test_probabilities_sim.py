@@ -2,7 +2,7 @@
 
 The issue-26 setting: 20 documents in random order (a flat prior), 0, 1 or 2 relevant per
 query (a fifth with none), library defaults (2 rounds of 3 prompts), the generic profile's
-rates. ``docs/probabilities_check.py`` prints the same numbers on more queries.
+rates. ``benchmarks/probabilities_check.py`` prints the same numbers on more queries.
 """
 
 from __future__ import annotations

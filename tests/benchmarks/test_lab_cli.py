@@ -26,14 +26,13 @@ ENGINE = "benchmarks.engine"
 # ------------------------------------------------------------ registration
 def test_table_lists_every_bench_module() -> None:
     """Every public module of benchmarks/ with a ``register`` is a sub-command;
-    ``_``-prefixed ones are helpers; the calibration study and the sample builder run as
-    modules (``python -m benchmarks.calibration_sim``, ``python -m benchmarks.build_samples``)."""
-    modules = sorted(
-        p.stem.replace("_", "-")
-        for p in Path(lab_pkg.__file__).parent.glob("*.py")
-        if not p.stem.startswith("_") and p.stem not in ("calibration_sim", "build_samples")
-    )
-    assert sorted(b.name for b in lab_cli.BENCHMARKS) == modules
+    ``_``-prefixed ones are helpers; the studies and the sample builder run as modules
+    (``python -m benchmarks.calibration_sim``, ``python -m benchmarks.build_samples``, ...)."""
+    public = [p for p in Path(lab_pkg.__file__).parent.glob("*.py") if not p.stem.startswith("_")]
+    commands = sorted(p.stem.replace("_", "-") for p in public if "\ndef register(" in p.read_text())
+    assert sorted(b.name for b in lab_cli.BENCHMARKS) == commands
+    scripts = {p.stem for p in public} - {c.replace("-", "_") for c in commands}
+    assert scripts == {"build_samples", "calibration_sim", "probabilities_check", "probabilities_nq_collection"}
 
 
 POSIX_ONLY = ("resource", "fcntl", "termios", "pwd", "grp", "tty", "pty")

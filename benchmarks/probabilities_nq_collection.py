@@ -5,12 +5,12 @@ the Middle" file (``nq-open-oracle.jsonl.gz``, e.g. ``../shared/data``); the que
 the 400 questions of the package's NQ sample, under two qrels files: ``calibration`` (200
 questions: fit a recalibration map on these) and ``test`` (200 held out: never used to fit
 a profile or a map). Each question's own gold passage is judged 2 and every other corpus
-passage holding one of its answers 1, so ``bench compare --relevance-level 2`` scores the
-gold alone and level 1 the answer-bearing passages. ``bench compare --task beir`` then
+passage holding one of its answers 1, so ``gold-panning evaluate --relevance-level 2`` scores the
+gold alone and level 1 the answer-bearing passages. ``gold-panning evaluate --task beir`` then
 ranks the whole corpus with BM25 and reranks its top ``--n``: a question whose gold BM25
 misses stays in, with no relevant candidate (6% of NQ questions at depth 10).
 
-    python docs/probabilities_nq_collection.py ../shared/data/nq-open-oracle.jsonl.gz nq-heldout
+    python -m benchmarks.probabilities_nq_collection ../shared/data/nq-open-oracle.jsonl.gz nq-heldout
 """
 
 from __future__ import annotations
@@ -20,8 +20,8 @@ import gzip
 import json
 from pathlib import Path
 
-from gold_panning_integrations.tasks import load_sample
 from benchmarks.build_samples import _mentions_any
+from gold_panning_integrations.tasks import load_sample
 
 
 def main() -> None:

@@ -9,7 +9,7 @@ p_none for "no candidate relevant"; then the held-out (5-fold) calibration of th
 identity, Platt and isotonic maps on a mis-specified profile at 50 to 500 labelled
 queries. ``--plot DIR`` also writes the reliability diagrams.
 
-    python docs/probabilities_check.py --queries 4000 --plot docs/figures
+    python -m benchmarks.probabilities_check --queries 4000 --plot docs/figures
 """
 
 from __future__ import annotations
@@ -21,9 +21,9 @@ from typing import Any
 
 import numpy as np
 
+from benchmarks.calibration_sim import biased_profile, simulated_traces
 from gold_panning_integrations import DetectorProfile
 from gold_panning_integrations.calibration_metrics import CalibrationSummary, summarize
-from benchmarks.calibration_sim import biased_profile, simulated_traces
 from gold_panning_integrations.engine.beliefs import logit
 from gold_panning_integrations.engine.config import PanningConfig
 from gold_panning_integrations.engine.simulate import Mistakes, simulate
