@@ -15,11 +15,25 @@ from gold_panning_integrations.engine.simulate import simulate
 from gold_panning_integrations.profiles import bundled_profiles
 
 TRIALS = 200
+NS = (20, 50, 100)
+"""The scaling panel's sizes here (the command's default adds 200, 500 and 1,000: most of
+the panel's time, and no test below reads them)."""
+SIGMAS = (0.0, 0.2, 0.5)
+ALPHAS = (0.1, 1.0, 100.0)
 
 
 @pytest.fixture(scope="module")
 def results() -> dict:
-    return bs.run_sim_bench(trials=TRIALS, seed=3, panels=tuple(p for p in bs.PANELS if p != "latency"))
+    """Every panel but latency (its own test), at 200 trials and fewer settings per sweep
+    than the command's defaults: the settings the tests below read, and their ends."""
+    return bs.run_sim_bench(
+        trials=TRIALS,
+        seed=3,
+        panels=tuple(p for p in bs.PANELS if p != "latency"),
+        ns=NS,
+        sigmas=SIGMAS,
+        alphas=ALPHAS,
+    )
 
 
 # ------------------------------------------------------------------ helpers
@@ -100,9 +114,9 @@ def test_structure_of_the_results(results: dict) -> None:
     assert set(results["main"]["profiles"]) == set(bundled_profiles())
     for s in results["main"]["profiles"].values():
         assert set(s["policies"]) == {"belief", "entropy", "random", "oracle"}
-    assert [s["sigma"] for s in results["noise"]["settings"]] == list(bs.DEFAULT_SIGMAS)
-    assert [s["alpha"] for s in results["heterogeneity"]["settings"]] == list(bs.DEFAULT_ALPHAS)
-    assert [s["n"] for s in results["scaling"]["settings"]] == list(bs.DEFAULT_NS)
+    assert [s["sigma"] for s in results["noise"]["settings"]] == list(SIGMAS)
+    assert [s["alpha"] for s in results["heterogeneity"]["settings"]] == list(ALPHAS)
+    assert [s["n"] for s in results["scaling"]["settings"]] == list(NS)
     assert [s["k"] for s in results["multi_needle"]["settings"]] == list(bs.DEFAULT_KS)
     settings = (
         list(results["main"]["profiles"].values())
@@ -129,7 +143,7 @@ def test_noise_panel_shows_every_likelihood(results: dict) -> None:
     assert {s["likelihood"] for s in nz["settings"]} == {"robust"}
     assert set(nz["variants"]) == {"plain", "placement-only"}
     for rows in nz["variants"].values():
-        assert [s["sigma"] for s in rows] == list(bs.DEFAULT_SIGMAS)
+        assert [s["sigma"] for s in rows] == list(SIGMAS)
     assert set(nz["overestimate"]) == {"robust", "plain"}
 
 
@@ -217,7 +231,25 @@ def test_noise_free_decisions_match_the_main_panel(results: dict) -> None:
 
 
 # ---------------------------------------------------------------------- CLI
-def test_cli_bench_sim_json(capsys: pytest.CaptureFixture[str]) -> None:
+@pytest.fixture
+def quick_cli(monkeypatch: pytest.MonkeyPatch) -> list[dict]:
+    """The command runs every panel, each sweep cut to two settings and 2 random profiles
+    per noise/heterogeneity setting instead of 10 (the panels' numbers are the ``results``
+    fixture's business; what these tests check is the command: its arguments, output,
+    plots and Markdown). Returns the keyword arguments the command passed."""
+    real = bs.run_sim_bench
+    seen: list[dict] = []
+
+    def quick(**kwargs: object) -> dict:
+        seen.append(dict(kwargs))
+        cut = {"draws": 2, "ns": (20, 50), "sigmas": (0.0, 0.3), "alphas": (1.0, 100.0), "ks": (1, 3)}
+        return real(**kwargs, **cut)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(bs, "run_sim_bench", quick)
+    return seen
+
+
+def test_cli_bench_sim_json(capsys: pytest.CaptureFixture[str], quick_cli: list[dict]) -> None:
     rc = main(["sim", "--json", "--trials", "40", "--seed", "1"])
     assert rc == 0
     out = capsys.readouterr().out
@@ -236,9 +268,12 @@ def test_cli_bench_sim_json(capsys: pytest.CaptureFixture[str]) -> None:
         assert key in data
     assert data["command"] == "python -m benchmarks sim --trials 40 --seed 1"
     assert data["trials"] == 40
+    assert [(k["trials"], k["seed"], k["update"]) for k in quick_cli] == [(40, 1, "default")]
 
 
-def test_cli_bench_sim_tables_plots_and_markdown(tmp_path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_cli_bench_sim_tables_plots_and_markdown(
+    tmp_path, capsys: pytest.CaptureFixture[str], quick_cli: list[dict]
+) -> None:
     md = tmp_path / "res.md"
     rc = main(["sim", "--trials", "20", "--plot-dir", str(tmp_path / "plots"), "--markdown", str(md)])
     assert rc == 0
