@@ -32,7 +32,12 @@ def test_table_lists_every_bench_module() -> None:
     commands = sorted(p.stem.replace("_", "-") for p in public if "\ndef register(" in p.read_text())
     assert sorted(b.name for b in lab_cli.BENCHMARKS) == commands
     scripts = {p.stem for p in public} - {c.replace("-", "_") for c in commands}
-    assert scripts == {"build_samples", "calibration_sim", "probabilities_check", "probabilities_nq_collection"}
+    assert scripts == {
+        "build_samples",
+        "calibration_sim",
+        "probabilities_check",
+        "probabilities_nq_collection",
+    }
 
 
 POSIX_ONLY = ("resource", "fcntl", "termios", "pwd", "grp", "tty", "pty")
