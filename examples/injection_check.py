@@ -1,7 +1,7 @@
 """A passage that asks to be cited: how often does it reach first place?
 
 Held-out NQ questions of the shipped sample (split ``test``), ``--n`` passages in BM25
-order (:func:`~gold_panning_integrations.bench.compare.make_instances`). The
+order (:func:`~gold_panning_integrations.evaluate.compare.make_instances`). The
 highest-ranked passage that is not the gold one gets :data:`INJECTION` appended. Each
 question is panned with the library's default options (``GoldPanner(reader)``), in one
 mode, with the 0.6 templates (documents marked as data, the rule stated) or 0.5's
@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from gold_panning_integrations import GoldPanner
-from gold_panning_integrations.bench.compare import make_instances
+from gold_panning_integrations.evaluate.compare import make_instances
 from gold_panning_integrations.readers import _base as base_module
 from gold_panning_integrations.readers import answer as answer_module
 

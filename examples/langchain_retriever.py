@@ -3,7 +3,7 @@
 What it shows:
 
 1. a small LangChain ``BaseRetriever`` over the package's BM25 (``bm25s``, a maintained BM25
-   library, with the tokenizer that built the sample and that ``bench compare`` uses) indexing
+   library, with the tokenizer that built the sample and that ``gold-panning evaluate`` uses) indexing
    the Natural Questions passages that ship inside the package
    (``gold_panning_integrations.tasks.load_sample("nq")``: 2,365 Wikipedia passages,
    CC BY-SA 3.0);

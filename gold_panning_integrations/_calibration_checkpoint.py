@@ -13,9 +13,9 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from ._io import read_regular_file
 from ._jsonl import checkpoint_lines
 from .errors import CheckpointError
-from .profiles import read_regular_file
 
 __all__ = ["MAX_CHECKPOINT_BYTES", "CheckpointLock", "read_checkpoint"]
 

@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from .profiles import read_regular_file
+from ._io import read_regular_file
 
 __all__ = ["MAX_TRACE_BYTES", "TRACE_VERSION", "TraceWriter", "check_relevant", "read_traces", "trace_record"]
 

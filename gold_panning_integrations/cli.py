@@ -1,4 +1,5 @@
-"""The ``gold-panning`` command: ``run``, ``calibrate``, ``simulate``, ``bench``.
+"""The ``gold-panning`` command: ``run``, ``calibrate``, ``simulate``, ``evaluate`` (and the
+deprecated ``bench``).
 
 Each sub-command lives in :mod:`gold_panning_integrations.commands` as a module with
 ``register(subparsers)`` (cheap imports only) and a ``main(args) -> int``.
@@ -28,7 +29,7 @@ import importlib.util
 import logging
 import os
 import sys
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
@@ -47,7 +48,7 @@ __all__ = [
     "main",
 ]
 
-COMMANDS = ("run", "calibrate", "simulate", "bench")
+COMMANDS = ("run", "calibrate", "simulate", "evaluate", "bench")
 """Top-level sub-commands: modules of :mod:`gold_panning_integrations.commands`."""
 
 DEBUG_ENV = "GOLD_PANNING_DEBUG"
@@ -105,8 +106,8 @@ def _add_global_options(p: argparse.ArgumentParser, *, top: bool) -> None:
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser with every sub-command registered.
 
-    Cheap: it imports the command modules (argparse code only) but no benchmark module,
-    model back-end or platform-specific module.
+    Cheap: it imports the command modules and ``evaluate``'s options, but no model
+    back-end or platform-specific module.
     """
     parser = argparse.ArgumentParser(
         prog="gold-panning",
@@ -259,16 +260,23 @@ def _silence_stdout() -> None:
         pass
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point of the console script; returns the process exit code."""
+def main(
+    argv: Sequence[str] | None = None, *, parser_factory: Callable[[], argparse.ArgumentParser] | None = None
+) -> int:
+    """Entry point of the console script; returns the process exit code.
+
+    ``parser_factory`` replaces :func:`build_parser` (the repository's ``python -m
+    benchmarks`` runs its commands through the same logging and one-line errors).
+    """
     from ._console import progress_quiet, sigterm_interrupts
 
     argv = list(sys.argv[1:] if argv is None else argv)
     debug = _debug_env() or "--debug" in argv
     prog = "gold-panning"
     try:
-        parser = build_parser()
-        args = parser.parse_args(argv)  # a benchmark module is imported here, when named
+        parser = (parser_factory or build_parser)()
+        prog = parser.prog
+        args = parser.parse_args(argv)  # a lazily loaded sub-command's module is imported here
     except Exception as err:  # noqa: BLE001 - SystemExit (usage errors, --help) passes through
         return _failure(err, prog=prog, debug=debug)
     debug = debug or bool(args.debug)

@@ -43,7 +43,7 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-from gold_panning_integrations.bench._serve import ServedInThread
+from gold_panning_integrations.evaluate._serve import ServedInThread
 
 __all__ = [
     "HOSTILE_OUTPUTS",

@@ -159,11 +159,6 @@ def test_all_rounds_failed_gives_cli_advice_not_a_library_flag(
     assert "--base-url" in line
 
 
-def test_bench_subcommand_errors_name_the_subcommand(capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["bench", "sim", "--trials", "0"]) == EXIT_ERROR
-    assert capsys.readouterr().err.startswith("gold-panning bench sim: error: --trials must be >= 1")
-
-
 def test_internal_error_says_it_is_a_bug_and_how_to_see_the_traceback(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -307,26 +302,6 @@ def test_calibrate_checkpoint_that_is_a_folder_is_one_line(
     assert code == EXIT_ERROR
     assert len(lines) == 1
     assert str(tmp_path) in lines[0]
-
-
-def test_benchmark_module_that_cannot_import_is_one_line(
-    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
-) -> None:
-    from gold_panning_integrations.commands import bench as bench_cmd
-
-    real = bench_cmd.importlib.import_module
-
-    def broken(name: str, *a: object, **k: object):
-        if name == "gold_panning_integrations.bench.real":
-            raise ModuleNotFoundError("No module named 'some_backend'", name="some_backend")
-        return real(name, *a, **k)
-
-    monkeypatch.setattr(bench_cmd.importlib, "import_module", broken)
-    code = main(["bench", "real", "--instances", "1"])
-    lines = _stderr_lines(capsys)
-    assert code == EXIT_ERROR
-    assert len(lines) == 1
-    assert "No module named 'some_backend'" in lines[0]
 
 
 def test_help_into_a_closed_pipe_is_quiet(

@@ -8,7 +8,6 @@ from pathlib import Path
 
 import pytest
 
-from gold_panning_integrations import PanningConfig
 from gold_panning_integrations.cli import EXIT_ERROR, main
 from gold_panning_integrations.commands.run import load_documents
 from gold_panning_integrations.profiles import DetectorProfile
@@ -171,35 +170,6 @@ def test_calibrate_plot(tmp_path: Path) -> None:
     )
     assert code == 0
     assert png.stat().st_size > 1000
-
-
-def test_bench_real_with_simulated_reader_resumes(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    ck = tmp_path / "bench.jsonl"
-    args = [
-        "bench",
-        "real",
-        "--reader",
-        "simulated",
-        "--instances",
-        "4",
-        "--rounds",
-        "3",
-        "--json",
-        "--profile",
-        "lost-in-the-middle",
-        "--checkpoint",
-        str(ck),
-    ]
-    assert main(args) == 0
-    first = _json_out(capsys)
-    assert set(first["policies"]) == {"belief", "entropy", "random"}
-    assert all(len(v["f1"]) == 3 and all(0 <= x <= 1 for x in v["f1"]) for v in first["policies"].values())
-    # 4 instances x 3 methods x 3 rounds = 36 readings, answered or cached
-    assert first["model_calls"] + first["cache_hits"] == 36
-    assert len(ck.read_text().splitlines()) == 12
-    assert main(args) == 0
-    second = _json_out(capsys)
-    assert second["policies"] == first["policies"] and second["model_calls"] == 0
 
 
 def test_run_demo_has_no_retriever_order_and_says_so(capsys: pytest.CaptureFixture[str]) -> None:

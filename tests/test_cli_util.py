@@ -71,11 +71,11 @@ def test_quiet_flag_after_the_subcommand() -> None:
 
 
 def test_quiet_flag_before_the_subcommand() -> None:
-    assert build_parser().parse_args(["-q", "bench", "engine"]).quiet is True
+    assert build_parser().parse_args(["-q", "evaluate"]).quiet is True
 
 
 def test_verbose_defaults_to_zero_with_a_subcommand() -> None:
-    assert build_parser().parse_args(["bench", "engine"]).verbose == 0
+    assert build_parser().parse_args(["evaluate"]).verbose == 0
 
 
 # ------------------------------------------------------------ regular_file / --docs

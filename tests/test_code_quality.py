@@ -1,6 +1,7 @@
 """The maintainer's habits run with the suite: ``ruff check``, ``ruff format --check`` and
-``mypy`` on the package (the ``test`` extra installs both tools), so the README's test
-command is also the lint and type check."""
+``mypy`` on the package and on the lab (``benchmarks/``, which was part of the package
+until 0.6; the ``test`` extra installs both tools), so the README's test command is also
+the lint and type check."""
 
 from __future__ import annotations
 
@@ -12,14 +13,15 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = "gold_panning_integrations"
+LAB = "benchmarks"
 
 
 @pytest.mark.parametrize(
     "command",
     [
-        ["ruff", "check", PACKAGE],
-        ["ruff", "format", "--check", PACKAGE],
-        ["mypy", PACKAGE],
+        ["ruff", "check", PACKAGE, LAB],
+        ["ruff", "format", "--check", PACKAGE, LAB],
+        ["mypy", PACKAGE, LAB],
     ],
     ids=["ruff-check", "ruff-format", "mypy"],
 )

@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 from openai_server import FakeOpenAIServer, cite, delay
 
-from gold_panning_integrations.bench._endpoints import EmbeddedServer, free_port
+from gold_panning_integrations.evaluate._endpoints import EmbeddedServer, free_port
 
 REPO = Path(__file__).resolve().parents[1]
 DEADLINE = 10.0
@@ -87,11 +87,11 @@ def test_calibrate_stops_and_keeps_its_checkpoint(slow_server: FakeOpenAIServer,
 
 def test_bench_compare_stops_and_keeps_its_checkpoint(slow_server: FakeOpenAIServer, tmp_path: Path) -> None:
     ck = tmp_path / "ck.jsonl"
-    args = ["bench", "compare", *_endpoint(slow_server), "--mode", "answer", "--profile", "smollm2-135m-kv"]
+    args = ["evaluate", *_endpoint(slow_server), "--mode", "answer", "--profile", "smollm2-135m-kv"]
     args += ["--n", "6", "--instances", "2", "--rounds", "2", "--methods", "gp-belief", "--json"]
     got, err, _ = _run_and_signal([*args, "--checkpoint", str(ck)], slow_server, signal.SIGTERM)
     assert got == 143
-    assert err.splitlines()[-1] == "gold-panning bench compare: interrupted"
+    assert err.splitlines()[-1] == "gold-panning evaluate: interrupted"
     assert _valid_jsonl(ck)[0]["type"] == "meta"
 
 

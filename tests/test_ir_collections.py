@@ -374,8 +374,7 @@ def test_cli_reports_a_bad_qrels_line_in_one_line(tmp_path: Path, capsys: pytest
     p["qrels"].write_text("q1 0 d1 2\nq1 d2 1\n")
     code = cli_main(
         [
-            "bench",
-            "compare",
+            "evaluate",
             "--reader",
             "openai",
             "--base-url",
@@ -396,15 +395,14 @@ def test_cli_reports_a_bad_qrels_line_in_one_line(tmp_path: Path, capsys: pytest
     )
     err = capsys.readouterr().err.strip().splitlines()
     assert code == 2
-    assert len(err) == 1 and err[0].startswith("gold-panning bench compare: error: qrels file ")
+    assert len(err) == 1 and err[0].startswith("gold-panning evaluate: error: qrels file ")
     assert "qrels.txt' line 2 has 3 field(s)" in err[0]
 
 
 def test_cli_refuses_trec_options_on_a_beir_task(capsys: pytest.CaptureFixture[str]) -> None:
     code = cli_main(
         [
-            "bench",
-            "compare",
+            "evaluate",
             "--reader",
             "openai",
             "--base-url",
@@ -419,5 +417,5 @@ def test_cli_refuses_trec_options_on_a_beir_task(capsys: pytest.CaptureFixture[s
     )
     assert (code, capsys.readouterr().err.strip()) == (
         2,
-        "gold-panning bench compare: error: --topics belong to --task trec; a BEIR folder is given with --data",
+        "gold-panning evaluate: error: --topics belong to --task trec; a BEIR folder is given with --data",
     )

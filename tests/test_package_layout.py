@@ -1,6 +1,8 @@
-"""The package's layout, read from its source: the benchmarks never import the CLI
-(``commands`` may import ``bench``, never the reverse), and no module grows past
-:data:`MAX_MODULE_LINES` lines (split it along a seam, into ``_``-prefixed helper modules)."""
+"""The package's layout, read from its source: ``evaluate`` never imports the CLI
+(``commands`` may import ``evaluate``, never the reverse), no lab module is in the package
+and the package never imports the lab (the repository's ``benchmarks/``, not installed), and
+no module grows past :data:`MAX_MODULE_LINES` lines (split it along a seam, into
+``_``-prefixed helper modules)."""
 
 from __future__ import annotations
 
@@ -25,7 +27,7 @@ def _module_name(path: Path) -> str:
 def _imported(source: str, module: str, *, is_package: bool = False) -> list[str]:
     """Every module an ``import`` or ``from ... import`` in ``source`` (the text of
     ``module``) names, relative imports resolved (``..commands._util`` in
-    ``gold_panning_integrations.bench.sim`` -> ``gold_panning_integrations.commands._util``);
+    ``gold_panning_integrations.evaluate.compare`` -> ``gold_panning_integrations.commands._util``);
     a ``from X import y`` also yields ``X.y``, which may be a submodule."""
     here = module.split(".") if is_package else module.split(".")[:-1]
     found: list[str] = []
@@ -51,22 +53,22 @@ def _is_cli(name: str) -> bool:
 
 def test_the_resolver_sees_relative_and_lazy_cli_imports() -> None:
     src = "def f():\n    from ..commands._util import regular_file\nfrom .. import commands\nimport os\n"
-    names = _imported(src, "gold_panning_integrations.bench.sim")
+    names = _imported(src, "gold_panning_integrations.evaluate.compare")
     assert "gold_panning_integrations.commands._util" in names
     assert "gold_panning_integrations.commands" in names
     assert [n for n in names if _is_cli(n)] != []
     assert not any(
         _is_cli(n)
-        for n in _imported("from .._console import Progress\n", "gold_panning_integrations.bench.sim")
+        for n in _imported("from .._console import Progress\n", "gold_panning_integrations.evaluate.compare")
     )
-    init = _imported("from ..commands import bench\n", "gold_panning_integrations.bench", is_package=True)
+    init = _imported("from ..commands import bench\n", "gold_panning_integrations.evaluate", is_package=True)
     assert "gold_panning_integrations.commands" in init
 
 
-def test_no_bench_module_imports_the_cli() -> None:
+def test_no_evaluate_module_imports_the_cli() -> None:
     offenders = {
         str(path.relative_to(PACKAGE)): name
-        for path in _modules("bench")
+        for path in _modules("evaluate")
         for name in _imported(
             path.read_text(encoding="utf-8"), _module_name(path), is_package=path.name == "__init__.py"
         )
@@ -80,3 +82,49 @@ def test_no_module_is_longer_than_the_limit() -> None:
     assert len(modules) > 50
     lines = {str(p.relative_to(PACKAGE)): len(p.read_text(encoding="utf-8").splitlines()) for p in modules}
     assert {name: n for name, n in lines.items() if n > MAX_MODULE_LINES} == {}
+
+
+# ------------------------------------------------------------ the lab stays out of the wheel
+REPO = PACKAGE.parent
+LAB = REPO / "benchmarks"
+
+
+def _lab_modules() -> set[str]:
+    """The lab's module names (``sim``, ``_sim_panels``, ``calibration_sim``, ...)."""
+    return {p.stem for p in LAB.glob("*.py") if p.stem not in ("__init__", "__main__", "_cli")}
+
+
+def test_the_lab_is_where_the_layout_says() -> None:
+    lab = _lab_modules()
+    assert {"sim", "engine", "efficiency", "real", "real_efficiency", "latency"} <= lab
+    assert {"calibration_sim", "build_samples", "_loopback", "_sim_panels"} <= lab
+
+
+def test_no_lab_module_is_in_the_package_tree() -> None:
+    """The wheel is the package folder (pyproject finds ``gold_panning_integrations*`` only):
+    no lab module may come back into it, under any sub-package, except the deprecated
+    one-release ``bench/`` shim, which holds only ``__init__`` and ``compare``."""
+    lab = _lab_modules()
+    offenders = sorted(str(p.relative_to(PACKAGE)) for p in _modules() if p.stem in lab)
+    assert offenders == []
+    assert sorted(p.name for p in (PACKAGE / "bench").glob("*.py")) == ["__init__.py", "compare.py"]
+    assert not (PACKAGE / "calibration_sim.py").exists()
+
+
+def test_pyproject_packages_only_the_package() -> None:
+    text = (REPO / "pyproject.toml").read_text(encoding="utf-8")
+    block = text.split("[tool.setuptools.packages.find]", 1)[1].split("\n[", 1)[0]
+    includes = [line for line in block.splitlines() if line.startswith("include")]
+    assert includes == ['include = ["gold_panning_integrations*"]']
+
+
+def test_the_package_never_imports_the_lab() -> None:
+    offenders = {
+        str(path.relative_to(PACKAGE)): name
+        for path in _modules()
+        for name in _imported(
+            path.read_text(encoding="utf-8"), _module_name(path), is_package=path.name == "__init__.py"
+        )
+        if name == "benchmarks" or name.startswith("benchmarks.")
+    }
+    assert offenders == {}

@@ -285,7 +285,7 @@ def test_llama_index_reports_p_none_in_an_event() -> None:
 def _labelled_traces(path: Path, queries: int) -> Path:
     """``queries`` labelled traces (one gold among 10) panned with a biased copy of the
     profile the simulated reader follows, as JSONL."""
-    from gold_panning_integrations.calibration_sim import biased_profile, simulated_traces
+    from benchmarks.calibration_sim import biased_profile, simulated_traces
 
     true = DetectorProfile.bundled("lost-in-the-middle").resample(10)
     start = biased_profile(true, tpr_scale=0.6, fpr_scale=2.0)

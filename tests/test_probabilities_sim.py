@@ -2,7 +2,7 @@
 
 The issue-26 setting: 20 documents in random order (a flat prior), 0, 1 or 2 relevant per
 query (a fifth with none), library defaults (2 rounds of 3 prompts), the generic profile's
-rates. ``docs/probabilities_check.py`` prints the same numbers on more queries.
+rates. ``benchmarks/probabilities_check.py`` prints the same numbers on more queries.
 """
 
 from __future__ import annotations
@@ -90,7 +90,7 @@ def test_the_profile_learned_from_labelled_traces_is_calibrated() -> None:
     # traces of the mistake-free simulated reader the learned profile measures almost no
     # repeated mistakes (false_leads 0.002, blind_rate 0.02), and with it and every other
     # default the posteriors are probabilities (ECE 0.010, AUROC 0.97; docs/probabilities.md).
-    from gold_panning_integrations.calibration_sim import simulated_traces
+    from benchmarks.calibration_sim import simulated_traces
     from gold_panning_integrations.traces import learn_profile
 
     traces = simulated_traces(

@@ -171,13 +171,13 @@ def test_the_real_llama_cpp_python_server_answers_500_and_the_reader_falls_back(
     import urllib.error
     import urllib.request
 
-    from gold_panning_integrations.bench._endpoints import (
+    from gold_panning_integrations.errors import MissingExtraError
+    from gold_panning_integrations.evaluate._endpoints import (
         EmbeddedServer,
         check_server_extra,
         free_port,
         llama_server_command,
     )
-    from gold_panning_integrations.errors import MissingExtraError
     from gold_panning_integrations.readers.local import default_model_path
 
     try:
@@ -224,11 +224,11 @@ def test_bench_compare_takes_the_response_format_flag(
 ) -> None:
     import argparse
 
-    from gold_panning_integrations.bench import compare
+    from gold_panning_integrations.evaluate import compare
 
     parser = argparse.ArgumentParser()
     compare.register(parser.add_subparsers())
-    argv = ["compare", *_cli(llama_server), "--n", "4", "--instances", "1", "--rounds", "1"]
+    argv = ["evaluate", *_cli(llama_server), "--n", "4", "--instances", "1", "--rounds", "1"]
     argv += ["--methods", "gp-belief", "--profile", "lost-in-the-middle", "--json"]
     assert compare.main(parser.parse_args([*argv, "--response-format", "json_object"])) == 0
     assert {r.response_format_type for r in llama_server.requests} == {"json_object"}

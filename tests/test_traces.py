@@ -152,7 +152,7 @@ def test_one_relevant_per_query_normalises_the_soft_labels() -> None:
 
 
 def test_learning_moves_a_wrong_profile_towards_the_truth() -> None:
-    from gold_panning_integrations.calibration_sim import simulated_traces
+    from benchmarks.calibration_sim import simulated_traces
 
     true = load_profile("smollm2-135m-kv")  # 20 positions
     start = load_profile("lost-in-the-middle")
@@ -416,7 +416,7 @@ def test_degenerate_labelled_traces_stay_valid() -> None:
 
 
 def test_labelled_simulated_traces_learn_the_rates_and_a_near_zero_mixture() -> None:
-    from gold_panning_integrations.calibration_sim import simulated_traces
+    from benchmarks.calibration_sim import simulated_traces
 
     true = load_profile("smollm2-135m-kv")
     start = load_profile("lost-in-the-middle")

@@ -1,22 +1,15 @@
-"""Benchmarks behind ``gold-panning bench``.
+"""Deprecated (0.6; removed in 0.7): :mod:`gold_panning_integrations.bench.compare` is now
+:mod:`gold_panning_integrations.evaluate.compare` (``gold-panning evaluate``). The other
+benchmarks (``sim``, ``engine``, ``efficiency``, ``real``, ``real_efficiency``,
+``latency``) left the package for the repository's ``benchmarks/`` folder, which runs from a
+clone (``python -m benchmarks NAME``)."""
 
-Each module is one sub-command, listed in the static table
-:data:`gold_panning_integrations.commands.bench.BENCHMARKS` (name, module, help), and
-exposes ``register(subparsers)`` (adds its parser and sets ``func=main``) and
-``main(args) -> int``. A module is imported only when its sub-command is parsed or its
-help shown, so it may import what it needs at the top; a platform-specific module
-(``resource``, ``fcntl``) is still best imported inside the function that uses it.
+import warnings
 
-* :mod:`.sim` - the paper's simulated comparison and ablations
-  (:func:`~gold_panning_integrations.bench.sim.run_sim_bench`).
-* :mod:`.engine` - engine and simulator speed and memory
-  (:func:`~gold_panning_integrations.bench.engine.run_engine_bench`).
-* :mod:`.efficiency` - calls, tokens and rounds to reach PSC's F1, per feature (simulated).
-* :mod:`.real` - GP-Belief vs GP-Entropy vs PSC with a real model
-  (:func:`~gold_panning_integrations.bench.real.run_real`).
-* :mod:`.real_efficiency` - the efficiency report and posterior calibration on a real
-  model (:func:`~gold_panning_integrations.bench.real_efficiency.run_real_efficiency`).
-
-The computations are pure functions of their arguments and an explicit seed; the
-numbers are returned as JSON-ready dicts. Plotting needs the ``plot`` extra.
-"""
+warnings.warn(
+    "gold_panning_integrations.bench is deprecated and will be removed in 0.7: import "
+    "gold_panning_integrations.evaluate.compare instead of gold_panning_integrations.bench.compare; "
+    "the other benchmarks moved to the repository's benchmarks/ folder (python -m benchmarks NAME)",
+    DeprecationWarning,
+    stacklevel=2,
+)

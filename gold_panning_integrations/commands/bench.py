@@ -1,154 +1,95 @@
-"""``gold-panning bench``: benchmarks, one sub-command per module of
-:mod:`gold_panning_integrations.bench`, registered from the static table :data:`BENCHMARKS`.
+"""``gold-panning bench``: kept for one release (0.6) so that 0.5's commands say where
+they went; removed in 0.7.
 
-Building the parser imports none of the benchmark modules: each sub-command's parser is
-filled in from its module (``register(subparsers)``, which adds the parser and sets
-``func=main``) only when that sub-command is parsed or its help is shown. So a module
-with a platform-specific or heavy import (``resource`` is absent on Windows, model
-back-ends are slow to import) cannot break ``gold-panning run`` or ``bench --help``, and
-a module that fails to import fails loudly when its own sub-command is used, never
-silently dropped.
-
-To add a benchmark: write ``gold_panning_integrations/bench/NAME.py`` with ``register``
-and ``main(args) -> int``, and add one line to :data:`BENCHMARKS`.
+* ``bench compare`` is ``gold-panning evaluate`` (same options): it prints a one-line
+  deprecation notice on stderr, then runs it.
+* ``bench sim``, ``engine``, ``efficiency``, ``real``, ``real-efficiency`` and ``latency``
+  moved out of the package, to the repository's ``benchmarks/`` folder (not installed):
+  each fails in one line that says how to run it from a clone (``python -m benchmarks sim
+  ...``, with the same options).
 """
 
 from __future__ import annotations
 
 import argparse
-import importlib
-from collections.abc import Sequence
-from typing import Any, NamedTuple
+import shlex
+import sys
+from collections.abc import Callable, Sequence
+from typing import Any
 
-__all__ = ["BENCHMARKS", "Benchmark", "LazyParser", "main", "register"]
+__all__ = ["MOVED", "NOTICE", "main", "register"]
 
+MOVED: tuple[str, ...] = ("sim", "engine", "efficiency", "real", "real-efficiency", "latency")
+"""0.5's ``bench`` sub-commands that now run from a clone as ``python -m benchmarks NAME``."""
 
-class Benchmark(NamedTuple):
-    """One ``gold-panning bench`` sub-command: its name, the module that implements it,
-    and the one-line help shown by ``gold-panning bench --help``."""
-
-    name: str
-    module: str
-    help: str
-
-
-BENCHMARKS: tuple[Benchmark, ...] = (
-    Benchmark(
-        "sim",
-        "gold_panning_integrations.bench.sim",
-        "the paper's simulated comparison and ablations (no model calls)",
-    ),
-    Benchmark(
-        "engine",
-        "gold_panning_integrations.bench.engine",
-        "engine and simulator speed and memory, against np.argsort measured in the same run",
-    ),
-    Benchmark(
-        "efficiency",
-        "gold_panning_integrations.bench.efficiency",
-        "calls, tokens and rounds to reach PSC's final F1, per feature (simulated model)",
-    ),
-    Benchmark(
-        "real",
-        "gold_panning_integrations.bench.real",
-        "GP-Belief vs GP-Entropy vs PSC with a real model on held-out key-value instances (slow)",
-    ),
-    Benchmark(
-        "real-efficiency",
-        "gold_panning_integrations.bench.real_efficiency",
-        "efficiency report and posterior calibration on a real model (slow: minutes)",
-    ),
-    Benchmark(
-        "compare",
-        "gold_panning_integrations.bench.compare",
-        "Gold Panning side by side with LangChain/LlamaIndex rerankers on one endpoint (slow)",
-    ),
-    Benchmark(
-        "latency",
-        "gold_panning_integrations.bench.latency",
-        "seconds per query beside the peers on a loopback server with a per-call latency (minutes)",
-    ),
+NOTICE = (
+    "gold-panning bench compare: deprecated: use `gold-panning evaluate` (same options); "
+    "`bench compare` is removed in 0.7"
 )
-"""Every ``gold-panning bench`` sub-command, in the order ``--help`` lists them."""
+"""The one line ``bench compare`` writes to stderr before it runs ``evaluate``."""
 
 
-class LazyParser(argparse.ArgumentParser):
-    """A sub-command parser whose arguments come from ``module.register`` on first use.
+class _BenchParser(argparse.ArgumentParser):
+    """A ``bench`` sub-command's parser; a moved benchmark's accepts any arguments (they
+    are only repeated in the line that says where the benchmark went)."""
 
-    ``module`` is imported when the parser parses arguments or formats its help or
-    usage, not when it is created. The module's ``register(subparsers)`` calls
-    ``subparsers.add_parser(name, **kwargs)``; that call is answered with this parser
-    (its ``description``/``epilog`` taken from ``kwargs``), so modules keep the ordinary
-    argparse registration code.
-    """
-
-    def __init__(self, *args: Any, module: str, bench_name: str, on_load: Any = None, **kwargs: Any) -> None:
+    def __init__(self, *args: Any, moved: str | None = None, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self.module = module
-        self.bench_name = bench_name
-        self.on_load = on_load
-        self.loaded = False
-
-    def load(self) -> None:
-        """Import the module and let it add its arguments (once)."""
-        if self.loaded:
-            return
-        mod = importlib.import_module(self.module)
-        mod.register(_Into(self))
-        self.loaded = True
-        if self.on_load is not None:
-            self.on_load(self)
+        self.moved = moved
 
     def parse_known_args(self, args: Sequence[str] | None = None, namespace: Any = None) -> Any:  # type: ignore[override]
-        self.load()
-        return super().parse_known_args(args, namespace)
-
-    def format_help(self) -> str:
-        self.load()
-        return super().format_help()
-
-    def format_usage(self) -> str:
-        self.load()
-        return super().format_usage()
+        if self.moved is None:
+            return super().parse_known_args(args, namespace)
+        ns = namespace if namespace is not None else argparse.Namespace()
+        ns.moved_args = list(args or ())
+        ns.func = _moved
+        return ns, []
 
 
-class _Into:
-    """Stands in for the sub-parsers object a module's ``register`` expects."""
-
-    _COPIED = ("description", "epilog", "usage", "formatter_class", "argument_default")
-
-    def __init__(self, parser: LazyParser) -> None:
-        self.parser = parser
-
-    def add_parser(self, name: str, **kwargs: Any) -> LazyParser:
-        if name != self.parser.bench_name:
-            raise RuntimeError(
-                f"{self.parser.module}.register added a parser named {name!r}, but the BENCHMARKS table "
-                f"lists it as {self.parser.bench_name!r}: make them agree"
-            )
-        for key in self._COPIED:
-            if key in kwargs:
-                setattr(self.parser, key, kwargs[key])
-        return self.parser
-
-
-def register(sub: Any, *, on_load: Any = None) -> None:
-    """Add ``bench`` and one lazily filled sub-parser per :data:`BENCHMARKS` entry.
+def register(sub: Any, *, on_load: Callable[[argparse.ArgumentParser], None] | None = None) -> None:
+    """Add ``bench`` with ``compare`` (deprecated ``evaluate``) and one line per moved benchmark.
 
     Args:
         sub: The top-level sub-parsers object.
-        on_load: Optional callable given each benchmark's parser right after its module
-            added its arguments (the CLI uses it to add the global options).
+        on_load: Optional callable given the ``compare`` parser once its arguments are
+            added (the CLI uses it to add the global options).
     """
+    from ..evaluate.compare import register as add_evaluate
+
     p = sub.add_parser(
         "bench",
-        help="benchmarks: simulated ablations, engine speed, real-model comparisons",
-        description="Benchmarks of Gold Panning; see the sub-commands.",
+        help="deprecated (removed in 0.7): `bench compare` is `evaluate`; the benchmarks moved to "
+        "the repository's benchmarks/",
+        description="Deprecated: `gold-panning bench compare` is `gold-panning evaluate`; the other "
+        "benchmarks run from a clone of the repository as `python -m benchmarks NAME` (same options).",
     )
-    inner = p.add_subparsers(dest="bench_command", metavar="BENCH", parser_class=LazyParser)
-    for b in BENCHMARKS:
-        inner.add_parser(b.name, help=b.help, module=b.module, bench_name=b.name, on_load=on_load)
+    inner = p.add_subparsers(dest="bench_command", metavar="BENCH", parser_class=_BenchParser)
+    compare = add_evaluate(inner, name="compare", help="deprecated: `gold-panning evaluate` (same options)")
+    compare.set_defaults(func=_compare)
+    if on_load is not None:
+        on_load(compare)
+    for name in MOVED:
+        inner.add_parser(
+            name, help=f"moved: from a clone, `python -m benchmarks {name}`", moved=name, add_help=False
+        )
     p.set_defaults(func=main, _bench_parser=p)
+
+
+def _compare(args: argparse.Namespace) -> int:
+    from ..evaluate.compare import main as evaluate
+
+    sys.stderr.write(NOTICE + "\n")
+    return evaluate(args)
+
+
+def _moved(args: argparse.Namespace) -> int:
+    given = "".join(" " + shlex.quote(a) for a in args.moved_args)
+    sys.stderr.write(
+        f"gold-panning bench {args.bench_command}: error: moved out of the package in 0.6, to the "
+        f"repository's benchmarks/ folder: from a clone, run `python -m benchmarks {args.bench_command}"
+        f"{given}` (same options)\n"
+    )
+    return 2
 
 
 def main(args: argparse.Namespace) -> int:

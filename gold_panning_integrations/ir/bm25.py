@@ -1,6 +1,6 @@
 """Okapi BM25 through ``bm25s``: the one BM25 of the package.
 
-It built the shipped NQ sample (``tasks._build_samples``), ranks the shipped passages for
+It built the shipped NQ sample (``benchmarks.build_samples`` in the repository), ranks the shipped passages for
 ``bench compare --task nq`` and is the first stage of ``bench compare`` on a collection
 without a run file. Scoring is bm25s's Lucene variant (idf ``log(1 + (N - df + 0.5) /
 (df + 0.5))``, ``k1 = 1.5``, ``b = 0.75``) in float64. Tokens are made by

@@ -18,8 +18,8 @@ from collections.abc import Generator
 from pathlib import Path
 from typing import IO, Any
 
+from .._io import open_regular_file
 from ..errors import CollectionError
-from ..profiles import open_regular_file
 
 __all__ = ["MAX_CORPUS_BYTES", "MAX_FILE_BYTES", "MAX_LINE_BYTES", "json_object", "text_lines"]
 

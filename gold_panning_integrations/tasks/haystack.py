@@ -25,7 +25,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..profiles import read_regular_file
+from .._io import read_regular_file
 from ._words import FIRST_NAMES, LAST_NAMES
 from .base import TaskInstance, check_make_args
 

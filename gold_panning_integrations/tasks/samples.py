@@ -8,7 +8,7 @@
 
 Sources, licences (MIT; the passages are Wikipedia text under CC BY-SA 3.0) and the exact
 construction are in ``gold_panning_integrations/_data/NOTICE.md``; the build script is
-:mod:`gold_panning_integrations.tasks._build_samples`. A larger sample built with that
+:mod:`benchmarks.build_samples`, in the repository (not installed). A larger sample built with that
 script (e.g. from the full files) loads with ``load_sample(name, path=...)``.
 """
 
@@ -164,7 +164,7 @@ def _read_json_gz(path: Path) -> dict[str, Any]:
     if not path.is_file():
         raise FileNotFoundError(
             f"sample file not found: {str(path)!r}; reinstall the package, or build one with "
-            "python -m gold_panning_integrations.tasks._build_samples --source DIR --out DIR"
+            "python -m benchmarks.build_samples --source DIR --out DIR (from a clone of the repository)"
         )
     size = path.stat().st_size
     if size > MAX_SAMPLE_BYTES:
@@ -183,7 +183,7 @@ def _read_json_gz(path: Path) -> dict[str, Any]:
         found = obj.get("format") if isinstance(obj, dict) else type(obj).__name__
         raise ValueError(
             f"sample file {str(path)!r} has format {found!r}, expected {_FORMAT}; rebuild it with "
-            "python -m gold_panning_integrations.tasks._build_samples"
+            "python -m benchmarks.build_samples (from a clone of the repository)"
         )
     return obj
 
@@ -255,7 +255,7 @@ def load_sample(name: str, *, path: str | Path | None = None) -> NQSample | KVSa
     Args:
         name: ``"nq"`` or ``"kv"``.
         path: A sample file in the same format instead of the shipped one (e.g. a larger
-            sample built with ``python -m gold_panning_integrations.tasks._build_samples``).
+            sample built with ``python -m benchmarks.build_samples``).
 
     Loaded samples are cached per ``(name, path)``; the records are immutable.
 

@@ -1,0 +1,112 @@
+"""Defensive file reading, shared by everything that opens a file the user names:
+profiles, calibration checkpoints, traces, collections and run files (:mod:`.ir.files`),
+documents files (:mod:`.tasks.haystack`).
+
+A file is opened only if it is a regular file (after resolving symlinks) of at most the
+size the caller allows: opened non-blocking (a FIFO never hangs), checked with ``fstat``
+on the open descriptor (no race between check and read), and never read past
+``max_bytes + 1`` bytes (``/dev/zero`` cannot exhaust memory). Every failure is one
+exception of the caller's family (``error``), naming the path and what was found there.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from pathlib import Path
+
+__all__ = ["open_regular_file", "read_regular_file"]
+
+
+def open_regular_file(
+    path: str | os.PathLike[str],
+    *,
+    max_bytes: int,
+    what: str = "file",
+    error: type[Exception],
+) -> tuple[int, int]:
+    """Open a file defensively for reading: a regular file only, at most ``max_bytes``.
+
+    Symlinks are resolved first; the file is opened non-blocking (a FIFO never hangs)
+    and checked with ``fstat`` on the open descriptor (no race between check and read).
+
+    Returns:
+        ``(descriptor, size in bytes)``; the caller closes the descriptor.
+
+    Raises:
+        error: Missing, not a regular file, too large, or unreadable; the message names
+            the path and says what was found.
+    """
+    p = Path(path)
+    try:
+        real = p.resolve(strict=True)
+    except FileNotFoundError as err:
+        raise error(f"{what} {str(p)!r} does not exist") from err
+    except (OSError, RuntimeError) as err:  # RuntimeError: symlink loop on older Pythons
+        raise error(f"cannot resolve {what} {str(p)!r}: {getattr(err, 'strerror', None) or err}") from err
+    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0)
+    try:
+        fd = os.open(real, flags)
+    except OSError as err:
+        raise error(f"cannot read {what} {str(p)!r}: {err.strerror or err}") from err
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            kind = (
+                "a directory"
+                if stat.S_ISDIR(st.st_mode)
+                else "a FIFO (named pipe)"
+                if stat.S_ISFIFO(st.st_mode)
+                else "a device"
+                if stat.S_ISCHR(st.st_mode) or stat.S_ISBLK(st.st_mode)
+                else "a socket"
+                if stat.S_ISSOCK(st.st_mode)
+                else "not a regular file"
+            )
+            shown = f"{str(p)!r}" + (f" (-> {str(real)!r})" if real != p.absolute() else "")
+            raise error(f"{what} {shown} is {kind}; pass a regular file")
+        if st.st_size > max_bytes:
+            raise error(
+                f"{what} {str(p)!r} has {st.st_size} bytes, more than the {max_bytes} read; pass the right file"
+            )
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd, st.st_size
+
+
+def read_regular_file(
+    path: str | os.PathLike[str],
+    *,
+    max_bytes: int,
+    what: str = "file",
+    error: type[Exception],
+) -> bytes:
+    """Read a whole file defensively (see :func:`open_regular_file`): at most
+    ``max_bytes + 1`` bytes are ever read (``/dev/zero`` cannot exhaust memory).
+
+    Raises:
+        error: Missing, not a regular file, too large, or unreadable; the message names
+            the path and says what was found.
+    """
+    p = Path(path)
+    fd, _ = open_regular_file(p, max_bytes=max_bytes, what=what, error=error)
+    try:
+        chunks: list[bytes] = []
+        got = 0
+        while got <= max_bytes:
+            try:
+                b = os.read(fd, min(1 << 20, max_bytes + 1 - got))
+            except BlockingIOError as err:  # not expected for a regular file
+                raise error(f"{what} {str(p)!r} would block; pass a regular file") from err
+            if not b:
+                break
+            chunks.append(b)
+            got += len(b)
+        if got > max_bytes:
+            raise error(f"{what} {str(p)!r} grew past {max_bytes} bytes while being read")
+        return b"".join(chunks)
+    except OSError as err:
+        raise error(f"cannot read {what} {str(p)!r}: {err.strerror or err}") from err
+    finally:
+        os.close(fd)

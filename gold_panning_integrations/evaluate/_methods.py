@@ -1,0 +1,413 @@
+"""``gold-panning evaluate``'s methods: our panning settings, one entry each
+(:data:`PANNING_METHODS`), the peers and the packages they need (:data:`PEERS`), and how
+each method ranks one instance (:func:`panning_method`, :func:`base_method`,
+:func:`peer_methods`) into a :class:`MethodOutcome`.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+from collections.abc import Callable, Coroutine, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ..engine.config import SETTINGS, PanningConfig
+from ._instances import CompareInstance, query_k
+
+__all__ = [
+    "ALL_METHODS",
+    "COST_SAVING",
+    "DEFAULT_METHODS",
+    "LABELS",
+    "OURS",
+    "PANNING",
+    "PANNING_METHODS",
+    "PEERS",
+    "PEER_METHODS",
+    "AsyncMethodFn",
+    "Endpoint",
+    "MethodFn",
+    "MethodOutcome",
+    "PanningSpec",
+    "TracesNotWritten",
+    "base_method",
+    "panning_method",
+    "peer_method",
+    "peer_methods",
+    "peer_missing",
+]
+
+
+COST_SAVING: dict[str, Any] = {k: v for k, v in SETTINGS["lowest-cost"].items() if k != "rounds"}
+"""The lowest-cost setting without its rounds (``--rounds`` sets them), plus the base order
+as a rank prior."""
+
+_DEFAULTS = PanningConfig()
+
+
+@dataclass(frozen=True)
+class PanningSpec:
+    """One of our panning methods: how :func:`panning_method` builds its panner.
+
+    Attributes:
+        label: The name in tables.
+        options: Keyword options of ``GoldPanner`` beyond the shared ones (reader, profile,
+            rounds, k, ``on_failure="fallback"``, rng); a method's own ``rounds`` win over
+            ``--rounds``.
+        rank_prior: Whether the base order is given as the rank prior (the integrations'
+            default).
+        default: Whether ``--methods`` runs it by default.
+    """
+
+    label: str
+    options: Mapping[str, Any]
+    rank_prior: bool
+    default: bool = True
+
+
+PANNING_METHODS: dict[str, PanningSpec] = {
+    "psc": PanningSpec(
+        "PSC (policy=random)",
+        {"policy": "random", "prior": "uniform", "prompts_per_round": 1},
+        rank_prior=False,
+    ),
+    "gp-belief": PanningSpec(
+        "GP-Belief, one prompt per round (base order as rank prior)",
+        {"prompts_per_round": 1},
+        rank_prior=True,
+    ),
+    "gp-cost": PanningSpec("GP, lowest-cost setting", COST_SAVING, rank_prior=True),
+    "gp-belief-flat": PanningSpec(
+        "GP-Belief, no prior (the reader alone)", {"prompts_per_round": 1}, rank_prior=False, default=False
+    ),
+    "gp-defaults": PanningSpec(
+        f"GP defaults ({_DEFAULTS.rounds} rounds x {_DEFAULTS.prompts_per_round} prompts)",
+        {"rounds": _DEFAULTS.rounds, "prompts_per_round": _DEFAULTS.prompts_per_round},
+        rank_prior=True,
+        default=False,
+    ),
+}
+"""Our panning methods, one line each (entries keep their places: a method's seed follows
+its position). PSC and the per-round methods send one prompt per round, so ``--rounds`` is
+their number of calls and the per-round table reads round by round."""
+
+PANNING: tuple[str, ...] = tuple(PANNING_METHODS)
+OURS: tuple[str, ...] = ("base", *PANNING)
+PEER_METHODS = ("langchain-listwise", "llamaindex-llmrerank", "llamaindex-rankgpt")
+ALL_METHODS: tuple[str, ...] = OURS + PEER_METHODS
+DEFAULT_METHODS: tuple[str, ...] = tuple(
+    m for m in ALL_METHODS if m not in PANNING_METHODS or PANNING_METHODS[m].default
+)
+LABELS = {
+    "base": "base order",
+    **{m: spec.label for m, spec in PANNING_METHODS.items()},
+    "langchain-listwise": "LangChain LLMListwiseRerank + ChatOpenAI",
+    "llamaindex-llmrerank": "LlamaIndex LLMRerank + OpenAILike",
+    "llamaindex-rankgpt": "LlamaIndex RankGPTRerank + OpenAILike",
+}
+
+PEERS: dict[str, tuple[tuple[str, ...], str]] = {
+    "langchain-listwise": (
+        ("langchain_classic", "langchain_openai"),
+        "pip install langchain-classic langchain-openai",
+    ),
+    "llamaindex-llmrerank": (
+        ("llama_index.core", "llama_index.llms.openai_like"),
+        "pip install llama-index-core llama-index-llms-openai-like",
+    ),
+    "llamaindex-rankgpt": (
+        ("llama_index.core", "llama_index.llms.openai_like", "llama_index.postprocessor.rankgpt_rerank"),
+        "pip install llama-index-llms-openai-like llama-index-postprocessor-rankgpt-rerank",
+    ),
+}
+"""Peer -> (modules it needs, the install line shown when one is missing)."""
+
+
+# ================================================================================= methods
+@dataclass
+class MethodOutcome:
+    """What one method returned for one instance.
+
+    Attributes:
+        ranking: Input indices best first (may be shorter than ``n`` for peers' top-n).
+        per_round: Top-1 hit after each round (panning methods), shape ``(rounds,)``.
+        round_tokens: Cumulative prompt tokens after each round (reader-reported),
+            shape ``(rounds,)``.
+        unusable: Model outputs that could not be used (failed rounds, empty results).
+        note: Free text for the checkpoint (e.g. the stop reason).
+        scores: Probability of relevance of every input document, in [0, 1], shape
+            ``(n,)`` (the panning methods' posteriors); None for a method without one.
+    """
+
+    ranking: list[int]
+    per_round: list[float] | None = None
+    round_tokens: list[int] | None = None
+    unusable: int = 0
+    note: str | None = None
+    scores: list[float] | None = None
+
+
+MethodFn = Callable[[CompareInstance], MethodOutcome]
+AsyncMethodFn = Callable[[CompareInstance], Coroutine[Any, Any, MethodOutcome]]
+
+
+@dataclass(frozen=True)
+class Endpoint:
+    """Where the methods send their requests (the proxy's URL) and with what model."""
+
+    base_url: str
+    model: str
+    api_key: str = "not-needed"
+    timeout: float = 300.0
+    peer_max_tokens: int = 512
+
+
+def _per_round(
+    result: Any, gold: Sequence[int], rounds: int, rng: np.random.Generator
+) -> tuple[list[float], list[int]]:
+    from ._scoring import per_round_hits
+
+    hits = per_round_hits(result, gold, rng=rng, rounds=rounds)
+    toks = np.cumsum([r.prompt_tokens for r in result.rounds]) if result.rounds else np.zeros(0)
+    toks = np.concatenate([toks[:rounds], np.full(max(rounds - toks.size, 0), toks[-1] if toks.size else 0)])
+    return [float(h) for h in hits], [int(t) for t in toks]
+
+
+def panning_method(
+    name: str,
+    reader: Any,
+    *,
+    profile: Any,
+    rounds: int,
+    seed: int,
+    k: int = 1,
+    on_result: Callable[[Any, CompareInstance], None] | None = None,
+) -> MethodFn:
+    """One of our methods (an entry of :data:`PANNING_METHODS`) as ``instance ->
+    outcome``; ``profile`` is a profile object, a bundled name or a path (resolved here,
+    at the edge: the engine takes profile objects); ``k`` the relevant documents the
+    panner selects. ``on_result(result, instance)`` is called with every finished panning
+    result (``--traces``); a query with ``n <= k`` candidates pans with ``k = n - 1``
+    (:func:`~._instances.query_k`). A method's generator is seeded by ``seed``, the instance and the
+    method's position in :data:`ALL_METHODS` (new entries go last, so seeds stay put)."""
+    from ..engine.panner import Panner
+    from ..engine.priors import rank_prior_probs
+
+    if name not in PANNING_METHODS:
+        raise ValueError(f"{name!r} is not a panning method; choose one of {', '.join(PANNING)}")
+    spec = PANNING_METHODS[name]
+    if isinstance(profile, (str, Path)):
+        from ..profiles import load_profile
+
+        profile = load_profile(profile)
+    head_decay = PanningConfig().with_profile(profile).prior_head_decay  # the profile's, else 0.6
+
+    def run(inst: CompareInstance) -> MethodOutcome:
+        rng = np.random.default_rng([seed, inst.index, ALL_METHODS.index(name)])
+        kq = query_k(k, len(inst.documents))
+        # a method's own rounds (gp-defaults) win; without the rank prior, the flat one
+        options = {
+            "rounds": rounds,
+            **({} if spec.rank_prior else {"retriever_prior": "none"}),
+            **spec.options,
+        }
+        panner = Panner(reader, profile=profile, k=kq, on_failure="fallback", rng=rng, **options)
+        prior_probs = None
+        if spec.rank_prior:  # the base order as the integrations' default rank prior
+            prior_probs = rank_prior_probs(
+                len(inst.documents),
+                k=kq,
+                top10_recall=_DEFAULTS.prior_top10_recall,
+                head_decay=float(head_decay),  # type: ignore[arg-type]  # resolved: not None
+            )
+        res = panner.run(inst.question, inst.documents, prior_probs=prior_probs)
+        if on_result is not None:
+            on_result(res, inst)
+        hits, toks = _per_round(res, inst.gold, rounds, rng)
+        return MethodOutcome(
+            ranking=[int(i) for i in res.ranking],
+            per_round=hits,
+            round_tokens=toks,
+            unusable=res.failed_rounds,
+            note=res.stop_reason,
+            scores=[round(float(p), 6) for p in res.posteriors],
+        )
+
+    run.__name__ = name
+    return run
+
+
+class TracesNotWritten(OSError):
+    """``--traces`` could not be written: the run stops (the traces are what was asked for),
+    instead of counting the failure as the method's miss."""
+
+
+def _trace_writer(path: str | None) -> Callable[[Any, CompareInstance], None] | None:
+    """``--traces``: an ``on_result`` that appends each result labelled with its gold. The
+    file is opened once up front, so an unwritable path fails before any model call."""
+    if not path:
+        return None
+    from ..traces import TraceWriter
+
+    try:
+        writer = TraceWriter(path)
+        writer.path.parent.mkdir(parents=True, exist_ok=True)
+        with open(writer.path, "a", encoding="utf-8"):
+            pass
+    except (OSError, ValueError) as err:
+        raise TracesNotWritten(
+            f"cannot write --traces {path!r}: {getattr(err, 'strerror', None) or err}"
+        ) from err
+
+    def write(result: Any, inst: CompareInstance) -> None:
+        try:
+            writer(result, relevant=list(inst.gold))
+        except OSError as err:
+            raise TracesNotWritten(
+                f"cannot append to --traces {path!r}: {err.strerror or err}; the rows so far are in the checkpoint"
+            ) from err
+
+    return write
+
+
+def base_method(inst: CompareInstance) -> MethodOutcome:
+    """The base order: no model call."""
+    return MethodOutcome(ranking=list(range(len(inst.documents))))
+
+
+def peer_missing(name: str) -> str | None:
+    """The install line when a peer's packages are missing, else None."""
+    modules, hint = PEERS[name]
+    for mod in modules:
+        try:
+            found = importlib.util.find_spec(mod) is not None
+        except (ImportError, ValueError):  # a parent package is missing
+            found = False
+        if not found:
+            return f"{mod} not installed ({hint})"
+    return None
+
+
+def _index_of(obj: Any, key: str) -> int | None:
+    meta = getattr(obj, "metadata", None) or {}
+    v = meta.get(key)
+    return int(v) if isinstance(v, int) else None
+
+
+def _node_index(node: Any) -> int | None:
+    nid = str(getattr(node, "node_id", ""))
+    return (
+        int(nid[len("gp-doc-") :]) if nid.startswith("gp-doc-") and nid[len("gp-doc-") :].isdigit() else None
+    )
+
+
+def _mapped(items: Sequence[Any], get: Callable[[Any], int | None]) -> tuple[list[int], int]:
+    """Indices of returned items in order (unknown or repeated ones dropped and counted)."""
+    out: list[int] = []
+    bad = 0
+    for it in items:
+        i = get(it)
+        if i is None or i in out:
+            bad += 1
+            continue
+        out.append(i)
+    return out, bad
+
+
+def peer_method(name: str, ep: Endpoint, *, top_n: int = 3) -> MethodFn:
+    """A peer reranker, built from its own package, as ``instance -> outcome``.
+
+    The peer returns its top ``top_n`` documents; those are the ranking. An empty result
+    counts as an unusable output (a miss).
+    """
+    return peer_methods(name, ep, top_n=top_n)[0]
+
+
+def peer_methods(name: str, ep: Endpoint, *, top_n: int = 3) -> tuple[MethodFn, AsyncMethodFn]:
+    """A peer reranker as ``(instance -> outcome, async instance -> outcome)``: its sync
+    call (``compress_documents`` / ``postprocess_nodes``) and its async one
+    (``acompress_documents`` / ``apostprocess_nodes``), both from one peer object as
+    :func:`peer_method` builds it."""
+    if name == "langchain-listwise":
+        from langchain_classic.retrievers.document_compressors import LLMListwiseRerank
+        from langchain_core.documents import Document
+        from langchain_openai import ChatOpenAI
+        from pydantic import SecretStr
+
+        llm = ChatOpenAI(
+            model=ep.model,
+            base_url=ep.base_url,
+            api_key=SecretStr(ep.api_key),
+            temperature=0,
+            max_completion_tokens=ep.peer_max_tokens,
+            timeout=ep.timeout,
+        )
+        reranker = LLMListwiseRerank.from_llm(llm, top_n=top_n)
+
+        def lc_docs(inst: CompareInstance) -> list[Any]:
+            return [Document(page_content=d, metadata={"gp_index": i}) for i, d in enumerate(inst.documents)]
+
+        def lc_outcome(got: Sequence[Any]) -> MethodOutcome:
+            ranking, bad = _mapped(list(got), lambda d: _index_of(d, "gp_index"))
+            return MethodOutcome(ranking=ranking, unusable=int(not ranking) + bad)
+
+        def run_lc(inst: CompareInstance) -> MethodOutcome:
+            return lc_outcome(reranker.compress_documents(lc_docs(inst), inst.question))
+
+        async def arun_lc(inst: CompareInstance) -> MethodOutcome:
+            return lc_outcome(await reranker.acompress_documents(lc_docs(inst), inst.question))
+
+        return run_lc, arun_lc
+    if name in ("llamaindex-llmrerank", "llamaindex-rankgpt"):
+        from llama_index.core.schema import NodeWithScore, TextNode
+        from llama_index.llms.openai_like import OpenAILike
+
+        li_llm = OpenAILike(
+            model=ep.model,
+            api_base=ep.base_url,
+            api_key=ep.api_key,
+            is_chat_model=True,
+            context_window=8192,
+            max_tokens=ep.peer_max_tokens,
+            temperature=0.0,
+            timeout=ep.timeout,
+        )
+        post: Any
+        if name == "llamaindex-llmrerank":
+            from llama_index.core.postprocessor import LLMRerank
+
+            post = None  # choice_batch_size follows n (one call per query), set per instance
+        else:
+            from llama_index.postprocessor.rankgpt_rerank import RankGPTRerank
+
+            post = RankGPTRerank(llm=li_llm, top_n=top_n)
+
+        def li_post(inst: CompareInstance) -> Any:
+            return (
+                post
+                if post is not None
+                else LLMRerank(llm=li_llm, top_n=top_n, choice_batch_size=len(inst.documents))
+            )
+
+        def li_nodes(inst: CompareInstance) -> list[Any]:
+            # No metadata: both peers show node metadata to the model; the id is not shown.
+            return [
+                NodeWithScore(node=TextNode(text=d, id_=f"gp-doc-{i}"), score=None)
+                for i, d in enumerate(inst.documents)
+            ]
+
+        def li_outcome(got: Sequence[Any]) -> MethodOutcome:
+            ranking, bad = _mapped(list(got), lambda nw: _node_index(nw.node))
+            return MethodOutcome(ranking=ranking, unusable=int(not ranking) + bad)
+
+        def run_li(inst: CompareInstance) -> MethodOutcome:
+            return li_outcome(li_post(inst).postprocess_nodes(li_nodes(inst), query_str=inst.question))
+
+        async def arun_li(inst: CompareInstance) -> MethodOutcome:
+            return li_outcome(await li_post(inst).apostprocess_nodes(li_nodes(inst), query_str=inst.question))
+
+        return run_li, arun_li
+    raise ValueError(f"unknown peer {name!r}; choose one of {', '.join(PEER_METHODS)}")

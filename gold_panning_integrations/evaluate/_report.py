@@ -1,0 +1,228 @@
+"""``gold-panning evaluate``'s report: the Markdown tables and the files of ``--out``.
+
+Two tables: quality (nDCG@10, MRR@10, Recall@k with 95% intervals, top-1/top-3 when every
+query has one relevant document, and the paired nDCG@10 wins/losses/ties against the first
+stage) and cost (LLM calls, prompt and completion tokens, seconds per query, failures),
+then top-1 after each round for the panning methods, then the calibration of the
+per-document probabilities (:mod:`._calibration`). ``--out DIR`` receives one TREC run
+file per method (``runs/<method>.trec``), the judgements scored (``qrels.trec``, so
+``trec_eval qrels.trec runs/gp-belief.trec`` or ir-measures reproduce the numbers),
+``summary.json``, ``table.md`` and, for the methods that give every candidate a
+probability, ``probabilities/<method>.jsonl`` (calibration recomputed with no model call),
+each written atomically (:mod:`..ir.runfile`):
+complete or not at all.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from ..errors import MissingExtraError
+from ..ir.runfile import write_qrels, write_run, write_text_atomic
+from ._calibration import calibration_table, plot_reliability, write_probabilities
+from ._instances import CompareInstance
+from ._methods import LABELS
+from ._scoring import method_rankings
+
+__all__ = ["format_markdown", "plot_compare", "reliability_path", "write_outputs"]
+
+_QUALITY = (("ndcg@10", "nDCG@10"), ("mrr@10", "MRR@10"))
+
+
+def _num(x: float | None) -> str:
+    return "-" if x is None else f"{x:.2f}"
+
+
+def _with_ci(d: Mapping[str, Any], key: str) -> str:
+    ci = d.get(f"{key}_ci95")
+    if d.get(key) is None:
+        return "-"
+    return f"{d[key]:.2f}" + (f" [{ci[0]:.2f}, {ci[1]:.2f}]" if ci else "")
+
+
+def _quality_columns(summary: Mapping[str, Mapping[str, Any]]) -> list[tuple[str, str]]:
+    ran = [d for d in summary.values() if d["status"] == "ran"]
+    cols: list[tuple[str, str]] = [(k, name) for k, name in _QUALITY if any(k in d for d in ran)]
+    recall = sorted({k for d in ran for k in d if k.startswith("recall@") and not k.endswith("_ci95")})
+    cols += [(k, "R@" + k.split("@", 1)[1]) for k in recall]
+    if any(d.get("top1") is not None for d in ran):
+        cols += [("top1", "top-1"), ("top3", "top-3")]
+    return cols
+
+
+def _paired(d: Mapping[str, Any]) -> tuple[str, str]:
+    p = (d.get("vs_first_stage") or {}).get("ndcg@10")
+    if not p:
+        return "-", "-"
+    ci = p["ci95"]
+    return f"{p['wins']} / {p['losses']} / {p['ties']}", f"{p['mean_diff']:+.3f} [{ci[0]:+.3f}, {ci[1]:+.3f}]"
+
+
+def _quality_table(summary: Mapping[str, Mapping[str, Any]], labels: Mapping[str, str]) -> list[str]:
+    cols = _quality_columns(summary)
+    paired = any("vs_first_stage" in d for d in summary.values())
+    head = ["method"] + [f"{name} [95% CI]" for _, name in cols]
+    if paired:
+        head += ["nDCG@10 vs first stage: wins / losses / ties", "mean Δ nDCG@10 [95% CI]"]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for m, d in summary.items():
+        label = labels.get(m, m)
+        if d["status"] != "ran":
+            lines.append(f"| {label} | skipped: {d.get('reason', '')} |" + " |" * (len(head) - 2))
+            continue
+        cells = [label] + [_with_ci(d, k) for k, _ in cols]
+        if paired:
+            cells += list(_paired(d))
+        lines.append("| " + " | ".join(cells) + " |")
+    return lines
+
+
+def _cost_table(summary: Mapping[str, Mapping[str, Any]], labels: Mapping[str, str]) -> list[str]:
+    head = [
+        "method",
+        "LLM calls/q",
+        "prompt tok/q",
+        "completion tok/q",
+        "s/q",
+        "top-1 per 1k prompt tok",
+        "exceptions",
+        "unusable",
+        "same top-3 as first stage",
+    ]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for m, d in summary.items():
+        if d["status"] != "ran":
+            continue
+        exc = str(d["exceptions"])
+        if d["exception_types"]:
+            exc += " (" + ", ".join(f"{t} {c}" for t, c in sorted(d["exception_types"].items())) + ")"
+        cells = [
+            labels.get(m, m),
+            f"{d['calls_per_query']:.2f}",
+            f"{d['prompt_tokens_per_query']:,.0f}",
+            f"{d['completion_tokens_per_query']:,.0f}",
+            f"{d['seconds_per_query']:.2f}",
+            _num(d.get("top1_per_1k_prompt_tokens")),
+            exc,
+            str(d["unusable"]),
+            str(d["same_as_base"]) if m != "base" else "-",
+        ]
+        lines.append("| " + " | ".join(cells) + " |")
+    return lines
+
+
+def format_markdown(
+    summary: Mapping[str, Mapping[str, Any]],
+    *,
+    rounds: int,
+    labels: Mapping[str, str],
+    notes: Sequence[str] = (),
+) -> str:
+    """The quality and cost tables (one row per method, ``labels`` naming them), the
+    exceptions, top-1 by round for the panning methods, and ``notes`` (one bullet each:
+    what was ranked, how GP's ``k`` was chosen, ...)."""
+    lines = _quality_table(summary, labels) + ["", "Cost per query (server-counted usage):", ""]
+    lines += _cost_table(summary, labels)
+    errors = [
+        f"- {labels.get(m, m)}: {d['exceptions']} exceptions; first: {' '.join(str(d['first_error']).split())}"
+        for m, d in summary.items()
+        if d.get("first_error")
+    ]
+    if errors:
+        lines += [
+            "",
+            "Exceptions (the method returned nothing for that query, which keeps the first-stage order):",
+            "",
+            *errors,
+        ]
+    pan = [m for m in summary if summary[m].get("per_round")]
+    if pan:
+        lines += ["", "Top-1 accuracy after each round (an early stop carries its answer forward):", ""]
+        lines.append("| method | " + " | ".join(str(t) for t in range(1, rounds + 1)) + " |")
+        lines.append("|" + "---|" * (rounds + 1))
+        for m in pan:
+            lines.append(
+                f"| {labels.get(m, m)} | " + " | ".join(f"{x:.2f}" for x in summary[m]["per_round"]) + " |"
+            )
+    cal = calibration_table(summary, labels)
+    if cal:
+        lines += ["", *cal]
+    if notes:
+        lines += ["", *[f"- {n}" for n in notes]]
+    return "\n".join(lines)
+
+
+def write_outputs(
+    out: str | Path,
+    *,
+    rows: Sequence[Mapping[str, Any]],
+    instances: Sequence[CompareInstance],
+    qrels: Mapping[str, Mapping[str, int]],
+    methods: Sequence[str],
+    top_n: int,
+    summary: Mapping[str, Any],
+    markdown: str,
+) -> list[Path]:
+    """Write ``runs/<method>.trec`` for every method that ran (its full rankings,
+    :func:`~._scoring.method_rankings`), ``qrels.trec``, ``table.md`` and last
+    ``summary.json`` (with ``"files"``: this run's files, as a folder reused by another run
+    may hold older ones) under ``out``, each atomically. Returns the paths written."""
+    root = Path(out)
+    if root.exists() and not root.is_dir():
+        raise NotADirectoryError(f"--out {str(root)!r} is a file; pass a folder")
+    written = []
+    for m in methods:
+        ranks = method_rankings(rows, instances, m, top_n=top_n)
+        if ranks:
+            written.append(write_run(root / "runs" / f"{m}.trec", ranks, tag=m))
+    written += write_probabilities(root, rows, instances, methods)
+    written.append(write_qrels(root / "qrels.trec", qrels))
+    written.append(write_text_atomic(root / "table.md", markdown + "\n"))
+    files = [str(p.relative_to(root)) for p in written] + ["summary.json"]
+    text = json.dumps({**summary, "files": files}, indent=2, sort_keys=False) + "\n"
+    written.append(write_text_atomic(root / "summary.json", text))
+    return written
+
+
+def plot_compare(summary: Mapping[str, Mapping[str, Any]], path: str | Path, *, title: str = "") -> None:
+    """Top-1 accuracy (nDCG@10 when queries have several relevant documents) against
+    prompt tokens per query, one marker per method (95% CI bars); panning methods also as
+    a curve through their top-1 by round. With a method that keeps per-document
+    probabilities, also their reliability diagram at :func:`reliability_path`."""
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError as err:
+        raise MissingExtraError("matplotlib", "plot", "Plotting the comparison") from err
+    fig, ax = plt.subplots(figsize=(7.0, 4.2))
+    ran = [d for d in summary.values() if d["status"] == "ran"]
+    key = "top1" if any(d.get("top1") is not None for d in ran) else "ndcg@10"
+    for m, d in summary.items():
+        if d["status"] != "ran" or d.get(key) is None:
+            continue
+        x, y = d["prompt_tokens_per_query"], d[key]
+        lo, hi = d[f"{key}_ci95"]
+        line = ax.errorbar([x], [y], yerr=[[y - lo], [hi - y]], fmt="o", capsize=3, label=LABELS.get(m, m))
+        if key == "top1" and d.get("per_round") and d.get("per_round_prompt_tokens"):
+            ax.plot(d["per_round_prompt_tokens"], d["per_round"], "-", alpha=0.5, color=line[0].get_color())
+    ax.set_xlabel("prompt tokens per query (server usage)")
+    ax.set_ylabel("top-1 accuracy" if key == "top1" else "nDCG@10")
+    ax.set_ylim(-0.02, 1.02)
+    if title:
+        ax.set_title(title, fontsize=9)
+    ax.legend(fontsize=7, loc="best")
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    plot_reliability(summary, reliability_path(path), labels=LABELS, title=title)
+
+
+def reliability_path(path: str | Path) -> Path:
+    """Where ``--plot PATH`` puts the reliability diagram: ``<stem>-reliability<suffix>``."""
+    p = Path(path)
+    return p.with_name(f"{p.stem}-reliability{p.suffix or '.png'}")

@@ -1,0 +1,696 @@
+"""``gold-panning evaluate`` (0.5's ``bench compare``): Gold Panning side by side with the
+rerankers users would otherwise pick, on the same instances and the same endpoint.
+
+Methods (``--methods``, all but ``gp-belief-flat`` by default; ours are the entries of
+:data:`PANNING_METHODS`):
+
+* ``base``: the base order (the retriever's order for NQ, the input order otherwise).
+* ``psc``: permutation self-consistency, :class:`~..engine.panner.Panner` with
+  ``policy="random"`` (the paper's baseline).
+* ``gp-belief``: GP-Belief as ``GoldPanningRetriever``/``GoldPanningPostprocessor`` run it
+  by default: the panner's defaults with the base order as a rank prior
+  (``retriever_prior="rank"``), ``--rounds``.
+* ``gp-cost``: GP-Belief with the README's cost-saving settings: the same rank prior and
+  ``stop_at=0.6``.
+* ``gp-belief-flat``: GP-Belief without the base order (the engine's base-rate prior): what
+  the reader alone finds. Not run unless named.
+* ``langchain-listwise``: LangChain ``LLMListwiseRerank`` (langchain-classic) with
+  ``ChatOpenAI`` (langchain-openai).
+* ``llamaindex-llmrerank``: LlamaIndex ``LLMRerank`` (llama-index-core) with
+  ``OpenAILike`` (llama-index-llms-openai-like).
+* ``llamaindex-rankgpt``: LlamaIndex ``RankGPTRerank``
+  (llama-index-postprocessor-rankgpt-rerank) with ``OpenAILike``.
+
+The peers run through their own packages, unmodified: the command only builds their LLM
+client (model, endpoint, temperature 0, a completion cap) and maps the documents they
+return back to input indices. A peer whose packages are not installed is reported as
+skipped, with the ``pip install`` line.
+
+Every method talks to the endpoint through a loopback counting proxy
+(:class:`UsageProxy`), so LLM calls and the server's prompt/completion token usage are
+counted the same way for our methods and for the peers, without touching their code.
+By default the endpoint is the embedded SmolLM2 model, served by the command itself with
+``python -m llama_cpp.server`` (:class:`EmbeddedServer`: started, waited for, always
+stopped). Our methods read it in answer mode (citation by number carries no signal on
+that model).
+
+What is ranked (``--task``): a built-in task (``kv``, ``nq``, ``litm-kv``: one gold document
+per instance) or a test collection in the field's formats (``beir``, ``trec``, ``rag``,
+:mod:`..ir.collection`; the shipped BEIR fixture of held-out NQ questions without
+``--data``), whose first stage is a run file (``--run``) or BM25 through bm25s at
+``--depth``. Several relevant documents: the panners select ``k`` of them
+(:func:`~._instances.choose_gp_k`: ``--gp-k``, else the median relevant count, reported).
+
+Scoring (:mod:`._scoring`): every method's ``--top-n`` returned documents, then the other
+candidates in first-stage order, so each is scored on a full ranking; a method that raised
+returned nothing (the exception is counted). nDCG@10, MRR@10 and Recall@k through
+ir-measures with 95% bootstrap intervals over queries, the paired nDCG@10 wins, losses and
+ties against the first stage, and top-1 / top-3 with Wilson intervals
+(:func:`wilson_interval`) when every query has one relevant document. Accuracy per round
+for the panning methods (:func:`._scoring.per_round_hits`): GP ranks by posterior; PSC by votes with random tie-breaks drawn from its own generator, so PSC's
+last-round value can differ from its top-1 column (the panner's own ranking) when votes
+tie. ``--out DIR`` writes a TREC run file per method, the qrels, the JSON summary and the
+Markdown tables (:mod:`._report`), each atomically.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import importlib.util
+import os
+import signal
+import sys
+import time
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+from .. import __version__
+from ..errors import MissingExtraError
+from ..ir.metrics import wilson_interval
+from ._endpoints import EmbeddedServer, UsageProxy, check_server_extra, free_port, llama_server_command
+from ._instances import COLLECTION_TASKS, TASKS, CompareInstance, make_instances
+from ._methods import (
+    ALL_METHODS,
+    COST_SAVING,
+    DEFAULT_METHODS,
+    LABELS,
+    PANNING,
+    PEER_METHODS,
+    PEERS,
+    Endpoint,
+    MethodFn,
+    MethodOutcome,
+    TracesNotWritten,
+    _trace_writer,
+    base_method,
+    panning_method,
+    peer_method,
+    peer_methods,
+    peer_missing,
+)
+from ._report import plot_compare
+from ._run import CHECKPOINT_FORMAT, run_compare, summarize
+
+__all__ = [
+    "ALL_METHODS",
+    "DEFAULT_METHODS",
+    "PEERS",
+    "CompareInstance",
+    "EmbeddedServer",
+    "MethodOutcome",
+    "TracesNotWritten",
+    "UsageProxy",
+    "format_markdown",
+    "main",
+    "make_instances",
+    "peer_methods",
+    "register",
+    "run_compare",
+    "summarize",
+    "wilson_interval",
+]
+
+EMBEDDED_PROFILE = "smollm2-135m-kv"
+EMBEDDED_TASK_PROFILES: dict[str, str] = {"nq": "smollm2-135m-nq-labelled"}
+"""The embedded model's bundled profile measured on a task, where one ships: on ``nq`` the
+one learned from 25 labelled calibration-split questions (it also carries the model's
+measured ``blind_rate``/``false_leads`` and BM25's ``prior_head_decay``)."""
+EMBEDDED_COLLECTION_PROFILE = "smollm2-135m-nq-labelled"
+"""The embedded model's profile on a collection: passages answered as on NQ (override with
+``--profile``)."""
+EMBEDDED_MODEL = "SmolLM2-135M-Instruct"
+"""The default embedded model; a ``--model-path`` file is named from its GGUF metadata."""
+
+
+def format_markdown(
+    summary: Mapping[str, Mapping[str, Any]],
+    *,
+    rounds: int,
+    notes: Sequence[str] = (),
+    base_label: str | None = None,
+) -> str:
+    """The report's tables (:func:`~._report.format_markdown`) with this command's
+    method labels; ``base_label`` names the first stage (``"first stage: BM25"``)."""
+    from ._report import format_markdown as _format
+
+    labels = {**LABELS, "base": base_label} if base_label else LABELS
+    return _format(summary, rounds=rounds, labels=labels, notes=notes)
+
+
+# ====================================================================================== CLI
+def register(sub: Any, *, name: str = "evaluate", help: str | None = None) -> argparse.ArgumentParser:
+    """Add the command's parser to ``sub`` as ``name`` (the deprecated ``bench compare`` too)."""
+    p = sub.add_parser(
+        name,
+        help=help or "Gold Panning vs LangChain/LlamaIndex LLM rerankers on your endpoint and data",
+        description=(
+            "Base order, PSC, GP-Belief and GP with cost-saving settings against LangChain "
+            "LLMListwiseRerank and LlamaIndex LLMRerank / RankGPTRerank (through their own packages), "
+            "on the same instances and the same OpenAI-compatible endpoint. By default the embedded "
+            "SmolLM2 model, served on loopback with llama-cpp-python's server."
+        ),
+    )
+    g = p.add_argument_group("endpoint")
+    g.add_argument(
+        "--reader",
+        choices=("embedded", "openai"),
+        default="embedded",
+        help="embedded: serve the embedded SmolLM2 model on loopback (default); "
+        "openai: an OpenAI-compatible endpoint (--base-url, --model)",
+    )
+    g.add_argument(
+        "--base-url", default=None, help="endpoint for --reader openai, e.g. http://127.0.0.1:8000/v1"
+    )
+    g.add_argument("--model", default=None, help="model name for --reader openai")
+    g.add_argument("--api-key", default=None, help="API key for --reader openai (default: $OPENAI_API_KEY)")
+    g.add_argument(
+        "--model-path", default=None, help="GGUF file for --reader embedded (default: SmolLM2-135M)"
+    )
+    g.add_argument(
+        "--mode",
+        choices=("answer", "cite"),
+        default=None,
+        help="how our methods read the model: answer (default for embedded) or cite (default for openai)",
+    )
+    g.add_argument(
+        "--response-format",
+        choices=("auto", "json_schema", "json_object", "text"),
+        default="auto",
+        help="output format our methods ask for in cite mode; auto (default): json_schema, falling back "
+        "to json_object, then text, when the server rejects one (remembered per endpoint)",
+    )
+    g.add_argument("--threads", type=int, default=None, help="CPU threads of the embedded server")
+    g.add_argument("--n-ctx", type=int, default=8192, help="context of the embedded server (default 8192)")
+    g.add_argument("--timeout", type=float, default=300.0, help="seconds per LLM request (default 300)")
+    g.add_argument(
+        "--server-timeout", type=float, default=180.0, help="seconds to wait for the embedded server"
+    )
+    g.add_argument(
+        "--server-log", default=None, help="log file of the embedded server (default: a temp file)"
+    )
+    g.add_argument(
+        "--peer-max-tokens",
+        type=int,
+        default=512,
+        help="completion cap given to the peers' LLM clients (default 512)",
+    )
+    p.add_argument(
+        "--task",
+        choices=TASKS,
+        default="kv",
+        help="kv (synthetic, default), nq, litm-kv (UUIDs); or a test collection: beir (a BEIR folder, "
+        "the shipped NQ fixture without --data), trec (--topics/--qrels/--corpus), rag (JSONL)",
+    )
+    p.add_argument(
+        "--split",
+        default="test",
+        help="nq: questions of the shipped NQ sample, test (held out, default) or calibration (to measure "
+        "a reader with --traces without touching the test questions); beir: the qrels file "
+        "qrels/<split>.tsv (default test)",
+    )
+    p.add_argument(
+        "--traces",
+        default=None,
+        metavar="FILE",
+        help="append a labelled trace of every run of the first panning method in --methods (gp-belief "
+        "by default) to FILE (JSONL; the gold is known), for gold-panning calibrate --from-traces",
+    )
+    p.add_argument(
+        "--data",
+        default=None,
+        help="nq / litm-kv: a larger file in the Lost-in-the-Middle format (default: the samples shipped "
+        "in the package); beir: a BEIR folder (default: the shipped fixture nq-test-beir); rag: a "
+        'JSONL file, one {"question", "passages", "relevant"} per line',
+    )
+    p.add_argument(
+        "--n",
+        "--depth",
+        dest="n",
+        type=int,
+        default=20,
+        help="documents per instance; for a collection the first stage's depth, the candidates each "
+        "method reranks (default 20)",
+    )
+    p.add_argument(
+        "--instances",
+        type=int,
+        default=None,
+        help="instances (default 30; for a collection every judged query, else that many drawn with --seed)",
+    )
+    p.add_argument("--seed", type=int, default=1, help="instance seed (default 1; calibration used 0)")
+    p.add_argument("--rounds", type=int, default=8, help="rounds of the panning methods (default 8)")
+    p.add_argument(
+        "--profile",
+        default=None,
+        help="detector profile (default for embedded SmolLM2: smollm2-135m-nq-labelled on --task nq and on a "
+        "collection, smollm2-135m-kv otherwise; for another GGUF: the bundled profile measured for the model "
+        "its metadata names; for openai: the reader's; else the generic one)",
+    )
+    p.add_argument(
+        "--methods",
+        default=",".join(DEFAULT_METHODS),
+        help=f"comma-separated subset of {','.join(ALL_METHODS)} (default: all but gp-belief-flat)",
+    )
+    p.add_argument(
+        "--top-n",
+        type=int,
+        default=None,
+        help="documents each method returns; the other candidates keep their first-stage order below "
+        "them, so every method is scored on a full ranking (default 3 on the built-in tasks, for "
+        "top-3; 10 on a collection, for nDCG@10)",
+    )
+    c = p.add_argument_group("collections (--task beir, trec, rag)")
+    c.add_argument(
+        "--topics", default=None, help="trec: topics file (qid<TAB>text, BEIR queries.jsonl or <top> SGML)"
+    )
+    c.add_argument("--qrels", default=None, help="trec: qrels file (qid iteration docid relevance)")
+    c.add_argument(
+        "--corpus",
+        default=None,
+        help="trec: corpus file (docid<TAB>text as MS MARCO collection.tsv, or BEIR corpus.jsonl)",
+    )
+    c.add_argument(
+        "--run",
+        default=None,
+        help="beir, trec: first-stage TREC run file (qid Q0 docid rank score tag); its top --depth "
+        "documents per query are the candidates (default: BM25 over the corpus, through bm25s)",
+    )
+    c.add_argument(
+        "--bm25-stemmer",
+        default=None,
+        metavar="NAME",
+        help="PyStemmer algorithm for the BM25 first stage, e.g. english (default: no stemming, as "
+        "the shipped NQ sample was built)",
+    )
+    c.add_argument(
+        "--gp-k",
+        default="auto",
+        type=_gp_k,
+        help="relevant documents the panning methods select: auto (default: 1 on the built-in tasks; "
+        "on a collection the median number of relevant candidates per query, reported) or N",
+    )
+    c.add_argument(
+        "--relevance-level",
+        type=int,
+        default=1,
+        help="lowest grade the binary metrics (MRR, recall, top-1/3) count as relevant (default 1; "
+        "TREC DL papers use 2)",
+    )
+    c.add_argument("--recall-k", type=int, default=10, help="cutoff of Recall@k (default 10)")
+    p.add_argument(
+        "--checkpoint", default=None, help="JSONL of finished (instance, method) pairs, for resuming"
+    )
+    p.add_argument(
+        "--out",
+        default=None,
+        metavar="DIR",
+        help="write runs/<method>.trec (TREC run files), qrels.trec (the judgements scored), summary.json "
+        "and table.md here, each atomically",
+    )
+    p.add_argument("--json", action="store_true", help="print one JSON object instead of the tables")
+    p.add_argument(
+        "--plot",
+        default=None,
+        help="write accuracy vs prompt tokens here (PNG; needs matplotlib), and the reliability diagram "
+        "of the panning methods' probabilities beside it (<name>-reliability.png)",
+    )
+    p.set_defaults(func=main)
+    return p
+
+
+def _gp_k(text: str) -> int | None:
+    """``--gp-k``: ``auto`` (None) or an integer >= 1."""
+    if text.strip().lower() == "auto":
+        return None
+    try:
+        k = int(text)
+    except ValueError as err:
+        raise argparse.ArgumentTypeError(f"expected auto or an integer >= 1, got {text!r}") from err
+    if k < 1:
+        raise argparse.ArgumentTypeError(f"expected auto or an integer >= 1, got {text!r}")
+    return k
+
+
+def _methods(arg: str) -> list[str]:
+    names = [m.strip() for m in arg.split(",") if m.strip()]
+    bad = [m for m in names if m not in ALL_METHODS]
+    if bad or not names:
+        raise ValueError(
+            f"unknown method(s) {', '.join(bad) or '(none)'}; choose from {', '.join(ALL_METHODS)}"
+        )
+    return list(dict.fromkeys(names))
+
+
+def embedded_profile(task: str, model: str, *, mode: str) -> str | None:
+    """The bundled profile for the served GGUF model: the embedded SmolLM2's measured for
+    the task, else the one measured for ``model`` (found by name, in ``mode``), else None
+    (the generic profile, with a warning)."""
+    from .._profile_lookup import bundled_profile_for, model_key
+
+    if model_key(model) == model_key(EMBEDDED_MODEL):
+        if task in COLLECTION_TASKS:
+            return EMBEDDED_COLLECTION_PROFILE
+        return EMBEDDED_TASK_PROFILES.get(task, EMBEDDED_PROFILE)
+    return bundled_profile_for(model, mode=mode)
+
+
+@contextlib.contextmanager
+def _endpoint(args: argparse.Namespace) -> Iterator[tuple[str, str, str]]:
+    """``(upstream base URL, model name, api key)``; serves the embedded model when asked
+    (its port and log are written to stderr and kept in ``args.server_info``)."""
+    if args.reader == "openai":
+        if not args.base_url and not (args.api_key or os.environ.get("OPENAI_API_KEY")):
+            raise ValueError("--reader openai needs --base-url URL (or an API key for api.openai.com)")
+        if not args.model:
+            raise ValueError("--reader openai needs --model NAME")
+        yield (
+            args.base_url or "https://api.openai.com/v1",
+            args.model,
+            args.api_key or os.environ.get("OPENAI_API_KEY") or "not-needed",
+        )
+        return
+    check_server_extra()
+    from ..readers.local import default_model_path, gguf_model_name
+
+    model_path = Path(args.model_path) if args.model_path else default_model_path()
+    model = gguf_model_name(model_path) if args.model_path else EMBEDDED_MODEL
+    port = free_port()
+    log = (
+        Path(args.server_log)
+        if args.server_log
+        else Path(os.environ.get("TMPDIR", "/tmp")) / f"gold-panning-compare-server-{port}.log"
+    )
+    server = EmbeddedServer(
+        llama_server_command(model_path, port=port, n_ctx=args.n_ctx, threads=args.threads),
+        port=port,
+        log=log,
+        ready_timeout=args.server_timeout,
+    )
+    args.server_info = {
+        "command": "python -m llama_cpp.server",
+        "port": port,
+        "log": str(log),
+        "n_ctx": args.n_ctx,
+    }
+    sys.stderr.write(f"evaluate: serving {model_path.name} at {server.base_url} (log: {log})\n")
+    with server:
+        sys.stderr.write(f"evaluate: server ready on port {port}\n")
+        yield server.base_url, model, "not-needed"
+    sys.stderr.write(f"evaluate: server on port {port} stopped\n")
+
+
+def _progress(total: int) -> tuple[Callable[[int], None], Callable[[], None]]:
+    try:
+        from tqdm import tqdm
+    except ImportError:
+        from .._console import Progress
+
+        bar = Progress(total, label="evaluate")
+        return bar.update, bar.close
+    t = tqdm(total=total, desc="evaluate", file=sys.stderr, mininterval=1.0 if sys.stderr.isatty() else 30.0)
+
+    def update(done: int) -> None:
+        t.update(done - t.n)
+
+    return update, t.close
+
+
+def _raise_interrupt(signum: int, frame: Any) -> None:
+    from .._console import Terminated
+
+    raise Terminated(signum)
+
+
+@dataclass(frozen=True)
+class _Plan:
+    """What a run ranks and how it is scored, derived from the CLI options."""
+
+    instances: list[CompareInstance]
+    qrels: dict[str, dict[str, int]]
+    top_n: int
+    gp: Any  # _instances.GPKChoice
+    data: str | None
+    first_stage: str | None
+    notes: list[str]
+    left_out: dict[str, str]
+
+
+def _plan(args: argparse.Namespace) -> _Plan:
+    """Load the task or collection, draw the instances, choose ``k`` and ``--top-n``."""
+    from ._instances import choose_gp_k, collection_instances, instance_qrels
+
+    for opt, value in (
+        ("--top-n", args.top_n),
+        ("--recall-k", args.recall_k),
+        ("--relevance-level", args.relevance_level),
+    ):
+        if value is not None and value < 1:
+            raise ValueError(f"{opt} must be >= 1, got {value!r}")  # checked before any model call
+    collection = None
+    if args.task in COLLECTION_TASKS:
+        from ..ir.collection import load_collection
+
+        collection = load_collection(
+            args.task,
+            data=args.data,
+            split=args.split,
+            topics=args.topics,
+            qrels=args.qrels,
+            corpus=args.corpus,
+            run=args.run,
+            depth=args.n,
+        )
+        instances, without = collection_instances(
+            collection,
+            depth=args.n,
+            instances=args.instances,
+            seed=args.seed,
+            relevance_level=args.relevance_level,
+            stemmer=args.bm25_stemmer,
+            task=args.task,
+        )
+        left_out = {**collection.left_out, **without}
+        first: str | None = (
+            "BM25 (bm25s)" if collection.first_stage == "bm25" else collection.first_stage
+        ) + (f", stemmer {args.bm25_stemmer}" if args.bm25_stemmer else "")
+        data: str | None = (
+            str(args.data)
+            if args.data
+            else f"{args.topics} {args.qrels} {args.corpus}"
+            if args.topics
+            else "fixture"
+        )
+        top_n = 10 if args.top_n is None else args.top_n
+    else:
+        if any(getattr(args, k) is not None for k in ("topics", "qrels", "corpus", "run", "bm25_stemmer")):
+            raise ValueError(
+                "--topics/--qrels/--corpus/--run/--bm25-stemmer apply to --task beir, trec or rag"
+            )
+        instances = make_instances(
+            args.task,
+            n=args.n,
+            instances=30 if args.instances is None else args.instances,
+            seed=args.seed,
+            data=args.data,
+            split=args.split,
+        )
+        left_out, first, data = {}, None, (str(args.data) if args.data else None)
+        top_n = 3 if args.top_n is None else args.top_n
+    gp = choose_gp_k(args.gp_k, instances, collection=collection)
+    n_max = max(len(i.documents) for i in instances)
+    if args.gp_k is not None and args.gp_k >= n_max:
+        raise ValueError(f"--gp-k {args.gp_k} must be below the number of candidates (at most {n_max} here)")
+    qrels = instance_qrels(instances, collection)
+    notes = [
+        f"{len(instances)} queries"
+        + (f" of {collection.name}" if collection else "")
+        + (
+            f"; {len(left_out)} left out (e.g. {next(iter(left_out))!r}: {next(iter(left_out.values()))})"
+            if left_out
+            else ""
+        ),
+        f"each method's top {top_n} ranked, the other candidates in first-stage order below them",
+        f"GP's k = {gp.how}",
+    ]
+    if collection is not None:
+        found = [
+            len(i.gold) / max(1, sum(g >= args.relevance_level for g in qrels[i.query_id].values()))
+            for i in instances
+        ]
+        notes.insert(
+            1,
+            f"first stage: {first}, depth {args.n}; its recall@{args.n} (every method's ceiling): "
+            f"{sum(found) / len(found):.2f}",
+        )
+    notes.append(
+        "intervals: 95% percentile bootstrap over queries (top-1/top-3: Wilson); paired differences "
+        "against the first stage per query"
+    )
+    return _Plan(instances, qrels, top_n, gp, data, first, notes, left_out)
+
+
+def _out_dir(path: str | None) -> Path | None:
+    """``--out``: created up front, so an unusable folder fails before any model call."""
+    if not path:
+        return None
+    out = Path(path)
+    if out.exists() and not out.is_dir():
+        raise ValueError(f"--out {path!r} is a file; pass a folder")
+    out.mkdir(parents=True, exist_ok=True)
+    return out
+
+
+def main(args: argparse.Namespace) -> int:
+    from ..profiles import load_profile, resolve_profile
+    from ..readers.openai import OpenAIReader
+
+    methods = _methods(args.methods)
+    if args.plot and importlib.util.find_spec("matplotlib") is None:
+        raise MissingExtraError("matplotlib", "plot", "--plot")
+    from ..ir.metrics import _ir_measures
+
+    _ir_measures()  # the scoring's library, checked before any model call
+    skipped = {m: why for m in methods if m in PEER_METHODS and (why := peer_missing(m)) is not None}
+    for m, why in skipped.items():
+        sys.stderr.write(f"evaluate: skipping {m}: {why}\n")
+    plan = _plan(args)
+    instances = plan.instances
+    out_dir = _out_dir(args.out)
+    traces = _trace_writer(getattr(args, "traces", None))
+    embedded = args.reader == "embedded"
+    mode: Literal["cite", "answer"] = args.mode or ("answer" if embedded else "cite")
+    old_term = signal.signal(signal.SIGTERM, _raise_interrupt)  # SIGTERM stops the server too
+    t_start = time.perf_counter()
+    try:
+        with _endpoint(args) as (upstream, model, key), UsageProxy(upstream, timeout=args.timeout) as proxy:
+            reader = OpenAIReader(
+                model=model,
+                base_url=proxy.base_url,
+                api_key=key,
+                mode=mode,
+                temperature=0.0,
+                max_tokens=32 if mode == "answer" else 256,
+                timeout=args.timeout,
+                response_format=getattr(args, "response_format", "auto"),
+            )
+            if args.profile:
+                profile, profile_name = load_profile(args.profile), args.profile
+            elif embedded and (found := embedded_profile(args.task, model, mode=mode)) is not None:
+                profile, profile_name = load_profile(found), found
+            else:
+                from ..profiles import GENERIC_PROFILE
+
+                profile = resolve_profile(None, reader=reader)
+                profile_name = str(getattr(reader, "recommended_profile", None) or GENERIC_PROFILE)
+            ep = Endpoint(
+                proxy.base_url, model, key, timeout=args.timeout, peer_max_tokens=args.peer_max_tokens
+            )
+            fns: dict[str, MethodFn] = {}
+            for m in methods:
+                if m in skipped:
+                    continue
+                if m == "base":
+                    fns[m] = base_method
+                elif m in PANNING:
+                    # one method's traces: a profile is learned from one setting
+                    on_result = traces if m == next(x for x in methods if x in PANNING) else None
+                    fns[m] = panning_method(
+                        m,
+                        reader,
+                        profile=profile,
+                        rounds=args.rounds,
+                        seed=args.seed,
+                        k=plan.gp.k,
+                        on_result=on_result,
+                    )
+                else:
+                    fns[m] = peer_method(m, ep, top_n=plan.top_n)
+            meta = {
+                "task": args.task,
+                "split": args.split,
+                "n": args.n,
+                "seed": args.seed,
+                "rounds": args.rounds,
+                "model": model,
+                "mode": mode,
+                "profile": profile_name,
+                "top_n": plan.top_n,
+                "version": __version__,
+                "format": CHECKPOINT_FORMAT,
+                "data": plan.data,
+                "first_stage": plan.first_stage,
+                "gp_k": plan.gp.k,
+            }
+            update, close = _progress(len(instances) * len(fns))
+            try:
+                rows = run_compare(
+                    instances,
+                    fns,
+                    usage=proxy,
+                    checkpoint=args.checkpoint,
+                    meta=meta,
+                    progress=update,
+                    top_n=plan.top_n,
+                )
+            finally:
+                close()
+    finally:
+        signal.signal(signal.SIGTERM, old_term)
+    summary = summarize(
+        rows,
+        methods,
+        rounds=args.rounds,
+        skipped=skipped,
+        instances=instances,
+        qrels=plan.qrels,
+        top_n=plan.top_n,
+        recall_k=args.recall_k,
+        relevance_level=args.relevance_level,
+    )
+    res = {
+        **meta,
+        "instances": len(instances),
+        "endpoint": getattr(args, "server_info", None) or upstream,
+        "seconds": round(time.perf_counter() - t_start, 1),
+        "cost_saving": COST_SAVING,
+        "gp_k_how": plan.gp.how,
+        "relevance_level": args.relevance_level,
+        "left_out": plan.left_out,
+        "notes": plan.notes,
+        "methods": summary,
+    }
+    base_label = f"first stage: {plan.first_stage}" if plan.first_stage else None
+    markdown = format_markdown(summary, rounds=args.rounds, notes=plan.notes, base_label=base_label)
+    if out_dir is not None:
+        from ._report import write_outputs
+
+        write_outputs(
+            out_dir,
+            rows=rows,
+            instances=instances,
+            qrels=plan.qrels,
+            methods=[m for m in methods if m not in skipped],
+            top_n=plan.top_n,
+            summary=res,
+            markdown=markdown,
+        )
+        sys.stderr.write(f"evaluate: wrote runs/*.trec, qrels.trec, summary.json and table.md to {out_dir}\n")
+    if args.plot:
+        plot_compare(
+            summary, args.plot, title=f"{model}, {args.task}, n={args.n}, {len(instances)} instances"
+        )
+    if args.json:
+        from .._console import print_json
+
+        print_json(res)
+        return 0
+    print(
+        f"evaluate: task {args.task}, n={args.n}, {len(instances)} instances, seed {args.seed}, model {model} "
+        f"({mode} mode for ours, profile {profile_name}), {args.rounds} rounds, {res['seconds']} s"
+    )
+    print()
+    print(markdown)
+    return 0
