@@ -12,7 +12,7 @@ relevant candidate", and what ``min_relevance=0.5`` returns), over all queries a
 the subsets named by ``--subset NAME=FILE`` (a file of query ids, one per line; the
 complement is reported too). Intervals: 95% percentile bootstrap over queries.
 
-    python docs/probabilities_heldout.py out-test/probabilities/gp-defaults.jsonl \\
+    python -m benchmarks.probabilities_heldout out-test/probabilities/gp-defaults.jsonl \\
         --profile qwen-nq-map.json --subset emptied=nq-heldout/quarter-none-test.txt
 """
 
