@@ -36,6 +36,7 @@ import json
 import logging
 import math
 import numbers
+import os
 from datetime import datetime, timezone
 from importlib import resources
 from pathlib import Path
