@@ -39,8 +39,8 @@ def read(path: Path) -> list[Query]:
     for line in path.read_text(encoding="utf-8").splitlines():
         row = json.loads(line)
         p = np.asarray(row["probabilities"], dtype=np.float64)
-        y = np.zeros(p.size)
-        y[[int(i) for i in row["relevant"]]] = 1.0
+        relevant = {str(d) for d in row["relevant"]}
+        y = np.array([1.0 if str(d) in relevant else 0.0 for d in row["docs"]])
         out.append((str(row["qid"]), p, y))
     return out
 
