@@ -1,7 +1,7 @@
 """How good a probability is: calibration error, Brier score, the top pick's gap, AUROC
 (numpy only).
 
-Used by ``bench compare`` (every method that gives a per-document score in [0, 1]), the
+Used by ``gold-panning evaluate`` (every method that gives a per-document score in [0, 1]), the
 simulator check of the engine's posteriors, and the choice of recalibration map.
 
 Binning: :func:`ece` uses ``bins`` equal-width bins on [0, 1] (10 by default; a

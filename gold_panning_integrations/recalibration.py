@@ -2,7 +2,7 @@
 
 A real model's profile is never exact and its mistakes repeat, so the engine's posterior
 is a ranking score before it is a probability. Labelled traces (``TraceWriter(result,
-relevant=[...])`` or ``gold-panning bench compare --traces``) say which documents were
+relevant=[...])`` or ``gold-panning evaluate --traces``) say which documents were
 relevant; a monotone map fitted on them (:func:`fit_map`) turns the engine's posterior
 log-odds into probabilities, and the panner applies it to every probability it reports
 (:class:`~gold_panning_integrations.engine.relevance.RecalibrationMap`).

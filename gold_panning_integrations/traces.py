@@ -19,7 +19,7 @@ Learning from traces
 
 Learning from labelled traces
     A trace may carry ``relevant`` (``TraceWriter(path)(result, relevant=[...])``, or
-    ``gold-panning bench compare --traces``). Labelled documents are counted instead of
+    ``gold-panning evaluate --traces``). Labelled documents are counted instead of
     guessed, and the EM also measures what per-position rates cannot: how often this
     reader misses a relevant document whatever its position (``blind_rate``) and how many
     irrelevant documents per query it keeps citing (``false_leads``), plus how good the

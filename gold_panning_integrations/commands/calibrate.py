@@ -61,7 +61,7 @@ def register(sub: Any) -> None:
         metavar="FILE",
         help="no model calls: re-estimate the rates from panning traces (TraceWriter JSONL) by EM, "
         "blended with --prior by counts; traces labelled with 'relevant' (TraceWriter(result, relevant=...), "
-        "bench compare --traces) also measure the reader's blind_rate and false_leads",
+        "evaluate --traces) also measure the reader's blind_rate and false_leads",
     )
     p.add_argument(
         "--prior",
@@ -364,7 +364,7 @@ def _recalibrated(traces: list[dict[str, Any]], profile: Any, kind: str) -> Any:
     if len(queries) < MIN_RECALIBRATION_QUERIES:
         print(
             f"{len(queries)} labelled traces: no recalibration map fitted (label at least "
-            f"{MIN_RECALIBRATION_QUERIES} queries: TraceWriter(result, relevant=[...]) or bench compare --traces)"
+            f"{MIN_RECALIBRATION_QUERIES} queries: TraceWriter(result, relevant=[...]) or gold-panning evaluate --traces)"
         )
         return profile
     cv = cross_validate(queries)

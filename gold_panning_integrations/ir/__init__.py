@@ -8,6 +8,6 @@
   intervals and paired differences;
 * :mod:`.runfile`: TREC run and qrels files, written atomically.
 
-``gold-panning bench compare --task beir|trec|rag`` runs on these; the imports are light
+``gold-panning evaluate --task beir|trec|rag`` runs on these; the imports are light
 (bm25s and ir-measures load when used).
 """

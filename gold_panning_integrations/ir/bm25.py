@@ -1,7 +1,7 @@
 """Okapi BM25 through ``bm25s``: the one BM25 of the package.
 
 It built the shipped NQ sample (``benchmarks.build_samples`` in the repository), ranks the shipped passages for
-``bench compare --task nq`` and is the first stage of ``bench compare`` on a collection
+``gold-panning evaluate --task nq`` and is the first stage of ``evaluate`` on a collection
 without a run file. Scoring is bm25s's Lucene variant (idf ``log(1 + (N - df + 0.5) /
 (df + 0.5))``, ``k1 = 1.5``, ``b = 0.75``) in float64. Tokens are made by
 ``bm25s.tokenize`` from accent-free lower-cased ``\\w+`` words without
@@ -87,7 +87,7 @@ def _bm25s() -> Any:
         import bm25s
     except ImportError as err:
         raise MissingExtraError(
-            "bm25s", "compare", "BM25 (bench compare's first stage, the NQ sample build)"
+            "bm25s", "compare", "BM25 (evaluate's first stage, the NQ sample build)"
         ) from err
     quiet = logging.getLogger("bm25s")
     if quiet.level < logging.INFO:  # bm25s sets DEBUG on import: its per-index notes would reach our logs

@@ -62,7 +62,7 @@ FIXTURE = "nq-test-beir"
 """The BEIR-format folder that ships in the package (``_data/nq-test-beir``): held-out NQ
 questions with their gold passages (see its ``NOTICE.md``)."""
 FORMATS = ("beir", "trec", "rag")
-"""Collection formats, as ``bench compare --task`` names them."""
+"""Collection formats, as ``gold-panning evaluate --task`` names them."""
 MAX_BM25_DOCUMENTS = 1_000_000
 """Largest corpus kept in memory for the BM25 first stage; pass a run file for more."""
 
@@ -659,7 +659,7 @@ def load_collection(
     run: str | Path | None = None,
     depth: int = 20,
 ) -> Collection:
-    """The collection of ``bench compare --task beir|trec|rag``, after checking that the
+    """The collection of ``gold-panning evaluate --task beir|trec|rag``, after checking that the
     options given belong to that format (:data:`FORMATS`).
 
     * ``beir``: ``data`` a BEIR folder (default: the shipped fixture), ``split`` its qrels
