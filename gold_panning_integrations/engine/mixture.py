@@ -237,7 +237,7 @@ def mixed_evidence(
 def mixture_rates(config: PanningConfig, n: int) -> tuple[float, float, float]:
     """``(a, b, s)``: false-lead, blind and self-citing rates of ``config`` for ``n`` documents."""
     resolved = config.with_profile(None)  # the panner and simulate resolve it up front: a no-op there
-    return lead_rate(resolved, n), float(resolved.blind_rate), self_citing_rate(resolved, n)  # type: ignore[arg-type]
+    return lead_rate(resolved, n), resolved.resolved("blind_rate"), self_citing_rate(resolved, n)
 
 
 def suspicion(
