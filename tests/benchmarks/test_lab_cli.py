@@ -36,7 +36,9 @@ def test_table_lists_every_bench_module() -> None:
         "build_samples",
         "calibration_sim",
         "probabilities_check",
+        "probabilities_heldout",
         "probabilities_nq_collection",
+        "probabilities_runs",
     }
 
 
