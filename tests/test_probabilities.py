@@ -353,6 +353,10 @@ def test_calibrate_keep_rates_fits_only_the_map(tmp_path: Path, capsys: pytest.C
     assert cli_main(["calibrate", "--from-traces", str(few), "--out", str(out2), "--keep-rates"]) == 2
     assert "no map fitted, nothing written" in capsys.readouterr().err
     assert not out2.exists()
+    # a map is all it fits: asking for none is an error, nothing written
+    assert cli_main([*args[:-1], str(out2), "--keep-rates", "--recalibrate", "none"]) == 2
+    assert "--keep-rates fits only a map" in capsys.readouterr().err
+    assert not out2.exists()
 
 
 # ------------------------------------------------------------------ gold-panning run
