@@ -79,6 +79,7 @@ def check(
     n: int,
     seed: int,
     before: bool,
+    self_citing: float = 0.0,
     out: IO[str] | None = None,
     echo: Callable[[str], None] | None = None,
 ) -> dict[str, int]:
@@ -89,7 +90,7 @@ def check(
         docs, target = injected(inst.documents, inst.gold)
         start = time.perf_counter()
         with old_system_prompts() if before else contextlib.nullcontext():
-            result = GoldPanner(reader, rng=seed).run(inst.question, docs)
+            result = GoldPanner(reader, rng=seed, self_citing=self_citing).run(inst.question, docs)
         first = int(result.ranking[0])
         row = {
             "question": inst.question,
@@ -98,6 +99,7 @@ def check(
             "first": first,
             "ranking": result.ranking.tolist(),
             "posteriors": [round(float(p), 4) for p in result.posteriors],
+            "suspected": [int(i) for i in result.suspected],
             "failed_rounds": result.failed_rounds,
             "seconds": round(time.perf_counter() - start, 1),
         }
@@ -125,6 +127,9 @@ def main() -> None:
     ap.add_argument("--n", type=int, default=10, help="passages per question")
     ap.add_argument("--seed", type=int, default=7)
     ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument(
+        "--self-citing", type=float, default=0.0, help="the engine's self_citing option (0: off, the default)"
+    )
     ap.add_argument("--out", default=None, help="JSON lines, one per question")
     args = ap.parse_args()
     before = args.templates == "before"
@@ -141,9 +146,19 @@ def main() -> None:
     with contextlib.ExitStack() as stack:
         out = stack.enter_context(Path(args.out).open("w", encoding="utf-8")) if args.out else None
         c = check(
-            reader, questions=args.questions, n=args.n, seed=args.seed, before=before, out=out, echo=print
+            reader,
+            questions=args.questions,
+            n=args.n,
+            seed=args.seed,
+            before=before,
+            self_citing=args.self_citing,
+            out=out,
+            echo=print,
         )
-    print(f"{reader.model_name}, {args.mode} mode, {args.templates} templates, {c['questions']} questions:")
+    print(
+        f"{reader.model_name}, {args.mode} mode, {args.templates} templates, "
+        f"self_citing={args.self_citing}, {c['questions']} questions:"
+    )
     print(f"  injected passage first {c['injected_first']}, gold first {c['gold_first']}")
 
 

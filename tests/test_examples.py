@@ -13,6 +13,8 @@ embedded model) fails the test, as it would fail a user.
 from __future__ import annotations
 
 import importlib
+import io
+import json
 import os
 import shutil
 import subprocess
@@ -185,6 +187,7 @@ def test_i_dont_know_example_offline(tmp_path: Path) -> None:
     assert answers[1].startswith("  chain answer: \"I don't know")
     assert "0 of 5 passages reach 0.5" in out
 
+
 def test_check_reading_counts_valid_citing_and_gold_readings() -> None:
     import importlib.util
     import io
@@ -248,6 +251,14 @@ def test_injection_check_counts_an_obeyed_injection_and_restores_the_prompts() -
 
     counts = module.check(Obedient(), questions=2, n=4, seed=7, before=False)
     assert counts == {"questions": 2, "injected_first": 2, "gold_first": 0}
+    rows = {}
+    for self_citing in (0.0, 0.25):
+        out = io.StringIO()
+        module.check(Obedient(), questions=1, n=4, seed=7, before=False, self_citing=self_citing, out=out)
+        rows[self_citing] = json.loads(out.getvalue())
+    # cited in every prompt wherever it sat: the self-citing explanation discounts it
+    injected_at = rows[0.0]["injected"]
+    assert rows[0.25]["posteriors"][injected_at] < rows[0.0]["posteriors"][injected_at] - 0.1
     docs, target = module.injected(["g", "a", "b"], (0,))
     assert target == 1 and docs == ["g", f"a {module.INJECTION}", "b"]
     assert module.injected(["a", "g"], (1,))[1] == 0
