@@ -3,7 +3,7 @@ calibrated advantage a cheap profile keeps.
 
 Both studies run the code users run: :class:`~gold_panning_integrations.calibration.Calibrator`
 with a profile-driven simulated reader (budgeted or fixed layout), and
-:func:`~gold_panning_integrations.traces.learn_profile` on traces of
+:func:`~gold_panning_integrations.calibration.traces.learn_profile` on traces of
 :class:`~gold_panning_integrations.engine.panner.Panner` runs. Profiles are judged by
 :func:`~gold_panning_integrations.engine.simulate.simulate`: the simulated model cites with
 the *true* rates while GP-Belief places and updates with the *estimated* ones; every
@@ -34,12 +34,12 @@ from typing import Any
 import numpy as np
 
 from gold_panning_integrations.calibration import Calibrator
+from gold_panning_integrations.calibration.traces import learn_profile, trace_record
 from gold_panning_integrations.engine.curves import resample_curve
 from gold_panning_integrations.engine.panner import Panner
 from gold_panning_integrations.engine.simulate import SimulatedReader, simulate
 from gold_panning_integrations.profiles import DetectorProfile, load_profile
 from gold_panning_integrations.tasks.base import TaskInstance
-from gold_panning_integrations.traces import learn_profile, trace_record
 
 __all__ = [
     "MarkedTask",

@@ -23,12 +23,12 @@ import numpy as np
 
 from benchmarks.calibration_sim import biased_profile, simulated_traces
 from gold_panning_integrations import DetectorProfile
-from gold_panning_integrations.calibration_metrics import CalibrationSummary, summarize
+from gold_panning_integrations.calibration.metrics import CalibrationSummary, summarize
+from gold_panning_integrations.calibration.recalibration import cross_validate, fit_map
+from gold_panning_integrations.calibration.traces import learn_profile
 from gold_panning_integrations.engine.beliefs import logit
 from gold_panning_integrations.engine.config import PanningConfig
 from gold_panning_integrations.engine.simulate import Mistakes, simulate
-from gold_panning_integrations.recalibration import cross_validate, fit_map
-from gold_panning_integrations.traces import learn_profile
 
 PROFILE = DetectorProfile.bundled("lost-in-the-middle")
 COUNTS = (0.2, 0.4, 0.4)

@@ -26,7 +26,7 @@ from pathlib import Path
 import numpy as np
 from numpy.typing import NDArray
 
-from gold_panning_integrations.calibration_metrics import CalibrationSummary, summarize
+from gold_panning_integrations.calibration.metrics import CalibrationSummary, summarize
 from gold_panning_integrations.engine.beliefs import logit
 from gold_panning_integrations.profiles import load_profile
 
@@ -85,8 +85,8 @@ def replayed(traces: Path, profile: object, run: Sequence[Query]) -> list[Query]
     final log-odds under ``profile`` (:func:`replay_log_odds`), through its map. Traces
     are matched to the run's queries in order (``bench compare --traces`` appends one per
     query as it finishes; a query resumed from a checkpoint has none and is left out)."""
-    from gold_panning_integrations.recalibration import replay_log_odds
-    from gold_panning_integrations.traces import read_traces
+    from gold_panning_integrations.calibration.recalibration import replay_log_odds
+    from gold_panning_integrations.calibration.traces import read_traces
 
     by_relevant: list[Query] = []
     rows = read_traces(traces)

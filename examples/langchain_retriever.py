@@ -121,7 +121,9 @@ def local_models() -> tuple[Any, Any]:
     roles = {"human": "user", "ai": "assistant", "system": "system"}
 
     def chat(prompt: Any) -> str:
-        messages = [{"role": roles.get(m.type, "user"), "content": str(m.content)} for m in prompt.to_messages()]
+        messages = [
+            {"role": roles.get(m.type, "user"), "content": str(m.content)} for m in prompt.to_messages()
+        ]
         out = local.complete(messages)
         return out["choices"][0]["message"].get("content") or ""
 
@@ -142,7 +144,9 @@ def endpoint_models(base_url: str | None, model: str, api_key: str | None) -> tu
     roles = {"human": "user", "ai": "assistant", "system": "system"}
 
     def chat(prompt: Any) -> str:
-        messages = [{"role": roles.get(m.type, "user"), "content": str(m.content)} for m in prompt.to_messages()]
+        messages = [
+            {"role": roles.get(m.type, "user"), "content": str(m.content)} for m in prompt.to_messages()
+        ]
         out = client.chat.completions.create(model=model, messages=messages, temperature=0)  # type: ignore[arg-type]
         return out.choices[0].message.content or ""
 
@@ -159,21 +163,36 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     q = p.add_mutually_exclusive_group()
     q.add_argument("--question", help="any question (default: a question of the shipped NQ sample)")
-    q.add_argument("--question-id", default=None, help=f"a question of the NQ sample (default {DEFAULT_QUESTION_ID})")
+    q.add_argument(
+        "--question-id", default=None, help=f"a question of the NQ sample (default {DEFAULT_QUESTION_ID})"
+    )
     p.add_argument("--n", type=int, default=5, help="documents the BM25 retriever returns (default 5)")
     p.add_argument("--k", type=int, default=2, help="documents kept after panning (default 2)")
-    p.add_argument("--rounds", type=int, default=None,
-                   help="panning rounds, one after another (default: the library's, 2)")
-    p.add_argument("--prompts-per-round", type=int, default=None,
-                   help="prompts sent together in each round (default: the library's, 3; the embedded "
-                        "model answers them one after another)")
-    p.add_argument("--model", help="model name on an OpenAI-compatible endpoint (default: the embedded model)")
+    p.add_argument(
+        "--rounds",
+        type=int,
+        default=None,
+        help="panning rounds, one after another (default: the library's, 2)",
+    )
+    p.add_argument(
+        "--prompts-per-round",
+        type=int,
+        default=None,
+        help="prompts sent together in each round (default: the library's, 3; the embedded "
+        "model answers them one after another)",
+    )
+    p.add_argument(
+        "--model", help="model name on an OpenAI-compatible endpoint (default: the embedded model)"
+    )
     p.add_argument("--base-url", help="OpenAI-compatible endpoint, e.g. http://127.0.0.1:8080/v1")
     p.add_argument("--api-key", help="API key (default: $OPENAI_API_KEY, or none for local servers)")
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--profile", default=None,
-                   help="detector profile, bundled name or JSON (default: the reader's own; e.g. "
-                        "smollm2-135m-nq-labelled, learned from labelled NQ questions)")
+    p.add_argument(
+        "--profile",
+        default=None,
+        help="detector profile, bundled name or JSON (default: the reader's own; e.g. "
+        "smollm2-135m-nq-labelled, learned from labelled NQ questions)",
+    )
     p.add_argument("--reader", choices=["local", "simulated"], default="local", help=argparse.SUPPRESS)
     return p.parse_args(argv)
 
@@ -245,10 +264,15 @@ def main(argv: list[str] | None = None) -> int:
     )
 
     def format_docs(ds: list[Document]) -> str:
-        return "\n".join(f"[{i + 1}] {d.metadata.get('title', '')}: {d.page_content}" for i, d in enumerate(ds))
+        return "\n".join(
+            f"[{i + 1}] {d.metadata.get('title', '')}: {d.page_content}" for i, d in enumerate(ds)
+        )
 
     chain = (
-        {"context": retriever | format_docs, "question": RunnablePassthrough()} | prompt | chat | StrOutputParser()
+        {"context": retriever | format_docs, "question": RunnablePassthrough()}
+        | prompt
+        | chat
+        | StrOutputParser()
     )
     print(f"\nLCEL chain answer: {chain.invoke(question).strip()!r}")
     print(f"total {time.perf_counter() - t0:.1f}s")

@@ -132,21 +132,36 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     q = p.add_mutually_exclusive_group()
     q.add_argument("--question", help="any question (default: a question of the shipped NQ sample)")
-    q.add_argument("--question-id", default=None, help=f"a question of the NQ sample (default {DEFAULT_QUESTION_ID})")
+    q.add_argument(
+        "--question-id", default=None, help=f"a question of the NQ sample (default {DEFAULT_QUESTION_ID})"
+    )
     p.add_argument("--n", type=int, default=5, help="nodes the BM25 retriever returns (default 5)")
     p.add_argument("--top-n", type=int, default=2, help="nodes kept after panning (default 2)")
-    p.add_argument("--rounds", type=int, default=None,
-                   help="panning rounds, one after another (default: the library's, 2)")
-    p.add_argument("--prompts-per-round", type=int, default=None,
-                   help="prompts sent together in each round (default: the library's, 3; the embedded "
-                        "model answers them one after another)")
-    p.add_argument("--model", help="model name on an OpenAI-compatible endpoint (default: the embedded model)")
+    p.add_argument(
+        "--rounds",
+        type=int,
+        default=None,
+        help="panning rounds, one after another (default: the library's, 2)",
+    )
+    p.add_argument(
+        "--prompts-per-round",
+        type=int,
+        default=None,
+        help="prompts sent together in each round (default: the library's, 3; the embedded "
+        "model answers them one after another)",
+    )
+    p.add_argument(
+        "--model", help="model name on an OpenAI-compatible endpoint (default: the embedded model)"
+    )
     p.add_argument("--base-url", help="OpenAI-compatible endpoint, e.g. http://127.0.0.1:8080/v1")
     p.add_argument("--api-key", help="API key (default: $OPENAI_API_KEY, or none for local servers)")
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--profile", default=None,
-                   help="detector profile, bundled name or JSON (default: the reader's own; e.g. "
-                        "smollm2-135m-nq-labelled, learned from labelled NQ questions)")
+    p.add_argument(
+        "--profile",
+        default=None,
+        help="detector profile, bundled name or JSON (default: the reader's own; e.g. "
+        "smollm2-135m-nq-labelled, learned from labelled NQ questions)",
+    )
     p.add_argument("--reader", choices=["local", "simulated"], default="local", help=argparse.SUPPRESS)
     return p.parse_args(argv)
 

@@ -27,7 +27,9 @@ def main() -> None:
     ap.add_argument("--instances", type=int, default=30)
     ap.add_argument("--n", type=int, default=20, help="documents per instance")
     ap.add_argument("--rounds", type=int, default=8)
-    ap.add_argument("--profile", default=None, help="default: the reader's own (smollm2-135m-kv for the embedded model)")
+    ap.add_argument(
+        "--profile", default=None, help="default: the reader's own (smollm2-135m-kv for the embedded model)"
+    )
     ap.add_argument("--base-url", default=None)
     ap.add_argument("--model", default=None)
     args = ap.parse_args()
@@ -41,15 +43,24 @@ def main() -> None:
         reader = LocalReader()
     rng = np.random.default_rng(1)
     task = KVTask()
-    instances = [task.make(args.n, gold_position=int(rng.integers(args.n)), rng=rng) for _ in range(args.instances)]
+    instances = [
+        task.make(args.n, gold_position=int(rng.integers(args.n)), rng=rng) for _ in range(args.instances)
+    ]
     report = {}
     for name, config in (("paper update", PanningConfig.paper()), ("library defaults", PanningConfig())):
         t0 = time.perf_counter()
         picks = []
         for i, inst in enumerate(instances):
             # the key-value documents come in no retriever order: the flat prior
-            panner = GoldPanner(reader, profile=args.profile, config=config, rounds=args.rounds, k=1,
-                                retriever_prior="none", rng=np.random.default_rng([5, i]))
+            panner = GoldPanner(
+                reader,
+                profile=args.profile,
+                config=config,
+                rounds=args.rounds,
+                k=1,
+                retriever_prior="none",
+                rng=np.random.default_rng([5, i]),
+            )
             res = panner.run(inst.question, list(inst.documents))
             top = int(res.selected[0])
             picks.append((top in inst.gold, float(res.posteriors[top])))

@@ -64,9 +64,9 @@ __all__ = [
 ]
 
 _LAZY = {
-    "GoldPanningRetriever": ".langchain",
-    "GoldPanningCompressor": ".langchain",
-    "GoldPanningPostprocessor": ".llama_index",
+    "GoldPanningRetriever": ".integrations.langchain",
+    "GoldPanningCompressor": ".integrations.langchain",
+    "GoldPanningPostprocessor": ".integrations.llama_index",
     "OpenAIReader": ".readers",
     "ChatModelReader": ".readers",
     "LlamaIndexLLMReader": ".readers",

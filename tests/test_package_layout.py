@@ -1,5 +1,7 @@
 """The package's layout, read from its source: ``evaluate`` never imports the CLI
-(``commands`` may import ``evaluate``, never the reverse), no lab module is in the package
+(``cli`` may import ``evaluate``, never the reverse), the top level is grouped by subject and
+the tests mirror it, each 0.5 path that moved still imports (with a ``DeprecationWarning``),
+no lab module is in the package
 and the package never imports the lab (the repository's ``benchmarks/``, not installed), and
 no module grows past :data:`MAX_MODULE_LINES` lines (split it along a seam, into
 ``_``-prefixed helper modules)."""
@@ -47,22 +49,22 @@ def _imported(source: str, module: str, *, is_package: bool = False) -> list[str
 
 def _is_cli(name: str) -> bool:
     return name in ("gold_panning_integrations.commands", "gold_panning_integrations.cli") or name.startswith(
-        "gold_panning_integrations.commands."
+        ("gold_panning_integrations.commands.", "gold_panning_integrations.cli.")
     )
 
 
 def test_the_resolver_sees_relative_and_lazy_cli_imports() -> None:
-    src = "def f():\n    from ..commands._util import regular_file\nfrom .. import commands\nimport os\n"
+    src = "def f():\n    from ..cli.commands._util import regular_file\nfrom .. import cli\nimport os\n"
     names = _imported(src, "gold_panning_integrations.evaluate.compare")
-    assert "gold_panning_integrations.commands._util" in names
-    assert "gold_panning_integrations.commands" in names
+    assert "gold_panning_integrations.cli.commands._util" in names
+    assert "gold_panning_integrations.cli" in names
     assert [n for n in names if _is_cli(n)] != []
     assert not any(
         _is_cli(n)
         for n in _imported("from .._console import Progress\n", "gold_panning_integrations.evaluate.compare")
     )
-    init = _imported("from ..commands import bench\n", "gold_panning_integrations.evaluate", is_package=True)
-    assert "gold_panning_integrations.commands" in init
+    init = _imported("from ..cli.commands import bench\n", "gold_panning_integrations.evaluate", is_package=True)
+    assert "gold_panning_integrations.cli.commands" in init
 
 
 def test_no_evaluate_module_imports_the_cli() -> None:
@@ -128,3 +130,50 @@ def test_the_package_never_imports_the_lab() -> None:
         if name == "benchmarks" or name.startswith("benchmarks.")
     }
     assert offenders == {}
+
+
+# ------------------------------------------------------------ the tree, by subject
+SUBPACKAGES = {"calibration", "cli", "engine", "evaluate", "integrations", "ir", "profiles", "readers", "tasks"}
+MOVED = {
+    # 0.5 path -> 0.6 path; the old one imports with a DeprecationWarning until 0.7
+    "gold_panning_integrations.langchain": "gold_panning_integrations.integrations.langchain",
+    "gold_panning_integrations.llama_index": "gold_panning_integrations.integrations.llama_index",
+    "gold_panning_integrations.traces": "gold_panning_integrations.calibration.traces",
+    "gold_panning_integrations.calibration_metrics": "gold_panning_integrations.calibration.metrics",
+    "gold_panning_integrations.recalibration": "gold_panning_integrations.calibration.recalibration",
+    "gold_panning_integrations.commands": "gold_panning_integrations.cli.commands",
+    "gold_panning_integrations.commands.run": "gold_panning_integrations.cli.commands.run",
+}
+
+
+def test_the_top_level_is_grouped_by_subject() -> None:
+    """Beside the sub-packages only the public front door (``panning``, ``errors``, ``plots``),
+    shared private helpers and the one-release shims of :data:`MOVED` stay at the top."""
+    packages = {p.parent.name for p in PACKAGE.glob("*/__init__.py")} - {"_data", "bench", "commands"}
+    assert packages == SUBPACKAGES
+    shims = {name.rsplit(".", 1)[1] for name in MOVED if name.count(".") == 1}
+    top = {p.stem for p in PACKAGE.glob("*.py")} - shims
+    assert top == {"__init__", "errors", "panning", "plots", "_console", "_io", "_moved", "_steps"}
+
+
+def test_the_tests_mirror_the_tree() -> None:
+    tests = Path(__file__).parent
+    assert SUBPACKAGES <= {p.name for p in tests.iterdir() if p.is_dir()}
+    names = [p.name for p in tests.rglob("test_*.py")]
+    assert len(names) == len(set(names))  # one basename per test module (no __init__.py in tests/)
+
+
+def test_each_moved_path_imports_the_new_module_with_a_warning() -> None:
+    import importlib
+    import sys
+    import warnings
+
+    for old, new in MOVED.items():
+        moved = ".".join(old.split(".")[:2])  # the 0.5 module or package, with its aliases
+        for name in [n for n in sys.modules if n == moved or n.startswith(f"{moved}.")]:
+            sys.modules.pop(name)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            module = importlib.import_module(old)
+        assert module is importlib.import_module(new)
+        assert any(issubclass(w.category, DeprecationWarning) and MOVED[moved] in str(w.message) for w in caught)

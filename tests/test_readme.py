@@ -27,6 +27,7 @@ def test_python_blocks_run_in_order() -> None:
     (``"local"``) replaced by the simulated reader so that no model runs here."""
     import langchain_core  # noqa: F401 - the snippets need the extras the test extra installs
     import llama_index.core  # noqa: F401
+
     from gold_panning_integrations.profiles import load_profile
     from gold_panning_integrations.readers.simulated import LexicalSimulatedReader
 

@@ -3,8 +3,8 @@
 Each option is declared once, as a field of :class:`PanningConfig` with its default, its
 check and its doc (:func:`option`); :meth:`PanningConfig.options` lists those
 declarations (:class:`OptionSpec`), and everything else derives from them: the class
-docstring, the framework adapters' fields (:mod:`gold_panning_integrations._adapter`) and
-the CLI's flags (:mod:`gold_panning_integrations.commands._config_args`).
+docstring, the framework adapters' fields (:mod:`gold_panning_integrations.integrations._base`) and
+the CLI's flags (:mod:`gold_panning_integrations.cli.commands._config_args`).
 :class:`~gold_panning_integrations.engine.panner.Panner`, the batch simulator
 (:func:`~gold_panning_integrations.engine.simulate.simulate`), the adapters and the CLI
 all take one of these.

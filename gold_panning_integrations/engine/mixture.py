@@ -75,7 +75,7 @@ from numpy.typing import NDArray
 from .config import PanningConfig
 
 if TYPE_CHECKING:
-    from .rounds import BatchState, Geometry
+    from .rounds import BatchState, DecisionRates
 
 __all__ = [
     "SUSPECT_AT",
@@ -241,7 +241,7 @@ def mixture_rates(config: PanningConfig, n: int) -> tuple[float, float, float]:
 
 
 def suspicion(
-    state: BatchState, config: PanningConfig, geometry: Geometry, *, row: int | None = None
+    state: BatchState, config: PanningConfig, geometry: DecisionRates, *, row: int | None = None
 ) -> NDArray[np.float64] | None:
     """Posterior probability that each document is a self-citing passage (cited at one
     rate wherever it sits), shape ``(B, n)``, or that of run ``row`` only, shape ``(n,)``;
@@ -264,7 +264,7 @@ def suspicion(
 
 
 def suspected_shares(
-    state: BatchState, config: PanningConfig, geometry: Geometry
+    state: BatchState, config: PanningConfig, geometry: DecisionRates
 ) -> NDArray[np.float64] | None:
     """Each document's self-citing share where it reaches :data:`TEST_AT`, else 0,
     shape ``(B, n)``; None when nothing is suspected (or ``self_citing`` is 0)."""

@@ -37,7 +37,7 @@ from .relevance import recalibrate, recalibration_of, select
 from .result import PanningResult, ProfileLike, RoundTrace, StopReason
 from .rounds import (
     BatchState,
-    Geometry,
+    DecisionRates,
     active_mask,
     draw_labels,
     observe_round,
@@ -445,7 +445,7 @@ class Panner:
         self.reader = reader
         self.profile = profile
         self.evidence_temperature = self.config.resolved("evidence_temperature")
-        self.geometry = Geometry(
+        self.geometry = DecisionRates(
             profile.tpr, profile.fpr, config=self.config, temperature=self.evidence_temperature
         )
         rng = check_rng_option(rng)  # None: each run derives its own stream

@@ -111,7 +111,7 @@ def select(
 class RecalibrationMap:
     """A monotone map from the engine's posterior log-odds to calibrated probabilities.
 
-    Learned from labelled traces (:func:`gold_panning_integrations.recalibration.fit_map`)
+    Learned from labelled traces (:func:`gold_panning_integrations.calibration.recalibration.fit_map`)
     and stored in a detector profile: a real model's profile is never exact and its
     mistakes repeat, so its posteriors are probabilities only after this map.
 

@@ -52,7 +52,7 @@ __all__ = [
     "ROBUST_SCALE",
     "ROBUST_SHIFT",
     "BatchState",
-    "Geometry",
+    "DecisionRates",
     "Placement",
     "Rates",
     "active_mask",
@@ -143,7 +143,7 @@ class Rates:
         object.__setattr__(self, "both", np.stack((self.tpr, self.fpr)))
 
 
-class Geometry:
+class DecisionRates:
     """A profile's decision rates per prompt size (cached).
 
     Args:
@@ -435,7 +435,7 @@ def rank_documents(
 def place(
     order: NDArray[np.intp],
     sizes: NDArray[np.intp],
-    geometry: Geometry,
+    geometry: DecisionRates,
     *,
     suspects: NDArray[np.float64] | None = None,
 ) -> tuple[NDArray[np.intp], NDArray[np.intp]]:
@@ -478,7 +478,7 @@ def plan_round(
     active: NDArray[np.bool_],
     *,
     config: PanningConfig,
-    geometry: Geometry,
+    geometry: DecisionRates,
     rng: np.random.Generator,
     truth: NDArray[np.bool_] | None = None,
     prompt: int = 0,
@@ -576,7 +576,7 @@ def observe_round(
     *,
     ok: NDArray[np.bool_] | None = None,
     config: PanningConfig,
-    geometry: Geometry,
+    geometry: DecisionRates,
 ) -> NDArray[np.bool_]:
     """Apply one prompt per run to ``state`` (in place): the Bayesian update.
 
@@ -618,7 +618,7 @@ def observe_round(
         _accumulate(state.observed, n_cited, read_ok)
         _accumulate(state.predicted, predicted, read_ok)
         rates = rates * state.level[:, None]
-    # Geometry.llr of both rates at once, the clamped rates and logs kept for the
+    # DecisionRates.llr of both rates at once, the clamped rates and logs kept for the
     # mixture's miss rule (which clamps with config.eps: the same eps in every caller).
     temperature = geometry.temperature
     clamped, log_r, log1m = _clamped_logs(rates, geometry.config.eps)

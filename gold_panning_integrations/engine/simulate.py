@@ -33,7 +33,7 @@ from .config import PanningConfig
 from .curves import resample_curve
 from .policies import POLICIES
 from .reading import Reading
-from .rounds import BatchState, Geometry, active_mask, observe_round, plan_round
+from .rounds import BatchState, DecisionRates, active_mask, observe_round, plan_round
 from .stopping import threshold_reached
 
 __all__ = ["Attack", "Mistakes", "PolicyCurve", "SimulatedReader", "SimulationResult", "simulate"]
@@ -299,7 +299,7 @@ def _cite(
     hostile: NDArray[np.intp],
     u: NDArray[np.float64],
     obeyed: NDArray[np.bool_] | None,
-    true_geometry: Geometry,
+    true_geometry: DecisionRates,
     attack: Attack | None,
 ) -> NDArray[np.bool_]:
     """The simulated model's citations per document, shape ``(B, n)``: slot ``j`` of a
@@ -376,8 +376,8 @@ class _Batch:
     """The fixed parts of one :func:`simulate` call; :meth:`run_chunk` runs ``b`` trials."""
 
     cfgs: dict[str, PanningConfig]
-    geometry: Geometry
-    true_geometry: Geometry
+    geometry: DecisionRates
+    true_geometry: DecisionRates
     attack: Attack | None
     recall_at: int | None
     streams: tuple[np.random.Generator, ...]
@@ -472,15 +472,15 @@ def _decision_geometry(
     decision_fpr: ArrayLike | None,
     placement_only: bool,
     cfg: PanningConfig,
-) -> Geometry:
+) -> DecisionRates:
     """The geometry the panner places (and, unless ``placement_only``, updates) with:
     the decision rates, or the true ones where none are given."""
     t_dec = t_true if decision_tpr is None else np.asarray(decision_tpr, dtype=np.float64)
     f_dec = f_true if decision_fpr is None else np.asarray(decision_fpr, dtype=np.float64)
     temp = cfg.resolved("evidence_temperature")
     if placement_only:
-        return Geometry(t_true, f_true, config=cfg, temperature=temp, placement=(t_dec, f_dec))
-    return Geometry(t_dec, f_dec, config=cfg, temperature=temp)
+        return DecisionRates(t_true, f_true, config=cfg, temperature=temp, placement=(t_dec, f_dec))
+    return DecisionRates(t_dec, f_dec, config=cfg, temperature=temp)
 
 
 def _check_relevant_counts(relevant_counts: ArrayLike) -> NDArray[np.float64]:
@@ -591,7 +591,9 @@ def simulate(
     sim = _Batch(
         cfgs={pol: replace(cfg, policy=pol) for pol in policies},
         geometry=geometry,
-        true_geometry=Geometry(t_true, f_true, config=PanningConfig(robust=False, resample_profile=True)),
+        true_geometry=DecisionRates(
+            t_true, f_true, config=PanningConfig(robust=False, resample_profile=True)
+        ),
         attack=attack,
         recall_at=recall_at,
         streams=tuple(gen.spawn(4)),  # needles, model, policy, ties

@@ -8,7 +8,7 @@ of the query's gold documents (the judgements scored; an unjudged candidate coun
 not relevant, as in the ranking metrics): the ECE with 10 equal-width bins, the ECE with
 10 equal-count bins, the Brier score, the top pick's mean probability against how often
 it is right, and the AUROC of ``p_none = prod(1 - p)`` for "no candidate relevant"
-(:mod:`gold_panning_integrations.calibration_metrics`).
+(:mod:`gold_panning_integrations.calibration.metrics`).
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from ..calibration_metrics import summarize as summarize_pairs
+from ..calibration.metrics import summarize as summarize_pairs
 from ..errors import MissingExtraError
 from ..ir.runfile import write_text_atomic
 from ._instances import CompareInstance

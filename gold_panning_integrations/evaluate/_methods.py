@@ -250,7 +250,7 @@ def _trace_writer(path: str | None) -> Callable[[Any, CompareInstance], None] | 
     file is opened once up front, so an unwritable path fails before any model call."""
     if not path:
         return None
-    from ..traces import TraceWriter
+    from ..calibration.traces import TraceWriter
 
     try:
         writer = TraceWriter(path)

@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from .._jsonl import checkpoint_lines
+from .._io import checkpoint_lines
 from ..errors import CheckpointError
 from ..ir.metrics import wilson_interval
 from ._instances import CompareInstance, complete_ranking

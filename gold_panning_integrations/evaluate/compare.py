@@ -348,7 +348,7 @@ def embedded_profile(task: str, model: str, *, mode: str) -> str | None:
     """The bundled profile for the served GGUF model: the embedded SmolLM2's measured for
     the task, else the one measured for ``model`` (found by name, in ``mode``), else None
     (the generic profile, with a warning)."""
-    from .._profile_lookup import bundled_profile_for, model_key
+    from ..profiles._lookup import bundled_profile_for, model_key
 
     if model_key(model) == model_key(EMBEDDED_MODEL):
         if task in COLLECTION_TASKS:

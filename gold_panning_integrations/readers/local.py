@@ -19,7 +19,7 @@ The context size follows the prompts, up to the context length the GGUF file dec
 The reader names its model from the file's metadata (``general.name``, see
 :func:`gguf_model_name`), not from the file name: that name goes into traces, profiles
 and reports, and picks the bundled profile measured for the model
-(:func:`~gold_panning_integrations._profile_lookup.bundled_profile_for`), so a renamed file
+(:func:`~gold_panning_integrations.profiles._lookup.bundled_profile_for`), so a renamed file
 keeps its profile.
 """
 
@@ -323,10 +323,10 @@ class LocalReader(BaseReader):
     @property
     def recommended_profile(self) -> str | None:  # type: ignore[override]
         """The bundled profile measured for this model in this mode, found by the model's
-        name (:func:`~gold_panning_integrations._profile_lookup.bundled_profile_for`):
+        name (:func:`~gold_panning_integrations.profiles._lookup.bundled_profile_for`):
         ``"smollm2-135m-kv"`` for the default model in answer mode; None for a model no
         bundled profile was measured on (calibrate one)."""
-        from .._profile_lookup import bundled_profile_for
+        from ..profiles._lookup import bundled_profile_for
 
         return bundled_profile_for(self.model_name, mode=self.mode)
 

@@ -13,7 +13,7 @@ import pytest
 from compare_fakes import kv_model
 from openai_server import FakeOpenAIServer
 
-from gold_panning_integrations.calibration_metrics import adaptive_ece, auroc, brier, ece, summarize
+from gold_panning_integrations.calibration.metrics import adaptive_ece, auroc, brier, ece, summarize
 from gold_panning_integrations.evaluate import compare as C
 from gold_panning_integrations.evaluate._calibration import calibration
 

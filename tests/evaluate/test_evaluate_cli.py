@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from gold_panning_integrations.cli import EXIT_ERROR, build_parser, main
-from gold_panning_integrations.commands.bench import MOVED, NOTICE
+from gold_panning_integrations.cli.commands.bench import MOVED, NOTICE
 from gold_panning_integrations.evaluate import compare
 
 REPO = Path(__file__).resolve().parents[2]

@@ -827,7 +827,7 @@ def test_bad_split_is_refused(task: str, split: str, message: str) -> None:
 
 
 def test_traces_option_writes_labelled_gp_belief_traces(tmp_path: Path) -> None:
-    from gold_panning_integrations.traces import read_traces
+    from gold_panning_integrations.calibration.traces import read_traces
 
     path = tmp_path / "t.jsonl"
     on_result = C._trace_writer(str(path))

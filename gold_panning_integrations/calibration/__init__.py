@@ -1,0 +1,509 @@
+"""The calibration protocol: measure a model's per-position TPR and FPR on a task.
+
+For each grid position ``j`` (``K`` positions spread over ``n``, first and last
+included) and each trial, a task instance is built with its gold document at ``j`` and
+shown to the reader once. The gold being cited at ``j`` is a true positive at ``j``; a
+distractor cited at ``j`` (in trials whose gold sits elsewhere) is a false positive at
+``j``. Rates are estimated per grid position and interpolated linearly to all ``n``
+positions (:meth:`DetectorProfile.from_grid`).
+
+Smoothing: each rate is the posterior mean under a Jeffreys ``Beta(1/2, 1/2)`` prior,
+``(x + 1/2) / (m + 1)`` for ``x`` events in ``m`` trials, so 0/50 gives 0.0098 rather
+than 0 and 50/50 gives 0.990 rather than 1 (a rate of exactly 0 or 1 would make one
+observation decisive forever in the log-odds update).
+
+Budgeted calibration (``budget=CALLS``): instead of a fixed number of trials per grid
+position, each next trial goes to the grid position whose TPR is least certain: the one
+whose Jeffreys ``Beta(x + 1/2, m - x + 1/2)`` posterior variance would shrink most in
+expectation from one more trial (:func:`next_grid_index`). FPR needs no such care: every
+trial shows a distractor at every other grid position. The profile records the counts
+behind every rate (:class:`~gold_panning_integrations.profiles.RateCounts`).
+
+Layout: a pure functional core (:func:`calibration_plan` here; :func:`count_outcomes`,
+:func:`estimate_rates`, :func:`next_grid_index`, :func:`build_profile` in
+:mod:`._calibration_fit`) under a thin stateful runner, :class:`Calibrator`, that calls the
+reader, checkpoints every completed trial to a JSONL file (one line per trial, flushed and
+fsynced), resumes from it, and holds an exclusive lock on it (``CHECKPOINT.lock``,
+:mod:`._calibration_checkpoint`) while running, so two runs on one checkpoint never both
+run every trial.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import os
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ..engine._concurrency import gather_all
+from ..engine.reading import Reading, reader_failure
+from ..errors import CheckpointError
+from ..profiles import DetectorProfile
+from ..tasks.base import TaskBuilder
+from ._checkpoint import CheckpointLock, read_checkpoint
+from ._fit import (
+    OutcomeCounts,
+    build_profile,
+    count_outcomes,
+    estimate_rates,
+    expected_variance_reduction,
+    grid_indices,
+    next_grid_index,
+    smoothed_rate,
+)
+
+__all__ = [
+    "CalibrationResult",
+    "Calibrator",
+    "CheckpointError",
+    "OutcomeCounts",
+    "TrialSpec",
+    "build_profile",
+    "calibration_plan",
+    "count_outcomes",
+    "estimate_rates",
+    "expected_variance_reduction",
+    "next_grid_index",
+    "smoothed_rate",
+]
+
+logger = logging.getLogger(__name__)
+
+
+# ---------------------------------------------------------------- functional core
+@dataclass(frozen=True)
+class TrialSpec:
+    """One calibration trial: the gold at ``position`` in an instance drawn with ``seed``.
+
+    Attributes:
+        trial_id: Stable identifier (``"p07-t012"``), the checkpoint key.
+        grid_index: Index of the grid position, ``0..K-1``.
+        position: 0-based prompt position of the gold document.
+        trial: Trial number at this position, ``0..trials-1``.
+        seed: Seed of the instance's generator.
+    """
+
+    trial_id: str
+    grid_index: int
+    position: int
+    trial: int
+    seed: int
+
+
+def calibration_plan(
+    n: int, *, grid: int | Sequence[int] = 11, trials: int = 50, rng: np.random.Generator | int | None = 0
+) -> list[TrialSpec]:
+    """Every trial of a calibration run, in execution order (trial-major, so a partial run
+    covers all positions evenly).
+
+    Args:
+        n: Documents per prompt.
+        grid: Number of grid positions (spread by :func:`grid_positions`) or explicit
+            increasing 0-based positions.
+        trials: Trials per grid position.
+        rng: Generator or seed for the per-trial instance seeds; the same seed gives
+            the same plan (which is what makes resuming possible).
+
+    Returns:
+        ``K * trials`` :class:`TrialSpec` items.
+    """
+    if n < 1:
+        raise ValueError(f"n must be >= 1, got {n!r}")
+    if trials < 1:
+        raise ValueError(f"trials must be >= 1, got {trials!r}")
+    g = grid_indices(n, grid)
+    gen = rng if isinstance(rng, np.random.Generator) else np.random.default_rng(rng)
+    seeds = gen.integers(0, 2**63 - 1, size=(trials, g.size), dtype=np.int64)
+    return [
+        TrialSpec(
+            trial_id=f"p{gi:02d}-t{t:03d}",
+            grid_index=gi,
+            position=int(g[gi]),
+            trial=t,
+            seed=int(seeds[t, gi]),
+        )
+        for t in range(trials)
+        for gi in range(g.size)
+    ]
+
+
+# --------------------------------------------------------------- stateful runner
+@dataclass
+class CalibrationResult:
+    """Outcome of :meth:`Calibrator.run`.
+
+    Attributes:
+        records: Every trial record (resumed ones included), in plan order.
+        profile: The profile built from them.
+        resumed: Trials read back from the checkpoint instead of run.
+        ran: Trials run in this session.
+        seconds: Wall time of this session.
+    """
+
+    records: list[dict[str, Any]]
+    profile: DetectorProfile
+    resumed: int
+    ran: int
+    seconds: float
+    counts: OutcomeCounts | None = field(default=None, repr=False)
+
+
+class Calibrator:
+    """Runs the calibration protocol for one reader on one task.
+
+    Args:
+        reader: ``read(question, documents) -> Reading`` and/or ``async aread``.
+        task: A :class:`~gold_panning_integrations.tasks.base.TaskBuilder`.
+        n: Documents per prompt.
+        grid: Grid size ``K`` or explicit positions.
+        trials: Trials per grid position (fixed layout; ignored with ``budget``).
+        budget: Total calls; each trial goes to the grid position whose TPR is least
+            certain (:func:`next_grid_index`). None: the fixed layout of ``trials``.
+        seed: Seed of the plan (instances); keep it to resume a run.
+        checkpoint: JSONL file recording each completed trial (None: no checkpoint).
+            It is locked (``CHECKPOINT.lock``) while the run lasts.
+        concurrency: Simultaneous calls when the reader is asynchronous.
+        progress: Called as ``progress(done, total)`` after each trial.
+        model: Model name recorded in the profile.
+        notes: Profile notes (the command line, data, ...).
+
+    A :class:`~gold_panning_integrations.errors.FatalReaderError` from the reader ends the
+    run at once (completed trials stay in the checkpoint); any other exception is a failed
+    trial.
+    """
+
+    def __init__(
+        self,
+        reader: Any,
+        task: TaskBuilder,
+        *,
+        n: int = 20,
+        grid: int | Sequence[int] = 11,
+        trials: int = 50,
+        budget: int | None = None,
+        seed: int = 0,
+        checkpoint: str | os.PathLike[str] | None = None,
+        concurrency: int = 1,
+        progress: Callable[[int, int], None] | None = None,
+        model: str | None = None,
+        notes: str = "",
+    ) -> None:
+        if concurrency < 1:
+            raise ValueError(f"concurrency must be >= 1, got {concurrency!r}")
+        if budget is not None and (isinstance(budget, bool) or not isinstance(budget, int) or budget < 1):
+            raise ValueError(f"budget must be a whole number of calls >= 1, got {budget!r}")
+        self.reader = reader
+        self.task = task
+        self.n = n
+        self.grid = grid
+        self.trials = trials
+        self.budget = budget
+        self.seed = seed
+        self.checkpoint = Path(checkpoint) if checkpoint is not None else None
+        self.concurrency = concurrency
+        self.progress = progress
+        self.model = (
+            model or getattr(reader, "model_name", None) or getattr(reader, "model", None) or "unknown"
+        )
+        self.notes = notes
+        self.grid_array = grid_indices(n, grid)
+        if budget is None:
+            self.plan = calibration_plan(n, grid=grid, trials=trials, rng=seed)
+            self.total = len(self.plan)
+        else:
+            self.plan = []
+            self.total = budget
+            gen = np.random.default_rng(seed)
+            # seeds[t, gi]: the instance of the t-th trial at grid index gi, whatever order
+            # the budget visits positions in (so a resumed run rebuilds the same instances).
+            self._seeds = gen.integers(0, 2**63 - 1, size=(budget, self.grid_array.size), dtype=np.int64)
+        self._fh: Any = None
+        self._lock: CheckpointLock | None = None
+
+    # -------------------------------------------------------------- checkpoint
+    def _meta(self) -> dict[str, Any]:
+        meta = {
+            "type": "meta",
+            "task": getattr(self.task, "name", type(self.task).__name__),
+            "n": self.n,
+            "grid": self.grid_array.tolist(),
+            "trials": self.trials,
+            "seed": self.seed,
+            "model": str(self.model),
+            "layout": "fixed" if self.budget is None else "budget",
+        }
+        if self.budget is not None:
+            meta["budget"] = self.budget
+        return meta
+
+    def _open_checkpoint(self) -> dict[str, dict[str, Any]]:
+        """Lock and open the checkpoint (creating its folder and header line); the
+        trials already in it that belong to this plan."""
+        if self.checkpoint is None:
+            return {}
+        self._prepare_folder(self.checkpoint)
+        self._lock = CheckpointLock(self.checkpoint).acquire()
+        try:
+            meta, done = read_checkpoint(self.checkpoint)
+            want = self._meta()
+            if meta is not None:
+                self._check_same_calibration(meta, want)
+            try:
+                self._fh = self.checkpoint.open("a", encoding="utf-8")
+            except OSError as err:
+                raise CheckpointError(
+                    f"cannot write checkpoint {str(self.checkpoint)!r}: {err.strerror or err}"
+                ) from err
+            if meta is None:
+                self._write(want)
+        except BaseException:
+            self._close()
+            raise
+        return self._planned(done)
+
+    @staticmethod
+    def _prepare_folder(checkpoint: Path) -> None:
+        """CheckpointError when ``checkpoint`` is a folder or its folder cannot be made."""
+        if checkpoint.is_dir():
+            raise CheckpointError(
+                f"checkpoint {str(checkpoint)!r} is a directory; pass a file path, "
+                f"e.g. --checkpoint {str(checkpoint / 'calibration.checkpoint.jsonl')!r}"
+            )
+        try:
+            checkpoint.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as err:
+            raise CheckpointError(
+                f"cannot create the folder of checkpoint {str(checkpoint)!r}: {err.strerror or err}"
+            ) from err
+
+    def _check_same_calibration(self, meta: Mapping[str, Any], want: Mapping[str, Any]) -> None:
+        """CheckpointError naming what differs when the file's header is another run's."""
+        keys = ("task", "n", "grid", "seed", "model", "layout")
+        # files written before budgets existed have no "layout": they are fixed-layout
+        diff = [k for k in keys if meta.get(k, "fixed" if k == "layout" else None) != want[k]]
+        if diff:
+            shown = ", ".join(f"{k}: {meta.get(k)!r} in the file vs {want[k]!r} now" for k in diff)
+            raise CheckpointError(
+                f"checkpoint {str(self.checkpoint)!r} belongs to another calibration ({shown}); "
+                "use another --checkpoint path or delete the file"
+            )
+
+    def _planned(self, done: Mapping[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
+        """The trials of ``done`` this plan has (fixed layout: its trial ids; budget: its
+        grid and trial range)."""
+        if self.budget is None:
+            valid = {t.trial_id for t in self.plan}
+            return {k: v for k, v in done.items() if k in valid}
+        k = self.grid_array.size
+        return {key: v for key, v in done.items() if 0 <= v["grid_index"] < k and v["trial"] < self.budget}
+
+    def _write(self, obj: Mapping[str, Any]) -> None:
+        if self._fh is None:
+            return
+        self._fh.write(json.dumps(obj) + "\n")
+        self._fh.flush()
+        os.fsync(self._fh.fileno())
+
+    def _close(self) -> None:
+        if self._fh is not None:
+            self._fh.close()
+            self._fh = None
+        if self._lock is not None:
+            self._lock.release()
+            self._lock = None
+
+    # ------------------------------------------------------------------ trials
+    def _instance(self, spec: TrialSpec) -> Any:
+        return self.task.make(self.n, gold_position=spec.position, rng=np.random.default_rng(spec.seed))
+
+    def _record(self, spec: TrialSpec, inst: Any, reading: Reading, seconds: float) -> dict[str, Any]:
+        return {
+            "type": "trial",
+            **asdict(spec),
+            "n": self.n,
+            "gold": list(inst.gold),
+            "cited": [int(c) for c in reading.cited],
+            "failed": bool(reading.failed),
+            "error": reading.error,
+            "answer": reading.answer,
+            "prompt_tokens": reading.prompt_tokens,
+            "completion_tokens": reading.completion_tokens,
+            "seconds": round(seconds, 4),
+        }
+
+    def _budget_specs(self, done: Mapping[str, Mapping[str, Any]], count: int) -> list[TrialSpec]:
+        """The next ``count`` budgeted trials given the completed ones: each chosen by
+        :func:`next_grid_index`, earlier choices in the batch counted as pending trials
+        at their predicted rate."""
+        k = self.grid_array.size
+        tp = np.zeros(k)
+        m = np.zeros(k)
+        per_index = np.zeros(k, dtype=np.int64)
+        tried = np.zeros(k)
+        for rec in done.values():
+            gi = int(rec["grid_index"])
+            per_index[gi] = max(per_index[gi], int(rec["trial"]) + 1)
+            tried[gi] += 1
+            if rec.get("failed"):
+                continue
+            m[gi] += 1
+            tp[gi] += int(rec["position"]) in {int(c) for c in rec.get("cited", ())}
+        specs = []
+        for _ in range(count):
+            gi = next_grid_index(tp, m, attempts=tried)
+            t = int(per_index[gi])
+            specs.append(
+                TrialSpec(
+                    trial_id=f"p{gi:02d}-t{t:03d}",
+                    grid_index=gi,
+                    position=int(self.grid_array[gi]),
+                    trial=t,
+                    seed=int(self._seeds[t, gi]),
+                )
+            )
+            per_index[gi] += 1
+            tp[gi] += (tp[gi] + 0.5) / (m[gi] + 1.0)  # pending: its expected outcome
+            m[gi] += 1
+            tried[gi] += 1
+        return specs
+
+    def _todo_fixed(self, done: Mapping[str, Any], limit: int | None) -> list[TrialSpec]:
+        return [t for t in self.plan if t.trial_id not in done][: limit if limit is not None else None]
+
+    def _remaining(self, done: Mapping[str, Any], limit: int | None, ran: int) -> int:
+        left = self.total - len(done)
+        if limit is not None:
+            left = min(left, limit - ran)
+        return max(left, 0)
+
+    def _finish(
+        self, done: dict[str, dict[str, Any]], resumed: int, ran: int, t0: float
+    ) -> CalibrationResult:
+        if self.budget is None:
+            records = [done[t.trial_id] for t in self.plan if t.trial_id in done]
+        else:
+            records = sorted(done.values(), key=lambda r: (int(r["trial"]), int(r["grid_index"])))
+        counts = count_outcomes(records, self.n, self.grid)
+        if records and int(counts.tp_trials.sum()) == 0:
+            failed = sum(1 for r in records if r.get("failed"))
+            first = next((r.get("error") for r in records if r.get("failed") and r.get("error")), None)
+            where = f"; the trials are kept in {str(self.checkpoint)!r}: fix the cause, delete it and rerun"
+            raise ValueError(
+                f"no usable calibration trials: {failed} of {len(records)} trials failed"
+                + (f"; the first error was: {first}" if first else "")
+                + (where if self.checkpoint is not None else "")
+            )
+        profile = build_profile(
+            records,
+            n=self.n,
+            grid=self.grid,
+            model=str(self.model),
+            task=getattr(self.task, "name", "unknown"),
+            notes=self.notes,
+            extra={
+                "seed": self.seed,
+                "trials_planned": self.trials if self.budget is None else None,
+                "budget": self.budget,
+                "trials_completed": len(records),
+            },
+        )
+        return CalibrationResult(
+            records=records,
+            profile=profile,
+            resumed=resumed,
+            ran=ran,
+            seconds=time.perf_counter() - t0,
+            counts=counts,
+        )
+
+    def _keep(
+        self, spec: TrialSpec, inst: Any, reading: Reading, seconds: float, done: dict[str, dict[str, Any]]
+    ) -> None:
+        """Record one trial: written to the checkpoint, added to ``done``, progress told."""
+        rec = self._record(spec, inst, reading, seconds)
+        self._write(rec)
+        done[spec.trial_id] = rec
+        if self.progress:
+            self.progress(len(done), self.total)
+
+    def run(self, *, limit: int | None = None) -> CalibrationResult:
+        """Run every trial not yet in the checkpoint (at most ``limit`` of them).
+
+        Uses the asynchronous path when the reader has ``aread`` and ``concurrency > 1``.
+
+        Raises:
+            CheckpointError: The checkpoint is a folder, unreadable, from another run,
+                has a malformed line, or is locked by another running calibration.
+            FatalReaderError: The reader failed permanently (completed trials are kept).
+        """
+        if self.concurrency > 1 and hasattr(self.reader, "aread"):
+            return asyncio.run(self.arun(limit=limit))
+        if not hasattr(self.reader, "read"):
+            raise TypeError("the reader needs read(question, documents) (or aread with concurrency > 1)")
+        t0 = time.perf_counter()
+        done = self._open_checkpoint()
+        resumed = len(done)
+        ran = 0
+        fixed = iter(self._todo_fixed(done, limit)) if self.budget is None else None
+        try:
+            while True:
+                if fixed is not None:
+                    spec = next(fixed, None)
+                else:
+                    nxt = self._budget_specs(done, min(1, self._remaining(done, limit, ran)))
+                    spec = nxt[0] if nxt else None
+                if spec is None:
+                    break
+                inst, s0 = self._instance(spec), time.perf_counter()
+                try:
+                    reading = self.reader.read(inst.question, inst.documents)
+                except Exception as err:  # noqa: BLE001 - a reader must not end the run
+                    reading = reader_failure(err, logger, f"trial {spec.trial_id}: ")
+                self._keep(spec, inst, reading, time.perf_counter() - s0, done)
+                ran += 1
+        finally:
+            self._close()
+        return self._finish(done, resumed, ran, t0)
+
+    async def arun(self, *, limit: int | None = None) -> CalibrationResult:
+        """Asynchronous :meth:`run`: up to ``concurrency`` ``aread`` calls at once (with a
+        budget, positions are chosen a batch of ``concurrency`` at a time)."""
+        if not hasattr(self.reader, "aread"):
+            raise TypeError("Calibrator.arun needs a reader with async aread(question, documents)")
+        t0 = time.perf_counter()
+        done = self._open_checkpoint()
+        resumed = len(done)
+        sem = asyncio.Semaphore(self.concurrency)
+        ran = 0
+
+        async def one(spec: TrialSpec) -> None:
+            nonlocal ran
+            async with sem:
+                inst, s0 = self._instance(spec), time.perf_counter()
+                try:
+                    reading = await self.reader.aread(inst.question, inst.documents)
+                except Exception as err:  # noqa: BLE001 - a reader must not end the run
+                    reading = reader_failure(err, logger, f"trial {spec.trial_id}: ")
+                # single event-loop thread: writes never interleave
+                self._keep(spec, inst, reading, time.perf_counter() - s0, done)
+                ran += 1
+
+        try:
+            if self.budget is None:
+                await gather_all([one(s) for s in self._todo_fixed(done, limit)])
+            else:
+                while True:
+                    batch = self._budget_specs(done, min(self.concurrency, self._remaining(done, limit, ran)))
+                    if not batch:
+                        break
+                    await gather_all([one(s) for s in batch])
+        finally:
+            self._close()
+        return self._finish(done, resumed, ran, t0)

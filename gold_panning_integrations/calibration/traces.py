@@ -1,0 +1,556 @@
+"""Learning a detector profile from use: panning traces to JSONL, and EM with or without labels.
+
+Saving traces (:mod:`._trace_io`)
+    :class:`TraceWriter` is a callable that appends one JSON line per
+    :class:`~gold_panning_integrations.engine.panner.PanningResult`: for every round and
+    prompt, which documents (indices, never their text) sat at which positions, which
+    were cited, whether the prompt failed; plus the prior and final log-odds. Pass it as
+    an integration's ``on_result`` callback, or call it yourself.
+
+Learning from traces
+    :func:`learn_profile` re-estimates the per-position rates with no relevance labels
+    by expectation-maximisation. Each query's posterior (under the current rates) is the
+    soft label of its documents for all of its rounds (E-step); the rates are then the
+    Jeffreys-smoothed ratio of expected cited to expected shown counts, gold and
+    distractor, per grid position (M-step). Counts are *blended* with the prior
+    profile's own counts (:meth:`DetectorProfile.rate_counts`), or, for a profile that
+    carries none (the bundled generic one), with ``prior_strength`` pseudo-trials per
+    grid position, so a few queries nudge the profile and many queries dominate it.
+
+Learning from labelled traces
+    A trace may carry ``relevant`` (``TraceWriter(path)(result, relevant=[...])``, or
+    ``gold-panning evaluate --traces``). Labelled documents are counted instead of
+    guessed, and the EM also measures what per-position rates cannot: how often this
+    reader misses a relevant document whatever its position (``blind_rate``) and how many
+    irrelevant documents per query it keeps citing (``false_leads``), plus how good the
+    base retriever's order was (``prior_head_decay``). The panner and the integrations
+    use the profile's values unless these options are set.
+
+Observation model (the engine's): a document shown at relative depth ``x`` (0 = first,
+1 = last position of its prompt) is cited with ``TPR(x)`` if relevant, ``FPR(x)`` if not;
+rates live on a grid of profile positions and are interpolated linearly, so each
+observation's expected counts are split between its two neighbouring grid positions
+with the interpolation weights.
+
+Pure numpy; no framework import.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import numpy as np
+from numpy.typing import NDArray
+
+from ..engine.beliefs import DEFAULT_EPS, log_likelihood_ratios, sigmoid
+from ..engine.curves import grid_positions as default_grid
+from ..profiles import DetectorProfile, RateCounts
+from ._trace_io import TRACE_VERSION, TraceWriter, check_relevant, read_traces, trace_record
+
+__all__ = [
+    "TRACE_VERSION",
+    "LearnResult",
+    "MixtureFit",
+    "Observations",
+    "RetrieverFit",
+    "TraceWriter",
+    "fit_head_decay",
+    "learn_profile",
+    "observations_from_traces",
+    "read_traces",
+    "trace_record",
+]
+
+
+Relevance = Literal["independent", "one"]
+
+
+# ------------------------------------------------------------------ observations
+@dataclass(frozen=True)
+class Observations:
+    """Every (document, prompt) sighting of a set of traces, flattened.
+
+    ``D`` documents over all queries (query-major), ``O`` sightings.
+
+    Attributes:
+        doc: Global document index of each sighting, shape ``(O,)``.
+        depth: Relative depth in its prompt, 0 = first, 1 = last, shape ``(O,)``.
+        cited: Whether it was cited, shape ``(O,)``.
+        prior_log_odds: Prior log-odds of each document, shape ``(D,)``.
+        query: Query index of each document, shape ``(D,)``.
+        final_posteriors: Posterior each trace reported, shape ``(D,)``.
+        label: 1 for a document labelled relevant, 0 for one labelled irrelevant (the
+            other documents of a labelled trace), NaN in unlabelled traces, shape ``(D,)``.
+    """
+
+    doc: NDArray[np.intp]
+    depth: NDArray[np.float64]
+    cited: NDArray[np.bool_]
+    prior_log_odds: NDArray[np.float64]
+    query: NDArray[np.intp]
+    final_posteriors: NDArray[np.float64]
+    label: NDArray[np.float64] | None = None
+
+    @property
+    def n_queries(self) -> int:
+        return int(self.query.max()) + 1 if self.query.size else 0
+
+    @property
+    def labels(self) -> NDArray[np.float64]:
+        """:attr:`label`, all NaN when the traces carried none, shape ``(D,)``."""
+        return np.full(self.prior_log_odds.size, np.nan) if self.label is None else self.label
+
+
+def observations_from_traces(traces: Iterable[Mapping[str, Any]]) -> Observations:
+    """Flatten trace records (from :func:`read_traces` or :func:`trace_record`); failed
+    prompts carry no evidence and are left out. A missing prior is the base rate
+    ``k / n``."""
+    doc: list[int] = []
+    depth: list[float] = []
+    cited: list[bool] = []
+    prior: list[float] = []
+    query: list[int] = []
+    final: list[float] = []
+    label: list[float] = []
+    offset = 0
+    for qi, t in enumerate(traces):
+        n = int(t["n"])
+        rel = t.get("relevant")
+        if rel is None:
+            label.extend([float("nan")] * n)
+        else:
+            row = [0.0] * n
+            for d in check_relevant(rel, n):
+                row[d] = 1.0
+            label.extend(row)
+        if t.get("prior_log_odds") is not None:
+            prior.extend(float(x) for x in t["prior_log_odds"])
+        else:
+            p0 = min(max(int(t.get("k", 1)), 1) / max(n, 1), 0.5)
+            prior.extend([float(np.log(p0) - np.log1p(-p0))] * n)
+        final.extend(float(x) for x in t["posteriors"])
+        query.extend([qi] * n)
+        for r in t["rounds"]:
+            for p in r["prompts"]:
+                if p.get("failed"):
+                    continue
+                span = int(p["span"])
+                c = set(p["cited"])
+                for d, j in zip(p["docs"], p["positions"]):
+                    doc.append(offset + int(d))
+                    depth.append(j / (span - 1) if span > 1 else 0.0)
+                    cited.append(d in c)
+        offset += n
+    return Observations(
+        doc=np.asarray(doc, dtype=np.intp),
+        depth=np.asarray(depth, dtype=np.float64),
+        cited=np.asarray(cited, dtype=bool),
+        prior_log_odds=np.asarray(prior, dtype=np.float64),
+        query=np.asarray(query, dtype=np.intp),
+        final_posteriors=np.asarray(final, dtype=np.float64),
+        label=np.asarray(label, dtype=np.float64),
+    )
+
+
+# ------------------------------------------------------------------------ EM
+def _grid_weights(
+    depth: NDArray[np.float64], grid: NDArray[np.intp], n_positions: int
+) -> tuple[NDArray[np.intp], NDArray[np.float64]]:
+    """For each depth, the left grid index and the weight of the right one (linear
+    interpolation on profile positions ``depth * (n_positions - 1)``)."""
+    x = depth * max(n_positions - 1, 0)
+    g = grid.astype(np.float64)
+    if grid.size == 1:
+        return np.zeros(x.shape, np.intp), np.zeros(x.shape)
+    x = np.clip(x, g[0], g[-1])
+    left = np.clip(np.searchsorted(g, x, side="right") - 1, 0, grid.size - 2)
+    w = (x - g[left]) / (g[left + 1] - g[left])
+    return left.astype(np.intp), np.clip(w, 0.0, 1.0)
+
+
+def _rates_at(
+    values: NDArray[np.float64], left: NDArray[np.intp], w: NDArray[np.float64]
+) -> NDArray[np.float64]:
+    if values.size == 1:
+        return np.full(left.shape, values[0])
+    return values[left] * (1.0 - w) + values[left + 1] * w
+
+
+def _accumulate(
+    left: NDArray[np.intp], w: NDArray[np.float64], weights: NDArray[np.float64], k: int
+) -> NDArray[np.float64]:
+    """Sum ``weights`` into ``k`` grid bins, each split by the interpolation weight."""
+    if k == 1:
+        return np.array([weights.sum()])
+    summed = np.bincount(left, weights * (1.0 - w), minlength=k) + np.bincount(
+        left + 1, weights * w, minlength=k
+    )
+    return np.asarray(summed, dtype=np.float64)  # bincount with weights is float64 already: no copy
+
+
+# ------------------------------------------------------------- mixture
+@dataclass(frozen=True)
+class MixtureFit:
+    """The reader's document-level mixture, measured on labelled traces.
+
+    Attributes:
+        false_leads: Expected false leads per query: ``false_lead_rate`` times the
+            labelled queries' mean number of irrelevant documents.
+        blind_rate: Share of relevant documents the reader reads as irrelevant.
+        false_lead_rate: Share of irrelevant documents it reads as relevant.
+        relevant: Labelled relevant documents behind the estimate.
+        irrelevant: Labelled irrelevant documents behind the estimate.
+        queries: Labelled queries.
+    """
+
+    false_leads: float
+    blind_rate: float
+    false_lead_rate: float
+    relevant: int
+    irrelevant: int
+    queries: int
+
+
+MIXTURE_PRIOR_WEIGHT = 2.0
+"""Pseudo-documents behind the default ``blind_rate`` and lead rate when
+:func:`learn_profile` measures them (a Beta prior): a handful of labelled queries move
+the estimate, and no estimate reaches exactly 0 or 1."""
+
+
+@dataclass(frozen=True)
+class RetrieverFit:
+    """How good the base retriever's order was on labelled traces.
+
+    Attributes:
+        head_decay: The rank prior's ``head_decay`` that makes the relevant documents'
+            ranks likeliest (maximum likelihood on a grid, ``head_floor`` at its default).
+        top1_share: Share of labelled queries whose first document was relevant.
+        queries: Labelled queries behind the estimate.
+    """
+
+    head_decay: float
+    top1_share: float
+    queries: int
+
+
+MIN_RETRIEVER_QUERIES = 5
+"""Labelled queries with a rank prior needed before :func:`fit_head_decay` says anything."""
+
+
+def fit_head_decay(traces: Iterable[Mapping[str, Any]]) -> RetrieverFit | None:
+    """Fit the rank prior's ``head_decay`` to where the relevant documents sat in the base
+    retriever's order, from labelled traces.
+
+    The integrations pan documents in the base retriever's order, so a document's index
+    is its rank. Only labelled traces whose prior decreases with the index (a rank prior:
+    non-increasing, not flat) count. Each relevant document's rank is a draw from the rank
+    prior normalised over the query's documents.
+
+    Returns:
+        A :class:`RetrieverFit`, or None with fewer than :data:`MIN_RETRIEVER_QUERIES`
+        such queries.
+    """
+    from ..engine.priors import rank_prior_probs
+
+    ranks: list[tuple[int, int]] = []
+    queries = top1 = 0
+    for t in traces:
+        rel, prior = t.get("relevant"), t.get("prior_log_odds")
+        if not rel or prior is None or len(prior) < 2:
+            continue
+        lo = np.asarray(prior, dtype=np.float64)
+        if np.any(np.diff(lo) > 1e-9) or lo[0] - lo[-1] < 1e-6:
+            continue
+        n = int(t["n"])
+        queries += 1
+        top1 += int(0 in rel)
+        ranks.extend((n, int(r)) for r in rel)
+    if queries < MIN_RETRIEVER_QUERIES:
+        return None
+    grid = np.round(np.linspace(0.05, 1.0, 96), 4)
+    ll = np.zeros(grid.size)
+    cache: dict[tuple[int, float], NDArray[np.float64]] = {}
+    for i, d in enumerate(grid):
+        for n, r in ranks:
+            key = (n, float(d))
+            if key not in cache:
+                p = rank_prior_probs(n, k=1, head_decay=float(d))
+                cache[key] = np.log(p / p.sum())
+            ll[i] += cache[key][r]
+    return RetrieverFit(
+        head_decay=float(grid[int(np.argmax(ll))]), top1_share=top1 / queries, queries=queries
+    )
+
+
+@dataclass(frozen=True)
+class LearnResult:
+    """Outcome of :func:`learn_profile`.
+
+    Attributes:
+        profile: The learned profile (its ``counts`` are prior + expected new counts).
+        iterations: EM iterations run.
+        converged: Whether the grid rates moved less than ``tol`` in the last iteration.
+        queries: Queries used.
+        sightings: Document sightings used (failed prompts excluded).
+        new_counts: The expected counts from the traces alone.
+        mixture: ``false_leads`` and ``blind_rate`` measured on the labelled traces (also
+            the profile's fields of those names), or None when no trace was labelled.
+        retriever: The base retriever's rank prior fitted on the labelled traces (its
+            ``head_decay`` is ``profile.prior_head_decay``), or None.
+    """
+
+    profile: DetectorProfile
+    iterations: int
+    converged: bool
+    queries: int
+    sightings: int
+    new_counts: RateCounts
+    mixture: MixtureFit | None = None
+    retriever: RetrieverFit | None = None
+
+
+def _prior_counts(
+    prior: DetectorProfile, grid: NDArray[np.intp], strength: float
+) -> tuple[NDArray[np.float64], ...]:
+    """Gold cited/shown and distractor cited/shown at each grid position from the prior."""
+    c = prior.rate_counts()
+    if c is not None and list(c.positions) == grid.tolist():
+        a = c.arrays()
+        return a["gold_cited"], a["gold_shown"], a["distractor_cited"], a["distractor_shown"]
+    t = prior.tpr_array[grid]
+    f = prior.fpr_array[grid]
+    s = np.full(grid.size, float(strength))
+    return t * s, s.copy(), f * s, s.copy()
+
+
+def _learn_grid(prior: DetectorProfile, grid: int | Sequence[int] | None) -> NDArray[np.intp]:
+    """The grid positions :func:`learn_profile` estimates on: ``grid`` (a size or the
+    positions), else the prior's ``grid_positions``, else 11 points over its positions."""
+    P = prior.n_positions
+    if grid is None:
+        return (
+            np.asarray(prior.grid_positions, dtype=np.intp) if prior.grid_positions else default_grid(P, 11)
+        )
+    if isinstance(grid, int):
+        return default_grid(P, grid)
+    return np.asarray(grid, dtype=np.intp)
+
+
+def _mixture_start(
+    obs: Observations, known: NDArray[np.bool_], irr_l: NDArray[np.bool_]
+) -> tuple[float, float, float]:
+    """``(irrelevant per labelled query, a0, b0)``: the mixture's starting (and prior)
+    false-lead and blind rates, from the engine's defaults."""
+    from ..engine.config import DEFAULT_BLIND_RATE, DEFAULT_FALSE_LEADS
+
+    lq = np.unique(obs.query[known])
+    irr_per_query = float(np.mean(np.bincount(obs.query[irr_l], minlength=obs.n_queries)[lq]))
+    return irr_per_query, min(DEFAULT_FALSE_LEADS / max(irr_per_query, 1.0), 0.5), DEFAULT_BLIND_RATE
+
+
+def _one_relevant_posterior(lo: NDArray[np.float64], obs: Observations) -> NDArray[np.float64]:
+    """Posterior of each sighting's document when each query has exactly one relevant
+    document: a softmax of the log-odds ``lo`` over the query's documents."""
+    m = np.full(obs.n_queries, -np.inf)
+    np.maximum.at(m, obs.query, lo)
+    e = np.exp(lo - m[obs.query])
+    z = np.bincount(obs.query, e, minlength=obs.n_queries)
+    return e / z[obs.query]
+
+
+def learn_profile(
+    traces: Iterable[Mapping[str, Any]] | Observations,
+    prior: DetectorProfile,
+    *,
+    grid: int | Sequence[int] | None = None,
+    prior_strength: float = 3.0,
+    relevance: Relevance = "independent",
+    iterations: int = 50,
+    tol: float = 1e-5,
+    eps: float = DEFAULT_EPS,
+) -> LearnResult:
+    """Re-estimate a profile's rates from panning traces by EM; labelled traces also
+    measure the reader's mixture and the retriever's rank prior.
+
+    Unlabelled documents get soft labels from their posterior (E-step). When some traces
+    carry ``relevant`` labels, each document is further split into "reads as relevant"
+    (cited at TPR) or not (at FPR): a relevant document fails to read as relevant with
+    probability ``blind_rate``, an irrelevant one reads as relevant with probability
+    ``false_leads / (n - k)``; both are estimated with the rates (2 pseudo-documents at
+    the defaults, :data:`MIXTURE_PRIOR_WEIGHT`) and stored as the profile's ``false_leads``
+    and ``blind_rate``, where the panner reads them. The TPR is then that of a document the reader recognises, not
+    diluted by the queries it cannot answer. Labelled traces that used a rank prior also
+    fit ``prior_head_decay`` (:func:`fit_head_decay`).
+
+    Args:
+        traces: Trace records or already flattened :class:`Observations`.
+        prior: The profile the traces were panned with (or any starting point); its
+            counts (or ``prior_strength`` pseudo-trials per grid position for gold and
+            for distractors when it has none) are blended with the traces' counts.
+        grid: Grid of profile positions to estimate on (default: the prior's
+            ``grid_positions``, else the paper's 11-point grid over its positions).
+        prior_strength: Pseudo-trials per grid position for a prior without counts.
+        relevance: ``"independent"``: each document is relevant or not on its own
+            (posterior from the trace's prior log-odds, as the panner computes it);
+            ``"one"``: each query has exactly one relevant document (its posterior is
+            a softmax over the query's documents).
+        iterations: Maximum EM iterations.
+        tol: Stop when no grid rate moves more than this.
+        eps: Rate clamp of the log-likelihood ratios (as in the panner).
+
+    Returns:
+        A :class:`LearnResult`; ``profile`` has ``prior.n_positions`` positions.
+    """
+    if relevance not in ("independent", "one"):
+        raise ValueError(f"relevance must be 'independent' or 'one', got {relevance!r}")
+    if not prior_strength > 0:
+        raise ValueError(f"prior_strength must be > 0, got {prior_strength!r}")
+    retriever = None
+    if not isinstance(traces, Observations):
+        traces = list(traces)
+        retriever = fit_head_decay(traces)
+    obs = traces if isinstance(traces, Observations) else observations_from_traces(traces)
+    P = prior.n_positions
+    g = _learn_grid(prior, grid)
+    k = g.size
+    a_gc, a_gs, a_dc, a_ds = _prior_counts(prior, g, prior_strength)
+    left, w = _grid_weights(obs.depth, g, P)
+    cited = obs.cited
+    D = obs.prior_log_odds.size
+    labels = obs.labels
+    known = ~np.isnan(labels)
+    n_labelled = int(np.unique(obs.query[known]).size) if known.any() else 0
+    rel_l, irr_l = known & (labels == 1.0), known & (labels == 0.0)
+    # With labels the reader's mixture is measured too: each document "reads as relevant"
+    # (cited at TPR) or not (at FPR); a relevant one reads as irrelevant with probability
+    # b (blind), an irrelevant one as relevant with probability a (a false lead). Without
+    # labels a = b = 0 and "reads as relevant" is relevance itself (the paper's model).
+    mixture = bool(rel_l.any() and irr_l.any())
+    irr_per_query, a0, b0 = _mixture_start(obs, known, irr_l) if mixture else (0.0, 0.0, 0.0)
+    a_rate, b_rate = a0, b0
+    # Start the E-step from the prior profile's own rates (what the traces were panned with).
+    t_grid = prior.tpr_array[g].copy()
+    f_grid = prior.fpr_array[g].copy()
+    converged = False
+    it = 0
+    new = (np.zeros(k),) * 4
+    wm = MIXTURE_PRIOR_WEIGHT
+    for it in range(1, iterations + 1):
+        # E-step: P(document reads as relevant | all its sightings).
+        t_o = _rates_at(t_grid, left, w)
+        f_o = _rates_at(f_grid, left, w)
+        llr_c, llr_m = log_likelihood_ratios(t_o, f_o, eps=eps)
+        ev = np.bincount(obs.doc, np.where(cited, llr_c, llr_m), minlength=D)
+        lo = obs.prior_log_odds + ev
+        post = _one_relevant_posterior(lo, obs) if relevance == "one" else sigmoid(lo)
+        ab_old = (a_rate, b_rate)
+        if mixture:
+            # Unlabelled: relevant-and-seen or a false lead; labelled: the class given the label.
+            pi = np.clip(sigmoid(obs.prior_log_odds), 1e-12, 1.0 - 1e-12)
+            like = pi * (1.0 - b_rate) + (1.0 - pi) * a_rate
+            post = sigmoid(np.log(like) - np.log1p(-like) + ev)
+            post = np.where(rel_l, sigmoid(np.log1p(-b_rate) - np.log(b_rate) + ev), post)
+            post = np.where(irr_l, sigmoid(np.log(a_rate) - np.log1p(-a_rate) + ev), post)
+            b_rate = float((np.sum(1.0 - post[rel_l]) + wm * b0) / (rel_l.sum() + wm))
+            a_rate = float((np.sum(post[irr_l]) + wm * a0) / (irr_l.sum() + wm))
+        else:
+            post = np.where(known, labels, post)  # labelled documents are counted, not guessed
+        q = post[obs.doc]
+        # M-step: expected counts per grid position, blended with the prior's.
+        gs = _accumulate(left, w, q, k)
+        gc = _accumulate(left, w, q * cited, k)
+        ds = _accumulate(left, w, 1.0 - q, k)
+        dc = _accumulate(left, w, (1.0 - q) * cited, k)
+        new = (gc, gs, dc, ds)
+        t_new = (a_gc + gc + 0.5) / (a_gs + gs + 1.0)
+        f_new = (a_dc + dc + 0.5) / (a_ds + ds + 1.0)
+        delta = max(
+            float(np.max(np.abs(t_new - t_grid))),
+            float(np.max(np.abs(f_new - f_grid))),
+            abs(a_rate - ab_old[0]),
+            abs(b_rate - ab_old[1]),
+        )
+        t_grid, f_grid = t_new, f_new
+        if delta < tol:
+            converged = True
+            break
+    gc, gs, dc, ds = new
+    total = RateCounts(
+        positions=g.tolist(),
+        gold_cited=(a_gc + gc).tolist(),
+        gold_shown=(a_gs + gs).tolist(),
+        distractor_cited=(a_dc + dc).tolist(),
+        distractor_shown=(a_ds + ds).tolist(),
+    )
+    fresh = RateCounts(
+        positions=g.tolist(),
+        gold_cited=gc.tolist(),
+        gold_shown=gs.tolist(),
+        distractor_cited=dc.tolist(),
+        distractor_shown=ds.tolist(),
+    )
+    how = f"by EM ({n_labelled} of them labelled)" if n_labelled else "by EM"
+    # What the reader is known to do beyond per-position rates stays with it unless re-measured.
+    learned: dict[str, Any] = {
+        key: getattr(prior, key)
+        for key in ("false_leads", "blind_rate", "prior_head_decay")
+        if getattr(prior, key) is not None
+    }
+    extra: dict[str, Any] = {
+        "learned_from_traces": {
+            "queries": obs.n_queries,
+            "labelled_queries": n_labelled,
+            "sightings": int(obs.doc.size),
+            "iterations": it,
+            "converged": converged,
+            "relevance": relevance,
+            "prior_strength": prior_strength if prior.rate_counts() is None else None,
+        },
+    }
+    fit = None
+    if mixture:
+        fit = MixtureFit(
+            false_leads=round(a_rate * irr_per_query, 4),
+            blind_rate=min(round(b_rate, 4), 0.9999),
+            false_lead_rate=a_rate,
+            relevant=int(rel_l.sum()),
+            irrelevant=int(irr_l.sum()),
+            queries=n_labelled,
+        )
+        learned["false_leads"], learned["blind_rate"] = fit.false_leads, fit.blind_rate
+        extra["mixture_fit"] = {
+            "relevant": fit.relevant,
+            "irrelevant": fit.irrelevant,
+            "queries": fit.queries,
+        }
+    if retriever is not None:
+        learned["prior_head_decay"] = retriever.head_decay
+        extra["retriever_fit"] = {"queries": retriever.queries, "top1_share": round(retriever.top1_share, 4)}
+    profile = DetectorProfile.from_grid(
+        g,
+        t_grid,
+        f_grid,
+        n_positions=P,
+        counts=total,
+        model=prior.model,
+        task=prior.task,
+        notes=(
+            f"Learned from {obs.n_queries} panning traces ({obs.doc.size} document sightings) {how} "
+            f"({it} iterations, relevance={relevance}), blended with the prior profile "
+            f"{prior.model!r}/{prior.task!r} by counts. Prior notes: {prior.notes}"
+        ).strip(),
+        extra=extra,
+        **learned,
+    )
+    return LearnResult(
+        profile=profile,
+        iterations=it,
+        converged=converged,
+        queries=obs.n_queries,
+        sightings=int(obs.doc.size),
+        new_counts=fresh,
+        mixture=fit,
+        retriever=retriever,
+    )

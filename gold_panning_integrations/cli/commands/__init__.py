@@ -1,0 +1,1 @@
+"""Sub-commands of the ``gold-panning`` CLI (one module each)."""

@@ -1,0 +1,101 @@
+"""Engine flags generated from the one declaration of every option (cheap imports only).
+
+:func:`add_config_arguments` adds one flag per
+:class:`~gold_panning_integrations.engine.config.PanningConfig` option (``max_calls`` ->
+``--max-calls``; type and choices from the declaration, help from the first sentence
+of its doc, values checked by the option's own check); :func:`given_options` reads back
+the ones the user gave, for ``PanningConfig.from_options``.
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Callable, Collection, Mapping
+from typing import Any
+
+from ...engine.config import OptionSpec, PanningConfig
+
+__all__ = ["add_config_arguments", "flag", "given_options"]
+
+
+def flag(name: str) -> str:
+    """The CLI flag of an option: ``max_calls`` -> ``--max-calls``."""
+    return "--" + name.replace("_", "-")
+
+
+def _parse(spec: OptionSpec) -> Callable[[str], Any]:
+    """argparse ``type=`` for ``spec``: the text as the option's type, checked by the
+    option's own check (the message says what the value must be)."""
+
+    def parse(text: str) -> Any:
+        value: Any = text
+        if spec.optional and text.lower() == "none":
+            value = None
+        elif spec.kind is int:
+            try:
+                value = int(text)
+            except ValueError as err:
+                raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from err
+        elif spec.kind is float:
+            try:
+                value = float(text)
+            except ValueError as err:
+                raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from err
+        message = spec.check(value)
+        if message is not None:
+            raise argparse.ArgumentTypeError(f"must be {message}, got {text!r}")
+        return value
+
+    parse.__name__ = spec.kind.__name__  # argparse names the type in its own messages
+    return parse
+
+
+def _help(spec: OptionSpec, default: Any) -> str:
+    shown: Any = default
+    if default is None:
+        shown = "None" if spec.profile_default is None else f"the profile's, else {spec.profile_default:g}"
+    return f"{spec.summary} (default: {shown})".replace("%", "%%")
+
+
+def add_config_arguments(
+    p: argparse.ArgumentParser,
+    *,
+    only: Collection[str] | None = None,
+    hidden: Collection[str] = (),
+    defaults: Mapping[str, Any] | None = None,
+    title: str = "panning options (PanningConfig)",
+) -> None:
+    """Add one flag per engine option to ``p``, in a group titled ``title``.
+
+    Args:
+        p: The (sub-)command's parser.
+        only: The options to add (default: all), in declaration order.
+        hidden: Options that work but are left out of ``--help``.
+        defaults: Options whose value is always set, with this command's default (the
+            others are set only when given, so the declaration's default or a demo's own
+            setting applies; their help shows the declaration's default).
+    """
+    defaults = dict(defaults or {})
+    group = p.add_argument_group(title)
+    for spec in PanningConfig.options():
+        if only is not None and spec.name not in only:
+            continue
+        default = defaults.get(spec.name, spec.default)
+        kw: dict[str, Any] = {
+            "dest": spec.name,
+            "default": defaults.get(spec.name, argparse.SUPPRESS),
+            "help": argparse.SUPPRESS if spec.name in hidden else _help(spec, default),
+        }
+        if spec.kind is bool and not spec.optional:
+            kw["action"] = argparse.BooleanOptionalAction
+        else:
+            kw["type"] = _parse(spec)
+            kw["metavar"] = "{" + ",".join(spec.choices) + "}" if spec.choices else spec.kind.__name__.upper()
+        group.add_argument(flag(spec.name), **kw)
+
+
+def given_options(args: argparse.Namespace) -> dict[str, Any]:
+    """The engine options present in ``args`` (given on the command line, or set by a
+    command's own defaults), as keyword arguments for ``PanningConfig.from_options``."""
+    names = {spec.name for spec in PanningConfig.options()}
+    return {name: value for name, value in vars(args).items() if name in names}

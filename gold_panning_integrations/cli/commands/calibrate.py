@@ -1,0 +1,434 @@
+"""``gold-panning calibrate``: measure a model's per-position TPR/FPR and save a profile."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shlex
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from ...readers._cli_args import add_reader_arguments
+
+__all__ = ["main", "plot_profile", "register"]
+
+
+def register(sub: Any) -> None:
+    p = sub.add_parser(
+        "calibrate",
+        help="measure a model's TPR/FPR by context position and write a profile JSON",
+        description=(
+            "The calibration protocol: for each of --grid positions and each of --trials trials, "
+            "build a task instance with its gold document at that position and ask the model once. "
+            "TPR at a position is how often the gold there was cited; FPR is how often a distractor "
+            "there was cited. Rates are smoothed (Jeffreys) and interpolated linearly to all "
+            "positions. Completed trials go to a checkpoint file, so an interrupted run resumes. "
+            "Three cheaper paths: --budget CALLS spends at most that many calls, each on the position "
+            "whose rate is least certain; --task haystack --docs FILE measures on your own passages; "
+            "--from-traces FILE re-estimates a profile from saved panning traces with no model calls."
+        ),
+    )
+    add_reader_arguments(p)
+    p.add_argument(
+        "--task",
+        choices=("kv", "monorel", "pir", "nq", "haystack"),
+        default="kv",
+        help="calibration task (haystack: a made-up fact inserted into your passages, see --docs)",
+    )
+    p.add_argument("--data", default=None, help="JSONL(.gz) file for --task nq")
+    p.add_argument(
+        "--docs",
+        default=None,
+        help='your passages for --task haystack: JSONL (a string or {"text": ...} per line) or plain text '
+        "with passages separated by blank lines",
+    )
+    p.add_argument("--n", type=int, default=20, help="documents per prompt (default 20)")
+    p.add_argument("--grid", type=int, default=11, help="measured positions (default 11)")
+    p.add_argument("--trials", type=int, default=50, help="trials per position (default 50)")
+    p.add_argument(
+        "--budget",
+        type=int,
+        default=None,
+        metavar="CALLS",
+        help="spend at most CALLS calls, each at the grid position whose TPR is least certain "
+        "(instead of --trials per position); 100 keeps most of the benefit in simulation",
+    )
+    p.add_argument(
+        "--from-traces",
+        default=None,
+        metavar="FILE",
+        help="no model calls: re-estimate the rates from panning traces (TraceWriter JSONL) by EM, "
+        "blended with --prior by counts; traces labelled with 'relevant' (TraceWriter(result, relevant=...), "
+        "evaluate --traces) also measure the reader's blind_rate and false_leads",
+    )
+    p.add_argument(
+        "--prior",
+        default=None,
+        metavar="PROFILE",
+        help="with --from-traces: the profile the traces were panned with (bundled name or JSON; "
+        "default: the generic profile)",
+    )
+    p.add_argument(
+        "--relevance",
+        choices=("independent", "one"),
+        default="independent",
+        help="with --from-traces: each document relevant on its own (default), or exactly one per query",
+    )
+    p.add_argument(
+        "--recalibrate",
+        choices=("platt", "isotonic", "none"),
+        default="platt",
+        help="with --from-traces and labelled traces: fit this map from the panner's posteriors to "
+        "calibrated probabilities and store it in the profile (default platt; see docs/probabilities.md)",
+    )
+    p.add_argument(
+        "--keep-rates",
+        action="store_true",
+        help="with --from-traces: keep --prior's rates and mistake rates as they are and fit only the "
+        "recalibration map (on the traces' own posteriors): for a measured profile and a few labelled queries",
+    )
+    p.add_argument("--out", required=True, help="profile JSON to write")
+    p.add_argument("--plot", default=None, help="also save a PNG of TPR, FPR and diagnosticity")
+    p.add_argument(
+        "--checkpoint", default=None, help="trial log for resuming (default: OUT.checkpoint.jsonl)"
+    )
+    p.add_argument("--concurrency", type=int, default=4, help="simultaneous calls for remote readers")
+    p.add_argument("--seed", type=int, default=0, help="seed of the calibration instances")
+    p.add_argument("--notes", default="", help="text appended to the profile notes")
+    p.add_argument("--limit", type=int, default=None, help=argparse.SUPPRESS)
+    p.set_defaults(func=main)
+
+
+def main(args: argparse.Namespace) -> int:
+    from ..._console import Progress, format_table
+    from ...calibration import Calibrator
+    from ...readers._cli_args import make_reader
+
+    out = Path(args.out)
+    _check_out(out)
+    if args.from_traces is not None:
+        return _from_traces(args, out)
+    if args.budget is not None and args.budget < 1:
+        raise ValueError(f"--budget must be a number of calls >= 1, got {args.budget}")
+    task = _make_task(args)
+    checkpoint = args.checkpoint or str(out) + ".checkpoint.jsonl"
+    reader = make_reader(args, seed=args.seed)
+    argv = _command_line(args)
+    concurrency = args.concurrency if args.reader == "openai" else 1
+    cal = Calibrator(
+        reader,
+        task,
+        n=args.n,
+        grid=args.grid,
+        trials=args.trials,
+        budget=args.budget,
+        seed=args.seed,
+        checkpoint=checkpoint,
+        concurrency=concurrency,
+        notes="",
+    )
+    bar = Progress(cal.total, label="calibrate")
+    cal.progress = lambda done, total: bar.update(done)
+    result = cal.run(limit=args.limit)
+    bar.close()
+    c = result.counts
+    assert c is not None
+    complete = len(result.records) >= cal.total
+    mode = getattr(reader, "mode", None)
+    layout = (
+        f"a budget of {args.budget} calls (each at the grid position whose TPR was least certain)"
+        if args.budget is not None
+        else f"{args.trials} trials planned per position"
+    )
+    notes = (
+        f"Made with: {argv}. Task {args.task}, n={args.n}, grid of "
+        f"{c.grid.size} positions {c.grid.tolist()}, {layout}, "
+        f"{len(result.records)} of {cal.total} trials completed ({c.failed} failed, excluded); "
+        f"gold-at-position trials per grid position: {c.tp_trials.tolist()}. Reader mode: {mode}. "
+        "Rates smoothed with a Jeffreys prior, (x+0.5)/(m+1); linear interpolation between grid positions."
+        + ("" if complete else " INCOMPLETE: resume with the same command to finish.")
+        + (f" {args.notes}" if args.notes else "")
+    )
+    extra = {**result.profile.extra, **({"mode": mode} if isinstance(mode, str) else {})}
+    profile = result.profile.model_copy(update={"notes": notes, "extra": extra})
+    rows = [
+        [
+            int(g),
+            int(c.tp[i]),
+            int(c.tp_trials[i]),
+            profile.tpr[int(g)],
+            int(c.fp[i]),
+            int(c.fp_trials[i]),
+            profile.fpr[int(g)],
+        ]
+        for i, g in enumerate(c.grid)
+    ]
+    print(format_table(["position", "tp", "of", "TPR", "fp", "of", "FPR"], rows))
+    saved, problem = save_profile_or_fallback(profile, out, checkpoint=checkpoint)
+    if problem is not None:
+        print(f"gold-panning calibrate: error: {problem}", file=sys.stderr)
+        return 2
+    print(
+        f"wrote {saved} ({len(result.records)}/{cal.total} trials; {result.ran} run now, "
+        f"{result.resumed} resumed from {checkpoint}; {result.seconds:.1f}s)"
+    )
+    if args.plot:
+        plot_profile(profile, args.plot)
+        print(f"wrote {args.plot}")
+    if c.failed * 2 > len(result.records):
+        first = next((r.get("error") for r in result.records if r.get("failed")), None)
+        print(
+            f"gold-panning calibrate: error: {c.failed} of {len(result.records)} trials failed, so the profile "
+            f"rests on {len(result.records) - c.failed} trials (first error: {first}); fix the cause, delete "
+            f"{checkpoint} and rerun",
+            file=sys.stderr,
+        )
+        return 3
+    return 0 if complete else 3
+
+
+def _check_out(out: Path) -> None:
+    """Fail before any call when --out cannot be a file (a folder, or a missing folder)."""
+    if out.is_dir():
+        raise ValueError(
+            f"--out {str(out)!r} is a folder; pass a file path such as {str(out / 'profile.json')!r}"
+        )
+    if not out.parent.is_dir():
+        raise ValueError(f"--out {str(out)!r}: folder {str(out.parent)!r} does not exist; create it first")
+
+
+def _make_task(args: argparse.Namespace) -> Any:
+    if args.task == "haystack":
+        if args.docs is None:
+            raise ValueError("--task haystack builds trials from your passages: pass --docs FILE")
+        from ...tasks.haystack import HaystackTask
+
+        task = HaystackTask(args.docs)
+        if task.max_n < args.n:
+            raise ValueError(
+                f"--docs {args.docs!r} holds {task.max_n} distinct passages but --n {args.n} documents per "
+                "prompt need at least as many; add passages or lower --n"
+            )
+        return task
+    if args.docs is not None:
+        raise ValueError("--docs is for --task haystack; use --data for --task nq")
+    from ...tasks import make_task
+
+    return make_task(args.task, data=args.data)
+
+
+def save_profile_or_fallback(
+    profile: Any, out: Path, *, checkpoint: str | os.PathLike[str] | None
+) -> tuple[Path | None, str | None]:
+    """Save ``profile`` to ``out``; if that fails (read-only folder, full disk), save it
+    next to the checkpoint, else in the temp folder, so finished work is never lost.
+
+    Returns:
+        ``(path written, None)``; ``(fallback path, one-line message)`` after a fallback;
+        ``(None, message)`` when nothing could be written: the profile JSON then goes to
+        stdout so it can still be kept.
+    """
+    try:
+        return profile.save(out), None
+    except OSError as err:
+        first = err
+    tried = [str(out)]
+    candidates = []
+    if checkpoint is not None:
+        ck = Path(checkpoint)
+        candidates.append(ck.with_name(ck.name + ".profile.json"))
+    candidates.append(Path(tempfile.gettempdir()) / f"gold-panning-profile-{os.getpid()}.json")
+    for cand in candidates:
+        try:
+            saved = profile.save(cand)
+        except OSError:
+            tried.append(str(cand))
+            continue
+        return saved, (
+            f"cannot write --out {str(out)!r} ({first.strerror or first}); the profile was saved to "
+            f"{str(saved)!r} instead: move it where you want it"
+        )
+    sys.stdout.write(profile.to_json() + "\n")
+    return None, (
+        f"cannot write the profile anywhere (tried {', '.join(tried)}: {first.strerror or first}); "
+        "its JSON was printed to stdout above"
+    )
+
+
+def _from_traces(args: argparse.Namespace, out: Path) -> int:
+    from ..._console import format_table
+    from ...calibration.traces import learn_profile, read_traces
+    from ...profiles import GENERIC_PROFILE, load_profile
+
+    traces = read_traces(args.from_traces)
+    prior = load_profile(args.prior if args.prior is not None else GENERIC_PROFILE)
+    if args.keep_rates:
+        return _map_only(args, traces, prior, out)
+    res = learn_profile(traces, prior, relevance=args.relevance)
+    profile = res.profile
+    notes = (
+        f"Made with: gold-panning calibrate --from-traces {shlex.quote(args.from_traces)} --prior "
+        f"{shlex.quote(str(args.prior or GENERIC_PROFILE))} --relevance {args.relevance}. " + profile.notes
+    )
+    profile = profile.model_copy(update={"notes": notes})
+    if args.recalibrate != "none":
+        profile = _recalibrated(traces, profile, args.recalibrate)
+    g = res.new_counts.positions
+    rows = [
+        [
+            g[i],
+            prior.tpr[g[i]],
+            profile.tpr[g[i]],
+            res.new_counts.gold_shown[i],
+            prior.fpr[g[i]],
+            profile.fpr[g[i]],
+        ]
+        for i in range(len(g))
+    ]
+    print(format_table(["position", "TPR before", "TPR after", "gold seen", "FPR before", "FPR after"], rows))
+    saved, problem = save_profile_or_fallback(profile, out, checkpoint=None)
+    if problem is not None:
+        print(f"gold-panning calibrate: error: {problem}", file=sys.stderr)
+        return 2
+    if res.mixture is not None:
+        m = res.mixture
+        print(
+            f"measured on {m.queries} labelled traces ({m.relevant} relevant, {m.irrelevant} irrelevant documents): "
+            f"blind_rate {m.blind_rate:.3f} (share of relevant documents this reader reads as irrelevant), "
+            f"false_leads {m.false_leads:.3f} per query; panning with this profile uses them unless you set them"
+        )
+    else:
+        print(
+            "no trace carries 'relevant' labels: rates learned by EM alone (label some queries to also "
+            "measure blind_rate and false_leads)"
+        )
+    if res.retriever is not None:
+        r = res.retriever
+        print(
+            f"the base retriever's first document was relevant in {r.top1_share:.0%} of {r.queries} labelled queries: "
+            f"prior_head_decay {r.head_decay:g} fits its ranks (default 0.6); the integrations use it with this "
+            "profile unless you set prior_head_decay"
+        )
+    print(
+        f"wrote {saved} (learned from {res.queries} traces, {res.sightings} document sightings; "
+        f"EM {res.iterations} iterations{'' if res.converged else ', not converged'})"
+    )
+    return 0
+
+
+def _map_only(args: argparse.Namespace, traces: list[dict[str, Any]], prior: Any, out: Path) -> int:
+    """``--keep-rates``: ``prior`` unchanged but for a recalibration map fitted on ``traces``."""
+    from ...profiles import GENERIC_PROFILE
+
+    if args.recalibrate == "none":
+        print(
+            "gold-panning calibrate: error: --keep-rates fits only a map; drop --recalibrate none",
+            file=sys.stderr,
+        )
+        return 2
+    notes = (
+        f"Made with: gold-panning calibrate --from-traces {shlex.quote(args.from_traces)} --prior "
+        f"{shlex.quote(str(args.prior or GENERIC_PROFILE))} --keep-rates --recalibrate {args.recalibrate}. "
+        + prior.notes
+    )
+    profile = _recalibrated(traces, prior.model_copy(update={"notes": notes}), args.recalibrate)
+    if profile.recalibration is None:
+        print("gold-panning calibrate: error: no map fitted, nothing written", file=sys.stderr)
+        return 2
+    saved, problem = save_profile_or_fallback(profile, out, checkpoint=None)
+    if problem is not None:
+        print(f"gold-panning calibrate: error: {problem}", file=sys.stderr)
+        return 2
+    print(
+        f"wrote {saved} ({prior.model} {prior.task} rates kept, a {args.recalibrate} map from {len(traces)} traces)"
+    )
+    return 0
+
+
+MIN_RECALIBRATION_QUERIES = 10
+"""Labelled traces needed before ``--from-traces`` fits a recalibration map."""
+
+
+def _recalibrated(traces: list[dict[str, Any]], profile: Any, kind: str) -> Any:
+    """``profile`` with a recalibration map of ``kind`` fitted on the labelled traces,
+    replayed through ``profile`` (its new rates); the held-out calibration of each map
+    (5-fold) is printed. Unchanged, with a note, when too few traces are labelled."""
+    import numpy as np
+
+    from ..._console import format_table
+    from ...calibration.recalibration import cross_validate, fit_map, labelled_queries
+
+    queries = labelled_queries(traces, profile=profile)
+    if len(queries) < MIN_RECALIBRATION_QUERIES:
+        print(
+            f"{len(queries)} labelled traces: no recalibration map fitted (label at least "
+            f"{MIN_RECALIBRATION_QUERIES} queries: TraceWriter(result, relevant=[...]) or gold-panning evaluate --traces)"
+        )
+        return profile
+    cv = cross_validate(queries)
+    rows = [[k, v["ece"], v["adaptive_ece"], v["brier"]] for k, v in cv.items()]
+    print(f"held-out calibration of the posteriors on {len(queries)} labelled queries (5-fold):")
+    print(format_table(["map", "ECE (10 bins)", "ECE (10 equal-count)", "Brier"], rows))
+    lo = np.concatenate([q[0] for q in queries])
+    rel = np.concatenate([q[1] for q in queries])
+    m = fit_map(lo, rel, kind=kind)
+    print(
+        f"stored a {kind} recalibration map in the profile: every probability the panner reports goes through it"
+    )
+    extra = {**profile.extra, "recalibration_fit": {"queries": len(queries), "pairs": int(lo.size), "cv": cv}}
+    return profile.model_copy(update={"recalibration": m.to_dict(), "extra": extra})
+
+
+def _command_line(args: argparse.Namespace) -> str:
+    """The calibration-relevant options as a command line (for the profile notes)."""
+    parts = ["gold-panning", "calibrate", "--reader", args.reader]
+    for opt in ("model_path", "base_url", "model", "mode", "data"):
+        v = getattr(args, opt, None)
+        if v is not None:
+            parts += ["--" + opt.replace("_", "-"), str(v)]
+    parts += ["--task", args.task]
+    if getattr(args, "docs", None) is not None:
+        parts += ["--docs", str(args.docs)]
+    parts += ["--n", str(args.n), "--grid", str(args.grid)]
+    if getattr(args, "budget", None) is not None:
+        parts += ["--budget", str(args.budget)]
+    else:
+        parts += ["--trials", str(args.trials)]
+    parts += ["--seed", str(args.seed), "--temperature", str(args.temperature), "--out", str(args.out)]
+    return " ".join(shlex.quote(x) for x in parts)
+
+
+def plot_profile(profile: Any, path: str | Path) -> Path:
+    """Save a PNG of TPR, FPR and diagnosticity by position (needs the ``plot`` extra)."""
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError as err:
+        from ...errors import MissingExtraError
+
+        raise MissingExtraError("matplotlib", "plot", "Plotting a profile") from err
+    import numpy as np
+
+    x = np.arange(1, profile.n_positions + 1)
+    fig, ax = plt.subplots(figsize=(6.4, 3.6))
+    ax.plot(x, profile.tpr, "-", label="TPR")
+    ax.plot(x, profile.fpr, "--", label="FPR")
+    ax.plot(x, profile.diagnosticity, ":", label="|TPR - FPR|")
+    if profile.grid_positions:
+        g = np.asarray(profile.grid_positions)
+        ax.plot(g + 1, np.asarray(profile.tpr)[g], "o", color="C0", ms=3)
+        ax.plot(g + 1, np.asarray(profile.fpr)[g], "o", color="C1", ms=3)
+    ax.set_xlabel("position in prompt (1 = first)")
+    ax.set_ylabel("rate")
+    ax.set_ylim(0, 1)
+    ax.set_title(f"{profile.model} on {profile.task} (n={profile.n_positions})")
+    ax.legend(loc="upper center", ncol=3, fontsize=8)
+    fig.tight_layout()
+    p = Path(path)
+    fig.savefig(p, dpi=120)
+    plt.close(fig)
+    return p

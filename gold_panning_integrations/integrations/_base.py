@@ -1,0 +1,486 @@
+"""Shared plumbing of the framework adapters (LangChain retriever, LlamaIndex postprocessor).
+
+Both adapters do the same four things around the engine, and do them here:
+
+1. hold the panning options as pydantic fields (:class:`PanningOptions`, a mixin both
+   adapters inherit) generated from the one declaration of every engine option
+   (:meth:`~gold_panning_integrations.engine.config.PanningConfig.options`: same names,
+   defaults and docs) and validated by building the
+   :class:`~gold_panning_integrations.engine.config.PanningConfig` they describe;
+2. turn the user's reader argument (a reader, a LangChain chat model or any chat-model
+   Runnable, a LlamaIndex LLM, or ``"local"``) into a reader of the declared protocol,
+   once, on first use (:func:`~gold_panning_integrations.readers.as_reader`), and
+   resolve the detector profile once with the one profile rule
+   (:func:`~gold_panning_integrations.profiles.resolve_profile`): both by building one
+   :class:`~gold_panning_integrations.panning.GoldPanner`, the edge every entry point shares;
+3. run the public :class:`~gold_panning_integrations.panning.GoldPanner` (which
+   applies the retriever prior over the base order) and turn the
+   :class:`~gold_panning_integrations.engine.PanningResult` into ``(input index,
+   posterior, 1-based rank)`` triples the adapters map onto their document types;
+4. hand each result to the user's ``on_result`` hook.
+
+It also checks what the user and the base retriever pass in (``k``, the documents) and
+gives the adapters a short ``repr`` and a JSON-safe ``model_dump``.
+Nothing here imports LangChain or LlamaIndex.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import threading
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any, Literal
+
+import numpy as np
+from pydantic import (
+    BaseModel,
+    Field,
+    PrivateAttr,
+    SkipValidation,
+    create_model,
+    field_serializer,
+    field_validator,
+    model_validator,
+)
+
+from ..engine import PanningResult
+from ..engine.config import PanningConfig
+from ..engine.relevance import select
+from ..engine.seeding import check_rng_option
+from ..errors import InvalidInputError
+from ..panning import GoldPanner
+from ..profiles import DetectorProfile, load_profile
+
+__all__ = [
+    "ADAPTER_OWN_OPTIONS",
+    "ENGINE_OPTIONS",
+    "PANNED_KEY",
+    "POSTERIOR_KEY",
+    "P_NONE_KEY",
+    "RANK_KEY",
+    "RELEVANCE_KEY",
+    "PanQuery",
+    "PanningOptions",
+    "Ranked",
+    "check_count",
+    "check_items",
+    "check_limit",
+    "describe",
+    "describe_object",
+    "describe_profile",
+    "empty_result",
+    "model_name",
+    "ranked",
+    "reader_repr",
+    "resolve_reader",
+]
+
+logger = logging.getLogger(__name__)
+
+ADAPTER_OWN_OPTIONS = frozenset({"k"})
+"""Engine options an adapter holds as its own field under its framework's name (the
+retriever's ``k``, the compressor's and postprocessor's ``top_n``), set per query."""
+
+POSTERIOR_KEY = "gold_panning_posterior"
+"""Metadata key of the posterior probability of relevance (float in [0, 1])."""
+RANK_KEY = "gold_panning_rank"
+"""Metadata key of the 1-based rank after panning."""
+PANNED_KEY = "gold_panning_panned"
+"""Metadata key: False when no evidence was used (the order is the prior's)."""
+P_NONE_KEY = "gold_panning_p_none"
+"""Metadata key of the probability that none of the query's candidates is relevant (the
+same float on every returned document; :attr:`PanningResult.p_none`)."""
+RELEVANCE_KEY = "relevance_score"
+"""Metadata key LangChain's scoring rerankers (``CohereRerank``, ``FlashrankRerank``) use
+for their score; here the posterior again, so code written for them reads ours
+unchanged. (``LLMListwiseRerank`` only reorders: it sets no score.)"""
+
+
+def check_count(value: Any, *, name: str) -> int:
+    """``value`` as a positive ``int``, or :class:`InvalidInputError` naming ``name``.
+
+    Rejects bools (``True`` is not a count), floats (``1.5`` and also ``2.0``), strings
+    and numbers below 1.
+    """
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
+        raise InvalidInputError(
+            f"{name} must be a positive integer (an int >= 1: how many documents to return), "
+            f"got {value!r} ({type(value).__name__})"
+        )
+    return int(value)
+
+
+def check_limit(value: Any, *, name: str) -> int | None:
+    """:func:`check_count`, or None: no count limit (every document that passes
+    ``min_relevance`` and ``recall_target``)."""
+    return None if value is None else check_count(value, name=name)
+
+
+def check_items(items: Any, expected: type | tuple[type, ...], *, source: str, what: str) -> list[Any]:
+    """``items`` as a list whose every element is an instance of ``expected``.
+
+    Args:
+        items: What ``source`` returned: must be a list/tuple (any iterable that is not a
+            string, bytes or mapping) of ``expected``.
+        expected: The class(es) each item must be.
+        source: Who produced ``items``, as the message's start (e.g. ``"the base
+            retriever BM25 returned"``, ``"compress_documents was given"``).
+        what: How to name the expected items (e.g. ``"langchain_core Document objects"``).
+
+    Raises:
+        InvalidInputError: ``items`` is None, a string, a mapping or not iterable, or an
+            item is of the wrong type (the message gives its index and type).
+    """
+    if items is None or isinstance(items, (str, bytes, Mapping)) or not isinstance(items, Iterable):
+        raise InvalidInputError(f"{source} {type(items).__name__} {_short(items)}; expected a list of {what}")
+    out = list(items)
+    for i, item in enumerate(out):
+        if not isinstance(item, expected):
+            raise InvalidInputError(
+                f"{source} a {type(item).__name__} at index {i} ({_short(item)}); expected a list of {what}"
+            )
+    return out
+
+
+def _short(value: Any, limit: int = 60) -> str:
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def describe_profile(profile: DetectorProfile | None) -> str:
+    """Short text for a profile: model, task and number of positions (not 2n floats)."""
+    if profile is None:
+        return "None"
+    return (
+        f"DetectorProfile(model={profile.model!r}, task={profile.task!r}, n_positions={profile.n_positions})"
+    )
+
+
+def reader_repr(reader: Any) -> str:
+    """Short text for the user's reader argument: its class and model name."""
+    if isinstance(reader, str) or reader is None:
+        return repr(reader)
+    name = model_name(reader)
+    cls = type(reader).__name__
+    return cls if name == cls else f"{cls}({name!r})"
+
+
+def describe_object(obj: Any) -> dict[str, Any]:
+    """JSON-safe description of a user object (reader, base retriever): its class and,
+    when it has one, the model name. Used where the object itself cannot be serialised."""
+    if obj is None:
+        return {}
+    if isinstance(obj, str):
+        return {"name": obj}
+    out: dict[str, Any] = {"class": f"{type(obj).__module__}.{type(obj).__qualname__}"}
+    name = model_name(obj)
+    if name != type(obj).__name__:
+        out["model_name"] = name
+    return out
+
+
+def resolve_reader(obj: Any) -> Any:
+    """Return a reader of the declared protocol for ``obj``: whatever
+    :func:`gold_panning_integrations.readers.as_reader` makes of it (a reader as it is,
+    or adapted; a LangChain chat model or chat-model Runnable, a LlamaIndex ``LLM`` or
+    ``"local"`` wrapped), imported here so that the adapters import no reader backend
+    until one is needed.
+    """
+    if obj is None:
+        raise TypeError(
+            "no reader given: pass a reader (an object with read/aread), a LangChain chat "
+            "model, a LlamaIndex LLM, or 'local' for the embedded model"
+        )
+    from ..readers import as_reader
+
+    return as_reader(obj)
+
+
+def model_name(reader: Any) -> str:
+    """A display name for the model behind ``reader`` (for tracing events)."""
+    if isinstance(reader, str):
+        return reader
+    for owner in (reader, getattr(reader, "llm", None), getattr(reader, "model", None)):
+        if owner is None:
+            continue
+        meta = getattr(owner, "metadata", None)
+        name = getattr(meta, "model_name", None)
+        if isinstance(name, str) and name:
+            return name
+        for attr in ("model_name", "model"):
+            value = getattr(owner, attr, None)
+            if isinstance(value, str) and value:
+                return value
+    return type(reader).__name__
+
+
+@dataclass(frozen=True)
+class PanQuery:
+    """One query's inputs to the engine, as an adapter hands them over.
+
+    Attributes:
+        question: The query text.
+        texts: Document texts in the base retriever's order, shape ``(n,)``.
+        k: The engine's ``k`` (None: no count limit).
+        scores: The retriever's score per document (None where unknown), shape ``(n,)``,
+            for ``retriever_prior="score"``; None: no scores.
+        reader: A reader for this query only (e.g. with the run's callbacks bound);
+            None: the adapter's resolved reader.
+    """
+
+    question: str
+    texts: list[str]
+    k: int | None
+    scores: Sequence[float | None] | None = None
+    reader: Any = None
+
+
+@dataclass(frozen=True)
+class Ranked:
+    """One selected document: its index in the input, posterior, and 1-based rank."""
+
+    index: int
+    posterior: float
+    rank: int
+
+
+def ranked(
+    result: PanningResult, *, every: bool = False, config: PanningConfig | None = None
+) -> list[Ranked]:
+    """The selected documents of ``result``, best first (``every``: every document of
+    ``result.ranking`` that ``config``'s ``min_relevance`` and ``recall_target`` keep, with
+    no count limit: ``top_n=None``)."""
+    if every:
+        rules = config if config is not None else PanningConfig()
+        chosen = select(
+            result.posteriors,
+            result.ranking,
+            k=None,
+            min_relevance=rules.min_relevance,
+            recall_target=rules.recall_target,
+        )
+    else:
+        chosen = result.selected
+    return [
+        Ranked(index=int(i), posterior=float(result.posteriors[i]), rank=r + 1) for r, i in enumerate(chosen)
+    ]
+
+
+def empty_result(policy: str) -> PanningResult:
+    """The result for zero documents: no calls, ``stop_reason="no-documents"``.
+
+    :meth:`PanningResult.empty`, except that the framework adapters have always left
+    ``prior_log_odds`` unset (``None``, written as ``null`` in a trace).
+    """
+    return dataclasses.replace(PanningResult.empty(policy), prior_log_odds=None)
+
+
+def describe(result: PanningResult) -> str:
+    """One line for callback/tracing text: calls, stop reason, tokens, selection."""
+    return (
+        f"gold panning: {result.calls} call(s), stop={result.stop_reason}, "
+        f"panned={result.panned}, failed_rounds={result.failed_rounds}, "
+        f"invalid_labels={result.invalid_labels}, prompt_tokens={result.prompt_tokens}, "
+        f"completion_tokens={result.completion_tokens}, selected={result.selected.tolist()}, "
+        "posteriors=" + str([round(float(result.posteriors[i]), 4) for i in result.selected])
+    )
+
+
+def _engine_option_fields() -> dict[str, Any]:
+    """One pydantic field per engine option (but :data:`ADAPTER_OWN_OPTIONS`): the
+    declaration's name, type, default and doc; validated by :class:`PanningConfig`,
+    not by pydantic, so there is one set of checks and messages."""
+    return {
+        spec.name: (Annotated[spec.type, SkipValidation], Field(default=spec.default, description=spec.doc))
+        for spec in PanningConfig.options()
+        if spec.name not in ADAPTER_OWN_OPTIONS
+    }
+
+
+if TYPE_CHECKING:  # the fields are generated at import: a type checker sees a plain model
+    _EngineOptions = BaseModel
+else:
+    _EngineOptions = create_model(
+        "_EngineOptions",
+        __doc__="The engine options as pydantic fields, generated from PanningConfig.options().",
+        __module__=__name__,
+        **_engine_option_fields(),
+    )
+ENGINE_OPTIONS = tuple(name for name in _EngineOptions.model_fields if name not in BaseModel.model_fields)
+"""Names of the engine options every adapter takes as fields."""
+
+
+class PanningOptions(_EngineOptions):
+    """Panning options shared by :class:`GoldPanningRetriever` and
+    :class:`GoldPanningPostprocessor` (a pydantic mixin; not used on its own).
+
+    Every :class:`~gold_panning_integrations.engine.config.PanningConfig` option but
+    ``k`` is a field of the same name, default and doc (``rounds``,
+    ``prompts_per_round``, ``stop_at``, ``retriever_prior``, ``robust``, ...; see
+    ``PanningConfig``), checked at construction by building the ``PanningConfig``. The
+    adapters' own fields are what belongs to the framework: the model, ``k`` / ``top_n``,
+    ``profile``, ``config``, ``seed``, ``on_result``.
+    """
+
+    profile: DetectorProfile | None = None
+    """Detector profile of the reading model: a ``DetectorProfile``, a bundled profile
+    name (see ``gold_panning_integrations.bundled_profiles()``), or a path to a profile
+    JSON file (e.g. from ``gold-panning calibrate``); loaded and checked at construction.
+    None (the default): the profile the reader names for itself (the embedded model
+    names ``smollm2-135m-kv``, measured for it), else the generic ``lost-in-the-middle``
+    profile with a one-time warning. Resolved once per instance, on first use; from then
+    on this field holds the profile in use."""
+
+    config: PanningConfig | None = None
+    """A base ``PanningConfig`` (e.g. ``PanningConfig.paper()`` for the paper's GP-Belief
+    update): engine options set explicitly on this adapter override its fields, the
+    others keep the config's values; ``k`` / ``top_n`` sets ``k`` per query."""
+
+    seed: int | Literal["fresh"] | None = None
+    """Seed of the panner's random stream (placements, labels, tie-breaking). None (the
+    default): derived from the query and the documents' text (a SHA-256 digest), so the
+    same query over the same documents gives the same prompts and ranking on every call,
+    and a reply cache can serve the repeat. An int: that stream for every query.
+    ``"fresh"``: fresh entropy on every call."""
+
+    on_result: Callable[[PanningResult], Any] | None = Field(default=None, exclude=True)
+    """Called with each :class:`~gold_panning_integrations.PanningResult` after panning
+    (not for an empty input, where nothing was panned), e.g. a trace writer that learns
+    the profile from use. Runs in the caller's thread; an exception it raises is logged
+    and the documents are returned all the same. Not serialised."""
+
+    _edge: Any = PrivateAttr(default=None)
+    _reader_lock: Any = PrivateAttr(default_factory=threading.Lock)
+
+    @model_validator(mode="after")
+    def _engine_options_are_valid(self) -> PanningOptions:
+        """The engine options make a valid ``PanningConfig`` (its messages name the option)."""
+        if self.panning_config().policy == "oracle":
+            raise ValueError(
+                "policy 'oracle' is for simulation only (it needs the true relevance); "
+                "use 'belief', 'entropy' or 'random'"
+            )
+        return self
+
+    @field_validator("seed", mode="before")
+    @classmethod
+    def _check_seed(cls, value: Any) -> Any:
+        return check_rng_option(value, name="seed")
+
+    @field_validator("profile", mode="before")
+    @classmethod
+    def _load_profile(cls, value: Any) -> DetectorProfile | None:
+        if value is None or isinstance(value, DetectorProfile):
+            return value
+        if isinstance(value, (str, Path)):
+            return load_profile(value)  # ProfileError (a ValueError) names the problem
+        raise ValueError(
+            "profile must be a DetectorProfile, a bundled profile name or a path to a "
+            f"profile JSON file, got {type(value).__name__}"
+        )
+
+    @field_serializer("profile")
+    def _dump_profile(self, profile: DetectorProfile | None) -> dict[str, Any] | None:
+        # JSON-ready in both modes (the profile's ``created`` is a datetime), so a plain
+        # model_dump() goes through json.dumps too.
+        return None if profile is None else profile.model_dump(mode="json")
+
+    def panning_config(self, k: Any = ...) -> PanningConfig:
+        """The engine options this adapter runs with: ``config`` (or the defaults) with the
+        options set explicitly on this adapter laid over it, and ``k`` when given (an int,
+        or None for no count limit).
+
+        Raises:
+            ValueError: an option is invalid (the message names it and its value).
+        """
+        options = {name: getattr(self, name) for name in ENGINE_OPTIONS if name in self.model_fields_set}
+        if k is not ...:
+            options["k"] = k
+        return PanningConfig.from_options(self.config, **options)
+
+    # ----------------------------------------------------------------- helpers
+    def _repr_fields(self) -> dict[str, Any]:
+        """The adapter's own fields to show first in ``repr`` (overridden by each adapter)."""
+        return {}
+
+    def __repr__(self) -> str:
+        """Short: the reader, the profile's model/task/shape, and options that differ
+        from their defaults (not the profile's 2 x n_positions floats)."""
+        profile = (
+            describe_profile(self.profile) if self.profile is not None else "None (resolved on first use)"
+        )
+        parts = {**self._repr_fields(), "profile": profile}
+        for name, field in PanningOptions.model_fields.items():
+            if name in ("profile", "on_result") or name in parts:
+                continue
+            value = getattr(self, name)
+            if value != field.default:
+                parts[name] = repr(value)
+        if self.on_result is not None:
+            parts["on_result"] = getattr(self.on_result, "__qualname__", type(self.on_result).__name__)
+        return f"{type(self).__name__}(" + ", ".join(f"{k}={v}" for k, v in parts.items()) + ")"
+
+    def __str__(self) -> str:
+        return self.__repr__()
+
+    def _reader_source(self) -> Any:
+        """The user's reader argument (overridden by each adapter)."""
+        raise NotImplementedError
+
+    def _get_edge(self) -> GoldPanner:
+        """The public :class:`~gold_panning_integrations.panning.GoldPanner` built once
+        from the user's reader and profile: the one edge that resolves both (the reader
+        adapted by :func:`~gold_panning_integrations.readers.as_reader`; the profile by
+        the one profile rule: explicit, else the reader's ``recommended_profile``, else
+        generic with a one-time warning), so ``"local"`` loads one model and every later
+        query uses the same profile (kept in ``self.profile``)."""
+        edge: GoldPanner | None = self._edge
+        if edge is None:
+            with self._reader_lock:
+                edge = self._edge
+                if edge is None:
+                    edge = GoldPanner(resolve_reader(self._reader_source()), self.profile, rng=self.seed)
+                    if isinstance(edge.profile, DetectorProfile):  # what the profile rule returns
+                        self.profile = edge.profile
+                    self._edge = edge
+        return edge
+
+    def _get_reader(self) -> Any:
+        """The resolved reader (see :meth:`_get_edge`)."""
+        return self._get_edge().reader
+
+    def _notify(self, result: PanningResult) -> PanningResult:
+        """Hand ``result`` to ``on_result`` (its errors are logged, never raised); ``result``."""
+        if self.on_result is None:
+            return result
+        try:
+            self.on_result(result)
+        except Exception:
+            logger.exception(
+                "on_result callback %r raised; the panned documents are returned anyway", self.on_result
+            )
+        return result
+
+    def _panner(self, k: int | None, reader: Any = None) -> GoldPanner:
+        """A fresh panner per query (no state is shared between concurrent queries), with
+        :meth:`panning_config` for this ``k`` and the reader and profile the edge resolved
+        (:meth:`_get_edge`; ``reader`` overrides the reader for this query)."""
+        edge = self._get_edge()
+        return GoldPanner(
+            edge.reader if reader is None else reader, edge.profile, self.panning_config(k), rng=self.seed
+        )
+
+    def _run(self, query: PanQuery) -> PanningResult:
+        """Pan one query with the synchronous reader, then call ``on_result``."""
+        return self._notify(
+            self._panner(query.k, query.reader).run(query.question, query.texts, scores=query.scores)
+        )
+
+    async def _arun(self, query: PanQuery) -> PanningResult:
+        """Pan one query with the reader's ``aread`` (no threads), then call ``on_result``."""
+        return self._notify(
+            await self._panner(query.k, query.reader).arun(query.question, query.texts, scores=query.scores)
+        )

@@ -1,0 +1,480 @@
+"""LangChain integration: :class:`GoldPanningRetriever`, a drop-in reranking retriever,
+and :class:`GoldPanningCompressor`, the same reranker as a document compressor.
+
+Needs the ``langchain`` extra (``pip install "gold-panning-integrations[langchain]"``).
+
+Example::
+
+    from gold_panning_integrations import GoldPanningRetriever
+
+    retriever = GoldPanningRetriever(
+        base_retriever=bm25, reader=chat_model, k=4, rounds=4
+    )
+    docs = retriever.invoke("who got the first nobel prize in physics")
+    docs[0].metadata["gold_panning_posterior"]   # probability the document is relevant
+    docs[0].metadata["relevance_score"]          # the same, under LangChain's reranker key
+    docs[0].metadata["gold_panning_p_none"]      # probability that no candidate is relevant
+
+    docs, result = retriever.pan("who got the first nobel prize in physics")
+    result.rounds          # per-round trace: shown order, citations, tokens, seconds
+    result.summary()       # JSON-ready
+
+    # documents you already hold, or inside a compression pipeline:
+    from gold_panning_integrations.integrations.langchain import GoldPanningCompressor
+
+    compressor = GoldPanningCompressor(reader=chat_model, top_n=3)
+    best = compressor.compress_documents(docs, "who got the first nobel prize in physics")
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+from collections.abc import Sequence
+from copy import deepcopy
+from typing import Any, NamedTuple
+
+from ..errors import MissingExtraError
+
+try:
+    from langchain_core.callbacks import (
+        AsyncCallbackManagerForRetrieverRun,
+        CallbackManagerForRetrieverRun,
+        Callbacks,
+    )
+    from langchain_core.documents import BaseDocumentCompressor, Document
+    from langchain_core.retrievers import BaseRetriever
+    from langchain_core.runnables import RunnableConfig
+    from langchain_core.runnables.config import (
+        ensure_config,
+        get_async_callback_manager_for_config,
+        get_callback_manager_for_config,
+    )
+except ImportError as err:  # only when langchain-core itself is missing
+    if not (err.name or "").startswith("langchain_core"):
+        raise
+    raise MissingExtraError(
+        "langchain-core",
+        "langchain",
+        "The LangChain integration (GoldPanningRetriever, GoldPanningCompressor)",
+    ) from err
+
+from pydantic import ConfigDict, field_serializer, field_validator
+
+from .._steps import Steps, arun_steps, run_steps
+from ..engine import PanningConfig, PanningResult
+from ._base import (
+    P_NONE_KEY,
+    PANNED_KEY,
+    POSTERIOR_KEY,
+    RANK_KEY,
+    RELEVANCE_KEY,
+    PanningOptions,
+    PanQuery,
+    check_count,
+    check_items,
+    check_limit,
+    describe,
+    describe_object,
+    empty_result,
+    ranked,
+    reader_repr,
+)
+
+__all__ = ["GoldPanningCompressor", "GoldPanningRetriever", "PannedDocuments"]
+
+logger = logging.getLogger(__name__)
+
+_RESULT_SINK = "_gold_panning_result_sink"
+"""Private invoke keyword through which :meth:`GoldPanningRetriever.pan` gets the result."""
+
+_DOCUMENTS = "langchain_core Document objects (Document(page_content=..., metadata=...))"
+
+
+class _ConfiguredReader:
+    """Hands the run's child callbacks to a reader whose ``read``/``aread`` take
+    ``config=`` (the LangChain chat-model reader), so model calls nest under the
+    retriever (or the compressor caller's) run in traces. The round's ``labels`` are
+    passed on (the reader is already adapted to the protocol); other attributes pass
+    through."""
+
+    def __init__(self, reader: Any, config: RunnableConfig) -> None:
+        self._reader = reader
+        self._config = config
+
+    def read(self, question: str, documents: Sequence[str], *, labels: Sequence[int]) -> Any:
+        return self._reader.read(question, documents, labels=labels, config=self._config)
+
+    async def aread(self, question: str, documents: Sequence[str], *, labels: Sequence[int]) -> Any:
+        return await self._reader.aread(question, documents, labels=labels, config=self._config)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._reader, name)
+
+
+def _with_callbacks(reader: Any, callbacks: Any, *, method: str) -> Any:
+    """``reader`` (a reader of the protocol, as resolved at the edge) handing
+    ``callbacks`` to the model calls when its ``method`` takes ``config=``."""
+    from ..readers._adapt import accepts
+
+    if callbacks is None or not accepts(reader, method, "config"):
+        return reader
+    return _ConfiguredReader(reader, {"callbacks": callbacks})
+
+
+class PannedDocuments(NamedTuple):
+    """What :meth:`GoldPanningRetriever.pan` and :meth:`GoldPanningCompressor.pan` return."""
+
+    documents: list[Document]
+    """The top documents, as ``invoke`` / ``compress_documents`` return them."""
+    result: PanningResult
+    """The full panning result: posteriors of every input document, per-round trace."""
+
+
+class _LangChainPanning(PanningOptions):
+    """What the retriever and the compressor share: the reader field, the score prior
+    from metadata, panning a list of Documents (sync and async, with callbacks handed to
+    the chat model) and the mapping back to Documents. Not used on its own."""
+
+    model_config = ConfigDict(arbitrary_types_allowed=True)
+
+    reader: Any
+    """Who reads the prompts: a reader (``read``/``aread`` returning a ``Reading``), a
+    LangChain chat model or chat-model Runnable (``.bind(...)``, ``.with_retry()``,
+    ``.with_fallbacks(...)``, ``.configurable_fields(...)``), a LlamaIndex ``LLM``, or
+    ``"local"`` for the embedded model. Non-readers are wrapped by
+    ``gold_panning_integrations.readers.as_reader`` on first use."""
+
+    score_key: str = "score"
+    """Metadata key holding the base retriever's score, used by ``retriever_prior='score'``."""
+
+    def _reader_source(self) -> Any:
+        return self.reader
+
+    @field_serializer("reader")
+    def _dump_reader(self, reader: Any) -> Any:
+        # A reader or chat model holds clients and locks: dump what identifies it.
+        return describe_object(reader)
+
+    # ---------------------------------------------------------------- mapping
+    def _scores(self, docs: Sequence[Document]) -> list[float | None]:
+        """The base retriever's scores from metadata (``score_key``), for ``retriever_prior='score'``."""
+        return [d.metadata.get(self.score_key) for d in docs]
+
+    @staticmethod
+    def _to_documents(
+        docs: Sequence[Document],
+        result: PanningResult,
+        *,
+        every: bool = False,
+        config: PanningConfig | None = None,
+    ) -> list[Document]:
+        """Copies of the selected documents (``every``: of all that ``config``'s
+        ``min_relevance`` and ``recall_target`` keep, ranked), best first, with
+        the panning keys added to a deep copy of their metadata (the caller's documents
+        and their nested metadata are never changed)."""
+        out = []
+        p_none = result.p_none
+        for r in ranked(result, every=every, config=config):
+            src = docs[r.index]
+            meta = {
+                **deepcopy(src.metadata),
+                POSTERIOR_KEY: r.posterior,
+                RANK_KEY: r.rank,
+                PANNED_KEY: result.panned,
+                P_NONE_KEY: p_none,
+                RELEVANCE_KEY: r.posterior,
+            }
+            out.append(src.model_copy(update={"metadata": meta}))
+        return out
+
+    # ---------------------------------------------------------------- panning
+    def _pan_steps(
+        self, query: str, docs: Sequence[Document], k: int | None, callbacks: Callbacks, asynchronous: bool
+    ) -> Steps[PanningResult]:
+        """Pan ``docs`` (checked to be Documents) for ``query`` (see :mod:`._steps`); model
+        calls report to ``callbacks`` when the reader is a LangChain chat model."""
+        if not docs:
+            return empty_result(self.panning_config(k).policy)
+        reader = _with_callbacks(self._get_reader(), callbacks, method="aread" if asynchronous else "read")
+        panned = PanQuery(query, [d.page_content for d in docs], k, self._scores(docs), reader)
+        result: PanningResult = yield functools.partial(self._arun if asynchronous else self._run, panned)
+        return result
+
+
+class GoldPanningRetriever(BaseRetriever, _LangChainPanning):
+    """Rerank a base retriever's documents by Gold Panning with an LLM reader.
+
+    The base retriever's documents are shown to the reader over a few rounds, each time
+    in a new order chosen so that the likeliest documents sit where the model's citation
+    is most informative (its detector profile); citations update a posterior
+    probability of relevance per document. ``invoke`` returns the top ``k`` documents
+    (copies, original metadata kept) with ``gold_panning_posterior`` (float),
+    ``relevance_score`` (the same float, the key LangChain rerankers use),
+    ``gold_panning_rank`` (1-based), ``gold_panning_panned`` (False when no evidence
+    was used) and ``gold_panning_p_none`` (probability that no candidate of the query is
+    relevant) added to their metadata. With ``min_relevance`` a query may return fewer
+    than ``k`` documents, or none.
+
+    The full :class:`~gold_panning_integrations.PanningResult` (posteriors of every base
+    document, per-round trace, token counts, stop reason) is returned by :meth:`pan` /
+    :meth:`apan` and handed to ``on_result``; a one-line summary is also sent to
+    callback handlers as text (``on_text``) of the retriever run. The base retriever
+    runs, and the chat model's calls when the reader is a LangChain chat model, nest
+    under this retriever's run.
+
+    ``k`` can be set in the constructor or per call: ``invoke(query, k=2)``. To rerank
+    documents you already hold, or inside a compression pipeline, use
+    :class:`GoldPanningCompressor`.
+    """
+
+    model_config = ConfigDict(arbitrary_types_allowed=True, extra="forbid")
+
+    base_retriever: BaseRetriever
+    """The retriever whose documents are reranked, called with child callbacks; its
+    order (and, with ``retriever_prior='score'``, scores) informs the prior."""
+
+    k: int | None = 4
+    """Number of documents to return, a positive int (override per call with
+    ``invoke(query, k=...)``), or None for no count limit: every document that passes
+    ``min_relevance`` / ``recall_target``. Fewer (even none) are returned when those
+    options cut the list."""
+
+    @field_validator("k", mode="before")
+    @classmethod
+    def _check_k(cls, value: Any) -> int | None:
+        return check_limit(value, name="k")
+
+    @field_serializer("base_retriever")
+    def _dump_base(self, base: BaseRetriever) -> Any:
+        return describe_object(base)
+
+    def _repr_fields(self) -> dict[str, Any]:
+        return {
+            "base_retriever": type(self.base_retriever).__name__,
+            "reader": reader_repr(self.reader),
+            "k": repr(self.k),
+        }
+
+    # ------------------------------------------------------------ retrieval
+    def _base_documents(self, docs: Any) -> list[Document]:
+        return check_items(
+            docs,
+            Document,
+            source=f"the base retriever {type(self.base_retriever).__name__} returned",
+            what=_DOCUMENTS,
+        )
+
+    def _get_relevant_documents(
+        self, query: str, *, run_manager: CallbackManagerForRetrieverRun, k: int | None = None, **kwargs: Any
+    ) -> list[Document]:
+        """Retrieve with the base retriever, pan, return the top ``k`` documents.
+
+        Extra keyword arguments are passed to the base retriever.
+        """
+        return run_steps(self._retrieve_steps(query, run_manager, k, kwargs, asynchronous=False))
+
+    async def _aget_relevant_documents(
+        self,
+        query: str,
+        *,
+        run_manager: AsyncCallbackManagerForRetrieverRun,
+        k: int | None = None,
+        **kwargs: Any,
+    ) -> list[Document]:
+        """Asynchronous retrieval: ``ainvoke`` on the base retriever, ``aread`` on the reader."""
+        return await arun_steps(self._retrieve_steps(query, run_manager, k, kwargs, asynchronous=True))
+
+    def _retrieve_steps(
+        self, query: str, run_manager: Any, k: int | None, kwargs: dict[str, Any], asynchronous: bool
+    ) -> Steps[list[Document]]:
+        """:meth:`_get_relevant_documents` and its async twin, written once (:mod:`._steps`)."""
+        kk = check_limit(self.k if k is None else k, name="k")
+        sink = kwargs.pop(_RESULT_SINK, None)
+        invoke = self.base_retriever.ainvoke if asynchronous else self.base_retriever.invoke
+        config: RunnableConfig = {"callbacks": run_manager.get_child()}
+        docs = self._base_documents((yield functools.partial(invoke, query, config=config, **kwargs)))
+        result = yield from self._pan_steps(query, docs, kk, run_manager.get_child(), asynchronous)
+        if docs:
+            yield functools.partial(run_manager.on_text, describe(result))
+        if sink is not None:
+            sink.append(result)
+        return self._to_documents(docs, result)
+
+    # --------------------------------------------------------- full result
+    def pan(
+        self, query: str, config: RunnableConfig | None = None, *, k: int | None = None, **kwargs: Any
+    ) -> PannedDocuments:
+        """Like ``invoke``, and also return the full :class:`PanningResult`.
+
+        Runs through ``invoke`` (same callbacks and tracing). ``result.posteriors`` and
+        ``result.ranking`` index the base retriever's documents in its order. When the
+        base retriever returns nothing, the result is empty with
+        ``stop_reason="no-documents"`` and no model call is made.
+        """
+        sink: list[PanningResult] = []
+        docs = self.invoke(query, config, k=k, **{_RESULT_SINK: sink}, **kwargs)
+        return PannedDocuments(docs, sink[0])
+
+    async def apan(
+        self, query: str, config: RunnableConfig | None = None, *, k: int | None = None, **kwargs: Any
+    ) -> PannedDocuments:
+        """Asynchronous :meth:`pan` (through ``ainvoke``)."""
+        sink: list[PanningResult] = []
+        docs = await self.ainvoke(query, config, k=k, **{_RESULT_SINK: sink}, **kwargs)
+        return PannedDocuments(docs, sink[0])
+
+
+class GoldPanningCompressor(BaseDocumentCompressor, _LangChainPanning):
+    """Gold Panning as a LangChain document compressor (reranker).
+
+    Reranks documents you already hold, or sits in a ``ContextualCompressionRetriever``
+    / ``DocumentCompressorPipeline`` like LangChain's other rerankers (FlashRank, Cohere,
+    ``LLMListwiseRerank``). ``compress_documents(documents, query)`` returns the top
+    ``top_n`` documents, best first, as copies with ``relevance_score`` (the posterior),
+    ``gold_panning_posterior``, ``gold_panning_rank`` and ``gold_panning_panned`` added
+    to their metadata; the input order is the base order the prior is built from.
+
+    Same options, same code and same results as :class:`GoldPanningRetriever` on the
+    same documents; :meth:`pan` / :meth:`apan` also return the full
+    :class:`~gold_panning_integrations.PanningResult`.
+    """
+
+    model_config = ConfigDict(arbitrary_types_allowed=True, extra="forbid")
+
+    top_n: int | None = 4
+    """Number of documents to return (a positive int), or None for every document,
+    ranked (as ``CohereRerank(top_n=None)``; the panning itself still aims at the
+    ``k`` of ``config``, 1 by default, which sets the prior mass and the stop rules)."""
+
+    @field_validator("top_n", mode="before")
+    @classmethod
+    def _check_top_n(cls, value: Any) -> int | None:
+        return None if value is None else check_count(value, name="top_n")
+
+    def _repr_fields(self) -> dict[str, Any]:
+        return {"reader": reader_repr(self.reader), "top_n": repr(self.top_n)}
+
+    def _documents(self, documents: Any) -> list[Document]:
+        return check_items(documents, Document, source="compress_documents was given", what=_DOCUMENTS)
+
+    def _pan_inputs(self, documents: Any, top_n: int | None) -> tuple[int | None, list[Document]]:
+        """The checked ``top_n`` (this compressor's when ``None``; None: every document)
+        and documents of :meth:`pan`."""
+        n = self.top_n if top_n is None else top_n
+        return (None if n is None else check_count(n, name="top_n")), self._documents(documents)
+
+    def _k(self, top_n: int | None) -> int | None:
+        """The engine's ``k`` for ``top_n``: itself, or the config's when returning all."""
+        return self.panning_config().k if top_n is None else top_n
+
+    def _run_inputs(self, query: str, docs: Sequence[Document], top_n: int | None) -> dict[str, Any]:
+        return {"query": query, "documents": len(docs), "top_n": top_n}
+
+    def pan(
+        self,
+        documents: Sequence[Document],
+        query: str,
+        *,
+        top_n: int | None = None,
+        callbacks: Callbacks = None,
+        **kwargs: Any,
+    ) -> PannedDocuments:
+        """Pan ``documents`` for ``query``: the top documents and the full result.
+
+        The call is one chain run named after this class (a child of ``callbacks``' run
+        when given, as inside a ``ContextualCompressionRetriever``, else of the run in
+        context, else a root run), with the model calls as its children. Extra keyword
+        arguments (``run_name``, ``tags``, ``metadata``, ``run_id``) configure that run.
+        ``result.posteriors`` / ``result.ranking`` index ``documents`` in the given
+        order. No documents: an empty result (``stop_reason="no-documents"``), no call.
+        """
+        return run_steps(self._compress_steps(documents, query, top_n, callbacks, kwargs, asynchronous=False))
+
+    async def apan(
+        self,
+        documents: Sequence[Document],
+        query: str,
+        *,
+        top_n: int | None = None,
+        callbacks: Callbacks = None,
+        **kwargs: Any,
+    ) -> PannedDocuments:
+        """Asynchronous :meth:`pan` (the reader's ``aread``)."""
+        return await arun_steps(
+            self._compress_steps(documents, query, top_n, callbacks, kwargs, asynchronous=True)
+        )
+
+    def _compress_steps(
+        self,
+        documents: Sequence[Document],
+        query: str,
+        top_n: int | None,
+        callbacks: Callbacks,
+        kwargs: dict[str, Any],
+        asynchronous: bool,
+    ) -> Steps[PannedDocuments]:
+        """:meth:`pan` and :meth:`apan`, written once (:mod:`._steps`): one chain run
+        around the panning, ended with the documents or the error."""
+        n, docs = self._pan_inputs(documents, top_n)
+        config = _run_config(callbacks, kwargs)
+        managers = get_async_callback_manager_for_config if asynchronous else get_callback_manager_for_config
+        manager = yield functools.partial(
+            managers(config).on_chain_start,
+            None,
+            self._run_inputs(query, docs, n),
+            name=config.get("run_name") or type(self).__name__,
+            run_id=config.pop("run_id", None),
+        )
+        try:
+            result = yield from self._pan_steps(query, docs, self._k(n), manager.get_child(), asynchronous)
+            out = self._to_documents(docs, result, every=n is None, config=self.panning_config())
+        except BaseException as err:
+            yield functools.partial(manager.on_chain_error, err)
+            raise
+        yield functools.partial(manager.on_chain_end, {"documents": out})
+        return PannedDocuments(out, result)
+
+    def compress_documents(
+        self,
+        documents: Sequence[Document],
+        query: str,
+        callbacks: Callbacks | None = None,
+        **kwargs: Any,
+    ) -> Sequence[Document]:
+        """The top ``top_n`` of ``documents`` for ``query``, best first (every document
+        when ``top_n`` is None); keyword arguments as for :meth:`pan` (``top_n``,
+        ``run_name``, ``tags``, ``metadata``, ``run_id``)."""
+        return self.pan(documents, query, callbacks=callbacks, **kwargs).documents
+
+    async def acompress_documents(
+        self,
+        documents: Sequence[Document],
+        query: str,
+        callbacks: Callbacks | None = None,
+        **kwargs: Any,
+    ) -> Sequence[Document]:
+        """Asynchronous :meth:`compress_documents` (awaits the reader's ``aread``)."""
+        return (await self.apan(documents, query, callbacks=callbacks, **kwargs)).documents
+
+
+_RUN_KEYS = frozenset({"run_name", "tags", "metadata", "run_id"})
+
+
+def _run_config(callbacks: Callbacks, kwargs: dict[str, Any]) -> RunnableConfig:
+    """The compressor run's config: ``callbacks`` and the run keys of ``kwargs`` over the
+    config in context (``ensure_config``), so a call inside a chain nests under it.
+
+    Raises:
+        TypeError: ``kwargs`` holds a key that is not a run key (the message lists them).
+    """
+    unknown = sorted(set(kwargs) - _RUN_KEYS)
+    if unknown:
+        raise TypeError(
+            f"GoldPanningCompressor got unexpected keyword argument(s) {unknown}; it takes top_n and "
+            f"the run's {sorted(_RUN_KEYS)}"
+        )
+    given: dict[str, Any] = {key: value for key, value in kwargs.items() if value is not None}
+    if callbacks is not None:
+        given["callbacks"] = callbacks
+    return ensure_config(RunnableConfig(**given))  # type: ignore[typeddict-item]

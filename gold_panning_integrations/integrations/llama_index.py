@@ -1,0 +1,275 @@
+"""LlamaIndex integration: :class:`GoldPanningPostprocessor`, a node postprocessor (reranker).
+
+Example::
+
+    from llama_index.core.query_engine import RetrieverQueryEngine
+    from gold_panning_integrations import GoldPanningPostprocessor
+
+    panning = GoldPanningPostprocessor(llm=llm, top_n=4, rounds=4)
+    engine = RetrieverQueryEngine.from_args(retriever, node_postprocessors=[panning], llm=llm)
+
+    nodes, result = panning.pan(retrieved_nodes, "who got the first nobel prize in physics")
+    result.rounds          # per-round trace
+
+Needs the ``llama-index`` extra (``pip install "gold-panning-integrations[llama-index]"``).
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+from collections.abc import Callable, Sequence
+from typing import Any, NamedTuple
+
+from ..errors import MissingExtraError
+
+try:
+    from llama_index.core import Settings
+    from llama_index.core.bridge.pydantic import ConfigDict, Field, field_validator, model_validator
+    from llama_index.core.callbacks import CBEventType, EventPayload
+    from llama_index.core.instrumentation import get_dispatcher
+    from llama_index.core.instrumentation.events.base import BaseEvent
+    from llama_index.core.instrumentation.events.rerank import ReRankEndEvent, ReRankStartEvent
+    from llama_index.core.llms import LLM
+    from llama_index.core.postprocessor.types import BaseNodePostprocessor
+    from llama_index.core.schema import MetadataMode, NodeWithScore, QueryBundle
+except ImportError as err:  # only when llama-index-core itself is missing
+    if not (err.name or "").startswith("llama_index"):
+        raise
+    raise MissingExtraError(
+        "llama-index-core", "llama-index", "The LlamaIndex integration (GoldPanningPostprocessor)"
+    ) from err
+
+from .._steps import Steps, arun_steps, run_steps
+from ..engine import PanningResult
+from ._base import (
+    PanningOptions,
+    PanQuery,
+    check_count,
+    check_items,
+    empty_result,
+    model_name,
+    ranked,
+    reader_repr,
+)
+
+__all__ = ["GoldPanningPostprocessor", "PannedNodes", "PanningEndEvent"]
+
+logger = logging.getLogger(__name__)
+dispatcher = get_dispatcher(__name__)
+
+Nodes = Sequence[NodeWithScore]
+"""What :meth:`GoldPanningPostprocessor.pan` takes: the retriever's nodes, in its order."""
+
+QueryLike = QueryBundle | str | None
+"""The query: a ``QueryBundle``, its text, or None (an error: the query is needed)."""
+
+P_NONE_PAYLOAD = "gold_panning_p_none"
+"""Key of ``p_none`` in the legacy callback's RERANKING end payload."""
+
+
+class PanningEndEvent(BaseEvent):
+    """Sent through the LlamaIndex dispatcher after each panning, beside ``ReRankEndEvent``
+    (whose fields are fixed): what the nodes' scores alone cannot say."""
+
+    p_none: float
+    """Probability that no candidate node is relevant (``PanningResult.p_none``)."""
+    returned: int
+    """Nodes returned (fewer than ``top_n``, even none, with ``min_relevance``)."""
+    panned: bool
+    """False when no evidence was used (the order is the prior's)."""
+
+    @classmethod
+    def class_name(cls) -> str:
+        return "GoldPanningEndEvent"
+
+
+def _default_llm() -> LLM:
+    """``Settings.llm`` (resolved by LlamaIndex on first access), or a ValueError that
+    says what to pass instead."""
+    try:
+        return Settings.llm
+    except (ImportError, ValueError) as err:
+        raise ValueError(
+            "GoldPanningPostprocessor needs a model: pass llm=<a LlamaIndex LLM> or reader=<a reader, "
+            "a LangChain chat model, or 'local'>, or set llama_index.core.Settings.llm; "
+            f"Settings.llm could not be resolved: {str(err).strip()}"
+        ) from err
+
+
+class PannedNodes(NamedTuple):
+    """What :meth:`GoldPanningPostprocessor.pan` returns."""
+
+    nodes: list[NodeWithScore]
+    """The top-n nodes, score = posterior, as ``postprocess_nodes`` returns them."""
+    result: PanningResult
+    """The full panning result: posteriors of every input node, per-round trace."""
+
+
+class GoldPanningPostprocessor(BaseNodePostprocessor, PanningOptions):
+    """Rerank retrieved nodes by Gold Panning with an LLM reader.
+
+    The nodes are shown to the reader over a few rounds, each time in an order chosen
+    so that the likeliest nodes sit where the model's citation is most informative (its
+    detector profile); citations update a posterior probability of relevance per node.
+    Returns the ``top_n`` nodes by posterior as new ``NodeWithScore`` objects whose
+    ``score`` is the posterior (the input list and its objects are not modified); with
+    ``min_relevance`` fewer than ``top_n`` nodes, or none, come back. The probability
+    that no node is relevant, ``p_none``, is on :meth:`pan`'s result, in the
+    ``GoldPanningEndEvent`` the dispatcher sends after ``ReRankEndEvent`` and in the
+    legacy callback's end payload: not in node metadata, which the response LLM reads.
+
+    Emits LlamaIndex's ``ReRankStartEvent`` / ``ReRankEndEvent`` on the instrumentation
+    dispatcher and a ``RERANKING`` event on the callback manager. The full
+    :class:`~gold_panning_integrations.PanningResult` (posteriors of every input node,
+    per-round trace, tokens, stop reason) is returned by :meth:`pan` / :meth:`apan`.
+
+    Give the model as ``llm`` (a LlamaIndex ``LLM``) or ``reader`` (a reader object, a
+    LangChain chat model, or ``"local"``), not both. With neither, ``llm`` is
+    ``llama_index.core.Settings.llm`` at construction, as for ``LLMRerank`` (LlamaIndex
+    resolves an unset ``Settings.llm`` to OpenAI when ``llama-index-llms-openai`` and an
+    API key are there; otherwise construction fails with a ``ValueError`` saying what to
+    pass).
+    """
+
+    model_config = ConfigDict(arbitrary_types_allowed=True, extra="forbid")
+
+    llm: LLM | None = Field(default=None, description="LlamaIndex LLM that reads the prompts.")
+    """LlamaIndex LLM that reads the prompts (wrapped by ``readers.as_reader``); with
+    neither ``llm`` nor ``reader`` given, ``Settings.llm``."""
+
+    reader: Any = Field(default=None, exclude=True, description="Reader, chat model, or 'local'.")
+    """Alternative to ``llm``: a reader (``read``/``aread`` returning a ``Reading``), a
+    LangChain chat model, or ``"local"`` for the embedded model."""
+
+    top_n: int = Field(default=4, description="Number of nodes to return.")
+    """Number of nodes to return (a positive int)."""
+
+    metadata_mode: MetadataMode = Field(
+        default=MetadataMode.LLM, description="Which node metadata the reader sees."
+    )
+    """Which node metadata goes into the text the reader sees (as for the response LLM)."""
+
+    @field_validator("top_n", mode="before")
+    @classmethod
+    def _check_top_n(cls, value: Any) -> int:
+        return check_count(value, name="top_n")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _settings_llm(cls, data: Any) -> Any:
+        """Neither ``llm`` nor ``reader``: ``Settings.llm``, as ``LLMRerank`` does."""
+        if isinstance(data, dict) and data.get("llm") is None and data.get("reader") is None:
+            data = {**data, "llm": _default_llm()}
+        return data
+
+    @model_validator(mode="after")
+    def _one_model(self) -> GoldPanningPostprocessor:
+        if self.llm is not None and self.reader is not None:
+            raise ValueError("give either llm=... or reader=..., not both")
+        return self
+
+    @classmethod
+    def class_name(cls) -> str:
+        return "GoldPanningPostprocessor"
+
+    def _reader_source(self) -> Any:
+        return self.llm if self.llm is not None else self.reader
+
+    def _repr_fields(self) -> dict[str, Any]:
+        return {"reader": reader_repr(self._reader_source()), "top_n": repr(self.top_n)}
+
+    # ---------------------------------------------------------------- helpers
+    def _prepare(
+        self, nodes: Sequence[NodeWithScore], query_bundle: QueryBundle | str | None, top_n: int | None
+    ) -> tuple[QueryBundle, int]:
+        if query_bundle is None:
+            raise ValueError(
+                "GoldPanningPostprocessor needs the query: pass query_bundle=... or query_str=... "
+                "(a query engine passes it for you)"
+            )
+        if isinstance(query_bundle, str):
+            query_bundle = QueryBundle(query_bundle)
+        n = check_count(self.top_n if top_n is None else top_n, name="top_n")
+        check_items(
+            nodes,
+            NodeWithScore,
+            source="GoldPanningPostprocessor was given",
+            what="llama_index NodeWithScore objects (NodeWithScore(node=TextNode(text=...)))",
+        )
+        dispatcher.event(
+            ReRankStartEvent(
+                query=query_bundle,
+                nodes=list(nodes),
+                top_n=n,
+                model_name=model_name(self._reader_source()),
+            )
+        )
+        return query_bundle, n
+
+    def _texts(self, nodes: Sequence[NodeWithScore]) -> list[str]:
+        return [n.node.get_content(metadata_mode=self.metadata_mode) for n in nodes]
+
+    def _scores(self, nodes: Sequence[NodeWithScore]) -> list[float | None]:
+        """The retriever's node scores, for ``retriever_prior='score'``."""
+        return [n.score for n in nodes]
+
+    @staticmethod
+    def _to_nodes(nodes: Sequence[NodeWithScore], result: PanningResult) -> list[NodeWithScore]:
+        return [NodeWithScore(node=nodes[r.index].node, score=r.posterior) for r in ranked(result)]
+
+    def _payload(self, nodes: Sequence[NodeWithScore], query: QueryBundle, top_n: int) -> dict[str, Any]:
+        return {
+            EventPayload.NODES: list(nodes),
+            EventPayload.MODEL_NAME: model_name(self._reader_source()),
+            EventPayload.QUERY_STR: query.query_str,
+            EventPayload.TOP_K: top_n,
+        }
+
+    # ------------------------------------------------------------------ panning
+    def pan(self, nodes: Nodes, query: QueryLike, *, top_n: int | None = None) -> PannedNodes:
+        """Pan ``nodes`` for ``query``; return the top nodes and the full result.
+
+        ``result.posteriors`` / ``result.ranking`` index ``nodes`` in the given order.
+        With no nodes the result is empty (``stop_reason="no-documents"``), no call made.
+        """
+        return run_steps(self._pan_steps(nodes, query, top_n, self._run))
+
+    async def apan(self, nodes: Nodes, query: QueryLike, *, top_n: int | None = None) -> PannedNodes:
+        """Asynchronous :meth:`pan`: awaits the reader's ``aread`` (no threads)."""
+        return await arun_steps(self._pan_steps(nodes, query, top_n, self._arun))
+
+    def _pan_steps(
+        self, nodes: Nodes, query: QueryLike, top_n: int | None, run: Callable[[PanQuery], Any]
+    ) -> Steps[PannedNodes]:
+        """:meth:`pan` and :meth:`apan`, written once (see :mod:`.._steps`); ``run`` pans
+        one query (:meth:`_run` or :meth:`_arun`)."""
+        query_bundle, n = self._prepare(nodes, query, top_n)
+        if not nodes:
+            dispatcher.event(ReRankEndEvent(nodes=[]))
+            return PannedNodes([], empty_result(self.panning_config(n).policy))
+        with self.callback_manager.event(
+            CBEventType.RERANKING, payload=self._payload(nodes, query_bundle, n)
+        ) as event:
+            panned = PanQuery(query_bundle.query_str, self._texts(nodes), n, self._scores(nodes))
+            result: PanningResult = yield functools.partial(run, panned)
+            out = self._to_nodes(nodes, result)
+            event.on_end(payload={EventPayload.NODES: out, P_NONE_PAYLOAD: result.p_none})
+        dispatcher.event(ReRankEndEvent(nodes=out))
+        dispatcher.event(PanningEndEvent(p_none=result.p_none, returned=len(out), panned=result.panned))
+        return PannedNodes(out, result)
+
+    def _postprocess_nodes(
+        self,
+        nodes: list[NodeWithScore],
+        query_bundle: QueryBundle | None = None,
+    ) -> list[NodeWithScore]:
+        return self.pan(nodes, query_bundle).nodes
+
+    @dispatcher.span
+    async def _apostprocess_nodes(
+        self,
+        nodes: list[NodeWithScore],
+        query_bundle: QueryBundle | None = None,
+    ) -> list[NodeWithScore]:
+        return (await self.apan(nodes, query_bundle)).nodes
