@@ -301,9 +301,9 @@ def engine_time(
         ``[{"n", "rounds", "ms_per_query", "ms_with_construction"}]``: a run of a panner
         built once, and a run of a panner built for the query (what an integration does).
     """
+    from benchmarks._readers import FirstCitingReader
     from gold_panning_integrations.engine.panner import Panner
     from gold_panning_integrations.profiles import load_profile
-    from gold_panning_integrations.readers.simulated import FirstCitingReader
 
     from .engine import time_call
 

@@ -302,8 +302,8 @@ def real_comparison(
         ``{"instances_done", "n", "rounds", "profiles": {name: {"top1_by_round", "ci95"}},
         "model_calls", "cache_hits"}``.
     """
+    from benchmarks._readers import CachedReader
     from gold_panning_integrations.evaluate._scoring import per_round_hits
-    from gold_panning_integrations.readers.simulated import CachedReader
     from gold_panning_integrations.tasks.nq import NQTask
 
     task = NQTask(data)

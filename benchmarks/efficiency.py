@@ -5,7 +5,7 @@ Runs the real :class:`~gold_panning_integrations.engine.panner.Panner` (not the
 batch simulator) so every feature is measured through the code users run (the library's
 defaults: robust likelihood, ``shuffle_top``, the empty-prompt mixture with level
 adaptation; "gp-belief (paper)" switches them off), against a
-:class:`~..readers.simulated.TokenCountingReader` that follows the detector profile and reports prompt
+:class:`~benchmarks._readers.TokenCountingReader` that follows the detector profile and reports prompt
 tokens as ``overhead + tokens_per_doc x documents shown``.
 
 A simulated base retriever orders the documents: with probability ``top10`` the needle's
@@ -22,11 +22,11 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from benchmarks._readers import PROMPT_OVERHEAD, TOKENS_PER_DOC, TokenCountingReader
 from gold_panning_integrations.engine.config import PAPER_UPDATE
 from gold_panning_integrations.engine.panner import Panner
 from gold_panning_integrations.engine.priors import DEFAULT_HEAD_DECAY, rank_prior_probs
 from gold_panning_integrations.evaluate._scoring import per_round_hits
-from gold_panning_integrations.readers.simulated import PROMPT_OVERHEAD, TOKENS_PER_DOC, TokenCountingReader
 
 __all__ = ["VARIANTS", "Variant", "expected_calibration_error", "register", "run_efficiency"]
 

@@ -33,6 +33,7 @@ from typing import Any
 
 import numpy as np
 
+from benchmarks._readers import FirstCitingReader
 from gold_panning_integrations.engine.assignment import assign, position_order
 from gold_panning_integrations.engine.beliefs import log_likelihood_ratios, update_log_odds
 from gold_panning_integrations.engine.curves import resample_curve
@@ -40,7 +41,6 @@ from gold_panning_integrations.engine.panner import Panner
 from gold_panning_integrations.engine.policies import score_documents
 from gold_panning_integrations.engine.simulate import simulate
 from gold_panning_integrations.profiles import DetectorProfile, load_profile
-from gold_panning_integrations.readers.simulated import FirstCitingReader
 
 __all__ = [
     "TARGETS",

@@ -22,9 +22,9 @@ from typing import Any
 
 import numpy as np
 
+from benchmarks._readers import CachedReader
 from gold_panning_integrations.engine.panner import Panner
 from gold_panning_integrations.evaluate._scoring import per_round_hits
-from gold_panning_integrations.readers.simulated import CachedReader
 
 __all__ = ["main", "register", "run_real"]
 

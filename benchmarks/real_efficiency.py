@@ -10,7 +10,7 @@ For each held-out key-value instance a simulated base retriever orders the docum
 * ``ours + stop@0.9 + prune``: the same with adaptive stopping and pruning.
 
 A greedy reader is a deterministic function of the prompt, so the prompts that ``ours``
-and ``ours + stop`` share are read once (:class:`~..readers.simulated.CachedReader`).
+and ``ours + stop`` share are read once (:class:`~benchmarks._readers.CachedReader`).
 
 Calibration: the expected calibration error (ECE) of ``ours``' final posteriors, before
 and after an evidence temperature ``T`` (posterior = sigmoid(prior + evidence / T)),
@@ -28,11 +28,11 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from benchmarks._readers import CachedReader
 from gold_panning_integrations.engine.beliefs import sigmoid
 from gold_panning_integrations.engine.panner import Panner
 from gold_panning_integrations.engine.priors import rank_prior_probs
 from gold_panning_integrations.evaluate._scoring import per_round_hits
-from gold_panning_integrations.readers.simulated import CachedReader
 
 from .efficiency import expected_calibration_error
 

@@ -63,7 +63,9 @@ def test_the_resolver_sees_relative_and_lazy_cli_imports() -> None:
         _is_cli(n)
         for n in _imported("from .._console import Progress\n", "gold_panning_integrations.evaluate.compare")
     )
-    init = _imported("from ..cli.commands import bench\n", "gold_panning_integrations.evaluate", is_package=True)
+    init = _imported(
+        "from ..cli.commands import bench\n", "gold_panning_integrations.evaluate", is_package=True
+    )
     assert "gold_panning_integrations.cli.commands" in init
 
 
@@ -133,7 +135,17 @@ def test_the_package_never_imports_the_lab() -> None:
 
 
 # ------------------------------------------------------------ the tree, by subject
-SUBPACKAGES = {"calibration", "cli", "engine", "evaluate", "integrations", "ir", "profiles", "readers", "tasks"}
+SUBPACKAGES = {
+    "calibration",
+    "cli",
+    "engine",
+    "evaluate",
+    "integrations",
+    "ir",
+    "profiles",
+    "readers",
+    "tasks",
+}
 MOVED = {
     # 0.5 path -> 0.6 path; the old one imports with a DeprecationWarning until 0.7
     "gold_panning_integrations.langchain": "gold_panning_integrations.integrations.langchain",
@@ -176,4 +188,6 @@ def test_each_moved_path_imports_the_new_module_with_a_warning() -> None:
             warnings.simplefilter("always")
             module = importlib.import_module(old)
         assert module is importlib.import_module(new)
-        assert any(issubclass(w.category, DeprecationWarning) and MOVED[moved] in str(w.message) for w in caught)
+        assert any(
+            issubclass(w.category, DeprecationWarning) and MOVED[moved] in str(w.message) for w in caught
+        )

@@ -1,4 +1,4 @@
-"""``python -m benchmarks real``: its CachedReader (readers/simulated.py), the per-round labels of the
+"""``python -m benchmarks real``: its CachedReader (benchmarks/_readers.py), the per-round labels of the
 reader protocol, bad sizes, and a resumed run with the simulated reader."""
 
 from __future__ import annotations
@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 
 from benchmarks._cli import main as lab_main
+from benchmarks._readers import CachedReader
 from gold_panning_integrations.cli import EXIT_ERROR
 from gold_panning_integrations.engine.reading import Reading
-from gold_panning_integrations.readers.simulated import CachedReader
 
 
 class _WithLabels:

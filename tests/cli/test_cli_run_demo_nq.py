@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 
-import bm25s  # noqa: E402,F401 - the demo needs it (the test extra installs it)
+import bm25s  # noqa: F401 - the demo needs it (the test extra installs it)
 import numpy as np
 import pytest
 

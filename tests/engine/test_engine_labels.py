@@ -11,7 +11,6 @@ import pytest
 
 from gold_panning_integrations import DetectorProfile, GoldPanner, Reading
 from gold_panning_integrations.engine import labels as engine_labels
-from gold_panning_integrations.engine import panner as engine_panner
 from gold_panning_integrations.engine.rounds import draw_labels, label_range
 from gold_panning_integrations.errors import CitationParseError
 from gold_panning_integrations.readers._prompt import reading_from_citations

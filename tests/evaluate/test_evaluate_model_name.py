@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from test_local_model_name import QWEN_META, SMOL_META, write_gguf
+from gguf_fakes import QWEN_META, SMOL_META, write_gguf
 from typing_extensions import Self
 
 from gold_panning_integrations.evaluate import compare as C

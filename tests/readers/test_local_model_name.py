@@ -12,49 +12,13 @@ import struct
 from pathlib import Path
 
 import pytest
+from gguf_fakes import QWEN_META, SMOL_META, gguf_string, write_gguf
 from test_local_model import _FakeLlama
 
 from gold_panning_integrations import profiles
 from gold_panning_integrations.profiles import DetectorProfile, resolve_profile, resolved_profile
 from gold_panning_integrations.profiles._lookup import bundled_profile_for, model_key, profile_mode
 from gold_panning_integrations.readers._gguf import GGUFError, read_gguf_metadata
-
-QWEN_META = {
-    "general.architecture": "qwen2",
-    "general.name": "Qwen2.5 Coder 0.5B Instruct AWQ",
-    "general.basename": "Qwen2.5-Coder",
-    "general.size_label": "0.5B",
-    "general.finetune": "Instruct-AWQ",
-    "qwen2.context_length": 32768,
-}
-SMOL_META = {"general.architecture": "llama", "general.name": "Smollm2 135M 8k Lc100K Mix1 Ep2"}
-
-
-def _s(text: str) -> bytes:
-    b = text.encode("utf-8")
-    return struct.pack("<Q", len(b)) + b
-
-
-def write_gguf(path: Path, meta: dict[str, object], *, tokens: int = 3) -> Path:
-    """A GGUF v3 header (no tensors) holding ``meta`` (str -> string, int -> uint32,
-    float -> float32, bool -> bool) and, first, a string array of ``tokens`` entries, as
-    real files keep their vocabulary."""
-    kv = [
-        _s("tokenizer.ggml.tokens")
-        + struct.pack("<IIQ", 9, 8, tokens)
-        + b"".join(_s(f"t{i}") for i in range(tokens))
-    ]
-    for key, value in meta.items():
-        if isinstance(value, bool):
-            kv.append(_s(key) + struct.pack("<I?", 7, value))
-        elif isinstance(value, int):
-            kv.append(_s(key) + struct.pack("<II", 4, value))
-        elif isinstance(value, float):
-            kv.append(_s(key) + struct.pack("<If", 6, value))
-        else:
-            kv.append(_s(key) + struct.pack("<I", 8) + _s(str(value)))
-    path.write_bytes(b"GGUF" + struct.pack("<IQQ", 3, 0, len(kv)) + b"".join(kv))
-    return path
 
 
 @pytest.fixture
@@ -91,9 +55,9 @@ def test_header_reader_gives_scalars_as_strings_and_skips_arrays(tmp_path: Path)
         (b"PK\x03\x04 a zip file", "does not start with 'GGUF'"),
         (b"GGUF" + struct.pack("<IQQ", 1, 0, 0), "GGUF version 1 is not read"),
         (b"GGUF" + struct.pack("<IQQ", 3, 0, 1) + struct.pack("<Q", 1 << 40), "exceeds the file"),
-        (b"GGUF" + struct.pack("<IQQ", 3, 0, 2) + _s("k") + struct.pack("<I", 8), "ends early"),
+        (b"GGUF" + struct.pack("<IQQ", 3, 0, 2) + gguf_string("k") + struct.pack("<I", 8), "ends early"),
         (
-            b"GGUF" + struct.pack("<IQQ", 3, 0, 1) + _s("k") + struct.pack("<I", 77),
+            b"GGUF" + struct.pack("<IQQ", 3, 0, 1) + gguf_string("k") + struct.pack("<I", 77),
             "unknown GGUF value type 77",
         ),
     ],
