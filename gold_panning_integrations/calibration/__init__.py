@@ -21,10 +21,10 @@ behind every rate (:class:`~gold_panning_integrations.profiles.RateCounts`).
 
 Layout: a pure functional core (:func:`calibration_plan` here; :func:`count_outcomes`,
 :func:`estimate_rates`, :func:`next_grid_index`, :func:`build_profile` in
-:mod:`._calibration_fit`) under a thin stateful runner, :class:`Calibrator`, that calls the
+:mod:`._fit`) under a thin stateful runner, :class:`Calibrator`, that calls the
 reader, checkpoints every completed trial to a JSONL file (one line per trial, flushed and
 fsynced), resumes from it, and holds an exclusive lock on it (``CHECKPOINT.lock``,
-:mod:`._calibration_checkpoint`) while running, so two runs on one checkpoint never both
+:mod:`._checkpoint`) while running, so two runs on one checkpoint never both
 run every trial.
 """
 

@@ -133,7 +133,7 @@ def replay_log_odds(
     trace: Mapping[str, Any], profile: Any, *, config: PanningConfig | None = None
 ) -> NDArray[np.float64]:
     """A trace's final log-odds under ``profile``: its prior, then every prompt that did
-    not fail, in order, through the engine's update (:func:`~.engine.rounds.observe_round`,
+    not fail, in order, through the engine's update (:func:`~..engine.rounds.observe_round`,
     with ``config``'s update options: the defaults unless given, with the trace's ``k``).
 
     Args:

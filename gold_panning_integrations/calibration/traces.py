@@ -1,38 +1,16 @@
 """Learning a detector profile from use: panning traces to JSONL, and EM with or without labels.
 
-Saving traces (:mod:`._trace_io`)
-    :class:`TraceWriter` is a callable that appends one JSON line per
-    :class:`~gold_panning_integrations.engine.panner.PanningResult`: for every round and
-    prompt, which documents (indices, never their text) sat at which positions, which
-    were cited, whether the prompt failed; plus the prior and final log-odds. Pass it as
-    an integration's ``on_result`` callback, or call it yourself.
-
-Learning from traces
-    :func:`learn_profile` re-estimates the per-position rates with no relevance labels
-    by expectation-maximisation. Each query's posterior (under the current rates) is the
-    soft label of its documents for all of its rounds (E-step); the rates are then the
-    Jeffreys-smoothed ratio of expected cited to expected shown counts, gold and
-    distractor, per grid position (M-step). Counts are *blended* with the prior
-    profile's own counts (:meth:`DetectorProfile.rate_counts`), or, for a profile that
-    carries none (the bundled generic one), with ``prior_strength`` pseudo-trials per
-    grid position, so a few queries nudge the profile and many queries dominate it.
-
-Learning from labelled traces
-    A trace may carry ``relevant`` (``TraceWriter(path)(result, relevant=[...])``, or
-    ``gold-panning evaluate --traces``). Labelled documents are counted instead of
-    guessed, and the EM also measures what per-position rates cannot: how often this
-    reader misses a relevant document whatever its position (``blind_rate``) and how many
-    irrelevant documents per query it keeps citing (``false_leads``), plus how good the
-    base retriever's order was (``prior_head_decay``). The panner and the integrations
-    use the profile's values unless these options are set.
-
-Observation model (the engine's): a document shown at relative depth ``x`` (0 = first,
-1 = last position of its prompt) is cited with ``TPR(x)`` if relevant, ``FPR(x)`` if not;
-rates live on a grid of profile positions and are interpolated linearly, so each
-observation's expected counts are split between its two neighbouring grid positions
-with the interpolation weights.
-
-Pure numpy; no framework import.
+:class:`TraceWriter` (:mod:`._trace_io`) appends one JSON line per
+:class:`~gold_panning_integrations.engine.panner.PanningResult`: per round and prompt, which
+documents (indices, never text) sat where, which were cited, whether the prompt failed; the
+prior and final log-odds; and ``relevant`` when labelled. Pass it as an integration's
+``on_result``. :func:`learn_profile` re-estimates the per-position rates by EM: each query's
+posterior is the soft label of its documents (labelled documents are counted instead), the
+rates are Jeffreys-smoothed expected cited / shown counts per grid position (an observation
+split between its two neighbouring grid positions by the interpolation weights), blended
+with the prior profile's counts so a few queries nudge it and many dominate. Labelled traces
+also measure ``blind_rate``, ``false_leads`` and ``prior_head_decay``
+(docs/calibration-and-profiles.md). Pure numpy.
 """
 
 from __future__ import annotations

@@ -569,8 +569,7 @@ def simulate(
             (non-negative, summing to 1): each trial draws its number of needles from it,
             so some queries have none (``k`` still sets the selection size). None:
             exactly ``k`` per trial. F1 then reads as the top-k's precision.
-        chunk_trials: Trials per chunk; default keeps each array near 34 MB, so
-            5,000 trials at ``n = 1,000`` use well under 2 GB.
+        chunk_trials: Trials per chunk; default bounds each array's size.
         progress: Called with the number of trials finished after each chunk.
 
     Returns:

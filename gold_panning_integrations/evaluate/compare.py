@@ -1,56 +1,16 @@
 """``gold-panning evaluate`` (0.5's ``bench compare``): Gold Panning side by side with the
 rerankers users would otherwise pick, on the same instances and the same endpoint.
 
-Methods (``--methods``, all but ``gp-belief-flat`` by default; ours are the entries of
-:data:`PANNING_METHODS`):
-
-* ``base``: the base order (the retriever's order for NQ, the input order otherwise).
-* ``psc``: permutation self-consistency, :class:`~..engine.panner.Panner` with
-  ``policy="random"`` (the paper's baseline).
-* ``gp-belief``: GP-Belief as ``GoldPanningRetriever``/``GoldPanningPostprocessor`` run it
-  by default: the panner's defaults with the base order as a rank prior
-  (``retriever_prior="rank"``), ``--rounds``.
-* ``gp-cost``: GP-Belief with the README's cost-saving settings: the same rank prior and
-  ``stop_at=0.6``.
-* ``gp-belief-flat``: GP-Belief without the base order (the engine's base-rate prior): what
-  the reader alone finds. Not run unless named.
-* ``langchain-listwise``: LangChain ``LLMListwiseRerank`` (langchain-classic) with
-  ``ChatOpenAI`` (langchain-openai).
-* ``llamaindex-llmrerank``: LlamaIndex ``LLMRerank`` (llama-index-core) with
-  ``OpenAILike`` (llama-index-llms-openai-like).
-* ``llamaindex-rankgpt``: LlamaIndex ``RankGPTRerank``
-  (llama-index-postprocessor-rankgpt-rerank) with ``OpenAILike``.
-
-The peers run through their own packages, unmodified: the command only builds their LLM
-client (model, endpoint, temperature 0, a completion cap) and maps the documents they
-return back to input indices. A peer whose packages are not installed is reported as
-skipped, with the ``pip install`` line.
-
-Every method talks to the endpoint through a loopback counting proxy
-(:class:`UsageProxy`), so LLM calls and the server's prompt/completion token usage are
-counted the same way for our methods and for the peers, without touching their code.
-By default the endpoint is the embedded SmolLM2 model, served by the command itself with
-``python -m llama_cpp.server`` (:class:`EmbeddedServer`: started, waited for, always
-stopped). Our methods read it in answer mode (citation by number carries no signal on
-that model).
-
-What is ranked (``--task``): a built-in task (``kv``, ``nq``, ``litm-kv``: one gold document
-per instance) or a test collection in the field's formats (``beir``, ``trec``, ``rag``,
-:mod:`..ir.collection`; the shipped BEIR fixture of held-out NQ questions without
-``--data``), whose first stage is a run file (``--run``) or BM25 through bm25s at
-``--depth``. Several relevant documents: the panners select ``k`` of them
-(:func:`~._instances.choose_gp_k`: ``--gp-k``, else the median relevant count, reported).
-
-Scoring (:mod:`._scoring`): every method's ``--top-n`` returned documents, then the other
-candidates in first-stage order, so each is scored on a full ranking; a method that raised
-returned nothing (the exception is counted). nDCG@10, MRR@10 and Recall@k through
-ir-measures with 95% bootstrap intervals over queries, the paired nDCG@10 wins, losses and
-ties against the first stage, and top-1 / top-3 with Wilson intervals
-(:func:`wilson_interval`) when every query has one relevant document. Accuracy per round
-for the panning methods (:func:`._scoring.per_round_hits`): GP ranks by posterior; PSC by votes with random tie-breaks drawn from its own generator, so PSC's
-last-round value can differ from its top-1 column (the panner's own ranking) when votes
-tie. ``--out DIR`` writes a TREC run file per method, the qrels, the JSON summary and the
-Markdown tables (:mod:`._report`), each atomically.
+Methods (``--methods``; ours are :data:`PANNING_METHODS`): ``base`` (the first-stage order),
+``psc`` (``policy="random"``, the paper's baseline), ``gp-belief`` (the adapters' defaults,
+rank prior), ``gp-cost`` (plus ``stop_at=0.6``), ``gp-belief-flat`` (no rank prior; only when
+named) and the peers ``langchain-listwise``, ``llamaindex-llmrerank``, ``llamaindex-rankgpt``,
+run unmodified through their own packages (skipped, with the ``pip install`` line, when
+missing). Every call goes through a loopback counting proxy (:class:`UsageProxy`), so calls
+and tokens are counted alike for all; the default endpoint is the embedded SmolLM2 model
+served by :class:`EmbeddedServer`. ``--task`` is a built-in task or a collection
+(:mod:`..ir.collection`) with a run file or BM25 as first stage; scoring is in
+:mod:`._scoring`, the report in :mod:`._report` (docs/bench-compare-collections.md).
 """
 
 from __future__ import annotations

@@ -192,7 +192,7 @@ class _LangChainPanning(PanningOptions):
     def _pan_steps(
         self, query: str, docs: Sequence[Document], k: int | None, callbacks: Callbacks, asynchronous: bool
     ) -> Steps[PanningResult]:
-        """Pan ``docs`` (checked to be Documents) for ``query`` (see :mod:`._steps`); model
+        """Pan ``docs`` (checked to be Documents) for ``query`` (see :mod:`.._steps`); model
         calls report to ``callbacks`` when the reader is a LangChain chat model."""
         if not docs:
             return empty_result(self.panning_config(k).policy)
@@ -288,7 +288,7 @@ class GoldPanningRetriever(BaseRetriever, _LangChainPanning):
     def _retrieve_steps(
         self, query: str, run_manager: Any, k: int | None, kwargs: dict[str, Any], asynchronous: bool
     ) -> Steps[list[Document]]:
-        """:meth:`_get_relevant_documents` and its async twin, written once (:mod:`._steps`)."""
+        """:meth:`_get_relevant_documents` and its async twin, written once (:mod:`.._steps`)."""
         kk = check_limit(self.k if k is None else k, name="k")
         sink = kwargs.pop(_RESULT_SINK, None)
         invoke = self.base_retriever.ainvoke if asynchronous else self.base_retriever.invoke
@@ -414,7 +414,7 @@ class GoldPanningCompressor(BaseDocumentCompressor, _LangChainPanning):
         kwargs: dict[str, Any],
         asynchronous: bool,
     ) -> Steps[PannedDocuments]:
-        """:meth:`pan` and :meth:`apan`, written once (:mod:`._steps`): one chain run
+        """:meth:`pan` and :meth:`apan`, written once (:mod:`.._steps`): one chain run
         around the panning, ended with the documents or the error."""
         n, docs = self._pan_inputs(documents, top_n)
         config = _run_config(callbacks, kwargs)

@@ -1,32 +1,15 @@
 """Detector profiles: per-position TPR/FPR of one model under one prompting protocol.
 
-A profile is a versioned JSON artifact::
-
-    {"schema_version": 3, "model": "...", "task": "...", "n_positions": 100,
-     "tpr": [...], "fpr": [...], "grid_positions": [...], "trials": [...],
-     "counts": {"positions": [...], "gold_cited": [...], "gold_shown": [...],
-                "distractor_cited": [...], "distractor_shown": [...]},
-     "blind_rate": 0.36, "false_leads": 1.5, "prior_head_decay": 0.05,
-     "evidence_temperature": null,
-     "created": "2026-11-21T00:00:00Z", "notes": "...", "extra": {...}}
-
-Schema 2 added ``counts``: the evidence behind every measured rate (how often a gold
-document / a distractor was shown and cited at each measured position), so a later
-update (more calibration calls, learning from traces) can weigh old and new evidence.
-Schema 3 made the values learned for the reader and its retriever typed fields
-(``blind_rate``, ``false_leads``, ``prior_head_decay``, ``evidence_temperature``; before,
-entries of ``extra``). Schema 1 and 2 files still load, migrated on load: those entries
-of ``extra`` become the fields (checked, the message naming where the file holds them).
-Schema 1 files may keep the counts calibration used to store in ``extra["counts"]`` (see
-:meth:`DetectorProfile.rate_counts`).
-
-Files are read defensively: only regular files (after resolving symlinks), at most
-:data:`MAX_PROFILE_BYTES`, valid UTF-8, JSON nested at most :data:`MAX_JSON_DEPTH`
-levels; every failure is a :class:`ProfileError` naming the file (and the field).
-
-Profiles are made by the calibration protocol (:mod:`gold_panning_integrations.calibration`)
-on a grid of positions and interpolated linearly; they are resampled by relative position
-to the number of documents actually shown in a prompt.
+A profile is a versioned JSON artifact (schema 3; 1 and 2 load, migrated): ``model``,
+``task``, ``n_positions``, ``tpr``, ``fpr`` on ``grid_positions`` with their ``trials``,
+the ``counts`` behind each rate (so later evidence can be weighed against it), the values
+learned for the reader and its retriever (``blind_rate``, ``false_leads``,
+``prior_head_decay``, ``evidence_temperature``), ``created``, ``notes`` and ``extra``.
+Made by :mod:`gold_panning_integrations.calibration`, interpolated linearly between grid
+positions and resampled by relative position to each prompt's size. Files are read
+defensively (regular file, at most :data:`MAX_PROFILE_BYTES`, UTF-8, JSON depth at most
+:data:`MAX_JSON_DEPTH`); every failure is a :class:`ProfileError` naming file and field.
+The bundled profiles are JSON files in ``profiles/bundled/``.
 """
 
 from __future__ import annotations

@@ -1,30 +1,15 @@
-"""Reader for any LangChain chat model or chat-model Runnable.
+"""Reader for any LangChain chat model or chat-model Runnable (a ``BaseChatModel``, or one
+wrapped by ``bind``, ``with_retry``, ``with_fallbacks``, ``configurable_fields``).
 
-Anything that is a ``Runnable`` taking a list of messages and returning a message is
-accepted: a ``BaseChatModel`` (``ChatOpenAI``, ``ChatOllama``, a fake, ...) and the
-Runnables built from one: ``chat_model.bind(...)``, ``.with_retry()``,
-``.with_fallbacks([...])``, ``.configurable_fields(...)``.
-
-Structured output first: with ``structured="auto"`` the reader asks the underlying chat
-model for ``with_structured_output(Citations, include_raw=True)`` (only when the reader
-was given a plain ``BaseChatModel``: a wrapper's bindings, retries and fallbacks would
-be lost); models without it (LangChain's fake chat models raise
-``NotImplementedError``) are read as plain text and the JSON is extracted and validated
-strictly. On the structured path the *raw* tool-call arguments are validated (not the
-pydantic-coerced object), so ``3.0`` or ``true`` labels are counted as invalid exactly
-as in text mode. Where the message keeps the arguments as the model wrote them (a JSON
-string in ``additional_kwargs["tool_calls"]`` or ``tool_call_chunks``), that string is
-decoded by the package's own parser, so a repeated key (``{"cited": [3], "cited": [5]}``)
-is a malformed reply rather than the last value LangChain's decoder kept. Integrations
-that keep only the decoded arguments (``langchain-openai`` 1.x on the tool-calling
-method, providers that return tool input as a JSON object) cannot show a repeated key.
-
-Errors of an OpenAI-backed chat model (``ChatOpenAI``) are the ``openai`` SDK's own and
-are classified the same way as :class:`.openai.OpenAIReader`'s: a closed port or HTTP
-401/403/404 raises :class:`~gold_panning_integrations.errors.FatalReaderError` naming
-the model and its base URL.
-
-This is the only module of the package that imports ``langchain_core`` for readers.
+With ``structured="auto"`` a plain ``BaseChatModel`` is asked for
+``with_structured_output(Citations, include_raw=True)`` (a wrapper's bindings would be lost,
+so wrappers are read as text); a model without it is read as plain text, the JSON extracted
+and validated strictly. On the structured path the *raw* tool-call arguments are validated
+by the package's own parser where the message keeps them (so ``3.0`` labels or a repeated
+``cited`` key are malformed, as in text mode). ``ChatOpenAI``'s errors are classified as
+:class:`.openai.OpenAIReader`'s (closed port, HTTP 401/403/404: a
+:class:`~gold_panning_integrations.errors.FatalReaderError` naming model and base URL).
+The only reader module that imports ``langchain_core``.
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """Helpers of the CLI sub-commands only: the check that a user-given path is a regular
-file. Console output (progress bar, tables, JSON) lives in :mod:`.._console`, shared with
+file. Console output (progress bar, tables, JSON) lives in :mod:`..._console`, shared with
 the benchmarks."""
 
 from __future__ import annotations
