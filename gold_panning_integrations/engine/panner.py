@@ -20,10 +20,11 @@ import logging
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, TypedDict
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
+from typing_extensions import Unpack
 
 from ..errors import AllRoundsFailedError
 from . import stopping
@@ -55,6 +56,7 @@ __all__ = [
     "PanningResult",
     "ProfileLike",
     "RoundTrace",
+    "RunOptions",
     "StopReason",
     "takes_concurrent_calls",
 ]
@@ -397,6 +399,18 @@ def _take(documents: Sequence[Any], idx: NDArray[np.intp]) -> list[Any]:
     return [documents[i] for i in idx.tolist()]
 
 
+class RunOptions(TypedDict, total=False):
+    """The keyword options of :meth:`Panner.run` and :meth:`Panner.arun`, declared once
+    (documented under :meth:`Panner.run`)."""
+
+    k: int | None
+    scores: Sequence[float | None] | None
+    prior_probs: ArrayLike | None
+    prior_log_odds: ArrayLike | None
+    rng: np.random.Generator | None
+    truth: ArrayLike | None
+
+
 class Panner:
     """Bayesian active search for the relevant documents of one question (engine-internal:
     the public :class:`gold_panning_integrations.GoldPanner` resolves profile names and a
@@ -463,15 +477,15 @@ class Panner:
         method: str,
         question: str,
         documents: Sequence[Any],
-        k: int | None,
-        scores: Sequence[float | None] | None,
-        prior_probs: ArrayLike | None,
-        prior_log_odds: ArrayLike | None,
-        rng: np.random.Generator | None,
-        truth: ArrayLike | None,
+        options: RunOptions,
     ) -> _Run:
         """The run of one call of :meth:`run` (``method="read"``) or :meth:`arun`
         (``"aread"``): the state machine both drive, planning and observing each round."""
+        unknown = sorted(set(options) - set(RunOptions.__annotations__))
+        if unknown:
+            raise TypeError(f"Panner.run/arun got unexpected keyword argument(s) {', '.join(unknown)}")
+        k, rng = options.get("k"), options.get("rng")
+        prior_probs, prior_log_odds = options.get("prior_probs"), options.get("prior_log_odds")
         if self.reader is None or not hasattr(self.reader, method):
             sync = method == "read"
             raise TypeError(
@@ -483,7 +497,7 @@ class Panner:
         if rng is None:  # the panner's stream, else one derived from the input
             rng = self.rng if self.rng is not None else derived_rng(question, documents)
         if prior_probs is None and prior_log_odds is None:
-            prior_probs = _retriever_prior(config, n, scores)
+            prior_probs = _retriever_prior(config, n, options.get("scores"))
         return _Run(
             self,
             n,
@@ -491,24 +505,13 @@ class Panner:
             prior_probs=prior_probs,
             prior_log_odds=prior_log_odds,
             rng=rng,
-            truth=truth,
+            truth=options.get("truth"),
         )
 
-    def run(
-        self,
-        question: str,
-        documents: Sequence[Any],
-        *,
-        k: int | None = None,
-        scores: Sequence[float | None] | None = None,
-        prior_probs: ArrayLike | None = None,
-        prior_log_odds: ArrayLike | None = None,
-        rng: np.random.Generator | None = None,
-        truth: ArrayLike | None = None,
-    ) -> PanningResult:
+    def run(self, question: str, documents: Sequence[Any], **options: Unpack[RunOptions]) -> PanningResult:
         """Pan ``documents`` for ``question`` with the synchronous reader.
 
-        Args:
+        Args (the keyword options are :class:`RunOptions`, all optional):
             question: The user's question.
             documents: ``n`` documents, in the base retriever's order (the rank prior of
                 ``retriever_prior="rank"`` follows it); each round the reader gets the
@@ -531,7 +534,7 @@ class Panner:
             FatalReaderError: the reader reported a permanent failure; the run ends at once.
             AllRoundsFailedError: every round failed and ``on_failure="raise"``.
         """
-        run = self._start("read", question, documents, k, scores, prior_probs, prior_log_odds, rng, truth)
+        run = self._start("read", question, documents, options)
         while (plan := run.next_round()) is not None:
             run.observe(plan, self._read_round(question, documents, plan.windows))
         return run.result()
@@ -597,21 +600,12 @@ class Panner:
         return await gather_all(self._aread_one(question, documents, w) for w in windows)
 
     async def arun(
-        self,
-        question: str,
-        documents: Sequence[Any],
-        *,
-        k: int | None = None,
-        scores: Sequence[float | None] | None = None,
-        prior_probs: ArrayLike | None = None,
-        prior_log_odds: ArrayLike | None = None,
-        rng: np.random.Generator | None = None,
-        truth: ArrayLike | None = None,
+        self, question: str, documents: Sequence[Any], **options: Unpack[RunOptions]
     ) -> PanningResult:
         """Asynchronous :meth:`run`: awaits ``reader.aread``; a round's prompts are sent
         concurrently. A :class:`~gold_panning_integrations.errors.FatalReaderError`
         ends the run at once."""
-        run = self._start("aread", question, documents, k, scores, prior_probs, prior_log_odds, rng, truth)
+        run = self._start("aread", question, documents, options)
         while (plan := run.next_round()) is not None:
             run.observe(plan, await self._aread_round(question, documents, plan.windows))
         return run.result()
