@@ -323,7 +323,3 @@ def _report(line: str) -> None:
         sys.stderr.flush()
     except (BrokenPipeError, OSError, ValueError):
         pass
-
-
-if __name__ == "__main__":  # pragma: no cover
-    sys.exit(main())

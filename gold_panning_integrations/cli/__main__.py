@@ -1,0 +1,7 @@
+"""``python -m gold_panning_integrations.cli``: the ``gold-panning`` command."""
+
+import sys
+
+from . import main
+
+sys.exit(main())
