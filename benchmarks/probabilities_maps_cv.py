@@ -14,6 +14,8 @@ form chosen here.
 Forms (each monotone in a document's own log-odds, so a query's ranking is unchanged):
 
 - ``identity``, ``platt``, ``isotonic``: the package's maps (:mod:`gold_panning_integrations.recalibration`);
+- ``platt-pooled``: Platt fitted on this model's other queries and every other model's
+  traces (given two models or more): the same map, more data, another reader's mistakes;
 - ``qplatt-F``: ``sigmoid(a * lo + b + c * F)`` with ``F`` a feature every document of
   the query shares (ridge 1 on ``(log a, b, c)``, as ``fit_platt``);
 - ``twopart-F``: ``P(the query has a relevant candidate | F) * P(document relevant | it
@@ -194,17 +196,22 @@ FORMS: dict[str, Fit] = {
     "identity": lambda qs: lambda q: sigmoid(q.lo),
     "platt": _plain("platt"),
     "isotonic": _plain("isotonic"),
+    "platt-pooled": _plain("platt"),
     "twopart-const": lambda qs: fit_twopart(qs, None),
     **{f"qplatt-{f}": functools.partial(fit_qplatt, name=f) for f in FEATURES},
     **{f"twopart-{f}": functools.partial(fit_twopart, name=f) for f in FEATURES},
 }
 
 
-def leave_one_out(qs: Sequence[Query], form: str) -> list[NDArray[np.float64]]:
-    """Each query's probabilities under ``form`` fitted on every other query."""
+def leave_one_out(
+    qs: Sequence[Query], form: str, *, others: Sequence[Query] = ()
+) -> list[NDArray[np.float64]]:
+    """Each query's probabilities under ``form`` fitted on every other query (and, for a
+    ``-pooled`` form, on ``others``: the other models' traces)."""
     out = []
+    pooled = list(others) if form.endswith("-pooled") else []
     for i in range(len(qs)):
-        fn = FORMS[form]([q for j, q in enumerate(qs) if j != i])
+        fn = FORMS[form]([q for j, q in enumerate(qs) if j != i] + pooled)
         out.append(np.clip(fn(qs[i]), _CLIP, 1 - _CLIP))
     return out
 
@@ -226,8 +233,11 @@ def _top(
     return float(np.mean(tops)), float(np.mean(right))
 
 
-def report(name: str, qs: Sequence[Query], *, draws: int, seed: int) -> dict[str, NDArray[np.float64]]:
-    """Print one model's tables; returns per-query log loss of each form (for pooling)."""
+def report(
+    name: str, qs: Sequence[Query], *, others: Sequence[Query] = (), draws: int, seed: int
+) -> dict[str, NDArray[np.float64]]:
+    """Print one model's tables (``others``: the other models' queries, for
+    ``platt-pooled``); returns per-query log loss and pairs of each form."""
     n = len(qs)
     none = np.array([not q.has_relevant for q in qs])
     rng = np.random.default_rng(seed)
@@ -247,7 +257,9 @@ def report(name: str, qs: Sequence[Query], *, draws: int, seed: int) -> dict[str
     losses: dict[str, NDArray[np.float64]] = {}
     rows = []
     for form in FORMS:
-        probs = leave_one_out(qs, form)
+        if form.endswith("-pooled") and not others:
+            continue
+        probs = leave_one_out(qs, form, others=others)
         s = summarize([(p, q.y) for p, q in zip(probs, qs)])
         losses[form] = np.array([_log_loss(p, q.y) for p, q in zip(probs, qs)])
         gaps = np.array([p.max() - q.y[int(np.argmax(p))] for p, q in zip(probs, qs)])
@@ -290,7 +302,7 @@ def choose(per_model: Sequence[dict[str, NDArray[np.float64]]], *, draws: int, s
     )
     best, best_d = "platt", 0.0
     for form in FORMS:
-        if form == "platt":
+        if form == "platt" or not all(form in m for m in per_model):
             continue
         diffs = [m[form][:, 0] - m["platt"][:, 0] for m in per_model]
         pairs = [m["platt"][:, 1] for m in per_model]
@@ -316,10 +328,11 @@ def main() -> None:
     ap.add_argument("--draws", type=int, default=2000, help="bootstrap draws (default 2000)")
     ap.add_argument("--seed", type=int, default=0, help="bootstrap seed")
     args = ap.parse_args()
+    models = {name: read_queries(Path(path)) for name, _, path in (s.partition("=") for s in args.traces)}
     per_model = []
-    for spec in args.traces:
-        name, _, path = spec.partition("=")
-        per_model.append(report(name, read_queries(Path(path)), draws=args.draws, seed=args.seed))
+    for name, qs in models.items():
+        others = [q for other, oq in models.items() if other != name for q in oq]
+        per_model.append(report(name, qs, others=others, draws=args.draws, seed=args.seed))
     choose(per_model, draws=args.draws, seed=args.seed)
 
 
