@@ -17,6 +17,9 @@ pairs alone puts under a measured ECE.
 
     python -m benchmarks.probabilities_heldout out-test/probabilities/gp-defaults.jsonl \\
         --profile qwen-nq-map.json --subset emptied=nq-heldout/quarter-none-test.txt
+
+``--fit-map TRACES...`` adds a row for a Platt map fitted on labelled traces' own
+posteriors (pooled when several files are given), applied the same way.
 """
 
 from __future__ import annotations
@@ -145,6 +148,15 @@ def main() -> None:
         "through --profile's rates (then its map): what that profile would have reported from the same replies "
         "(its placements would have differed; a counterfactual, labelled so)",
     )
+    ap.add_argument(
+        "--fit-map",
+        nargs="+",
+        type=Path,
+        default=None,
+        metavar="TRACES",
+        help="also fit a Platt map on these labelled traces' own posteriors (several files: pooled, e.g. two "
+        "models' calibration traces) and apply it to the stored probabilities, as an extra row",
+    )
     ap.add_argument("--draws", type=int, default=1000, help="bootstrap draws (default 1000)")
     args = ap.parse_args()
     before = read(args.probabilities)
@@ -160,6 +172,20 @@ def main() -> None:
             versions.append(
                 (f"replayed through {Path(args.profile).stem}", replayed(args.replay, prof, before))
             )
+    if args.fit_map is not None:
+        from gold_panning_integrations.recalibration import fit_platt, labelled_queries
+        from gold_panning_integrations.traces import read_traces
+
+        fitted = labelled_queries([t for path in args.fit_map for t in read_traces(path)])
+        pm = fit_platt(np.concatenate([q[0] for q in fitted]), np.concatenate([q[1] for q in fitted]))
+        name = "pooled platt" if len(args.fit_map) > 1 else "platt refit"
+        print(
+            f"{name}: a Platt map on {len(fitted)} labelled queries of {', '.join(map(str, args.fit_map))}: "
+            f"slope {pm.slope:.3f}, intercept {pm.intercept:+.3f}"
+        )
+        versions.append(
+            (name, [(q, pm.probabilities(logit(np.clip(p, 1e-6, 1 - 1e-6))), y) for q, p, y in before])
+        )
     subsets: list[tuple[str, set[str]]] = [("all", {q for q, _, _ in before})]
     for spec in args.subset:
         name, _, path = spec.partition("=")
