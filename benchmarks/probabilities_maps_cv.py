@@ -14,6 +14,8 @@ form chosen here.
 Forms (each monotone in a document's own log-odds, so a query's ranking is unchanged):
 
 - ``identity``, ``platt``, ``isotonic``: the package's maps (:mod:`gold_panning_integrations.recalibration`);
+- ``platt-ridgeR``: Platt with a prior of ``R`` pseudo-pairs' weight on ``(log a, b)``
+  toward the identity map (``fit_platt``'s ridge; the package uses 1);
 - ``platt-pooled``: Platt fitted on this model's other queries and every other model's
   traces (given two models or more): the same map, more data, another reader's mistakes;
 - ``qplatt-F``: ``sigmoid(a * lo + b + c * F)`` with ``F`` a feature every document of
@@ -183,10 +185,10 @@ def fit_twopart(qs: Sequence[Query], name: str | None) -> Map:
     return lambda q: sigmoid(th[0] + th[1] * feature(q, name)) * inner(q.lo)
 
 
-def _plain(kind: str) -> Fit:
+def _plain(kind: str, ridge: float = 1.0) -> Fit:
     def fit(qs: Sequence[Query]) -> Map:
         lo, y = _stack(qs)
-        m = fit_platt(lo, y) if kind == "platt" else fit_isotonic(lo, y)
+        m = fit_platt(lo, y, ridge=ridge) if kind == "platt" else fit_isotonic(lo, y)
         return lambda q: m.probabilities(q.lo)
 
     return fit
@@ -197,6 +199,8 @@ FORMS: dict[str, Fit] = {
     "platt": _plain("platt"),
     "isotonic": _plain("isotonic"),
     "platt-pooled": _plain("platt"),
+    "platt-ridge0.1": _plain("platt", ridge=0.1),
+    "platt-ridge10": _plain("platt", ridge=10.0),
     "twopart-const": lambda qs: fit_twopart(qs, None),
     **{f"qplatt-{f}": functools.partial(fit_qplatt, name=f) for f in FEATURES},
     **{f"twopart-{f}": functools.partial(fit_twopart, name=f) for f in FEATURES},
