@@ -10,10 +10,16 @@ calibration tables (per-document ECE with 10 equal-width and 10 equal-count bins
 the top pick's mean probability against its accuracy, ``p_none``'s AUROC for "no
 relevant candidate", and what ``min_relevance=0.5`` returns), over all queries and over
 the subsets named by ``--subset NAME=FILE`` (a file of query ids, one per line; the
-complement is reported too). Intervals: 95% percentile bootstrap over queries.
+complement is reported too). Intervals: 95% percentile bootstrap over queries. "ECE if
+calibrated" is what the ECE of these very probabilities would be if they were exactly
+calibrated (labels drawn from them, mean and 95% range): the floor that the number of
+pairs alone puts under a measured ECE.
 
     python -m benchmarks.probabilities_heldout out-test/probabilities/gp-defaults.jsonl \\
         --profile qwen-nq-map.json --subset emptied=nq-heldout/quarter-none-test.txt
+
+``--fit-map TRACES...`` adds a row for a Platt map fitted on labelled traces' own
+posteriors (pooled when several files are given), applied the same way.
 """
 
 from __future__ import annotations
@@ -26,7 +32,7 @@ from pathlib import Path
 import numpy as np
 from numpy.typing import NDArray
 
-from gold_panning_integrations.calibration.metrics import CalibrationSummary, summarize
+from gold_panning_integrations.calibration.metrics import CalibrationSummary, ece, summarize
 from gold_panning_integrations.engine.beliefs import logit
 from gold_panning_integrations.profiles import load_profile
 
@@ -59,9 +65,21 @@ def _boot(queries: Sequence[Query], stat: str, draws: int, seed: int) -> tuple[f
     return float(lo), float(hi)
 
 
+def null_ece(queries: Sequence[Query], draws: int, seed: int) -> tuple[float, float, float]:
+    """ECE of the queries' probabilities against labels drawn from those probabilities
+    (so exactly calibrated): ``(mean, 2.5th, 97.5th percentile)`` over ``draws``."""
+    rng = np.random.default_rng(seed)
+    p = np.concatenate([q[1] for q in queries])
+    vals = [ece(p, (rng.random(p.size) < p).astype(np.float64)) for _ in range(draws)]
+    lo, hi = np.percentile(vals, [2.5, 97.5])
+    return float(np.mean(vals)), float(lo), float(hi)
+
+
 def row(name: str, queries: Sequence[Query], draws: int) -> list[str]:
     s: CalibrationSummary = summarize([(p, y) for _, p, y in queries])
     e_lo, e_hi = _boot(queries, "ece", draws, 0)
+    g_lo, g_hi = _boot(queries, "top_gap", draws, 2)
+    n_mean, n_lo, n_hi = null_ece(queries, draws, 3)
     auc = "-" if s.p_none_auroc is None else f"{s.p_none_auroc:.3f}"
     if s.p_none_auroc is not None:
         a_lo, a_hi = _boot(queries, "p_none_auroc", draws, 1)
@@ -71,9 +89,10 @@ def row(name: str, queries: Sequence[Query], draws: int) -> list[str]:
         name,
         f"{s.queries}/{s.pairs}",
         f"{s.ece:.4f} [{e_lo:.3f}, {e_hi:.3f}]",
+        f"{n_mean:.3f} [{n_lo:.3f}, {n_hi:.3f}]",
         f"{s.adaptive_ece:.4f}",
         f"{s.brier:.4f}",
-        f"{s.top_mean:.3f} / {s.top_accuracy:.3f} ({s.top_gap:+.3f})",
+        f"{s.top_mean:.3f} / {s.top_accuracy:.3f} ({s.top_gap:+.3f} [{g_lo:+.2f}, {g_hi:+.2f}])",
         auc,
         f"{s.p_none_mean:.3f} / {s.none_share:.3f}",
         f"{s.returned_at_threshold}, {prec}",
@@ -129,6 +148,15 @@ def main() -> None:
         "through --profile's rates (then its map): what that profile would have reported from the same replies "
         "(its placements would have differed; a counterfactual, labelled so)",
     )
+    ap.add_argument(
+        "--fit-map",
+        nargs="+",
+        type=Path,
+        default=None,
+        metavar="TRACES",
+        help="also fit a Platt map on these labelled traces' own posteriors (several files: pooled, e.g. two "
+        "models' calibration traces) and apply it to the stored probabilities, as an extra row",
+    )
     ap.add_argument("--draws", type=int, default=1000, help="bootstrap draws (default 1000)")
     args = ap.parse_args()
     before = read(args.probabilities)
@@ -144,6 +172,20 @@ def main() -> None:
             versions.append(
                 (f"replayed through {Path(args.profile).stem}", replayed(args.replay, prof, before))
             )
+    if args.fit_map is not None:
+        from gold_panning_integrations.calibration.recalibration import fit_platt, labelled_queries
+        from gold_panning_integrations.calibration.traces import read_traces
+
+        fitted = labelled_queries([t for path in args.fit_map for t in read_traces(path)])
+        pm = fit_platt(np.concatenate([q[0] for q in fitted]), np.concatenate([q[1] for q in fitted]))
+        name = "pooled platt" if len(args.fit_map) > 1 else "platt refit"
+        print(
+            f"{name}: a Platt map on {len(fitted)} labelled queries of {', '.join(map(str, args.fit_map))}: "
+            f"slope {pm.slope:.3f}, intercept {pm.intercept:+.3f}"
+        )
+        versions.append(
+            (name, [(q, pm.probabilities(logit(np.clip(p, 1e-6, 1 - 1e-6))), y) for q, p, y in before])
+        )
     subsets: list[tuple[str, set[str]]] = [("all", {q for q, _, _ in before})]
     for spec in args.subset:
         name, _, path = spec.partition("=")
@@ -153,9 +195,10 @@ def main() -> None:
         "queries",
         "queries/pairs",
         "ECE [95% CI]",
+        "ECE if calibrated",
         "ECE eq-n",
         "Brier",
-        "top pick p / right (gap)",
+        "top pick p / right (gap [95% CI])",
         "p_none AUROC [95% CI]",
         "mean p_none / share none",
         "p >= 0.5: pairs, precision",

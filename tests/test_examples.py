@@ -132,10 +132,17 @@ def test_example_on_an_openai_compatible_server(script: str, tmp_path: Path) -> 
 
 # ------------------------------------------------------------------ embedded model
 @pytest.mark.real_model
-@pytest.mark.parametrize("script", EXAMPLES)
+@pytest.mark.parametrize(
+    "script",
+    [
+        "langchain_retriever.py",  # the default suite's (and CI's) run of an example on a real model
+        pytest.param("llama_index_query_engine.py", marks=pytest.mark.slow),
+    ],
+)
 def test_example_on_the_embedded_model(script: str, tmp_path: Path) -> None:
     """One short question (5 BM25 passages, 2 rounds of 2 prompts, answered one after
-    another) on SmolLM2, then the chain's answer."""
+    another) on SmolLM2, then the chain's answer. The LlamaIndex example's run is marked
+    slow (25 s); its offline and loopback runs stay in the default suite."""
     importlib.import_module("llama_cpp")  # the embedded model's runtime: missing means failed
     out = _run(script, tmp_path, "--rounds", "2", "--prompts-per-round", "2")
     assert "Gold Panning: 4 calls" in out
@@ -161,6 +168,7 @@ def test_example_does_not_use_langchain_community(script: str) -> None:
     assert "langchain_community" not in (ROOT / "examples" / script).read_text()
 
 
+@pytest.mark.slow
 @pytest.mark.real_model
 def test_posterior_calibration_example_on_the_embedded_model(tmp_path: Path) -> None:
     """Two small instances, both updates: the report has one entry per update, and the
@@ -175,6 +183,40 @@ def test_posterior_calibration_example_on_the_embedded_model(tmp_path: Path) -> 
         assert row["accuracy"] in (0.0, 0.5, 1.0)
         assert 0.0 < row["mean_top_posterior"] < 1.0
         assert 0 <= row["wrong_picks_above_0.9"] <= 2
+
+
+def test_posterior_calibration_example_on_an_openai_compatible_server(tmp_path: Path) -> None:
+    """The same two instances over --base-url (a loopback fake that answers the value of the
+    key asked): the calls reach the server and the one document credited is the gold, so
+    both updates pick it."""
+    import json
+    import re
+
+    from openai_server import FakeOpenAIServer, dynamic, ok
+
+    def answer(req: Any) -> Any:
+        # kv documents read "Leo Ford's access code is 92148."; the question names the key
+        name = re.search(r"What is (.+?)'s ", req.user_text)
+        for line in req.user_text.splitlines():
+            if name and line.startswith(f"- {name.group(1)}'s "):
+                return ok(line.rstrip(".").rsplit(" ", 1)[-1])
+        return ok("unknown")
+
+    with FakeOpenAIServer(default=dynamic(answer)) as server:
+        out = _run(
+            "posterior_calibration.py",
+            tmp_path,
+            *("--instances", "2", "--n", "6", "--rounds", "2", "--base-url", server.base_url),
+            timeout=600,
+        )
+        calls = len(server.requests)
+    report = json.loads(out)
+    assert sorted(report) == ["library defaults", "paper update"]
+    assert calls > 0
+    for row in report.values():
+        assert row["instances"] == 2
+        assert row["accuracy"] == 1.0
+        assert 0.5 < row["mean_top_posterior"] <= 1.0  # rounded to 3 places
 
 
 # ------------------------------------------------------------------ "I don't know"

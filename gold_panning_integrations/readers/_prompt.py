@@ -126,6 +126,12 @@ class Citations(BaseModel):
     cited: list[int] = Field(description="Numbers (labels) of the documents that contain the answer.")
 
 
+SCHEMA_MAX_ITEMS = 64
+"""Largest ``maxItems`` a citation schema carries. llama.cpp unrolls ``maxItems`` into
+nested grammar rules and kills the process (a segmentation fault, not an exception) past
+its repetition limit (llama-cpp-python 0.3.36 in process: 1,000 parses, 2,000 crashes)."""
+
+
 def citation_json_schema(*, max_citations: int | None = None) -> dict[str, Any]:
     """JSON schema of :class:`Citations` for ``response_format={"type": "json_schema"}``.
 
@@ -135,9 +141,12 @@ def citation_json_schema(*, max_citations: int | None = None) -> dict[str, Any]:
     number an injected instruction makes the model write (``1``) into some label on
     screen, crediting a document nobody chose; left free, that number stays unknown and
     is dropped and counted.
+
+    A ``max_citations`` above :data:`SCHEMA_MAX_ITEMS` is left out of the schema (the
+    reply's parser still keeps at most that many).
     """
     items: dict[str, Any] = {"type": "array", "items": {"type": "integer"}}
-    if max_citations is not None:
+    if max_citations is not None and max_citations <= SCHEMA_MAX_ITEMS:
         items["maxItems"] = max_citations
     return {
         "type": "object",

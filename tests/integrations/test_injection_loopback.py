@@ -35,7 +35,10 @@ from doubles import shown_documents
 from openai_server import Behaviour, FakeOpenAIServer, RecordedRequest, dynamic, ok
 
 from gold_panning_integrations import GoldPanner, PanningConfig
+from gold_panning_integrations.engine.mixture import flat_log_likelihood, mixed_evidence, mixture_rates
 from gold_panning_integrations.engine.priors import rank_prior_probs
+from gold_panning_integrations.engine.rounds import Geometry
+from gold_panning_integrations.profiles import resolve_profile
 from gold_panning_integrations.readers import OpenAIReader
 
 GOLD = "The vault code is 4417."
@@ -331,16 +334,30 @@ def bernoulli_kl(p: float, q: float) -> float:
 
 
 def oracle_accuracy(
-    obey: float, prompts: int, *, slots: tuple[int, int], rank_prior: bool, trials: int, seed: int = 0
+    obey: float,
+    prompts: int,
+    *,
+    slots: tuple[int, int],
+    rank_prior: bool,
+    trials: int,
+    seed: int = 0,
+    reader_tpr: np.ndarray | None = None,
+    rate_known: bool = True,
 ) -> float:
-    """Top-1 accuracy of an observer that knows the model's rates and which two documents
-    are the gold and the passage (not which is which): each prompt shows one at
-    ``slots[0]`` and the other at ``slots[1]``, swapped every other prompt, and it picks
-    the likelier assignment (likelihood ratio plus, with ``rank_prior``, the rank prior's
-    log-odds gap between their input positions; the gold at each input position, the
-    passage at each other, as in the loopback runs)."""
+    """Top-1 accuracy of an observer that knows which two documents are the gold and the
+    passage (not which is which): each prompt shows one at ``slots[0]`` and the other at
+    ``slots[1]``, swapped every other prompt, and it picks the likelier assignment
+    (likelihood ratio plus, with ``rank_prior``, the rank prior's log-odds gap between
+    their input positions; the gold at each input position, the passage at each other, as
+    in the loopback runs).
+
+    The observer reads the gold's looks with ``reader_tpr`` (None: the model's own
+    :data:`TRUE_TPR`) and the passage's at its rate when ``rate_known``, else under a
+    uniform prior on one rate, ``log B(1 + c, 1 + m)`` for ``c`` citations and ``m``
+    misses (the engine's self-citing hypothesis, :func:`flat_log_likelihood`)."""
     rng = np.random.default_rng(seed)
     inj = obeyed_rate(obey)
+    read = TRUE_TPR if reader_tpr is None else np.asarray(reader_tpr, dtype=np.float64)
     pairs = [(g, h) for g in range(N_DOCS) for h in range(N_DOCS) if g != h]
     gap = np.zeros(len(pairs))
     if rank_prior:
@@ -348,16 +365,28 @@ def oracle_accuracy(
         lo = np.log(p / (1.0 - p))
         gap = np.array([lo[g] - lo[h] for g, h in pairs])
     llr = np.repeat(gap[:, None], trials, axis=1)
+    cited = np.zeros((2, *llr.shape))  # citations of the gold, of the passage
     with np.errstate(divide="ignore"):
         for i in range(prompts):
             gold_slot, inj_slot = slots if i % 2 == 0 else slots[::-1]
-            t_gold, t_inj = TRUE_TPR[gold_slot], TRUE_TPR[inj_slot]
-            c_gold = rng.random(llr.shape) < t_gold
+            t_gold, t_inj = read[gold_slot], read[inj_slot]
+            c_gold = rng.random(llr.shape) < TRUE_TPR[gold_slot]
             c_inj = rng.random(llr.shape) < inj
+            cited += (c_gold, c_inj)
             # log P(data | truth) - log P(data | swapped): the gold read as the passage at
-            # its slot, the passage read as the gold at its own.
-            llr += np.where(c_gold, np.log(t_gold / inj), np.log((1 - t_gold) / (1 - inj)))
-            llr += np.where(c_inj, np.log(inj / t_inj), np.log((1 - inj) / (1 - t_inj)))
+            # its slot, the passage read as the gold at its own (the passage's rate terms
+            # are added below when the rate is not known).
+            if rate_known:
+                llr += np.where(c_gold, np.log(t_gold / inj), np.log((1 - t_gold) / (1 - inj)))
+                llr += np.where(c_inj, np.log(inj / t_inj), np.log((1 - inj) / (1 - t_inj)))
+            else:
+                llr += np.where(c_gold, np.log(t_gold), np.log(1 - t_gold))
+                llr -= np.where(c_inj, np.log(t_inj), np.log(1 - t_inj))
+    if not rate_known:
+        counts = cited.astype(np.intp)
+        llr += flat_log_likelihood(counts[1], prompts - counts[1]) - flat_log_likelihood(
+            counts[0], prompts - counts[0]
+        )
     llr = np.round(llr, 9)  # a tie is a tie whatever order the logs were summed in
     return float(np.mean(llr > 0) + 0.5 * np.mean(llr == 0))
 
@@ -389,3 +418,51 @@ def test_the_floor_is_within_an_oracles_reach() -> None:
     assert oracle_accuracy(0.5, PROMPTS, slots=(0, 2), rank_prior=True, trials=4000) >= 0.93
     assert oracle_accuracy(0.5, PROMPTS, slots=(0, 2), rank_prior=False, trials=4000) >= 0.94
     assert oracle_accuracy(0.5, ROUNDS, slots=(0, 2), rank_prior=False, trials=4000) <= 0.87
+
+
+def test_two_cited_documents_are_ranked_by_their_prior_alone() -> None:
+    # Why the defaults lose half-obeyed runs: the false-lead bound. With the defaults, a =
+    # 0.25 / 9 = 0.027778 and b = 0.3, so a document's evidence never lifts it by more than
+    # log(0.7 / a) = log(25.2) = 3.22684 nats. A traced run (input positions 8 and 3): the
+    # gold, cited 13 times in 18 looks, sums E = 28.83; the passage, cited 8 times, 12.62.
+    # Both end at the bound (12.62 falls short of it by ((1 - a) / a - b / (1 - b)) e^-12.62
+    # = (35 - 0.42857) * 3.3051e-6 = 1.1426e-4), so the passage wins by the rank prior's
+    # gap, -2.32 - (-3.65) = 1.33 nats.
+    a, b, s = mixture_rates(PanningConfig().with_profile(None), N_DOCS)
+    assert (a, b, s) == (pytest.approx(0.25 / 9), 0.3, 0.0)
+    bound = np.log(0.7 / a)
+    assert bound == pytest.approx(np.log(25.2)) and bound == pytest.approx(3.22684, abs=1e-5)
+    gold, passage = mixed_evidence(np.array([28.83, 12.62]), false_lead_rate=a, blind_rate=b)
+    assert gold == pytest.approx(bound, abs=1e-9)
+    assert bound - passage == pytest.approx(1.1426e-4, abs=2e-7)
+    lo = np.log(rank_prior_probs(N_DOCS, k=1)) - np.log1p(-rank_prior_probs(N_DOCS, k=1))
+    assert lo[3] - lo[8] == pytest.approx(1.33, abs=0.01)
+    assert lo[3] + passage > lo[8] + gold
+
+
+def test_what_the_engine_knows_is_not_what_holds_it_back() -> None:
+    # The observer of test_the_floor_is_within_an_oracles_reach, given only what the engine
+    # knows: the bundled profile's decision rates at 10 positions (not the model's curve)
+    # and no passage rate (a uniform prior on one rate). On the same alternating placement
+    # it still picks the gold in 0.929 of runs (rank prior, 18 prompts; 0.948 knowing the
+    # model's curve and the rate, 0.927 knowing the rate only), so neither
+    # the profile's mismatch nor the unknown rate explains the engine's 0.69
+    # (docs/security.md: the placement and the mixture's terms do).
+    profile = resolve_profile("lost-in-the-middle")
+    rates = Geometry(profile.tpr, profile.fpr, config=PanningConfig()).for_size(N_DOCS).tpr
+    assert rates[0] == pytest.approx(0.899, abs=5e-4) and rates[5] == pytest.approx(0.2731, abs=5e-4)
+    assert (
+        oracle_accuracy(
+            0.5, PROMPTS, slots=(0, 2), rank_prior=True, trials=4000, reader_tpr=rates, rate_known=False
+        )
+        >= 0.90
+    )
+    # Where a half-obeyed passage is told from the curve: one look at the first slot is
+    # worth KL(0.515 || 0.899) = 0.515 log(0.515 / 0.899) + 0.485 log(0.485 / 0.101) = 0.4741
+    # nats, at the lowest slot (where a suspect is sent) KL(0.515 || 0.27306) = 0.1305; for
+    # a passage always obeyed it is the other way round: -log(0.899) = 0.1065 against
+    # -log(0.27306) = 1.2981.
+    assert bernoulli_kl(0.515, rates[0]) == pytest.approx(0.4741, abs=1e-4)
+    assert bernoulli_kl(0.515, rates[5]) == pytest.approx(0.1305, abs=1e-4)
+    assert -np.log(rates[0]) == pytest.approx(0.1065, abs=1e-4)
+    assert -np.log(rates[5]) == pytest.approx(1.2981, abs=1e-4)

@@ -89,6 +89,28 @@ def test_prompt_longer_than_fixed_context_fails_cleanly() -> None:
 
 @real_model
 @needs_model
+def test_a_large_citation_cap_does_not_kill_the_process() -> None:
+    """``max_citations=10_000`` in cite mode: 0.6.0's first grammar carried it as
+    ``maxItems`` and llama.cpp died of a segmentation fault parsing it. In a child process,
+    so a regression fails this test instead of ending the run."""
+    import subprocess
+    import sys
+
+    code = (
+        "from gold_panning_integrations.readers.local import LocalReader\n"
+        "r = LocalReader(mode='cite', max_citations=10_000, n_threads=1, max_tokens=12)\n"
+        "reading = r.read('Which document is about rain?', ['Rain falls.', 'Sun shines.'])\n"
+        "print('calls', r.calls, 'failed', reading.failed)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], check=False, capture_output=True, text=True, timeout=300
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "calls 1 " in done.stdout
+
+
+@real_model
+@needs_model
 @pytest.mark.slow
 def test_cite_mode_returns_valid_labels() -> None:
     from gold_panning_integrations.readers.local import LocalReader

@@ -107,6 +107,11 @@ def test_citation_json_schema_max_items() -> None:
     assert schema["properties"]["cited"] == {"type": "array", "items": {"type": "integer"}, "maxItems": 2}
     assert schema["required"] == ["cited"] and schema["additionalProperties"] is False
     assert "maxItems" not in citation_json_schema()["properties"]["cited"]
+    # llama.cpp unrolls maxItems into nested rules and segfaults on a large one: the schema
+    # keeps it up to 64 and leaves a larger cap to the parser
+    assert citation_json_schema(max_citations=64)["properties"]["cited"]["maxItems"] == 64
+    assert "maxItems" not in citation_json_schema(max_citations=65)["properties"]["cited"]
+    assert "maxItems" not in citation_json_schema(max_citations=10_000)["properties"]["cited"]
 
 
 # (model output, n shown = 3) -> (cited 0-based, invalid, duplicates)
