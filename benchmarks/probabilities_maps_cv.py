@@ -58,8 +58,8 @@ from numpy.typing import NDArray
 from scipy.optimize import minimize
 
 from gold_panning_integrations.calibration.metrics import auroc, summarize
-from gold_panning_integrations.engine.beliefs import logit, sigmoid
 from gold_panning_integrations.calibration.recalibration import fit_isotonic, fit_platt
+from gold_panning_integrations.engine.beliefs import logit, sigmoid
 
 _CLIP = 1e-6
 
