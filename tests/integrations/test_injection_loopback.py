@@ -37,7 +37,7 @@ from openai_server import Behaviour, FakeOpenAIServer, RecordedRequest, dynamic,
 from gold_panning_integrations import GoldPanner, PanningConfig
 from gold_panning_integrations.engine.mixture import flat_log_likelihood, mixed_evidence, mixture_rates
 from gold_panning_integrations.engine.priors import rank_prior_probs
-from gold_panning_integrations.engine.rounds import Geometry
+from gold_panning_integrations.engine.rounds import DecisionRates
 from gold_panning_integrations.profiles import resolve_profile
 from gold_panning_integrations.readers import OpenAIReader
 
@@ -449,7 +449,7 @@ def test_what_the_engine_knows_is_not_what_holds_it_back() -> None:
     # the profile's mismatch nor the unknown rate explains the engine's 0.69
     # (docs/security.md: the placement and the mixture's terms do).
     profile = resolve_profile("lost-in-the-middle")
-    rates = Geometry(profile.tpr, profile.fpr, config=PanningConfig()).for_size(N_DOCS).tpr
+    rates = DecisionRates(profile.tpr, profile.fpr, config=PanningConfig()).for_size(N_DOCS).tpr
     assert rates[0] == pytest.approx(0.899, abs=5e-4) and rates[5] == pytest.approx(0.2731, abs=5e-4)
     assert (
         oracle_accuracy(
