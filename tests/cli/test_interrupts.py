@@ -26,12 +26,20 @@ DEADLINE = 10.0
 """Seconds a signalled command may take to exit (it measured about 2 s on 2 busy cores)."""
 
 
+def _default_sigint() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def _run_and_signal(args: list[str], server: FakeOpenAIServer, sig: int) -> tuple[int, str, float]:
     proc = subprocess.Popen(
         [sys.executable, "-m", "gold_panning_integrations.cli", *args],
         cwd=REPO,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
+        # a test earlier in the run may leave SIGINT ignored in pytest's process, and an
+        # ignored SIGINT is inherited (Python then installs no KeyboardInterrupt handler):
+        # start the command as a shell in the foreground would
+        preexec_fn=_default_sigint,  # noqa: PLW1509 (one signal call, no locks)
     )
     try:
         deadline = time.monotonic() + 60
