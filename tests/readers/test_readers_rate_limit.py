@@ -124,7 +124,12 @@ DOCS = [f"passage {i} about nothing in particular" for i in range(8)]
 
 def test_48_queries_at_60_rpm_never_exceed_it_in_any_minute(openai_server: FakeOpenAIServer) -> None:
     reader = OpenAIReader(
-        model="m", base_url=openai_server.base_url, api_key="k", wait=0, requests_per_minute=60
+        model="m",
+        base_url=openai_server.base_url,
+        api_key="k",
+        requests_per_minute=60,
+        max_attempts=1,  # a loaded machine's slow reply must not add a retried request to the count
+        timeout=300,
     )
     clock, sent = FakeClock(), []
     _recording(reader, clock, sent)
@@ -138,7 +143,12 @@ def test_48_queries_at_60_rpm_never_exceed_it_in_any_minute(openai_server: FakeO
 
 def test_async_queries_share_the_limit(openai_server: FakeOpenAIServer) -> None:
     reader = OpenAIReader(
-        model="m", base_url=openai_server.base_url, api_key="k", wait=0, requests_per_minute=60
+        model="m",
+        base_url=openai_server.base_url,
+        api_key="k",
+        requests_per_minute=60,
+        max_attempts=1,  # a loaded machine's slow reply must not add a retried request to the count
+        timeout=300,
     )
     clock, sent = FakeClock(), []
     _recording(reader, clock, sent)
