@@ -1,22 +1,12 @@
 """The one reader base: options, prompts and ``read``/``aread``, written once.
 
-A reader built on :class:`BaseReader` supplies only
-
-* its call: :meth:`BaseReader._call` (and :meth:`BaseReader._acall` when it has a native
-  async path; otherwise a worker thread runs the sync call), plus
-  :meth:`BaseReader._call_structured` when the model has structured output;
-* its conversion: :meth:`BaseReader._messages` (the prompt in the framework's message
-  type) and a :class:`Reply` (the model's text or decoded structured value, its
-  finish reason and tokens added to the :class:`~._errors.Usage` tally).
-
-Everything else is here: option checks; string conversion and sanitising of the
-question and documents (a lone surrogate becomes U+FFFD instead of failing every
-request); the labels the panner passes; the empty-prompt shortcut (no model call);
-retries (:func:`._retry.with_retries`); the structured-to-text fallback; turning a reply
-into a :class:`~gold_panning_integrations.engine.reading.Reading` in cite or answer
-mode (raw output cut at :data:`._prompt.MAX_RAW_CHARS`); the limits every query through
-the reader shares (calls in flight, requests and tokens per minute, :mod:`._limit`);
-the opt-in reply cache (:mod:`._cache`); and a short ``repr``.
+A reader built on :class:`BaseReader` supplies only its call (:meth:`BaseReader._call`,
+:meth:`BaseReader._acall` when it has a native async path, :meth:`BaseReader._call_structured`
+when the model has structured output) and its conversion (:meth:`BaseReader._messages`
+and a :class:`Reply`). Everything else is here: option checks, sanitising, labels,
+fitting the context, retries (:mod:`._retry`), the structured-to-text fallback, replies
+read into a :class:`~gold_panning_integrations.engine.reading.Reading` in cite or answer
+mode, the shared limits (:mod:`._limit`) and the reply cache (:mod:`._cache`).
 """
 
 from __future__ import annotations
@@ -68,6 +58,7 @@ __all__ = [
     "check_max_citations",
     "check_mode",
     "check_structured",
+    "content_text",
     "no_documents_reading",
     "token_counts",
 ]
@@ -88,13 +79,26 @@ MESSAGE_OVERHEAD_TOKENS = 16
 
 
 def token_counts(usage: dict[str, Any]) -> tuple[Any, Any]:
-    """``(prompt, completion)`` tokens of a usage mapping, OpenAI names
-    (``prompt_tokens``/``completion_tokens``) before LangChain/Anthropic ones
-    (``input_tokens``/``output_tokens``); None where absent."""
+    """``(prompt, completion)`` tokens of a usage mapping (``prompt_tokens`` before
+    ``input_tokens``, ``completion_tokens`` before ``output_tokens``); None where absent."""
     return (
         usage.get("prompt_tokens", usage.get("input_tokens")),
         usage.get("completion_tokens", usage.get("output_tokens")),
     )
+
+
+def content_text(content: Any) -> str | None:
+    """Message content as text: a string as is, the text parts of a list joined (strings,
+    ``{"type": "text", "text": ...}`` dicts, objects with a ``text`` string), else ``str``."""
+    if content is None or isinstance(content, str):
+        return content
+    if not isinstance(content, list):
+        return str(content)
+    parts = [
+        p.get("text") if isinstance(p, dict) and p.get("type") in (None, "text") else getattr(p, "text", p)
+        for p in content
+    ]
+    return "".join(t for t in parts if isinstance(t, str))
 
 
 def no_documents_reading() -> Reading:
@@ -149,31 +153,24 @@ class Reply:
 
 @declared_options
 class BaseReader:
-    """Options and ``read``/``aread`` shared by every model reader.
-
-    Every option is declared once in :mod:`._options`; the ``Args:`` below derive from
-    those declarations.
-
-    Failures never raise from :meth:`read`/:meth:`aread` except permanent ones
-    (:class:`~gold_panning_integrations.errors.FatalReaderError`, naming the reader, its
-    model and URL) and a missing extra; every other failure gives a failed
-    :class:`Reading` whose ``error`` says what went wrong and what to do.
+    """Options and ``read``/``aread`` shared by every model reader; the ``Args:`` below
+    derive from the declarations in :mod:`._options`. Failures are failed readings
+    except permanent ones (see :meth:`read`).
 
     Args:
     """
 
     recommended_profile: ClassVar[Any] = None
     """The detector profile measured for this reader's model (a bundled name, a path or
-    a ``DetectorProfile``), or None: :func:`~gold_panning_integrations.profiles.resolve_profile`
-    uses it when the user names none."""
+    a ``DetectorProfile``), used when the user names none; None: no such profile."""
 
     kind: ClassVar[str | None] = None
-    """Which declared reader this is (:data:`._options.READER_KINDS`): it takes the
-    options declared for that kind; None (a plain subclass): every base option."""
+    """Which declared reader this is (:data:`._options.READER_KINDS`); None (a plain
+    subclass): it takes every base option."""
 
     option_defaults: ClassVar[Mapping[str, Any]] = {}
-    """Defaults this reader uses instead of the declared ones (also the values of base
-    options it does not take, e.g. the local reader's one call in flight)."""
+    """Defaults this reader uses instead of the declared ones (also for base options it
+    does not take)."""
 
     option_notes: ClassVar[Mapping[str, str]] = {}
     """A sentence per option added to its declared doc in this reader's docstring."""
@@ -284,12 +281,15 @@ class BaseReader:
         return SYSTEM_PROMPT, user
 
     # ------------------------------------------------------------------ fitting the context
+    def _max_tokens(self) -> int | None:
+        """The reader's completion budget (``max_tokens``), when it has one."""
+        value = getattr(self, "max_tokens", None)
+        return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else None
+
     @property
     def reply_tokens(self) -> int:
-        """Tokens kept free for the reply when fitting documents: the reader's
-        ``max_tokens`` when it has one, else 256."""
-        value = getattr(self, "max_tokens", None)
-        return value if isinstance(value, int) and value > 0 else 256
+        """Tokens kept free for the reply when fitting documents: ``max_tokens``, else 256."""
+        return self._max_tokens() or 256
 
     def _context_limit(self) -> int | None:
         """The context to fit prompts into (tokens), or None: no fitting."""
@@ -302,9 +302,8 @@ class BaseReader:
     def _fit(
         self, question: str, docs: tuple[str, ...], labels: tuple[int, ...]
     ) -> tuple[tuple[str, ...], int]:
-        """``docs`` cut evenly to fit :meth:`_context_limit`, and how many were cut
-        (``docs`` as they are when all fit, or no context is known, or the template
-        is a callable that renders documents itself)."""
+        """``docs`` cut evenly to fit :meth:`_context_limit` (:mod:`._fit`), and how many
+        were cut (none with no context known or a callable template)."""
         if not docs or callable(self.template):
             return docs, 0
         context = self._context_limit()
@@ -410,13 +409,9 @@ class BaseReader:
 
     # ------------------------------------------------------------------ limits
     def _token_estimate(self, prompt: Prompt) -> int:
-        """Tokens one request of ``prompt`` counts against ``tokens_per_minute`` before
-        the server reports usage: a token per 4 characters of the system and user
-        messages (rounded up), plus the completion budget (``max_tokens``, when the
-        reader has one)."""
-        budget = getattr(self, "max_tokens", None)
-        extra = budget if isinstance(budget, int) and not isinstance(budget, bool) else 0
-        return math.ceil((len(prompt.system) + len(prompt.user)) / 4) + extra
+        """Tokens ``prompt`` counts against ``tokens_per_minute`` until the server reports
+        usage: a token per 4 characters of the messages (rounded up), plus ``max_tokens``."""
+        return math.ceil((len(prompt.system) + len(prompt.user)) / 4) + (self._max_tokens() or 0)
 
     @staticmethod
     def _spent(before: tuple[int | None, int | None], usage: Usage) -> int | None:
@@ -434,10 +429,9 @@ class BaseReader:
     def _reply_steps(
         self, prompt: Prompt, usage: Usage, options: dict[str, Any], asynchronous: bool
     ) -> Steps[Reply]:
-        """One model call within the rate limit (the caller holds a concurrency slot),
-        written once for both paths (:mod:`.._steps`): structured output in cite mode
-        when the reader uses it, plain text otherwise or once the model turns out to
-        have none."""
+        """One model call within the rate limit (the caller holds a concurrency slot), for
+        both paths (:mod:`.._steps`): structured output in cite mode when the reader uses
+        it, else (or once the model turns out to have none) plain text."""
         if self.rate_limit.active:
             self._prepare(asynchronous=asynchronous)
         acquire = self.rate_limit.aacquire if asynchronous else self.rate_limit.acquire
@@ -518,10 +512,9 @@ class BaseReader:
         options: dict[str, Any],
         asynchronous: bool,
     ) -> Steps[Reading]:
-        """One reading, written once for :meth:`read` and :meth:`aread` (:mod:`.._steps`):
-        the prompt, the cache (on the async path a cache on disk is read and written in
-        a worker thread), then attempts under the retry policy, each holding a slot of
-        the reader's concurrency limit."""
+        """One reading for :meth:`read` and :meth:`aread` (:mod:`.._steps`): the prompt, the
+        cache (a file cache in a worker thread on the async path), then attempts under
+        the retry policy."""
         try:
             prompt = self.prompt(question, documents, labels=labels)
         except DocumentsDoNotFitError as err:  # no call can succeed: a failed reading, no retry
@@ -573,10 +566,8 @@ class BaseReader:
         return await arun_steps(self._read_steps(question, documents, labels, options, asynchronous=True))
 
     def _check_mode(self, reading: Reading) -> Reading:
-        """Count cite-mode readings and those no reply of which could be read as
-        citations; once :data:`MODE_CHECK_READINGS` readings are in and more than half
-        were unreadable, say once (a warning) that this model may not cite by label and
-        that answer mode is the one to try."""
+        """Count cite-mode readings and the unreadable ones; warn once, naming answer mode,
+        when more than half of at least :data:`MODE_CHECK_READINGS` were unreadable."""
         if self.mode != "cite":
             return reading
         self.cite_readings += 1

@@ -1,17 +1,7 @@
-"""A limit on model calls in flight, shared by threads and event loops.
-
-One :class:`CallLimit` belongs to one reader, so every query that goes through that
-reader (``retriever.batch`` over hundreds of questions, ``asyncio.gather`` of many
-``ainvoke`` calls, the parallel prompts of one round) shares it: at most ``limit``
-requests are open at once, whatever mix of threads and event loops sends them. Waiters
-are served first come, first served. A slot is held for one attempt only: a reader
-waiting out a Retry-After holds none.
-
-A cancelled async waiter leaves the queue (or hands back a slot it was granted while
-being cancelled), so cancellation never leaks a slot.
-
-:class:`RateLimit` is the other limit a reader holds: requests and tokens per minute,
-over a sliding window, shared the same way by every query through the reader.
+"""The limits a reader holds, shared by every query through it (threads and event loops
+alike): :class:`CallLimit`, calls in flight, first come first served, a slot held for one
+attempt only (a reader waiting out a Retry-After holds none; a cancelled waiter never
+leaks one); :class:`RateLimit`, requests and tokens per minute over a sliding window.
 """
 
 from __future__ import annotations
@@ -28,20 +18,18 @@ from dataclasses import dataclass
 from typing import Any
 
 from .._steps import Steps, arun_steps, run_steps
+from ._prompt import check_optional_int
 
 __all__ = ["CallLimit", "RateLimit", "check_max_concurrency", "check_per_minute"]
 
 
 def check_max_concurrency(value: object) -> int | None:
     """Validate a ``max_concurrency`` option: None (no limit) or an int >= 1."""
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ValueError(
-            f"max_concurrency must be an int >= 1 (calls in flight through this reader) or None "
-            f"(no limit), got {value!r}"
-        )
-    return value
+    return check_optional_int(
+        value,
+        1,
+        "max_concurrency must be an int >= 1 (calls in flight through this reader) or None (no limit)",
+    )
 
 
 class _Waiter:
@@ -136,9 +124,9 @@ class CallLimit:
             self.release()
 
     def acquiring(self, asynchronous: bool) -> Steps[None]:
-        """Take a slot, or queue and wait for one (:mod:`.._steps`: a blocking event on the
-        sync path, a future of the running loop on the async one); a waiter interrupted
-        or cancelled while queued leaves the queue (or passes on a slot granted meanwhile)."""
+        """Take a slot, or queue and wait for one (:mod:`.._steps`: an event on the sync
+        path, a future on the async one); an interrupted or cancelled waiter leaves the
+        queue (or passes on a slot granted meanwhile)."""
         with self._lock:
             waiter = None
             if not self._take():
@@ -179,13 +167,9 @@ class CallLimit:
 def check_per_minute(name: str, value: object) -> int | None:
     """Validate a ``requests_per_minute``/``tokens_per_minute`` option: None (no
     limit) or an int >= 1."""
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ValueError(
-            f"{name} must be an int >= 1 (per minute, shared by every query) or None, got {value!r}"
-        )
-    return value
+    return check_optional_int(
+        value, 1, f"{name} must be an int >= 1 (per minute, shared by every query) or None"
+    )
 
 
 @dataclass
@@ -200,16 +184,11 @@ class RateLimit:
     """At most ``requests_per_minute`` requests and ``tokens_per_minute`` tokens in any
     window of ``period`` seconds (60), shared by threads and event loops.
 
-    A request is admitted when the requests and tokens sent in the last ``period``
-    seconds, plus its own tokens, stay within the limits; otherwise the caller sleeps
-    until enough earlier requests leave the window, and tries again. Tokens are counted
-    twice over: before the call from an estimate (the caller's, see
-    :meth:`~._base.BaseReader._token_estimate`), then, once the server reports usage,
-    :meth:`settle` replaces the estimate with the tokens reported. A request whose
-    estimate alone exceeds ``tokens_per_minute`` is sent when the window is empty (else it
-    could never go). A reader takes its concurrency slot first and this limit second, so
-    the time recorded is the time the request leaves (a request admitted here and then
-    queued for a slot could otherwise crowd a later window).
+    A request waits until the requests and tokens of the last ``period`` seconds, plus
+    its own, fit the limits (a request whose estimate alone exceeds ``tokens_per_minute``
+    goes when the window is empty). Its tokens count as the caller's estimate until
+    :meth:`settle` replaces them with the usage the server reported. A reader takes its
+    concurrency slot first, so the time recorded is the time the request leaves.
 
     Args:
         requests_per_minute: Most requests per window; None: no limit.

@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ._cache import make_cache
-from ._prompt import check_max_chars_per_doc
+from ._prompt import check_max_chars_per_doc, check_optional_int
 from ._retry import check_max_attempts, make_wait
 
 __all__ = [
@@ -244,14 +244,9 @@ def check_mode(mode: Any) -> str:
 
 def check_context_tokens(value: Any) -> int | None:
     """Validate a ``context_tokens`` option: None (unknown: no fitting) or an int >= 64."""
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, int) or value < 64:
-        raise ValueError(
-            f"context_tokens must be an integer >= 64 (the model's context window in tokens) or None, "
-            f"got {value!r}"
-        )
-    return value
+    return check_optional_int(
+        value, 64, "context_tokens must be an integer >= 64 (the model's context window in tokens) or None"
+    )
 
 
 def check_structured(structured: Any) -> Any:
@@ -302,28 +297,25 @@ def _check_response_format(value: Any) -> str:
     return str(value)
 
 
-def _positive_int(text: str) -> int:
-    import argparse
+def _positive(kind: Callable[[str], Any], what: str, rule: str) -> Callable[[str], Any]:
+    """An argparse ``type``: ``text`` read with ``kind``, refused unless it is finite and > 0."""
 
-    try:
-        value = int(text)
-    except ValueError as err:
-        raise argparse.ArgumentTypeError(f"expected a whole number >= 1, got {text!r}") from err
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected a whole number >= 1, got {text!r}")
-    return value
+    def parse(text: str) -> Any:
+        import argparse
+
+        try:
+            value = kind(text)
+        except ValueError as err:
+            raise argparse.ArgumentTypeError(f"expected {what}, got {text!r}") from err
+        if not 0 < value < math.inf:
+            raise argparse.ArgumentTypeError(f"expected {what}{rule}, got {text!r}")
+        return value
+
+    return parse
 
 
-def _positive_float(text: str) -> float:
-    import argparse
-
-    try:
-        value = float(text)
-    except ValueError as err:
-        raise argparse.ArgumentTypeError(f"expected a number of seconds, got {text!r}") from err
-    if not 0 < value < float("inf"):
-        raise argparse.ArgumentTypeError(f"expected a number of seconds > 0, got {text!r}")
-    return value
+_positive_int = _positive(int, "a whole number >= 1", "")
+_positive_float = _positive(float, "a number of seconds", " > 0")
 
 
 # ----------------------------------------------------------------------------- the options

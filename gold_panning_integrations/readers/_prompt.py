@@ -1,25 +1,12 @@
 """Prompt rendering, the citation schema, strict citation parsing, and turning a
 reply into a :class:`~gold_panning_integrations.engine.reading.Reading`.
 
-Each round shows the documents under the labels the panner passes (``labels[i]`` names
-``documents[i]``; None means ``1..m``). The panner draws them for each prompt from a
-space of at least 100 numbers per document (``4417``, ``1093``, ...), so a label says
-nothing about a position and a number a document writes is almost never a label on
-screen. The model is asked for ``{"cited": [labels]}`` and the prompt names the labels
-actually shown. Parsing is strict: only labels shown this round map back to documents
-(to their 0-based positions, through the label map); anything else is dropped and
-counted, never mapped to another document. Labels come from the panner, never from
-document text, so a document cannot forge another's label.
-
-Common label forms are read as labels: JSON integers, numbers as strings (``"417"``),
-``"[417]"``, ``"417."``, ``"#417"``, ``"Document 417"``, ``"label 417"`` and any Unicode
-decimal digits (Arabic-Indic ``"٤١٧"``, full-width ``"４１７"``), inside JSON or as the
-whole reply.
-
-Ambiguous replies are not evidence: JSON with a key repeated in one object
-(``{"cited": [3], "cited": [5]}``) is malformed (retried, then a failed round), never
-read as its last value; so is a reply naming more labels that were not shown than labels
-that were (what a model does when a document lists numbers for it to cite).
+Documents are shown under the panner's labels (``labels[i]`` names ``documents[i]``;
+None: ``1..m``) and the model is asked for ``{"cited": [labels]}``. Only labels shown
+this round map back to 0-based positions; anything else is dropped and counted, never
+mapped to another document, and an ambiguous reply (a repeated JSON key, more unknown
+numbers than shown labels) is malformed. docs/when-things-go-wrong.md lists the label
+forms read and what each bad reply becomes.
 """
 
 from __future__ import annotations
@@ -53,6 +40,7 @@ __all__ = [
     "check_echo",
     "check_labels",
     "check_max_chars_per_doc",
+    "check_optional_int",
     "citation_json_schema",
     "clip_document",
     "extract_json",
@@ -93,13 +81,9 @@ DEFAULT_TEMPLATE = (
 """Default user message. Placeholders: ``{question}``, ``{documents}``, ``{n}``,
 ``{labels}`` (the labels shown, ascending, comma-separated) and ``{allowed}`` (the same
 as a phrase: ``"numbers from 1 to 6"`` for labels ``1..6``, else
-``"these numbers: 3, 8, 17"``). Each document is delimited by :func:`render_documents`
-and the template states :data:`DATA_RULE`.
-
-It asks for the one document that answers, names no label outside the documents' own
-markers and repeats the question after them: a small model (Qwen2.5-Coder-0.5B) copied
-the list of allowed labels (``{allowed}``, 0.5's template) into its reply until the token
-limit on every prompt (see docs/calibration-and-profiles.md)."""
+``"these numbers: 3, 8, 17"``). It asks for the one document that answers and names no
+label outside the documents' own markers: a small model copies a listed set of labels
+into its reply (docs/security.md)."""
 
 PromptTemplate = str | Callable[..., str]
 """A format string with ``{question}``, ``{documents}``, ``{n}``, ``{labels}``, or a
@@ -111,10 +95,8 @@ MAX_RAW_CHARS = 4000
 """Raw model output kept in a :class:`Reading` (characters); longer output is cut."""
 
 MAX_SCAN_CHARS = 4000
-"""Longest model output searched for JSON embedded in prose (characters). Longer output
-is still accepted when it is JSON as a whole; otherwise only its first
-``MAX_SCAN_CHARS`` characters are searched, which bounds the time a hostile enormous
-reply (megabytes of brackets) can cost."""
+"""Longest model output searched for JSON embedded in prose (characters); longer output
+is read whole only when it is JSON as a whole (bounds what a hostile reply can cost)."""
 
 TRUNCATION_MARKER = " [...]"
 """Appended to a document cut by ``max_chars_per_doc``, so the model sees it was cut."""
@@ -127,23 +109,17 @@ class Citations(BaseModel):
 
 
 SCHEMA_MAX_ITEMS = 64
-"""Largest ``maxItems`` a citation schema carries. llama.cpp unrolls ``maxItems`` into
-nested grammar rules and kills the process (a segmentation fault, not an exception) past
-its repetition limit (llama-cpp-python 0.3.36 in process: 1,000 parses, 2,000 crashes)."""
+"""Largest ``maxItems`` a citation schema carries: past its repetition limit llama.cpp's
+grammar crashes the process (docs/security.md)."""
 
 
 def citation_json_schema(*, max_citations: int | None = None) -> dict[str, Any]:
     """JSON schema of :class:`Citations` for ``response_format={"type": "json_schema"}``.
 
-    It fixes the reply's shape (an object with a list of integers), not its values: no
-    ``enum`` of the labels shown, no ``minimum``/``maximum``, no ``maxItems`` tied to the
-    prompt. A server that enforces the schema while decoding would otherwise turn the
-    number an injected instruction makes the model write (``1``) into some label on
-    screen, crediting a document nobody chose; left free, that number stays unknown and
-    is dropped and counted.
-
-    A ``max_citations`` above :data:`SCHEMA_MAX_ITEMS` is left out of the schema (the
-    reply's parser still keeps at most that many).
+    It fixes the reply's shape, not its values (no ``enum`` of the labels shown): a
+    decoder held to the labels on screen would turn the number an injected instruction
+    makes the model write into a label nobody chose. A ``max_citations`` above
+    :data:`SCHEMA_MAX_ITEMS` is left out (the parser still keeps at most that many).
     """
     items: dict[str, Any] = {"type": "array", "items": {"type": "integer"}}
     if max_citations is not None and max_citations <= SCHEMA_MAX_ITEMS:
@@ -159,10 +135,7 @@ def citation_json_schema(*, max_citations: int | None = None) -> dict[str, Any]:
 # ------------------------------------------------------------------------------ text
 def sanitize_text(text: Any) -> str:
     """``text`` as a string that encodes to UTF-8: surrogate pairs are joined and lone
-    surrogates (``"\\ud800"``, which no HTTP client can send) become U+FFFD.
-
-    A document is data: one bad character must not make every request fail.
-    """
+    surrogates (``"\\ud800"``, which no HTTP client can send) become U+FFFD."""
     s = text if isinstance(text, str) else str(text)
     try:
         s.encode("utf-8")
@@ -190,15 +163,19 @@ def attach_raw(err: BaseException, raw: Any) -> BaseException:
     return err
 
 
+def check_optional_int(value: Any, minimum: int, rule: str) -> int | None:
+    """``value`` when it is None or an int >= ``minimum``, else ``ValueError(f"{rule}, got
+    {value!r}")``."""
+    if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < minimum):
+        raise ValueError(f"{rule}, got {value!r}")
+    return value
+
+
 def check_max_chars_per_doc(value: int | None) -> int | None:
     """Validate a ``max_chars_per_doc`` option: None (no limit) or an integer >= 1."""
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ValueError(
-            f"max_chars_per_doc must be an integer >= 1 (characters per document) or None, got {value!r}"
-        )
-    return value
+    return check_optional_int(
+        value, 1, "max_chars_per_doc must be an integer >= 1 (characters per document) or None"
+    )
 
 
 def clip_document(text: Any, max_chars: int | None = None) -> str:

@@ -1,24 +1,16 @@
 """The retry policy every reader shares: attempt, retry with tenacity, finish.
 
-One reading is one or more *attempts*. An attempt either returns a :class:`Reading` or
-raises; :func:`~._errors.classify_error` says what the exception is (see
-:mod:`._errors`): transient errors and malformed output are retried
-(:func:`~._errors.is_retryable`); any other :class:`~gold_panning_integrations.errors.ReaderError`
-ends the reading as a failed reading; a
-:class:`~gold_panning_integrations.errors.FatalReaderError` or a missing extra
-(:class:`~gold_panning_integrations.errors.MissingExtraError`) propagates, so the panner
-ends the run with one clear message instead of failing every round.
-
-:func:`with_retries` is the one wrapper for synchronous and asynchronous attempts. The
-wait between attempts is injectable (a tenacity wait strategy or any callable
-``(tenacity.RetryCallState) -> seconds``) and so is the sleep, so tests never sleep.
-The default, :class:`wait_retry_after`, honours the server's Retry-After and otherwise
-backs off exponentially with jitter.
+One reading is one or more *attempts*; an attempt returns a :class:`Reading` or raises,
+and :func:`~._errors.classify_error` says what the exception is: retried (transient,
+malformed output), a failed reading (any other ``ReaderError``), or raised (fatal, a
+missing extra). The wait and the sleep are injectable, so tests never sleep; the
+default wait, :class:`wait_retry_after`, honours Retry-After, else backs off.
 """
 
 from __future__ import annotations
 
 import asyncio
+import functools
 import inspect
 import logging
 import math
@@ -37,6 +29,7 @@ from tenacity import (
     wait_fixed,
 )
 
+from .._steps import Steps, arun_steps, run_steps
 from ..engine.reading import Reading
 from ..errors import FatalReaderError, MissingExtraError, ReaderError
 from ._errors import Usage, classify_error, is_retryable
@@ -209,8 +202,17 @@ class _Run:
         )
 
     def fatal(self, err: FatalReaderError) -> FatalReaderError:
-        new = FatalReaderError(f"{self.what}: {err}", status_code=err.status_code)
-        return new
+        return FatalReaderError(f"{self.what}: {err}", status_code=err.status_code)
+
+    def steps(self, retrying: Retrying | AsyncRetrying, once: Callable[[], Any]) -> Steps[Reading]:
+        """``once`` under ``retrying``, then the reading finished, failed or raised as fatal."""
+        try:
+            reading = yield functools.partial(retrying, once)
+        except FatalReaderError as err:
+            raise self.fatal(err) from err
+        except ReaderError as err:
+            return self.failed(err)
+        return self.finish(reading)
 
 
 def with_retries(
@@ -219,10 +221,8 @@ def with_retries(
     policy: RetryPolicy,
     what: str = "reader",
 ) -> Any:
-    """Run ``attempt`` until it returns, retrying transient errors and malformed output.
-
-    One wrapper for both flavours: a coroutine function ``attempt`` gives an awaitable
-    (tenacity's ``AsyncRetrying``), a plain one gives the reading (``Retrying``).
+    """Run ``attempt`` until it returns, retrying transient errors and malformed output;
+    a coroutine function ``attempt`` gives an awaitable, a plain one the reading.
 
     Args:
         attempt: One model call plus parsing: ``(usage) -> Reading``. It adds calls and
@@ -249,16 +249,7 @@ def with_retries(
             except Exception as err:  # classify everything a model call may raise
                 raise run.classified(err) from err
 
-        async def arun() -> Reading:
-            try:
-                reading: Reading = await AsyncRetrying(**run.options(asyncio.sleep))(aonce)
-            except FatalReaderError as err:
-                raise run.fatal(err) from err
-            except ReaderError as err:
-                return run.failed(err)
-            return run.finish(reading)
-
-        return arun()
+        return arun_steps(run.steps(AsyncRetrying(**run.options(asyncio.sleep)), aonce))
 
     def once() -> Reading:
         run.count += 1
@@ -267,13 +258,7 @@ def with_retries(
         except Exception as err:  # classify everything a model call may raise
             raise run.classified(err) from err
 
-    try:
-        reading = Retrying(**run.options(time.sleep))(once)
-    except FatalReaderError as err:
-        raise run.fatal(err) from err
-    except ReaderError as err:
-        return run.failed(err)
-    return run.finish(reading)
+    return run_steps(run.steps(Retrying(**run.options(time.sleep)), once))
 
 
 def call_with_retries(

@@ -25,7 +25,7 @@ from langchain_core.runnables.config import merge_configs
 
 from ..engine.reading import Reading
 from ..errors import CitationParseError
-from ._base import BaseReader, Prompt, Reply, token_counts
+from ._base import BaseReader, Prompt, Reply, content_text, token_counts
 from ._errors import Usage
 from ._options import declared_options
 from ._prompt import Citations, attach_raw
@@ -36,23 +36,8 @@ logger = logging.getLogger(__name__)
 
 
 def _text_of(message: Any) -> str | None:
-    """Text content of a chat message (string content, or the text parts of a list)."""
-    if message is None:
-        return None
-    if isinstance(message, str):
-        return message
-    content = getattr(message, "content", message)
-    if content is None or isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        parts = []
-        for p in content:
-            if isinstance(p, str):
-                parts.append(p)
-            elif isinstance(p, dict) and p.get("type") in (None, "text") and isinstance(p.get("text"), str):
-                parts.append(p["text"])
-        return "".join(parts)
-    return str(content)
+    """Text content of a chat message (:func:`._base.content_text`)."""
+    return content_text(getattr(message, "content", message))
 
 
 def _usage_of(message: Any) -> tuple[int | None, int | None]:

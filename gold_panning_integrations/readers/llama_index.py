@@ -1,27 +1,18 @@
 """Reader for any LlamaIndex LLM (``llama_index.core.llms.LLM``).
 
-Two paths:
-
-* **structured**: with ``structured="auto"`` for function-calling models or when the LLM
-  has a non-default ``pydantic_program_mode``. A function-calling LLM (default or
-  ``FUNCTION`` program mode) is asked with ``chat_with_tools`` for the ``Citations`` tool,
-  as LlamaIndex's ``FunctionCallingProgram`` does, and the tool call's arguments are read
-  here: the JSON string the model wrote when the response keeps it (``ToolCallBlock``,
-  OpenAI-style ``tool_calls``), so a repeated key (``{"cited": [3], "cited": [5]}``) is a
-  malformed reply rather than the last value LlamaIndex's decoder would keep. Other
-  program modes go through ``llm.structured_predict`` (and ``astructured_predict``), whose
-  output class refuses a repeated key in the JSON it is given. The output class accepts
-  any label values so that validation stays strict and per label (a ``"3"`` is counted
-  as invalid, not coerced to 3).
-* **chat**: ``llm.chat(messages)`` / ``achat`` and the JSON extracted from the text, for
-  everything else (completion-only models, ``CustomLLM`` subclasses, ``MockLLM``).
-
-A model that echoes the prompt (LlamaIndex's ``MockLLM`` does) gives a failed reading,
-never citations read off the echoed document labels.
+* **structured** (``structured="auto"``: function-calling models, or a non-default
+  ``pydantic_program_mode``): a function-calling LLM is asked with ``chat_with_tools``
+  for the ``Citations`` tool and the arguments are read as the model wrote them when the
+  response keeps them, so a repeated key is malformed, not its last value; other program
+  modes go through ``structured_predict``, whose output class refuses a repeated key and
+  takes any label value (each is validated per label, a ``"3"`` is not coerced).
+* **chat**: ``llm.chat`` / ``achat`` and the JSON extracted from the text, for everything
+  else (``CustomLLM``, ``MockLLM``, whose echoed prompt gives a failed reading).
 """
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 from collections.abc import Mapping
@@ -34,6 +25,7 @@ from llama_index.core.prompts import ChatPromptTemplate
 from llama_index.core.types import PydanticProgramMode
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, WithJsonSchema
 
+from .._steps import Steps, arun_steps, run_steps
 from ..errors import CitationParseError
 from ._base import BaseReader, Prompt, Reply, token_counts
 from ._errors import Usage
@@ -250,13 +242,6 @@ class LlamaIndexLLMReader(BaseReader):
             return Reply(value=calls[0].tool_kwargs, extra=extra)
         return Reply(text=getattr(response.message, "content", None), extra=extra)
 
-    def _structured_kwargs(self, prompt: Prompt) -> dict[str, Any]:
-        return {"gp_system_message": prompt.system, "gp_user_message": prompt.user}
-
-    @staticmethod
-    def _structured_error(err: Exception) -> CitationParseError:
-        return CitationParseError(f"structured output could not be parsed: {type(err).__name__}: {err}")
-
     # ------------------------------------------------------------------ calls
     def _call(self, prompt: Prompt, usage: Usage, **options: Any) -> Reply:
         return self._chat_reply(self.llm.chat(self._messages(prompt)), usage)
@@ -265,31 +250,26 @@ class LlamaIndexLLMReader(BaseReader):
         return self._chat_reply(await self.llm.achat(self._messages(prompt)), usage)
 
     def _call_structured(self, prompt: Prompt, usage: Usage, **options: Any) -> Reply:
-        if self._calls_tools():
-            try:
-                response = self.llm.chat_with_tools(**self._tool_kwargs(prompt))  # type: ignore[attr-defined]
-            except (ValidationError, ValueError, TypeError) as err:
-                raise self._structured_error(err) from err
-            return self._tool_reply(response, usage)
-        try:
-            out = self.llm.structured_predict(
-                CitationsOutput, self._prompt_template, **self._structured_kwargs(prompt)
-            )
-        except (ValidationError, ValueError, TypeError) as err:
-            raise self._structured_error(err) from err
-        return self._structured_reply(out)
+        return run_steps(self._structured_steps(prompt, usage, asynchronous=False))
 
     async def _acall_structured(self, prompt: Prompt, usage: Usage, **options: Any) -> Reply:
-        if self._calls_tools():
-            try:
-                response = await self.llm.achat_with_tools(**self._tool_kwargs(prompt))  # type: ignore[attr-defined]
-            except (ValidationError, ValueError, TypeError) as err:
-                raise self._structured_error(err) from err
-            return self._tool_reply(response, usage)
+        return await arun_steps(self._structured_steps(prompt, usage, asynchronous=True))
+
+    def _structured_steps(self, prompt: Prompt, usage: Usage, *, asynchronous: bool) -> Steps[Reply]:
+        """One structured call for both paths (:mod:`.._steps`): the ``Citations`` tool
+        (:meth:`_calls_tools`), else ``structured_predict``."""
+        tools = self._calls_tools()
+        llm: Any = self.llm
         try:
-            out = await self.llm.astructured_predict(
-                CitationsOutput, self._prompt_template, **self._structured_kwargs(prompt)
-            )
+            if tools:
+                chat = llm.achat_with_tools if asynchronous else llm.chat_with_tools
+                out = yield functools.partial(chat, **self._tool_kwargs(prompt))
+            else:
+                predict = llm.astructured_predict if asynchronous else llm.structured_predict
+                messages = {"gp_system_message": prompt.system, "gp_user_message": prompt.user}
+                out = yield functools.partial(predict, CitationsOutput, self._prompt_template, **messages)
         except (ValidationError, ValueError, TypeError) as err:
-            raise self._structured_error(err) from err
-        return self._structured_reply(out)
+            raise CitationParseError(
+                f"structured output could not be parsed: {type(err).__name__}: {err}"
+            ) from err
+        return self._tool_reply(out, usage) if tools else self._structured_reply(out)
