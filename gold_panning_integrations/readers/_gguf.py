@@ -1,16 +1,12 @@
-"""The key-value metadata in a GGUF file's header, read with the standard library.
+"""The key-value metadata in a GGUF file's header, read with the standard library (no
+llama.cpp, no weights, nothing printed).
 
-GGUF (llama.cpp's model format, spec: ggml-org/ggml ``docs/gguf.md``) starts with
-``b"GGUF"``, a uint32 version (2 or 3), a uint64 tensor count, a uint64 key-value count,
-then the key-value pairs: a string key, a uint32 value type and the value, all
-little-endian; a string is a uint64 byte length and UTF-8 bytes. Reading the header needs
-neither llama.cpp nor the weights, and prints nothing (loading a model only to read its
-name, even vocabulary-only, fills stderr with llama.cpp's log).
-
-Scalars come back as strings, as ``llama_cpp.Llama.metadata`` gives them (``"32768"``,
-``"true"``, ``"0.000010"``); arrays (the tokenizer's vocabulary) are skipped. Every length is checked
-against the bytes left in the file, so a corrupt or hostile file fails with
-:class:`GGUFError` instead of allocating without bound.
+GGUF (spec: ggml-org/ggml ``docs/gguf.md``) starts with ``b"GGUF"``, a uint32 version,
+a uint64 tensor count, a uint64 key-value count, then the pairs: a string key, a uint32
+value type and the value, little-endian; a string is a uint64 length and UTF-8 bytes.
+Scalars come back as strings, as ``llama_cpp.Llama.metadata`` gives them; arrays are
+skipped. Every length is checked against the bytes left, so a corrupt or hostile file
+fails with :class:`GGUFError` instead of allocating without bound.
 """
 
 from __future__ import annotations

@@ -180,9 +180,8 @@ def check_max_chars_per_doc(value: int | None) -> int | None:
 
 def clip_document(text: Any, max_chars: int | None = None) -> str:
     """One document as it appears in a prompt: whitespace runs collapsed to one space,
-    then, when longer than ``max_chars`` characters, cut there (trailing space
-    dropped) and :data:`TRUNCATION_MARKER` appended. The marker does not count
-    toward ``max_chars``."""
+    cut at ``max_chars`` characters and marked with :data:`TRUNCATION_MARKER` (not
+    counted) when longer."""
     s = " ".join(str(text).split())
     if max_chars is None or len(s) <= max_chars:
         return s
@@ -225,11 +224,8 @@ def _allowed_text(labels: Sequence[int]) -> str:
 
 def render_document(text: Any, label: int, *, max_chars_per_doc: int | None = None) -> str:
     """One document marked as data: ``<document L>``, its text on one line (see
-    :func:`clip_document`), ``</document L>``.
-
-    Both markers carry the label, which the panner draws at random for each prompt, so a
-    document cannot close its own block and write outside it: it does not know the label.
-    """
+    :func:`clip_document`), ``</document L>`` (a document cannot close its own block: it
+    does not know the label)."""
     return f"<document {label}>\n{clip_document(text, max_chars_per_doc)}\n</document {label}>"
 
 
@@ -239,14 +235,8 @@ def render_documents(
     labels: Sequence[int] | None = None,
     max_chars_per_doc: int | None = None,
 ) -> str:
-    """Documents marked as data under their labels (see :func:`render_document`) in
-    prompt order, separated by blank lines, each cut to ``max_chars_per_doc`` characters
-    (see :func:`clip_document`).
-
-    Args:
-        documents: Texts in prompt order, shape ``(m,)``.
-        labels: Label of each document, shape ``(m,)``; None: ``1..m``.
-    """
+    """Documents (texts, shape ``(m,)``) under their labels (shape ``(m,)``; None:
+    ``1..m``), each as :func:`render_document` shows it, separated by blank lines."""
     labs = check_labels(labels, len(documents))
     return "\n\n".join(
         render_document(d, lab, max_chars_per_doc=max_chars_per_doc) for lab, d in zip(labs, documents)
@@ -275,11 +265,8 @@ def render_prompt(
         question: The question.
         documents: Texts in prompt order, shape ``(m,)``.
         labels: Label of each document this round, shape ``(m,)``; None: ``1..m``.
-        template: Replacement template (see :data:`PromptTemplate`). A callable
-            template gets the documents as they are (``max_chars_per_doc`` is not applied).
-        max_chars_per_doc: Longest document text shown, in characters; longer ones are
-            cut and marked with :data:`TRUNCATION_MARKER`. None: no limit. A document
-            keeps its label whether or not it was cut.
+        template: Replacement template (see :data:`PromptTemplate`).
+        max_chars_per_doc: See the reader option of that name.
     """
     labs = check_labels(labels, len(documents))
     if callable(template):
@@ -310,13 +297,11 @@ class ParsedCitations:
 
     Attributes:
         cited: 0-based positions of valid, unique labels, ascending.
-        invalid: Labels dropped: not shown this round (0, negative, unknown), not a
-            label form (floats, booleans, null, nested lists, prose), or over the maximum.
+        invalid: Labels dropped: not shown this round, not a label form, or over the maximum.
         duplicates: Labels dropped because they repeated an earlier valid label.
         answer: A free-text ``answer`` field, when the model gave one.
-        unknown: Distinct numbers >= 1 in a label form that were not shown this round
-            (part of ``invalid``): what a model writes when it copies a number from a
-            document instead of a label.
+        unknown: Distinct numbers >= 1 in a label form that were not shown (part of
+            ``invalid``).
     """
 
     cited: tuple[int, ...]
@@ -327,9 +312,7 @@ class ParsedCitations:
 
 
 _FENCE = re.compile(r"```(?:json|JSON)?\s*(.*?)```", re.DOTALL)
-# One label as a string: "417", "[417]", "(417)", "#417", "[#417]", "417.", "Document 417",
-# "label 417", in any Unicode decimal digits (str patterns: \d is Unicode-aware, and int()
-# reads those digits).
+# One label as a string ("[#417]", "Document 417", ...); \d and int() take any Unicode digits.
 _LABEL_FORM = r"(?:(?:document|doc|passage|label)\s*)?[\[(]?\s*#?\s*(\d{1,12})\s*[\])]?\.?"
 _ONE_LABEL = re.compile(rf"^\s*{_LABEL_FORM}\s*$", re.IGNORECASE)
 _LABEL_LIST = re.compile(rf"^\s*{_LABEL_FORM}(?:\s*(?:,|;|\band\b|\s)\s*{_LABEL_FORM})*\s*$", re.IGNORECASE)
@@ -337,12 +320,9 @@ _LABEL_DIGITS = re.compile(r"\d{1,12}")
 
 
 def as_label(value: Any) -> int | None:
-    """``value`` as a label, or None when it is not one.
-
-    JSON integers, and strings in a common label form (``"417"``, ``"[417]"``,
-    ``"417."``, ``"#417"``, ``"Document 417"``, ``"label 417"``, Unicode digits such as
-    ``"٤١٧"`` or ``"４１７"``). Booleans, floats, null, lists and prose are not labels.
-    """
+    """``value`` as a label, or None: JSON integers, and strings in a common label form
+    (``"417"``, ``"[417]"``, ``"417."``, ``"#417"``, ``"Document 417"``, ``"label 417"``,
+    in any Unicode digits)."""
     if isinstance(value, bool):
         return None
     if isinstance(value, int):
@@ -372,12 +352,7 @@ _STRICT = json.JSONDecoder(object_pairs_hook=_unique_keys)
 
 def loads_strict(text: str) -> Any:
     """``json.loads`` that raises :class:`CitationParseError` on an object with a
-    repeated key (``{"cited": [3], "cited": [5]}``) instead of keeping the last value.
-
-    Raises:
-        json.JSONDecodeError: ``text`` is not JSON.
-        CitationParseError: An object repeats a key.
-    """
+    repeated key instead of keeping the last value (``json.JSONDecodeError``: not JSON)."""
     return _STRICT.decode(text)
 
 
@@ -400,10 +375,9 @@ def extract_json(text: str) -> Any:
             return loads_strict(c)
         except (json.JSONDecodeError, RecursionError):
             pass
-    # JSON inside prose: only objects count here (a bare "[2]" in prose is more often a
-    # quoted label than an answer). A model that quotes a document's fake JSON before
-    # its own answer gives its answer last, so the last object with a "cited" key wins.
-    # The scan is bounded: at most MAX_SCAN_CHARS characters and 64 objects.
+    # JSON inside prose: only objects count (a bare "[2]" is more often a quoted label),
+    # and the last with a "cited" key wins (a model quotes a document's JSON before its
+    # own answer). The scan is bounded: MAX_SCAN_CHARS characters, 64 objects.
     found: list[Any] = []
     i = s.find("{")
     while 0 <= i < MAX_SCAN_CHARS and len(found) < 64:
@@ -479,21 +453,17 @@ def parse_citations(
     max_citations: int | None = None,
     key: str = "cited",
 ) -> ParsedCitations:
-    """Parse a model output into validated citations.
-
-    Accepts ``{"cited": [...]}`` (optionally with an ``"answer"`` string), a bare JSON
-    list of labels or one label, an already-decoded dict/list (structured output),
-    possibly inside Markdown fences or prose, and a reply made only of label forms
-    (``"6."``, ``"٦"``, ``"Document 2 and 5"``).
+    """Parse a model output into validated citations: ``{"cited": [...]}`` (with an
+    optional ``"answer"``), a bare JSON list or label, decoded JSON, any of them in
+    fences or prose, or a reply made only of label forms (``"Document 2 and 5"``).
 
     Args:
         text: The model output (text or decoded JSON).
         shown: The labels shown, in prompt order, or an int ``m`` for ``1..m``.
 
     Raises:
-        CitationParseError: Not JSON nor label forms, or JSON of the wrong shape
-            (missing ``cited``, ``cited`` not a list). Individual bad labels never
-            raise: they are counted.
+        CitationParseError: Not JSON nor label forms, or JSON of the wrong shape; bad
+            labels are counted, never raised.
     """
     if isinstance(text, (dict, list)):
         value: Any = text
@@ -531,8 +501,7 @@ def check_echo(text: str, documents: Sequence[str], labels: Sequence[int] | None
     if len(documents) == 0 or not text:
         return
     first_label = [labels[0]] if labels is not None else None
-    # The first document's line, at most 80 characters: enough to recognise an echo,
-    # cheap for megabyte documents, and still found when max_chars_per_doc cut it (>= 76).
+    # 80 characters: enough to recognise an echo, and found when max_chars_per_doc cut it.
     first = render_documents([documents[0]], labels=first_label)[:80]
     if len(first) >= 8 and first in text:
         raise CitationParseError("the model echoed the prompt instead of answering")
@@ -571,14 +540,10 @@ def reading_from_citations(
         labels: The labels shown, shape ``(m,)``; None: ``1..m``.
 
     Raises:
-        CitationParseError: (with ``raw`` attached) the output is not citation JSON,
-            repeats a key in a JSON object, every label it cites is invalid (not shown,
-            not a label: a reply that quotes a document's text instead of its label), or
-            it names more numbers that were not shown than labels that were (a model
-            listing numbers a document gave it; one unknown number beside a shown label
-            is dropped and counted). Such a reply is retried and then a failed reading,
-            never an empty citation list, which would count as evidence against every
-            document shown.
+        CitationParseError: (with ``raw`` attached) not citation JSON, a repeated key,
+            only invalid labels, or more unknown numbers than shown labels: retried,
+            then a failed reading, never an empty citation list (evidence against every
+            document shown).
     """
     shown = check_labels(labels, len(documents))
     try:

@@ -17,13 +17,9 @@ __all__ = ["LexicalSimulatedReader"]
 
 
 class LexicalSimulatedReader(SimulatedReader):
-    """The engine's :class:`~gold_panning_integrations.engine.simulate.SimulatedReader`
-    (citations at a profile's TPR/FPR by position) for prompts whose relevant document
-    is unknown: each round, the documents sharing most words with the question are
-    taken as the relevant ones. What ``--reader simulated`` builds (no model).
-
-    Its ``recommended_profile`` is the profile it follows (``recommended_profile`` when
-    given: the name to report, e.g. ``--sim-profile``'s), measured for it exactly.
+    """The engine's ``SimulatedReader`` taking, each round, the documents sharing most
+    words with the question as the relevant ones. Its ``recommended_profile`` is the
+    profile it follows (or the name given for it, e.g. ``--sim-profile``'s).
     """
 
     model_name = "simulated"
