@@ -16,7 +16,7 @@ import functools
 import logging
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any, ClassVar, Literal
 
 from .._steps import Steps, arun_steps, run_steps
@@ -66,7 +66,6 @@ __all__ = [
 logger = logging.getLogger(__name__)
 
 Mode = Literal["cite", "answer"]
-Structured = Literal["auto"] | bool
 
 
 MODE_CHECK_READINGS = 5
@@ -467,19 +466,14 @@ class BaseReader:
         """The reading of a cached reply (counted as a hit), or None (a miss)."""
         if key is None or self.cache is None:
             return None
-        stored = self.cache.get(key)
-        reading = None
-        if stored is not None:
-            reply = Reply(
-                text=stored.get("text"),
-                value=stored.get("value"),
-                finish_reason=stored.get("finish_reason"),
-                extra=dict(stored.get("extra") or {}),
-            )
-            try:
-                reading = self._reading(reply, prompt)
-            except CitationParseError:  # stored under other validation options: ask again
-                reading = None
+        stored = self.cache.get(key) or {}
+        reply = Reply(
+            stored.get("text"), stored.get("value"), stored.get("finish_reason"), stored.get("extra") or {}
+        )
+        try:
+            reading = self._reading(reply, prompt) if stored else None
+        except CitationParseError:  # stored under other validation options: ask again
+            reading = None
         self.cache.count(hit=reading is not None)
         if reading is None:
             return None
@@ -497,10 +491,7 @@ class BaseReader:
         if key is None or self.cache is None:
             return reading
         if replies and not reading.failed:
-            r = replies[-1]
-            self.cache.put(
-                key, {"text": r.text, "value": r.value, "finish_reason": r.finish_reason, "extra": r.extra}
-            )
+            self.cache.put(key, asdict(replies[-1]))
         return replace(reading, cached=False)
 
     # ------------------------------------------------------------------ reading

@@ -1,20 +1,11 @@
 """Every reader option once: name, type, default, check, doc and command-line flag.
 
-A reader option is declared once, with :func:`reader_option`, the way
-:func:`~gold_panning_integrations.engine.config.option` declares a panning option; the
-rest derives from that declaration:
-
-* each reader's constructor takes it as a keyword (``BaseReader.__init__`` checks the
-  value, fills the default and stores it), and :func:`declared_options` gives the class
-  a signature naming it (``inspect.signature``, ``help()``);
-* each reader's docstring lists it in its ``Args:`` section (the declared doc, plus the
-  reader's own note from ``option_notes`` where it has one);
-* the commands' ``reader`` flag group (:mod:`._cli_args`) adds its flag, and
-  ``make_reader`` passes the value to the readers that take it.
-
-``readers`` names which reader kinds take an option (:data:`READER_KINDS`); the others
-keep its default, or the value in their ``option_defaults`` (e.g. the local reader's
-one call in flight).
+A reader option is declared once, with :func:`reader_option` (as
+:func:`~gold_panning_integrations.engine.config.option` declares a panning option), and
+the rest derives from it: the constructors of the reader kinds that take it (checked,
+defaulted, stored by ``BaseReader.__init__``), their signatures and ``Args:`` sections
+(:func:`declared_options`, plus each reader's ``option_notes``), and the commands'
+flag (:mod:`._cli_args`). Other kinds keep its default or their ``option_defaults``.
 """
 
 from __future__ import annotations
@@ -71,9 +62,8 @@ class ReaderOption:
             taken or fixed); False for an option only some readers use.
         store: Store the checked value as an attribute of the reader.
         flag: The command-line flag (``"--cache"``), or None for none.
-        cli: Further ``argparse.add_argument`` keywords (``help``, ``type``, ``choices``,
-            ``metavar``, ``default``; the default is None unless given: the reader's own
-            default then applies).
+        cli: Further ``argparse.add_argument`` keywords (a ``default_flag`` is the flag's
+            default; without it None, and the reader's own default applies).
     """
 
     name: str

@@ -225,15 +225,13 @@ def with_retries(
     a coroutine function ``attempt`` gives an awaitable, a plain one the reading.
 
     Args:
-        attempt: One model call plus parsing: ``(usage) -> Reading``. It adds calls and
-            tokens to ``usage`` and raises on failure (any exception; it is classified
-            with :func:`classify_error`).
+        attempt: One model call plus parsing, ``(usage) -> Reading``: it adds calls and
+            tokens to ``usage`` and raises on failure (classified by :func:`classify_error`).
         policy: Attempts, wait and sleep.
-        what: The reader, named in messages and logs (e.g. its model and URL).
+        what: The reader, named in messages and logs.
 
     Returns:
-        The attempt's reading with ``attempts`` and summed tokens filled in, or a failed
-        reading.
+        The reading with ``attempts`` and summed tokens filled in, or a failed reading.
 
     Raises:
         FatalReaderError: A permanent failure (message prefixed with ``what``).

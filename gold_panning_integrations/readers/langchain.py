@@ -1,15 +1,11 @@
 """Reader for any LangChain chat model or chat-model Runnable (a ``BaseChatModel``, or one
-wrapped by ``bind``, ``with_retry``, ``with_fallbacks``, ``configurable_fields``).
+wrapped by ``bind``, ``with_retry``, ``with_fallbacks``, ``configurable_fields``); the
+only reader module that imports ``langchain_core``.
 
-With ``structured="auto"`` a plain ``BaseChatModel`` is asked for
-``with_structured_output(Citations, include_raw=True)`` (a wrapper's bindings would be lost,
-so wrappers are read as text); a model without it is read as plain text, the JSON extracted
-and validated strictly. On the structured path the *raw* tool-call arguments are validated
-by the package's own parser where the message keeps them (so ``3.0`` labels or a repeated
-``cited`` key are malformed, as in text mode). ``ChatOpenAI``'s errors are classified as
-:class:`.openai.OpenAIReader`'s (closed port, HTTP 401/403/404: a
-:class:`~gold_panning_integrations.errors.FatalReaderError` naming model and base URL).
-The only reader module that imports ``langchain_core``.
+With ``structured="auto"`` a plain ``BaseChatModel`` (not a wrapper, whose bindings would
+be lost) is asked for ``with_structured_output(Citations, include_raw=True)``, and the raw
+tool-call arguments are validated by the package's own parser where the message keeps
+them; other models are read as plain text.
 """
 
 from __future__ import annotations
@@ -130,10 +126,9 @@ class ChatModelReader(BaseReader):
             or a Runnable wrapping one (``.bind()``, ``.with_retry()``,
             ``.with_fallbacks()``, ``.configurable_fields()``). Its own retries (e.g.
             ``ChatOpenAI(max_retries=...)``) add to this reader's.
-        config: ``RunnableConfig`` (callbacks, tags) passed to every model call;
-            :meth:`read`/:meth:`aread` also take a per-call ``config``, merged with this
-            one by ``langchain_core.runnables.config.merge_configs`` (both configs'
-            callbacks, tags and metadata are kept).
+        config: ``RunnableConfig`` (callbacks, tags) passed to every model call; a
+            per-call ``config`` to :meth:`read`/:meth:`aread` is merged with it
+            (``merge_configs``: both configs' callbacks, tags and metadata are kept).
     """
 
     kind = "langchain"
@@ -218,8 +213,6 @@ class ChatModelReader(BaseReader):
             return self.config
         if self.config is None:
             return config
-        # LangChain's own merge: callbacks, tags and metadata of both are kept (a
-        # shallow merge dropped the reader's handlers inside a retriever run).
         return merge_configs(self.config, config)
 
     @staticmethod

@@ -18,7 +18,7 @@ import os
 import threading
 import weakref
 from collections.abc import Mapping
-from typing import Any, ClassVar, Literal
+from typing import Any, ClassVar
 
 from typing_extensions import Self
 
@@ -33,8 +33,6 @@ from ._prompt import attach_raw, citation_json_schema, truncate
 __all__ = ["RESPONSE_FORMATS", "OpenAIReader", "forget_endpoint_formats"]
 
 logger = logging.getLogger(__name__)
-
-ResponseFormat = Literal["auto", "json_schema", "json_object", "text"]
 
 LOCAL_API_KEY = "not-needed"
 """Placeholder key sent to local servers (vLLM, llama.cpp, Ollama) that ignore it."""
@@ -86,13 +84,7 @@ class OpenAIReader(BaseReader):
         async_client: A ready ``openai.AsyncOpenAI`` client for :meth:`aread`.
         top_p: Nucleus sampling; None leaves the server default.
         max_tokens: Completion budget per call.
-        extra_body: Extra JSON fields sent with every request (server-specific
-            options such as Ollama's ``options``).
-
-    Permanent failures (HTTP 401/403/404, a closed port, a redirect to another host or
-    a redirect loop) raise :class:`~gold_panning_integrations.errors.FatalReaderError`
-    naming the base URL and model; every other failure gives a failed :class:`Reading`
-    whose ``error`` says what went wrong and what to do.
+        extra_body: Extra JSON fields sent with every request (e.g. Ollama's ``options``).
     """
 
     kind = "openai"
@@ -148,11 +140,9 @@ class OpenAIReader(BaseReader):
     # ------------------------------------------------------------------ clients
     @staticmethod
     def _resolve_key(api_key: str | None, base_url: str | None) -> str:
-        if api_key:
-            return api_key
-        env = os.environ.get("OPENAI_API_KEY")
-        if env:
-            return env
+        key = api_key or os.environ.get("OPENAI_API_KEY")
+        if key:
+            return key
         if base_url or os.environ.get("OPENAI_BASE_URL"):
             return LOCAL_API_KEY
         raise ValueError(
@@ -162,12 +152,10 @@ class OpenAIReader(BaseReader):
 
     @staticmethod
     def _without_retries(client: Any) -> Any:
-        if client is not None and hasattr(client, "with_options"):
-            try:
-                return client.with_options(max_retries=0)
-            except TypeError:  # a look-alike client without that option
-                return client
-        return client
+        try:
+            return client.with_options(max_retries=0) if hasattr(client, "with_options") else client
+        except TypeError:  # a look-alike client without that option
+            return client
 
     @property
     def url(self) -> str:
@@ -242,8 +230,8 @@ class OpenAIReader(BaseReader):
         }
 
     # ------------------------------------------------------------------ requests
-    def _response_format(self, level: int) -> dict[str, Any] | None:
-        name = RESPONSE_FORMATS[level]
+    def _response_format(self, level: int | None) -> dict[str, Any] | None:
+        name = None if level is None else RESPONSE_FORMATS[level]
         if name == "json_schema":
             return {
                 "type": "json_schema",
@@ -267,10 +255,8 @@ class OpenAIReader(BaseReader):
         }
         if self.top_p is not None:
             kw["top_p"] = self.top_p
-        if level is not None:
-            rf = self._response_format(level)
-            if rf is not None:
-                kw["response_format"] = rf
+        if (rf := self._response_format(level)) is not None:
+            kw["response_format"] = rf
         if self.extra_body:
             kw["extra_body"] = self.extra_body
         return kw
@@ -328,8 +314,7 @@ class OpenAIReader(BaseReader):
                 resp,
             )
         u = getattr(resp, "usage", None)
-        if u is not None:
-            usage.add(getattr(u, "prompt_tokens", None), getattr(u, "completion_tokens", None))
+        usage.add(getattr(u, "prompt_tokens", None), getattr(u, "completion_tokens", None))
         choices = getattr(resp, "choices", None) or []
         if not choices:
             raise CitationParseError("the server returned no choices")
