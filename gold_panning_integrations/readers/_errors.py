@@ -39,14 +39,8 @@ class RedirectRefused(Exception):
 
 # ----------------------------------------------------------------------- classification
 def parse_retry_after(headers: Any) -> float | None:
-    """Seconds to wait from ``retry-after-ms`` / ``retry-after`` (seconds or an HTTP date).
-
-    Args:
-        headers: A mapping with ``.get`` (httpx headers, dict); None gives None.
-
-    Returns:
-        Non-negative seconds, or None when absent or unparsable.
-    """
+    """Seconds to wait (>= 0) from the ``retry-after-ms`` / ``retry-after`` (seconds or an
+    HTTP date) of ``headers`` (anything with ``.get``), or None when absent or unparsable."""
     if headers is None or not hasattr(headers, "get"):
         return None
     ms = headers.get("retry-after-ms")
@@ -104,6 +98,13 @@ _CONTEXT_WORDS = (
 )
 
 
+_FATAL_STATUS = {
+    401: "authentication failed (HTTP 401): check OPENAI_API_KEY or pass api_key=",
+    403: "permission denied (HTTP 403): the key cannot use this model or endpoint",
+    404: "not found (HTTP 404): check the model name and base_url (it usually ends in /v1)",
+}
+
+
 def _from_status(status: int, msg: str, headers: Any) -> ReaderError:
     """The error for an HTTP status (from any SDK's status error)."""
     if status == 429:
@@ -112,22 +113,8 @@ def _from_status(status: int, msg: str, headers: Any) -> ReaderError:
         return TransientReaderError(
             f"server error (HTTP {status}): {msg}", retry_after=parse_retry_after(headers)
         )
-    if status == 401:
-        return FatalReaderError(
-            f"authentication failed (HTTP 401): check OPENAI_API_KEY or pass api_key=. Server said: {msg}",
-            status_code=status,
-        )
-    if status == 403:
-        return FatalReaderError(
-            f"permission denied (HTTP 403): the key cannot use this model or endpoint. Server said: {msg}",
-            status_code=status,
-        )
-    if status == 404:
-        return FatalReaderError(
-            f"not found (HTTP 404): check the model name and base_url (it usually ends in /v1). "
-            f"Server said: {msg}",
-            status_code=status,
-        )
+    if status in _FATAL_STATUS:
+        return FatalReaderError(f"{_FATAL_STATUS[status]}. Server said: {msg}", status_code=status)
     if 300 <= status < 400:
         where = headers.get("location") if headers is not None and hasattr(headers, "get") else None
         return FatalReaderError(

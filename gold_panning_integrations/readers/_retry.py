@@ -38,7 +38,6 @@ __all__ = [
     "MAX_RETRY_AFTER",
     "RetryPolicy",
     "Wait",
-    "acall_with_retries",
     "call_with_retries",
     "check_max_attempts",
     "make_wait",
@@ -269,15 +268,3 @@ def call_with_retries(
 ) -> Reading:
     """:func:`with_retries` for a synchronous ``attempt`` with the policy spelled out."""
     return with_retries(attempt, policy=RetryPolicy(max_attempts, wait, sleep), what=what)  # type: ignore[no-any-return]
-
-
-async def acall_with_retries(
-    attempt: Callable[[Usage], Awaitable[Reading]],
-    *,
-    max_attempts: int = 3,
-    wait: Wait | float | None = None,
-    sleep: Callable[[float], Awaitable[None]] | None = None,
-    what: str = "reader",
-) -> Reading:
-    """:func:`with_retries` for an asynchronous ``attempt`` with the policy spelled out."""
-    return await with_retries(attempt, policy=RetryPolicy(max_attempts, wait, sleep), what=what)  # type: ignore[no-any-return]

@@ -144,15 +144,12 @@ class AnswerAttribution:
         matcher: ``(answer, document) -> bool``; default :func:`token_matcher`.
         generic: Normalised answers that never support anything.
         question_residual: When the whole answer matches no document and a question is
-            given, credit the documents holding the answer's key span (see
-            :meth:`key_span_documents`): "Lena Park's access code is 48213" is
-            attributed through "48213", "The value corresponding to the key ... is
-            6861447d-..." through the value.
+            given, credit the documents holding the answer's key span
+            (:meth:`key_span_documents`: "Lena Park's access code is 48213" through "48213").
         max_share: Most documents (as a share of those shown, at least one) a key span
             may credit; a span found in more supports nothing.
-        require_new_words: When a question is given, an answer made only of the
-            question's words (an echo such as "Leo Ford's access code") supports
-            nothing: it would otherwise match the gold document through the key alone.
+        require_new_words: With a question given, an answer made only of its words (an
+            echo such as "Leo Ford's access code") supports nothing.
     """
 
     matcher: Matcher = token_matcher
@@ -191,14 +188,9 @@ class AnswerAttribution:
         return (), "none"
 
     def key_span_documents(self, answer: str, documents: Sequence[str], *, question: str) -> tuple[int, ...]:
-        """Positions of the documents holding the answer's key span (see the module
-        docstring); ``()`` when the span is not distinctive or too common.
-
-        Args:
-            answer: The model's answer (a word, a phrase or a sentence).
-            documents: The documents as shown, shape ``(m,)``.
-            question: The question; its words are not part of any span.
-        """
+        """Positions of the documents (as shown, shape ``(m,)``) holding the answer's key
+        span (see the module docstring; the question's words are never part of it);
+        ``()`` when the span is not distinctive or too common."""
         runs = _answer_runs(answer, question)
         if not runs:
             return ()
@@ -254,16 +246,9 @@ def render_answer_prompt(
     template: str | None = None,
     max_chars_per_doc: int | None = None,
 ) -> str:
-    """The user message of answer mode: documents (one per line, no numbers) and the
-    question, asking for a short answer only.
-
-    Args:
-        question: The question.
-        documents: Texts in prompt order, shape ``(m,)``.
-        template: Format string with ``{question}`` and ``{documents}``.
-        max_chars_per_doc: Longest document text shown, in characters (longer ones are
-            cut and marked, see :func:`._prompt.clip_document`); None: no limit.
-    """
+    """The user message of answer mode: the documents (texts in prompt order, shape
+    ``(m,)``, one per line, no numbers, each as :func:`._prompt.clip_document` cuts it)
+    and the question, in ``template`` (``{question}``, ``{documents}``)."""
     limit = check_max_chars_per_doc(max_chars_per_doc)
     body = "\n".join(f"- {clip_document(d, limit)}" for d in documents)
     tpl = ANSWER_TEMPLATE if template is None else template
@@ -286,17 +271,10 @@ def reading_from_answer(
     completion_tokens: int | None = None,
     extra: dict[str, Any] | None = None,
 ) -> Reading:
-    """A :class:`Reading` whose citations are the documents supporting the answer.
-
-    An answer that supports no document (wrong, generic, empty) is a valid observation
-    with no citations, not a failure: the model looked and did not find the gold.
-
-    Args:
-        completion: The model's raw text.
-        documents: The documents as shown, shape ``(m,)``.
-        question: The question (enables the residual match).
-        attribution: Matching rules; default :class:`AnswerAttribution()`.
-    """
+    """A :class:`Reading` citing the documents (as shown, shape ``(m,)``) that support the
+    answer in ``completion`` under ``attribution`` (default :class:`AnswerAttribution`;
+    ``question`` enables the residual match). An answer that supports no document is a
+    reading with no citations, not a failure."""
     att = attribution or AnswerAttribution()
     answer = clean_answer(completion)
     cited, how = att.attribute(answer, documents, question=question)

@@ -75,24 +75,15 @@ def raw_tool_arguments(response: Any) -> str | None:
 
 
 def _usage_from(obj: Any) -> tuple[Any, Any]:
-    """(prompt, completion) tokens from a dict or object with usage-like fields."""
-    if obj is None:
-        return None, None
-    if not isinstance(obj, dict):
+    """(prompt, completion) tokens of a dict with usage fields (or a ``usage`` dict), or of
+    an object's ``usage`` (a dict or an object with those fields)."""
+    if isinstance(obj, dict):
+        usage = obj["usage"] if isinstance(obj.get("usage"), dict) else obj
+    else:
         usage = getattr(obj, "usage", None)
-        if usage is None:
-            return None, None
-        obj = (
-            usage
-            if isinstance(usage, dict)
-            else {
-                "prompt_tokens": getattr(usage, "prompt_tokens", None),
-                "completion_tokens": getattr(usage, "completion_tokens", None),
-            }
-        )
-    elif "usage" in obj and isinstance(obj["usage"], dict):
-        obj = obj["usage"]
-    return token_counts(obj)
+    if isinstance(usage, dict):
+        return token_counts(usage)
+    return getattr(usage, "prompt_tokens", None), getattr(usage, "completion_tokens", None)
 
 
 def _chat_usage(response: Any) -> tuple[Any, Any]:
