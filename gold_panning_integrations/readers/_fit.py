@@ -108,14 +108,10 @@ def fit_documents(
 
     Args:
         documents: Texts in prompt order, shape ``(m,)``.
-        budget: Tokens the documents may take together (the context left after the
-            prompt's fixed text and the reply's room).
+        budget: Tokens the documents may take together.
         tokenizer: The model's tokenizer; None: :class:`CharTokenizer`'s estimate.
         marker: Appended to a cut document (its tokens count toward its share).
         context: The model's context (tokens), named in the error message when given.
-
-    Returns:
-        The fitted texts (unchanged, but for collapsed whitespace, when all fit).
 
     Raises:
         DocumentsDoNotFitError: a share would leave a cut document fewer than

@@ -18,19 +18,9 @@ from typing import BinaryIO
 
 __all__ = ["GGUFError", "read_gguf_metadata"]
 
-_SCALARS: dict[int, str] = {
-    0: "B",
-    1: "b",
-    2: "H",
-    3: "h",
-    4: "I",
-    5: "i",
-    6: "f",
-    7: "?",
-    10: "Q",
-    11: "q",
-    12: "d",
-}
+# scalar value types as struct formats: 0-7 uint8, int8, uint16, int16, uint32, int32,
+# float32, bool; 10-12 uint64, int64, float64
+_SCALARS: dict[int, str] = {**dict(enumerate("BbHhIif?")), 10: "Q", 11: "q", 12: "d"}
 _STRING, _ARRAY = 8, 9
 _MAX_STRING = 1 << 20  # a key or a scalar string longer than 1 MiB is not metadata we read
 

@@ -165,12 +165,9 @@ def make_http_client(base_url: str, *, timeout: float) -> Any:
         pool._network_backend = _deadline_backend(core, inner)  # type: ignore[union-attr]
     else:  # pragma: no cover - an httpx without the usual pool: per-operation timeouts only
         logger.warning("this httpx has no connection pool to wrap: timeout bounds each read, not the request")
+    hook = _same_origin_hook(base_url, httpx)
     return openai.DefaultHttpxClient(
-        transport=transport,
-        timeout=timeout,
-        follow_redirects=True,
-        max_redirects=MAX_REDIRECTS,
-        event_hooks={"request": [_same_origin_hook(base_url, httpx)]},
+        transport=transport, event_hooks={"request": [hook]}, **_redirects(timeout)
     )
 
 
@@ -185,9 +182,9 @@ def make_async_http_client(base_url: str, *, timeout: float) -> Any:
     async def acheck(request: Any) -> None:
         check(request)
 
-    return openai.DefaultAsyncHttpxClient(
-        timeout=timeout,
-        follow_redirects=True,
-        max_redirects=MAX_REDIRECTS,
-        event_hooks={"request": [acheck]},
-    )
+    return openai.DefaultAsyncHttpxClient(event_hooks={"request": [acheck]}, **_redirects(timeout))
+
+
+def _redirects(timeout: float) -> dict[str, Any]:
+    """The client options both clients share: the timeout, same-origin redirects only."""
+    return {"timeout": timeout, "follow_redirects": True, "max_redirects": MAX_REDIRECTS}

@@ -32,23 +32,15 @@ def check_max_concurrency(value: object) -> int | None:
     )
 
 
+@dataclass(eq=False, slots=True)
 class _Waiter:
     """One caller waiting for a slot: a thread (an Event) or a task (a future on its loop)."""
 
-    __slots__ = ("event", "future", "gone", "granted", "loop")
-
-    def __init__(
-        self,
-        *,
-        event: threading.Event | None = None,
-        future: asyncio.Future[None] | None = None,
-        loop: asyncio.AbstractEventLoop | None = None,
-    ) -> None:
-        self.event = event
-        self.future = future
-        self.loop = loop
-        self.granted = False
-        self.gone = False
+    event: threading.Event | None = None
+    future: asyncio.Future[None] | None = None
+    loop: asyncio.AbstractEventLoop | None = None
+    granted: bool = False
+    gone: bool = False
 
     def wait(self) -> Any:
         """Block until granted (a thread's waiter), or the future to await (a task's)."""
