@@ -8,6 +8,7 @@ works through ``model_path=``. The model is named from the file's metadata
 
 from __future__ import annotations
 
+import functools
 import importlib.util
 import logging
 import os
@@ -248,7 +249,6 @@ class LocalReader(BaseReader):
         self.seed = int(seed)
         self.constrained = constrained
         self._model_name = model_name
-        self._file_model_name: str | None = None
         self._llm: Any = None
         self._ctx = 0
         self._lock = threading.Lock()
@@ -259,12 +259,9 @@ class LocalReader(BaseReader):
     def model_name(self) -> str:
         """Name recorded in traces and profiles: ``model_name`` when given, else the file's
         (:func:`model_name_from_metadata`, read once), else its file name."""
-        if self._model_name:
-            return self._model_name
-        if self._file_model_name is None:
-            self._file_model_name = self._name_from_file()
-        return self._file_model_name
+        return self._model_name or self._name_from_file
 
+    @functools.cached_property
     def _name_from_file(self) -> str:
         fallback = (
             DEFAULT_MODEL_NAME
