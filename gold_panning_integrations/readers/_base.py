@@ -402,10 +402,6 @@ class BaseReader:
                 raise attach_raw(new, value) from err
             raise
 
-    # ------------------------------------------------------------------ reading
-    def _policy(self) -> RetryPolicy:
-        return RetryPolicy(self.max_attempts, self.wait)
-
     # ------------------------------------------------------------------ limits
     def _token_estimate(self, prompt: Prompt) -> int:
         """Tokens ``prompt`` counts against ``tokens_per_minute`` until the server reports
@@ -526,7 +522,10 @@ class BaseReader:
             return await arun_steps(self._attempt_steps(prompt, usage, options, replies, True))
 
         retried = functools.partial(
-            with_retries, aattempt if asynchronous else attempt, policy=self._policy(), what=repr(self)
+            with_retries,
+            aattempt if asynchronous else attempt,
+            policy=RetryPolicy(self.max_attempts, self.wait),
+            what=repr(self),
         )
         reading = self._check_mode((yield retried))
         return (yield _in_thread_if(off_loop, self._to_cache, key, replies, reading))

@@ -146,13 +146,11 @@ def resolve_options(cls: type, kind: str | None, given: Mapping[str, Any]) -> di
         if name not in taken:
             raise TypeError(f"{cls.__name__}.__init__() got an unexpected keyword argument {name!r}")
     overrides: Mapping[str, Any] = getattr(cls, "option_defaults", {})
-    values: dict[str, Any] = {}
-    for opt in READER_OPTIONS.values():
-        if opt.name not in taken and not opt.base:
-            continue
-        value = given.get(opt.name, overrides.get(opt.name, opt.default))
-        values[opt.name] = opt.checked(value)
-    return values
+    return {
+        o.name: o.checked(given.get(o.name, overrides.get(o.name, o.default)))
+        for o in READER_OPTIONS.values()
+        if o.name in taken or o.base
+    }
 
 
 # ----------------------------------------------------------------------------- derived

@@ -419,23 +419,16 @@ def validate_labels(
     """
     shown_labels = range(1, shown + 1) if isinstance(shown, int) else shown
     position = {lab: i for i, lab in enumerate(shown_labels)}
-    seen: set[int] = set()
     keep: list[int] = []
-    invalid = 0
-    dup = 0
+    invalid = dup = 0
     for value in labels:
-        lab = as_label(value)
-        if lab is None or lab not in position:
-            invalid += 1
-            continue
-        if lab in seen:
+        pos = position.get(as_label(value))  # type: ignore[arg-type]
+        if pos is not None and pos in keep:
             dup += 1
-            continue
-        if max_citations is not None and len(keep) >= max_citations:
+        elif pos is None or (max_citations is not None and len(keep) >= max_citations):
             invalid += 1
-            continue
-        seen.add(lab)
-        keep.append(position[lab])
+        else:
+            keep.append(pos)
     return tuple(sorted(keep)), invalid, dup
 
 
@@ -551,24 +544,18 @@ def reading_from_citations(
             check_echo(value, documents, shown)
             value = _bounded(value)
         parsed = parse_citations(value, shown, max_citations=max_citations)
-    except CitationParseError as err:
-        raise attach_raw(err, raw) from None
-    if not parsed.cited and parsed.invalid:
-        raise attach_raw(
-            CitationParseError(
+        if not parsed.cited and parsed.invalid:
+            raise CitationParseError(
                 f"every label cited ({parsed.invalid}) was invalid; labels shown: {_labels_text(shown)}"
-            ),
-            raw,
-        )
-    if parsed.unknown > len(parsed.cited):
-        raise attach_raw(
-            CitationParseError(
+            )
+        if parsed.unknown > len(parsed.cited):
+            raise CitationParseError(
                 f"the reply names {parsed.unknown} numbers that were not shown as labels against "
                 f"{len(parsed.cited)} that were (a document may have listed numbers to cite); "
                 f"labels shown: {_labels_text(shown)}"
-            ),
-            raw,
-        )
+            )
+    except CitationParseError as err:
+        raise attach_raw(err, raw) from None
     return Reading(
         cited=parsed.cited,
         answer=parsed.answer,

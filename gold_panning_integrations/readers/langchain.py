@@ -71,12 +71,10 @@ def underlying_chat_model(runnable: Any) -> BaseChatModel | None:
     """The ``BaseChatModel`` inside a chat-model Runnable (itself, ``.bind()``'s bound,
     ``.with_retry()``'s bound, ``.with_fallbacks()``'s first runnable,
     ``.configurable_fields()``'s default), or None."""
-    seen = 0
     cur = runnable
-    while cur is not None and seen < 8:
+    for _ in range(8):
         if isinstance(cur, BaseChatModel):
             return cur
-        seen += 1
         cur = getattr(cur, "bound", None) or getattr(cur, "runnable", None) or getattr(cur, "default", None)
     return None
 
