@@ -98,22 +98,14 @@ def _is_instance_of(obj: Any, module: str, cls: str) -> bool:
 
 
 def as_reader(obj: Any, **kwargs: Any) -> Any:
-    """The reader for ``obj``.
-
-    Args:
-        obj: One of
-            * an object with ``read`` and/or ``aread`` (a reader): as is when they take
-              ``labels``, else adapted once (:class:`~._adapt.AdaptedReader`, one warning
-              per class);
-            * a LangChain chat model, or a Runnable wrapping one: a :class:`ChatModelReader`;
-            * a LlamaIndex ``LLM``: wrapped in :class:`LlamaIndexLLMReader`;
-            * the string ``"local"``: :class:`LocalReader` (embedded model).
-        **kwargs: Options for the wrapping reader (``max_attempts``, ``mode``, ...).
-            Not allowed when ``obj`` is already a reader.
+    """The reader for ``obj``: a reader (an object with ``read`` and/or ``aread``) as is,
+    or adapted once when they take no ``labels`` (:class:`~._adapt.AdaptedReader`); a
+    LangChain chat model or a Runnable wrapping one in a :class:`ChatModelReader`; a
+    LlamaIndex ``LLM`` in a :class:`LlamaIndexLLMReader`; ``"local"``: a
+    :class:`LocalReader`. ``kwargs`` are the wrapping reader's options.
 
     Raises:
-        TypeError: ``obj`` is none of these (the message names its type), or options
-            were given for a ready reader.
+        TypeError: ``obj`` is none of these, or options were given for a ready reader.
     """
     if isinstance(obj, str):
         if obj == "local":

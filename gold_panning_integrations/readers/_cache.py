@@ -54,9 +54,7 @@ class ReplyCache:
         max_entries: Replies kept in memory (least recently used dropped first); the
             file keeps every reply.
 
-    Attributes:
-        hits: Prompts answered from this cache (no model call), this process.
-        misses: Prompts looked up and not found (the model was called).
+    ``hits`` and ``misses`` count this process's lookups.
 
     Raises:
         InvalidInputError: ``path`` is a folder or another non-regular file, its folder

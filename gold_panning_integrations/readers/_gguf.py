@@ -70,11 +70,8 @@ class _Header:
 def read_gguf_metadata(
     path: str | os.PathLike[str], *, keys: Collection[str] | None = None
 ) -> dict[str, str]:
-    """The scalar key-value metadata of a GGUF file, values as strings.
-
-    Args:
-        path: The GGUF file.
-        keys: Stop reading once these keys are found (None: read every pair).
+    """The scalar key-value metadata of the GGUF file ``path``, values as strings; reading
+    stops once every key in ``keys`` is found (None: every pair).
 
     Raises:
         GGUFError: Not a GGUF file (wrong magic or version), or a corrupt header.

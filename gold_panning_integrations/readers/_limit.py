@@ -73,16 +73,10 @@ def _resolve(future: asyncio.Future[None]) -> None:
 
 
 class CallLimit:
-    """At most ``limit`` calls in flight (None: no limit), for threads and tasks alike.
-
-    Use ``with limit.slot(): ...`` around a blocking call and ``async with
-    limit.aslot(): ...`` around an awaited one.
-
-    Attributes:
-        limit: The most calls in flight, or None.
-        in_flight: Calls holding a slot now.
-        peak: The most calls that held a slot at once since creation.
-    """
+    """At most ``limit`` calls in flight (None: no limit), for threads and tasks alike:
+    ``with limit.slot():`` around a blocking call, ``async with limit.aslot():`` around
+    an awaited one. ``in_flight`` counts the calls holding a slot now, ``peak`` the most
+    that held one at once."""
 
     def __init__(self, limit: int | None) -> None:
         self.limit = check_max_concurrency(limit)
@@ -182,13 +176,8 @@ class RateLimit:
     :meth:`settle` replaces them with the usage the server reported. A reader takes its
     concurrency slot first, so the time recorded is the time the request leaves.
 
-    Args:
-        requests_per_minute: Most requests per window; None: no limit.
-        tokens_per_minute: Most tokens per window; None: no limit.
-        period: The window in seconds (60; tests shrink it).
-        clock: Monotonic seconds (injectable, like the sleeps, so tests never wait).
-        sleep: Blocking sleep for :meth:`acquire`.
-        asleep: Awaitable sleep for :meth:`aacquire`.
+    ``period`` (seconds), ``clock`` (monotonic seconds), ``sleep`` (for :meth:`acquire`)
+    and ``asleep`` (for :meth:`aacquire`) are injectable, so tests never wait.
     """
 
     def __init__(

@@ -55,11 +55,9 @@ class ReaderOption:
         default: The default value.
         annotation: The type, as written in the signature.
         doc: What the option does, for every reader's docstring.
-        check: Validates a value and returns it normalised; raises ValueError (or
-            InvalidInputError) naming the bad value. None: any value.
+        check: Returns the value validated and normalised, or raises naming it (None: any).
         readers: The reader kinds (:data:`READER_KINDS`) whose constructor takes it.
-        base: True when ``BaseReader`` itself takes and uses it (every reader has it,
-            taken or fixed); False for an option only some readers use.
+        base: Whether ``BaseReader`` itself uses it (every reader has it, taken or fixed).
         store: Store the checked value as an attribute of the reader.
         flag: The command-line flag (``"--cache"``), or None for none.
         cli: Further ``argparse.add_argument`` keywords (a ``default_flag`` is the flag's
@@ -263,12 +261,7 @@ def _check_temperature(value: Any) -> float:
 
 
 def _check_timeout(timeout: Any) -> float:
-    if (
-        isinstance(timeout, bool)
-        or not isinstance(timeout, (int, float))
-        or not math.isfinite(timeout)
-        or timeout <= 0
-    ):
+    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not 0 < timeout < math.inf:
         raise ValueError(f"timeout must be a finite number of seconds > 0, got {timeout!r}")
     return float(timeout)
 
