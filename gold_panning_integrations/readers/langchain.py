@@ -30,6 +30,9 @@ __all__ = ["ChatModelReader", "is_chat_runnable", "raw_tool_arguments"]
 
 logger = logging.getLogger(__name__)
 
+Labels = Sequence[int] | None
+Config = RunnableConfig | None
+
 
 def _text_of(message: Any) -> str | None:
     """Text content of a chat message (:func:`._base.content_text`)."""
@@ -207,10 +210,8 @@ class ChatModelReader(BaseReader):
         return [SystemMessage(content=prompt.system), HumanMessage(content=prompt.user)]
 
     def _config(self, config: RunnableConfig | None) -> RunnableConfig | None:
-        if config is None:
-            return self.config
-        if self.config is None:
-            return config
+        if config is None or self.config is None:
+            return self.config if config is None else config
         return merge_configs(self.config, config)
 
     @staticmethod
@@ -271,24 +272,14 @@ class ChatModelReader(BaseReader):
 
     # ------------------------------------------------------------------ reading
     def read(
-        self,
-        question: str,
-        documents: Sequence[Any],
-        *,
-        labels: Sequence[int] | None = None,
-        config: RunnableConfig | None = None,
+        self, question: str, documents: Sequence[Any], *, labels: Labels = None, config: Config = None
     ) -> Reading:
         """:meth:`BaseReader.read` through ``invoke``; ``config`` (callbacks, tags)
         is merged over the reader's own."""
         return self._read(question, documents, labels, config=self._config(config))
 
     async def aread(
-        self,
-        question: str,
-        documents: Sequence[Any],
-        *,
-        labels: Sequence[int] | None = None,
-        config: RunnableConfig | None = None,
+        self, question: str, documents: Sequence[Any], *, labels: Labels = None, config: Config = None
     ) -> Reading:
         """Asynchronous :meth:`read` (``ainvoke``)."""
         return await self._aread(question, documents, labels, config=self._config(config))
