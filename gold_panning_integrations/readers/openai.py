@@ -47,12 +47,10 @@ def _is_format_rejection(err: BaseException) -> bool:
     400/422/500 whose message names the response format (llama-cpp-python's server
     answers with a 500, docs/when-things-go-wrong.md); any other 500 is retried."""
     status = getattr(err, "status_code", None)
-    if status == 501:
-        return True
-    if status not in (400, 422, 500):
+    if status not in (400, 422, 500, 501):
         return False
     text = f"{getattr(err, 'message', '')} {getattr(err, 'body', '')} {err}".lower()
-    return any(w in text for w in _FORMAT_WORDS)
+    return status == 501 or any(w in text for w in _FORMAT_WORDS)
 
 
 _ENDPOINT_LEVELS: dict[tuple[str, str], int] = {}
