@@ -59,11 +59,9 @@ def _numbered(reading: Any, m: int) -> Any:
 
 class AdaptedReader:
     """A user's reader whose ``read`` and/or ``aread`` takes no ``labels``, fitted to the
-    reader protocol: ``labels`` are passed on where the method takes them and dropped
-    where it does not (that method's readings then report labels ``1..m``); any other
-    keyword (``config=`` for a LangChain-aware reader) is passed on. Every other attribute
-    is the wrapped reader's; it has ``read``/``aread`` only where the wrapped reader does.
-    """
+    reader protocol: ``labels`` are dropped where a method does not take them (its readings
+    then report labels ``1..m``), other keywords passed on; every other attribute is the
+    wrapped reader's."""
 
     def __init__(self, reader: Any) -> None:
         self.reader = reader
@@ -123,11 +121,8 @@ def _warn_unlabelled(reader: Any, method: str) -> None:
 
 def adapt_reader(obj: Any) -> Any:
     """``obj`` (an object with ``read`` and/or ``aread``) as a reader of the protocol: as
-    it is when every such method takes ``labels``, else in an :class:`AdaptedReader`.
-
-    Raises:
-        TypeError: ``obj`` has neither method (the message says what is needed).
-    """
+    it is when every such method takes ``labels``, else in an :class:`AdaptedReader`
+    (TypeError when it has neither method)."""
     if isinstance(obj, AdaptedReader):
         return obj
     methods = [getattr(obj, m, None) for m in ("read", "aread")]

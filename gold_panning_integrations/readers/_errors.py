@@ -181,13 +181,8 @@ def _from_other(err: BaseException, msg: str) -> ReaderError:
 
 
 def classify_error(err: BaseException) -> ReaderError:
-    """Map any exception raised while calling a model to the package's error family
-    (see the module docstring for the classes and what each one does).
-
-    Returns:
-        The package error to raise instead of ``err`` (``err`` itself when it already
-        is one), with a message that says what to do.
-    """
+    """The package error (see the module docstring) to raise instead of ``err``, which a
+    model call raised (``err`` itself when it is one), its message saying what to do."""
     if isinstance(err, ReaderError):
         return err
     # the SDKs if loaded (an exception of their types cannot exist otherwise); openai 3.x ships httpx2
@@ -228,11 +223,8 @@ def _as_count(value: Any) -> int | None:
 
 @dataclass
 class Usage:
-    """Model calls and tokens spent on one reading, across all its attempts.
-
-    A reader's attempt receives this tally and adds to it; :func:`with_retries` writes
-    the totals into the returned :class:`Reading`.
-    """
+    """Model calls and tokens spent on one reading, across all its attempts (each attempt
+    adds to it; :func:`._retry.with_retries` writes the totals into the reading)."""
 
     calls: int = 0
     prompt_tokens: int | None = None

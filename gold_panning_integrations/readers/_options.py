@@ -99,11 +99,8 @@ def reader_option(
     flag: str | None = None,
     **cli: Any,
 ) -> ReaderOption:
-    """Declare a reader option (see the module docstring); returns the declaration.
-
-    Every reader class built with :func:`declared_options` takes it from then on (its
-    signature and docstring are rebuilt), and so do the commands' reader flags.
-    """
+    """Declare a reader option (see the module docstring); returns the declaration. The
+    declared readers' signatures and docstrings are rebuilt at once."""
     unknown = set(readers) - set(READER_KINDS)
     if unknown:
         raise ValueError(f"readers must name reader kinds among {READER_KINDS}, got {sorted(unknown)}")
@@ -133,12 +130,8 @@ def options_for(kind: str | None) -> list[ReaderOption]:
 
 def resolve_options(cls: type, kind: str | None, given: Mapping[str, Any]) -> dict[str, Any]:
     """Checked values of every option a reader of ``kind`` has: the ones given, else the
-    class's ``option_defaults``, else the declared default; base options the reader does
-    not take keep their (fixed) default.
-
-    Raises:
-        TypeError: A keyword no declared option of this reader has (as Python says it).
-    """
+    class's ``option_defaults``, else the declared default (TypeError, as Python words it,
+    for a keyword the reader does not take)."""
     taken = {o.name for o in options_for(kind)}
     for name in given:
         if name not in taken:

@@ -70,8 +70,8 @@ class wait_retry_after:
     """Wait the server's Retry-After when it gave one, else ``fallback``.
 
     Args:
-        fallback: Wait used when there is no Retry-After; default exponential backoff
-            with jitter (0.5 s, 1 s, 2 s, ... up to 20 s).
+        fallback: Wait without a Retry-After; default exponential backoff with jitter
+            (0.5 s, 1 s, 2 s, ... up to 20 s).
         max_wait: Cap on an honoured Retry-After, in seconds.
     """
 
@@ -116,11 +116,8 @@ def check_max_attempts(max_attempts: int) -> int:
 class RetryPolicy:
     """How many attempts, how long to wait between them, how to sleep.
 
-    Args:
-        max_attempts: Attempts per reading, retries included (>= 1).
-        wait: See :func:`make_wait`.
-        sleep: Sleep function (sync: ``(seconds) -> None``, async: awaitable); None
-            uses ``time.sleep`` / ``asyncio.sleep``. Tests inject a recorder.
+    ``max_attempts`` and ``wait`` are the reader options of those names; ``sleep`` (sync
+    or awaitable; None: ``time.sleep`` / ``asyncio.sleep``) is injected by tests.
     """
 
     max_attempts: int = 3

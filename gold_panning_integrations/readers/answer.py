@@ -98,10 +98,8 @@ looked for. Normalised forms (lowercase, no punctuation: "it's" is "it s")."""
 
 
 def normalize_tokens(text: str) -> list[str]:
-    """Lowercase, strip accents and punctuation, drop articles; the remaining tokens.
-
-    ``"The Röntgen-ray, in 1901!"`` -> ``["rontgen", "ray", "in", "1901"]``.
-    """
+    """Lowercase, strip accents and punctuation, drop articles; the remaining tokens
+    (``"The Röntgen-ray, in 1901!"`` -> ``["rontgen", "ray", "in", "1901"]``)."""
     s = unicodedata.normalize("NFKD", str(text))
     s = "".join(ch for ch in s if not unicodedata.combining(ch)).lower()
     s = _NON_WORD.sub(" ", s)
@@ -114,11 +112,8 @@ def _contains(haystack: Sequence[str], needle: Sequence[str]) -> bool:
 
 
 def token_matcher(answer: str, document: str) -> bool:
-    """Default matcher: the normalised answer occurs as a token sequence in the document.
-
-    Token boundaries matter: ``"48213"`` does not match ``"148213"``. Empty and generic
-    answers (see :data:`GENERIC_ANSWERS`) match nothing.
-    """
+    """Default matcher: the normalised answer occurs as a token sequence in the document
+    (``"48213"`` does not match ``"148213"``); generic answers match nothing."""
     a = normalize_tokens(answer)
     if " ".join(a) in GENERIC_ANSWERS:
         return False

@@ -103,8 +103,7 @@ class LlamaIndexLLMReader(BaseReader):
     """Ask a LlamaIndex LLM which shown documents answer the question.
 
     Args:
-        llm: Any ``llama_index.core.llms.LLM`` (``OpenAI``, ``Ollama``, a
-            ``CustomLLM``, ``MockLLM``, ...).
+        llm: Any ``llama_index.core.llms.LLM`` (``OpenAI``, ``Ollama``, ``MockLLM``, ...).
     """
 
     kind = "llama_index"
