@@ -107,17 +107,10 @@ def no_documents_reading() -> Reading:
 
 @dataclass(frozen=True)
 class Prompt:
-    """One round's prompt, rendered once and shared by every attempt.
-
-    Attributes:
-        question: The question (sanitised).
-        documents: Texts in prompt order (strings, sanitised; as shown, when cut to
-            fit the context), shape ``(m,)``.
-        labels: The label each document is shown under, shape ``(m,)``: the panner's,
-            or ``1..m`` (also for a callable template that numbers documents itself).
-        system: The system message.
-        user: The user message.
-    """
+    """One round's prompt, rendered once and shared by every attempt: the question and
+    ``documents`` (texts in prompt order, sanitised, as shown, shape ``(m,)``), the
+    ``labels`` they are shown under (shape ``(m,)``: the panner's, or ``1..m`` for a
+    callable template that numbers documents itself), the system and user messages."""
 
     question: str
     documents: tuple[str, ...]
@@ -236,13 +229,8 @@ class BaseReader:
     def prompt(
         self, question: str, documents: Sequence[Any], *, labels: Sequence[int] | None = None
     ) -> Prompt:
-        """The prompt for one round: texts converted and sanitised, labels checked.
-
-        Args:
-            question: The question.
-            documents: Documents in prompt order, shape ``(m,)`` (anything ``str`` takes).
-            labels: Label of each document this round, shape ``(m,)``; None: ``1..m``.
-        """
+        """The prompt for one round: texts converted and sanitised, labels checked (as in
+        :meth:`read`; documents may be anything ``str`` takes)."""
         docs = tuple(sanitize_text(d) for d in documents)
         q = sanitize_text(question)
         labs = check_labels(labels, len(docs))

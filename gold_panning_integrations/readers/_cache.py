@@ -66,14 +66,11 @@ class ReplyCache:
             raise InvalidInputError(f"max_entries must be an int >= 0, got {max_entries!r}")
         self.path = Path(path) if path is not None else None
         self.max_entries = max_entries
-        self.hits = 0
-        self.misses = 0
+        self.hits = self.misses = 0
         self._lock = threading.Lock()
         self._memory: OrderedDict[str, dict[str, Any]] = OrderedDict()
-        self._conn: sqlite3.Connection | None = None
+        self._conn: sqlite3.Connection | None = _open(self.path) if self.path is not None else None
         self._disk_failed = False
-        if self.path is not None:
-            self._conn = _open(self.path)
 
     def __repr__(self) -> str:
         where = str(self.path) if self.path is not None else "memory"

@@ -179,11 +179,9 @@ def _derive(cls: type) -> None:
         for o in opts
     ]
     init.__signature__ = own.replace(parameters=params)
-    cls.__doc__ = _doc_with(own_doc, [(o.name, _entry(o, notes.get(o.name))) for o in opts])
-
-
-def _entry(opt: ReaderOption, note: str | None) -> str:
-    return opt.doc if not note else f"{opt.doc} {note}"
+    cls.__doc__ = _doc_with(
+        own_doc, [(o.name, " ".join(filter(None, (o.doc, notes.get(o.name))))) for o in opts]
+    )
 
 
 def _doc_with(doc: str, entries: list[tuple[str, str]]) -> str:

@@ -190,12 +190,8 @@ def clip_document(text: Any, max_chars: int | None = None) -> str:
 
 # ---------------------------------------------------------------------------- labels
 def check_labels(labels: Sequence[Any] | None, m: int) -> tuple[int, ...]:
-    """The labels of ``m`` documents: ``1..m`` for None, else ``labels`` checked
-    (one per document, distinct integers >= 1; numpy integers accepted).
-
-    Raises:
-        ValueError: Wrong length, a non-integer, a label < 1, or a repeated label.
-    """
+    """The labels of ``m`` documents: ``1..m`` for None, else ``labels`` checked (one per
+    document, distinct integers >= 1, numpy integers accepted; ValueError otherwise)."""
     if labels is None:
         return tuple(range(1, m + 1))
     labs = list(labels)
@@ -259,15 +255,9 @@ def render_prompt(
     template: PromptTemplate | None = None,
     max_chars_per_doc: int | None = None,
 ) -> str:
-    """The user message for one round.
-
-    Args:
-        question: The question.
-        documents: Texts in prompt order, shape ``(m,)``.
-        labels: Label of each document this round, shape ``(m,)``; None: ``1..m``.
-        template: Replacement template (see :data:`PromptTemplate`).
-        max_chars_per_doc: See the reader option of that name.
-    """
+    """The user message for one round: ``documents`` (texts, shape ``(m,)``) under
+    ``labels`` (shape ``(m,)``; None: ``1..m``) in ``template`` (see
+    :data:`PromptTemplate`), ``max_chars_per_doc`` as the reader option of that name."""
     labs = check_labels(labels, len(documents))
     if callable(template):
         return adapt_template(template)(question, documents, labels=labs)  # type: ignore[no-any-return]
@@ -357,13 +347,9 @@ def loads_strict(text: str) -> Any:
 
 
 def extract_json(text: str) -> Any:
-    """The JSON value in ``text``: the whole text, a fenced block, or an object
-    (``{...}``) in surrounding prose (the last one with a ``"cited"`` key, else the first).
-
-    Raises:
-        CitationParseError: No JSON value could be decoded, or one that was decoded
-            repeats a key in an object (see :func:`loads_strict`).
-    """
+    """The JSON value in ``text``: the whole text, a fenced block, or an object in
+    surrounding prose (the last one with a ``"cited"`` key, else the first);
+    CitationParseError when there is none or it repeats a key."""
     if text is None:
         raise CitationParseError("the model returned no text")
     s = str(text).strip()
@@ -407,16 +393,9 @@ def _bare_labels(text: str) -> list[str] | None:
 def validate_labels(
     labels: Sequence[Any], shown: int | Sequence[int], *, max_citations: int | None = None
 ) -> tuple[tuple[int, ...], int, int]:
-    """Map the labels shown this round to 0-based positions; count what is dropped.
-
-    Args:
-        labels: The values the model cited (see :func:`as_label` for what counts).
-        shown: The labels shown, in prompt order (``shown[i]`` names position ``i``),
-            or an int ``m`` for ``1..m``.
-
-    Returns:
-        ``(cited positions ascending, invalid count, duplicate count)``.
-    """
+    """``(cited positions ascending, invalid count, duplicate count)`` of the values the
+    model cited (:func:`as_label`), ``shown`` being the labels shown in prompt order
+    (``shown[i]`` names position ``i``) or an int ``m`` for ``1..m``."""
     shown_labels = range(1, shown + 1) if isinstance(shown, int) else shown
     position = {lab: i for i, lab in enumerate(shown_labels)}
     keep: list[int] = []
@@ -450,13 +429,9 @@ def parse_citations(
     optional ``"answer"``), a bare JSON list or label, decoded JSON, any of them in
     fences or prose, or a reply made only of label forms (``"Document 2 and 5"``).
 
-    Args:
-        text: The model output (text or decoded JSON).
-        shown: The labels shown, in prompt order, or an int ``m`` for ``1..m``.
-
-    Raises:
-        CitationParseError: Not JSON nor label forms, or JSON of the wrong shape; bad
-            labels are counted, never raised.
+    ``shown`` is as in :func:`validate_labels`. Raises CitationParseError for output
+    that is neither JSON nor label forms, or JSON of the wrong shape (bad labels are
+    counted, never raised).
     """
     if isinstance(text, (dict, list)):
         value: Any = text
@@ -524,13 +499,9 @@ def reading_from_citations(
     raw: Any,
     extra: dict[str, Any] | None = None,
 ) -> Reading:
-    """Validate a model output (text, or decoded JSON from structured output) into a
+    """Validate a model output (text, or decoded JSON from structured output) about
+    ``documents`` as shown under ``labels`` (shape ``(m,)`` each; None: ``1..m``) into a
     :class:`Reading` whose ``cited`` are 0-based positions.
-
-    Args:
-        value: The reply (text or decoded JSON).
-        documents: The documents as shown, shape ``(m,)``.
-        labels: The labels shown, shape ``(m,)``; None: ``1..m``.
 
     Raises:
         CitationParseError: (with ``raw`` attached) not citation JSON, a repeated key,
