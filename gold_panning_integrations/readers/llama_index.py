@@ -117,14 +117,10 @@ class LlamaIndexLLMReader(BaseReader):
         if not isinstance(llm, LLM):
             raise TypeError(f"LlamaIndexLLMReader needs a llama_index.core LLM, got {type(llm).__name__}")
         super().__init__(**options)
-        structured = self.structured
         self.llm = llm
-        if self.mode == "answer" or structured is False:
-            self._use_structured = False
-        elif structured is True:
-            self._use_structured = True
-        else:
-            self._use_structured = self._supports_structured()
+        self._use_structured = self.mode == "cite" and (
+            self.structured is True or (self.structured is not False and self._supports_structured())
+        )
         self._prompt_template = ChatPromptTemplate(
             message_templates=[
                 ChatMessage(role=MessageRole.SYSTEM, content="{gp_system_message}"),
@@ -169,16 +165,12 @@ class LlamaIndexLLMReader(BaseReader):
         return self.prompt(question, documents, labels=labels).user
 
     def _messages(self, prompt: Prompt) -> list[ChatMessage]:
-        return [
-            ChatMessage(role=MessageRole.SYSTEM, content=prompt.system),
-            ChatMessage(role=MessageRole.USER, content=prompt.user),
-        ]
+        return [ChatMessage(role=MessageRole(m["role"]), content=m["content"]) for m in prompt.as_dicts()]
 
     @staticmethod
     def _chat_reply(response: Any, usage: Usage) -> Reply:
         usage.add(*_chat_usage(response))
-        msg = getattr(response, "message", None)
-        text = getattr(msg, "content", None) if msg is not None else None
+        text = getattr(getattr(response, "message", None), "content", None)
         if text is not None and not isinstance(text, str):
             text = str(text)
         return Reply(text=text, extra={"structured": False})
