@@ -130,20 +130,11 @@ def _deadline_backend(core: Any, inner: Any) -> Any:
             return self._stream.get_extra_info(info)
 
     class Backend(core.NetworkBackend):  # type: ignore[misc,name-defined]
-        def connect_tcp(
-            self,
-            host: str,
-            port: int,
-            timeout: float | None = None,
-            local_address: str | None = None,
-            socket_options: Any = None,
-        ) -> Any:
-            return Stream(inner.connect_tcp(host, port, bounded(timeout), local_address, socket_options))
+        def connect_tcp(self, host: str, port: int, timeout: float | None = None, **options: Any) -> Any:
+            return Stream(inner.connect_tcp(host, port, bounded(timeout), **options))
 
-        def connect_unix_socket(
-            self, path: str, timeout: float | None = None, socket_options: Any = None
-        ) -> Any:
-            return Stream(inner.connect_unix_socket(path, bounded(timeout), socket_options))
+        def connect_unix_socket(self, path: str, timeout: float | None = None, **options: Any) -> Any:
+            return Stream(inner.connect_unix_socket(path, bounded(timeout), **options))
 
         def sleep(self, seconds: float) -> None:
             inner.sleep(seconds)

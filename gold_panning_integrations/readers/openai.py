@@ -371,11 +371,7 @@ class OpenAIReader(BaseReader):
 
     async def aclose(self) -> None:
         """Close the async client of the running loop (only one this reader created)."""
-        try:
-            loop = asyncio.get_running_loop()
-        except RuntimeError:  # pragma: no cover - called outside a loop
-            return
-        client = self._loop_clients.pop(loop, None)
+        client = self._loop_clients.pop(asyncio.get_running_loop(), None)
         if client is not None:
             await client.close()
 
