@@ -130,6 +130,5 @@ def as_reader(obj: Any, **kwargs: Any) -> Any:
     raise TypeError(
         f"cannot use a {type(obj).__module__}.{type(obj).__qualname__} as a reader: pass an object with "
         "read(question, documents, *, labels) / aread(...), a LangChain chat model (or a Runnable wrapping one), "
-        "a LlamaIndex LLM, "
-        "or the string 'local'"
+        "a LlamaIndex LLM, or the string 'local'"
     )

@@ -81,7 +81,7 @@ def _refused(chain: list[BaseException]) -> bool:
     for e in chain:
         if isinstance(e, ConnectionRefusedError) or getattr(e, "errno", None) == errno.ECONNREFUSED:
             return True
-        if "connection refused" in str(e).lower() or "[errno 111]" in str(e).lower():
+        if any(w in str(e).lower() for w in ("connection refused", "[errno 111]")):
             return True
     return False
 

@@ -165,7 +165,6 @@ class _Run:
         raw = getattr(err, "raw", None)
         if raw is not None:
             new.raw = raw  # type: ignore[attr-defined]
-        new.__cause__ = err
         return new
 
     def finish(self, reading: Reading) -> Reading:
@@ -182,14 +181,11 @@ class _Run:
     def failed(self, err: ReaderError) -> Reading:
         retryable = is_retryable(err)
         n = max(self.count, self.usage.calls)
-        if retryable:
-            error = f"{self.what}: gave up after {n} attempt{'s' if n != 1 else ''}: {err}"
-        else:
-            error = f"{self.what}: {err}"
+        gave_up = f"gave up after {n} attempt{'s' if n != 1 else ''}: " if retryable else ""
         return Reading(
             cited=(),
             failed=True,
-            error=error,
+            error=f"{self.what}: {gave_up}{err}",
             raw=getattr(err, "raw", None),
             attempts=n,
             prompt_tokens=self.usage.prompt_tokens,
