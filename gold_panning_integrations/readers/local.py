@@ -222,14 +222,12 @@ class LocalReader(BaseReader):
         super().__init__(**options)
         if n_ctx is not None and n_ctx < 64:
             raise ValueError(f"n_ctx must be >= 64 or None, got {n_ctx!r}")
-        self.model_path = Path(model_path) if model_path is not None else None
         self._default_model = model_path is None
-        if self.model_path is not None and not self.model_path.is_file():
-            raise FileNotFoundError(f"GGUF model file not found: {str(self.model_path)!r}")
+        if model_path is not None and not Path(model_path).is_file():
+            raise FileNotFoundError(f"GGUF model file not found: {str(Path(model_path))!r}")
         if not _llama_installed():
             raise MissingExtraError("llama-cpp-python", "local", "The embedded local model")
-        if self.model_path is None:
-            self.model_path = default_model_path()
+        self.model_path = default_model_path() if model_path is None else Path(model_path)
         self.fixed_ctx = n_ctx
         self.n_threads = n_threads
         self.max_tokens = int(max_tokens if max_tokens is not None else (32 if self.mode == "answer" else 64))
@@ -250,11 +248,7 @@ class LocalReader(BaseReader):
 
     @functools.cached_property
     def _name_from_file(self) -> str:
-        fallback = (
-            DEFAULT_MODEL_NAME
-            if self._default_model or self.model_path is None
-            else self.model_path.name.removesuffix(".gguf")
-        )
+        fallback = DEFAULT_MODEL_NAME if self._default_model else self.model_path.name.removesuffix(".gguf")
         try:
             meta = gguf_metadata(str(self.model_path))
         except ReaderError as err:
@@ -263,11 +257,10 @@ class LocalReader(BaseReader):
         return model_name_from_metadata(meta) or fallback
 
     def _cache_identity(self) -> dict[str, Any]:
-        path = self.model_path
-        size = path.stat().st_size if path is not None and path.is_file() else None
+        size = self.model_path.stat().st_size if self.model_path.is_file() else None
         return {
             **super()._cache_identity(),
-            "model_file": [path.name if path is not None else None, size],
+            "model_file": [self.model_path.name, size],
             "temperature": self.temperature,
             "max_tokens": self.max_tokens,
             "seed": self.seed,
