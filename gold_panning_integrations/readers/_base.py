@@ -127,15 +127,9 @@ class Prompt:
 
 @dataclass
 class Reply:
-    """What one model call gave back, before validation.
-
-    Attributes:
-        text: The reply text (None when the model returned none).
-        value: Decoded structured output (a dict or list) when the call was structured;
-            validated instead of ``text``.
-        finish_reason: Why generation stopped (``"length"`` adds a hint to parse errors).
-        extra: Diagnostics recorded in ``Reading.extra`` (model, response format, ...).
-    """
+    """What one model call gave back, before validation: its ``text``, or the decoded
+    structured ``value`` (validated instead), the ``finish_reason`` (``"length"`` adds a
+    hint to parse errors) and ``extra`` diagnostics for ``Reading.extra``."""
 
     text: str | None = None
     value: Any = None

@@ -106,16 +106,10 @@ def fit_documents(
 ) -> Fitted:
     """Cut ``documents`` evenly so that together they take at most ``budget`` tokens.
 
-    Args:
-        documents: Texts in prompt order, shape ``(m,)``.
-        budget: Tokens the documents may take together.
-        tokenizer: The model's tokenizer; None: :class:`CharTokenizer`'s estimate.
-        marker: Appended to a cut document (its tokens count toward its share).
-        context: The model's context (tokens), named in the error message when given.
-
-    Raises:
-        DocumentsDoNotFitError: a share would leave a cut document fewer than
-            :data:`MIN_TOKENS_PER_DOCUMENT` tokens of its own text.
+    ``documents`` are texts in prompt order, shape ``(m,)``; ``tokenizer`` None means
+    :class:`CharTokenizer`'s estimate; ``marker`` ends a cut document (its tokens count
+    toward the share); ``context`` (tokens) is named in the error, DocumentsDoNotFitError,
+    raised when a cut document would keep fewer than :data:`MIN_TOKENS_PER_DOCUMENT`.
     """
     tok = tokenizer if tokenizer is not None else CharTokenizer()
     texts = [" ".join(str(d).split()) for d in documents]

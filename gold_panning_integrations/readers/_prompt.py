@@ -283,16 +283,10 @@ def render_prompt(
 # --------------------------------------------------------------------------- parsing
 @dataclass(frozen=True)
 class ParsedCitations:
-    """Validated citations of one model output.
-
-    Attributes:
-        cited: 0-based positions of valid, unique labels, ascending.
-        invalid: Labels dropped: not shown this round, not a label form, or over the maximum.
-        duplicates: Labels dropped because they repeated an earlier valid label.
-        answer: A free-text ``answer`` field, when the model gave one.
-        unknown: Distinct numbers >= 1 in a label form that were not shown (part of
-            ``invalid``).
-    """
+    """Validated citations of one model output: ``cited`` positions (0-based, ascending),
+    labels dropped as ``invalid`` (not shown, not a label form, over the maximum) or
+    ``duplicates``, a free-text ``answer`` when given, and how many distinct numbers >= 1
+    that were not shown are among the invalid (``unknown``)."""
 
     cited: tuple[int, ...]
     invalid: int = 0

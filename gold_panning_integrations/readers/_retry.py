@@ -216,18 +216,10 @@ def with_retries(
     """Run ``attempt`` until it returns, retrying transient errors and malformed output;
     a coroutine function ``attempt`` gives an awaitable, a plain one the reading.
 
-    Args:
-        attempt: One model call plus parsing, ``(usage) -> Reading``: it adds calls and
-            tokens to ``usage`` and raises on failure (classified by :func:`classify_error`).
-        policy: Attempts, wait and sleep.
-        what: The reader, named in messages and logs.
-
-    Returns:
-        The reading with ``attempts`` and summed tokens filled in, or a failed reading.
-
-    Raises:
-        FatalReaderError: A permanent failure (message prefixed with ``what``).
-        MissingExtraError: An optional package is missing.
+    ``attempt`` is one model call plus parsing, ``(usage) -> Reading``, adding calls and
+    tokens to ``usage`` and raising on failure; ``what`` names the reader in messages. The
+    result has ``attempts`` and the summed tokens filled in, or is a failed reading; a
+    FatalReaderError (prefixed with ``what``) or MissingExtraError is raised.
     """
     run = _Run(policy, what)
     if inspect.iscoroutinefunction(attempt):

@@ -160,13 +160,9 @@ class AnswerAttribution:
     def attribute(
         self, answer: str, documents: Sequence[str], *, question: str | None = None
     ) -> tuple[tuple[int, ...], str]:
-        """Positions (0-based, ascending) of the documents supporting ``answer``.
-
-        Returns:
-            ``(positions, how)`` where ``how`` is ``"answer"`` (the whole answer
-            matched), ``"residual"`` (the answer minus the question's words matched),
-            ``"generic"``, ``"echo"`` or ``"none"``.
-        """
+        """``(positions, how)``: the documents supporting ``answer`` (0-based, ascending)
+        and ``"answer"`` (the whole answer matched), ``"residual"`` (its key span did),
+        ``"generic"``, ``"echo"`` or ``"none"``."""
         if self.is_generic(answer):
             return (), "generic"
         if question and self.require_new_words:
