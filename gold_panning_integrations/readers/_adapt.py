@@ -9,6 +9,7 @@ under ``1..m``), and such a callable prompt template a :class:`NumberedTemplate`
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import inspect
 import logging
@@ -30,10 +31,8 @@ def takes_keyword(fn: Any, name: str) -> bool:
     """Whether ``fn`` accepts the keyword ``name`` (or ``**kwargs``; not when its
     signature cannot be read); cached per function."""
     key = (getattr(fn, "__func__", fn), name)
-    try:
+    with contextlib.suppress(KeyError, TypeError):
         return _TAKES[key]
-    except (KeyError, TypeError):
-        pass
     try:
         params = inspect.signature(fn).parameters.values()
         ok = any(
@@ -43,10 +42,8 @@ def takes_keyword(fn: Any, name: str) -> bool:
         )
     except (TypeError, ValueError):
         ok = False
-    try:
+    with contextlib.suppress(TypeError):  # an unhashable callable: not cached
         _TAKES[key] = ok
-    except TypeError:  # an unhashable callable: not cached
-        pass
     return ok
 
 

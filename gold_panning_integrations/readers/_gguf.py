@@ -80,8 +80,7 @@ def read_gguf_metadata(
     where = repr(str(path))
     out: dict[str, str] = {}
     with open(path, "rb") as fh:
-        size = os.fstat(fh.fileno()).st_size
-        h = _Header(fh, size, where)
+        h = _Header(fh, os.fstat(fh.fileno()).st_size, where)
         if fh.read(4) != b"GGUF":
             raise GGUFError(f"{where} is not a GGUF model file (it does not start with 'GGUF')")
         version = h.num("I")

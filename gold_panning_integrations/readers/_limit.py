@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import itertools
 import math
 import threading
 import time
@@ -221,15 +222,12 @@ class RateLimit:
             wait = sent[len(sent) - rpm].at + self.period - now
         tpm = self.tokens_per_minute
         if tpm is not None and sent:
+            # the first request whose leaving frees enough tokens for this one
             excess = sum(e.tokens for e in sent) + tokens - tpm
-            freed = 0
-            for e in sent:
-                if excess <= 0:
-                    break
-                freed += e.tokens
-                if freed >= excess:
-                    wait = max(wait, e.at + self.period - now)
-                    break
+            freed = itertools.accumulate(e.tokens for e in sent)
+            leaving = next((e for e, f in zip(sent, freed) if f >= excess), None) if excess > 0 else None
+            if leaving is not None:
+                wait = max(wait, leaving.at + self.period - now)
         if wait > 0:
             return wait, None
         entry = _Sent(now, max(int(tokens), 0))
