@@ -363,7 +363,7 @@ class BaseReader:
                 attribution=self.attribution,
                 extra=extra,
             )
-            return replace(r, raw=truncate(reply.text), documents_cut=prompt.documents_cut)
+            return replace(r, documents_cut=prompt.documents_cut)
         value: Any = reply.value if reply.value is not None else reply.text
         if value is None or (isinstance(value, str) and not value.strip()):
             hint = f" (finish_reason={reply.finish_reason!r})" if reply.finish_reason else ""

@@ -12,6 +12,7 @@ failed reading; 401/403/404, a closed port, a redirect elsewhere or a redirect l
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import email.utils
 import errno
 import json
@@ -44,11 +45,9 @@ def parse_retry_after(headers: Any) -> float | None:
     if headers is None or not hasattr(headers, "get"):
         return None
     ms = headers.get("retry-after-ms")
-    try:
+    with contextlib.suppress(TypeError, ValueError):
         if ms is not None and math.isfinite(float(ms)):
             return max(0.0, float(ms) / 1000.0)
-    except (TypeError, ValueError):
-        pass
     value = headers.get("retry-after")
     if value is None:
         return None

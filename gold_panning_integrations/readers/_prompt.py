@@ -11,6 +11,7 @@ forms read and what each bad reply becomes.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import numbers
@@ -156,10 +157,8 @@ def truncate(text: Any, limit: int = MAX_RAW_CHARS) -> str | None:
 
 def attach_raw(err: BaseException, raw: Any) -> BaseException:
     """Remember the raw model output on an exception, for the failed reading."""
-    try:
+    with contextlib.suppress(AttributeError):  # exceptions with __slots__
         err.raw = truncate(raw)  # type: ignore[attr-defined]
-    except AttributeError:  # pragma: no cover - exceptions with __slots__
-        pass
     return err
 
 
@@ -351,10 +350,8 @@ def extract_json(text: str) -> Any:
         raise CitationParseError("the model returned empty text")
     candidates = [s] + [m.group(1).strip() for m in _FENCE.finditer(s)]
     for c in candidates:
-        try:
+        with contextlib.suppress(json.JSONDecodeError, RecursionError):
             return loads_strict(c)
-        except (json.JSONDecodeError, RecursionError):
-            pass
     # JSON inside prose: only objects count (a bare "[2]" is more often a quoted label),
     # and the last with a "cited" key wins (a model quotes a document's JSON before its
     # own answer). The scan is bounded: MAX_SCAN_CHARS characters, 64 objects.

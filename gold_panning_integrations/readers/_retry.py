@@ -169,13 +169,10 @@ class _Run:
 
     def finish(self, reading: Reading) -> Reading:
         u = self.usage
+        prompt = reading.prompt_tokens if u.prompt_tokens is None else u.prompt_tokens
+        completion = reading.completion_tokens if u.completion_tokens is None else u.completion_tokens
         return replace(
-            reading,
-            attempts=max(self.count, u.calls),
-            prompt_tokens=reading.prompt_tokens if u.prompt_tokens is None else u.prompt_tokens,
-            completion_tokens=reading.completion_tokens
-            if u.completion_tokens is None
-            else u.completion_tokens,
+            reading, attempts=max(self.count, u.calls), prompt_tokens=prompt, completion_tokens=completion
         )
 
     def failed(self, err: ReaderError) -> Reading:
