@@ -46,12 +46,9 @@ class Tokenizer(Protocol):
 
     def count(self, text: str) -> int:
         """Tokens of ``text`` (no begin-of-sequence token)."""
-        ...
 
     def head(self, text: str, tokens: int) -> str:
-        """The text of the first ``tokens`` tokens of ``text`` (a character cut in two
-        is dropped)."""
-        ...
+        """The text of the first ``tokens`` tokens of ``text`` (a character cut in two is dropped)."""
 
 
 class CharTokenizer:

@@ -21,6 +21,7 @@ import logging
 import sys
 import time
 from collections.abc import Iterator
+from dataclasses import dataclass
 from typing import Any
 
 from ._errors import RedirectRefused
@@ -33,13 +34,13 @@ MAX_REDIRECTS = 3
 """Same-origin redirects followed per request; one more is a redirect-loop error."""
 
 
+@dataclass
 class _Deadline:
     """A request's time budget; the clock starts at its first socket operation, so the
     client's own preparation (imports, request building) does not eat the budget."""
 
-    def __init__(self, seconds: float) -> None:
-        self.seconds = seconds
-        self.end: float | None = None
+    seconds: float
+    end: float | None = None
 
     def left(self) -> float:
         now = time.monotonic()

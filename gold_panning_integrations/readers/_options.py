@@ -34,8 +34,7 @@ __all__ = [
 ]
 
 READER_KINDS: tuple[str, ...] = ("openai", "langchain", "llama_index", "local")
-"""The readers built from the declarations: ``OpenAIReader``, ``ChatModelReader``,
-``LlamaIndexLLMReader`` and ``LocalReader`` (their ``kind``)."""
+"""The ``kind`` of each reader built from the declarations (OpenAI, LangChain, LlamaIndex, local)."""
 
 NETWORK: tuple[str, ...] = ("openai", "langchain", "llama_index")
 """Readers whose model sits behind a connection (limits on calls, requests and tokens)."""
@@ -123,9 +122,7 @@ def remove_reader_option(name: str) -> None:
 def options_for(kind: str | None) -> list[ReaderOption]:
     """The options a reader of ``kind`` takes as keywords (None: a plain ``BaseReader``
     subclass, which takes every base option)."""
-    if kind is None:
-        return [o for o in READER_OPTIONS.values() if o.base]
-    return [o for o in READER_OPTIONS.values() if kind in o.readers]
+    return [o for o in READER_OPTIONS.values() if (o.base if kind is None else kind in o.readers)]
 
 
 def resolve_options(cls: type, kind: str | None, given: Mapping[str, Any]) -> dict[str, Any]:

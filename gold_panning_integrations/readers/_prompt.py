@@ -87,10 +87,9 @@ label outside the documents' own markers: a small model copies a listed set of l
 into its reply (docs/security.md)."""
 
 PromptTemplate = str | Callable[..., str]
-"""A format string with ``{question}``, ``{documents}``, ``{n}``, ``{labels}``, or a
-callable ``(question, documents, *, labels) -> str`` that renders the whole user
-message. A callable without a ``labels`` parameter numbers the documents itself; its
-replies are then read under labels ``1..m``."""
+"""A format string (placeholders as :data:`DEFAULT_TEMPLATE`'s), or a callable ``(question,
+documents, *, labels) -> str`` rendering the whole user message (without ``labels``, it
+numbers the documents itself and replies are read under ``1..m``)."""
 
 MAX_RAW_CHARS = 4000
 """Raw model output kept in a :class:`Reading` (characters); longer output is cut."""

@@ -46,9 +46,7 @@ def _usage_of(message: Any) -> tuple[int | None, int | None]:
         return meta.get("input_tokens"), meta.get("output_tokens")
     rm = getattr(message, "response_metadata", None) or {}
     tu = rm.get("token_usage") or rm.get("usage") if isinstance(rm, dict) else None
-    if isinstance(tu, dict):
-        return token_counts(tu)
-    return None, None
+    return token_counts(tu) if isinstance(tu, dict) else (None, None)
 
 
 def raw_tool_arguments(message: Any, call: dict[str, Any]) -> str | None:

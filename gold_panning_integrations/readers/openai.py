@@ -54,9 +54,8 @@ def _is_format_rejection(err: BaseException) -> bool:
 
 
 _ENDPOINT_LEVELS: dict[tuple[str, str], int] = {}
-"""The weakest response format an endpoint needed so far, per ``(base URL, model)``, as
-an index into :data:`RESPONSE_FORMATS`: every ``"auto"`` reader of this process on that
-endpoint starts there instead of probing again."""
+"""Per ``(base URL, model)``, the weakest response format the endpoint needed so far
+(an index into :data:`RESPONSE_FORMATS`), where every ``"auto"`` reader on it starts."""
 _ENDPOINT_LOCK = threading.Lock()
 
 
