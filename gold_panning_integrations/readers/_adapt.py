@@ -72,16 +72,10 @@ class AdaptedReader:
 
     @staticmethod
     def _make(method: str, fn: Callable[..., Any], takes: bool) -> Callable[..., Any]:
-        if method == "read":
-
-            def read(
-                question: str, documents: Sequence[Any], *, labels: Sequence[int], **options: Any
-            ) -> Any:
-                if takes:
-                    return fn(question, documents, labels=labels, **options)
-                return _numbered(fn(question, documents, **options), len(documents))
-
-            return read
+        def read(question: str, documents: Sequence[Any], *, labels: Sequence[int], **options: Any) -> Any:
+            if takes:
+                return fn(question, documents, labels=labels, **options)
+            return _numbered(fn(question, documents, **options), len(documents))
 
         async def aread(
             question: str, documents: Sequence[Any], *, labels: Sequence[int], **options: Any
@@ -90,7 +84,7 @@ class AdaptedReader:
                 return await fn(question, documents, labels=labels, **options)
             return _numbered(await fn(question, documents, **options), len(documents))
 
-        return aread
+        return read if method == "read" else aread
 
     def __getattr__(self, name: str) -> Any:
         if name == "reader":  # not set yet (during unpickling): no recursion

@@ -97,7 +97,7 @@ def content_text(content: Any) -> str | None:
         p.get("text") if isinstance(p, dict) and p.get("type") in (None, "text") else getattr(p, "text", p)
         for p in content
     ]
-    return "".join(t for t in parts if isinstance(t, str))
+    return "".join(text for text in parts if isinstance(text, str))
 
 
 def no_documents_reading() -> Reading:
@@ -290,9 +290,8 @@ class BaseReader:
         context = self._context_limit()
         if context is None:
             return docs, 0
-        tokenizer = self._tokenizer()
-        counter = tokenizer if tokenizer is not None else CharTokenizer()
-        fixed = sum(counter.count(m) for m in self._render(question, ("",) * len(docs), labels))
+        tokenizer = self._tokenizer() or CharTokenizer()
+        fixed = sum(tokenizer.count(m) for m in self._render(question, ("",) * len(docs), labels))
         # One token per document of slack: a cut re-tokenised in the prompt may shift.
         budget = context - fixed - MESSAGE_OVERHEAD_TOKENS * 2 - self.reply_tokens - len(docs)
         fitted = fit_documents(docs, budget, tokenizer=tokenizer, context=context)

@@ -125,6 +125,7 @@ def fit_documents(
             "template, or use a model with a longer context (context_tokens=...)"
         )
     out = tuple(
-        text if n <= share else tok.head(text, keep).rstrip() + marker for text, n in zip(texts, lengths)
+        text if length <= share else tok.head(text, keep).rstrip() + marker
+        for text, length in zip(texts, lengths)
     )
-    return Fitted(out, sum(n > share for n in lengths), share)
+    return Fitted(out, sum(length > share for length in lengths), share)

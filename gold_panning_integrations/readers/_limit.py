@@ -225,7 +225,9 @@ class RateLimit:
             # the first request whose leaving frees enough tokens for this one
             excess = sum(e.tokens for e in sent) + tokens - tpm
             freed = itertools.accumulate(e.tokens for e in sent)
-            leaving = next((e for e, f in zip(sent, freed) if f >= excess), None) if excess > 0 else None
+            leaving = (
+                next((e for e, total in zip(sent, freed) if total >= excess), None) if excess > 0 else None
+            )
             if leaving is not None:
                 wait = max(wait, leaving.at + self.period - now)
         if wait > 0:

@@ -160,11 +160,8 @@ class ChatModelReader(BaseReader):
     @property
     def model_name(self) -> str:
         """The chat model's ``model_name``/``model`` attribute, else its class name."""
-        for attr in ("model_name", "model"):
-            value = getattr(self._inner, attr, None)
-            if isinstance(value, str) and value:
-                return value
-        return type(self._inner).__name__
+        names = (getattr(self._inner, attr, None) for attr in ("model_name", "model"))
+        return next((name for name in names if isinstance(name, str) and name), type(self._inner).__name__)
 
     @property
     def base_url(self) -> str | None:
