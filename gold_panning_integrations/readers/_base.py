@@ -147,16 +147,14 @@ class BaseReader:
     """
 
     recommended_profile: ClassVar[Any] = None
-    """The detector profile measured for this reader's model (a bundled name, a path or
-    a ``DetectorProfile``), used when the user names none; None: no such profile."""
+    """The detector profile measured for this reader's model (a bundled name, a path or a
+    ``DetectorProfile``), used when the user names none."""
 
     kind: ClassVar[str | None] = None
-    """Which declared reader this is (:data:`._options.READER_KINDS`); None (a plain
-    subclass): it takes every base option."""
+    """The declared reader kind (:data:`._options.READER_KINDS`); None: every base option."""
 
     option_defaults: ClassVar[Mapping[str, Any]] = {}
-    """Defaults this reader uses instead of the declared ones (also for base options it
-    does not take)."""
+    """Defaults used instead of the declared ones (also for base options it does not take)."""
 
     option_notes: ClassVar[Mapping[str, str]] = {}
     """A sentence per option added to its declared doc in this reader's docstring."""
@@ -285,9 +283,7 @@ class BaseReader:
     ) -> tuple[tuple[str, ...], int]:
         """``docs`` cut evenly to fit :meth:`_context_limit` (:mod:`._fit`), and how many
         were cut (none with no context known or a callable template)."""
-        if not docs or callable(self.template):
-            return docs, 0
-        context = self._context_limit()
+        context = None if not docs or callable(self.template) else self._context_limit()
         if context is None:
             return docs, 0
         tokenizer = self._tokenizer() or CharTokenizer()

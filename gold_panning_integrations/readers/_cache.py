@@ -105,8 +105,7 @@ class ReplyCache:
             return None
 
     def put(self, key: str, reply: dict[str, Any]) -> bool:
-        """Store ``reply`` (a JSON-ready object) under ``key``; False when it cannot be
-        written as JSON (nothing is stored then)."""
+        """Store ``reply`` (JSON-ready) under ``key``; False, storing nothing, when it is not."""
         try:
             text = json.dumps(reply, ensure_ascii=False)
         except (TypeError, ValueError):

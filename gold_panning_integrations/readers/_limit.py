@@ -44,15 +44,14 @@ class _Waiter:
     gone: bool = False
 
     def wait(self) -> Any:
-        """Block until granted (a thread's waiter), or the future to await (a task's)."""
+        """Block until granted (a thread), or the future to await (a task)."""
         if self.future is not None:
             return self.future
         assert self.event is not None
         return self.event.wait()
 
     def grant(self) -> bool:
-        """Hand this waiter a slot (called with the limit's lock held); False when it
-        can no longer take one (cancelled, or its event loop is closed)."""
+        """Hand this waiter a slot (lock held); False when it cannot take one (cancelled, loop closed)."""
         if self.gone:
             return False
         if self.event is not None:
@@ -81,8 +80,7 @@ class CallLimit:
 
     def __init__(self, limit: int | None) -> None:
         self.limit = check_max_concurrency(limit)
-        self.in_flight = 0
-        self.peak = 0
+        self.in_flight = self.peak = 0
         self._lock = threading.Lock()
         self._waiters: deque[_Waiter] = deque()
 
@@ -196,9 +194,7 @@ class RateLimit:
         if isinstance(period, bool) or not isinstance(period, (int, float)) or not 0 < period < math.inf:
             raise ValueError(f"period must be a number of seconds > 0, got {period!r}")
         self.period = float(period)
-        self.clock = clock
-        self.sleep = sleep
-        self.asleep = asleep
+        self.clock, self.sleep, self.asleep = clock, sleep, asleep
         self.waited = 0.0
         """Seconds callers spent waiting for this limit, summed (threads and tasks)."""
         self._lock = threading.Lock()

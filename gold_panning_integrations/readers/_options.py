@@ -143,9 +143,8 @@ def resolve_options(cls: type, kind: str | None, given: Mapping[str, Any]) -> di
 
 # ----------------------------------------------------------------------------- derived
 def declared_options(cls: type) -> type:
-    """Class decorator: the reader's signature and docstring name the options of its
-    ``kind`` (its ``__init__`` takes them as ``**options``); kept in step with later
-    declarations."""
+    """Class decorator: the reader's signature and docstring name the options of its ``kind``
+    (its ``__init__`` takes them as ``**options``), kept in step with later declarations."""
     _DECLARED.append(cls)
     _derive(cls)
     return cls

@@ -126,8 +126,7 @@ def clean_answer(text: str | None) -> str:
     if not text:
         return ""
     line = next((ln.strip() for ln in str(text).splitlines() if ln.strip()), "")
-    line = _PREFIX.sub("", line).strip()
-    line = line.strip("\"'`*").strip()
+    line = _PREFIX.sub("", line).strip().strip("\"'`*").strip()
     return line.rstrip(".").strip()
 
 

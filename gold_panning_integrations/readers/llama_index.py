@@ -154,9 +154,8 @@ class LlamaIndexLLMReader(BaseReader):
 
     def _repr_fields(self) -> str:
         url = getattr(self.llm, "api_base", None) or getattr(self.llm, "base_url", None)
-        return f", llm={type(self.llm).__name__}" + (
-            f", base_url={url!r}" if isinstance(url, str) and url else ""
-        )
+        shown = f", base_url={url!r}" if isinstance(url, str) and url else ""
+        return f", llm={type(self.llm).__name__}{shown}"
 
     # ------------------------------------------------------------------ conversion
     def user_message(self, question: str, documents: Any, *, labels: Any = None) -> str:

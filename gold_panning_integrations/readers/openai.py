@@ -123,10 +123,8 @@ class OpenAIReader(BaseReader):
         self.max_tokens = int(max_tokens)
         self.extra_body = dict(extra_body) if extra_body else None
         self._level = 0 if self.response_format == "auto" else RESPONSE_FORMATS.index(self.response_format)
-        if client is None and async_client is None or api_key is not None:
-            self._api_key: str | None = self._resolve_key(api_key, base_url)
-        else:
-            self._api_key = None
+        needs_key = (client is None and async_client is None) or api_key is not None
+        self._api_key: str | None = self._resolve_key(api_key, base_url) if needs_key else None
         self._owns_client = client is None
         self._client = self._without_retries(client)
         self._async_client = self._without_retries(async_client)

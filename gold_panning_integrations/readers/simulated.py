@@ -1,6 +1,4 @@
-"""``--reader simulated``: :class:`LexicalSimulatedReader`, the engine's
-:class:`~gold_panning_integrations.engine.simulate.SimulatedReader` taking the documents that
-share most words with the question as the relevant ones (no model behind it). The lab's
+"""``--reader simulated``: :class:`LexicalSimulatedReader`, no model behind it. The lab's
 scripted readers are in the repository's ``benchmarks/_readers.py``."""
 
 from __future__ import annotations
