@@ -6,17 +6,10 @@
   (``.bind()``, ``.with_retry()``, ``.with_fallbacks()``, ``.configurable_fields()``).
 * :class:`LlamaIndexLLMReader` — any LlamaIndex ``LLM``.
 * :class:`LocalReader` — the embedded local model (llama-cpp-python, extra ``local``).
-* :class:`SimulatedReader` — follows a detector profile exactly (tests, ablations);
-  :mod:`.simulated` holds the package's other simulated and scripted readers.
+* :class:`SimulatedReader` — follows a detector profile exactly (tests, ablations).
 
-:class:`ReplyCache` (a reader's ``cache=``) and :class:`RateLimit` (its
-``requests_per_minute=``/``tokens_per_minute=``) are shared by every query through a
-reader; pass one ``ReplyCache`` to several readers to share it too.
-
-:func:`as_reader` turns whatever the user passed (a reader, a chat model, an LLM,
-``"local"``) into a reader of the declared :class:`Reader` protocol, once, at the edge.
-Framework modules are imported only when needed, so importing this package does not
-import LangChain or LlamaIndex.
+:func:`as_reader` turns whatever the user passed into a reader of the :class:`Reader`
+protocol, once, at the edge. Importing this package imports no framework.
 """
 
 from __future__ import annotations
@@ -95,8 +88,8 @@ def __getattr__(name: str) -> Any:
 
 
 def _is_instance_of(obj: Any, module: str, cls: str) -> bool:
-    """``isinstance(obj, module.cls)`` without importing ``module`` when it is not
-    loaded yet (an object of that class cannot exist before its module is imported)."""
+    """``isinstance(obj, module.cls)``, False while ``module`` is not loaded (no object of
+    that class can exist yet)."""
     mod = sys.modules.get(module)
     if mod is None:
         return False
@@ -105,25 +98,14 @@ def _is_instance_of(obj: Any, module: str, cls: str) -> bool:
 
 
 def as_reader(obj: Any, **kwargs: Any) -> Any:
-    """The reader for ``obj``.
-
-    Args:
-        obj: One of
-            * an object with ``read`` and/or ``aread`` (a reader): returned as is when
-              they take ``labels`` (the :class:`Reader` protocol), else adapted once
-              (:class:`~._adapt.AdaptedReader`: called without labels, its documents
-              shown as ``1..m``; one warning per class);
-            * a LangChain chat model, or a Runnable wrapping one (``.bind()``,
-              ``.with_retry()``, ``.with_fallbacks()``, ``.configurable_fields()``):
-              wrapped in :class:`ChatModelReader`;
-            * a LlamaIndex ``LLM``: wrapped in :class:`LlamaIndexLLMReader`;
-            * the string ``"local"``: :class:`LocalReader` (embedded model).
-        **kwargs: Options for the wrapping reader (``max_attempts``, ``mode``, ...).
-            Not allowed when ``obj`` is already a reader.
+    """The reader for ``obj``: a reader (an object with ``read`` and/or ``aread``) as is,
+    or adapted once when they take no ``labels`` (:class:`~._adapt.AdaptedReader`); a
+    LangChain chat model or a Runnable wrapping one in a :class:`ChatModelReader`; a
+    LlamaIndex ``LLM`` in a :class:`LlamaIndexLLMReader`; ``"local"``: a
+    :class:`LocalReader`. ``kwargs`` are the wrapping reader's options.
 
     Raises:
-        TypeError: ``obj`` is none of these (the message names its type), or options
-            were given for a ready reader.
+        TypeError: ``obj`` is none of these, or options were given for a ready reader.
     """
     if isinstance(obj, str):
         if obj == "local":
@@ -148,6 +130,5 @@ def as_reader(obj: Any, **kwargs: Any) -> Any:
     raise TypeError(
         f"cannot use a {type(obj).__module__}.{type(obj).__qualname__} as a reader: pass an object with "
         "read(question, documents, *, labels) / aread(...), a LangChain chat model (or a Runnable wrapping one), "
-        "a LlamaIndex LLM, "
-        "or the string 'local'"
+        "a LlamaIndex LLM, or the string 'local'"
     )

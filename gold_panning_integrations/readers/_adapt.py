@@ -1,23 +1,15 @@
 """The one edge adapter: a user's reader or prompt template, fitted to the declared protocol once.
 
 The engine calls every reader as the :class:`~gold_panning_integrations.engine.reading.Reader`
-protocol declares (``read(question, documents, *, labels)``) and never looks at a
-signature. What a user hands in is adapted here, once, when it enters (by
-:func:`~gold_panning_integrations.readers.as_reader`, hence by ``GoldPanner`` and the
-framework adapters, and by :class:`~._base.BaseReader` for a callable template): this
-module is the only place in the package that inspects a signature.
-
-* A reader whose ``read``/``aread`` takes no ``labels`` is wrapped in
-  :class:`AdaptedReader`, with one warning per class and method: it is called without
-  the panner's labels, so it shows its documents as ``1..m``, and each of its readings
-  says so (``Reading.labels``), so the trace records what was shown.
-* A callable prompt template that takes no ``labels`` is wrapped in
-  :class:`NumberedTemplate` (it numbers documents ``1..m`` itself, and citations are
-  read against those numbers).
+protocol declares and never looks at a signature; this module is the only place that
+does. A reader whose ``read``/``aread`` takes no ``labels`` becomes an
+:class:`AdaptedReader` (one warning per class and method; its readings say they were shown
+under ``1..m``), and such a callable prompt template a :class:`NumberedTemplate`.
 """
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import inspect
 import logging
@@ -30,22 +22,17 @@ __all__ = ["AdaptedReader", "NumberedTemplate", "adapt_reader", "adapt_template"
 
 logger = logging.getLogger(__name__)
 
-_WARNED: set[tuple[type, str]] = set()
-"""Reader classes already warned about taking no ``labels`` (one warning per class and method)."""
+_WARNED: set[tuple[type, str]] = set()  # (reader class, method) already warned about
 
 _TAKES: dict[tuple[Any, str], bool] = {}
 
 
 def takes_keyword(fn: Any, name: str) -> bool:
-    """Whether ``fn`` accepts the keyword ``name`` (or ``**kwargs``); cached per function.
-
-    A callable whose signature cannot be read (some builtins) counts as not taking it.
-    """
+    """Whether ``fn`` accepts the keyword ``name`` (or ``**kwargs``; not when its
+    signature cannot be read); cached per function."""
     key = (getattr(fn, "__func__", fn), name)
-    try:
+    with contextlib.suppress(KeyError, TypeError):
         return _TAKES[key]
-    except (KeyError, TypeError):
-        pass
     try:
         params = inspect.signature(fn).parameters.values()
         ok = any(
@@ -55,10 +42,8 @@ def takes_keyword(fn: Any, name: str) -> bool:
         )
     except (TypeError, ValueError):
         ok = False
-    try:
+    with contextlib.suppress(TypeError):  # an unhashable callable: not cached
         _TAKES[key] = ok
-    except TypeError:  # an unhashable callable: not cached
-        pass
     return ok
 
 
@@ -71,11 +56,9 @@ def _numbered(reading: Any, m: int) -> Any:
 
 class AdaptedReader:
     """A user's reader whose ``read`` and/or ``aread`` takes no ``labels``, fitted to the
-    reader protocol: ``labels`` are passed on where the method takes them and dropped
-    where it does not (that method's readings then report labels ``1..m``); any other
-    keyword (``config=`` for a LangChain-aware reader) is passed on. Every other attribute
-    is the wrapped reader's; it has ``read``/``aread`` only where the wrapped reader does.
-    """
+    reader protocol: ``labels`` are dropped where a method does not take them (its readings
+    then report labels ``1..m``), other keywords passed on; every other attribute is the
+    wrapped reader's."""
 
     def __init__(self, reader: Any) -> None:
         self.reader = reader
@@ -89,16 +72,10 @@ class AdaptedReader:
 
     @staticmethod
     def _make(method: str, fn: Callable[..., Any], takes: bool) -> Callable[..., Any]:
-        if method == "read":
-
-            def read(
-                question: str, documents: Sequence[Any], *, labels: Sequence[int], **options: Any
-            ) -> Any:
-                if takes:
-                    return fn(question, documents, labels=labels, **options)
-                return _numbered(fn(question, documents, **options), len(documents))
-
-            return read
+        def read(question: str, documents: Sequence[Any], *, labels: Sequence[int], **options: Any) -> Any:
+            if takes:
+                return fn(question, documents, labels=labels, **options)
+            return _numbered(fn(question, documents, **options), len(documents))
 
         async def aread(
             question: str, documents: Sequence[Any], *, labels: Sequence[int], **options: Any
@@ -107,7 +84,7 @@ class AdaptedReader:
                 return await fn(question, documents, labels=labels, **options)
             return _numbered(await fn(question, documents, **options), len(documents))
 
-        return aread
+        return read if method == "read" else aread
 
     def __getattr__(self, name: str) -> Any:
         if name == "reader":  # not set yet (during unpickling): no recursion
@@ -135,11 +112,8 @@ def _warn_unlabelled(reader: Any, method: str) -> None:
 
 def adapt_reader(obj: Any) -> Any:
     """``obj`` (an object with ``read`` and/or ``aread``) as a reader of the protocol: as
-    it is when every such method takes ``labels``, else in an :class:`AdaptedReader`.
-
-    Raises:
-        TypeError: ``obj`` has neither method (the message says what is needed).
-    """
+    it is when every such method takes ``labels``, else in an :class:`AdaptedReader`
+    (TypeError when it has neither method)."""
     if isinstance(obj, AdaptedReader):
         return obj
     methods = [getattr(obj, m, None) for m in ("read", "aread")]

@@ -1,22 +1,12 @@
 """The one reader base: options, prompts and ``read``/``aread``, written once.
 
-A reader built on :class:`BaseReader` supplies only
-
-* its call: :meth:`BaseReader._call` (and :meth:`BaseReader._acall` when it has a native
-  async path; otherwise a worker thread runs the sync call), plus
-  :meth:`BaseReader._call_structured` when the model has structured output;
-* its conversion: :meth:`BaseReader._messages` (the prompt in the framework's message
-  type) and a :class:`Reply` (the model's text or decoded structured value, its
-  finish reason and tokens added to the :class:`~._errors.Usage` tally).
-
-Everything else is here: option checks; string conversion and sanitising of the
-question and documents (a lone surrogate becomes U+FFFD instead of failing every
-request); the labels the panner passes; the empty-prompt shortcut (no model call);
-retries (:func:`._retry.with_retries`); the structured-to-text fallback; turning a reply
-into a :class:`~gold_panning_integrations.engine.reading.Reading` in cite or answer
-mode (raw output cut at :data:`._prompt.MAX_RAW_CHARS`); the limits every query through
-the reader shares (calls in flight, requests and tokens per minute, :mod:`._limit`);
-the opt-in reply cache (:mod:`._cache`); and a short ``repr``.
+A reader built on :class:`BaseReader` supplies only its call (:meth:`BaseReader._call`,
+:meth:`BaseReader._acall` when it has a native async path, :meth:`BaseReader._call_structured`
+when the model has structured output) and its conversion (:meth:`BaseReader._messages`
+and a :class:`Reply`). Everything else is here: option checks, sanitising, labels,
+fitting the context, retries (:mod:`._retry`), the structured-to-text fallback, replies
+read into a :class:`~gold_panning_integrations.engine.reading.Reading` in cite or answer
+mode, the shared limits (:mod:`._limit`) and the reply cache (:mod:`._cache`).
 """
 
 from __future__ import annotations
@@ -26,7 +16,7 @@ import functools
 import logging
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any, ClassVar, Literal
 
 from .._steps import Steps, arun_steps, run_steps
@@ -68,6 +58,7 @@ __all__ = [
     "check_max_citations",
     "check_mode",
     "check_structured",
+    "content_text",
     "no_documents_reading",
     "token_counts",
 ]
@@ -75,7 +66,6 @@ __all__ = [
 logger = logging.getLogger(__name__)
 
 Mode = Literal["cite", "answer"]
-Structured = Literal["auto"] | bool
 
 
 MODE_CHECK_READINGS = 5
@@ -88,13 +78,26 @@ MESSAGE_OVERHEAD_TOKENS = 16
 
 
 def token_counts(usage: dict[str, Any]) -> tuple[Any, Any]:
-    """``(prompt, completion)`` tokens of a usage mapping, OpenAI names
-    (``prompt_tokens``/``completion_tokens``) before LangChain/Anthropic ones
-    (``input_tokens``/``output_tokens``); None where absent."""
+    """``(prompt, completion)`` tokens of a usage mapping (``prompt_tokens`` before
+    ``input_tokens``, ``completion_tokens`` before ``output_tokens``); None where absent."""
     return (
         usage.get("prompt_tokens", usage.get("input_tokens")),
         usage.get("completion_tokens", usage.get("output_tokens")),
     )
+
+
+def content_text(content: Any) -> str | None:
+    """Message content as text: a string as is, the text parts of a list joined (strings,
+    ``{"type": "text", "text": ...}`` dicts, objects with a ``text`` string), else ``str``."""
+    if content is None or isinstance(content, str):
+        return content
+    if not isinstance(content, list):
+        return str(content)
+    parts = [
+        p.get("text") if isinstance(p, dict) and p.get("type") in (None, "text") else getattr(p, "text", p)
+        for p in content
+    ]
+    return "".join(text for text in parts if isinstance(text, str))
 
 
 def no_documents_reading() -> Reading:
@@ -104,17 +107,10 @@ def no_documents_reading() -> Reading:
 
 @dataclass(frozen=True)
 class Prompt:
-    """One round's prompt, rendered once and shared by every attempt.
-
-    Attributes:
-        question: The question (sanitised).
-        documents: Texts in prompt order (strings, sanitised; as shown, when cut to
-            fit the context), shape ``(m,)``.
-        labels: The label each document is shown under, shape ``(m,)``: the panner's,
-            or ``1..m`` (also for a callable template that numbers documents itself).
-        system: The system message.
-        user: The user message.
-    """
+    """One round's prompt, rendered once and shared by every attempt: the question and
+    ``documents`` (texts in prompt order, sanitised, as shown, shape ``(m,)``), the
+    ``labels`` they are shown under (shape ``(m,)``: the panner's, or ``1..m`` for a
+    callable template that numbers documents itself), the system and user messages."""
 
     question: str
     documents: tuple[str, ...]
@@ -131,15 +127,9 @@ class Prompt:
 
 @dataclass
 class Reply:
-    """What one model call gave back, before validation.
-
-    Attributes:
-        text: The reply text (None when the model returned none).
-        value: Decoded structured output (a dict or list) when the call was structured;
-            validated instead of ``text``.
-        finish_reason: Why generation stopped (``"length"`` adds a hint to parse errors).
-        extra: Diagnostics recorded in ``Reading.extra`` (model, response format, ...).
-    """
+    """What one model call gave back, before validation: its ``text``, or the decoded
+    structured ``value`` (validated instead), the ``finish_reason`` (``"length"`` adds a
+    hint to parse errors) and ``extra`` diagnostics for ``Reading.extra``."""
 
     text: str | None = None
     value: Any = None
@@ -149,31 +139,22 @@ class Reply:
 
 @declared_options
 class BaseReader:
-    """Options and ``read``/``aread`` shared by every model reader.
-
-    Every option is declared once in :mod:`._options`; the ``Args:`` below derive from
-    those declarations.
-
-    Failures never raise from :meth:`read`/:meth:`aread` except permanent ones
-    (:class:`~gold_panning_integrations.errors.FatalReaderError`, naming the reader, its
-    model and URL) and a missing extra; every other failure gives a failed
-    :class:`Reading` whose ``error`` says what went wrong and what to do.
+    """Options and ``read``/``aread`` shared by every model reader; the ``Args:`` below
+    derive from the declarations in :mod:`._options`. Failures are failed readings
+    except permanent ones (see :meth:`read`).
 
     Args:
     """
 
     recommended_profile: ClassVar[Any] = None
-    """The detector profile measured for this reader's model (a bundled name, a path or
-    a ``DetectorProfile``), or None: :func:`~gold_panning_integrations.profiles.resolve_profile`
-    uses it when the user names none."""
+    """The detector profile measured for this reader's model (a bundled name, a path or a
+    ``DetectorProfile``), used when the user names none."""
 
     kind: ClassVar[str | None] = None
-    """Which declared reader this is (:data:`._options.READER_KINDS`): it takes the
-    options declared for that kind; None (a plain subclass): every base option."""
+    """The declared reader kind (:data:`._options.READER_KINDS`); None: every base option."""
 
     option_defaults: ClassVar[Mapping[str, Any]] = {}
-    """Defaults this reader uses instead of the declared ones (also the values of base
-    options it does not take, e.g. the local reader's one call in flight)."""
+    """Defaults used instead of the declared ones (also for base options it does not take)."""
 
     option_notes: ClassVar[Mapping[str, str]] = {}
     """A sentence per option added to its declared doc in this reader's docstring."""
@@ -240,13 +221,8 @@ class BaseReader:
     def prompt(
         self, question: str, documents: Sequence[Any], *, labels: Sequence[int] | None = None
     ) -> Prompt:
-        """The prompt for one round: texts converted and sanitised, labels checked.
-
-        Args:
-            question: The question.
-            documents: Documents in prompt order, shape ``(m,)`` (anything ``str`` takes).
-            labels: Label of each document this round, shape ``(m,)``; None: ``1..m``.
-        """
+        """The prompt for one round: texts converted and sanitised, labels checked (as in
+        :meth:`read`; documents may be anything ``str`` takes)."""
         docs = tuple(sanitize_text(d) for d in documents)
         q = sanitize_text(question)
         labs = check_labels(labels, len(docs))
@@ -284,12 +260,15 @@ class BaseReader:
         return SYSTEM_PROMPT, user
 
     # ------------------------------------------------------------------ fitting the context
+    def _max_tokens(self) -> int | None:
+        """The reader's completion budget (``max_tokens``), when it has one."""
+        value = getattr(self, "max_tokens", None)
+        return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else None
+
     @property
     def reply_tokens(self) -> int:
-        """Tokens kept free for the reply when fitting documents: the reader's
-        ``max_tokens`` when it has one, else 256."""
-        value = getattr(self, "max_tokens", None)
-        return value if isinstance(value, int) and value > 0 else 256
+        """Tokens kept free for the reply when fitting documents: ``max_tokens``, else 256."""
+        return self._max_tokens() or 256
 
     def _context_limit(self) -> int | None:
         """The context to fit prompts into (tokens), or None: no fitting."""
@@ -302,17 +281,13 @@ class BaseReader:
     def _fit(
         self, question: str, docs: tuple[str, ...], labels: tuple[int, ...]
     ) -> tuple[tuple[str, ...], int]:
-        """``docs`` cut evenly to fit :meth:`_context_limit`, and how many were cut
-        (``docs`` as they are when all fit, or no context is known, or the template
-        is a callable that renders documents itself)."""
-        if not docs or callable(self.template):
-            return docs, 0
-        context = self._context_limit()
+        """``docs`` cut evenly to fit :meth:`_context_limit` (:mod:`._fit`), and how many
+        were cut (none with no context known or a callable template)."""
+        context = None if not docs or callable(self.template) else self._context_limit()
         if context is None:
             return docs, 0
-        tokenizer = self._tokenizer()
-        counter = tokenizer if tokenizer is not None else CharTokenizer()
-        fixed = sum(counter.count(m) for m in self._render(question, ("",) * len(docs), labels))
+        tokenizer = self._tokenizer() or CharTokenizer()
+        fixed = sum(tokenizer.count(m) for m in self._render(question, ("",) * len(docs), labels))
         # One token per document of slack: a cut re-tokenised in the prompt may shift.
         budget = context - fixed - MESSAGE_OVERHEAD_TOKENS * 2 - self.reply_tokens - len(docs)
         fitted = fit_documents(docs, budget, tokenizer=tokenizer, context=context)
@@ -383,7 +358,7 @@ class BaseReader:
                 attribution=self.attribution,
                 extra=extra,
             )
-            return replace(r, raw=truncate(reply.text), documents_cut=prompt.documents_cut)
+            return replace(r, documents_cut=prompt.documents_cut)
         value: Any = reply.value if reply.value is not None else reply.text
         if value is None or (isinstance(value, str) and not value.strip()):
             hint = f" (finish_reason={reply.finish_reason!r})" if reply.finish_reason else ""
@@ -404,19 +379,11 @@ class BaseReader:
                 raise attach_raw(new, value) from err
             raise
 
-    # ------------------------------------------------------------------ reading
-    def _policy(self) -> RetryPolicy:
-        return RetryPolicy(self.max_attempts, self.wait)
-
     # ------------------------------------------------------------------ limits
     def _token_estimate(self, prompt: Prompt) -> int:
-        """Tokens one request of ``prompt`` counts against ``tokens_per_minute`` before
-        the server reports usage: a token per 4 characters of the system and user
-        messages (rounded up), plus the completion budget (``max_tokens``, when the
-        reader has one)."""
-        budget = getattr(self, "max_tokens", None)
-        extra = budget if isinstance(budget, int) and not isinstance(budget, bool) else 0
-        return math.ceil((len(prompt.system) + len(prompt.user)) / 4) + extra
+        """Tokens ``prompt`` counts against ``tokens_per_minute`` until the server reports
+        usage: a token per 4 characters of the messages (rounded up), plus ``max_tokens``."""
+        return math.ceil((len(prompt.system) + len(prompt.user)) / 4) + (self._max_tokens() or 0)
 
     @staticmethod
     def _spent(before: tuple[int | None, int | None], usage: Usage) -> int | None:
@@ -434,10 +401,9 @@ class BaseReader:
     def _reply_steps(
         self, prompt: Prompt, usage: Usage, options: dict[str, Any], asynchronous: bool
     ) -> Steps[Reply]:
-        """One model call within the rate limit (the caller holds a concurrency slot),
-        written once for both paths (:mod:`.._steps`): structured output in cite mode
-        when the reader uses it, plain text otherwise or once the model turns out to
-        have none."""
+        """One model call within the rate limit (the caller holds a concurrency slot), for
+        both paths (:mod:`.._steps`): structured output in cite mode when the reader uses
+        it, else (or once the model turns out to have none) plain text."""
         if self.rate_limit.active:
             self._prepare(asynchronous=asynchronous)
         acquire = self.rate_limit.aacquire if asynchronous else self.rate_limit.acquire
@@ -473,19 +439,14 @@ class BaseReader:
         """The reading of a cached reply (counted as a hit), or None (a miss)."""
         if key is None or self.cache is None:
             return None
-        stored = self.cache.get(key)
-        reading = None
-        if stored is not None:
-            reply = Reply(
-                text=stored.get("text"),
-                value=stored.get("value"),
-                finish_reason=stored.get("finish_reason"),
-                extra=dict(stored.get("extra") or {}),
-            )
-            try:
-                reading = self._reading(reply, prompt)
-            except CitationParseError:  # stored under other validation options: ask again
-                reading = None
+        stored = self.cache.get(key) or {}
+        reply = Reply(
+            stored.get("text"), stored.get("value"), stored.get("finish_reason"), stored.get("extra") or {}
+        )
+        try:
+            reading = self._reading(reply, prompt) if stored else None
+        except CitationParseError:  # stored under other validation options: ask again
+            reading = None
         self.cache.count(hit=reading is not None)
         if reading is None:
             return None
@@ -503,10 +464,7 @@ class BaseReader:
         if key is None or self.cache is None:
             return reading
         if replies and not reading.failed:
-            r = replies[-1]
-            self.cache.put(
-                key, {"text": r.text, "value": r.value, "finish_reason": r.finish_reason, "extra": r.extra}
-            )
+            self.cache.put(key, asdict(replies[-1]))
         return replace(reading, cached=False)
 
     # ------------------------------------------------------------------ reading
@@ -518,10 +476,9 @@ class BaseReader:
         options: dict[str, Any],
         asynchronous: bool,
     ) -> Steps[Reading]:
-        """One reading, written once for :meth:`read` and :meth:`aread` (:mod:`.._steps`):
-        the prompt, the cache (on the async path a cache on disk is read and written in
-        a worker thread), then attempts under the retry policy, each holding a slot of
-        the reader's concurrency limit."""
+        """One reading for :meth:`read` and :meth:`aread` (:mod:`.._steps`): the prompt, the
+        cache (a file cache in a worker thread on the async path), then attempts under
+        the retry policy."""
         try:
             prompt = self.prompt(question, documents, labels=labels)
         except DocumentsDoNotFitError as err:  # no call can succeed: a failed reading, no retry
@@ -542,7 +499,10 @@ class BaseReader:
             return await arun_steps(self._attempt_steps(prompt, usage, options, replies, True))
 
         retried = functools.partial(
-            with_retries, aattempt if asynchronous else attempt, policy=self._policy(), what=repr(self)
+            with_retries,
+            aattempt if asynchronous else attempt,
+            policy=RetryPolicy(self.max_attempts, self.wait),
+            what=repr(self),
         )
         reading = self._check_mode((yield retried))
         return (yield _in_thread_if(off_loop, self._to_cache, key, replies, reading))
@@ -573,10 +533,8 @@ class BaseReader:
         return await arun_steps(self._read_steps(question, documents, labels, options, asynchronous=True))
 
     def _check_mode(self, reading: Reading) -> Reading:
-        """Count cite-mode readings and those no reply of which could be read as
-        citations; once :data:`MODE_CHECK_READINGS` readings are in and more than half
-        were unreadable, say once (a warning) that this model may not cite by label and
-        that answer mode is the one to try."""
+        """Count cite-mode readings and the unreadable ones; warn once, naming answer mode,
+        when more than half of at least :data:`MODE_CHECK_READINGS` were unreadable."""
         if self.mode != "cite":
             return reading
         self.cite_readings += 1

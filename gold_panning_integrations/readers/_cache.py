@@ -1,24 +1,11 @@
-"""The reply cache: a prompt asked again of the same model with the same options is
-answered from the cache instead of by a model call.
+"""The reply cache (a reader's opt-in ``cache=``, docs/usage.md): a prompt asked again of
+the same model with the same options is answered without a model call.
 
-Opt-in (a reader's ``cache=`` option). The key is a SHA-256 over everything that changes
-a reply: the reader's kind, the model, the endpoint, the sampling options (temperature,
-top-p, max tokens, seed, response format, structured output, extra request fields: each
-reader's :meth:`~._base.BaseReader._cache_identity`) and the rendered messages (system
-and user). Only replies that validated into a reading are stored, so a malformed reply
-is asked again rather than replayed. Only the hash of the key is stored, never an API
-key or the prompt.
-
-A :class:`ReplyCache` lives in memory (a bounded least-recently-used map) and, when it
-is given a file, also on disk in SQLite (the standard library's ``sqlite3``): one
-connection guarded by a lock within a process, SQLite's own file locking across
-processes, so threads and processes may share one file. A file that is not a regular
-file, not SQLite, or a SQLite database of something else is refused when the cache is
-opened, naming the file; a disk error later (the file deleted or damaged mid-run) is
-logged once and the reader goes on without the disk.
-
-Two identical prompts in flight at the same moment both miss and both call; the cache
-saves the calls of a prompt asked again after its first reply came back.
+The key is a SHA-256 of the reader's :meth:`~._base.BaseReader._cache_identity` and the
+rendered messages; only validated replies are stored, under the hash. A :class:`ReplyCache`
+is a bounded LRU map in memory and, given a file, SQLite on disk (a lock within a
+process, SQLite's file locking across processes); a disk error mid-run is logged once
+and the cache goes on in memory.
 """
 
 from __future__ import annotations
@@ -60,16 +47,14 @@ def cache_key(identity: dict[str, Any], messages: list[dict[str, str]]) -> str:
 
 class ReplyCache:
     """Replies by key, in memory and optionally in a SQLite file; shared by every query
-    of the readers that hold it (pass one instance to several readers to share it).
+    of the readers that hold it.
 
     Args:
         path: The cache file (created when absent); None: memory only.
         max_entries: Replies kept in memory (least recently used dropped first); the
             file keeps every reply.
 
-    Attributes:
-        hits: Prompts answered from this cache (no model call), this process.
-        misses: Prompts looked up and not found (the model was called).
+    ``hits`` and ``misses`` count this process's lookups.
 
     Raises:
         InvalidInputError: ``path`` is a folder or another non-regular file, its folder
@@ -81,14 +66,11 @@ class ReplyCache:
             raise InvalidInputError(f"max_entries must be an int >= 0, got {max_entries!r}")
         self.path = Path(path) if path is not None else None
         self.max_entries = max_entries
-        self.hits = 0
-        self.misses = 0
+        self.hits = self.misses = 0
         self._lock = threading.Lock()
         self._memory: OrderedDict[str, dict[str, Any]] = OrderedDict()
-        self._conn: sqlite3.Connection | None = None
+        self._conn: sqlite3.Connection | None = _open(self.path) if self.path is not None else None
         self._disk_failed = False
-        if self.path is not None:
-            self._conn = _open(self.path)
 
     def __repr__(self) -> str:
         where = str(self.path) if self.path is not None else "memory"
@@ -123,8 +105,7 @@ class ReplyCache:
             return None
 
     def put(self, key: str, reply: dict[str, Any]) -> bool:
-        """Store ``reply`` (a JSON-ready object) under ``key``; False when it cannot be
-        written as JSON (nothing is stored then)."""
+        """Store ``reply`` (JSON-ready) under ``key``; False, storing nothing, when it is not."""
         try:
             text = json.dumps(reply, ensure_ascii=False)
         except (TypeError, ValueError):

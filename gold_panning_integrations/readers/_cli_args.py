@@ -68,10 +68,5 @@ def make_reader(args: argparse.Namespace, *, seed: int = 0) -> Any:
 def _declared(args: argparse.Namespace, kind: str) -> dict[str, Any]:
     """The declared reader options given on the command line (flags left unset, None, keep
     the reader's own default) that a reader of ``kind`` takes."""
-    taken = {o.name for o in options_for(kind)}
-    values = {
-        o.name: getattr(args, o.name, None)
-        for o in READER_OPTIONS.values()
-        if o.flag is not None and o.name in taken
-    }
-    return {k: v for k, v in values.items() if v is not None}
+    given = {o.name: getattr(args, o.name, None) for o in options_for(kind) if o.flag is not None}
+    return {k: v for k, v in given.items() if v is not None}

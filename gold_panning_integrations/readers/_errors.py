@@ -1,30 +1,18 @@
 """How a reader's failure is classified, and what its calls cost.
 
 :func:`classify_error` maps an attempt's exception, by the SDKs' own exception types
-(``openai.APIStatusError`` and its subclasses, ``openai.APITimeoutError``,
-``openai.APIConnectionError``, ``httpx`` timeouts and connection errors), into
-
-* **transient** (:class:`~gold_panning_integrations.errors.TransientReaderError`): rate
-  limits (429, with the server's Retry-After, :func:`parse_retry_after`), 408/409, 5xx,
-  timeouts, dropped connections, malformed HTTP bodies: retried;
-* **malformed output** (:class:`~gold_panning_integrations.errors.CitationParseError`):
-  no JSON, wrong shape, only invalid labels, empty choices: retried;
-* **this reading failed** (a plain :class:`~gold_panning_integrations.errors.ReaderError`):
-  other 4xx (a prompt too long for the model: 413, or 400/422 saying so), a refusal,
-  an unexpected error in a framework: not retried, a failed reading (beliefs
-  unchanged for that round);
-* **fatal** (:class:`~gold_panning_integrations.errors.FatalReaderError`): 401, 403,
-  404, a closed port (connection refused), a redirect to another host or a redirect
-  loop (:class:`RedirectRefused`): raised at once, so the panner ends the run with one
-  clear message instead of failing every round.
-
-:func:`is_retryable` says which of these the retry policy (:mod:`._retry`) retries.
-:class:`Usage` is the tally of calls and tokens one reading spent, across its attempts.
+(``openai``, ``httpx``), into the package's errors: **transient** (429 with its
+Retry-After, 408/409, 5xx, timeouts, dropped connections, malformed bodies) and
+**malformed output** (``CitationParseError``) are retried (:func:`is_retryable`); other
+4xx (a prompt too long), a refusal or an unexpected error are a plain ``ReaderError``, a
+failed reading; 401/403/404, a closed port, a redirect elsewhere or a redirect loop are
+**fatal** (``FatalReaderError``), raised at once. :class:`Usage` is what one reading spent.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import email.utils
 import errno
 import json
@@ -52,22 +40,14 @@ class RedirectRefused(Exception):
 
 # ----------------------------------------------------------------------- classification
 def parse_retry_after(headers: Any) -> float | None:
-    """Seconds to wait from ``retry-after-ms`` / ``retry-after`` (seconds or an HTTP date).
-
-    Args:
-        headers: A mapping with ``.get`` (httpx headers, dict); None gives None.
-
-    Returns:
-        Non-negative seconds, or None when absent or unparsable.
-    """
+    """Seconds to wait (>= 0) from the ``retry-after-ms`` / ``retry-after`` (seconds or an
+    HTTP date) of ``headers`` (anything with ``.get``), or None when absent or unparsable."""
     if headers is None or not hasattr(headers, "get"):
         return None
     ms = headers.get("retry-after-ms")
-    try:
+    with contextlib.suppress(TypeError, ValueError):
         if ms is not None and math.isfinite(float(ms)):
             return max(0.0, float(ms) / 1000.0)
-    except (TypeError, ValueError):
-        pass
     value = headers.get("retry-after")
     if value is None:
         return None
@@ -79,12 +59,6 @@ def parse_retry_after(headers: Any) -> float | None:
         except (TypeError, ValueError, IndexError, AttributeError):
             return None
     return max(0.0, seconds) if math.isfinite(seconds) else None
-
-
-def _sdk(name: str) -> Any:
-    """The SDK module ``name`` if it is loaded (an exception of its types cannot exist
-    otherwise), without importing it."""
-    return sys.modules.get(name)
 
 
 def _message_of(err: BaseException) -> str:
@@ -106,7 +80,7 @@ def _refused(chain: list[BaseException]) -> bool:
     for e in chain:
         if isinstance(e, ConnectionRefusedError) or getattr(e, "errno", None) == errno.ECONNREFUSED:
             return True
-        if "connection refused" in str(e).lower() or "[errno 111]" in str(e).lower():
+        if any(w in str(e).lower() for w in ("connection refused", "[errno 111]")):
             return True
     return False
 
@@ -123,6 +97,13 @@ _CONTEXT_WORDS = (
 )
 
 
+_FATAL_STATUS = {
+    401: "authentication failed (HTTP 401): check OPENAI_API_KEY or pass api_key=",
+    403: "permission denied (HTTP 403): the key cannot use this model or endpoint",
+    404: "not found (HTTP 404): check the model name and base_url (it usually ends in /v1)",
+}
+
+
 def _from_status(status: int, msg: str, headers: Any) -> ReaderError:
     """The error for an HTTP status (from any SDK's status error)."""
     if status == 429:
@@ -131,22 +112,8 @@ def _from_status(status: int, msg: str, headers: Any) -> ReaderError:
         return TransientReaderError(
             f"server error (HTTP {status}): {msg}", retry_after=parse_retry_after(headers)
         )
-    if status == 401:
-        return FatalReaderError(
-            f"authentication failed (HTTP 401): check OPENAI_API_KEY or pass api_key=. Server said: {msg}",
-            status_code=status,
-        )
-    if status == 403:
-        return FatalReaderError(
-            f"permission denied (HTTP 403): the key cannot use this model or endpoint. Server said: {msg}",
-            status_code=status,
-        )
-    if status == 404:
-        return FatalReaderError(
-            f"not found (HTTP 404): check the model name and base_url (it usually ends in /v1). "
-            f"Server said: {msg}",
-            status_code=status,
-        )
+    if status in _FATAL_STATUS:
+        return FatalReaderError(f"{_FATAL_STATUS[status]}. Server said: {msg}", status_code=status)
     if 300 <= status < 400:
         where = headers.get("location") if headers is not None and hasattr(headers, "get") else None
         return FatalReaderError(
@@ -213,17 +180,13 @@ def _from_other(err: BaseException, msg: str) -> ReaderError:
 
 
 def classify_error(err: BaseException) -> ReaderError:
-    """Map any exception raised while calling a model to the package's error family
-    (see the module docstring for the classes and what each one does).
-
-    Returns:
-        The package error to raise instead of ``err`` (``err`` itself when it already
-        is one), with a message that says what to do.
-    """
+    """The package error (see the module docstring) to raise instead of ``err``, which a
+    model call raised (``err`` itself when it is one), its message saying what to do."""
     if isinstance(err, ReaderError):
         return err
-    openai = _sdk("openai")
-    httpxes = [m for m in (_sdk("httpx"), _sdk("httpx2")) if m is not None]  # openai 3.x ships httpx2
+    # the SDKs if loaded (an exception of their types cannot exist otherwise); openai 3.x ships httpx2
+    openai = sys.modules.get("openai")
+    httpxes = [m for m in (sys.modules.get("httpx"), sys.modules.get("httpx2")) if m is not None]
     msg = _message_of(err)
     chain = _causes(err)
     from_status = _sdk_status_error(err, msg, chain, openai, httpxes)
@@ -259,11 +222,8 @@ def _as_count(value: Any) -> int | None:
 
 @dataclass
 class Usage:
-    """Model calls and tokens spent on one reading, across all its attempts.
-
-    A reader's attempt receives this tally and adds to it; :func:`with_retries` writes
-    the totals into the returned :class:`Reading`.
-    """
+    """Model calls and tokens spent on one reading, across all its attempts (each attempt
+    adds to it; :func:`._retry.with_retries` writes the totals into the reading)."""
 
     calls: int = 0
     prompt_tokens: int | None = None

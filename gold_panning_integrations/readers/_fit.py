@@ -1,18 +1,11 @@
 """Fitting a prompt's documents into the model's context: cut evenly, marked, counted.
 
-When a reader knows how many tokens its model takes (``context_tokens``: the embedded
-model's GGUF context length, or what the user gives), the room left for documents is
-the context minus the prompt's fixed text (system message, instructions, question,
-labels) and the reply's room. If the documents need more, each gets the same share
-(water-filling: a document shorter than the share keeps all of it, and what it leaves
-over is shared by the others), the longer ones are cut to the share and end with
-:data:`~._prompt.TRUNCATION_MARKER`, and the number cut is reported (``Reading.documents_cut``,
-``PanningResult.documents_cut``), instead of a call that fails.
-
-Lengths are counted with the model's tokenizer where one is at hand (llama.cpp's for the
-local reader); otherwise with :data:`CHARS_PER_TOKEN` characters per token, a deliberately
-low estimate (English text runs at about 4 characters per token with BPE tokenizers), so
-the estimate errs on the side of fitting.
+The room left after the prompt's fixed text and the reply is shared evenly among the
+documents (:func:`even_share`); longer ones are cut to the share and end with
+:data:`~._prompt.TRUNCATION_MARKER`, and the number cut is reported instead of a call
+that fails (docs/usage.md, "Long documents"). Lengths are counted with the model's
+tokenizer when there is one, else at :data:`CHARS_PER_TOKEN` characters per token, low on
+purpose (BPE tokenizers run at about 4 on English) so that the estimate errs on fitting.
 """
 
 from __future__ import annotations
@@ -37,8 +30,7 @@ __all__ = [
 ]
 
 CHARS_PER_TOKEN = 3.0
-"""Characters per token assumed when no tokenizer is at hand (low on purpose: see the
-module's docstring)."""
+"""Characters per token assumed when no tokenizer is at hand."""
 
 MIN_TOKENS_PER_DOCUMENT = 16
 """Fewest tokens of its own text a cut document keeps; a smaller share is an error."""
@@ -54,12 +46,9 @@ class Tokenizer(Protocol):
 
     def count(self, text: str) -> int:
         """Tokens of ``text`` (no begin-of-sequence token)."""
-        ...
 
     def head(self, text: str, tokens: int) -> str:
-        """The text of the first ``tokens`` tokens of ``text`` (a character cut in two
-        is dropped)."""
-        ...
+        """The text of the first ``tokens`` tokens of ``text`` (a character cut in two is dropped)."""
 
 
 class CharTokenizer:
@@ -91,12 +80,7 @@ class Fitted:
 
 def even_share(lengths: Sequence[int], budget: int) -> int | None:
     """The largest share ``c`` with ``sum(min(l, c) for l in lengths) <= budget``, or None
-    when every length fits as it is (``sum(lengths) <= budget``).
-
-    Water-filling: walking the lengths from the shortest, a document shorter than an even
-    split of what is left keeps its length; the first that is not sets the share.
-    ``even_share([10, 100, 100], 110) == 50``: 10 + 50 + 50 = 110.
-    """
+    when every length fits (water-filling: ``even_share([10, 100, 100], 110) == 50``)."""
     if sum(lengths) <= budget:
         return None
     left = max(budget, 0)
@@ -119,20 +103,10 @@ def fit_documents(
 ) -> Fitted:
     """Cut ``documents`` evenly so that together they take at most ``budget`` tokens.
 
-    Args:
-        documents: Texts in prompt order, shape ``(m,)``.
-        budget: Tokens the documents may take together (the context left after the
-            prompt's fixed text and the reply's room).
-        tokenizer: The model's tokenizer; None: :class:`CharTokenizer`'s estimate.
-        marker: Appended to a cut document (its tokens count toward its share).
-        context: The model's context (tokens), named in the error message when given.
-
-    Returns:
-        The fitted texts (unchanged, but for collapsed whitespace, when all fit).
-
-    Raises:
-        DocumentsDoNotFitError: a share would leave a cut document fewer than
-            :data:`MIN_TOKENS_PER_DOCUMENT` tokens of its own text.
+    ``documents`` are texts in prompt order, shape ``(m,)``; ``tokenizer`` None means
+    :class:`CharTokenizer`'s estimate; ``marker`` ends a cut document (its tokens count
+    toward the share); ``context`` (tokens) is named in the error, DocumentsDoNotFitError,
+    raised when a cut document would keep fewer than :data:`MIN_TOKENS_PER_DOCUMENT`.
     """
     tok = tokenizer if tokenizer is not None else CharTokenizer()
     texts = [" ".join(str(d).split()) for d in documents]
@@ -150,7 +124,8 @@ def fit_documents(
             "show fewer documents per prompt (max_docs_per_prompt=...), shorten the question or the "
             "template, or use a model with a longer context (context_tokens=...)"
         )
-    out: list[str] = []
-    for text, length in zip(texts, lengths):
-        out.append(text if length <= share else tok.head(text, keep).rstrip() + marker)
-    return Fitted(tuple(out), sum(1 for n in lengths if n > share), share)
+    out = tuple(
+        text if length <= share else tok.head(text, keep).rstrip() + marker
+        for text, length in zip(texts, lengths)
+    )
+    return Fitted(out, sum(length > share for length in lengths), share)

@@ -1,16 +1,12 @@
-"""The key-value metadata in a GGUF file's header, read with the standard library.
+"""The key-value metadata in a GGUF file's header, read with the standard library (no
+llama.cpp, no weights, nothing printed).
 
-GGUF (llama.cpp's model format, spec: ggml-org/ggml ``docs/gguf.md``) starts with
-``b"GGUF"``, a uint32 version (2 or 3), a uint64 tensor count, a uint64 key-value count,
-then the key-value pairs: a string key, a uint32 value type and the value, all
-little-endian; a string is a uint64 byte length and UTF-8 bytes. Reading the header needs
-neither llama.cpp nor the weights, and prints nothing (loading a model only to read its
-name, even vocabulary-only, fills stderr with llama.cpp's log).
-
-Scalars come back as strings, as ``llama_cpp.Llama.metadata`` gives them (``"32768"``,
-``"true"``, ``"0.000010"``); arrays (the tokenizer's vocabulary) are skipped. Every length is checked
-against the bytes left in the file, so a corrupt or hostile file fails with
-:class:`GGUFError` instead of allocating without bound.
+GGUF (spec: ggml-org/ggml ``docs/gguf.md``) starts with ``b"GGUF"``, a uint32 version,
+a uint64 tensor count, a uint64 key-value count, then the pairs: a string key, a uint32
+value type and the value, little-endian; a string is a uint64 length and UTF-8 bytes.
+Scalars come back as strings, as ``llama_cpp.Llama.metadata`` gives them; arrays are
+skipped. Every length is checked against the bytes left, so a corrupt or hostile file
+fails with :class:`GGUFError` instead of allocating without bound.
 """
 
 from __future__ import annotations
@@ -22,19 +18,9 @@ from typing import BinaryIO
 
 __all__ = ["GGUFError", "read_gguf_metadata"]
 
-_SCALARS: dict[int, str] = {
-    0: "B",
-    1: "b",
-    2: "H",
-    3: "h",
-    4: "I",
-    5: "i",
-    6: "f",
-    7: "?",
-    10: "Q",
-    11: "q",
-    12: "d",
-}
+# scalar value types as struct formats: 0-7 uint8, int8, uint16, int16, uint32, int32,
+# float32, bool; 10-12 uint64, int64, float64
+_SCALARS: dict[int, str] = {**dict(enumerate("BbHhIif?")), 10: "Q", 11: "q", 12: "d"}
 _STRING, _ARRAY = 8, 9
 _MAX_STRING = 1 << 20  # a key or a scalar string longer than 1 MiB is not metadata we read
 
@@ -84,11 +70,8 @@ class _Header:
 def read_gguf_metadata(
     path: str | os.PathLike[str], *, keys: Collection[str] | None = None
 ) -> dict[str, str]:
-    """The scalar key-value metadata of a GGUF file, values as strings.
-
-    Args:
-        path: The GGUF file.
-        keys: Stop reading once these keys are found (None: read every pair).
+    """The scalar key-value metadata of the GGUF file ``path``, values as strings; reading
+    stops once every key in ``keys`` is found (None: every pair).
 
     Raises:
         GGUFError: Not a GGUF file (wrong magic or version), or a corrupt header.
@@ -97,8 +80,7 @@ def read_gguf_metadata(
     where = repr(str(path))
     out: dict[str, str] = {}
     with open(path, "rb") as fh:
-        size = os.fstat(fh.fileno()).st_size
-        h = _Header(fh, size, where)
+        h = _Header(fh, os.fstat(fh.fileno()).st_size, where)
         if fh.read(4) != b"GGUF":
             raise GGUFError(f"{where} is not a GGUF model file (it does not start with 'GGUF')")
         version = h.num("I")

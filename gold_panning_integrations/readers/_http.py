@@ -1,21 +1,16 @@
 """HTTP clients for the OpenAI-compatible reader: a deadline for the whole request and
 no redirects to another host.
 
-* **Deadline**: an httpx timeout bounds each socket operation, not the request, so a
-  server dripping one byte every 2 s holds a request with ``timeout=5`` indefinitely.
-  The synchronous client's network streams read the request's deadline (a context
-  variable set around each call, :func:`deadline`) and shrink every socket timeout to
-  the time left; past the deadline they raise the transport's ``ReadTimeout``, which
-  the ``openai`` client turns into ``APITimeoutError`` (a transient error, retried).
-  The asynchronous reader wraps the call in ``asyncio.wait_for`` instead.
-* **Redirects**: the question and documents are in the request body; a redirect to
-  another origin (scheme, host, port) would re-send them there. A request hook refuses
-  that (:class:`._errors.RedirectRefused`, a fatal error), and at most
-  :data:`MAX_REDIRECTS` same-origin redirects are followed, so a loop is one clear
-  error (``TooManyRedirects``) instead of a long series of requests.
+* **Deadline**: an httpx timeout bounds each socket operation, not the request (a server
+  dripping bytes holds it indefinitely). The synchronous client's streams cut every
+  socket timeout to the time left before :func:`deadline` and then raise the transport's
+  ``ReadTimeout`` (retried); the asynchronous reader uses ``asyncio.wait_for`` instead.
+* **Redirects**: a redirect to another origin would re-send the question and documents
+  there; a request hook refuses it (:class:`._errors.RedirectRefused`, fatal), and at most
+  :data:`MAX_REDIRECTS` same-origin redirects are followed.
 
-The ``openai`` SDK ships its own copy of httpx (``httpx2`` in openai 3.x, ``httpx``
-before); the modules are found from ``openai.DefaultHttpxClient`` rather than named.
+The httpx the ``openai`` SDK ships (``httpx2`` in openai 3.x) is found from
+``openai.DefaultHttpxClient``.
 """
 
 from __future__ import annotations
@@ -26,6 +21,7 @@ import logging
 import sys
 import time
 from collections.abc import Iterator
+from dataclasses import dataclass
 from typing import Any
 
 from ._errors import RedirectRefused
@@ -38,13 +34,13 @@ MAX_REDIRECTS = 3
 """Same-origin redirects followed per request; one more is a redirect-loop error."""
 
 
+@dataclass
 class _Deadline:
     """A request's time budget; the clock starts at its first socket operation, so the
     client's own preparation (imports, request building) does not eat the budget."""
 
-    def __init__(self, seconds: float) -> None:
-        self.seconds = seconds
-        self.end: float | None = None
+    seconds: float
+    end: float | None = None
 
     def left(self) -> float:
         now = time.monotonic()
@@ -58,9 +54,8 @@ _DEADLINE: contextvars.ContextVar[_Deadline | None] = contextvars.ContextVar("gp
 
 @contextlib.contextmanager
 def deadline(seconds: float) -> Iterator[None]:
-    """Requests made inside this block (by clients from :func:`make_http_client`, in
-    this thread or task) end within ``seconds`` of their first network operation,
-    whatever the server does."""
+    """Requests made inside this block by clients from :func:`make_http_client` end within
+    ``seconds`` of their first network operation."""
     token = _DEADLINE.set(_Deadline(float(seconds)))
     try:
         yield
@@ -136,20 +131,11 @@ def _deadline_backend(core: Any, inner: Any) -> Any:
             return self._stream.get_extra_info(info)
 
     class Backend(core.NetworkBackend):  # type: ignore[misc,name-defined]
-        def connect_tcp(
-            self,
-            host: str,
-            port: int,
-            timeout: float | None = None,
-            local_address: str | None = None,
-            socket_options: Any = None,
-        ) -> Any:
-            return Stream(inner.connect_tcp(host, port, bounded(timeout), local_address, socket_options))
+        def connect_tcp(self, host: str, port: int, timeout: float | None = None, **options: Any) -> Any:
+            return Stream(inner.connect_tcp(host, port, bounded(timeout), **options))
 
-        def connect_unix_socket(
-            self, path: str, timeout: float | None = None, socket_options: Any = None
-        ) -> Any:
-            return Stream(inner.connect_unix_socket(path, bounded(timeout), socket_options))
+        def connect_unix_socket(self, path: str, timeout: float | None = None, **options: Any) -> Any:
+            return Stream(inner.connect_unix_socket(path, bounded(timeout), **options))
 
         def sleep(self, seconds: float) -> None:
             inner.sleep(seconds)
@@ -171,12 +157,9 @@ def make_http_client(base_url: str, *, timeout: float) -> Any:
         pool._network_backend = _deadline_backend(core, inner)  # type: ignore[union-attr]
     else:  # pragma: no cover - an httpx without the usual pool: per-operation timeouts only
         logger.warning("this httpx has no connection pool to wrap: timeout bounds each read, not the request")
+    hook = _same_origin_hook(base_url, httpx)
     return openai.DefaultHttpxClient(
-        transport=transport,
-        timeout=timeout,
-        follow_redirects=True,
-        max_redirects=MAX_REDIRECTS,
-        event_hooks={"request": [_same_origin_hook(base_url, httpx)]},
+        transport=transport, event_hooks={"request": [hook]}, **_redirects(timeout)
     )
 
 
@@ -191,9 +174,9 @@ def make_async_http_client(base_url: str, *, timeout: float) -> Any:
     async def acheck(request: Any) -> None:
         check(request)
 
-    return openai.DefaultAsyncHttpxClient(
-        timeout=timeout,
-        follow_redirects=True,
-        max_redirects=MAX_REDIRECTS,
-        event_hooks={"request": [acheck]},
-    )
+    return openai.DefaultAsyncHttpxClient(event_hooks={"request": [acheck]}, **_redirects(timeout))
+
+
+def _redirects(timeout: float) -> dict[str, Any]:
+    """The client options both clients share: the timeout, same-origin redirects only."""
+    return {"timeout": timeout, "follow_redirects": True, "max_redirects": MAX_REDIRECTS}

@@ -1,23 +1,14 @@
-"""A limit on model calls in flight, shared by threads and event loops.
-
-One :class:`CallLimit` belongs to one reader, so every query that goes through that
-reader (``retriever.batch`` over hundreds of questions, ``asyncio.gather`` of many
-``ainvoke`` calls, the parallel prompts of one round) shares it: at most ``limit``
-requests are open at once, whatever mix of threads and event loops sends them. Waiters
-are served first come, first served. A slot is held for one attempt only: a reader
-waiting out a Retry-After holds none.
-
-A cancelled async waiter leaves the queue (or hands back a slot it was granted while
-being cancelled), so cancellation never leaks a slot.
-
-:class:`RateLimit` is the other limit a reader holds: requests and tokens per minute,
-over a sliding window, shared the same way by every query through the reader.
+"""The limits a reader holds, shared by every query through it (threads and event loops
+alike): :class:`CallLimit`, calls in flight, first come first served, a slot held for one
+attempt only (a reader waiting out a Retry-After holds none; a cancelled waiter never
+leaks one); :class:`RateLimit`, requests and tokens per minute over a sliding window.
 """
 
 from __future__ import annotations
 
 import asyncio
 import functools
+import itertools
 import math
 import threading
 import time
@@ -28,50 +19,39 @@ from dataclasses import dataclass
 from typing import Any
 
 from .._steps import Steps, arun_steps, run_steps
+from ._prompt import check_optional_int
 
 __all__ = ["CallLimit", "RateLimit", "check_max_concurrency", "check_per_minute"]
 
 
 def check_max_concurrency(value: object) -> int | None:
     """Validate a ``max_concurrency`` option: None (no limit) or an int >= 1."""
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ValueError(
-            f"max_concurrency must be an int >= 1 (calls in flight through this reader) or None "
-            f"(no limit), got {value!r}"
-        )
-    return value
+    return check_optional_int(
+        value,
+        1,
+        "max_concurrency must be an int >= 1 (calls in flight through this reader) or None (no limit)",
+    )
 
 
+@dataclass(eq=False, slots=True)
 class _Waiter:
     """One caller waiting for a slot: a thread (an Event) or a task (a future on its loop)."""
 
-    __slots__ = ("event", "future", "gone", "granted", "loop")
-
-    def __init__(
-        self,
-        *,
-        event: threading.Event | None = None,
-        future: asyncio.Future[None] | None = None,
-        loop: asyncio.AbstractEventLoop | None = None,
-    ) -> None:
-        self.event = event
-        self.future = future
-        self.loop = loop
-        self.granted = False
-        self.gone = False
+    event: threading.Event | None = None
+    future: asyncio.Future[None] | None = None
+    loop: asyncio.AbstractEventLoop | None = None
+    granted: bool = False
+    gone: bool = False
 
     def wait(self) -> Any:
-        """Block until granted (a thread's waiter), or the future to await (a task's)."""
+        """Block until granted (a thread), or the future to await (a task)."""
         if self.future is not None:
             return self.future
         assert self.event is not None
         return self.event.wait()
 
     def grant(self) -> bool:
-        """Hand this waiter a slot (called with the limit's lock held); False when it
-        can no longer take one (cancelled, or its event loop is closed)."""
+        """Hand this waiter a slot (lock held); False when it cannot take one (cancelled, loop closed)."""
         if self.gone:
             return False
         if self.event is not None:
@@ -93,21 +73,14 @@ def _resolve(future: asyncio.Future[None]) -> None:
 
 
 class CallLimit:
-    """At most ``limit`` calls in flight (None: no limit), for threads and tasks alike.
-
-    Use ``with limit.slot(): ...`` around a blocking call and ``async with
-    limit.aslot(): ...`` around an awaited one.
-
-    Attributes:
-        limit: The most calls in flight, or None.
-        in_flight: Calls holding a slot now.
-        peak: The most calls that held a slot at once since creation.
-    """
+    """At most ``limit`` calls in flight (None: no limit), for threads and tasks alike:
+    ``with limit.slot():`` around a blocking call, ``async with limit.aslot():`` around
+    an awaited one. ``in_flight`` counts the calls holding a slot now, ``peak`` the most
+    that held one at once."""
 
     def __init__(self, limit: int | None) -> None:
         self.limit = check_max_concurrency(limit)
-        self.in_flight = 0
-        self.peak = 0
+        self.in_flight = self.peak = 0
         self._lock = threading.Lock()
         self._waiters: deque[_Waiter] = deque()
 
@@ -136,9 +109,9 @@ class CallLimit:
             self.release()
 
     def acquiring(self, asynchronous: bool) -> Steps[None]:
-        """Take a slot, or queue and wait for one (:mod:`.._steps`: a blocking event on the
-        sync path, a future of the running loop on the async one); a waiter interrupted
-        or cancelled while queued leaves the queue (or passes on a slot granted meanwhile)."""
+        """Take a slot, or queue and wait for one (:mod:`.._steps`: an event on the sync
+        path, a future on the async one); an interrupted or cancelled waiter leaves the
+        queue (or passes on a slot granted meanwhile)."""
         with self._lock:
             waiter = None
             if not self._take():
@@ -179,13 +152,9 @@ class CallLimit:
 def check_per_minute(name: str, value: object) -> int | None:
     """Validate a ``requests_per_minute``/``tokens_per_minute`` option: None (no
     limit) or an int >= 1."""
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ValueError(
-            f"{name} must be an int >= 1 (per minute, shared by every query) or None, got {value!r}"
-        )
-    return value
+    return check_optional_int(
+        value, 1, f"{name} must be an int >= 1 (per minute, shared by every query) or None"
+    )
 
 
 @dataclass
@@ -200,24 +169,14 @@ class RateLimit:
     """At most ``requests_per_minute`` requests and ``tokens_per_minute`` tokens in any
     window of ``period`` seconds (60), shared by threads and event loops.
 
-    A request is admitted when the requests and tokens sent in the last ``period``
-    seconds, plus its own tokens, stay within the limits; otherwise the caller sleeps
-    until enough earlier requests leave the window, and tries again. Tokens are counted
-    twice over: before the call from an estimate (the caller's, see
-    :meth:`~._base.BaseReader._token_estimate`), then, once the server reports usage,
-    :meth:`settle` replaces the estimate with the tokens reported. A request whose
-    estimate alone exceeds ``tokens_per_minute`` is sent when the window is empty (else it
-    could never go). A reader takes its concurrency slot first and this limit second, so
-    the time recorded is the time the request leaves (a request admitted here and then
-    queued for a slot could otherwise crowd a later window).
+    A request waits until the requests and tokens of the last ``period`` seconds, plus
+    its own, fit the limits (a request whose estimate alone exceeds ``tokens_per_minute``
+    goes when the window is empty). Its tokens count as the caller's estimate until
+    :meth:`settle` replaces them with the usage the server reported. A reader takes its
+    concurrency slot first, so the time recorded is the time the request leaves.
 
-    Args:
-        requests_per_minute: Most requests per window; None: no limit.
-        tokens_per_minute: Most tokens per window; None: no limit.
-        period: The window in seconds (60; tests shrink it).
-        clock: Monotonic seconds (injectable, like the sleeps, so tests never wait).
-        sleep: Blocking sleep for :meth:`acquire`.
-        asleep: Awaitable sleep for :meth:`aacquire`.
+    ``period`` (seconds), ``clock`` (monotonic seconds), ``sleep`` (for :meth:`acquire`)
+    and ``asleep`` (for :meth:`aacquire`) are injectable, so tests never wait.
     """
 
     def __init__(
@@ -235,9 +194,7 @@ class RateLimit:
         if isinstance(period, bool) or not isinstance(period, (int, float)) or not 0 < period < math.inf:
             raise ValueError(f"period must be a number of seconds > 0, got {period!r}")
         self.period = float(period)
-        self.clock = clock
-        self.sleep = sleep
-        self.asleep = asleep
+        self.clock, self.sleep, self.asleep = clock, sleep, asleep
         self.waited = 0.0
         """Seconds callers spent waiting for this limit, summed (threads and tasks)."""
         self._lock = threading.Lock()
@@ -261,15 +218,14 @@ class RateLimit:
             wait = sent[len(sent) - rpm].at + self.period - now
         tpm = self.tokens_per_minute
         if tpm is not None and sent:
+            # the first request whose leaving frees enough tokens for this one
             excess = sum(e.tokens for e in sent) + tokens - tpm
-            freed = 0
-            for e in sent:
-                if excess <= 0:
-                    break
-                freed += e.tokens
-                if freed >= excess:
-                    wait = max(wait, e.at + self.period - now)
-                    break
+            freed = itertools.accumulate(e.tokens for e in sent)
+            leaving = (
+                next((e for e, total in zip(sent, freed) if total >= excess), None) if excess > 0 else None
+            )
+            if leaving is not None:
+                wait = max(wait, leaving.at + self.period - now)
         if wait > 0:
             return wait, None
         entry = _Sent(now, max(int(tokens), 0))

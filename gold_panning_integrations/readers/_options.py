@@ -1,20 +1,11 @@
 """Every reader option once: name, type, default, check, doc and command-line flag.
 
-A reader option is declared once, with :func:`reader_option`, the way
-:func:`~gold_panning_integrations.engine.config.option` declares a panning option; the
-rest derives from that declaration:
-
-* each reader's constructor takes it as a keyword (``BaseReader.__init__`` checks the
-  value, fills the default and stores it), and :func:`declared_options` gives the class
-  a signature naming it (``inspect.signature``, ``help()``);
-* each reader's docstring lists it in its ``Args:`` section (the declared doc, plus the
-  reader's own note from ``option_notes`` where it has one);
-* the commands' ``reader`` flag group (:mod:`._cli_args`) adds its flag, and
-  ``make_reader`` passes the value to the readers that take it.
-
-``readers`` names which reader kinds take an option (:data:`READER_KINDS`); the others
-keep its default, or the value in their ``option_defaults`` (e.g. the local reader's
-one call in flight).
+A reader option is declared once, with :func:`reader_option` (as
+:func:`~gold_panning_integrations.engine.config.option` declares a panning option), and
+the rest derives from it: the constructors of the reader kinds that take it (checked,
+defaulted, stored by ``BaseReader.__init__``), their signatures and ``Args:`` sections
+(:func:`declared_options`, plus each reader's ``option_notes``), and the commands'
+flag (:mod:`._cli_args`). Other kinds keep its default or their ``option_defaults``.
 """
 
 from __future__ import annotations
@@ -27,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ._cache import make_cache
-from ._prompt import check_max_chars_per_doc
+from ._prompt import check_max_chars_per_doc, check_optional_int
 from ._retry import check_max_attempts, make_wait
 
 __all__ = [
@@ -43,8 +34,7 @@ __all__ = [
 ]
 
 READER_KINDS: tuple[str, ...] = ("openai", "langchain", "llama_index", "local")
-"""The readers built from the declarations: ``OpenAIReader``, ``ChatModelReader``,
-``LlamaIndexLLMReader`` and ``LocalReader`` (their ``kind``)."""
+"""The ``kind`` of each reader built from the declarations (OpenAI, LangChain, LlamaIndex, local)."""
 
 NETWORK: tuple[str, ...] = ("openai", "langchain", "llama_index")
 """Readers whose model sits behind a connection (limits on calls, requests and tokens)."""
@@ -64,16 +54,13 @@ class ReaderOption:
         default: The default value.
         annotation: The type, as written in the signature.
         doc: What the option does, for every reader's docstring.
-        check: Validates a value and returns it normalised; raises ValueError (or
-            InvalidInputError) naming the bad value. None: any value.
+        check: Returns the value validated and normalised, or raises naming it (None: any).
         readers: The reader kinds (:data:`READER_KINDS`) whose constructor takes it.
-        base: True when ``BaseReader`` itself takes and uses it (every reader has it,
-            taken or fixed); False for an option only some readers use.
+        base: Whether ``BaseReader`` itself uses it (every reader has it, taken or fixed).
         store: Store the checked value as an attribute of the reader.
         flag: The command-line flag (``"--cache"``), or None for none.
-        cli: Further ``argparse.add_argument`` keywords (``help``, ``type``, ``choices``,
-            ``metavar``, ``default``; the default is None unless given: the reader's own
-            default then applies).
+        cli: Further ``argparse.add_argument`` keywords (a ``default_flag`` is the flag's
+            default; without it None, and the reader's own default applies).
     """
 
     name: str
@@ -111,11 +98,8 @@ def reader_option(
     flag: str | None = None,
     **cli: Any,
 ) -> ReaderOption:
-    """Declare a reader option (see the module docstring); returns the declaration.
-
-    Every reader class built with :func:`declared_options` takes it from then on (its
-    signature and docstring are rebuilt), and so do the commands' reader flags.
-    """
+    """Declare a reader option (see the module docstring); returns the declaration. The
+    declared readers' signatures and docstrings are rebuilt at once."""
     unknown = set(readers) - set(READER_KINDS)
     if unknown:
         raise ValueError(f"readers must name reader kinds among {READER_KINDS}, got {sorted(unknown)}")
@@ -138,38 +122,29 @@ def remove_reader_option(name: str) -> None:
 def options_for(kind: str | None) -> list[ReaderOption]:
     """The options a reader of ``kind`` takes as keywords (None: a plain ``BaseReader``
     subclass, which takes every base option)."""
-    if kind is None:
-        return [o for o in READER_OPTIONS.values() if o.base]
-    return [o for o in READER_OPTIONS.values() if kind in o.readers]
+    return [o for o in READER_OPTIONS.values() if (o.base if kind is None else kind in o.readers)]
 
 
 def resolve_options(cls: type, kind: str | None, given: Mapping[str, Any]) -> dict[str, Any]:
     """Checked values of every option a reader of ``kind`` has: the ones given, else the
-    class's ``option_defaults``, else the declared default; base options the reader does
-    not take keep their (fixed) default.
-
-    Raises:
-        TypeError: A keyword no declared option of this reader has (as Python says it).
-    """
+    class's ``option_defaults``, else the declared default (TypeError, as Python words it,
+    for a keyword the reader does not take)."""
     taken = {o.name for o in options_for(kind)}
     for name in given:
         if name not in taken:
             raise TypeError(f"{cls.__name__}.__init__() got an unexpected keyword argument {name!r}")
     overrides: Mapping[str, Any] = getattr(cls, "option_defaults", {})
-    values: dict[str, Any] = {}
-    for opt in READER_OPTIONS.values():
-        if opt.name not in taken and not opt.base:
-            continue
-        value = given.get(opt.name, overrides.get(opt.name, opt.default))
-        values[opt.name] = opt.checked(value)
-    return values
+    return {
+        o.name: o.checked(given.get(o.name, overrides.get(o.name, o.default)))
+        for o in READER_OPTIONS.values()
+        if o.name in taken or o.base
+    }
 
 
 # ----------------------------------------------------------------------------- derived
 def declared_options(cls: type) -> type:
-    """Class decorator: the reader's signature and docstring name the options of its
-    ``kind`` (its ``__init__`` takes them as ``**options``); kept in step with later
-    declarations."""
+    """Class decorator: the reader's signature and docstring name the options of its ``kind``
+    (its ``__init__`` takes them as ``**options``), kept in step with later declarations."""
     _DECLARED.append(cls)
     _derive(cls)
     return cls
@@ -200,11 +175,9 @@ def _derive(cls: type) -> None:
         for o in opts
     ]
     init.__signature__ = own.replace(parameters=params)
-    cls.__doc__ = _doc_with(own_doc, [(o.name, _entry(o, notes.get(o.name))) for o in opts])
-
-
-def _entry(opt: ReaderOption, note: str | None) -> str:
-    return opt.doc if not note else f"{opt.doc} {note}"
+    cls.__doc__ = _doc_with(
+        own_doc, [(o.name, " ".join(filter(None, (o.doc, notes.get(o.name))))) for o in opts]
+    )
 
 
 def _doc_with(doc: str, entries: list[tuple[str, str]]) -> str:
@@ -244,14 +217,9 @@ def check_mode(mode: Any) -> str:
 
 def check_context_tokens(value: Any) -> int | None:
     """Validate a ``context_tokens`` option: None (unknown: no fitting) or an int >= 64."""
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, int) or value < 64:
-        raise ValueError(
-            f"context_tokens must be an integer >= 64 (the model's context window in tokens) or None, "
-            f"got {value!r}"
-        )
-    return value
+    return check_optional_int(
+        value, 64, "context_tokens must be an integer >= 64 (the model's context window in tokens) or None"
+    )
 
 
 def check_structured(structured: Any) -> Any:
@@ -280,12 +248,7 @@ def _check_temperature(value: Any) -> float:
 
 
 def _check_timeout(timeout: Any) -> float:
-    if (
-        isinstance(timeout, bool)
-        or not isinstance(timeout, (int, float))
-        or not math.isfinite(timeout)
-        or timeout <= 0
-    ):
+    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not 0 < timeout < math.inf:
         raise ValueError(f"timeout must be a finite number of seconds > 0, got {timeout!r}")
     return float(timeout)
 
@@ -302,28 +265,25 @@ def _check_response_format(value: Any) -> str:
     return str(value)
 
 
-def _positive_int(text: str) -> int:
-    import argparse
+def _positive(kind: Callable[[str], Any], what: str, rule: str) -> Callable[[str], Any]:
+    """An argparse ``type``: ``text`` read with ``kind``, refused unless it is finite and > 0."""
 
-    try:
-        value = int(text)
-    except ValueError as err:
-        raise argparse.ArgumentTypeError(f"expected a whole number >= 1, got {text!r}") from err
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected a whole number >= 1, got {text!r}")
-    return value
+    def parse(text: str) -> Any:
+        import argparse
+
+        try:
+            value = kind(text)
+        except ValueError as err:
+            raise argparse.ArgumentTypeError(f"expected {what}, got {text!r}") from err
+        if not 0 < value < math.inf:
+            raise argparse.ArgumentTypeError(f"expected {what}{rule}, got {text!r}")
+        return value
+
+    return parse
 
 
-def _positive_float(text: str) -> float:
-    import argparse
-
-    try:
-        value = float(text)
-    except ValueError as err:
-        raise argparse.ArgumentTypeError(f"expected a number of seconds, got {text!r}") from err
-    if not 0 < value < float("inf"):
-        raise argparse.ArgumentTypeError(f"expected a number of seconds > 0, got {text!r}")
-    return value
+_positive_int = _positive(int, "a whole number >= 1", "")
+_positive_float = _positive(float, "a number of seconds", " > 0")
 
 
 # ----------------------------------------------------------------------------- the options

@@ -1,29 +1,17 @@
 """Prompt rendering, the citation schema, strict citation parsing, and turning a
 reply into a :class:`~gold_panning_integrations.engine.reading.Reading`.
 
-Each round shows the documents under the labels the panner passes (``labels[i]`` names
-``documents[i]``; None means ``1..m``). The panner draws them for each prompt from a
-space of at least 100 numbers per document (``4417``, ``1093``, ...), so a label says
-nothing about a position and a number a document writes is almost never a label on
-screen. The model is asked for ``{"cited": [labels]}`` and the prompt names the labels
-actually shown. Parsing is strict: only labels shown this round map back to documents
-(to their 0-based positions, through the label map); anything else is dropped and
-counted, never mapped to another document. Labels come from the panner, never from
-document text, so a document cannot forge another's label.
-
-Common label forms are read as labels: JSON integers, numbers as strings (``"417"``),
-``"[417]"``, ``"417."``, ``"#417"``, ``"Document 417"``, ``"label 417"`` and any Unicode
-decimal digits (Arabic-Indic ``"٤١٧"``, full-width ``"４１７"``), inside JSON or as the
-whole reply.
-
-Ambiguous replies are not evidence: JSON with a key repeated in one object
-(``{"cited": [3], "cited": [5]}``) is malformed (retried, then a failed round), never
-read as its last value; so is a reply naming more labels that were not shown than labels
-that were (what a model does when a document lists numbers for it to cite).
+Documents are shown under the panner's labels (``labels[i]`` names ``documents[i]``;
+None: ``1..m``) and the model is asked for ``{"cited": [labels]}``. Only labels shown
+this round map back to 0-based positions; anything else is dropped and counted, never
+mapped to another document, and an ambiguous reply (a repeated JSON key, more unknown
+numbers than shown labels) is malformed. docs/when-things-go-wrong.md lists the label
+forms read and what each bad reply becomes.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import numbers
@@ -53,6 +41,7 @@ __all__ = [
     "check_echo",
     "check_labels",
     "check_max_chars_per_doc",
+    "check_optional_int",
     "citation_json_schema",
     "clip_document",
     "extract_json",
@@ -93,28 +82,21 @@ DEFAULT_TEMPLATE = (
 """Default user message. Placeholders: ``{question}``, ``{documents}``, ``{n}``,
 ``{labels}`` (the labels shown, ascending, comma-separated) and ``{allowed}`` (the same
 as a phrase: ``"numbers from 1 to 6"`` for labels ``1..6``, else
-``"these numbers: 3, 8, 17"``). Each document is delimited by :func:`render_documents`
-and the template states :data:`DATA_RULE`.
-
-It asks for the one document that answers, names no label outside the documents' own
-markers and repeats the question after them: a small model (Qwen2.5-Coder-0.5B) copied
-the list of allowed labels (``{allowed}``, 0.5's template) into its reply until the token
-limit on every prompt (see docs/calibration-and-profiles.md)."""
+``"these numbers: 3, 8, 17"``). It asks for the one document that answers and names no
+label outside the documents' own markers: a small model copies a listed set of labels
+into its reply (docs/security.md)."""
 
 PromptTemplate = str | Callable[..., str]
-"""A format string with ``{question}``, ``{documents}``, ``{n}``, ``{labels}``, or a
-callable ``(question, documents, *, labels) -> str`` that renders the whole user
-message. A callable without a ``labels`` parameter numbers the documents itself; its
-replies are then read under labels ``1..m``."""
+"""A format string (placeholders as :data:`DEFAULT_TEMPLATE`'s), or a callable ``(question,
+documents, *, labels) -> str`` rendering the whole user message (without ``labels``, it
+numbers the documents itself and replies are read under ``1..m``)."""
 
 MAX_RAW_CHARS = 4000
 """Raw model output kept in a :class:`Reading` (characters); longer output is cut."""
 
 MAX_SCAN_CHARS = 4000
-"""Longest model output searched for JSON embedded in prose (characters). Longer output
-is still accepted when it is JSON as a whole; otherwise only its first
-``MAX_SCAN_CHARS`` characters are searched, which bounds the time a hostile enormous
-reply (megabytes of brackets) can cost."""
+"""Longest model output searched for JSON embedded in prose (characters); longer output
+is read whole only when it is JSON as a whole (bounds what a hostile reply can cost)."""
 
 TRUNCATION_MARKER = " [...]"
 """Appended to a document cut by ``max_chars_per_doc``, so the model sees it was cut."""
@@ -127,23 +109,17 @@ class Citations(BaseModel):
 
 
 SCHEMA_MAX_ITEMS = 64
-"""Largest ``maxItems`` a citation schema carries. llama.cpp unrolls ``maxItems`` into
-nested grammar rules and kills the process (a segmentation fault, not an exception) past
-its repetition limit (llama-cpp-python 0.3.36 in process: 1,000 parses, 2,000 crashes)."""
+"""Largest ``maxItems`` a citation schema carries: past its repetition limit llama.cpp's
+grammar crashes the process (docs/security.md)."""
 
 
 def citation_json_schema(*, max_citations: int | None = None) -> dict[str, Any]:
     """JSON schema of :class:`Citations` for ``response_format={"type": "json_schema"}``.
 
-    It fixes the reply's shape (an object with a list of integers), not its values: no
-    ``enum`` of the labels shown, no ``minimum``/``maximum``, no ``maxItems`` tied to the
-    prompt. A server that enforces the schema while decoding would otherwise turn the
-    number an injected instruction makes the model write (``1``) into some label on
-    screen, crediting a document nobody chose; left free, that number stays unknown and
-    is dropped and counted.
-
-    A ``max_citations`` above :data:`SCHEMA_MAX_ITEMS` is left out of the schema (the
-    reply's parser still keeps at most that many).
+    It fixes the reply's shape, not its values (no ``enum`` of the labels shown): a
+    decoder held to the labels on screen would turn the number an injected instruction
+    makes the model write into a label nobody chose. A ``max_citations`` above
+    :data:`SCHEMA_MAX_ITEMS` is left out (the parser still keeps at most that many).
     """
     items: dict[str, Any] = {"type": "array", "items": {"type": "integer"}}
     if max_citations is not None and max_citations <= SCHEMA_MAX_ITEMS:
@@ -159,10 +135,7 @@ def citation_json_schema(*, max_citations: int | None = None) -> dict[str, Any]:
 # ------------------------------------------------------------------------------ text
 def sanitize_text(text: Any) -> str:
     """``text`` as a string that encodes to UTF-8: surrogate pairs are joined and lone
-    surrogates (``"\\ud800"``, which no HTTP client can send) become U+FFFD.
-
-    A document is data: one bad character must not make every request fail.
-    """
+    surrogates (``"\\ud800"``, which no HTTP client can send) become U+FFFD."""
     s = text if isinstance(text, str) else str(text)
     try:
         s.encode("utf-8")
@@ -183,29 +156,30 @@ def truncate(text: Any, limit: int = MAX_RAW_CHARS) -> str | None:
 
 def attach_raw(err: BaseException, raw: Any) -> BaseException:
     """Remember the raw model output on an exception, for the failed reading."""
-    try:
+    with contextlib.suppress(AttributeError):  # exceptions with __slots__
         err.raw = truncate(raw)  # type: ignore[attr-defined]
-    except AttributeError:  # pragma: no cover - exceptions with __slots__
-        pass
     return err
+
+
+def check_optional_int(value: Any, minimum: int, rule: str) -> int | None:
+    """``value`` when it is None or an int >= ``minimum``, else ``ValueError(f"{rule}, got
+    {value!r}")``."""
+    if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < minimum):
+        raise ValueError(f"{rule}, got {value!r}")
+    return value
 
 
 def check_max_chars_per_doc(value: int | None) -> int | None:
     """Validate a ``max_chars_per_doc`` option: None (no limit) or an integer >= 1."""
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ValueError(
-            f"max_chars_per_doc must be an integer >= 1 (characters per document) or None, got {value!r}"
-        )
-    return value
+    return check_optional_int(
+        value, 1, "max_chars_per_doc must be an integer >= 1 (characters per document) or None"
+    )
 
 
 def clip_document(text: Any, max_chars: int | None = None) -> str:
     """One document as it appears in a prompt: whitespace runs collapsed to one space,
-    then, when longer than ``max_chars`` characters, cut there (trailing space
-    dropped) and :data:`TRUNCATION_MARKER` appended. The marker does not count
-    toward ``max_chars``."""
+    cut at ``max_chars`` characters and marked with :data:`TRUNCATION_MARKER` (not
+    counted) when longer."""
     s = " ".join(str(text).split())
     if max_chars is None or len(s) <= max_chars:
         return s
@@ -214,12 +188,8 @@ def clip_document(text: Any, max_chars: int | None = None) -> str:
 
 # ---------------------------------------------------------------------------- labels
 def check_labels(labels: Sequence[Any] | None, m: int) -> tuple[int, ...]:
-    """The labels of ``m`` documents: ``1..m`` for None, else ``labels`` checked
-    (one per document, distinct integers >= 1; numpy integers accepted).
-
-    Raises:
-        ValueError: Wrong length, a non-integer, a label < 1, or a repeated label.
-    """
+    """The labels of ``m`` documents: ``1..m`` for None, else ``labels`` checked (one per
+    document, distinct integers >= 1, numpy integers accepted; ValueError otherwise)."""
     if labels is None:
         return tuple(range(1, m + 1))
     labs = list(labels)
@@ -248,11 +218,8 @@ def _allowed_text(labels: Sequence[int]) -> str:
 
 def render_document(text: Any, label: int, *, max_chars_per_doc: int | None = None) -> str:
     """One document marked as data: ``<document L>``, its text on one line (see
-    :func:`clip_document`), ``</document L>``.
-
-    Both markers carry the label, which the panner draws at random for each prompt, so a
-    document cannot close its own block and write outside it: it does not know the label.
-    """
+    :func:`clip_document`), ``</document L>`` (a document cannot close its own block: it
+    does not know the label)."""
     return f"<document {label}>\n{clip_document(text, max_chars_per_doc)}\n</document {label}>"
 
 
@@ -262,14 +229,8 @@ def render_documents(
     labels: Sequence[int] | None = None,
     max_chars_per_doc: int | None = None,
 ) -> str:
-    """Documents marked as data under their labels (see :func:`render_document`) in
-    prompt order, separated by blank lines, each cut to ``max_chars_per_doc`` characters
-    (see :func:`clip_document`).
-
-    Args:
-        documents: Texts in prompt order, shape ``(m,)``.
-        labels: Label of each document, shape ``(m,)``; None: ``1..m``.
-    """
+    """Documents (texts, shape ``(m,)``) under their labels (shape ``(m,)``; None:
+    ``1..m``), each as :func:`render_document` shows it, separated by blank lines."""
     labs = check_labels(labels, len(documents))
     return "\n\n".join(
         render_document(d, lab, max_chars_per_doc=max_chars_per_doc) for lab, d in zip(labs, documents)
@@ -292,18 +253,9 @@ def render_prompt(
     template: PromptTemplate | None = None,
     max_chars_per_doc: int | None = None,
 ) -> str:
-    """The user message for one round.
-
-    Args:
-        question: The question.
-        documents: Texts in prompt order, shape ``(m,)``.
-        labels: Label of each document this round, shape ``(m,)``; None: ``1..m``.
-        template: Replacement template (see :data:`PromptTemplate`). A callable
-            template gets the documents as they are (``max_chars_per_doc`` is not applied).
-        max_chars_per_doc: Longest document text shown, in characters; longer ones are
-            cut and marked with :data:`TRUNCATION_MARKER`. None: no limit. A document
-            keeps its label whether or not it was cut.
-    """
+    """The user message for one round: ``documents`` (texts, shape ``(m,)``) under
+    ``labels`` (shape ``(m,)``; None: ``1..m``) in ``template`` (see
+    :data:`PromptTemplate`), ``max_chars_per_doc`` as the reader option of that name."""
     labs = check_labels(labels, len(documents))
     if callable(template):
         return adapt_template(template)(question, documents, labels=labs)  # type: ignore[no-any-return]
@@ -329,18 +281,10 @@ def render_prompt(
 # --------------------------------------------------------------------------- parsing
 @dataclass(frozen=True)
 class ParsedCitations:
-    """Validated citations of one model output.
-
-    Attributes:
-        cited: 0-based positions of valid, unique labels, ascending.
-        invalid: Labels dropped: not shown this round (0, negative, unknown), not a
-            label form (floats, booleans, null, nested lists, prose), or over the maximum.
-        duplicates: Labels dropped because they repeated an earlier valid label.
-        answer: A free-text ``answer`` field, when the model gave one.
-        unknown: Distinct numbers >= 1 in a label form that were not shown this round
-            (part of ``invalid``): what a model writes when it copies a number from a
-            document instead of a label.
-    """
+    """Validated citations of one model output: ``cited`` positions (0-based, ascending),
+    labels dropped as ``invalid`` (not shown, not a label form, over the maximum) or
+    ``duplicates``, a free-text ``answer`` when given, and how many distinct numbers >= 1
+    that were not shown are among the invalid (``unknown``)."""
 
     cited: tuple[int, ...]
     invalid: int = 0
@@ -350,9 +294,7 @@ class ParsedCitations:
 
 
 _FENCE = re.compile(r"```(?:json|JSON)?\s*(.*?)```", re.DOTALL)
-# One label as a string: "417", "[417]", "(417)", "#417", "[#417]", "417.", "Document 417",
-# "label 417", in any Unicode decimal digits (str patterns: \d is Unicode-aware, and int()
-# reads those digits).
+# One label as a string ("[#417]", "Document 417", ...); \d and int() take any Unicode digits.
 _LABEL_FORM = r"(?:(?:document|doc|passage|label)\s*)?[\[(]?\s*#?\s*(\d{1,12})\s*[\])]?\.?"
 _ONE_LABEL = re.compile(rf"^\s*{_LABEL_FORM}\s*$", re.IGNORECASE)
 _LABEL_LIST = re.compile(rf"^\s*{_LABEL_FORM}(?:\s*(?:,|;|\band\b|\s)\s*{_LABEL_FORM})*\s*$", re.IGNORECASE)
@@ -360,12 +302,9 @@ _LABEL_DIGITS = re.compile(r"\d{1,12}")
 
 
 def as_label(value: Any) -> int | None:
-    """``value`` as a label, or None when it is not one.
-
-    JSON integers, and strings in a common label form (``"417"``, ``"[417]"``,
-    ``"417."``, ``"#417"``, ``"Document 417"``, ``"label 417"``, Unicode digits such as
-    ``"٤١٧"`` or ``"４１７"``). Booleans, floats, null, lists and prose are not labels.
-    """
+    """``value`` as a label, or None: JSON integers, and strings in a common label form
+    (``"417"``, ``"[417]"``, ``"417."``, ``"#417"``, ``"Document 417"``, ``"label 417"``,
+    in any Unicode digits)."""
     if isinstance(value, bool):
         return None
     if isinstance(value, int):
@@ -395,23 +334,14 @@ _STRICT = json.JSONDecoder(object_pairs_hook=_unique_keys)
 
 def loads_strict(text: str) -> Any:
     """``json.loads`` that raises :class:`CitationParseError` on an object with a
-    repeated key (``{"cited": [3], "cited": [5]}``) instead of keeping the last value.
-
-    Raises:
-        json.JSONDecodeError: ``text`` is not JSON.
-        CitationParseError: An object repeats a key.
-    """
+    repeated key instead of keeping the last value (``json.JSONDecodeError``: not JSON)."""
     return _STRICT.decode(text)
 
 
 def extract_json(text: str) -> Any:
-    """The JSON value in ``text``: the whole text, a fenced block, or an object
-    (``{...}``) in surrounding prose (the last one with a ``"cited"`` key, else the first).
-
-    Raises:
-        CitationParseError: No JSON value could be decoded, or one that was decoded
-            repeats a key in an object (see :func:`loads_strict`).
-    """
+    """The JSON value in ``text``: the whole text, a fenced block, or an object in
+    surrounding prose (the last one with a ``"cited"`` key, else the first);
+    CitationParseError when there is none or it repeats a key."""
     if text is None:
         raise CitationParseError("the model returned no text")
     s = str(text).strip()
@@ -419,14 +349,11 @@ def extract_json(text: str) -> Any:
         raise CitationParseError("the model returned empty text")
     candidates = [s] + [m.group(1).strip() for m in _FENCE.finditer(s)]
     for c in candidates:
-        try:
+        with contextlib.suppress(json.JSONDecodeError, RecursionError):
             return loads_strict(c)
-        except (json.JSONDecodeError, RecursionError):
-            pass
-    # JSON inside prose: only objects count here (a bare "[2]" in prose is more often a
-    # quoted label than an answer). A model that quotes a document's fake JSON before
-    # its own answer gives its answer last, so the last object with a "cited" key wins.
-    # The scan is bounded: at most MAX_SCAN_CHARS characters and 64 objects.
+    # JSON inside prose: only objects count (a bare "[2]" is more often a quoted label),
+    # and the last with a "cited" key wins (a model quotes a document's JSON before its
+    # own answer). The scan is bounded: MAX_SCAN_CHARS characters, 64 objects.
     found: list[Any] = []
     i = s.find("{")
     while 0 <= i < MAX_SCAN_CHARS and len(found) < 64:
@@ -456,35 +383,21 @@ def _bare_labels(text: str) -> list[str] | None:
 def validate_labels(
     labels: Sequence[Any], shown: int | Sequence[int], *, max_citations: int | None = None
 ) -> tuple[tuple[int, ...], int, int]:
-    """Map the labels shown this round to 0-based positions; count what is dropped.
-
-    Args:
-        labels: The values the model cited (see :func:`as_label` for what counts).
-        shown: The labels shown, in prompt order (``shown[i]`` names position ``i``),
-            or an int ``m`` for ``1..m``.
-
-    Returns:
-        ``(cited positions ascending, invalid count, duplicate count)``.
-    """
+    """``(cited positions ascending, invalid count, duplicate count)`` of the values the
+    model cited (:func:`as_label`), ``shown`` being the labels shown in prompt order
+    (``shown[i]`` names position ``i``) or an int ``m`` for ``1..m``."""
     shown_labels = range(1, shown + 1) if isinstance(shown, int) else shown
     position = {lab: i for i, lab in enumerate(shown_labels)}
-    seen: set[int] = set()
     keep: list[int] = []
-    invalid = 0
-    dup = 0
+    invalid = dup = 0
     for value in labels:
-        lab = as_label(value)
-        if lab is None or lab not in position:
-            invalid += 1
-            continue
-        if lab in seen:
+        pos = position.get(as_label(value))  # type: ignore[arg-type]
+        if pos is not None and pos in keep:
             dup += 1
-            continue
-        if max_citations is not None and len(keep) >= max_citations:
+        elif pos is None or (max_citations is not None and len(keep) >= max_citations):
             invalid += 1
-            continue
-        seen.add(lab)
-        keep.append(position[lab])
+        else:
+            keep.append(pos)
     return tuple(sorted(keep)), invalid, dup
 
 
@@ -502,21 +415,13 @@ def parse_citations(
     max_citations: int | None = None,
     key: str = "cited",
 ) -> ParsedCitations:
-    """Parse a model output into validated citations.
+    """Parse a model output into validated citations: ``{"cited": [...]}`` (with an
+    optional ``"answer"``), a bare JSON list or label, decoded JSON, any of them in
+    fences or prose, or a reply made only of label forms (``"Document 2 and 5"``).
 
-    Accepts ``{"cited": [...]}`` (optionally with an ``"answer"`` string), a bare JSON
-    list of labels or one label, an already-decoded dict/list (structured output),
-    possibly inside Markdown fences or prose, and a reply made only of label forms
-    (``"6."``, ``"٦"``, ``"Document 2 and 5"``).
-
-    Args:
-        text: The model output (text or decoded JSON).
-        shown: The labels shown, in prompt order, or an int ``m`` for ``1..m``.
-
-    Raises:
-        CitationParseError: Not JSON nor label forms, or JSON of the wrong shape
-            (missing ``cited``, ``cited`` not a list). Individual bad labels never
-            raise: they are counted.
+    ``shown`` is as in :func:`validate_labels`. Raises CitationParseError for output
+    that is neither JSON nor label forms, or JSON of the wrong shape (bad labels are
+    counted, never raised).
     """
     if isinstance(text, (dict, list)):
         value: Any = text
@@ -554,8 +459,7 @@ def check_echo(text: str, documents: Sequence[str], labels: Sequence[int] | None
     if len(documents) == 0 or not text:
         return
     first_label = [labels[0]] if labels is not None else None
-    # The first document's line, at most 80 characters: enough to recognise an echo,
-    # cheap for megabyte documents, and still found when max_chars_per_doc cut it (>= 76).
+    # 80 characters: enough to recognise an echo, and found when max_chars_per_doc cut it.
     first = render_documents([documents[0]], labels=first_label)[:80]
     if len(first) >= 8 and first in text:
         raise CitationParseError("the model echoed the prompt instead of answering")
@@ -585,23 +489,15 @@ def reading_from_citations(
     raw: Any,
     extra: dict[str, Any] | None = None,
 ) -> Reading:
-    """Validate a model output (text, or decoded JSON from structured output) into a
+    """Validate a model output (text, or decoded JSON from structured output) about
+    ``documents`` as shown under ``labels`` (shape ``(m,)`` each; None: ``1..m``) into a
     :class:`Reading` whose ``cited`` are 0-based positions.
 
-    Args:
-        value: The reply (text or decoded JSON).
-        documents: The documents as shown, shape ``(m,)``.
-        labels: The labels shown, shape ``(m,)``; None: ``1..m``.
-
     Raises:
-        CitationParseError: (with ``raw`` attached) the output is not citation JSON,
-            repeats a key in a JSON object, every label it cites is invalid (not shown,
-            not a label: a reply that quotes a document's text instead of its label), or
-            it names more numbers that were not shown than labels that were (a model
-            listing numbers a document gave it; one unknown number beside a shown label
-            is dropped and counted). Such a reply is retried and then a failed reading,
-            never an empty citation list, which would count as evidence against every
-            document shown.
+        CitationParseError: (with ``raw`` attached) not citation JSON, a repeated key,
+            only invalid labels, or more unknown numbers than shown labels: retried,
+            then a failed reading, never an empty citation list (evidence against every
+            document shown).
     """
     shown = check_labels(labels, len(documents))
     try:
@@ -609,24 +505,18 @@ def reading_from_citations(
             check_echo(value, documents, shown)
             value = _bounded(value)
         parsed = parse_citations(value, shown, max_citations=max_citations)
-    except CitationParseError as err:
-        raise attach_raw(err, raw) from None
-    if not parsed.cited and parsed.invalid:
-        raise attach_raw(
-            CitationParseError(
+        if not parsed.cited and parsed.invalid:
+            raise CitationParseError(
                 f"every label cited ({parsed.invalid}) was invalid; labels shown: {_labels_text(shown)}"
-            ),
-            raw,
-        )
-    if parsed.unknown > len(parsed.cited):
-        raise attach_raw(
-            CitationParseError(
+            )
+        if parsed.unknown > len(parsed.cited):
+            raise CitationParseError(
                 f"the reply names {parsed.unknown} numbers that were not shown as labels against "
                 f"{len(parsed.cited)} that were (a document may have listed numbers to cite); "
                 f"labels shown: {_labels_text(shown)}"
-            ),
-            raw,
-        )
+            )
+    except CitationParseError as err:
+        raise attach_raw(err, raw) from None
     return Reading(
         cited=parsed.cited,
         answer=parsed.answer,

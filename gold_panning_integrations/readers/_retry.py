@@ -1,24 +1,16 @@
 """The retry policy every reader shares: attempt, retry with tenacity, finish.
 
-One reading is one or more *attempts*. An attempt either returns a :class:`Reading` or
-raises; :func:`~._errors.classify_error` says what the exception is (see
-:mod:`._errors`): transient errors and malformed output are retried
-(:func:`~._errors.is_retryable`); any other :class:`~gold_panning_integrations.errors.ReaderError`
-ends the reading as a failed reading; a
-:class:`~gold_panning_integrations.errors.FatalReaderError` or a missing extra
-(:class:`~gold_panning_integrations.errors.MissingExtraError`) propagates, so the panner
-ends the run with one clear message instead of failing every round.
-
-:func:`with_retries` is the one wrapper for synchronous and asynchronous attempts. The
-wait between attempts is injectable (a tenacity wait strategy or any callable
-``(tenacity.RetryCallState) -> seconds``) and so is the sleep, so tests never sleep.
-The default, :class:`wait_retry_after`, honours the server's Retry-After and otherwise
-backs off exponentially with jitter.
+One reading is one or more *attempts*; an attempt returns a :class:`Reading` or raises,
+and :func:`~._errors.classify_error` says what the exception is: retried (transient,
+malformed output), a failed reading (any other ``ReaderError``), or raised (fatal, a
+missing extra). The wait and the sleep are injectable, so tests never sleep; the
+default wait, :class:`wait_retry_after`, honours Retry-After, else backs off.
 """
 
 from __future__ import annotations
 
 import asyncio
+import functools
 import inspect
 import logging
 import math
@@ -37,6 +29,7 @@ from tenacity import (
     wait_fixed,
 )
 
+from .._steps import Steps, arun_steps, run_steps
 from ..engine.reading import Reading
 from ..errors import FatalReaderError, MissingExtraError, ReaderError
 from ._errors import Usage, classify_error, is_retryable
@@ -45,7 +38,6 @@ __all__ = [
     "MAX_RETRY_AFTER",
     "RetryPolicy",
     "Wait",
-    "acall_with_retries",
     "call_with_retries",
     "check_max_attempts",
     "make_wait",
@@ -78,8 +70,8 @@ class wait_retry_after:
     """Wait the server's Retry-After when it gave one, else ``fallback``.
 
     Args:
-        fallback: Wait used when there is no Retry-After; default exponential backoff
-            with jitter (0.5 s, 1 s, 2 s, ... up to 20 s).
+        fallback: Wait without a Retry-After; default exponential backoff with jitter
+            (0.5 s, 1 s, 2 s, ... up to 20 s).
         max_wait: Cap on an honoured Retry-After, in seconds.
     """
 
@@ -124,11 +116,8 @@ def check_max_attempts(max_attempts: int) -> int:
 class RetryPolicy:
     """How many attempts, how long to wait between them, how to sleep.
 
-    Args:
-        max_attempts: Attempts per reading, retries included (>= 1).
-        wait: See :func:`make_wait`.
-        sleep: Sleep function (sync: ``(seconds) -> None``, async: awaitable); None
-            uses ``time.sleep`` / ``asyncio.sleep``. Tests inject a recorder.
+    ``max_attempts`` and ``wait`` are the reader options of those names; ``sleep`` (sync
+    or awaitable; None: ``time.sleep`` / ``asyncio.sleep``) is injected by tests.
     """
 
     max_attempts: int = 3
@@ -176,31 +165,24 @@ class _Run:
         raw = getattr(err, "raw", None)
         if raw is not None:
             new.raw = raw  # type: ignore[attr-defined]
-        new.__cause__ = err
         return new
 
     def finish(self, reading: Reading) -> Reading:
         u = self.usage
+        prompt = reading.prompt_tokens if u.prompt_tokens is None else u.prompt_tokens
+        completion = reading.completion_tokens if u.completion_tokens is None else u.completion_tokens
         return replace(
-            reading,
-            attempts=max(self.count, u.calls),
-            prompt_tokens=reading.prompt_tokens if u.prompt_tokens is None else u.prompt_tokens,
-            completion_tokens=reading.completion_tokens
-            if u.completion_tokens is None
-            else u.completion_tokens,
+            reading, attempts=max(self.count, u.calls), prompt_tokens=prompt, completion_tokens=completion
         )
 
     def failed(self, err: ReaderError) -> Reading:
         retryable = is_retryable(err)
         n = max(self.count, self.usage.calls)
-        if retryable:
-            error = f"{self.what}: gave up after {n} attempt{'s' if n != 1 else ''}: {err}"
-        else:
-            error = f"{self.what}: {err}"
+        gave_up = f"gave up after {n} attempt{'s' if n != 1 else ''}: " if retryable else ""
         return Reading(
             cited=(),
             failed=True,
-            error=error,
+            error=f"{self.what}: {gave_up}{err}",
             raw=getattr(err, "raw", None),
             attempts=n,
             prompt_tokens=self.usage.prompt_tokens,
@@ -209,8 +191,17 @@ class _Run:
         )
 
     def fatal(self, err: FatalReaderError) -> FatalReaderError:
-        new = FatalReaderError(f"{self.what}: {err}", status_code=err.status_code)
-        return new
+        return FatalReaderError(f"{self.what}: {err}", status_code=err.status_code)
+
+    def steps(self, retrying: Retrying | AsyncRetrying, once: Callable[[], Any]) -> Steps[Reading]:
+        """``once`` under ``retrying``, then the reading finished, failed or raised as fatal."""
+        try:
+            reading = yield functools.partial(retrying, once)
+        except FatalReaderError as err:
+            raise self.fatal(err) from err
+        except ReaderError as err:
+            return self.failed(err)
+        return self.finish(reading)
 
 
 def with_retries(
@@ -219,25 +210,13 @@ def with_retries(
     policy: RetryPolicy,
     what: str = "reader",
 ) -> Any:
-    """Run ``attempt`` until it returns, retrying transient errors and malformed output.
+    """Run ``attempt`` until it returns, retrying transient errors and malformed output;
+    a coroutine function ``attempt`` gives an awaitable, a plain one the reading.
 
-    One wrapper for both flavours: a coroutine function ``attempt`` gives an awaitable
-    (tenacity's ``AsyncRetrying``), a plain one gives the reading (``Retrying``).
-
-    Args:
-        attempt: One model call plus parsing: ``(usage) -> Reading``. It adds calls and
-            tokens to ``usage`` and raises on failure (any exception; it is classified
-            with :func:`classify_error`).
-        policy: Attempts, wait and sleep.
-        what: The reader, named in messages and logs (e.g. its model and URL).
-
-    Returns:
-        The attempt's reading with ``attempts`` and summed tokens filled in, or a failed
-        reading.
-
-    Raises:
-        FatalReaderError: A permanent failure (message prefixed with ``what``).
-        MissingExtraError: An optional package is missing.
+    ``attempt`` is one model call plus parsing, ``(usage) -> Reading``, adding calls and
+    tokens to ``usage`` and raising on failure; ``what`` names the reader in messages. The
+    result has ``attempts`` and the summed tokens filled in, or is a failed reading; a
+    FatalReaderError (prefixed with ``what``) or MissingExtraError is raised.
     """
     run = _Run(policy, what)
     if inspect.iscoroutinefunction(attempt):
@@ -249,16 +228,7 @@ def with_retries(
             except Exception as err:  # classify everything a model call may raise
                 raise run.classified(err) from err
 
-        async def arun() -> Reading:
-            try:
-                reading: Reading = await AsyncRetrying(**run.options(asyncio.sleep))(aonce)
-            except FatalReaderError as err:
-                raise run.fatal(err) from err
-            except ReaderError as err:
-                return run.failed(err)
-            return run.finish(reading)
-
-        return arun()
+        return arun_steps(run.steps(AsyncRetrying(**run.options(asyncio.sleep)), aonce))
 
     def once() -> Reading:
         run.count += 1
@@ -267,13 +237,7 @@ def with_retries(
         except Exception as err:  # classify everything a model call may raise
             raise run.classified(err) from err
 
-    try:
-        reading = Retrying(**run.options(time.sleep))(once)
-    except FatalReaderError as err:
-        raise run.fatal(err) from err
-    except ReaderError as err:
-        return run.failed(err)
-    return run.finish(reading)
+    return run_steps(run.steps(Retrying(**run.options(time.sleep)), once))
 
 
 def call_with_retries(
@@ -286,15 +250,3 @@ def call_with_retries(
 ) -> Reading:
     """:func:`with_retries` for a synchronous ``attempt`` with the policy spelled out."""
     return with_retries(attempt, policy=RetryPolicy(max_attempts, wait, sleep), what=what)  # type: ignore[no-any-return]
-
-
-async def acall_with_retries(
-    attempt: Callable[[Usage], Awaitable[Reading]],
-    *,
-    max_attempts: int = 3,
-    wait: Wait | float | None = None,
-    sleep: Callable[[float], Awaitable[None]] | None = None,
-    what: str = "reader",
-) -> Reading:
-    """:func:`with_retries` for an asynchronous ``attempt`` with the policy spelled out."""
-    return await with_retries(attempt, policy=RetryPolicy(max_attempts, wait, sleep), what=what)  # type: ignore[no-any-return]

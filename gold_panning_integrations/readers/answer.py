@@ -1,29 +1,22 @@
 """Answer attribution: turn a model's free-text answer into citations.
 
-Small models often cannot cite document numbers (SmolLM2-135M answers "1" whatever the
-content) but can answer the question. In *answer mode* the model answers, and the
-documents that contain that answer are taken as the cited ones: a correct answer
-"cites" the gold document, an answer copied from a distractor "cites" that distractor.
-Position bias shows up in which document the answer comes from, so the same detector
-profile and Bayesian update apply unchanged.
+Small models often cannot cite document numbers but can answer the question. In *answer
+mode* the model answers and the documents that contain the answer count as cited, so
+position bias shows up in which document the answer comes from and the same profile and
+update apply. Whether a document supports an answer is a replaceable matcher
+``(answer, document) -> bool``; the default looks for the normalised answer as a token
+sequence in the document.
 
-The matcher deciding "document supports answer" is replaceable: any callable
-``(answer, document) -> bool``. The default normalises both texts (lowercase, accents
-and punctuation removed, articles dropped, whitespace collapsed) and looks for the
-answer as a contiguous token sequence inside the document.
-
-When no document contains the whole answer (small models answer in sentences: "The Bob
-& Tom Show (BTS) is a syndicated US radio show that began on March 7, 1983"), the
-answer still supports the passage holding its *key span*: the question's words and
-filler words (:data:`STOPWORDS`) are dropped, the rest splits into runs at the
-question's words, and the documents sharing the longest run (stopwords skipped on both
-sides) are credited, only when that span is distinctive (a multi-word span, or one
-word with a digit or of five letters or more) and found in few of the shown documents
-(:attr:`AnswerAttribution.max_share`): generic words never credit many documents.
+When no document contains the whole answer (small models answer in sentences), the
+documents holding its *key span* are credited: the answer without stopwords, split into
+runs at the question's words, and the documents sharing the longest run, only when that
+span is distinctive (several words, or one with a digit or of five letters or more) and
+found in few of the shown documents (:attr:`AnswerAttribution.max_share`).
 """
 
 from __future__ import annotations
 
+import difflib
 import re
 import unicodedata
 from collections.abc import Callable, Sequence
@@ -50,38 +43,34 @@ Matcher = Callable[[str, str], bool]
 """``(answer, document) -> bool``: does the document support the answer?"""
 
 ANSWER_SYSTEM_PROMPT = "You answer questions using the given documents. Reply with the short answer only."
-"""Answer mode keeps plain document lines, not cite mode's datamarked blocks: on the
-0.5B model that can read, the blocks and the data rule cost a third of its correct
-answers (docs/security.md), and here a document is credited only when it holds the
-model's answer, so asking to be cited earns a passage nothing by itself."""
+"""Answer mode keeps plain document lines, not cite mode's marked blocks (docs/security.md:
+a document is credited only when it holds the model's answer)."""
 
 ANSWER_TEMPLATE = "Documents:\n{documents}\n\nQuestion: {question}\nAnswer with a few words only."
 """Default user message of answer mode. Placeholders: ``{question}``, ``{documents}``."""
 
-GENERIC_ANSWERS: frozenset[str] = frozenset(
-    {
-        "",
-        "i don t know",
-        "i do not know",
-        "unknown",
-        "none",
-        "no",
-        "yes",
-        "n a",
-        "n",
-        "no answer",
-        "not mentioned",
-        "not given",
-        "not stated",
-        "not provided",
-        "not available",
-        "there is no answer",
-        "cannot answer",
-        "i cannot answer",
-        "answer",
-        "document",
-    }
-)
+_GENERIC_TEXT = """
+i don t know
+i do not know
+unknown
+none
+no
+yes
+n a
+n
+no answer
+not mentioned
+not given
+not stated
+not provided
+not available
+there is no answer
+cannot answer
+i cannot answer
+answer
+document
+"""
+GENERIC_ANSWERS: frozenset[str] = frozenset({"", *_GENERIC_TEXT.strip().splitlines()})
 """Normalised answers that support nothing (never attributed to any document)."""
 
 _ARTICLES = frozenset({"a", "an", "the"})
@@ -109,10 +98,8 @@ looked for. Normalised forms (lowercase, no punctuation: "it's" is "it s")."""
 
 
 def normalize_tokens(text: str) -> list[str]:
-    """Lowercase, strip accents and punctuation, drop articles; the remaining tokens.
-
-    ``"The Röntgen-ray, in 1901!"`` -> ``["rontgen", "ray", "in", "1901"]``.
-    """
+    """Lowercase, strip accents and punctuation, drop articles; the remaining tokens
+    (``"The Röntgen-ray, in 1901!"`` -> ``["rontgen", "ray", "in", "1901"]``)."""
     s = unicodedata.normalize("NFKD", str(text))
     s = "".join(ch for ch in s if not unicodedata.combining(ch)).lower()
     s = _NON_WORD.sub(" ", s)
@@ -120,22 +107,13 @@ def normalize_tokens(text: str) -> list[str]:
 
 
 def _contains(haystack: Sequence[str], needle: Sequence[str]) -> bool:
-    m = len(needle)
-    if m == 0 or m > len(haystack):
-        return False
-    first = needle[0]
-    for i in range(len(haystack) - m + 1):
-        if haystack[i] == first and list(haystack[i : i + m]) == list(needle):
-            return True
-    return False
+    m, wanted = len(needle), list(needle)
+    return m > 0 and any(list(haystack[i : i + m]) == wanted for i in range(len(haystack) - m + 1))
 
 
 def token_matcher(answer: str, document: str) -> bool:
-    """Default matcher: the normalised answer occurs as a token sequence in the document.
-
-    Token boundaries matter: ``"48213"`` does not match ``"148213"``. Empty and generic
-    answers (see :data:`GENERIC_ANSWERS`) match nothing.
-    """
+    """Default matcher: the normalised answer occurs as a token sequence in the document
+    (``"48213"`` does not match ``"148213"``); generic answers match nothing."""
     a = normalize_tokens(answer)
     if " ".join(a) in GENERIC_ANSWERS:
         return False
@@ -148,8 +126,7 @@ def clean_answer(text: str | None) -> str:
     if not text:
         return ""
     line = next((ln.strip() for ln in str(text).splitlines() if ln.strip()), "")
-    line = _PREFIX.sub("", line).strip()
-    line = line.strip("\"'`*").strip()
+    line = _PREFIX.sub("", line).strip().strip("\"'`*").strip()
     return line.rstrip(".").strip()
 
 
@@ -161,15 +138,12 @@ class AnswerAttribution:
         matcher: ``(answer, document) -> bool``; default :func:`token_matcher`.
         generic: Normalised answers that never support anything.
         question_residual: When the whole answer matches no document and a question is
-            given, credit the documents holding the answer's key span (see
-            :meth:`key_span_documents`): "Lena Park's access code is 48213" is
-            attributed through "48213", "The value corresponding to the key ... is
-            6861447d-..." through the value.
+            given, credit the documents holding the answer's key span
+            (:meth:`key_span_documents`: "Lena Park's access code is 48213" through "48213").
         max_share: Most documents (as a share of those shown, at least one) a key span
             may credit; a span found in more supports nothing.
-        require_new_words: When a question is given, an answer made only of the
-            question's words (an echo such as "Leo Ford's access code") supports
-            nothing: it would otherwise match the gold document through the key alone.
+        require_new_words: With a question given, an answer made only of its words (an
+            echo such as "Leo Ford's access code") supports nothing.
     """
 
     matcher: Matcher = token_matcher
@@ -185,13 +159,9 @@ class AnswerAttribution:
     def attribute(
         self, answer: str, documents: Sequence[str], *, question: str | None = None
     ) -> tuple[tuple[int, ...], str]:
-        """Positions (0-based, ascending) of the documents supporting ``answer``.
-
-        Returns:
-            ``(positions, how)`` where ``how`` is ``"answer"`` (the whole answer
-            matched), ``"residual"`` (the answer minus the question's words matched),
-            ``"generic"``, ``"echo"`` or ``"none"``.
-        """
+        """``(positions, how)``: the documents supporting ``answer`` (0-based, ascending)
+        and ``"answer"`` (the whole answer matched), ``"residual"`` (its key span did),
+        ``"generic"``, ``"echo"`` or ``"none"``."""
         if self.is_generic(answer):
             return (), "generic"
         if question and self.require_new_words:
@@ -208,14 +178,9 @@ class AnswerAttribution:
         return (), "none"
 
     def key_span_documents(self, answer: str, documents: Sequence[str], *, question: str) -> tuple[int, ...]:
-        """Positions of the documents holding the answer's key span (see the module
-        docstring); ``()`` when the span is not distinctive or too common.
-
-        Args:
-            answer: The model's answer (a word, a phrase or a sentence).
-            documents: The documents as shown, shape ``(m,)``.
-            question: The question; its words are not part of any span.
-        """
+        """Positions of the documents (as shown, shape ``(m,)``) holding the answer's key
+        span (see the module docstring; the question's words are never part of it);
+        ``()`` when the span is not distinctive or too common."""
         runs = _answer_runs(answer, question)
         if not runs:
             return ()
@@ -258,19 +223,10 @@ def _distinctive(token: str) -> bool:
 
 
 def _longest_common_run(a: Sequence[str], b: Sequence[str]) -> tuple[int, tuple[str, ...]]:
-    """Length and tokens of the longest contiguous token run shared by ``a`` and ``b``."""
-    best, end = 0, 0
-    prev = [0] * (len(b) + 1)
-    for i in range(1, len(a) + 1):
-        cur = [0] * (len(b) + 1)
-        ai = a[i - 1]
-        for j in range(1, len(b) + 1):
-            if ai == b[j - 1]:
-                cur[j] = prev[j - 1] + 1
-                if cur[j] > best:
-                    best, end = cur[j], i
-        prev = cur
-    return best, tuple(a[end - best : end])
+    """Length and tokens of the longest contiguous token run shared by ``a`` and ``b``
+    (the earliest in ``a`` of the longest)."""
+    match = difflib.SequenceMatcher(None, a, b, autojunk=False).find_longest_match(0, len(a), 0, len(b))
+    return match.size, tuple(a[match.a : match.a + match.size])
 
 
 def render_answer_prompt(
@@ -280,16 +236,9 @@ def render_answer_prompt(
     template: str | None = None,
     max_chars_per_doc: int | None = None,
 ) -> str:
-    """The user message of answer mode: documents (one per line, no numbers) and the
-    question, asking for a short answer only.
-
-    Args:
-        question: The question.
-        documents: Texts in prompt order, shape ``(m,)``.
-        template: Format string with ``{question}`` and ``{documents}``.
-        max_chars_per_doc: Longest document text shown, in characters (longer ones are
-            cut and marked, see :func:`._prompt.clip_document`); None: no limit.
-    """
+    """The user message of answer mode: the documents (texts in prompt order, shape
+    ``(m,)``, one per line, no numbers, each as :func:`._prompt.clip_document` cuts it)
+    and the question, in ``template`` (``{question}``, ``{documents}``)."""
     limit = check_max_chars_per_doc(max_chars_per_doc)
     body = "\n".join(f"- {clip_document(d, limit)}" for d in documents)
     tpl = ANSWER_TEMPLATE if template is None else template
@@ -312,17 +261,10 @@ def reading_from_answer(
     completion_tokens: int | None = None,
     extra: dict[str, Any] | None = None,
 ) -> Reading:
-    """A :class:`Reading` whose citations are the documents supporting the answer.
-
-    An answer that supports no document (wrong, generic, empty) is a valid observation
-    with no citations, not a failure: the model looked and did not find the gold.
-
-    Args:
-        completion: The model's raw text.
-        documents: The documents as shown, shape ``(m,)``.
-        question: The question (enables the residual match).
-        attribution: Matching rules; default :class:`AnswerAttribution()`.
-    """
+    """A :class:`Reading` citing the documents (as shown, shape ``(m,)``) that support the
+    answer in ``completion`` under ``attribution`` (default :class:`AnswerAttribution`;
+    ``question`` enables the residual match). An answer that supports no document is a
+    reading with no citations, not a failure."""
     att = attribution or AnswerAttribution()
     answer = clean_answer(completion)
     cited, how = att.attribute(answer, documents, question=question)

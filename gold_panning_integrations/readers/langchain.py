@@ -1,15 +1,11 @@
 """Reader for any LangChain chat model or chat-model Runnable (a ``BaseChatModel``, or one
-wrapped by ``bind``, ``with_retry``, ``with_fallbacks``, ``configurable_fields``).
+wrapped by ``bind``, ``with_retry``, ``with_fallbacks``, ``configurable_fields``); the
+only reader module that imports ``langchain_core``.
 
-With ``structured="auto"`` a plain ``BaseChatModel`` is asked for
-``with_structured_output(Citations, include_raw=True)`` (a wrapper's bindings would be lost,
-so wrappers are read as text); a model without it is read as plain text, the JSON extracted
-and validated strictly. On the structured path the *raw* tool-call arguments are validated
-by the package's own parser where the message keeps them (so ``3.0`` labels or a repeated
-``cited`` key are malformed, as in text mode). ``ChatOpenAI``'s errors are classified as
-:class:`.openai.OpenAIReader`'s (closed port, HTTP 401/403/404: a
-:class:`~gold_panning_integrations.errors.FatalReaderError` naming model and base URL).
-The only reader module that imports ``langchain_core``.
+With ``structured="auto"`` a plain ``BaseChatModel`` (not a wrapper, whose bindings would
+be lost) is asked for ``with_structured_output(Citations, include_raw=True)``, and the raw
+tool-call arguments are validated by the package's own parser where the message keeps
+them; other models are read as plain text.
 """
 
 from __future__ import annotations
@@ -25,7 +21,7 @@ from langchain_core.runnables.config import merge_configs
 
 from ..engine.reading import Reading
 from ..errors import CitationParseError
-from ._base import BaseReader, Prompt, Reply, token_counts
+from ._base import BaseReader, Prompt, Reply, content_text, token_counts
 from ._errors import Usage
 from ._options import declared_options
 from ._prompt import Citations, attach_raw
@@ -34,25 +30,13 @@ __all__ = ["ChatModelReader", "is_chat_runnable", "raw_tool_arguments"]
 
 logger = logging.getLogger(__name__)
 
+Labels = Sequence[int] | None
+Config = RunnableConfig | None
+
 
 def _text_of(message: Any) -> str | None:
-    """Text content of a chat message (string content, or the text parts of a list)."""
-    if message is None:
-        return None
-    if isinstance(message, str):
-        return message
-    content = getattr(message, "content", message)
-    if content is None or isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        parts = []
-        for p in content:
-            if isinstance(p, str):
-                parts.append(p)
-            elif isinstance(p, dict) and p.get("type") in (None, "text") and isinstance(p.get("text"), str):
-                parts.append(p["text"])
-        return "".join(parts)
-    return str(content)
+    """Text content of a chat message (:func:`._base.content_text`)."""
+    return content_text(getattr(message, "content", message))
 
 
 def _usage_of(message: Any) -> tuple[int | None, int | None]:
@@ -62,9 +46,7 @@ def _usage_of(message: Any) -> tuple[int | None, int | None]:
         return meta.get("input_tokens"), meta.get("output_tokens")
     rm = getattr(message, "response_metadata", None) or {}
     tu = rm.get("token_usage") or rm.get("usage") if isinstance(rm, dict) else None
-    if isinstance(tu, dict):
-        return token_counts(tu)
-    return None, None
+    return token_counts(tu) if isinstance(tu, dict) else (None, None)
 
 
 def raw_tool_arguments(message: Any, call: dict[str, Any]) -> str | None:
@@ -90,12 +72,10 @@ def underlying_chat_model(runnable: Any) -> BaseChatModel | None:
     """The ``BaseChatModel`` inside a chat-model Runnable (itself, ``.bind()``'s bound,
     ``.with_retry()``'s bound, ``.with_fallbacks()``'s first runnable,
     ``.configurable_fields()``'s default), or None."""
-    seen = 0
     cur = runnable
-    while cur is not None and seen < 8:
+    for _ in range(8):
         if isinstance(cur, BaseChatModel):
             return cur
-        seen += 1
         cur = getattr(cur, "bound", None) or getattr(cur, "runnable", None) or getattr(cur, "default", None)
     return None
 
@@ -145,10 +125,9 @@ class ChatModelReader(BaseReader):
             or a Runnable wrapping one (``.bind()``, ``.with_retry()``,
             ``.with_fallbacks()``, ``.configurable_fields()``). Its own retries (e.g.
             ``ChatOpenAI(max_retries=...)``) add to this reader's.
-        config: ``RunnableConfig`` (callbacks, tags) passed to every model call;
-            :meth:`read`/:meth:`aread` also take a per-call ``config``, merged with this
-            one by ``langchain_core.runnables.config.merge_configs`` (both configs'
-            callbacks, tags and metadata are kept).
+        config: ``RunnableConfig`` (callbacks, tags) passed to every model call; a
+            per-call ``config`` to :meth:`read`/:meth:`aread` is merged with it
+            (``merge_configs``: both configs' callbacks, tags and metadata are kept).
     """
 
     kind = "langchain"
@@ -181,11 +160,8 @@ class ChatModelReader(BaseReader):
     @property
     def model_name(self) -> str:
         """The chat model's ``model_name``/``model`` attribute, else its class name."""
-        for attr in ("model_name", "model"):
-            value = getattr(self._inner, attr, None)
-            if isinstance(value, str) and value:
-                return value
-        return type(self._inner).__name__
+        names = (getattr(self._inner, attr, None) for attr in ("model_name", "model"))
+        return next((name for name in names if isinstance(name, str) and name), type(self._inner).__name__)
 
     @property
     def base_url(self) -> str | None:
@@ -229,12 +205,8 @@ class ChatModelReader(BaseReader):
         return [SystemMessage(content=prompt.system), HumanMessage(content=prompt.user)]
 
     def _config(self, config: RunnableConfig | None) -> RunnableConfig | None:
-        if config is None:
-            return self.config
-        if self.config is None:
-            return config
-        # LangChain's own merge: callbacks, tags and metadata of both are kept (a
-        # shallow merge dropped the reader's handlers inside a retriever run).
+        if config is None or self.config is None:
+            return self.config if config is None else config
         return merge_configs(self.config, config)
 
     @staticmethod
@@ -295,24 +267,14 @@ class ChatModelReader(BaseReader):
 
     # ------------------------------------------------------------------ reading
     def read(
-        self,
-        question: str,
-        documents: Sequence[Any],
-        *,
-        labels: Sequence[int] | None = None,
-        config: RunnableConfig | None = None,
+        self, question: str, documents: Sequence[Any], *, labels: Labels = None, config: Config = None
     ) -> Reading:
         """:meth:`BaseReader.read` through ``invoke``; ``config`` (callbacks, tags)
         is merged over the reader's own."""
         return self._read(question, documents, labels, config=self._config(config))
 
     async def aread(
-        self,
-        question: str,
-        documents: Sequence[Any],
-        *,
-        labels: Sequence[int] | None = None,
-        config: RunnableConfig | None = None,
+        self, question: str, documents: Sequence[Any], *, labels: Labels = None, config: Config = None
     ) -> Reading:
         """Asynchronous :meth:`read` (``ainvoke``)."""
         return await self._aread(question, documents, labels, config=self._config(config))

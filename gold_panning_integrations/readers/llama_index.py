@@ -1,27 +1,19 @@
 """Reader for any LlamaIndex LLM (``llama_index.core.llms.LLM``).
 
-Two paths:
-
-* **structured**: with ``structured="auto"`` for function-calling models or when the LLM
-  has a non-default ``pydantic_program_mode``. A function-calling LLM (default or
-  ``FUNCTION`` program mode) is asked with ``chat_with_tools`` for the ``Citations`` tool,
-  as LlamaIndex's ``FunctionCallingProgram`` does, and the tool call's arguments are read
-  here: the JSON string the model wrote when the response keeps it (``ToolCallBlock``,
-  OpenAI-style ``tool_calls``), so a repeated key (``{"cited": [3], "cited": [5]}``) is a
-  malformed reply rather than the last value LlamaIndex's decoder would keep. Other
-  program modes go through ``llm.structured_predict`` (and ``astructured_predict``), whose
-  output class refuses a repeated key in the JSON it is given. The output class accepts
-  any label values so that validation stays strict and per label (a ``"3"`` is counted
-  as invalid, not coerced to 3).
-* **chat**: ``llm.chat(messages)`` / ``achat`` and the JSON extracted from the text, for
-  everything else (completion-only models, ``CustomLLM`` subclasses, ``MockLLM``).
-
-A model that echoes the prompt (LlamaIndex's ``MockLLM`` does) gives a failed reading,
-never citations read off the echoed document labels.
+* **structured** (``structured="auto"``: function-calling models, or a non-default
+  ``pydantic_program_mode``): a function-calling LLM is asked with ``chat_with_tools``
+  for the ``Citations`` tool and the arguments are read as the model wrote them when the
+  response keeps them, so a repeated key is malformed, not its last value; other program
+  modes go through ``structured_predict``, whose output class refuses a repeated key and
+  takes any label value (each is validated per label, a ``"3"`` is not coerced).
+* **chat**: ``llm.chat`` / ``achat`` and the JSON extracted from the text, for everything
+  else (``CustomLLM``, ``MockLLM``, whose echoed prompt gives a failed reading).
 """
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import json
 import logging
 from collections.abc import Mapping
@@ -34,6 +26,7 @@ from llama_index.core.prompts import ChatPromptTemplate
 from llama_index.core.types import PydanticProgramMode
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, WithJsonSchema
 
+from .._steps import Steps, arun_steps, run_steps
 from ..errors import CitationParseError
 from ._base import BaseReader, Prompt, Reply, token_counts
 from ._errors import Usage
@@ -59,10 +52,8 @@ class CitationsOutput(BaseModel):
         """Validate JSON text, refusing an object with a repeated key (``ValueError``):
         LlamaIndex's text-completion programs hand the model's JSON here."""
         text = json_data if isinstance(json_data, str) else bytes(json_data).decode("utf-8", "replace")
-        try:
+        with contextlib.suppress(json.JSONDecodeError):  # not JSON: pydantic says so in its own words
             loads_strict(text)
-        except json.JSONDecodeError:
-            pass  # not JSON: pydantic says so in its own words
         return super().model_validate_json(json_data, **kwargs)
 
 
@@ -83,24 +74,15 @@ def raw_tool_arguments(response: Any) -> str | None:
 
 
 def _usage_from(obj: Any) -> tuple[Any, Any]:
-    """(prompt, completion) tokens from a dict or object with usage-like fields."""
-    if obj is None:
-        return None, None
-    if not isinstance(obj, dict):
+    """(prompt, completion) tokens of a dict with usage fields (or a ``usage`` dict), or of
+    an object's ``usage`` (a dict or an object with those fields)."""
+    if isinstance(obj, dict):
+        usage = obj["usage"] if isinstance(obj.get("usage"), dict) else obj
+    else:
         usage = getattr(obj, "usage", None)
-        if usage is None:
-            return None, None
-        obj = (
-            usage
-            if isinstance(usage, dict)
-            else {
-                "prompt_tokens": getattr(usage, "prompt_tokens", None),
-                "completion_tokens": getattr(usage, "completion_tokens", None),
-            }
-        )
-    elif "usage" in obj and isinstance(obj["usage"], dict):
-        obj = obj["usage"]
-    return token_counts(obj)
+    if isinstance(usage, dict):
+        return token_counts(usage)
+    return getattr(usage, "prompt_tokens", None), getattr(usage, "completion_tokens", None)
 
 
 def _chat_usage(response: Any) -> tuple[Any, Any]:
@@ -120,8 +102,7 @@ class LlamaIndexLLMReader(BaseReader):
     """Ask a LlamaIndex LLM which shown documents answer the question.
 
     Args:
-        llm: Any ``llama_index.core.llms.LLM`` (``OpenAI``, ``Ollama``, a
-            ``CustomLLM``, ``MockLLM``, ...).
+        llm: Any ``llama_index.core.llms.LLM`` (``OpenAI``, ``Ollama``, ``MockLLM``, ...).
     """
 
     kind = "llama_index"
@@ -135,14 +116,10 @@ class LlamaIndexLLMReader(BaseReader):
         if not isinstance(llm, LLM):
             raise TypeError(f"LlamaIndexLLMReader needs a llama_index.core LLM, got {type(llm).__name__}")
         super().__init__(**options)
-        structured = self.structured
         self.llm = llm
-        if self.mode == "answer" or structured is False:
-            self._use_structured = False
-        elif structured is True:
-            self._use_structured = True
-        else:
-            self._use_structured = self._supports_structured()
+        self._use_structured = self.mode == "cite" and (
+            self.structured is True or (self.structured is not False and self._supports_structured())
+        )
         self._prompt_template = ChatPromptTemplate(
             message_templates=[
                 ChatMessage(role=MessageRole.SYSTEM, content="{gp_system_message}"),
@@ -177,9 +154,8 @@ class LlamaIndexLLMReader(BaseReader):
 
     def _repr_fields(self) -> str:
         url = getattr(self.llm, "api_base", None) or getattr(self.llm, "base_url", None)
-        return f", llm={type(self.llm).__name__}" + (
-            f", base_url={url!r}" if isinstance(url, str) and url else ""
-        )
+        shown = f", base_url={url!r}" if isinstance(url, str) and url else ""
+        return f", llm={type(self.llm).__name__}{shown}"
 
     # ------------------------------------------------------------------ conversion
     def user_message(self, question: str, documents: Any, *, labels: Any = None) -> str:
@@ -187,16 +163,12 @@ class LlamaIndexLLMReader(BaseReader):
         return self.prompt(question, documents, labels=labels).user
 
     def _messages(self, prompt: Prompt) -> list[ChatMessage]:
-        return [
-            ChatMessage(role=MessageRole.SYSTEM, content=prompt.system),
-            ChatMessage(role=MessageRole.USER, content=prompt.user),
-        ]
+        return [ChatMessage(role=MessageRole(m["role"]), content=m["content"]) for m in prompt.as_dicts()]
 
     @staticmethod
     def _chat_reply(response: Any, usage: Usage) -> Reply:
         usage.add(*_chat_usage(response))
-        msg = getattr(response, "message", None)
-        text = getattr(msg, "content", None) if msg is not None else None
+        text = getattr(getattr(response, "message", None), "content", None)
         if text is not None and not isinstance(text, str):
             text = str(text)
         return Reply(text=text, extra={"structured": False})
@@ -250,13 +222,6 @@ class LlamaIndexLLMReader(BaseReader):
             return Reply(value=calls[0].tool_kwargs, extra=extra)
         return Reply(text=getattr(response.message, "content", None), extra=extra)
 
-    def _structured_kwargs(self, prompt: Prompt) -> dict[str, Any]:
-        return {"gp_system_message": prompt.system, "gp_user_message": prompt.user}
-
-    @staticmethod
-    def _structured_error(err: Exception) -> CitationParseError:
-        return CitationParseError(f"structured output could not be parsed: {type(err).__name__}: {err}")
-
     # ------------------------------------------------------------------ calls
     def _call(self, prompt: Prompt, usage: Usage, **options: Any) -> Reply:
         return self._chat_reply(self.llm.chat(self._messages(prompt)), usage)
@@ -265,31 +230,26 @@ class LlamaIndexLLMReader(BaseReader):
         return self._chat_reply(await self.llm.achat(self._messages(prompt)), usage)
 
     def _call_structured(self, prompt: Prompt, usage: Usage, **options: Any) -> Reply:
-        if self._calls_tools():
-            try:
-                response = self.llm.chat_with_tools(**self._tool_kwargs(prompt))  # type: ignore[attr-defined]
-            except (ValidationError, ValueError, TypeError) as err:
-                raise self._structured_error(err) from err
-            return self._tool_reply(response, usage)
-        try:
-            out = self.llm.structured_predict(
-                CitationsOutput, self._prompt_template, **self._structured_kwargs(prompt)
-            )
-        except (ValidationError, ValueError, TypeError) as err:
-            raise self._structured_error(err) from err
-        return self._structured_reply(out)
+        return run_steps(self._structured_steps(prompt, usage, asynchronous=False))
 
     async def _acall_structured(self, prompt: Prompt, usage: Usage, **options: Any) -> Reply:
-        if self._calls_tools():
-            try:
-                response = await self.llm.achat_with_tools(**self._tool_kwargs(prompt))  # type: ignore[attr-defined]
-            except (ValidationError, ValueError, TypeError) as err:
-                raise self._structured_error(err) from err
-            return self._tool_reply(response, usage)
+        return await arun_steps(self._structured_steps(prompt, usage, asynchronous=True))
+
+    def _structured_steps(self, prompt: Prompt, usage: Usage, *, asynchronous: bool) -> Steps[Reply]:
+        """One structured call for both paths (:mod:`.._steps`): the ``Citations`` tool
+        (:meth:`_calls_tools`), else ``structured_predict``."""
+        tools = self._calls_tools()
+        llm: Any = self.llm
         try:
-            out = await self.llm.astructured_predict(
-                CitationsOutput, self._prompt_template, **self._structured_kwargs(prompt)
-            )
+            if tools:
+                chat = llm.achat_with_tools if asynchronous else llm.chat_with_tools
+                out = yield functools.partial(chat, **self._tool_kwargs(prompt))
+            else:
+                predict = llm.astructured_predict if asynchronous else llm.structured_predict
+                messages = {"gp_system_message": prompt.system, "gp_user_message": prompt.user}
+                out = yield functools.partial(predict, CitationsOutput, self._prompt_template, **messages)
         except (ValidationError, ValueError, TypeError) as err:
-            raise self._structured_error(err) from err
-        return self._structured_reply(out)
+            raise CitationParseError(
+                f"structured output could not be parsed: {type(err).__name__}: {err}"
+            ) from err
+        return self._tool_reply(out, usage) if tools else self._structured_reply(out)

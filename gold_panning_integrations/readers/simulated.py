@@ -1,6 +1,4 @@
-"""``--reader simulated``: :class:`LexicalSimulatedReader`, the engine's
-:class:`~gold_panning_integrations.engine.simulate.SimulatedReader` taking the documents that
-share most words with the question as the relevant ones (no model behind it). The lab's
+"""``--reader simulated``: :class:`LexicalSimulatedReader`, no model behind it. The lab's
 scripted readers are in the repository's ``benchmarks/_readers.py``."""
 
 from __future__ import annotations
@@ -17,13 +15,9 @@ __all__ = ["LexicalSimulatedReader"]
 
 
 class LexicalSimulatedReader(SimulatedReader):
-    """The engine's :class:`~gold_panning_integrations.engine.simulate.SimulatedReader`
-    (citations at a profile's TPR/FPR by position) for prompts whose relevant document
-    is unknown: each round, the documents sharing most words with the question are
-    taken as the relevant ones. What ``--reader simulated`` builds (no model).
-
-    Its ``recommended_profile`` is the profile it follows (``recommended_profile`` when
-    given: the name to report, e.g. ``--sim-profile``'s), measured for it exactly.
+    """The engine's ``SimulatedReader`` taking, each round, the documents sharing most
+    words with the question as the relevant ones. Its ``recommended_profile`` is the
+    profile it follows (or the name given for it, e.g. ``--sim-profile``'s).
     """
 
     model_name = "simulated"
