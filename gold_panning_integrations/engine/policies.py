@@ -39,17 +39,8 @@ def score_documents(
     rng: np.random.Generator,
     truth: NDArray[np.bool_] | None = None,
 ) -> NDArray[np.float64]:
-    """Score documents for placement; higher scores get more diagnostic positions.
-
-    Args:
-        policy: One of :data:`POLICIES`.
-        log_odds: Current log-odds, shape ``(..., n)``.
-        rng: Source of randomness (``random`` and ``oracle`` use it).
-        truth: Relevance labels, shape ``(..., n)``; required by ``oracle`` only.
-
-    Returns:
-        Scores, shape ``(..., n)``. Sort descending (stable) to get the placement order.
-    """
+    """Placement scores of ``policy``, shape ``(..., n)`` like ``log_odds`` (higher gets a
+    more diagnostic position); ``truth`` (same shape) for ``oracle`` only."""
     lo = np.asarray(log_odds, dtype=np.float64)
     if policy == "belief":
         return lo
@@ -69,15 +60,8 @@ def vote_ranking(
     *,
     rng: np.random.Generator,
 ) -> NDArray[np.intp]:
-    """PSC's majority-vote ranking: most-cited first, ties broken at random.
-
-    Args:
-        citation_counts: Times each document was cited, shape ``(..., n)``.
-        rng: Breaks ties uniformly at random among equal counts.
-
-    Returns:
-        Document indices best first, shape ``(..., n)``.
-    """
+    """PSC's majority-vote ranking of ``citation_counts`` (shape ``(..., n)``): indices,
+    most-cited first, ties broken uniformly at random."""
     counts = np.asarray(citation_counts, dtype=np.float64)
     # A jitter in [0, 1) never reorders different integer counts, and orders equal
     # counts by an independent uniform draw: a uniform random tie-break.
