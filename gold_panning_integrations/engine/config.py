@@ -442,14 +442,11 @@ class PanningConfig:
     )
     false_leads: float | None = option(
         None,
-        "Expected number of irrelevant documents per question (>= 0) that draw the reader's "
-        "citations the way a relevant one does, whatever their position: a plausible wrong "
-        "answer the model keeps giving. Each irrelevant document is such a lead with "
-        "probability ``a = min(false_leads / (n - k), 0.5)``, and a document's total "
-        "evidence is the likelihood ratio of that mixture, which never lifts it by more than "
-        "``log(1 / a)`` nats in all. 0: the paper's update (every round independent). None: "
-        "the profile's ``false_leads`` (measured from labelled traces by "
-        f"``traces.learn_profile``), else {DEFAULT_FALSE_LEADS:g}.",
+        "Expected number of irrelevant documents per question (>= 0) cited the way a relevant "
+        "one is, whatever their position (a plausible wrong answer the model keeps giving): "
+        "with ``a = min(false_leads / (n - k), 0.5)``, no document's evidence lifts it by more "
+        "than ``log(1 / a)`` nats in all. 0: the paper's update. None: the profile's "
+        f"``false_leads`` (learned from labelled traces), else {DEFAULT_FALSE_LEADS:g}.",
         check=_number_in(0.0, None, low_closed=True),
         profile_default=DEFAULT_FALSE_LEADS,
     )
@@ -468,14 +465,11 @@ class PanningConfig:
         DEFAULT_SELF_CITING,
         "Expected number of documents per question (>= 0) that the reader cites at one rate "
         "whatever their position: a passage that tells the model to cite it, and is obeyed. "
-        "Each irrelevant document is one with probability ``s = min(self_citing / (n - k), "
-        "0.45)``; a document whose citations fit one flat rate better than the profile's "
-        "curve has its probability of relevance discounted by that mixture, and once that "
-        "explanation outweighs all others it is suspected (``PanningResult.suspected``) and "
-        "shown where the curve is lowest, where its next citation tells the two apart best. "
-        "0 (the default): off, the paper's update; also off with ``empty_prompts='skip'``. "
-        "0.25 guards against a passage that asks to be cited, at a cost on readers much "
-        "better than their profile (docs/security.md).",
+        "A document whose citations fit one flat rate better than the profile's curve is "
+        "discounted, and suspected (``PanningResult.suspected``) once that explanation "
+        "outweighs all others. 0 (the default): off, the paper's update; also off with "
+        "``empty_prompts='skip'``. 0.25 guards against a passage that asks to be cited, at "
+        "a cost on readers much better than their profile (docs/security.md).",
         check=_number_in(0.0, None, optional=False, low_closed=True),
     )
 

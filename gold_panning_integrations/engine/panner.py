@@ -109,10 +109,6 @@ class _Plan:
     windows: tuple[_Window, ...]
     active: int
 
-    @property
-    def docs(self) -> tuple[NDArray[np.intp], ...]:
-        return tuple(w.docs for w in self.windows)
-
     def first_prompts(self, count: int) -> _Plan:
         """The plan cut to its first ``count`` parallel prompts (all their windows)."""
         return _Plan(tuple(w for w in self.windows if w.prompt < count), self.active)

@@ -1,15 +1,7 @@
-"""Placement policies: how documents are scored before they are matched to positions.
-
-* ``belief`` (GP-Belief, signal anchoring): score = belief. Computed on log-odds, which
-  ranks identically and never saturates to ties at probability 1.0.
-* ``entropy`` (GP-Entropy, uncertainty reduction): score = binary entropy of the
-  belief. Entropy is symmetric in log-odds and decreasing in ``|log-odds|``, so the
-  score ``-|log-odds|`` gives exactly the same order without saturation.
-* ``random`` (PSC, Permutation Self-Consistency): an independent uniform permutation
-  each round; the final ranking is by citation count (majority vote).
-* ``oracle`` (simulation only): true needles get the most diagnostic positions; the
-  upper bound of any placement policy.
-"""
+"""Placement policies: how documents are scored before they are matched to positions
+(the option ``policy`` says what each does). Scores are computed on log-odds, which never
+saturate: ``belief`` scores the log-odds, ``entropy`` ``-|log-odds|`` (the order of the
+binary entropy), ``random`` a uniform permutation (ranked by :func:`vote_ranking`)."""
 
 from __future__ import annotations
 

@@ -22,14 +22,13 @@ class Reading:
             cited: in range, unique, sorted.
         failed: True when no usable answer was obtained (after retries); beliefs are
             left unchanged.
-        error: Why the reading failed (or a warning), for the trace.
-        answer: The model's free-text answer, when the reader produced one.
-        raw: The raw model output (possibly truncated), for debugging.
+        error: Why the reading failed (or a warning).
+        answer: The model's free-text answer, if any.
+        raw: The raw model output (possibly truncated).
         invalid_labels: Labels dropped as unknown (counted, never mapped to another document).
         duplicate_labels: Labels dropped because they repeated an earlier one.
         attempts: Model calls made for this reading, retries included.
-        prompt_tokens: Prompt tokens reported by the provider (None if not reported).
-        completion_tokens: Completion tokens reported by the provider (None if not).
+        prompt_tokens, completion_tokens: Tokens the provider reported (None: not reported).
         extra: Free-form reader-specific diagnostics.
         documents_cut: Documents of the prompt cut to fit the model's context.
         labels: The labels the documents were shown under, shape ``(m,)``, when not the

@@ -10,6 +10,7 @@ through :func:`mixed_evidence`). The policy generator's draws come in a fixed or
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -133,21 +134,11 @@ class DecisionRates:
         self.config = config
         self.temperature = float(temperature)
         self._cache: dict[int, Rates] = {}
-        self._informative: bool | None = None
 
-    @property
+    @functools.cached_property
     def informative(self) -> bool:
-        """False when TPR equals FPR at every position of the profile (computed once)."""
-        if self._informative is None:
-            self._informative = bool(np.any(np.abs(self.tpr - self.fpr) > 1e-9))
-        return self._informative
-
-    def llr(
-        self, tpr: NDArray[np.float64], fpr: NDArray[np.float64]
-    ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
-        """Tempered ``(llr_cited, llr_missed)`` of decision rates (any shape)."""
-        c, m = log_likelihood_ratios(tpr, fpr, eps=self.config.eps)
-        return c / self.temperature, m / self.temperature
+        """False when TPR equals FPR at every position of the profile."""
+        return bool(np.any(np.abs(self.tpr - self.fpr) > 1e-9))
 
     def for_size(self, size: int) -> Rates:
         """Rates for a prompt of ``size`` documents (the profile resampled, unless
@@ -164,8 +155,8 @@ class DecisionRates:
                 )
             if self.config.robust:
                 t, f = robust_rates(t, f)
-            c, m = self.llr(t, f)
-            r = Rates(t, f, order, c, m)
+            c, m = log_likelihood_ratios(t, f, eps=self.config.eps)
+            r = Rates(t, f, order, c / self.temperature, m / self.temperature)
             self._cache[size] = r
         return r
 
@@ -508,7 +499,7 @@ def observe_round(
         _accumulate(state.observed, n_cited, read_ok)
         _accumulate(state.predicted, predicted, read_ok)
         rates = rates * state.level[:, None]
-    # DecisionRates.llr of both rates at once, keeping the clamped logs for the miss rule.
+    # The tempered log-likelihood ratios of both rates at once, the clamped logs kept for the miss rule.
     temperature = geometry.temperature
     clamped, log_r, log1m = _clamped_logs(rates, geometry.config.eps)
     llr_c = (log_r[0] - log_r[1]) / temperature

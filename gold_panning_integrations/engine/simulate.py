@@ -435,12 +435,7 @@ def _decision_geometry(
 def _check_relevant_counts(relevant_counts: ArrayLike) -> NDArray[np.float64]:
     """``relevant_counts`` as an array, ValueError unless probabilities summing to 1."""
     counts = np.asarray(relevant_counts, dtype=np.float64).reshape(-1)
-    if (
-        counts.size < 1
-        or not np.all(np.isfinite(counts))
-        or (counts < 0).any()
-        or abs(counts.sum() - 1) > 1e-6
-    ):
+    if not (counts.size and np.all(np.isfinite(counts) & (counts >= 0)) and abs(counts.sum() - 1) <= 1e-6):
         raise ValueError(
             f"relevant_counts must be probabilities of 0, 1, 2, ... needles summing to 1, got {relevant_counts!r}"
         )
@@ -488,8 +483,7 @@ def simulate(
         trials: Number of trials.
         policies: Subset of ``belief``, ``entropy``, ``random``, ``oracle``.
         rng: Generator or seed.
-        decision_tpr: TPR the panner believes (any length; resampled).
-        decision_fpr: FPR the panner believes.
+        decision_tpr, decision_fpr: The rates the panner believes (any length; resampled).
         placement_only: The decision rates move placement only, the true ones update.
         prior: ``"uniform"`` (0.5, the paper) or ``"base-rate"`` (k/n); overrides
             ``config.prior``. Ignored with ``prior_probs``.
@@ -498,8 +492,8 @@ def simulate(
             simulated. None: the defaults with one prompt per round.
         attack: A hostile non-needle document per trial and how the model obeys it.
         mistakes: The simulated model's repeated mistakes; None: independent readings.
-        prior_probs: Per-document prior probabilities, shape ``(n,)``.
-        needle_probs: Probability of each index being a needle, shape ``(n,)``.
+        prior_probs, needle_probs: Prior probabilities of relevance and probabilities of
+            being a needle per document, shape ``(n,)``.
         recall_at: Also report the fraction of needles in the top ``recall_at``.
         keep_posteriors: Keep the final posteriors and needles of every trial.
         relevant_counts: Probabilities of 0, 1, 2, ... needles per trial, shape ``(c,)``
