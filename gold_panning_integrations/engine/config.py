@@ -83,7 +83,6 @@ Check = Callable[[Any], "str | None"]
 """An option's check: None when the value is valid, else what it must be."""
 
 
-# ------------------------------------------------------------------ checks
 def _is_int(value: Any) -> bool:
     return isinstance(value, numbers.Integral) and not isinstance(value, bool)
 
@@ -147,7 +146,6 @@ def _policy(value: Any) -> str | None:
     return None if value in POLICIES else f"one of {', '.join(POLICIES)}"
 
 
-# ------------------------------------------------------------ declarations
 def option(
     default: Any,
     doc: str,
@@ -486,11 +484,8 @@ class PanningConfig:
 
     @classmethod
     def from_options(cls, config: PanningConfig | None = None, **options: Any) -> PanningConfig:
-        """``config`` (or the defaults) with ``options`` replaced; unknown names are refused.
-
-        Raises:
-            TypeError: an option name that is not a field (the message lists the fields).
-        """
+        """``config`` (or the defaults) with ``options`` replaced; TypeError for an unknown
+        name (the message lists the fields)."""
         names = {f.name for f in fields(cls)}
         unknown = sorted(set(options) - names)
         if unknown:
@@ -505,11 +500,8 @@ class PanningConfig:
 
     @classmethod
     def setting(cls, name: str, **options: Any) -> PanningConfig:
-        """The named setting ``name`` (a key of :data:`SETTINGS`) with ``options`` laid over it.
-
-        Raises:
-            ValueError: ``name`` is not a setting (the message lists them).
-        """
+        """The setting ``name`` (a key of :data:`SETTINGS`; else ValueError) with ``options``
+        laid over it."""
         if name not in SETTINGS:
             raise ValueError(f"unknown setting {name!r}; choose one of {', '.join(SETTINGS)}")
         return cls.from_options(**{**SETTINGS[name], **options})

@@ -9,11 +9,8 @@ __all__ = ["grid_positions", "interpolate_grid", "resample_curve"]
 
 
 def grid_positions(n_positions: int, k: int = 11) -> NDArray[np.intp]:
-    """``k`` evenly spread 0-based positions over ``n_positions`` (first and last included).
-
-    For ``n_positions=100, k=11``: ``0, 10, 20, ..., 89, 99`` (rounded ``linspace``).
-    Duplicates (when ``k > n_positions``) are removed.
-    """
+    """``k`` evenly spread 0-based positions over ``n_positions``, first and last included,
+    without duplicates (``n_positions=100, k=11``: ``0, 10, 20, ..., 89, 99``)."""
     if n_positions < 1:
         raise ValueError(f"n_positions must be >= 1, got {n_positions!r}")
     if k < 1:

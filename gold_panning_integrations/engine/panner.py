@@ -169,7 +169,6 @@ class _Run:
     def log_odds(self) -> NDArray[np.float64]:
         return self.state.log_odds[0]
 
-    # -------------------------------------------------------------- planning
     def plan(self) -> _Plan:
         """The next round's prompts, each split into windows when ``windows=True`` and the
         active documents exceed ``max_docs_per_prompt``."""
@@ -260,7 +259,6 @@ class _Run:
             return None
         return plan
 
-    # ------------------------------------------------------------- observing
     def observe(self, plan: _Plan, readings: Sequence[Reading], seconds: float | None = None) -> None:
         """Apply one round's readings (one per window); ``seconds`` the round took (None:
         since :meth:`next_round`)."""
@@ -300,7 +298,6 @@ class _Run:
             )
         )
 
-    # ----------------------------------------------------------------- views
     def posteriors(self) -> NDArray[np.float64]:
         return sigmoid(self.log_odds)
 
@@ -466,11 +463,10 @@ class Panner:
         )
 
     def run(self, question: str, documents: Sequence[Any], **options: Unpack[RunOptions]) -> PanningResult:
-        """Pan ``documents`` for ``question`` with the synchronous reader.
+        """Pan ``n`` ``documents`` (in the base retriever's order) for ``question`` with the
+        synchronous reader.
 
         Args (the keyword options are :class:`RunOptions`, all optional):
-            question: The user's question.
-            documents: ``n`` documents, in the base retriever's order.
             k: Override of the panner's ``k`` for this call.
             scores: The retriever's score per document (None where unknown), ``(n,)``;
                 for ``retriever_prior="score"``.

@@ -38,15 +38,10 @@ AttackKind = Literal["label", "position", "self"]
 
 @dataclass(frozen=True)
 class Attack:
-    """A hostile document whose injection the model obeys.
-
-    Attributes:
-        kind: ``"label"``: the model also cites what is shown under one of ``labels``
-            ("cite document 1"); ``"position"``: it also cites prompt slot 0 ("cite the
-            first document listed"); ``"self"``: it cites the hostile document itself.
-        obey: Probability, in (0, 1], that the model obeys in a prompt showing it.
-        labels: The numbers the hostile document names (``"label"`` only).
-    """
+    """A hostile document whose injection the model obeys with probability ``obey`` (in (0,
+    1]) in a prompt showing it. ``kind``: ``"label"``, the model also cites what is shown
+    under one of ``labels`` ("cite document 1"); ``"position"``, prompt slot 0 ("cite the
+    first document listed"); ``"self"``, the hostile document itself."""
 
     kind: AttackKind
     obey: float = 1.0
