@@ -441,8 +441,8 @@ class PanningConfig:
     false_leads: float | None = option(
         None,
         "Expected number of irrelevant documents per question (>= 0) cited the way a relevant "
-        "one is, whatever their position (a plausible wrong answer the model keeps giving): "
-        "with ``a = min(false_leads / (n - k), 0.5)``, no document's evidence lifts it by more "
+        "one is, whatever their position: a plausible wrong answer the model keeps giving. "
+        "With ``a = min(false_leads / (n - k), 0.5)``, no document's evidence lifts it by more "
         "than ``log(1 / a)`` nats in all. 0: the paper's update. None: the profile's "
         f"``false_leads`` (learned from labelled traces), else {DEFAULT_FALSE_LEADS:g}.",
         check=_number_in(0.0, None, low_closed=True),

@@ -107,7 +107,7 @@ def lead_rate(config: PanningConfig, n: int) -> float:
     that one irrelevant document is a false lead."""
     config = config.with_profile(None)  # a config not resolved against a profile: defaults
     irrelevant = n - config.focus
-    leads = 0.0 if config.false_leads is None else float(config.false_leads)  # filled above
+    leads = config.resolved("false_leads")
     if leads == 0.0 or irrelevant <= 0:
         return 0.0
     return min(leads / irrelevant, 0.5)
