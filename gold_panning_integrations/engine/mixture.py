@@ -220,13 +220,6 @@ def suspected_shares(
     return share
 
 
-def _logs(a: float, b: float, s: float) -> tuple[float, float, float, float, float]:
-    """``(log a, log b, log(1 - b), log(1 - a - s), log s)``, ``-inf`` for a rate of 0."""
-    with np.errstate(divide="ignore"):
-        out = np.log([a, b, 1.0 - b, 1.0 - a - s, s])
-    return float(out[0]), float(out[1]), float(out[2]), float(out[3]), float(out[4])
-
-
 def _terms(
     evidence: NDArray[np.float64],
     flat: NDArray[np.float64],
@@ -239,7 +232,8 @@ def _terms(
     (a e^E' + 1 - a - s)``, ``E'`` the profile-scale evidence (``E`` when None)."""
     if not (0.0 <= a and 0.0 <= b < 1.0 and 0.0 <= s and a + s < 1.0):
         raise ValueError(f"need 0 <= a, 0 <= b < 1, 0 <= s and a + s < 1; got a={a!r}, b={b!r}, s={s!r}")
-    la, lb, l1b, lrest, ls = _logs(a, b, s)
+    with np.errstate(divide="ignore"):  # -inf for a rate of 0
+        la, lb, l1b, lrest, ls = (float(x) for x in np.log([a, b, 1.0 - b, 1.0 - a - s, s]))
     e = np.asarray(evidence, dtype=np.float64)
     rel = np.logaddexp(l1b + e, lb)
     irr = np.logaddexp(la + e, lrest)

@@ -1,7 +1,8 @@
 """Placement policies: how documents are scored before they are matched to positions
 (the option ``policy`` says what each does). Scores are computed on log-odds, which never
 saturate: ``belief`` scores the log-odds, ``entropy`` ``-|log-odds|`` (the order of the
-binary entropy), ``random`` a uniform permutation (ranked by :func:`vote_ranking`)."""
+binary entropy), ``random`` a uniform permutation (ranked by :func:`vote_ranking`),
+``oracle`` the true needles first (the upper bound of any placement)."""
 
 from __future__ import annotations
 
