@@ -15,10 +15,9 @@ T = TypeVar("T")
 
 
 def in_daemon_thread(fn: Callable[..., Any], *args: Any) -> Future[Any]:
-    """Run ``fn(*args)`` in a new daemon thread; its future. Not a ThreadPoolExecutor:
-    Python joins those workers at exit, so after Ctrl-C or SIGTERM one model call still
-    running would hold the process for its whole deadline. Each reader bounds its own
-    calls in flight (``max_concurrency``), so a thread per prompt is all that is needed."""
+    """Run ``fn(*args)`` in a new daemon thread; its future. Not a ThreadPoolExecutor,
+    whose workers Python joins at exit: after Ctrl-C a running call would hold the
+    process for its whole deadline. Readers bound their own calls in flight."""
     future: Future[Any] = Future()
 
     def work() -> None:
@@ -34,9 +33,8 @@ def in_daemon_thread(fn: Callable[..., Any], *args: Any) -> Future[Any]:
 
 
 def settle(futures: Sequence[Future[Any]], err: BaseException) -> None:
-    """Cancel the futures not started yet and wait for the running ones (each reader call
-    has its own deadline), so no call outlives the run that made it; but an interrupt
-    (Ctrl-C, SIGTERM) is not held up by a slow model: running calls end on their own."""
+    """Cancel the futures not started and wait for the running ones, so no call outlives
+    its run; after an interrupt, running calls are left to end on their own."""
     for f in futures:
         f.cancel()
     if not isinstance(err, KeyboardInterrupt):
@@ -44,9 +42,8 @@ def settle(futures: Sequence[Future[Any]], err: BaseException) -> None:
 
 
 async def gather_all(coros: Iterable[Awaitable[T]]) -> list[T]:
-    """``asyncio.gather`` that leaves no task behind: when one prompt raises (a fatal
-    reader error) or the caller is cancelled, the others are cancelled and awaited
-    before the error propagates."""
+    """``asyncio.gather`` that, when one raises or the caller is cancelled, cancels and
+    awaits the others before the error propagates."""
     tasks = [asyncio.ensure_future(c) for c in coros]
     try:
         return list(await asyncio.gather(*tasks))

@@ -1,18 +1,9 @@
 """Greedy matching of documents to positions by score and diagnosticity.
 
-Positions are ranked once by diagnosticity ``|TPR_j - FPR_j|`` (descending, stable, so
-equal positions keep their prompt order); each round documents are ranked by score
-(descending, stable, so ties keep the input order, e.g. the base retriever's rank) and
-the r-th document gets the r-th most diagnostic position.
-
-Asymmetric cases (the paper's appendix) reduce to this matching:
-
-* more documents than positions: the surplus documents land on *dummy positions*
-  (TPR = FPR = 0). They are left out of this round's prompt and get no update; they are
-  marked with position ``-1``.
-* more positions than documents: *dummy documents* with belief 0 fill the least
-  diagnostic positions and are never rendered. Since a dummy's score is below every real
-  document's, the real documents simply take the ``n`` most diagnostic positions.
+Positions are ranked by diagnosticity ``|TPR_j - FPR_j|``, documents by score (both
+descending and stable); the r-th document gets the r-th most diagnostic position.
+Surplus documents land on dummy positions (``-1``: not shown, no update); surplus
+positions are left to dummy documents (the least diagnostic ones, never rendered).
 """
 
 from __future__ import annotations
@@ -34,18 +25,9 @@ def position_order(tpr: ArrayLike, fpr: ArrayLike) -> NDArray[np.intp]:
 
 
 def assign(scores: NDArray[np.float64], pos_order: NDArray[np.intp]) -> NDArray[np.intp]:
-    """Match documents to positions greedily.
-
-    Args:
-        scores: Placement scores, shape ``(..., n)``; higher is placed better.
-        pos_order: Positions from most to least diagnostic, shape ``(m,)``.
-
-    Returns:
-        Position of each document, shape ``(..., n)``, ``-1`` for a document on a
-        dummy position (left out of this round because ``n > m``). Real positions are
-        used at most once: the map from shown documents to positions is injective, and
-        a bijection when ``n == m``.
-    """
+    """Position of each document, shape ``(..., n)`` like ``scores`` (higher is placed
+    better), matched greedily to ``pos_order`` (most diagnostic first, shape ``(m,)``);
+    -1 beyond ``m``. Each real position is used at most once."""
     scores = np.asarray(scores, dtype=np.float64)
     n = scores.shape[-1]
     m = pos_order.shape[0]
@@ -60,14 +42,7 @@ def assign(scores: NDArray[np.float64], pos_order: NDArray[np.intp]) -> NDArray[
 
 
 def shown_order(doc_positions: NDArray[np.intp]) -> NDArray[np.intp]:
-    """Indices of the shown documents in prompt order (by ascending position).
-
-    Args:
-        doc_positions: Position per document, shape ``(n,)``, ``-1`` = not shown.
-
-    Returns:
-        Document indices, shape ``(n_shown,)``; element ``i`` is the document rendered
-        ``i``-th in the prompt.
-    """
+    """Indices of the shown documents (``doc_positions`` >= 0, shape ``(n,)``) in prompt
+    order, by ascending position, shape ``(n_shown,)``."""
     shown = np.flatnonzero(doc_positions >= 0)
     return shown[np.argsort(doc_positions[shown], kind="stable")]

@@ -1,14 +1,9 @@
 """Beliefs in log-odds and the Bayesian update of the paper's observation model.
 
-A document shown at position ``j`` is cited with probability ``TPR_j`` if it is
-relevant and ``FPR_j`` if it is not. Treating citations as independent given relevance
-and position, one round adds to a document's log-odds
-
-* ``log(TPR_j / FPR_j)`` when it was cited, and
-* ``log((1 - TPR_j) / (1 - FPR_j))`` when it was shown and not cited,
-
-and nothing when it was not shown (a dummy position). Rates are clamped into
-``[eps, 1 - eps]`` first so that a 0 or 1 in a profile never yields ``inf`` or ``NaN``.
+A document shown at position ``j`` is cited with probability ``TPR_j`` if relevant,
+``FPR_j`` if not; citations independent given relevance and position, one round adds
+``log(TPR_j / FPR_j)`` to its log-odds when cited, ``log((1 - TPR_j) / (1 - FPR_j))`` when
+shown and not cited, nothing when not shown. Rates are clamped into ``[eps, 1 - eps]``.
 """
 
 from __future__ import annotations
@@ -38,16 +33,7 @@ PriorSpec = Literal["base-rate", "uniform"]
 def clamp_rates(
     tpr: ArrayLike, fpr: ArrayLike, *, eps: float = DEFAULT_EPS
 ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
-    """Clamp TPR and FPR into ``[eps, 1 - eps]``.
-
-    Args:
-        tpr: True positive rate per position, shape ``(m,)``.
-        fpr: False positive rate per position, shape ``(m,)``.
-        eps: Clamp margin, ``0 < eps < 0.5``.
-
-    Returns:
-        ``(tpr, fpr)`` as float64 arrays of shape ``(m,)``.
-    """
+    """``(tpr, fpr)`` (each shape ``(m,)``) clamped into ``[eps, 1 - eps]``, ``0 < eps < 0.5``."""
     if not 0.0 < eps < 0.5:
         raise ValueError(f"eps must be in (0, 0.5), got {eps!r}")
     # maximum then minimum is np.clip exactly (NaN stays NaN), without np.clip's wrapper.
@@ -60,27 +46,15 @@ def clamp_rates(
 def log_likelihood_ratios(
     tpr: ArrayLike, fpr: ArrayLike, *, eps: float = DEFAULT_EPS
 ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
-    """Per-position log-likelihood ratios of a citation and of a non-citation.
-
-    Args:
-        tpr: True positive rate per position, shape ``(m,)``.
-        fpr: False positive rate per position, shape ``(m,)``.
-        eps: Clamp margin applied to both rates first.
-
-    Returns:
-        ``(llr_cited, llr_missed)``, each shape ``(m,)``, in nats:
-        ``log(TPR/FPR)`` and ``log((1-TPR)/(1-FPR))``.
-    """
+    """``(log(TPR/FPR), log((1-TPR)/(1-FPR)))`` per position, each shape ``(m,)``, in nats,
+    of the clamped rates (:func:`clamp_rates`)."""
     t, f = clamp_rates(tpr, fpr, eps=eps)
     return np.log(t) - np.log(f), np.log1p(-t) - np.log1p(-f)
 
 
 def sigmoid(x: ArrayLike) -> NDArray[np.float64]:
-    """Numerically stable logistic function, elementwise (any shape).
-
-    ``1 / (1 + e^-x)`` for ``x >= 0`` and ``e^x / (1 + e^x)`` for ``x < 0``: one
-    ``e = exp(-|x|)`` serves both branches, so no ``exp`` ever overflows.
-    """
+    """Logistic function, elementwise (any shape); ``exp(-|x|)`` serves both branches, so
+    no ``exp`` overflows."""
     x = np.asarray(x, dtype=np.float64)
     e = np.exp(-np.abs(x))
     out = np.where(x >= 0, 1.0, e)
@@ -104,21 +78,10 @@ def initial_log_odds(
 ) -> NDArray[np.float64]:
     """Starting log-odds for ``n`` documents.
 
-    Args:
-        n: Number of documents.
-        k: Expected number of relevant documents (used by the base-rate prior; may be
-            below 1 when some questions have none).
-        prior: ``"base-rate"`` starts every document at probability ``min(k/n, 0.5)``
-            so that reported posteriors are probabilities of relevance;
-            ``"uniform"`` starts every document at 0.5 as in the paper (GP-Belief's
-            and PSC's rankings are the same either way, GP-Entropy's are not).
-        prior_probs: Per-document prior probabilities, shape ``(n,)``, each in (0, 1).
-            Overrides ``prior``.
-        prior_log_odds: Per-document prior log-odds, shape ``(n,)``, finite.
-            Overrides ``prior``; give at most one of the two arrays.
-
-    Returns:
-        Log-odds, shape ``(n,)``.
+    ``prior`` is the option of that name (``"base-rate"``: ``min(k/n, 0.5)``, ``k`` the
+    expected number of relevant documents; ``"uniform"``: 0.5). ``prior_probs`` (in (0,
+    1)) or ``prior_log_odds`` (finite), shape ``(n,)``, override it; give at most one.
+    Returns shape ``(n,)``.
     """
     if n < 0:
         raise ValueError(f"n must be >= 0, got {n!r}")
@@ -161,20 +124,9 @@ def update_log_odds(
     llr_cited: NDArray[np.float64],
     llr_missed: NDArray[np.float64],
 ) -> NDArray[np.float64]:
-    """One Bayesian update in log-odds (returns a new array; works on batches too).
-
-    Args:
-        log_odds: Current log-odds, shape ``(..., n)``.
-        doc_positions: Position of each document this round, shape ``(..., n)``;
-            ``-1`` marks a document left out of the prompt (dummy position): it
-            receives no update.
-        cited: Whether each document was cited, shape ``(..., n)``.
-        llr_cited: ``log(TPR/FPR)`` per position, shape ``(m,)``.
-        llr_missed: ``log((1-TPR)/(1-FPR))`` per position, shape ``(m,)``.
-
-    Returns:
-        Updated log-odds, shape ``(..., n)``.
-    """
+    """One Bayesian update in log-odds, a new array: ``log_odds``, ``doc_positions`` (-1:
+    not shown, no update) and ``cited`` of shape ``(..., n)``; the ratios of
+    :func:`log_likelihood_ratios` per position, shape ``(m,)``."""
     shown = doc_positions >= 0
     pos = np.where(shown, doc_positions, 0)
     delta = np.where(cited, llr_cited[pos], llr_missed[pos])

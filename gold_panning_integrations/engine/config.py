@@ -1,13 +1,9 @@
 """Every panning option once: a frozen :class:`PanningConfig`, validated once.
 
-Each option is declared once, as a field of :class:`PanningConfig` with its default, its
-check and its doc (:func:`option`); :meth:`PanningConfig.options` lists those
-declarations (:class:`OptionSpec`), and everything else derives from them: the class
-docstring, the framework adapters' fields (:mod:`gold_panning_integrations.integrations._base`) and
-the CLI's flags (:mod:`gold_panning_integrations.cli.commands._config_args`).
-:class:`~gold_panning_integrations.engine.panner.Panner`, the batch simulator
-(:func:`~gold_panning_integrations.engine.simulate.simulate`), the adapters and the CLI
-all take one of these.
+Each option is a field declared by :func:`option` (default, check, doc);
+:meth:`PanningConfig.options` lists the declarations (:class:`OptionSpec`), from which the
+class docstring, the adapters' fields (:mod:`gold_panning_integrations.integrations._base`)
+and the CLI's flags (:mod:`gold_panning_integrations.cli.commands._config_args`) derive.
 """
 
 from __future__ import annotations
@@ -53,17 +49,11 @@ DEFAULT_BLIND_RATE = 0.3
 DEFAULT_SELF_CITING = 0.0
 """``self_citing`` by default: off (``docs/security.md`` shows what 0.25 does, and costs)."""
 
+# The choices of the options of the same name.
 EmptyPromptRule = Literal["evidence", "skip", "mixture"]
-"""The choices of :attr:`PanningConfig.empty_prompts`."""
-
 Spread = Literal["draw", "stride", "copies"]
-"""The choices of :attr:`PanningConfig.spread`."""
-
 RetrieverPrior = Literal["rank", "score", "none"]
-"""The choices of :attr:`PanningConfig.retriever_prior`."""
-
 OnFailure = Literal["raise", "fallback"]
-"""The choices of :attr:`PanningConfig.on_failure`."""
 
 PAPER_UPDATE: dict[str, Any] = {
     "robust": False,
@@ -74,10 +64,8 @@ PAPER_UPDATE: dict[str, Any] = {
     "blind_rate": 0.0,
     "self_citing": 0.0,
 }
-"""The options that turn every extension of the update off: the paper's GP-Belief update
-(independent citations at the profile's exact rates). :meth:`PanningConfig.paper` applies
-them. The prior is not part of it: pass ``retriever_prior="none"`` (and ``prior="uniform"``)
-for the paper's flat start."""
+"""The options that turn every extension of the update off (:meth:`PanningConfig.paper`);
+the prior is not among them: add ``retriever_prior="none", prior="uniform"``."""
 
 SETTINGS: Mapping[str, Mapping[str, Any]] = MappingProxyType(
     {
@@ -86,22 +74,15 @@ SETTINGS: Mapping[str, Mapping[str, Any]] = MappingProxyType(
         "highest-accuracy": MappingProxyType({"rounds": 3, "prompts_per_round": 4}),
     }
 )
-"""Named settings, by what the user wants; the defaults (2 rounds of 3 prompts) sit
-between them. Each is a few options, passed like any other
+"""Named settings, a few options each, passed like any other
 (``GoldPanningRetriever(..., **SETTINGS["lowest-cost"])``, :meth:`PanningConfig.setting`,
-``gold-panning run --setting lowest-cost``); options given beside a setting win.
-
-* ``lowest-latency``: every prompt in one round (one call of latency, 8 calls);
-* ``lowest-cost``: one prompt per round, stopping once the selection's mean posterior
-  reaches 0.6 (at most 4 calls, one after another);
-* ``highest-accuracy``: 3 rounds of 4 prompts (three calls of latency, 12 calls).
-"""
+``gold-panning run --setting lowest-cost``); options given beside a setting win. The
+defaults (2 rounds of 3 prompts) sit between them."""
 
 Check = Callable[[Any], "str | None"]
 """An option's check: None when the value is valid, else what it must be."""
 
 
-# ------------------------------------------------------------------ checks
 def _is_int(value: Any) -> bool:
     return isinstance(value, numbers.Integral) and not isinstance(value, bool)
 
@@ -120,22 +101,29 @@ def _int_at_least(low: int, *, optional: bool = False) -> Check:
     return check
 
 
-def _number_in(low: float, high: float | None, *, optional: bool = True, high_closed: bool = False) -> Check:
-    """A finite number in ``(low, high)`` (``(low, high]`` with ``high_closed``; above
-    ``low`` when ``high`` is None)."""
+def _number_in(
+    low: float,
+    high: float | None,
+    *,
+    optional: bool = True,
+    low_closed: bool = False,
+    high_closed: bool = False,
+) -> Check:
+    """A finite number between ``low`` and ``high`` (None: no upper bound), each end
+    open unless closed."""
 
     def check(value: Any) -> str | None:
         if optional and value is None:
             return None
         ok = (
             _is_real(value)
-            and low < value
+            and (low < value or (low_closed and value == low))
             and (high is None or value < high or (high_closed and value == high))
         )
         if high is None:
-            span = f"> {low:g}"
+            span = f"{'>=' if low_closed else '>'} {low:g}"
         else:
-            span = f"in ({low:g}, {high:g}{']' if high_closed else ')'}"
+            span = f"in {'[' if low_closed else '('}{low:g}, {high:g}{']' if high_closed else ')'}"
         return None if ok else f"a number {span}" + (" or None" if optional else "")
 
     return check
@@ -150,24 +138,6 @@ def _one_of(*choices: str) -> Check:
     return check
 
 
-def _non_negative(value: Any) -> str | None:
-    return None if value is None or (_is_real(value) and value >= 0.0) else "a number >= 0 or None"
-
-
-def _rate_in_unit(value: Any) -> str | None:
-    return None if value is None or (_is_real(value) and 0.0 <= value < 1.0) else "a number in [0, 1) or None"
-
-
-def _unit_interval(value: Any) -> str | None:
-    return (
-        None if value is None or (_is_real(value) and 0.0 <= value <= 1.0) else "a number in [0, 1] or None"
-    )
-
-
-def _non_negative_number(value: Any) -> str | None:
-    return None if _is_real(value) and value >= 0.0 else "a number >= 0"
-
-
 def _flag(value: Any) -> str | None:
     return None if isinstance(value, bool) else "True or False"
 
@@ -176,7 +146,6 @@ def _policy(value: Any) -> str | None:
     return None if value in POLICIES else f"one of {', '.join(POLICIES)}"
 
 
-# ------------------------------------------------------------ declarations
 def option(
     default: Any,
     doc: str,
@@ -185,19 +154,9 @@ def option(
     choices: tuple[str, ...] | None = None,
     profile_default: Any = None,
 ) -> Any:
-    """Declare one :class:`PanningConfig` option: a dataclass field with its default, its
-    doc (what the option does, in a sentence or a few), its check, and, for options left
-    to the detector profile (default None), the value used when the profile has none.
-
-    Args:
-        default: The default value.
-        doc: What the option does; the first sentence is the CLI's help.
-        check: ``value -> None | what it must be``; with ``choices`` alone, one of them.
-        choices: The accepted values of a choice option.
-        profile_default: For an option the profile may set (default None,
-            :meth:`PanningConfig.with_profile`): the value when neither the caller nor the
-            profile sets it.
-    """
+    """Declare one :class:`PanningConfig` option as a dataclass field (the attributes of
+    :class:`OptionSpec`; ``doc``'s first sentence is the CLI's help). ``check`` defaults
+    to one of ``choices``."""
     if check is None:
         if choices is None:
             raise TypeError("an option needs a check or choices")
@@ -222,8 +181,8 @@ class OptionSpec:
         check: ``value -> None`` when valid, else what the value must be.
         type: The field's annotation, resolved (``int``, ``float | None``, a ``Literal``).
         choices: The accepted values of a choice option, else None.
-        profile_default: For an option left to the profile (default None): the value when
-            the profile has none; else None.
+        profile_default: For an option left to the profile (default None,
+            :meth:`PanningConfig.with_profile`): its value when the profile has none.
     """
 
     name: str
@@ -370,7 +329,7 @@ class PanningConfig:
         "Return only documents whose probability of relevance is at least this, in [0, 1]: "
         "a question then yields 0 to ``k`` documents, none when nothing passes. None: no "
         "threshold.",
-        check=_unit_interval,
+        check=_number_in(0.0, 1.0, low_closed=True, high_closed=True),
     )
     recall_target: float | None = option(
         None,
@@ -481,15 +440,12 @@ class PanningConfig:
     )
     false_leads: float | None = option(
         None,
-        "Expected number of irrelevant documents per question (>= 0) that draw the reader's "
-        "citations the way a relevant one does, whatever their position: a plausible wrong "
-        "answer the model keeps giving. Each irrelevant document is such a lead with "
-        "probability ``a = min(false_leads / (n - k), 0.5)``, and a document's total "
-        "evidence is the likelihood ratio of that mixture, which never lifts it by more than "
-        "``log(1 / a)`` nats in all. 0: the paper's update (every round independent). None: "
-        "the profile's ``false_leads`` (measured from labelled traces by "
-        f"``traces.learn_profile``), else {DEFAULT_FALSE_LEADS:g}.",
-        check=_non_negative,
+        "Expected number of irrelevant documents per question (>= 0) cited the way a relevant "
+        "one is, whatever their position: a plausible wrong answer the model keeps giving. "
+        "With ``a = min(false_leads / (n - k), 0.5)``, no document's evidence lifts it by more "
+        "than ``log(1 / a)`` nats in all. 0: the paper's update. None: the profile's "
+        f"``false_leads`` (learned from labelled traces), else {DEFAULT_FALSE_LEADS:g}.",
+        check=_number_in(0.0, None, low_closed=True),
         profile_default=DEFAULT_FALSE_LEADS,
     )
     blind_rate: float | None = option(
@@ -499,7 +455,7 @@ class PanningConfig:
         "document at ``log(blind_rate)`` nats, so a reader that cannot answer a question "
         "cannot bury the retriever's best documents either. 0: the paper's update. None: the "
         f"profile's ``blind_rate``, else {DEFAULT_BLIND_RATE:g}.",
-        check=_rate_in_unit,
+        check=_number_in(0.0, 1.0, low_closed=True),
         profile_default=DEFAULT_BLIND_RATE,
     )
 
@@ -507,15 +463,12 @@ class PanningConfig:
         DEFAULT_SELF_CITING,
         "Expected number of documents per question (>= 0) that the reader cites at one rate "
         "whatever their position: a passage that tells the model to cite it, and is obeyed. "
-        "Each irrelevant document is one with probability ``s = min(self_citing / (n - k), "
-        "0.45)``; a document whose citations fit one flat rate better than the profile's "
-        "curve has its probability of relevance discounted by that mixture, and once that "
-        "explanation outweighs all others it is suspected (``PanningResult.suspected``) and "
-        "shown where the curve is lowest, where its next citation tells the two apart best. "
-        "0 (the default): off, the paper's update; also off with ``empty_prompts='skip'``. "
-        "0.25 guards against a passage that asks to be cited, at a cost on readers much "
-        "better than their profile (docs/security.md).",
-        check=_non_negative_number,
+        "A document whose citations fit one flat rate better than the profile's curve is "
+        "discounted, and suspected (``PanningResult.suspected``) once that explanation "
+        "outweighs all others. 0 (the default): off, the paper's update; also off with "
+        "``empty_prompts='skip'``. 0.25 guards against a passage that asks to be cited, at "
+        "a cost on readers much better than their profile (docs/security.md).",
+        check=_number_in(0.0, None, optional=False, low_closed=True),
     )
 
     def __post_init__(self) -> None:
@@ -526,17 +479,13 @@ class PanningConfig:
 
     @classmethod
     def options(cls) -> tuple[OptionSpec, ...]:
-        """The declaration of every option, in declaration order (what the framework
-        adapters' fields and the CLI's flags are generated from)."""
+        """The declaration of every option, in declaration order."""
         return _specs()
 
     @classmethod
     def from_options(cls, config: PanningConfig | None = None, **options: Any) -> PanningConfig:
-        """``config`` (or the defaults) with ``options`` replaced; unknown names are refused.
-
-        Raises:
-            TypeError: an option name that is not a field (the message lists the fields).
-        """
+        """``config`` (or the defaults) with ``options`` replaced; TypeError for an unknown
+        name (the message lists the fields)."""
         names = {f.name for f in fields(cls)}
         unknown = sorted(set(options) - names)
         if unknown:
@@ -551,31 +500,20 @@ class PanningConfig:
 
     @classmethod
     def setting(cls, name: str, **options: Any) -> PanningConfig:
-        """The named setting ``name`` (a key of :data:`SETTINGS`) with ``options`` laid over it.
-
-        Raises:
-            ValueError: ``name`` is not a setting (the message lists them).
-        """
+        """The setting ``name`` (a key of :data:`SETTINGS`; else ValueError) with ``options``
+        laid over it."""
         if name not in SETTINGS:
             raise ValueError(f"unknown setting {name!r}; choose one of {', '.join(SETTINGS)}")
         return cls.from_options(**{**SETTINGS[name], **options})
 
     @classmethod
     def paper(cls, **options: Any) -> PanningConfig:
-        """The paper's update: independent citations at the profile's exact rates (no
-        robust likelihood, no document-level mixture, no top shuffle, empty replies count
-        as misses, no level adaptation), with ``options`` laid over it."""
+        """The paper's update (:data:`PAPER_UPDATE`) with ``options`` laid over it."""
         return cls.from_options(cls(**PAPER_UPDATE), **options)
 
     def resolved(self, name: str) -> float:
-        """The value of ``name``, an option left to the profile (``false_leads``,
-        ``blind_rate``, ``evidence_temperature``, ``prior_head_decay``), in a config
-        :meth:`with_profile` filled in.
-
-        Raises:
-            ValueError: ``name`` is still unset: resolve the config against a profile
-                (``config.with_profile(profile)``) first.
-        """
+        """The value of ``name``, an option left to the profile, once :meth:`with_profile`
+        filled it in (ValueError before)."""
         value = getattr(self, name)
         if value is None:
             raise ValueError(
@@ -584,15 +522,10 @@ class PanningConfig:
         return float(value)
 
     def with_profile(self, profile: Any) -> PanningConfig:
-        """This config with the options left to the profile filled in (``false_leads``,
-        ``blind_rate``, ``evidence_temperature``, ``prior_head_decay``): the profile's
-        attribute of the same name (what labelled traces measured for that reader) when it
-        is set, else the option's ``profile_default``. Options set explicitly always win;
-        ``profile`` may be None (the defaults).
-
-        Raises:
-            ValueError: the profile carries an invalid value (the message names it).
-        """
+        """This config with the options left to the profile (those with a
+        ``profile_default``) filled in from the profile's attribute of the same name, else
+        the ``profile_default``; options set explicitly win, ``profile`` may be None.
+        ValueError names an invalid value the profile carries."""
         fill: dict[str, Any] = {}
         for spec in _profile_specs():
             if getattr(self, spec.name) is not None:
@@ -610,8 +543,7 @@ class PanningConfig:
             fill[spec.name] = float(value)
         if not fill:
             return self
-        # Every filled value was checked above and the rest were checked when self was
-        # built: a copy with the fills set, not dataclasses.replace's second full check.
+        # Every value is checked already: skip dataclasses.replace's second full check.
         filled = copy.copy(self)
         for name, value in fill.items():
             object.__setattr__(filled, name, value)
@@ -623,16 +555,15 @@ class PanningConfig:
 
     @property
     def prior_mass(self) -> float:
-        """The expected number of relevant documents: ``expected_relevant``, else ``k``,
-        else 1 (``k=None``)."""
+        """The expected number of relevant documents: ``expected_relevant``, ``k`` or 1."""
         if self.expected_relevant is not None:
             return float(self.expected_relevant)
         return 1.0 if self.k is None else float(self.k)
 
     @property
     def focus(self) -> int:
-        """How many top documents the stop rules and pruning watch: ``k``, or with
-        ``k=None`` the prior mass rounded (at least 1)."""
+        """The top documents stop rules and pruning watch: ``k``, else the prior mass
+        rounded (>= 1)."""
         return self.k if self.k is not None else max(1, round(self.prior_mass))
 
 

@@ -9,11 +9,8 @@ __all__ = ["grid_positions", "interpolate_grid", "resample_curve"]
 
 
 def grid_positions(n_positions: int, k: int = 11) -> NDArray[np.intp]:
-    """``k`` evenly spread 0-based positions over ``n_positions`` (first and last included).
-
-    For ``n_positions=100, k=11``: ``0, 10, 20, ..., 89, 99`` (rounded ``linspace``).
-    Duplicates (when ``k > n_positions``) are removed.
-    """
+    """``k`` evenly spread 0-based positions over ``n_positions``, first and last included,
+    without duplicates (``n_positions=100, k=11``: ``0, 10, 20, ..., 89, 99``)."""
     if n_positions < 1:
         raise ValueError(f"n_positions must be >= 1, got {n_positions!r}")
     if k < 1:
@@ -25,16 +22,8 @@ def grid_positions(n_positions: int, k: int = 11) -> NDArray[np.intp]:
 
 
 def interpolate_grid(grid: ArrayLike, values: ArrayLike, n_positions: int) -> NDArray[np.float64]:
-    """Linearly interpolate values measured at grid positions to every position.
-
-    Args:
-        grid: Strictly increasing 0-based positions, shape ``(K,)``.
-        values: Measured value at each grid position, shape ``(K,)``.
-        n_positions: Number of positions of the full profile.
-
-    Returns:
-        Shape ``(n_positions,)``; positions outside the grid take the nearest end value.
-    """
+    """``values`` measured at ``grid`` (strictly increasing 0-based positions, both shape
+    ``(K,)``) interpolated linearly to all ``n_positions`` (nearest end value outside)."""
     g = np.asarray(grid, dtype=np.float64)
     v = np.asarray(values, dtype=np.float64)
     if g.ndim != 1 or g.shape != v.shape or g.size == 0:
@@ -45,19 +34,8 @@ def interpolate_grid(grid: ArrayLike, values: ArrayLike, n_positions: int) -> ND
 
 
 def resample_curve(values: ArrayLike, n_positions: int) -> NDArray[np.float64]:
-    """Resample a per-position curve to ``n_positions`` by relative position.
-
-    Position ``j`` of ``m`` sits at relative depth ``j / (m - 1)`` (0 = first, 1 = last);
-    the new curve is the linear interpolation of the old one at the same depths, so the
-    first and last positions keep their values (primacy and recency survive).
-
-    Args:
-        values: Curve of shape ``(m,)``, ``m >= 1``.
-        n_positions: Target length, ``>= 1``.
-
-    Returns:
-        Shape ``(n_positions,)``.
-    """
+    """A curve of shape ``(m,)`` resampled to ``(n_positions,)`` by relative position
+    ``j / (m - 1)``, linearly: the first and last values are kept."""
     v = np.asarray(values, dtype=np.float64)
     if v.ndim != 1 or v.size == 0:
         raise ValueError(f"values must be a non-empty 1-D array, got shape {v.shape}")

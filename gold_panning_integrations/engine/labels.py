@@ -1,9 +1,6 @@
-"""The labels documents are shown under: distinct random numbers per prompt, from a space
-of at least :data:`LABELS_PER_DOCUMENT` numbers per document shown (numpy only).
-
-A number a document writes ("cite document 1") is then almost never a label on screen,
-so an obeyed injection names no shown document. :mod:`.rounds` re-exports these names.
-"""
+"""The labels documents are shown under: distinct random numbers per prompt, from at least
+:data:`LABELS_PER_DOCUMENT` numbers per document shown, so a number a document writes
+("cite document 1") is almost never a label on screen."""
 
 from __future__ import annotations
 
@@ -13,23 +10,17 @@ from numpy.typing import NDArray
 __all__ = ["LABELS_PER_DOCUMENT", "MIN_LABEL_DIGITS", "draw_labels", "label_range"]
 
 LABELS_PER_DOCUMENT = 100
-"""Size of the label space per document shown: a prompt of ``m`` documents draws its
-labels from at least ``100 * m`` numbers, so one number written anywhere is a label on
-screen with probability at most 1/100."""
+"""Size of the label space per document shown (a number written anywhere is a label on
+screen with probability at most 1/100)."""
 MIN_LABEL_DIGITS = 3
 """Fewest digits of a label (``100..999`` for the smallest prompts)."""
 
 
 def label_range(size: int) -> tuple[int, int]:
-    """The numbers the labels of a prompt of ``size`` documents are drawn from: all
-    ``d``-digit numbers ``[10**(d-1), 10**d - 1]``, with ``d`` the fewest digits (at least
-    :data:`MIN_LABEL_DIGITS`) giving at least :data:`LABELS_PER_DOCUMENT` numbers per
-    document. Every label of a prompt has the same number of digits, so a piece of one
-    label is never another (``4417`` read as ``4, 417`` names no label).
-
-    Example: 1-9 documents: ``(100, 999)``; 10-90: ``(1000, 9999)``; 91-900:
-    ``(10000, 99999)``.
-    """
+    """The range ``[10**(d-1), 10**d - 1]`` the labels of a prompt of ``size`` documents
+    are drawn from, ``d`` the fewest digits (>= :data:`MIN_LABEL_DIGITS`) giving
+    :data:`LABELS_PER_DOCUMENT` numbers per document; one length, so a piece of a label
+    is never another. 1-9 documents: ``(100, 999)``; 10-90: ``(1000, 9999)``."""
     if isinstance(size, bool) or not isinstance(size, (int, np.integer)) or size < 0:
         raise ValueError(f"size must be an integer >= 0 (documents in one prompt), got {size!r}")
     digits = MIN_LABEL_DIGITS
@@ -39,19 +30,12 @@ def label_range(size: int) -> tuple[int, int]:
 
 
 def draw_labels(rng: np.random.Generator, sizes: NDArray[np.intp], width: int) -> NDArray[np.int64]:
-    """Random labels per prompt: row ``b`` holds ``sizes[b]`` distinct numbers drawn
-    uniformly from :func:`label_range` ``(sizes[b])`` in its first ``sizes[b]`` entries
-    and 0 after; shape ``(B, width)``.
-
-    One uniform per slot (``rng.random((B, width))``) picks a number; a slot whose number
-    repeats an earlier slot's in its row draws again (rare: at most about ``m / 200`` of
-    prompts of ``m`` documents),
-    which keeps the labels a uniform draw of distinct numbers.
-    """
+    """Labels, shape ``(B, width)``: row ``b`` holds ``sizes[b]`` distinct numbers drawn
+    uniformly from :func:`label_range` ``(sizes[b])``, then 0s. One uniform per slot
+    (``rng.random((B, width))``); a slot repeating an earlier one in its row draws again."""
     keys = rng.random((sizes.size, width))
     if sizes.size == 1 and int(sizes[0]) == width:
-        # A batch of one filling its width (the panner's case): no padding; a set tells
-        # whether any label repeats (the loop below redraws the repeats, if any).
+        # The panner's case (a batch of one, no padding): a set tells whether any repeats.
         lo, hi = label_range(width)
         labels = lo + np.floor(keys * (hi - lo + 1)).astype(np.int64)
         if len(set(labels[0].tolist())) == width:

@@ -1,16 +1,9 @@
 """The panning loop: plan, ask the reader, update, stop; one result type.
 
-:class:`Panner` runs GP-Belief (or GP-Entropy / PSC) for one question over ``n``
-documents. Every step of a round is a batch function of :mod:`.rounds` called with a
-batch of one (the batch simulator calls the same functions with thousands of trials);
-the stop rules are the pure functions of :mod:`.stopping`. :class:`_Run` holds one run's
-state so the synchronous :meth:`Panner.run` and the asynchronous :meth:`Panner.arun`
-share every line except the reader call.
-
-The engine takes a :class:`ProfileLike` (anything with ``tpr``/``fpr``) and a reader of
-the declared :class:`~.reading.Reader` protocol; profile names, paths, the reader's
-recommended profile and a user's own reader are resolved at the edge
-(:class:`gold_panning_integrations.GoldPanner`, the public class built on this one).
+:class:`Panner` runs the batch functions of :mod:`.rounds` with a batch of one and the
+stop rules of :mod:`.stopping`; :class:`_Run` holds one run's state, so :meth:`Panner.run`
+and :meth:`Panner.arun` share every line but the reader call. Profile names and a user's
+own reader are resolved at the edge (:class:`gold_panning_integrations.GoldPanner`).
 """
 
 from __future__ import annotations
@@ -65,11 +58,8 @@ logger = logging.getLogger(__name__)
 
 
 def _validate_cited(reading: Any, m: int) -> tuple[tuple[int, ...], Reading]:
-    """Defence in depth: keep only in-range, unique positions; count the rest.
-
-    Anything that is not a :class:`Reading` with an iterable ``cited`` becomes a failed
-    reading (beliefs unchanged) rather than an error deep inside the update.
-    """
+    """Defence in depth: keep only in-range, unique positions and count the rest; anything
+    but a :class:`Reading` with an iterable ``cited`` becomes a failed reading."""
     if not isinstance(reading, Reading):
         return (), Reading.failure(f"reader returned {type(reading).__name__}, expected a Reading")
     try:
@@ -78,48 +68,37 @@ def _validate_cited(reading: Any, m: int) -> tuple[tuple[int, ...], Reading]:
         return (), Reading.failure(
             f"reader returned a Reading whose cited is {type(reading.cited).__name__}, expected a tuple"
         )
-    seen: set[int] = set()
-    keep: list[int] = []
-    bad = 0
-    dup = 0
-    for c in reading.cited:
-        if isinstance(c, bool) or not isinstance(c, (int, np.integer)) or not 0 <= int(c) < m:
-            bad += 1
-            continue
-        if int(c) in seen:
-            dup += 1
-            continue
-        seen.add(int(c))
-        keep.append(int(c))
+    given = list(reading.cited)
+    valid = [
+        int(c) for c in given if not isinstance(c, bool) and isinstance(c, (int, np.integer)) and 0 <= c < m
+    ]
+    keep = tuple(sorted(set(valid)))
+    bad, dup = len(given) - len(valid), len(valid) - len(keep)
     if bad or dup:
         logger.warning("reader returned %d invalid and %d duplicate positions; dropped", bad, dup)
-        reading = Reading(
-            **{
-                **reading.__dict__,
-                "cited": tuple(sorted(keep)),
-                "invalid_labels": reading.invalid_labels + bad,
-                "duplicate_labels": reading.duplicate_labels + dup,
-            }
+        reading = replace(
+            reading,
+            cited=keep,
+            invalid_labels=reading.invalid_labels + bad,
+            duplicate_labels=reading.duplicate_labels + dup,
         )
-    return tuple(sorted(keep)), reading
+    return keep, reading
 
 
 @dataclass(frozen=True)
 class _Window:
-    """One prompt of a planned round."""
+    """One prompt of a planned round: ``docs`` in prompt order and their ``labels``
+    (``(m,)``), ``positions`` of the run's documents (``(1, n)``, -1 = not shown), and
+    which of the round's parallel prompts it belongs to."""
 
     docs: NDArray[np.intp]
-    """Document indices in prompt order, shape ``(m,)``."""
     positions: NDArray[np.intp]
-    """Profile position per document of the run, shape ``(1, n)``; -1 = not in this prompt."""
     labels: NDArray[np.int64]
-    """Label per prompt slot, shape ``(m,)``."""
     prompt: int = 0
-    """Which of the round's ``prompts_per_round`` parallel prompts this window belongs to."""
 
     @property
     def shown_positions(self) -> NDArray[np.intp]:
-        """Profile position of each shown document, in prompt order, shape ``(m,)``."""
+        """Position of each shown document, in prompt order, shape ``(m,)``."""
         return self.positions[0][self.docs]
 
 
@@ -129,10 +108,6 @@ class _Plan:
 
     windows: tuple[_Window, ...]
     active: int
-
-    @property
-    def docs(self) -> tuple[NDArray[np.intp], ...]:
-        return tuple(w.docs for w in self.windows)
 
     def first_prompts(self, count: int) -> _Plan:
         """The plan cut to its first ``count`` parallel prompts (all their windows)."""
@@ -194,10 +169,8 @@ class _Run:
     def log_odds(self) -> NDArray[np.float64]:
         return self.state.log_odds[0]
 
-    # -------------------------------------------------------------- planning
     def plan(self) -> _Plan:
-        """The next round's prompts (the same batch functions the simulator runs): one
-        per ``prompts_per_round``, each split into windows when ``windows=True`` and the
+        """The next round's prompts, each split into windows when ``windows=True`` and the
         active documents exceed ``max_docs_per_prompt``."""
         cfg, st = self.cfg, self.state
         active = active_mask(st, k=cfg.focus, prune_below=cfg.prune_below, started=bool(self.traces))
@@ -240,8 +213,7 @@ class _Run:
         return _Plan(tuple(windows), n_active)
 
     def next_round(self) -> _Plan | None:
-        """Plan the next round, or return None (and set ``stop_reason``) to stop; the
-        round's clock (:meth:`observe`'s ``seconds``) starts when the plan is returned."""
+        """The next round's plan (its clock starts now), or None and ``stop_reason`` set."""
         plan = self._next_round()
         self._sent = time.perf_counter()
         return plan
@@ -287,10 +259,9 @@ class _Run:
             return None
         return plan
 
-    # ------------------------------------------------------------- observing
     def observe(self, plan: _Plan, readings: Sequence[Reading], seconds: float | None = None) -> None:
-        """Apply one round's readings (one per window; ``cited`` indexes the window);
-        ``seconds`` the round took (None: since :meth:`next_round` returned ``plan``)."""
+        """Apply one round's readings (one per window); ``seconds`` the round took (None:
+        since :meth:`next_round`)."""
         if seconds is None:
             seconds = time.perf_counter() - self._sent
         validated: list[Reading] = []
@@ -327,7 +298,6 @@ class _Run:
             )
         )
 
-    # ----------------------------------------------------------------- views
     def posteriors(self) -> NDArray[np.float64]:
         return sigmoid(self.log_odds)
 
@@ -337,12 +307,8 @@ class _Run:
         return np.argsort(-self.log_odds, kind="stable")
 
     def _expected_gain(self, plan: _Plan, samples: int = 64) -> float:
-        """Expected rise of the selection confidence if ``plan`` were run, under the
-        model's own predictive distribution (Monte Carlo, fixed seed per round).
-
-        The confidence is a submartingale, so the gain is >= 0; near 0 means another
-        round is not expected to change what we would report.
-        """
+        """Expected rise (>= 0) of the selection confidence if ``plan`` were run, under the
+        model's own predictive distribution (Monte Carlo, fixed seed per round)."""
         rng = np.random.default_rng(len(self.traces))
         lo0 = self.log_odds
         lo = np.broadcast_to(lo0, (samples, self.n)).copy()
@@ -400,8 +366,7 @@ def _take(documents: Sequence[Any], idx: NDArray[np.intp]) -> list[Any]:
 
 
 class RunOptions(TypedDict, total=False):
-    """The keyword options of :meth:`Panner.run` and :meth:`Panner.arun`, declared once
-    (documented under :meth:`Panner.run`)."""
+    """The keyword options of :meth:`Panner.run` and :meth:`Panner.arun` (documented there)."""
 
     k: int | None
     scores: Sequence[float | None] | None
@@ -413,27 +378,17 @@ class RunOptions(TypedDict, total=False):
 
 class Panner:
     """Bayesian active search for the relevant documents of one question (engine-internal:
-    the public :class:`gold_panning_integrations.GoldPanner` resolves profile names and a
-    user's own reader, then runs this).
-
-    Each round the panner scores documents by their belief (``policy="belief"``),
-    matches the best to the most diagnostic positions of the detector profile, shows them
-    under labels drawn at random for every prompt, asks the reader which shown documents
-    answer the question, and updates every shown document's log-odds by Bayes' rule.
+    :class:`gold_panning_integrations.GoldPanner` resolves profile names and readers).
 
     Args:
-        reader: A reader of the :class:`~.reading.Reader` protocol: ``read`` (for
-            :meth:`run`) and/or ``aread`` (for :meth:`arun`), always called with
-            ``labels=``. May be None when only the planning helpers are used.
-        profile: Detector profile: any object with per-position ``tpr``/``fpr``
-            sequences (a ``DetectorProfile``, say); the options it may set are read by
-            :meth:`PanningConfig.with_profile`.
+        reader: A :class:`~.reading.Reader` (``read`` for :meth:`run`, ``aread`` for
+            :meth:`arun`); None when only the planning helpers are used.
+        profile: Any object with per-position ``tpr``/``fpr`` (a ``DetectorProfile``);
+            it may set options (:meth:`PanningConfig.with_profile`).
         config: A :class:`PanningConfig`; None for the defaults.
-        rng: Source of placements, labels and tie-breaks. None: each run's stream is
-            derived from its question and documents (:mod:`.seeding`); ``"fresh"``:
-            fresh entropy; an int or a Generator: one stream for this panner's runs.
-        **options: Any :class:`PanningConfig` field, replacing ``config``'s value
-            (``Panner(reader, profile, rounds=4, k=1)``).
+        rng: None: each run's stream derived from its input (:mod:`.seeding`);
+            ``"fresh"``: fresh entropy; an int or a Generator: one stream for all runs.
+        **options: :class:`PanningConfig` fields replacing ``config``'s values.
     """
 
     def __init__(
@@ -479,8 +434,7 @@ class Panner:
         documents: Sequence[Any],
         options: RunOptions,
     ) -> _Run:
-        """The run of one call of :meth:`run` (``method="read"``) or :meth:`arun`
-        (``"aread"``): the state machine both drive, planning and observing each round."""
+        """The run of one call of :meth:`run` (``method="read"``) or :meth:`arun`."""
         unknown = sorted(set(options) - set(RunOptions.__annotations__))
         if unknown:
             raise TypeError(f"Panner.run/arun got unexpected keyword argument(s) {', '.join(unknown)}")
@@ -509,26 +463,17 @@ class Panner:
         )
 
     def run(self, question: str, documents: Sequence[Any], **options: Unpack[RunOptions]) -> PanningResult:
-        """Pan ``documents`` for ``question`` with the synchronous reader.
+        """Pan ``n`` ``documents`` (in the base retriever's order) for ``question`` with the
+        synchronous reader.
 
         Args (the keyword options are :class:`RunOptions`, all optional):
-            question: The user's question.
-            documents: ``n`` documents, in the base retriever's order (the rank prior of
-                ``retriever_prior="rank"`` follows it); each round the reader gets the
-                shown ones in prompt order, with their labels.
             k: Override of the panner's ``k`` for this call.
-            scores: The base retriever's score per document (None where unknown), shape
-                ``(n,)``; used by ``retriever_prior="score"``.
-            prior_probs: Per-document prior probabilities, shape ``(n,)``; replaces the
-                retriever prior.
-            prior_log_odds: Per-document prior log-odds, shape ``(n,)``; replaces the
-                retriever prior.
-            rng: Generator for this call (defaults to the panner's; when the panner has
-                none, to one derived from ``question`` and ``documents``).
-            truth: Relevance labels, shape ``(n,)``; only the ``oracle`` policy uses them.
-
-        Returns:
-            A :class:`PanningResult`.
+            scores: The retriever's score per document (None where unknown), ``(n,)``;
+                for ``retriever_prior="score"``.
+            prior_probs: Prior probabilities, ``(n,)``; replace the retriever prior.
+            prior_log_odds: Prior log-odds, ``(n,)``; replace the retriever prior.
+            rng: Generator for this call (default: the panner's, else derived).
+            truth: Relevance labels, ``(n,)``, for the ``oracle`` policy.
 
         Raises:
             FatalReaderError: the reader reported a permanent failure; the run ends at once.
@@ -562,15 +507,10 @@ class Panner:
     def _read_round(
         self, question: str, documents: Sequence[Any], windows: Sequence[_Window]
     ) -> list[Reading]:
-        """A round's prompts through the synchronous reader, one reading per window.
-
-        When the reader takes concurrent calls (:func:`takes_concurrent_calls`), every
-        prompt but the first goes to a thread of its own and the first runs in this
-        thread, so the round costs one call of latency; the reader's own limit on calls
-        in flight still applies. Otherwise the prompts run here, one after another, in
-        order. A :class:`FatalReaderError` is raised once every prompt already running has
-        finished; prompts not yet started are cancelled.
-        """
+        """A round's prompts through ``reader.read``, one reading per window: in threads
+        beside this one when :func:`takes_concurrent_calls`, else one after another. A
+        :class:`FatalReaderError` is raised once the running prompts finished; prompts not
+        yet started are cancelled."""
         if len(windows) == 1 or not takes_concurrent_calls(self.reader):
             return [self._read_one(question, documents, w) for w in windows]
         futures = [
@@ -602,9 +542,7 @@ class Panner:
     async def arun(
         self, question: str, documents: Sequence[Any], **options: Unpack[RunOptions]
     ) -> PanningResult:
-        """Asynchronous :meth:`run`: awaits ``reader.aread``; a round's prompts are sent
-        concurrently. A :class:`~gold_panning_integrations.errors.FatalReaderError`
-        ends the run at once."""
+        """Asynchronous :meth:`run` (``reader.aread``; a round's prompts sent concurrently)."""
         run = self._start("aread", question, documents, options)
         while (plan := run.next_round()) is not None:
             run.observe(plan, await self._aread_round(question, documents, plan.windows))
@@ -614,8 +552,7 @@ class Panner:
 def _retriever_prior(
     config: PanningConfig, n: int, scores: Sequence[float | None] | None
 ) -> NDArray[np.float64] | None:
-    """The prior of ``config.retriever_prior`` over ``n`` documents in the order given
-    (None: the flat prior of ``config.prior``)."""
+    """The prior of ``config.retriever_prior`` over ``n`` documents (None: flat)."""
     if scores is not None and len(scores) != n:
         raise ValueError(f"scores must have one entry per document ({n}), got {len(scores)}")
     return retriever_prior_probs(
@@ -630,10 +567,8 @@ def _retriever_prior(
 
 
 def takes_concurrent_calls(reader: Any) -> bool:
-    """Whether the panner may send ``reader`` several prompts at once from threads: the
-    reader declares ``max_concurrency`` (its limit on calls in flight, None for no
-    limit) other than 1. A reader that declares nothing is called one prompt at a time
-    on the synchronous path (its ``read`` may not be thread-safe); ``aread`` calls are
-    always gathered, since an async reader yields only where it is ready to."""
+    """Whether ``reader.read`` may take several prompts at once from threads: it declares
+    ``max_concurrency`` None or above 1 (nothing declared: one at a time, as ``read`` may
+    not be thread-safe; ``aread`` calls are always gathered)."""
     limit = getattr(reader, "max_concurrency", 1)
     return limit is None or (isinstance(limit, int) and not isinstance(limit, bool) and limit > 1)

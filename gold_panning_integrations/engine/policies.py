@@ -1,15 +1,8 @@
-"""Placement policies: how documents are scored before they are matched to positions.
-
-* ``belief`` (GP-Belief, signal anchoring): score = belief. Computed on log-odds, which
-  ranks identically and never saturates to ties at probability 1.0.
-* ``entropy`` (GP-Entropy, uncertainty reduction): score = binary entropy of the
-  belief. Entropy is symmetric in log-odds and decreasing in ``|log-odds|``, so the
-  score ``-|log-odds|`` gives exactly the same order without saturation.
-* ``random`` (PSC, Permutation Self-Consistency): an independent uniform permutation
-  each round; the final ranking is by citation count (majority vote).
-* ``oracle`` (simulation only): true needles get the most diagnostic positions; the
-  upper bound of any placement policy.
-"""
+"""Placement policies: how documents are scored before they are matched to positions
+(the option ``policy`` says what each does). Scores are computed on log-odds, which never
+saturate: ``belief`` scores the log-odds, ``entropy`` ``-|log-odds|`` (the order of the
+binary entropy), ``random`` a uniform permutation (ranked by :func:`vote_ranking`),
+``oracle`` the true needles first (the upper bound of any placement)."""
 
 from __future__ import annotations
 
@@ -39,17 +32,8 @@ def score_documents(
     rng: np.random.Generator,
     truth: NDArray[np.bool_] | None = None,
 ) -> NDArray[np.float64]:
-    """Score documents for placement; higher scores get more diagnostic positions.
-
-    Args:
-        policy: One of :data:`POLICIES`.
-        log_odds: Current log-odds, shape ``(..., n)``.
-        rng: Source of randomness (``random`` and ``oracle`` use it).
-        truth: Relevance labels, shape ``(..., n)``; required by ``oracle`` only.
-
-    Returns:
-        Scores, shape ``(..., n)``. Sort descending (stable) to get the placement order.
-    """
+    """Placement scores of ``policy``, shape ``(..., n)`` like ``log_odds`` (higher gets a
+    more diagnostic position); ``truth`` (same shape) for ``oracle`` only."""
     lo = np.asarray(log_odds, dtype=np.float64)
     if policy == "belief":
         return lo
@@ -69,15 +53,8 @@ def vote_ranking(
     *,
     rng: np.random.Generator,
 ) -> NDArray[np.intp]:
-    """PSC's majority-vote ranking: most-cited first, ties broken at random.
-
-    Args:
-        citation_counts: Times each document was cited, shape ``(..., n)``.
-        rng: Breaks ties uniformly at random among equal counts.
-
-    Returns:
-        Document indices best first, shape ``(..., n)``.
-    """
+    """PSC's majority-vote ranking of ``citation_counts`` (shape ``(..., n)``): indices,
+    most-cited first, ties broken uniformly at random."""
     counts = np.asarray(citation_counts, dtype=np.float64)
     # A jitter in [0, 1) never reorders different integer counts, and orders equal
     # counts by an independent uniform draw: a uniform random tie-break.

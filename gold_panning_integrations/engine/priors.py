@@ -1,11 +1,8 @@
-"""Priors from the base retriever: its order (and scores) as prior log-odds.
+"""Priors from the base retriever: its order (and scores) as prior probabilities.
 
-The paper starts from an uninformative prior and notes that retrieval scores could
-inform it. A base retriever's rank is real evidence: the needle is more likely near the
-top. We model the rank of a relevant document as geometric, with the single parameter
-chosen from a figure users can measure for their retriever: the probability that the
-top 10 holds the relevant document (``top10_recall``). :func:`retriever_prior_probs` is
-what the panner applies for ``PanningConfig.retriever_prior``.
+:func:`retriever_prior_probs` is what the panner applies for
+``PanningConfig.retriever_prior``: a rank prior that decays geometrically inside the top 10
+(:func:`rank_prior_probs`), or a softmax over the scores (:func:`score_prior_probs`).
 """
 
 from __future__ import annotations
@@ -35,15 +32,13 @@ DEFAULT_HEAD_FLOOR = 0.2
 """Share of the default rank prior's top-10 mass spread evenly over the top 10."""
 
 DEFAULT_HEAD_DECAY = 0.6
-"""Ratio between consecutive ranks inside the top 10 of the default rank prior. With
-:data:`DEFAULT_HEAD_FLOOR` at 10 documents the retriever's first gets 0.34, its second
-0.21, its tenth 0.023: a cautious shape that trusts the retriever's first documents
-without letting it overrule the reader."""
+"""Ratio between consecutive ranks inside the top 10 of the default rank prior (at 10
+documents: 0.34 for the first, 0.21 for the second, 0.023 for the tenth)."""
 
 
 def _to_expected_k(weights: NDArray[np.float64], k: float) -> NDArray[np.float64]:
-    """Scale non-negative weights so they sum to ``k`` (the expected number of relevant
-    documents), capping each at :data:`MAX_PRIOR` and redistributing the excess."""
+    """Non-negative weights scaled to sum to ``k``, each capped at :data:`MAX_PRIOR` (the
+    excess redistributed)."""
     n = weights.size
     k_eff = min(float(k), MAX_PRIOR * n)
     w = weights / weights.sum()
@@ -69,27 +64,13 @@ def rank_prior_probs(
     head_decay: float = DEFAULT_HEAD_DECAY,
     head_floor: float = DEFAULT_HEAD_FLOOR,
 ) -> NDArray[np.float64]:
-    """Prior probability of relevance by base-retriever rank (rank 0 first).
+    """Prior probability of relevance by base-retriever rank (rank 0 first), shape
+    ``(n,)``, non-increasing, summing to ``k`` (each capped at :data:`MAX_PRIOR`).
 
-    A relevant document sits in the top 10 with probability ``top10_recall``: inside
-    the top 10 its rank decays geometrically (ratio ``head_decay``), mixed with a flat
-    share ``head_floor`` (a retriever's best guess is sometimes its worst); below it is
-    flat.
-    The flat tail matters: a retriever that misses puts the answer anywhere, and a
-    prior that decays all the way down would bury such needles. Probabilities sum to
-    ``k``, each capped at :data:`MAX_PRIOR`. ``top10_recall = 10/n`` is roughly flat.
-
-    Args:
-        n: Number of documents, in the base retriever's order.
-        k: Expected number of relevant documents.
-        top10_recall: How often your retriever's top 10 holds the answer, in (0, 1).
-            Measure it on a few labelled queries; 0.5 is a cautious default. Values
-            below chance (``10/n``) are raised to it.
-        head_decay: Ratio between consecutive ranks inside the top 10, in (0, 1].
-        head_floor: Share of the top 10's mass spread evenly over it, in [0, 1].
-
-    Returns:
-        Prior probabilities, shape ``(n,)``, non-increasing in rank.
+    A relevant document sits in the top 10 with probability ``top10_recall`` (in (0, 1);
+    raised to chance, ``10/n``): there its rank decays geometrically (ratio
+    ``head_decay``, in (0, 1]) mixed with a flat share ``head_floor`` (in [0, 1]); below,
+    the prior is flat, so a retriever's misses are not buried.
     """
     if not 0.0 < top10_recall < 1.0:
         raise ValueError(f"top10_recall must be in (0, 1), got {top10_recall!r}")
@@ -118,14 +99,9 @@ def rank_prior_probs(
 
 
 def score_prior_probs(scores: ArrayLike, *, k: float = 1, temperature: float = 1.0) -> NDArray[np.float64]:
-    """Prior probabilities from retriever scores (higher = more relevant): a softmax at
-    ``temperature`` scaled to sum to ``k``, each capped at :data:`MAX_PRIOR`.
-
-    Args:
-        scores: One finite score per document, shape ``(n,)``.
-        k: Expected number of relevant documents.
-        temperature: Softmax temperature in score units (> 0); larger is flatter.
-    """
+    """Prior probabilities from finite ``scores`` (shape ``(n,)``, higher = more relevant):
+    a softmax at ``temperature`` (> 0) scaled to sum to ``k``, each capped at
+    :data:`MAX_PRIOR`."""
     s = np.asarray(scores, dtype=np.float64).reshape(-1)
     if temperature <= 0:
         raise ValueError(f"temperature must be > 0, got {temperature!r}")
@@ -150,22 +126,10 @@ def retriever_prior_probs(
 ) -> NDArray[np.float64] | None:
     """Prior probability of relevance for ``n`` documents in the base retriever's order.
 
-    Args:
-        n: Number of documents (index 0 is the base retriever's first).
-        k: Expected number of relevant documents (the prior's total mass).
-        mode: ``"rank"``: a prior decaying with rank (:func:`rank_prior_probs`);
-            ``"score"``: a softmax over the retriever's scores, standardised (divided by
-            their standard deviation) so ``temperature`` is in standard deviations; falls
-            back to ``"rank"`` (with a warning) when a score is missing or not finite, and
-            to the flat prior when all scores are equal; ``"none"``: the flat prior.
-        top10_recall: For ``"rank"``: how often the retriever's top 10 holds the answer.
-        head_decay: For ``"rank"``: ratio between consecutive ranks inside the top 10.
-        scores: For ``"score"``: one score per document (None where unknown), shape ``(n,)``.
-        temperature: For ``"score"``: softmax temperature in standard deviations (> 0).
-
-    Returns:
-        Prior probabilities, shape ``(n,)``, or None for the flat prior (the panner's
-        ``PanningConfig.prior``).
+    ``mode`` is the option ``retriever_prior`` (its help says what each does);
+    ``top10_recall`` and ``head_decay`` shape ``"rank"`` (:func:`rank_prior_probs`),
+    ``scores`` (``(n,)``, None where unknown) and ``temperature`` (in standard deviations)
+    ``"score"``. Returns shape ``(n,)``, or None for the flat prior.
     """
     if n == 0 or mode == "none":
         return None

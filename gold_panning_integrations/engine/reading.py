@@ -1,9 +1,5 @@
-"""What a reader returns for one prompt, and the reader protocol the panner calls.
-
-A *reader* is shown the question and the documents of one round in prompt order
-(position 0 is the first document in the prompt) and returns a :class:`Reading`: the
-0-based positions it cited plus diagnostics. Readers do all I/O; the engine never does.
-"""
+"""What a reader returns for one prompt (:class:`Reading`), and the reader protocol the
+panner calls. Readers do all I/O; the engine never does."""
 
 from __future__ import annotations
 
@@ -23,28 +19,22 @@ class Reading:
 
     Attributes:
         cited: 0-based positions (indices into the documents as shown) that the model
-            cited, validated: in range, unique, sorted. Never contains a position that
-            was not shown.
-        failed: True when no usable answer was obtained (after retries). The panner
-            leaves beliefs unchanged for a failed reading and records it.
-        error: Why the reading failed (or a warning), for the trace.
-        answer: The model's free-text answer, when the reader produced one.
-        raw: The raw model output (possibly truncated), for debugging.
-        invalid_labels: Labels dropped because they were out of range, not integers,
-            or otherwise unknown. Counted, never mapped to another document.
+            cited: in range, unique, sorted.
+        failed: True when no usable answer was obtained (after retries); beliefs are
+            left unchanged.
+        error: Why the reading failed (or a warning).
+        answer: The model's free-text answer, if any.
+        raw: The raw model output (possibly truncated).
+        invalid_labels: Labels dropped as unknown (counted, never mapped to another document).
         duplicate_labels: Labels dropped because they repeated an earlier one.
         attempts: Model calls made for this reading, retries included.
-        prompt_tokens: Prompt tokens reported by the provider (None if not reported).
-        completion_tokens: Completion tokens reported by the provider (None if not).
+        prompt_tokens, completion_tokens: Tokens the provider reported (None: not reported).
         extra: Free-form reader-specific diagnostics.
-        documents_cut: Documents of the prompt cut to fit the model's context (their
-            end replaced by a marker); 0 when every document was shown whole.
-        labels: The labels the documents were shown under, shape ``(m,)``, when they are
-            not the ones the panner passed (a reader adapted from one that takes no
-            labels shows ``1..m``); None: the panner's. The trace records what was shown.
-        cached: Whether the reply came from the reader's reply cache: True (a hit: no
-            model call, ``attempts`` 0, no tokens spent), False (a miss: the model was
-            asked and its reply stored), None (the reader has no cache).
+        documents_cut: Documents of the prompt cut to fit the model's context.
+        labels: The labels the documents were shown under, shape ``(m,)``, when not the
+            panner's (a reader that takes no labels shows ``1..m``); None: the panner's.
+        cached: True: a reply-cache hit (no model call, ``attempts`` 0); False: a miss
+            (the reply was stored); None: the reader has no cache.
     """
 
     cited: tuple[int, ...] = ()
@@ -70,36 +60,23 @@ class Reading:
 
 @runtime_checkable
 class Reader(Protocol):
-    """The one reader protocol: what the panner calls, declared (the engine never
-    inspects a signature).
+    """The one reader protocol the panner calls.
 
-    * ``read(question, documents, *, labels) -> Reading`` for
-      :meth:`~gold_panning_integrations.engine.panner.Panner.run`, and/or
-      ``async aread(question, documents, *, labels) -> Reading`` for ``arun``.
-      ``documents`` are the texts of one prompt, in prompt order; ``labels`` (shape
-      ``(m,)``, distinct positive ints) are the names they are shown under:
-      ``labels[i]`` names ``documents[i]``. The panner draws them at random for each
-      prompt from a space of at least 100 numbers per document
-      (:func:`~.rounds.label_range`), so a label says nothing about a position and a
-      number a document writes is almost never a label on screen. Whatever labels were
-      shown, ``Reading.cited`` holds 0-based *positions* (indices into ``documents``). A
-      reader should return ``Reading.failure(...)`` rather than raise for model-side
-      problems; the panner turns any other exception into a failed reading, except
-      :class:`~gold_panning_integrations.errors.FatalReaderError`, which ends the run at
-      once.
+    * ``read(question, documents, *, labels) -> Reading`` (for ``Panner.run``) and/or
+      ``async aread(...)`` (for ``arun``): ``documents`` in prompt order, ``labels[i]``
+      (distinct positive ints, drawn at random: :func:`~.labels.label_range`) names
+      ``documents[i]``; ``Reading.cited`` holds 0-based *positions*. Return
+      ``Reading.failure(...)`` for model-side problems; any other exception becomes a
+      failed reading, except :class:`~gold_panning_integrations.errors.FatalReaderError`,
+      which ends the run.
     * ``model_name``: the model's name, as recorded in profiles and traces.
-    * ``recommended_profile``: the detector profile measured for this model (a bundled
-      name, a path or a ``DetectorProfile``), or None;
-      :func:`~gold_panning_integrations.profiles.resolve_profile` uses it when the user
-      names none.
-    * ``max_concurrency``: the most calls in flight through this reader (None: no limit);
-      ``1`` means it takes no concurrent calls, and the synchronous path then sends a
-      round's prompts one after another.
+    * ``recommended_profile``: the profile measured for this model (a bundled name, a path
+      or a ``DetectorProfile``) or None, used when the user names none.
+    * ``max_concurrency``: the most calls in flight (None: no limit; 1: one at a time).
 
-    The package's readers implement all of it. A user's reader is adapted once, at the
-    edge (:func:`gold_panning_integrations.readers.as_reader`): the three attributes
-    default to the class name, None and 1, and a ``read``/``aread`` that takes no
-    ``labels`` is wrapped (with one warning) to show its documents under ``1..m``.
+    :func:`gold_panning_integrations.readers.as_reader` adapts a user's reader: the
+    attributes default to the class name, None and 1, and a ``read``/``aread`` without
+    ``labels`` is wrapped to show ``1..m``.
     """
 
     @property
@@ -121,10 +98,9 @@ class Reader(Protocol):
 
 
 def reader_failure(err: Exception, log: logging.Logger, what: str = "") -> Reading:
-    """The failed :class:`Reading` for an exception a reader raised (logged as a warning
-    on ``log``, prefixed ``what``), so that one prompt's failure does not end a run; a
-    :class:`~gold_panning_integrations.errors.FatalReaderError` (a permanent failure:
-    retrying cannot fix it) is raised again instead, ending the run at once."""
+    """The failed :class:`Reading` for an exception a reader raised (logged on ``log``,
+    prefixed ``what``); a :class:`~gold_panning_integrations.errors.FatalReaderError` is
+    raised again instead."""
     if isinstance(err, FatalReaderError):
         raise err
     log.warning("%sreader raised %s: %s", what, type(err).__name__, err, exc_info=err)

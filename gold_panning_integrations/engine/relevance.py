@@ -1,21 +1,11 @@
 """Acting on relevance probabilities: "nothing relevant here", a threshold, an adaptive k,
 and the recalibration map a profile may carry (numpy only).
 
-Every function takes the posterior log-odds (or the probabilities made from them), so it
-composes with any update that produces log-odds (:mod:`.rounds`): the panner calls
-:func:`recalibrate` on its final log-odds, then :func:`select` and :func:`p_none` on the
-probabilities it reports.
-
-The relevance model is the engine's: each document is relevant or not, and the
-posterior of document ``i`` is ``p_i`` given everything the reader said. The update
-(:func:`~.rounds.observe_round`) scores each document from its own citations, with
-independent priors (the prior's mass, ``expected_relevant``, is spread over the
-documents, each starting at ``p0_i``, so the expected number of relevant documents is
-``sum(p0_i)``, which may be below 1). Under that same independence of documents'
-relevance given the evidence, the probability that no candidate is relevant is
-``prod_i (1 - p_i)``: :func:`p_none`. A question with nothing relevant is therefore
-expected, a priori, with probability ``prod_i (1 - p0_i)`` (about ``exp(-m)`` for a
-mass ``m`` spread thin), and every citation that fails to come moves it up.
+The panner calls :func:`recalibrate` on its final log-odds, then :func:`select` and
+:func:`p_none` on the probabilities it reports. The update scores each document from its
+own citations with independent priors, so the probability that no candidate is relevant
+is ``prod_i (1 - p_i)`` (a priori ``prod_i (1 - p0_i)``, about ``exp(-m)`` for a prior
+mass ``m`` spread thin).
 """
 
 from __future__ import annotations
@@ -42,22 +32,13 @@ __all__ = [
 MapKind = Literal["platt", "isotonic"]
 MAP_KINDS: tuple[str, ...] = ("platt", "isotonic")
 
-_P_FLOOR = 1e-6
-"""Calibrated probabilities are kept in ``[1e-6, 1 - 1e-6]`` (finite log-odds)."""
+_P_FLOOR = 1e-6  # calibrated probabilities stay in [1e-6, 1 - 1e-6]: finite log-odds
 
 
 def p_none(posteriors: ArrayLike) -> NDArray[np.float64] | float:
-    """Probability that no candidate is relevant: ``prod_i (1 - p_i)`` over the last axis.
-
-    Assumes, as the engine's update does, that documents' relevance is independent given
-    the evidence (see the module's docstring). An empty set gives 1.0.
-
-    Args:
-        posteriors: Probabilities of relevance, shape ``(..., n)``.
-
-    Returns:
-        A float for a 1-d input, else an array of shape ``(...)``.
-    """
+    """Probability that no candidate is relevant: ``prod_i (1 - p_i)`` over the last axis
+    of ``posteriors`` (shape ``(..., n)``); a float for a 1-d input (1.0 when empty), else
+    shape ``(...)``."""
     p = np.asarray(posteriors, dtype=np.float64)
     out = np.multiply.reduce(1.0 - p, axis=-1)
     return float(out) if p.ndim <= 1 else out
@@ -71,27 +52,13 @@ def select(
     min_relevance: float | None = None,
     recall_target: float | None = None,
 ) -> NDArray[np.intp]:
-    """The documents to return, best first: a prefix of ``ranking`` cut three ways.
+    """The documents to return, best first, shape ``(s,)``: a prefix of ``ranking``
+    (indices best first, shape ``(n,)``) cut by, in turn, ``recall_target`` (the shortest
+    prefix whose summed ``posteriors`` reach that share of their sum), ``min_relevance``
+    (drops documents below it) and ``k`` (None: no count limit). Each None: no cut.
 
-    1. ``recall_target`` ``r``: the shortest prefix whose summed probability reaches
-       ``r * sum(posteriors)`` (a share of the expected number of relevant documents:
-       an adaptive k; a flat posterior needs many documents, a sharp one few);
-    2. ``min_relevance``: documents whose probability is below it are dropped (so a
-       question may get none);
-    3. ``k``: at most ``k`` documents (None: no count limit).
-
-    Args:
-        posteriors: Reported probabilities of relevance, shape ``(n,)``.
-        ranking: Input indices best first, shape ``(n,)``.
-        k: Count limit (>= 1) or None.
-        min_relevance: Threshold in [0, 1] or None.
-        recall_target: Share in (0, 1] or None.
-
-    Returns:
-        Input indices, best first, shape ``(s,)`` with ``0 <= s <= n``.
-
-    Example: posteriors ``[0.6, 0.3, 0.1]`` (ranked as given) with ``recall_target=0.8``
-    need the first two (0.6 + 0.3 = 0.9 >= 0.8); with ``min_relevance=0.5`` only the first.
+    Example: posteriors ``[0.6, 0.3, 0.1]`` with ``recall_target=0.8`` give the first two
+    (0.9 >= 0.8); with ``min_relevance=0.5`` only the first.
     """
     order = np.asarray(ranking, dtype=np.intp)
     if order.size == 0:
@@ -109,11 +76,9 @@ def select(
 
 @dataclass(frozen=True)
 class RecalibrationMap:
-    """A monotone map from the engine's posterior log-odds to calibrated probabilities.
-
-    Learned from labelled traces (:func:`gold_panning_integrations.calibration.recalibration.fit_map`)
-    and stored in a detector profile: a real model's profile is never exact and its
-    mistakes repeat, so its posteriors are probabilities only after this map.
+    """A monotone map from the engine's posterior log-odds to calibrated probabilities,
+    learned from labelled traces (:func:`gold_panning_integrations.calibration.recalibration.fit_map`)
+    and stored in a detector profile.
 
     Attributes:
         kind: ``"platt"``: ``sigmoid(slope * log_odds + intercept)`` (slope > 0);
@@ -215,15 +180,8 @@ def _map_problem(m: RecalibrationMap) -> str | None:
 
 
 def recalibrate(log_odds: ArrayLike, recalibration: RecalibrationMap | None) -> NDArray[np.float64]:
-    """The reported log-odds: ``log_odds`` through ``recalibration`` (a copy when None).
-
-    Args:
-        log_odds: The engine's posterior log-odds, shape ``(..., n)``.
-        recalibration: The profile's map, or None.
-
-    Returns:
-        Log-odds of the calibrated probabilities, same shape.
-    """
+    """The reported log-odds (any shape): ``log_odds`` through ``recalibration`` (a copy
+    when None)."""
     lo = np.array(log_odds, dtype=np.float64)
     if recalibration is None:
         return lo
@@ -231,7 +189,6 @@ def recalibrate(log_odds: ArrayLike, recalibration: RecalibrationMap | None) -> 
 
 
 def recalibration_of(profile: Any) -> RecalibrationMap | None:
-    """The profile's recalibration map (its ``recalibration_map``), or None when it has
-    none: what :class:`~.panner.Panner` applies to every probability it reports."""
+    """The profile's ``recalibration_map``, or None when it has none."""
     found = getattr(profile, "recalibration_map", None)
     return found if isinstance(found, RecalibrationMap) else None

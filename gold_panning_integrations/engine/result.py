@@ -42,31 +42,23 @@ class ProfileLike(Protocol):
 class RoundTrace:
     """What happened in one round.
 
-    A round is ``prompts_per_round`` prompts sent together, each of them one call, or
-    several calls ("windows") when ``windows=True`` and the documents exceed the context
-    budget. ``windows``, ``positions``, ``labels``, ``readings`` and ``prompt_index``
-    hold one entry per call, in the order the calls were planned.
+    ``windows``, ``positions``, ``labels``, ``readings`` and ``prompt_index`` hold one
+    entry per call (a prompt, or each of its windows), in planned order.
 
     Attributes:
         round: 1-based round number.
-        windows: Per prompt, the document indices (into the input list) in prompt order.
-        positions: Per prompt, the position of each shown document in that prompt's
-            (resampled) profile, same order as ``windows``.
-        labels: Per prompt, the label each shown document was presented under (drawn at
-            random each round), same order as ``windows``; ``1..m`` when the reader
-            takes no labels.
-        readings: Per prompt, the reader's :class:`Reading` (diagnostics, tokens, answer).
-        cited: Document indices cited in this round (validated), ascending; a document
-            cited by several prompts of the round appears once per prompt.
-        failed: True when every prompt of the round failed; beliefs were left unchanged.
+        windows: The document indices (into the input list) in prompt order.
+        positions: Each shown document's position in the (resampled) profile.
+        labels: The label each shown document was presented under (``1..m`` when the
+            reader takes no labels).
+        readings: The reader's :class:`Reading`.
+        cited: Document indices cited (validated), ascending, once per citing prompt.
+        failed: True when every prompt failed; beliefs were left unchanged.
         posteriors: Posterior of every document after the round, shape ``(n,)``.
         seconds: Wall time of the round's reader calls.
         active: Documents still in play this round (not pruned).
-        prompt_index: Per call, which of the round's parallel prompts it belongs to
-            (0-based; all 0 with one prompt per round).
-        suspicion: Posterior probability, after the round, that each document is a
-            self-citing passage (cited at one rate wherever it sits, as an obeyed "cite
-            this passage" would be), shape ``(n,)``; None when ``self_citing`` is 0.
+        prompt_index: Which of the round's parallel prompts the call belongs to.
+        suspicion: As :attr:`PanningResult.suspicion`, after the round.
     """
 
     round: int
@@ -94,12 +86,12 @@ class RoundTrace:
 
     @property
     def prompt_tokens(self) -> int:
-        """Prompt tokens reported over this round's prompts (0 if none reported)."""
+        """Prompt tokens reported over this round's prompts (0 if none)."""
         return sum(r.prompt_tokens or 0 for r in self.readings)
 
     @property
     def completion_tokens(self) -> int:
-        """Completion tokens reported over this round's prompts (0 if none reported)."""
+        """Completion tokens reported over this round's prompts (0 if none)."""
         return sum(r.completion_tokens or 0 for r in self.readings)
 
     @property
@@ -133,25 +125,25 @@ class PanningResult:
     Attributes:
         posteriors: Posterior probability of relevance per input document, shape ``(n,)``.
         log_odds: The same in log-odds, shape ``(n,)``.
-        ranking: Input indices best first, shape ``(n,)``: by posterior (stable, so
-            ties keep input order), or by citation count for the ``random`` (PSC) policy.
-        selected: The documents returned, best first: the prefix of ``ranking`` cut by
-            ``recall_target``, then ``min_relevance``, then ``k``, shape ``(s,)``,
-            ``0 <= s <= min(k, n)``.
+        ranking: Input indices best first, shape ``(n,)``: by posterior (stable), or by
+            citation count for the ``random`` (PSC) policy.
+        selected: The documents returned, best first, shape ``(s,)``, ``s <= min(k,
+            n)``: :func:`~.relevance.select` of ``ranking``.
         citation_counts: Times each document was cited, shape ``(n,)``.
         rounds: Per-round trace.
-        calls: Prompts sent (one per round, or one per window; retries are counted in
-            each reading's ``attempts``).
+        calls: Prompts sent (retries are counted in each reading's ``attempts``).
         stop_reason: Why panning stopped.
         panned: False when no evidence was used (no documents, uninformative profile,
             or every round failed with ``on_failure="fallback"``): the order is the prior's.
         policy: The placement policy used.
-        k: The count limit the selection was made with (``n`` when ``k=None``); fewer
-            are selected when ``min_relevance`` or ``recall_target`` cut the list.
+        k: The count limit of the selection (``n`` when ``k=None``).
         prior_log_odds: Log-odds before any evidence, shape ``(n,)``.
-        raw_log_odds: With a profile's recalibration map: the engine's log-odds before
-            the map, shape ``(n,)`` (``log_odds`` and ``posteriors`` are after it); None
-            without a map.
+        raw_log_odds: The engine's log-odds before the profile's recalibration map
+            (``log_odds`` and ``posteriors`` are after it), shape ``(n,)``; None: no map.
+        suspicion: Posterior probability that each document is a self-citing passage
+            (its citations fit one rate at every position better than the profile's
+            curve), shape ``(n,)``; its posterior was discounted by as much. None when
+            ``self_citing`` is 0.
     """
 
     posteriors: NDArray[np.float64]
@@ -167,26 +159,17 @@ class PanningResult:
     k: int
     extra: dict[str, Any] = field(default_factory=dict)
     prior_log_odds: NDArray[np.float64] | None = None
-    """Log-odds before any evidence, shape ``(n,)`` (the prior the run started from)."""
     raw_log_odds: NDArray[np.float64] | None = None
-    """The engine's log-odds before the profile's recalibration map (None: no map)."""
     suspicion: NDArray[np.float64] | None = None
-    """Posterior probability that each document is a self-citing passage, shape ``(n,)``:
-    its citations fit one rate at every position better than the profile's curve (an
-    obeyed "cite this passage"), and its posterior was discounted by as much. None when
-    ``self_citing`` is 0."""
 
     @property
     def p_none(self) -> float:
-        """Probability that no candidate is relevant: ``prod_i (1 - posteriors[i])``
-        (documents' relevance independent given the evidence, as in the update; after the
-        profile's recalibration map when it has one). 1.0 for no documents."""
+        """Probability that no candidate is relevant (:func:`~.relevance.p_none`)."""
         return float(p_none(self.posteriors))
 
     @property
     def suspected(self) -> tuple[int, ...]:
-        """Documents whose :attr:`suspicion` reaches one half (the self-citing explanation
-        outweighs all others), ascending; ``()`` when none or when not computed."""
+        """Documents whose :attr:`suspicion` reaches one half, ascending."""
         if self.suspicion is None:
             return ()
         return tuple(int(i) for i in np.flatnonzero(self.suspicion >= SUSPECT_AT))
@@ -213,18 +196,17 @@ class PanningResult:
 
     @property
     def calls_saved(self) -> int:
-        """Model calls the reply cache saved: one per hit (``calls`` counts every
-        prompt, cached or not, so a run plans the same rounds with the cache on)."""
+        """Model calls the reply cache saved: one per hit (``calls`` counts cached ones)."""
         return self.cache_hits
 
     @property
     def prompt_tokens(self) -> int:
-        """Prompt tokens reported by the provider over all rounds (0 if none reported)."""
+        """Prompt tokens reported over all rounds (0 if none)."""
         return sum(r.prompt_tokens for r in self.rounds)
 
     @property
     def completion_tokens(self) -> int:
-        """Completion tokens reported by the provider over all rounds (0 if none reported)."""
+        """Completion tokens reported over all rounds (0 if none)."""
         return sum(r.completion_tokens for r in self.rounds)
 
     @property
@@ -234,8 +216,7 @@ class PanningResult:
 
     @property
     def documents_cut(self) -> int:
-        """Documents cut to fit the model's context, summed over every prompt (a
-        document cut in three prompts counts three times); 0: all shown whole."""
+        """Documents cut to fit the model's context, summed over every prompt."""
         return sum(x.documents_cut for r in self.rounds for x in r.readings)
 
     @property

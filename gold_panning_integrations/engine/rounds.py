@@ -1,29 +1,16 @@
 """One panning round, written once with a leading batch axis (numpy only).
 
-:class:`~gold_panning_integrations.engine.panner.GoldPanner` calls these functions with a
-batch of one; :func:`~gold_panning_integrations.engine.simulate.simulate` calls them with
-thousands of trials. A simulated number is therefore a number about the code users run.
-
-A round is:
-
-1. :func:`active_mask`: documents still in play (pruning);
-2. :func:`plan_round`, once per prompt of the round (``prompts_per_round``): score by
-   policy, rank (the round's later prompts spread differently, see ``spread``), randomly
-   permute the top few (``shuffle_top``), match to positions by diagnosticity, and draw
-   the labels the shown documents go under (distinct random numbers per prompt, from a
-   space of at least 100 per document: :func:`label_range`);
-3. the reader (or the simulated model) cites prompt slots;
-4. :func:`observe_round`, once per prompt, in prompt order: the Bayesian update with the (robust, level-adapted) rates,
-   with the empty-prompt rule, summed per document and read through the document-level
-   mixture (:func:`mixed_evidence`: false leads and blind spots bound a document's total
-   evidence).
-
-The order of random draws from the policy generator is fixed (scores, shuffle, labels),
-so a batch of one consumes it exactly as the panner does.
+The panner calls these functions with a batch of one, :func:`~.simulate.simulate` with
+thousands of trials. A round is :func:`active_mask` (pruning); :func:`plan_round` per
+prompt (score, rank, ``spread``, ``shuffle_top``, match to positions, draw labels); the
+reader's citations; :func:`observe_round` per prompt, in prompt order (the update, read
+through :func:`mixed_evidence`). The policy generator's draws come in a fixed order
+(scores, shuffle, labels), so a batch of one consumes it exactly as the panner does.
 """
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -68,24 +55,20 @@ __all__ = [
 ]
 
 DRAW_TEMPERATURE = 0.5
-"""Scale of the Gumbel noise the ``"draw"`` spread adds to the policy's score: on
-log-odds, a document comes first in proportion to its odds squared (``1 / 0.5``); ties
-(a flat prior) are broken uniformly at random."""
+"""Scale of the Gumbel noise the ``"draw"`` spread adds to the policy's score."""
 
 ROBUST_SCALE = 0.95
 ROBUST_SHIFT = 0.025
 
 
 def _row_index(b: int) -> NDArray[np.intp]:
-    """Row numbers as a column, shape ``(b, 1)``: with a ``(b, n)`` index array ``idx``,
-    ``a[_row_index(b), idx]`` is ``np.take_along_axis(a, idx, axis=1)`` without its
-    wrapper (the same elements, gathered or scattered)."""
+    """Row numbers as a column, shape ``(b, 1)``: ``a[_row_index(b), idx]`` is
+    ``np.take_along_axis(a, idx, axis=1)`` without its wrapper."""
     return np.arange(b)[:, None]
 
 
 def _where0(mask: NDArray[np.bool_], x: NDArray[np.generic]) -> NDArray[np.float64]:
-    """``np.where(mask, x, 0.0)`` for ``mask`` of ``x``'s shape (or broadcast to it), as
-    float64: ``x`` where ``mask``, ``+0.0`` elsewhere (a masked copy, cheaper than where)."""
+    """``np.where(mask, x, 0.0)`` as float64, cheaper (a masked copy)."""
     out = np.zeros(x.shape)
     np.copyto(out, x, where=mask)
     return out
@@ -102,16 +85,8 @@ def _accumulate(
 
 
 def robust_rates(tpr: ArrayLike, fpr: ArrayLike) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
-    """The robust likelihood's rates: ``0.95 * rate + 0.025`` for TPR and FPR, then any
-    position whose TPR is below its FPR gets both set to their mean (no evidence there).
-
-    Args:
-        tpr: TPR per position, shape ``(m,)``.
-        fpr: FPR per position, shape ``(m,)``.
-
-    Returns:
-        ``(tpr, fpr)``, each shape ``(m,)``, in ``[0.025, 0.975]``.
-    """
+    """The robust likelihood's ``(tpr, fpr)`` (each shape ``(m,)``, in ``[0.025, 0.975]``):
+    ``0.95 * rate + 0.025``, then both set to their mean where TPR < FPR."""
     t = ROBUST_SCALE * np.asarray(tpr, dtype=np.float64) + ROBUST_SHIFT
     f = ROBUST_SCALE * np.asarray(fpr, dtype=np.float64) + ROBUST_SHIFT
     inverted = t < f
@@ -121,16 +96,9 @@ def robust_rates(tpr: ArrayLike, fpr: ArrayLike) -> tuple[NDArray[np.float64], N
 
 @dataclass(frozen=True)
 class Rates:
-    """Decision rates for one prompt size.
-
-    Attributes:
-        tpr: Decision TPR per position, shape ``(m,)`` (robust transform applied).
-        fpr: Decision FPR per position, shape ``(m,)``.
-        pos_order: Positions from most to least diagnostic, shape ``(m,)``.
-        llr_cited: Log-likelihood ratio of a citation per position (tempered), ``(m,)``.
-        llr_missed: Log-likelihood ratio of a miss per position (tempered), ``(m,)``.
-        both: ``tpr`` and ``fpr`` stacked, shape ``(2, m)`` (one gather serves both).
-    """
+    """Decision rates for one prompt size, each shape ``(m,)``: ``tpr``/``fpr`` (robust
+    transform applied), ``pos_order`` (most diagnostic first), tempered ``llr_cited`` and
+    ``llr_missed``; ``both`` is ``tpr`` and ``fpr`` stacked, ``(2, m)``."""
 
     tpr: NDArray[np.float64]
     fpr: NDArray[np.float64]
@@ -144,16 +112,10 @@ class Rates:
 
 
 class DecisionRates:
-    """A profile's decision rates per prompt size (cached).
-
-    Args:
-        tpr: Profile TPR per position, shape ``(M,)``.
-        fpr: Profile FPR per position, shape ``(M,)``.
-        config: Uses ``resample_profile``, ``robust``, ``eps``.
-        temperature: Evidence temperature (divides every log-likelihood ratio).
-        placement: Other ``(tpr, fpr)`` that decide placement only (the simulator's
-            "noise moves placement but not the update" ablation); default the profile.
-    """
+    """A profile's decision rates (``tpr``, ``fpr``: shape ``(M,)``) per prompt size,
+    cached; ``config`` gives ``resample_profile``, ``robust`` and ``eps``, ``temperature``
+    divides every log-likelihood ratio, and ``placement`` (other ``(tpr, fpr)``) decides
+    placement only (the simulator's ablation; default the profile)."""
 
     def __init__(
         self,
@@ -172,26 +134,15 @@ class DecisionRates:
         self.config = config
         self.temperature = float(temperature)
         self._cache: dict[int, Rates] = {}
-        self._informative: bool | None = None
 
-    @property
+    @functools.cached_property
     def informative(self) -> bool:
-        """False when TPR equals FPR at every position of the profile (computed once)."""
-        if self._informative is None:
-            self._informative = bool(np.any(np.abs(self.tpr - self.fpr) > 1e-9))
-        return self._informative
-
-    def llr(
-        self, tpr: NDArray[np.float64], fpr: NDArray[np.float64]
-    ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
-        """Tempered ``(llr_cited, llr_missed)`` of decision rates (any shape)."""
-        c, m = log_likelihood_ratios(tpr, fpr, eps=self.config.eps)
-        return c / self.temperature, m / self.temperature
+        """False when TPR equals FPR at every position of the profile."""
+        return bool(np.any(np.abs(self.tpr - self.fpr) > 1e-9))
 
     def for_size(self, size: int) -> Rates:
-        """Rates for a prompt of ``size`` documents: the profile resampled by relative
-        position, or (``resample_profile=False``) the profile itself, whose least
-        diagnostic positions are then left to dummy documents."""
+        """Rates for a prompt of ``size`` documents (the profile resampled, unless
+        ``resample_profile=False``)."""
         r = self._cache.get(size)
         if r is None:
             t, f = self._sized(self.tpr, size), self._sized(self.fpr, size)
@@ -204,8 +155,8 @@ class DecisionRates:
                 )
             if self.config.robust:
                 t, f = robust_rates(t, f)
-            c, m = self.llr(t, f)
-            r = Rates(t, f, order, c, m)
+            c, m = log_likelihood_ratios(t, f, eps=self.config.eps)
+            r = Rates(t, f, order, c / self.temperature, m / self.temperature)
             self._cache[size] = r
         return r
 
@@ -238,17 +189,8 @@ class DecisionRates:
         return t, f
 
     def rates_at(self, positions: NDArray[np.intp], sizes: NDArray[np.intp]) -> NDArray[np.float64]:
-        """Decision TPR and FPR at each document's position, shape ``(2, B, n)`` (TPR
-        first).
-
-        Args:
-            positions: Position per document, shape ``(B, n)``; a document not shown
-                (``-1``) gets the rates of position 0.
-            sizes: Documents in each row's prompt, shape ``(B,)``.
-
-        When every row has the same size this indexes that size's rates directly;
-        otherwise it gathers from :meth:`stacked` row by row (the same values).
-        """
+        """Decision TPR and FPR at each document's position (``(B, n)``; -1, not shown,
+        reads position 0) in prompts of ``sizes`` (``(B,)``), shape ``(2, B, n)``."""
         pos = np.maximum(positions, 0)  # -1 (not shown) -> 0
         uniq = sizes[:1] if sizes.size == 1 else np.unique(sizes)
         if uniq.size == 1:
@@ -264,20 +206,12 @@ class DecisionRates:
 class BatchState:
     """Beliefs and tallies of ``B`` panning runs over ``n`` documents each.
 
-    Attributes:
-        log_odds: Current log-odds, shape ``(B, n)``.
-        prior_log_odds: Log-odds before any evidence, shape ``(B, n)``.
-        counts: Times each document was cited, shape ``(B, n)``.
-        times_shown: Times each document was shown in a prompt that updated beliefs,
-            shape ``(B, n)``.
-        observed: Citations observed so far per run, shape ``(B,)`` (level adaptation).
-        predicted: Citations the decision rates predicted so far, shape ``(B,)``.
-        evidence: Each document's summed log-likelihood ratio under the independent
-            model, shape ``(B, n)``; ``log_odds = prior_log_odds + mixed_evidence(evidence)``.
-        relevant: Each document's summed log-likelihood under "relevant" at the
-            profile's own (not level-adapted) TPRs, shape ``(B, n)``; kept when
-            ``self_citing`` is on, like ``irrelevant`` (the same with the FPRs): the
-            self-citing hypothesis is weighed on that scale (:mod:`.mixture`).
+    Per document, shape ``(B, n)``: ``log_odds``, ``prior_log_odds``, ``counts``
+    (citations), ``times_shown`` (in prompts that updated beliefs), ``evidence`` (summed
+    log-likelihood ratio; ``log_odds = prior_log_odds + mixed_evidence(evidence)``),
+    ``relevant``/``irrelevant`` (summed log-likelihoods at the profile's own rates, kept
+    for ``self_citing``). Per run, shape ``(B,)``: citations ``observed`` and
+    ``predicted`` (level adaptation), and the empty-reply tallies behind :attr:`silence`.
     """
 
     log_odds: NDArray[np.float64]
@@ -308,9 +242,8 @@ class BatchState:
 
     @property
     def silence(self) -> NDArray[np.float64]:
-        """Estimated probability that a reply is silent whatever the prompt holds, per run,
-        shape ``(B,)``: empty replies beyond those the profile expects, ``(seen - expected)
-        / (prompts - expected + 1)``, clipped to [0, 1]."""
+        """Probability that a reply is silent whatever the prompt holds, shape ``(B,)``:
+        ``(seen - expected) / (prompts - expected + 1)`` empty replies, clipped to [0, 1]."""
         excess = self.empty_seen - self.empty_expected
         return np.minimum(np.maximum(excess / (self.prompts - self.empty_expected + 1.0), 0.0), 1.0)
 
@@ -322,25 +255,15 @@ class BatchState:
 
     @property
     def level(self) -> NDArray[np.float64]:
-        """The level-adaptation factor per run, shape ``(B,)``: ``(observed + 1) /
-        (predicted + 1)``, capped at 1."""
+        """``min(1, (observed + 1) / (predicted + 1))``, shape ``(B,)``."""
         return np.minimum(1.0, (self.observed + 1.0) / (self.predicted + 1.0))
 
 
 @dataclass(frozen=True)
 class Placement:
-    """One planned prompt per run.
-
-    Attributes:
-        positions: Profile position of each document, shape ``(B, n)``; ``-1`` = not
-            shown this round.
-        sizes: Documents shown per run, shape ``(B,)``.
-        prompt: Document indices in prompt order, shape ``(B, n)``; the first
-            ``sizes[b]`` entries of row ``b`` are the shown documents.
-        labels: Label of each prompt slot, shape ``(B, W)``: distinct random numbers
-            from :func:`label_range` ``(sizes[b])`` in the first ``sizes[b]`` entries of
-            row ``b``, 0 after.
-    """
+    """One planned prompt per run: ``positions`` per document (``(B, n)``, -1 = not
+    shown), ``sizes`` shown (``(B,)``), ``prompt`` (document indices in prompt order, the
+    shown first, ``(B, n)``) and ``labels`` per slot (:func:`draw_labels`, ``(B, W)``)."""
 
     positions: NDArray[np.intp]
     sizes: NDArray[np.intp]
@@ -349,9 +272,7 @@ class Placement:
 
 
 def active_mask(state: BatchState, *, k: int, prune_below: float | None, started: bool) -> NDArray[np.bool_]:
-    """Documents still in play, shape ``(B, n)``: all, minus those whose evidence
-    (posterior odds / prior odds) fell below ``prune_below`` after two looks; the current
-    top-``k`` are never pruned."""
+    """Documents still in play, shape ``(B, n)``: all but those pruned (``prune_below``)."""
     lo = state.log_odds
     if prune_below is None or not started:
         return np.ones(lo.shape, dtype=bool)
@@ -386,9 +307,8 @@ def _shuffle_top(
 def _stride(
     order: NDArray[np.intp], n_active: NDArray[np.intp], prompt: int, prompts: int
 ) -> NDArray[np.intp]:
-    """Each row of ``order`` (best first) reordered so that ranks ``prompt, prompt +
-    prompts, ...`` among the row's ``n_active`` active documents come first, the other
-    active ones next (in rank order), the inactive ones last."""
+    """``order`` (best first) with ranks ``prompt, prompt + prompts, ...`` of the active
+    documents first, the other active ones next, the inactive last."""
     r = np.arange(order.shape[1])[None, :]
     live = r < n_active[:, None]
     group = np.where(live & (r % prompts == prompt), 0, np.where(live, 1, 2))
@@ -407,18 +327,9 @@ def rank_documents(
     prompts: int = 1,
     spread: str = "stride",
 ) -> tuple[NDArray[np.intp], NDArray[np.intp]]:
-    """Documents best first by the policy's score, inactive ones last.
-
-    Args:
-        prompt: Which of the round's ``prompts`` parallel prompts this order is for.
-            Prompt 0 is the policy's own order; the others differ by ``spread``
-            (:data:`~.config.Spread`). The ``random`` policy draws a fresh permutation
-            for every prompt whatever ``spread`` says.
-
-    Returns:
-        ``(order, n_active)``: shape ``(B, n)`` and ``(B,)``. With ``shuffle_top``, the
-        first ``shuffle_top`` of each row are in uniformly random order.
-    """
+    """``(order, n_active)``, shapes ``(B, n)`` and ``(B,)``: documents best first by the
+    policy's score (the first ``shuffle_top`` permuted), inactive ones last. Prompt 0 of
+    the round's ``prompts`` is the policy's own order, the others differ by ``spread``."""
     scores = score_documents(policy, state.log_odds, rng=rng, truth=truth)
     if prompt > 0 and spread == "draw" and policy != "random":
         gumbel = -np.log(-np.log(np.maximum(rng.random(scores.shape), 1e-300)))
@@ -439,15 +350,9 @@ def place(
     *,
     suspects: NDArray[np.float64] | None = None,
 ) -> tuple[NDArray[np.intp], NDArray[np.intp]]:
-    """Rank ``r < sizes[b]`` of row ``b`` takes the ``r``-th most diagnostic position of a
-    prompt of ``sizes[b]`` documents; the rest get ``-1`` (not shown). With ``suspects``
-    (shape ``(B, n)``, > 0 where suspected), each row's most suspected shown document then
-    swaps to the row's lowest-TPR position (:func:`~.self_citing.move_suspects`).
-
-    Returns:
-        ``(positions, prompt)``: position per document and document indices in prompt
-        order (ascending position, shown first), each shape ``(B, n)``.
-    """
+    """``(positions, prompt)``, each ``(B, n)``: rank ``r < sizes[b]`` of row ``b`` takes
+    the ``r``-th most diagnostic position (the rest -1), then :func:`move_suspects` of
+    ``suspects``; ``prompt`` lists document indices by ascending position, shown first."""
     b, n = order.shape
     if b == 1 and geometry.config.resample_profile and suspects is None:
         # The s shown take positions 0..s-1 (a permutation, the profile resampled to s):
@@ -506,9 +411,7 @@ def plan_round(
 
 
 def _relevant_share(log_odds: NDArray[np.float64], k: float) -> NDArray[np.float64]:
-    """Beliefs rescaled to ``k`` expected relevant documents per run (the prior's mass,
-    :attr:`~.config.PanningConfig.prior_mass`), each capped at 1,
-    shape ``(B, n)``: ``min(1, k * p / sum(p))`` with ``p = sigmoid(log_odds)``."""
+    """``min(1, k * p / sum(p))`` with ``p = sigmoid(log_odds)``, shape ``(B, n)``."""
     p = sigmoid(log_odds)
     return np.minimum(1.0, k * p / np.maximum(np.add.reduce(p, axis=1, keepdims=True), 1e-12))
 
@@ -524,21 +427,12 @@ def _mixture_missed(
     share: NDArray[np.float64],
     temperature: float,
 ) -> NDArray[np.float64]:
-    """Miss log-likelihood ratios, shape ``(B, n)``, under "a reply is silent with
-    probability pi whatever the prompt holds" (pi = :attr:`BatchState.silence`, estimated
-    online). A prompt with citations is not silent: its misses are the usual ones. For an
-    empty prompt, with ``D`` the chance that all shown documents go uncited when none is
-    relevant, document ``i`` (rates ``t_i``, ``f_i``) gets
-    ``log((pi + (1-pi) (1-t_i) D / (1-f_i)) / (pi + (1-pi) D))``: the usual miss when
-    pi = 0, nothing when pi = 1.
-
-    Args:
-        clamped: TPR and FPR at each document's position, clamped, shape ``(2, B, n)``.
-        log1m: ``log1p(-clamped)``, shape ``(2, B, n)``.
-        missed: The usual miss ratio ``log1m[0] - log1m[1]``, shape ``(B, n)``.
-        read_ok: Runs whose reading succeeded, shape ``(B,)``; None: all of them.
-        share: :func:`_relevant_share` of the current beliefs, shape ``(B, n)``.
-        temperature: Divides the result.
+    """Miss log-likelihood ratios, shape ``(B, n)``, when a reply is silent with
+    probability ``pi`` (:attr:`BatchState.silence`) whatever the prompt holds. In an empty
+    prompt, with ``D`` the chance that no shown document is cited when none is relevant,
+    document ``i`` gets ``log((pi + (1-pi) (1-t_i) D / (1-f_i)) / (pi + (1-pi) D))``;
+    other prompts' misses are ``missed``. ``clamped`` rates and their ``log1m``: ``(2, B,
+    n)``; ``read_ok``: ``(B,)`` or None (all); ``share``: :func:`_relevant_share`.
     """
     log_d = np.add.reduce(_where0(shown, log1m[1]), axis=1, keepdims=True)
     d = np.exp(log_d)
@@ -562,8 +456,7 @@ def _mixture_missed(
 def _clamped_logs(
     rates: NDArray[np.float64], eps: float
 ) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.float64]]:
-    """:func:`~.beliefs.clamp_rates` of stacked TPR and FPR (shape ``(2, B, n)``) with
-    their ``log`` and ``log1p(-.)``, each the same shape: ``(clamped, log, log1m)``."""
+    """``(clamped, log, log1p(-clamped))`` of stacked rates, each shape ``(2, B, n)``."""
     clamped = np.minimum(np.maximum(rates, eps), 1.0 - eps)
     return clamped, np.log(clamped), np.log1p(-clamped)
 
@@ -578,19 +471,9 @@ def observe_round(
     config: PanningConfig,
     geometry: DecisionRates,
 ) -> NDArray[np.bool_]:
-    """Apply one prompt per run to ``state`` (in place): the Bayesian update.
-
-    Args:
-        state: Batch state; ``log_odds`` and the tallies are updated.
-        positions: Profile position per document, shape ``(B, n)``, ``-1`` = not shown.
-        sizes: Documents in each prompt, shape ``(B,)`` (selects the resampled rates).
-        cited: Whether each document was cited, shape ``(B, n)`` (ignored where not shown).
-        ok: Runs whose reading succeeded, shape ``(B,)``; the others are left unchanged.
-        config: Uses ``empty_prompts`` and ``adapt_level``.
-        geometry: The profile's decision rates.
-
-    Returns:
-        The runs that were updated, shape ``(B,)``.
+    """The Bayesian update of ``state``, in place, by one prompt per run: ``positions``
+    and ``cited`` per document (``(B, n)``, -1 = not shown), ``sizes`` shown and ``ok``
+    (reading succeeded; None: all) per run (``(B,)``). Returns the runs updated, ``(B,)``.
     """
     shown = positions >= 0
     cited = cited & shown
@@ -608,18 +491,15 @@ def observe_round(
     profile_rates = rates
     share = None
     if config.adapt_level:
-        # The level counts every successful reading, empty ones included: a model that
-        # stays silent round after round lowers it even when silence updates nothing.
-        # Beliefs rescaled to the expected number of relevant documents (k), so the
-        # prediction holds under the paper's uniform prior (0.5 each) as well.
+        # The level counts empty readings too (silence lowers it even when it updates
+        # nothing); shares rescaled to k so the prediction holds under a uniform prior.
         share = _relevant_share(state.log_odds, config.prior_mass)
         t, f = rates
         predicted = np.add.reduce(_where0(shown, share * t + (1.0 - share) * f), axis=1)
         _accumulate(state.observed, n_cited, read_ok)
         _accumulate(state.predicted, predicted, read_ok)
         rates = rates * state.level[:, None]
-    # DecisionRates.llr of both rates at once, the clamped rates and logs kept for the
-    # mixture's miss rule (which clamps with config.eps: the same eps in every caller).
+    # The tempered log-likelihood ratios of both rates at once, the clamped logs kept for the miss rule.
     temperature = geometry.temperature
     clamped, log_r, log1m = _clamped_logs(rates, geometry.config.eps)
     llr_c = (log_r[0] - log_r[1]) / temperature

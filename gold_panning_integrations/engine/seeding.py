@@ -1,10 +1,8 @@
 """Same input, same output: a random stream derived from the question and the documents.
 
-With no seed given, the panner draws its placements, labels and tie-breaks from a
-generator seeded by a SHA-256 digest of the question and the documents' text, so a
-repeated query repeats its prompts, its readings (for a deterministic model) and its
-ranking, and a reply cache can serve the repeat. A fresh draw is one option away:
-``rng="fresh"`` on the panner, ``seed="fresh"`` on the adapters.
+With no seed, the panner's generator is seeded by a SHA-256 digest of the input, so a
+repeated query repeats its prompts and ranking (and a reply cache can serve it);
+``rng="fresh"`` on the panner, ``seed="fresh"`` on the adapters draw fresh entropy.
 """
 
 from __future__ import annotations
@@ -28,20 +26,15 @@ _DOMAIN = b"gold-panning/rng/v1"
 
 
 def _text(value: Any) -> bytes:
-    """UTF-8 of ``value``'s text (``str(value)`` for a non-string), lone surrogates
-    replaced so that any Python string hashes."""
+    """UTF-8 of ``value``'s text (``str(value)`` for a non-string); any string hashes."""
     s = value if isinstance(value, str) else str(value)
     return s.encode("utf-8", errors="surrogatepass")
 
 
 def input_digest(question: Any, documents: Sequence[Any]) -> bytes:
-    """SHA-256 over a canonical encoding of ``question`` and ``documents`` (32 bytes).
-
-    Each part is length-prefixed (8 bytes, big-endian) after a version tag, so no two
-    different inputs share an encoding: ``("ab", ["c"])`` and ``("a", ["bc"])`` differ,
-    as do documents in another order. A document that is not a string is hashed by its
-    ``str()``; give such documents a stable ``__str__`` (or pass a seed).
-    """
+    """SHA-256 (32 bytes) of ``question`` and ``documents``, each part length-prefixed
+    after a version tag so no two inputs share an encoding. A non-string document is
+    hashed by its ``str()``: give it a stable ``__str__`` (or pass a seed)."""
     h = hashlib.sha256(_DOMAIN)
     h.update(len(documents).to_bytes(8, "big"))
     for part in (question, *documents):
@@ -52,9 +45,8 @@ def input_digest(question: Any, documents: Sequence[Any]) -> bytes:
 
 
 def derived_rng(question: Any, documents: Sequence[Any]) -> np.random.Generator:
-    """A generator seeded by :func:`input_digest` of the question and the documents: the
-    same input gives the same stream in every process and on every platform (numpy's
-    ``default_rng`` is PCG64 seeded through ``SeedSequence``)."""
+    """A generator seeded by :func:`input_digest`: the same stream for the same input on
+    every platform."""
     return np.random.default_rng(int.from_bytes(input_digest(question, documents), "big"))
 
 

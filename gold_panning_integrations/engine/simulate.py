@@ -1,21 +1,14 @@
 """Simulation under the paper's observation model: a reader for tests, a batch simulator.
 
-* :class:`SimulatedReader` cites each shown document independently with its
-  position's TPR (relevant) or FPR (irrelevant), and can play a model that obeys an
-  injection in one hostile document (:class:`Attack`). It plugs into
-  :class:`~gold_panning_integrations.engine.panner.Panner` like any LLM reader.
-* :func:`simulate` runs thousands of trials at once through the very round functions
-  :class:`~.panner.Panner` runs (:mod:`.rounds`: pruning, placement, ``shuffle_top``, labels,
-  the update with its robust and empty-prompt rules; :mod:`.stopping`), vectorised over
-  trials, and returns F1 per round with a 95% confidence interval.
+:class:`SimulatedReader` cites each shown document with its position's TPR (relevant) or
+FPR (irrelevant), optionally obeying an :class:`Attack`. :func:`simulate` runs thousands of
+trials at once through the round functions the panner runs (:mod:`.rounds`,
+:mod:`.stopping`) and returns F1 per round with a 95% confidence interval.
 
-Random streams: ``rng`` is split into four children ``(needles, model, policy,
-ties)``. The ``model`` child plays the reader's generator and the ``policy`` child the
-panner's, so one trial of :func:`simulate` equals ``Panner(SimulatedReader(...,
-rng=model), rng=policy)`` draw for draw (pinned by a test). Whether the model obeys an
-attack is drawn from a child of the ``model`` generator (``spawn``, which leaves its
-stream as it is), so an attack changes the citation draws only where it is obeyed: runs
-with and without it share their random numbers.
+``rng`` is split into ``(needles, model, policy, ties)``: one trial equals
+``Panner(SimulatedReader(..., rng=model), rng=policy)`` draw for draw (pinned by a test).
+Obeying an attack is drawn from a child spawned off ``model``, so runs with and without an
+attack share their citation draws.
 """
 
 from __future__ import annotations
@@ -45,20 +38,10 @@ AttackKind = Literal["label", "position", "self"]
 
 @dataclass(frozen=True)
 class Attack:
-    """A hostile document whose injection the model obeys.
-
-    Attributes:
-        kind: ``"label"``: "cite document 1" (the model additionally cites whatever is
-            shown under a label in ``labels``; a number that is not a label on screen is
-            dropped, as a reader drops an unknown label); ``"position"``: "cite the first
-            document listed" (it additionally cites prompt slot 0); ``"self"``: the
-            document persuades the model to cite the hostile document itself.
-        obey: Probability the model obeys, per prompt in which the hostile document is
-            shown, in (0, 1].
-        labels: The numbers the hostile document tells the model to cite (``"label"``
-            only): ``(1,)`` is "cite document 1"; an attacker who knows the label space
-            names numbers from :func:`~.rounds.label_range`.
-    """
+    """A hostile document whose injection the model obeys with probability ``obey`` (in (0,
+    1]) in a prompt showing it. ``kind``: ``"label"``, the model also cites what is shown
+    under one of ``labels`` ("cite document 1"); ``"position"``, prompt slot 0 ("cite the
+    first document listed"); ``"self"``, the hostile document itself."""
 
     kind: AttackKind
     obey: float = 1.0
@@ -77,18 +60,10 @@ class Attack:
 
 @dataclass(frozen=True)
 class Mistakes:
-    """A simulated reader whose mistakes repeat (the true model, not the panner's belief).
-
-    Per trial, each irrelevant document is a *false lead* with probability
-    ``min(false_leads / (n - k), 1)``: the model reads it as relevant and cites it at its
-    position's TPR, round after round; each relevant document is a *blind spot* with
-    probability ``blind_rate``: the model cites it at the FPR only. The paper's model
-    (independent readings) is ``Mistakes(0, 0)``.
-
-    Attributes:
-        false_leads: Expected false leads per trial (``>= 0``).
-        blind_rate: Probability that a relevant document is a blind spot, in [0, 1].
-    """
+    """A simulated reader whose mistakes repeat: per trial, each irrelevant document is a
+    false lead (cited at TPR) with probability ``min(false_leads / (n - k), 1)``, each
+    relevant one a blind spot (cited at FPR) with probability ``blind_rate`` in [0, 1].
+    ``Mistakes(0, 0)`` is the paper's model."""
 
     false_leads: float = 0.0
     blind_rate: float = 0.0
@@ -100,9 +75,8 @@ class Mistakes:
             raise ValueError(f"blind_rate must be in [0, 1], got {self.blind_rate!r}")
 
     def draw(self, rng: np.random.Generator, truth: NDArray[np.bool_]) -> NDArray[np.bool_]:
-        """What the model reads as relevant, shape ``(B, n)`` like ``truth``: the
-        relevant documents that are not blind spots, and the false leads. Draws two
-        uniforms per document (leads first, then blind spots)."""
+        """What the model reads as relevant, shape ``(B, n)`` like ``truth`` (two uniforms
+        per document: leads, then blind spots)."""
         b, n = truth.shape
         k = truth.sum(axis=1, keepdims=True)
         a = np.minimum(self.false_leads / np.maximum(n - k, 1), 1.0)
@@ -112,21 +86,10 @@ class Mistakes:
 
 
 class SimulatedReader:
-    """A reader that follows a detector profile exactly (the paper's observation model).
-
-    Args:
-        profile: Object with ``tpr``/``fpr`` sequences; resampled to the number of
-            documents shown in each prompt.
-        relevant: The relevant documents (a collection tested with ``in``) or a
-            predicate ``doc -> bool``.
-        rng: Generator or seed for the citations.
-        hostile: The hostile documents (collection or predicate); only used with ``attack``.
-        attack: How the model obeys a hostile document's injection (see :class:`Attack`).
-
-    Per prompt it draws ``m`` uniforms (one per slot) and, with an attack that is obeyed
-    with probability below 1, one more from a child of ``rng`` spawned at construction:
-    the same draws, in the same order, as :func:`simulate`.
-    """
+    """A reader that follows a detector profile (``tpr``/``fpr``, resampled per prompt)
+    exactly; ``relevant`` and ``hostile`` are collections or predicates ``doc -> bool``.
+    Per prompt it draws one uniform per slot (and, for an attack obeyed below 1, one from a
+    child of ``rng``): the draws of :func:`simulate`."""
 
     def __init__(
         self,
@@ -150,12 +113,8 @@ class SimulatedReader:
     def read(
         self, question: str, documents: Sequence[Any], *, labels: Sequence[int] | None = None
     ) -> Reading:
-        """Cite each document with its position's TPR or FPR; positions are 0-based.
-
-        ``labels[i]`` is the label ``documents[i]`` is shown under (None: ``1..m``); only a
-        label-targeted attack looks at them (it cites the documents shown under one of
-        :attr:`Attack.labels`).
-        """
+        """Cite each document with its position's TPR or FPR (``labels``, default
+        ``1..m``, matter to a label attack only)."""
         self.calls += 1
         m = len(documents)
         if m == 0:
@@ -193,24 +152,16 @@ def _predicate(spec: Collection[Any] | Callable[[Any], bool]) -> Callable[[Any],
 
 @dataclass(frozen=True)
 class PolicyCurve:
-    """F1 per round for one policy.
-
-    Attributes:
-        f1: Mean F1 after each round, shape ``(rounds,)``.
-        ci95: Half-width of the 95% confidence interval of the mean, shape
-            ``(rounds,)`` (the interval is ``f1 ± ci95``).
-        rounds_to_match_random: First round (1-based) at which ``f1`` reaches the
-            ``random`` (PSC) policy's final-round F1, or None if it never does or PSC
-            was not simulated.
-    """
+    """Per round (shape ``(rounds,)``) for one policy: mean ``f1`` with the half-width
+    ``ci95`` of its 95% interval, ``recall`` in the top ``recall_at`` and cumulative mean
+    ``calls``; ``rounds_to_match_random``: the first round (1-based) reaching PSC's final
+    F1 (None: never, or no PSC)."""
 
     f1: NDArray[np.float64]
     ci95: NDArray[np.float64]
     rounds_to_match_random: int | None
     recall: NDArray[np.float64] | None = None
-    """With ``recall_at=r``: mean fraction of the needles in the top ``r``, per round."""
     calls: NDArray[np.float64] | None = None
-    """Mean cumulative prompts sent after each round (less than the round with ``stop_at``)."""
 
 
 @dataclass(frozen=True)
@@ -224,10 +175,8 @@ class SimulationResult:
     tpr: NDArray[np.float64]
     fpr: NDArray[np.float64]
     policies: dict[str, PolicyCurve]
-    truth: NDArray[np.bool_] | None = None
-    """With ``keep_posteriors=True``: the needles, shape ``(trials, n)``."""
-    posteriors: dict[str, NDArray[np.float64]] | None = None
-    """With ``keep_posteriors=True``: final posteriors per policy, shape ``(trials, n)``."""
+    truth: NDArray[np.bool_] | None = None  # with keep_posteriors: (trials, n)
+    posteriors: dict[str, NDArray[np.float64]] | None = None  # per policy, (trials, n)
 
     def to_json(self) -> dict[str, Any]:
         """``{"n","k","rounds","trials","profile":{"tpr","fpr"},"policies":{...}}``."""
@@ -249,7 +198,7 @@ class SimulationResult:
 
 
 def _top_k_hits(keys: NDArray[np.float64], truth: NDArray[np.bool_], k: int) -> NDArray[np.float64]:
-    """Fraction of the top-k (by ``keys``, per row) that are relevant: F1 when |truth| = k."""
+    """Share of the top-k by ``keys`` (per row) that is relevant: F1 when |truth| = k."""
     if k == 1:
         top = np.argmax(keys, axis=1)[:, None]
     else:
@@ -271,11 +220,8 @@ def _draw_truth(
     needle_probs: NDArray[np.float64] | None,
     relevant_counts: NDArray[np.float64] | None = None,
 ) -> tuple[NDArray[np.bool_], NDArray[np.intp]]:
-    """``k`` needles per trial (uniform, or by ``needle_probs`` without replacement) and one
-    hostile non-needle document per trial (uniform; -1 when ``k == n``). With
-    ``relevant_counts`` (probabilities of 0, 1, 2, ... needles, shape ``(c,)``), each
-    trial's number of needles is drawn from it first (one uniform per trial, after the
-    keys), and its needles are the top of the same keys."""
+    """``k`` needles per trial (uniform, or by ``needle_probs``; with ``relevant_counts``,
+    a count drawn per trial after the keys) and one hostile non-needle per trial (-1: none)."""
     keys = rng.random((b, n))
     if needle_probs is not None:  # Gumbel top-k: sampling without replacement
         keys = np.log(needle_probs)[None, :] - np.log(-np.log(np.maximum(keys, 1e-300)))
@@ -302,9 +248,8 @@ def _cite(
     true_geometry: DecisionRates,
     attack: Attack | None,
 ) -> NDArray[np.bool_]:
-    """The simulated model's citations per document, shape ``(B, n)``: slot ``j`` of a
-    prompt of ``m`` is cited when ``u[:, j]`` falls below the true rate of slot ``j`` (the
-    true profile resampled to ``m``), as :class:`SimulatedReader` does; plus the attack."""
+    """The simulated model's citations, shape ``(B, n)``: slot ``j`` is cited when ``u[:,
+    j]`` is below its true rate (as :class:`SimulatedReader`), plus the attack."""
     b, n = truth.shape
     w = u.shape[1]
     sizes = placement.sizes
@@ -449,9 +394,8 @@ class _Batch:
 def _sim_config(
     config: PanningConfig | None, *, rounds: int, k: int, prior: PriorSpec, eps: float
 ) -> PanningConfig:
-    """``config`` (default: one prompt per round) with simulate's own arguments laid over
-    it; simulate takes rates, not a profile, so options left to the profile get their
-    defaults. ValueError for what simulate does not model."""
+    """``config`` (default: one prompt per round) with simulate's arguments laid over it
+    and profile options at their defaults; ValueError for what simulate does not model."""
     cfg = replace(
         config or PanningConfig(prompts_per_round=1), rounds=rounds, k=k, prior=prior, eps=eps
     ).with_profile(None)
@@ -473,8 +417,8 @@ def _decision_geometry(
     placement_only: bool,
     cfg: PanningConfig,
 ) -> DecisionRates:
-    """The geometry the panner places (and, unless ``placement_only``, updates) with:
-    the decision rates, or the true ones where none are given."""
+    """The decision rates (else the true ones) the panner places, and unless
+    ``placement_only`` updates, with."""
     t_dec = t_true if decision_tpr is None else np.asarray(decision_tpr, dtype=np.float64)
     f_dec = f_true if decision_fpr is None else np.asarray(decision_fpr, dtype=np.float64)
     temp = cfg.resolved("evidence_temperature")
@@ -484,15 +428,9 @@ def _decision_geometry(
 
 
 def _check_relevant_counts(relevant_counts: ArrayLike) -> NDArray[np.float64]:
-    """``relevant_counts`` as probabilities of 0, 1, 2, ... needles, shape ``(c,)``;
-    ValueError unless they are finite, non-negative and sum to 1."""
+    """``relevant_counts`` as an array, ValueError unless probabilities summing to 1."""
     counts = np.asarray(relevant_counts, dtype=np.float64).reshape(-1)
-    if (
-        counts.size < 1
-        or not np.all(np.isfinite(counts))
-        or (counts < 0).any()
-        or abs(counts.sum() - 1) > 1e-6
-    ):
+    if not (counts.size and np.all(np.isfinite(counts) & (counts >= 0)) and abs(counts.sum() - 1) <= 1e-6):
         raise ValueError(
             f"relevant_counts must be probabilities of 0, 1, 2, ... needles summing to 1, got {relevant_counts!r}"
         )
@@ -527,13 +465,9 @@ def simulate(
 ) -> SimulationResult:
     """Simulate panning under the observation model for many trials at once.
 
-    Each trial places ``k`` needles among ``n`` documents (uniformly, or by
-    ``needle_probs``: a simulated base retriever); the simulated model cites with the
-    *true* rates ``(tpr, fpr)``, while the panner places and updates with the
-    *decision* rates (the same unless given: the calibration-noise ablation). Every
-    policy sees the same needles and, slot for slot, the same citation draws (common
-    random numbers). The rounds run through :mod:`.rounds`, the functions
-    :class:`~gold_panning_integrations.engine.panner.Panner` runs.
+    Each trial places ``k`` needles among ``n`` documents; the simulated model cites with
+    the *true* rates ``(tpr, fpr)``, the panner places and updates with the *decision*
+    rates (the same unless given). Every policy sees the same needles and citation draws.
 
     Args:
         tpr: True TPR per position, shape ``(m,)``; resampled to each prompt's size.
@@ -543,37 +477,24 @@ def simulate(
         rounds: Rounds per trial (overrides ``config.rounds``).
         trials: Number of trials.
         policies: Subset of ``belief``, ``entropy``, ``random``, ``oracle``.
-        rng: Generator or seed (split into needle, model, policy and tie streams).
-        decision_tpr: TPR the panner believes (any length; resampled).
-        decision_fpr: FPR the panner believes.
-        placement_only: The decision rates move placement only; the update uses the
-            true rates (the "noise moves placement but not the update" ablation).
+        rng: Generator or seed.
+        decision_tpr, decision_fpr: The rates the panner believes (any length; resampled).
+        placement_only: The decision rates move placement only, the true ones update.
         prior: ``"uniform"`` (0.5, the paper) or ``"base-rate"`` (k/n); overrides
             ``config.prior``. Ignored with ``prior_probs``.
         eps: Clamp for the decision rates (overrides ``config.eps``).
-        config: Panning options (``prompts_per_round``, ``spread``, ``shuffle_top``,
-            ``robust``, ``empty_prompts``, ``adapt_level``, ``prune_below``,
-            ``max_docs_per_prompt``, ``stop_at``, ``min_rounds``,
-            ``evidence_temperature``, ``resample_profile``); windows and the
-            call/token/gain budgets are not simulated. None: the defaults with one prompt
-            per round, so ``rounds`` is the number of calls.
+        config: Panning options; windows and the call/token/gain budgets are not
+            simulated. None: the defaults with one prompt per round.
         attack: A hostile non-needle document per trial and how the model obeys it.
-        mistakes: The simulated model's repeated mistakes (false leads, blind spots),
-            drawn per trial from the needle stream after the needles; None: the paper's
-            independent readings.
-        prior_probs: Per-document prior probabilities, shape ``(n,)`` (e.g. a rank prior).
-        needle_probs: Probability of each index being a needle, shape ``(n,)``.
+        mistakes: The simulated model's repeated mistakes; None: independent readings.
+        prior_probs, needle_probs: Prior probabilities of relevance and probabilities of
+            being a needle per document, shape ``(n,)``.
         recall_at: Also report the fraction of needles in the top ``recall_at``.
         keep_posteriors: Keep the final posteriors and needles of every trial.
         relevant_counts: Probabilities of 0, 1, 2, ... needles per trial, shape ``(c,)``
-            (non-negative, summing to 1): each trial draws its number of needles from it,
-            so some queries have none (``k`` still sets the selection size). None:
-            exactly ``k`` per trial. F1 then reads as the top-k's precision.
+            (None: exactly ``k``); ``k`` still sets the selection size.
         chunk_trials: Trials per chunk; default bounds each array's size.
         progress: Called with the number of trials finished after each chunk.
-
-    Returns:
-        A :class:`SimulationResult`.
     """
     _check_args(n=n, k=k, rounds=rounds, trials=trials, policies=policies)
     cfg = _sim_config(config, rounds=rounds, k=k, prior=prior, eps=eps)

@@ -1,9 +1,5 @@
-"""Stop rules as pure functions (numpy only).
-
-Each rule answers "stop before the next round?" from numbers the caller holds, so the
-panner and the batch simulator apply the very same rule; the batch forms take a leading
-trial axis.
-"""
+"""Stop rules as pure functions, "stop before the next round?", shared by the panner and
+the batch simulator (whose forms take a leading trial axis)."""
 
 from __future__ import annotations
 
@@ -23,15 +19,8 @@ __all__ = [
 
 
 def selected_confidence(log_odds: NDArray[np.float64], k: int) -> NDArray[np.float64]:
-    """Mean posterior of the top-``k`` by log-odds: the expected precision of the selection.
-
-    Args:
-        log_odds: Log-odds, shape ``(..., n)``.
-        k: Selection size (``>= 1``); ``min(k, n)`` documents are averaged.
-
-    Returns:
-        Shape ``(...)``; 0 where ``n == 0``.
-    """
+    """Mean posterior of the top ``min(k, n)`` of ``log_odds`` (shape ``(..., n)``): the
+    selection's expected precision, shape ``(...)``, 0 where ``n == 0``."""
     lo = np.asarray(log_odds, dtype=np.float64)
     n = lo.shape[-1]
     if n == 0:
