@@ -26,6 +26,7 @@ are listed in :attr:`Collection.left_out`. Every bad line is a
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import math
 import re
@@ -37,7 +38,7 @@ from types import MappingProxyType
 from typing import TypeVar
 
 from ..errors import CollectionError
-from .files import MAX_CORPUS_BYTES, json_object, text_lines
+from .files import MAX_CORPUS_BYTES, _where, json_object, text_lines
 
 __all__ = [
     "FIXTURE",
@@ -70,8 +71,9 @@ _QRELS_HEADER = re.compile(r"^\s*query[-_]?id\b", re.IGNORECASE)
 _SPLIT_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
 
 
-def _where(what: str, path: Path, lineno: int | None = None) -> str:
-    return f"{what} {str(path)!r}" + (f" line {lineno}" if lineno is not None else "")
+def _is_id(value: object) -> bool:
+    """Whether a JSON value can be an id: a string or an integer (not a bool)."""
+    return isinstance(value, (str, int)) and not isinstance(value, bool)
 
 
 _K = TypeVar("_K")
@@ -230,17 +232,14 @@ def read_queries(path: str | Path, *, what: str = "queries file") -> dict[str, s
                 continue
             obj = json_object(line, what=what, path=p, lineno=lineno)
             qid, text = obj.get("_id"), obj.get("text")
-            if not isinstance(qid, (str, int)) or isinstance(qid, bool) or not isinstance(text, str):
+            if not _is_id(qid) or not isinstance(text, str):
                 raise CollectionError(
                     f'{_where(what, p, lineno)} needs a string or integer "_id" and a string "text"'
                 )
             _add(out, str(qid), " ".join(text.split()), p, what, lineno)
     else:
-        lines = text_lines(p, what=what)
-        try:
+        with contextlib.closing(text_lines(p, what=what)) as lines:
             first = next((line for _, line in lines if line.strip()), "")
-        finally:
-            lines.close()
         if first.lstrip().lower().startswith("<top"):
             return _topics_sgml(p, what)
         for lineno, line in text_lines(p, what=what):
@@ -298,12 +297,7 @@ def read_corpus(
         if jsonl:
             obj = json_object(line, what=what, path=p, lineno=lineno)
             docid, title, text = obj.get("_id"), obj.get("title") or "", obj.get("text")
-            if (
-                not isinstance(docid, (str, int))
-                or isinstance(docid, bool)
-                or not isinstance(text, str)
-                or not isinstance(title, str)
-            ):
+            if not _is_id(docid) or not isinstance(text, str) or not isinstance(title, str):
                 raise CollectionError(
                     f'{_where(what, p, lineno)} needs a string or integer "_id", a string "text" and an optional '
                     'string "title"'
@@ -379,6 +373,21 @@ def read_run(path: str | Path, *, depth: int, queries: set[str] | None = None) -
 
 
 # ====================================================================== collections
+def _collection(
+    name: str,
+    queries: dict[str, str],
+    qrels: dict[str, dict[str, int]],
+    docs: dict[str, str],
+    cands: dict[str, tuple[str, ...]] | None,
+    origin: dict[str, str],
+    left_out: dict[str, str],
+    first_stage: str,
+) -> Collection:
+    """A :class:`Collection` over read-only copies of the mappings."""
+    frozen = (_frozen(queries), _frozen(qrels), _frozen(docs), None if cands is None else _frozen(cands))
+    return Collection(name, *frozen, _frozen(origin), _frozen(left_out), first_stage)
+
+
 def _judged(
     qrels: dict[str, dict[str, int]],
     first: dict[str, int],
@@ -415,46 +424,28 @@ def _with_first_stage(
     run: str | Path | None,
     depth: int,
 ) -> Collection:
+    cands: dict[str, tuple[str, ...]] | None = None
     if run is None:
-        docs = read_corpus(corpus)
-        return Collection(
-            name,
-            _frozen(queries),
-            _frozen(qrels),
-            _frozen(docs),
-            None,
-            _frozen(origin),
-            _frozen(left_out),
-            "bm25",
-        )
-    r = read_run(run, depth=depth, queries=set(queries))
-    missing = [q for q in queries if q not in r.candidates]
-    if missing:
-        q = missing[0]
-        raise CollectionError(
-            f"query {q!r} ({origin[q]}) has no candidates in run file {str(r.path)!r}; the first stage must return "
-            "documents for every judged query (or remove the query's judgements)"
-        )
-    wanted = {d for ds in r.candidates.values() for d in ds}
-    docs = read_corpus(corpus, wanted=wanted)
-    absent = [(q, d) for q in queries for d in r.candidates[q] if d not in docs]
-    if absent:
-        q, d = min(absent, key=lambda qd: r.lines[qd])
-        raise CollectionError(
-            f"{_where('run file', r.path, r.lines[(q, d)])} names document {d!r}, which is not in corpus file "
-            f"{str(corpus)!r}; pass the corpus the run was made on"
-        )
-    cands = {q: r.candidates[q] for q in queries}
-    return Collection(
-        name,
-        _frozen(queries),
-        _frozen(qrels),
-        _frozen(docs),
-        _frozen(cands),
-        _frozen(origin),
-        _frozen(left_out),
-        f"run: {r.path}",
-    )
+        docs, first_stage = read_corpus(corpus), "bm25"
+    else:
+        r = read_run(run, depth=depth, queries=set(queries))
+        missing = [q for q in queries if q not in r.candidates]
+        if missing:
+            q = missing[0]
+            raise CollectionError(
+                f"query {q!r} ({origin[q]}) has no candidates in run file {str(r.path)!r}; the first stage must "
+                "return documents for every judged query (or remove the query's judgements)"
+            )
+        docs = read_corpus(corpus, wanted={d for ds in r.candidates.values() for d in ds})
+        absent = [(q, d) for q in queries for d in r.candidates[q] if d not in docs]
+        if absent:
+            q, d = min(absent, key=lambda qd: r.lines[qd])
+            raise CollectionError(
+                f"{_where('run file', r.path, r.lines[(q, d)])} names document {d!r}, which is not in corpus "
+                f"file {str(corpus)!r}; pass the corpus the run was made on"
+            )
+        cands, first_stage = {q: r.candidates[q] for q in queries}, f"run: {r.path}"
+    return _collection(name, queries, qrels, docs, cands, origin, left_out, first_stage)
 
 
 def load_beir(
@@ -562,6 +553,31 @@ def _rag_relevant(obj: object, ids: list[str], where: str) -> dict[str, int]:
     return out
 
 
+def _rag_passages(passages: list[object], qid: str, where: str, docs: dict[str, str]) -> list[str]:
+    """The ids of a RAG line's passages, in order; their texts are added to ``docs``."""
+    ids: list[str] = []
+    for i, item in enumerate(passages):
+        if isinstance(item, str):
+            pid, text = f"{qid}-p{i}", item
+        elif isinstance(item, dict) and isinstance(item.get("text"), str):
+            raw_id = item.get("id", f"{qid}-p{i}")
+            if not _is_id(raw_id):
+                raise CollectionError(f'{where}: passage {i} has an "id" that is not a string or an integer')
+            title = item.get("title") or ""
+            pid, text = str(raw_id), _shown(title if isinstance(title, str) else "", item["text"])
+        else:
+            raise CollectionError(f'{where}: passage {i} must be text or an object with a string "text"')
+        _check_id(pid, where)
+        if pid in ids:
+            raise CollectionError(f"{where}: passage id {pid!r} appears twice")
+        text = " ".join(text.split())
+        if docs.get(pid, text) != text:
+            raise CollectionError(f"{where}: passage id {pid!r} names another text than on an earlier line")
+        docs[pid] = text
+        ids.append(pid)
+    return ids
+
+
 def load_rag_jsonl(path: str | Path, *, depth: int = 20) -> Collection:
     """One labelled question per line (see the module docstring); the passages, in their
     order and cut to ``depth``, are the first stage.
@@ -590,7 +606,7 @@ def load_rag_jsonl(path: str | Path, *, depth: int = 20) -> Collection:
                 f'{where} needs "question" (text), "passages" (a list) and "relevant", e.g. {{"question": "...", '
                 '"passages": ["...", "..."], "relevant": [0]}'
             )
-        if not isinstance(qid, (str, int)) or isinstance(qid, bool):
+        if not _is_id(qid):
             raise CollectionError(f'{where}: "id" must be a string or an integer')
         qid = _check_id(str(qid), where)
         if qid in queries or qid in left_out:
@@ -599,30 +615,7 @@ def load_rag_jsonl(path: str | Path, *, depth: int = 20) -> Collection:
             raise CollectionError(
                 f"{where}: question {qid!r} has no candidate passages; drop the line or add its passages"
             )
-        ids: list[str] = []
-        for i, item in enumerate(passages):
-            if isinstance(item, str):
-                pid, text = f"{qid}-p{i}", item
-            elif isinstance(item, dict) and isinstance(item.get("text"), str):
-                raw_id = item.get("id", f"{qid}-p{i}")
-                if not isinstance(raw_id, (str, int)) or isinstance(raw_id, bool):
-                    raise CollectionError(
-                        f'{where}: passage {i} has an "id" that is not a string or an integer'
-                    )
-                title = item.get("title") or ""
-                pid, text = str(raw_id), _shown(title if isinstance(title, str) else "", item["text"])
-            else:
-                raise CollectionError(f'{where}: passage {i} must be text or an object with a string "text"')
-            _check_id(pid, where)
-            if pid in ids:
-                raise CollectionError(f"{where}: passage id {pid!r} appears twice")
-            text = " ".join(text.split())
-            if docs.get(pid, text) != text:
-                raise CollectionError(
-                    f"{where}: passage id {pid!r} names another text than on an earlier line"
-                )
-            docs[pid] = text
-            ids.append(pid)
+        ids = _rag_passages(passages, qid, where, docs)
         grades = _rag_relevant(obj.get("relevant", []), ids, where)
         if not any(g > 0 for g in grades.values()):
             left_out[qid] = "no relevant passage"
@@ -636,16 +629,7 @@ def load_rag_jsonl(path: str | Path, *, depth: int = 20) -> Collection:
             f"{_where(what, p)} holds no question with a relevant passage"
             + (' (every line\'s "relevant" is empty)' if left_out else "")
         )
-    return Collection(
-        f"RAG JSONL {p}",
-        _frozen(queries),
-        _frozen(qrels),
-        _frozen(docs),
-        _frozen(cands),
-        _frozen(origin),
-        _frozen(left_out),
-        f"rag: {p}",
-    )
+    return _collection(f"RAG JSONL {p}", queries, qrels, docs, cands, origin, left_out, f"rag: {p}")
 
 
 def load_collection(

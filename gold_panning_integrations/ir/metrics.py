@@ -1,21 +1,15 @@
 """The field's ranking metrics through ir-measures, with intervals over queries.
 
 Per query, from graded qrels and a ranking: nDCG@10 (trec_eval's ``ndcg_cut_10``: linear
-gains, the ideal ranking from every judged document), MRR@10 (reciprocal rank of the first
-relevant document in the top 10, 0 below), Recall@k and, for one relevant document per
-query, top-1 / top-3 (a relevant document in the first 1 / 3). Binary metrics count a
-document as relevant from grade ``relevance_level`` (1 by default; TREC DL papers use 2).
+gains, the ideal ranking from every judged document), MRR@10, Recall@k and, for one
+relevant document per query, top-1 / top-3. Binary metrics count a document as relevant
+from grade ``relevance_level`` (1 by default; TREC DL papers use 2). ir-measures runs
+trec_eval's own code, so a run file we write scores the same in ``trec_eval``
+(docs/bench-compare-collections.md, "Why ir-measures").
 
-Why ir-measures: it computes each measure with trec_eval's own C code (through
-pytrec-eval-terrier, which it depends on) behind named measures (``nDCG@10``,
-``RR(rel=2)@10``) and parses TREC files itself, so a run file we write gives the same
-numbers in ir-measures, pytrec_eval and ``trec_eval``; the two packages install together
-(sizes and maintenance are compared in ``docs/bench-compare-collections.md``).
-
-Intervals: the mean over queries with a 95% percentile bootstrap over queries (resampled
-with an explicit generator, so a summary is a pure function of its inputs); top-1/top-3
-with Wilson intervals (binary outcomes). Paired differences against a baseline count the
-queries a method wins, loses and ties, with the bootstrap interval of the mean difference.
+Intervals: a 95% percentile bootstrap over queries (explicit generator: a summary is a
+pure function of its inputs); top-1/top-3 use Wilson intervals. Paired differences against
+a baseline count wins, losses and ties, with the bootstrap interval of the mean difference.
 """
 
 from __future__ import annotations
