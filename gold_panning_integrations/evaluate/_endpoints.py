@@ -26,10 +26,20 @@ from typing_extensions import Self
 from ..errors import MissingExtraError
 from ._serve import ServedInThread
 
-__all__ = ["EmbeddedServer", "UsageProxy", "check_server_extra", "free_port", "llama_server_command"]
+__all__ = [
+    "USAGE_KEYS",
+    "EmbeddedServer",
+    "UsageProxy",
+    "check_server_extra",
+    "free_port",
+    "llama_server_command",
+]
 
 
 # ============================================================================ usage proxy
+USAGE_KEYS = ("calls", "prompt_tokens", "completion_tokens", "http_errors", "usage_missing")
+"""The counters of :meth:`UsageProxy.stats`."""
+
 _HOP = {
     "connection",
     "keep-alive",
@@ -126,13 +136,7 @@ class UsageProxy(ServedInThread):
         self.url_path = "/v1"
         self.timeout = timeout
         self._lock = threading.Lock()
-        self._stats = {
-            "calls": 0,
-            "prompt_tokens": 0,
-            "completion_tokens": 0,
-            "http_errors": 0,
-            "usage_missing": 0,
-        }
+        self._stats = dict.fromkeys(USAGE_KEYS, 0)
 
     def _record(self, *, status: int, data: bytes) -> None:
         pt = ct = None
