@@ -1,27 +1,13 @@
-"""Test collections in the formats the field uses: BEIR folders, TREC files, RAG JSONL.
+"""Test collections in the formats the field uses: BEIR folders (:func:`load_beir`), TREC
+topics/qrels/corpus files (:func:`load_trec`) and RAG JSONL (:func:`load_rag_jsonl`), as
+docs/bench-compare-collections.md ("Input formats") describes them.
 
-* **BEIR** (``load_beir``): a folder with ``corpus.jsonl`` (``{"_id", "title", "text"}``
-  per line), ``queries.jsonl`` (``{"_id", "text"}``) and ``qrels/<split>.tsv``
-  (``query-id<TAB>corpus-id<TAB>score``, a header line allowed). Graded relevance.
-* **TREC** (``load_trec``): topics (``qid<TAB>text`` as in the TREC Deep Learning and MS
-  MARCO files, BEIR ``queries.jsonl``, or classic ``<top> <num> <title>`` SGML), qrels
-  (``qid iteration docid relevance``) and a corpus (``docid<TAB>text`` or
-  ``docid<TAB>title<TAB>text`` as MS MARCO's ``collection.tsv``, or BEIR ``corpus.jsonl``).
-* **RAG JSONL** (``load_rag_jsonl``): what a RAG team has, one labelled question per line:
-  ``{"question": "...", "passages": ["...", {"id": "...", "title": "...", "text": "..."}],
-  "relevant": [0, 2]}`` (``relevant``: 0-based indices or passage ids, or an object
-  ``{index or id: grade}`` for graded labels; optional ``"id"`` for the question). The
-  passages, in their order, are the first stage.
-
-Any of the first two takes a first-stage **run file** (``qid Q0 docid rank score tag``,
-:func:`read_run`): its top ``depth`` documents per query, best score first, are the
-candidates, and only those documents of the corpus are kept in memory (the corpus is
-streamed). Without one, the first stage is BM25 over the corpus
-(:mod:`.first_stage`).
-
-A query is evaluated when the qrels give it at least one document of grade > 0; others
-are listed in :attr:`Collection.left_out`. Every bad line is a
-:class:`~..errors.CollectionError` naming the file and the line.
+A BEIR or TREC collection takes a first-stage run file (:func:`read_run`): its top
+``depth`` documents per query are the candidates, and only those are kept from the
+streamed corpus; without one, the first stage is BM25 (:mod:`.first_stage`). A query is
+evaluated when the qrels give it a document of grade > 0 (others are in
+:attr:`Collection.left_out`). Every bad line is a :class:`~..errors.CollectionError`
+naming the file and the line.
 """
 
 from __future__ import annotations
@@ -535,15 +521,13 @@ def _rag_relevant(obj: object, ids: list[str], where: str) -> dict[str, int]:
             raise CollectionError(
                 f"{where}: the grade of relevant passage {key!r} is {grade!r}, not an integer"
             )
-        if isinstance(key, int) and not isinstance(key, bool):
-            if not 0 <= key < len(ids):
-                raise CollectionError(f"{where}: relevant passage index {key} is outside 0..{len(ids) - 1}")
-            out[ids[key]] = grade
-        elif isinstance(key, str) and key.isdigit() and isinstance(obj, dict) and key not in ids:
-            idx = int(key)
-            if idx >= len(ids):
-                raise CollectionError(f"{where}: relevant passage index {idx} is outside 0..{len(ids) - 1}")
-            out[ids[idx]] = grade
+        index = key if isinstance(key, int) and not isinstance(key, bool) else None
+        if isinstance(key, str) and key.isdigit() and isinstance(obj, dict) and key not in ids:
+            index = int(key)  # an object's keys are strings: "0" is an index unless a passage id
+        if index is not None:
+            if not 0 <= index < len(ids):
+                raise CollectionError(f"{where}: relevant passage index {index} is outside 0..{len(ids) - 1}")
+            out[ids[index]] = grade
         elif isinstance(key, str) and key in ids:
             out[key] = grade
         else:

@@ -1,11 +1,7 @@
-"""Reading collection files defensively, line by line.
-
-Every collection file (corpus, queries, qrels, run file, RAG JSONL) is read through
-:func:`text_lines`: a regular file only (a FIFO, a folder or a device is refused before
-any read), at most a given number of bytes (decompressed, for ``.gz``), lines of at most
-:data:`MAX_LINE_BYTES`, strict UTF-8 and no NUL bytes. Each problem is one
-:class:`~..errors.CollectionError` naming the file and the line, so a bad input stops
-the run before any model call, with a message that says what to fix.
+"""Reading collection files defensively, line by line (:func:`text_lines`): a regular file
+only, of bounded size (also after gzip decompression), bounded lines, strict UTF-8 and no
+NUL bytes; each problem is one :class:`~..errors.CollectionError` naming the file and the
+line, so a bad input stops the run before any model call.
 """
 
 from __future__ import annotations

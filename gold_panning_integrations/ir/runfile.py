@@ -1,8 +1,5 @@
-"""Writing evaluation outputs atomically: TREC run files, JSON, Markdown.
-
-Every file is written to a temporary file in its destination folder, flushed to disk and
-renamed over the destination (``os.replace``), so a reader sees the complete file or the
-previous state, never a half-written one; on any error the temporary file is removed.
+"""Writing evaluation outputs atomically (a temporary file in the destination folder,
+flushed and renamed over it): TREC run and qrels files, JSON, Markdown.
 """
 
 from __future__ import annotations
@@ -22,8 +19,8 @@ _TAG = re.compile(r"^\S+$")
 
 
 def write_text_atomic(path: str | Path, text: str) -> Path:
-    """Write ``text`` (UTF-8) to ``path`` atomically (see the module docstring); the
-    parent folder is created. Returns the path."""
+    """Write ``text`` (UTF-8) to ``path`` atomically: a reader sees the complete file or
+    the previous state; the parent folder is created. Returns the path."""
     p = Path(path)
     p.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{p.name}.", suffix=".tmp", dir=p.parent)
