@@ -79,18 +79,8 @@ class CompareInstance:
 
 
 def complete_ranking(returned: Sequence[int], n: int, *, top_n: int) -> list[int]:
-    """A full ranking of ``n`` documents: the first ``top_n`` distinct valid indices a
-    method returned, then the others in base (first-stage) order.
-
-    Args:
-        returned: Indices a method returned, best first (out-of-range and repeated ones
-            are dropped; a method that raised returned none).
-        n: Number of candidates.
-        top_n: How many of the returned documents count, ``>= 1``.
-
-    Returns:
-        A permutation of ``range(n)``.
-    """
+    """A permutation of ``range(n)``: the first ``top_n`` (``>= 1``) distinct in-range
+    indices a method returned (best first), then the others in base (first-stage) order."""
     head = list(dict.fromkeys(int(i) for i in returned if 0 <= i < n))[:top_n]
     taken = set(head)
     return head + [i for i in range(n) if i not in taken]
@@ -330,8 +320,8 @@ def _nq_instances(
     data: str | Path, *, n: int, instances: int, rng: np.random.Generator
 ) -> list[CompareInstance]:
     """The NQ questions of ``data`` (Lost-in-the-Middle format): gold passage + the ``n - 1``
-    passages BM25 ranks highest for the question among the other questions' gold passages (those containing an answer, and repeats, skipped), in
-    BM25 order."""
+    passages BM25 ranks highest for the question among the other questions' gold passages
+    (those containing an answer, and repeats, skipped), in BM25 order."""
     from ..ir.bm25 import BM25
     from ..readers.answer import token_matcher
     from ..tasks.nq import load_nq
@@ -348,9 +338,12 @@ def _nq_instances(
         for j in bm25.rank(item.question):
             if len(chosen) == n - 1:
                 break
-            if int(j) == int(qi) or passages[j] in seen:  # questions can share a passage
-                continue
-            if any(token_matcher(a, passages[j]) for a in item.answers):
+            # questions can share a passage; one that holds an answer is no distractor
+            if (
+                int(j) == int(qi)
+                or passages[j] in seen
+                or any(token_matcher(a, passages[j]) for a in item.answers)
+            ):
                 continue
             chosen.append(int(j))
             seen.add(passages[j])

@@ -119,12 +119,8 @@ def strip_accents(text: str) -> str:
 
 
 def tokenize(texts: Sequence[str], *, stemmer: Any = None) -> list[list[str]]:
-    """BM25 tokens of each text: ``bm25s.tokenize`` over accent-free lower-cased ``\\w+``
-    words without :data:`STOP_WORDS`, stemmed when ``stemmer`` (a PyStemmer object) is given.
-
-    Returns:
-        One token list per text, ``len(texts)`` lists.
-    """
+    """BM25 tokens of each text (``len(texts)`` lists; see the module docstring), stemmed
+    when ``stemmer`` (a PyStemmer object) is given."""
     if not texts:
         return []
     out = _bm25s().tokenize(

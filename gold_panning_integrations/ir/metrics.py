@@ -162,19 +162,9 @@ def paired_difference(
 
 
 def wilson_interval(successes: int, trials: int, *, z: float = 1.96) -> tuple[float, float]:
-    """Wilson score interval for a binomial proportion (95% for ``z=1.96``).
-
-    Unlike the normal approximation it stays inside [0, 1] and is not empty at 0 or
-    ``trials`` successes (0/30 gives about (0, 0.114)).
-
-    Args:
-        successes: Number of hits, ``0 <= successes <= trials``.
-        trials: Number of trials, ``>= 0``; 0 gives ``(0.0, 1.0)``.
-        z: Standard-normal quantile of the two-sided level.
-
-    Returns:
-        ``(low, high)`` bounds of the interval.
-    """
+    """``(low, high)`` of the Wilson score interval for ``successes`` of ``trials`` (95% for
+    ``z=1.96``): inside [0, 1] and not empty at 0 or ``trials`` successes (0/30 gives about
+    (0, 0.114)); ``(0.0, 1.0)`` for no trials. Needs ``0 <= successes <= trials``."""
     if trials < 0 or not 0 <= successes <= max(trials, 0):
         raise ValueError(f"need 0 <= successes <= trials, got successes={successes!r}, trials={trials!r}")
     if trials == 0:
