@@ -210,31 +210,29 @@ def read_queries(path: str | Path, *, what: str = "queries file") -> dict[str, s
         CollectionError: A line that is not a query record, a repeated id, or no query.
     """
     p = Path(path)
-    name = p.name.lower()
+    jsonl = p.name.lower().endswith((".jsonl", ".jsonl.gz"))
+    if not jsonl:
+        with contextlib.closing(text_lines(p, what=what)) as lines:
+            first = next((line for _, line in lines if line.strip()), "")
+        if first.lstrip().lower().startswith("<top"):
+            return _topics_sgml(p, what)
     out: dict[str, str] = {}
-    if name.endswith((".jsonl", ".jsonl.gz")):
-        for lineno, line in text_lines(p, what=what):
-            if not line.strip():
-                continue
+    for lineno, line in text_lines(p, what=what):
+        if not line.strip():
+            continue
+        if jsonl:
             obj = json_object(line, what=what, path=p, lineno=lineno)
             qid, text = obj.get("_id"), obj.get("text")
             if not _is_id(qid) or not isinstance(text, str):
                 raise CollectionError(
                     f'{_where(what, p, lineno)} needs a string or integer "_id" and a string "text"'
                 )
-            _add(out, str(qid), " ".join(text.split()), p, what, lineno)
-    else:
-        with contextlib.closing(text_lines(p, what=what)) as lines:
-            first = next((line for _, line in lines if line.strip()), "")
-        if first.lstrip().lower().startswith("<top"):
-            return _topics_sgml(p, what)
-        for lineno, line in text_lines(p, what=what):
-            if not line.strip():
-                continue
-            parts = line.split("\t")
-            if len(parts) < 2 or not parts[0].strip():
+        else:
+            qid, tab, text = line.partition("\t")
+            if not tab or not qid.strip():
                 raise CollectionError(f"{_where(what, p, lineno)} is not 'query-id<TAB>text'")
-            _add(out, parts[0].strip(), " ".join(" ".join(parts[1:]).split()), p, what, lineno)
+            qid = qid.strip()
+        _add(out, str(qid), " ".join(text.split()), p, what, lineno)
     if not out:
         raise CollectionError(f"{_where(what, p)} holds no query")
     return out
@@ -375,15 +373,12 @@ def _collection(
 
 
 def _judged(
-    qrels: dict[str, dict[str, int]],
-    first: dict[str, int],
-    queries: Mapping[str, str],
-    *,
-    qrels_path: Path,
-    queries_path: Path,
-    queries_what: str,
+    qrels_path: Path, queries_path: Path, queries_what: str
 ) -> tuple[dict[str, str], dict[str, dict[str, int]], dict[str, str], dict[str, str]]:
-    """Evaluated queries (judged, with a document of grade > 0) in queries-file order."""
+    """``(queries, qrels, origin, left_out)`` of the evaluated queries (judged, with a
+    document of grade > 0) of a qrels and a queries file, in queries-file order."""
+    qrels, first = read_qrels(qrels_path)
+    queries = read_queries(queries_path, what=queries_what)
     missing = [q for q in qrels if q not in queries]
     if missing:
         q = missing[0]
@@ -456,24 +451,11 @@ def load_beir(
     qrels_path = root / "qrels" / f"{split}.tsv"
     if not qrels_path.exists():
         have = sorted(x.stem for x in (root / "qrels").glob("*.tsv")) if (root / "qrels").is_dir() else []
-        raise CollectionError(
-            f"BEIR folder {str(root)!r} has no qrels/{split}.tsv"
-            + (
-                f"; its splits: {', '.join(have)} (--split)"
-                if have
-                else "; a BEIR folder holds qrels/<split>.tsv"
-            )
-        )
-    qrels, first = read_qrels(qrels_path)
-    queries_path = root / "queries.jsonl"
-    queries = read_queries(queries_path)
-    kept, judged, origin, left_out = _judged(
-        qrels, first, queries, qrels_path=qrels_path, queries_path=queries_path, queries_what="queries file"
-    )
+        hint = f"its splits: {', '.join(have)} (--split)" if have else "a BEIR folder holds qrels/<split>.tsv"
+        raise CollectionError(f"BEIR folder {str(root)!r} has no qrels/{split}.tsv; {hint}")
+    judged = _judged(qrels_path, root / "queries.jsonl", "queries file")
     name = f"BEIR {'fixture ' + FIXTURE if folder is None else str(root)} ({split})"
-    return _with_first_stage(
-        name, kept, judged, origin, left_out, corpus=root / "corpus.jsonl", run=run, depth=depth
-    )
+    return _with_first_stage(name, *judged, corpus=root / "corpus.jsonl", run=run, depth=depth)
 
 
 def load_trec(
@@ -490,18 +472,9 @@ def load_trec(
     Raises:
         CollectionError: A bad line (named), or qrels judging a query the topics lack.
     """
-    judgements, first = read_qrels(qrels)
-    queries = read_queries(topics, what="topics file")
-    kept, judged, origin, left_out = _judged(
-        judgements,
-        first,
-        queries,
-        qrels_path=Path(qrels),
-        queries_path=Path(topics),
-        queries_what="topics file",
-    )
+    judged = _judged(Path(qrels), Path(topics), "topics file")
     name = f"TREC {Path(topics).name} / {Path(qrels).name}"
-    return _with_first_stage(name, kept, judged, origin, left_out, corpus=Path(corpus), run=run, depth=depth)
+    return _with_first_stage(name, *judged, corpus=Path(corpus), run=run, depth=depth)
 
 
 def _rag_relevant(obj: object, ids: list[str], where: str) -> dict[str, int]:
