@@ -142,12 +142,14 @@ def format_markdown(
     summary: Mapping[str, Mapping[str, Any]],
     *,
     rounds: int,
-    labels: Mapping[str, str],
     notes: Sequence[str] = (),
+    base_label: str | None = None,
 ) -> str:
-    """The quality and cost tables (one row per method, ``labels`` naming them), the
-    exceptions, top-1 by round for the panning methods, the calibration table and ``notes``
-    (one bullet each: what was ranked, how GP's ``k`` was chosen, ...)."""
+    """The quality and cost tables (one row per method; ``base_label`` names the first
+    stage, e.g. ``"first stage: BM25"``), the exceptions, top-1 by round for the panning
+    methods, the calibration table and ``notes`` (one bullet each: what was ranked, how
+    GP's ``k`` was chosen, ...)."""
+    labels = {**LABELS, "base": base_label} if base_label else LABELS
     ran = {m: d for m, d in summary.items() if d["status"] == "ran"}
     lines = _quality_table(summary, labels) + ["", "Cost per query (server-counted usage):", ""]
     lines += _table(_COST_HEAD, [_cost_row(m, d, labels) for m, d in ran.items()])

@@ -19,7 +19,7 @@ import os
 import signal
 import sys
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -58,12 +58,13 @@ from ._methods import (
     peer_methods,
     peer_missing,
 )
-from ._report import plot_compare
+from ._report import format_markdown, plot_compare
 from ._run import CHECKPOINT_FORMAT, run_compare, summarize
 
 __all__ = [
     "ALL_METHODS",
     "DEFAULT_METHODS",
+    "LABELS",
     "PEERS",
     "CompareInstance",
     "EmbeddedServer",
@@ -88,21 +89,6 @@ EMBEDDED_COLLECTION_PROFILE = "smollm2-135m-nq-labelled"
 ``--profile``)."""
 EMBEDDED_MODEL = "SmolLM2-135M-Instruct"
 """The default embedded model; a ``--model-path`` file is named from its GGUF metadata."""
-
-
-def format_markdown(
-    summary: Mapping[str, Mapping[str, Any]],
-    *,
-    rounds: int,
-    notes: Sequence[str] = (),
-    base_label: str | None = None,
-) -> str:
-    """The report's tables (:func:`~._report.format_markdown`) with this command's
-    method labels; ``base_label`` names the first stage (``"first stage: BM25"``)."""
-    from ._report import format_markdown as _format
-
-    labels = {**LABELS, "base": base_label} if base_label else LABELS
-    return _format(summary, rounds=rounds, labels=labels, notes=notes)
 
 
 # ====================================================================================== CLI
@@ -530,15 +516,8 @@ def main(args: argparse.Namespace) -> int:
             ep = Endpoint(
                 proxy.base_url, model, key, timeout=args.timeout, peer_max_tokens=args.peer_max_tokens
             )
-            fns = _method_fns(
-                [m for m in methods if m not in skipped],
-                reader,
-                ep,
-                profile=profile,
-                args=args,
-                plan=plan,
-                traces=traces,
-            )
+            ran = [m for m in methods if m not in skipped]
+            fns = _method_fns(ran, reader, ep, profile=profile, args=args, plan=plan, traces=traces)
             meta = {k: getattr(args, k) for k in ("task", "split", "n", "seed", "rounds")}
             meta.update(model=model, mode=mode, profile=profile_name, top_n=plan.top_n, version=__version__)
             meta.update(
@@ -592,7 +571,7 @@ def main(args: argparse.Namespace) -> int:
             rows=rows,
             instances=instances,
             qrels=plan.qrels,
-            methods=[m for m in methods if m not in skipped],
+            methods=ran,
             top_n=plan.top_n,
             summary=res,
             markdown=markdown,
