@@ -25,18 +25,11 @@ from typing_extensions import Self
 from ..errors import MissingExtraError
 from ._serve import ServedInThread
 
-__all__ = [
-    "USAGE_KEYS",
-    "EmbeddedServer",
-    "UsageProxy",
-    "check_server_extra",
-    "free_port",
-    "llama_server_command",
-]
+__all__ = ["EmbeddedServer", "UsageProxy", "check_server_extra", "free_port", "llama_server_command"]
 
 
 # ============================================================================ usage proxy
-USAGE_KEYS = ("calls", "prompt_tokens", "completion_tokens", "http_errors", "usage_missing")
+_USAGE_KEYS = ("calls", "prompt_tokens", "completion_tokens", "http_errors", "usage_missing")
 """The counters of :meth:`UsageProxy.stats`."""
 
 _HOP = {
@@ -85,13 +78,11 @@ class _ProxyHandler(BaseHTTPRequestHandler):
             rheaders = [("Content-Type", "application/json")]
         if is_llm:
             proxy._record(status=status, data=data)
-        self._reply(status, reason, [(k, v) for k, v in rheaders if k.lower() not in _HOP], data)
-
-    def _reply(self, status: int, reason: str, headers: Sequence[tuple[str, str]], data: bytes) -> None:
         try:
             self.send_response(status, reason)
-            for k, v in headers:
-                self.send_header(k, v)
+            for k, v in rheaders:
+                if k.lower() not in _HOP:
+                    self.send_header(k, v)
             self.send_header("Content-Length", str(len(data)))
             self.end_headers()
             self.wfile.write(data)
@@ -125,7 +116,7 @@ class UsageProxy(ServedInThread):
         self.url_path = "/v1"
         self.timeout = timeout
         self._lock = threading.Lock()
-        self._stats = dict.fromkeys(USAGE_KEYS, 0)
+        self._stats = dict.fromkeys(_USAGE_KEYS, 0)
 
     def _record(self, *, status: int, data: bytes) -> None:
         pt = ct = None

@@ -140,16 +140,6 @@ def query_k(k: int, n: int) -> int:
     return max(1, min(k, n - 1))
 
 
-def _chosen(qids: Sequence[str], instances: int | None, seed: int) -> list[str]:
-    """``instances`` of ``qids`` drawn with ``seed`` (all when None or enough), in file order."""
-    if instances is None or instances >= len(qids):
-        return list(qids)
-    if instances < 1:
-        raise ValueError(f"--instances must be >= 1, got {instances!r}")
-    pick = np.random.default_rng(seed).choice(len(qids), size=instances, replace=False)
-    return [qids[int(i)] for i in sorted(pick)]
-
-
 def collection_instances(
     collection: Collection,
     *,
@@ -169,7 +159,12 @@ def collection_instances(
     """
     if relevance_level < 1:
         raise ValueError(f"--relevance-level must be >= 1, got {relevance_level!r}")
-    qids = _chosen(list(collection.queries), instances, seed)
+    qids = list(collection.queries)
+    if instances is not None and instances < len(qids):
+        if instances < 1:
+            raise ValueError(f"--instances must be >= 1, got {instances!r}")
+        pick = np.random.default_rng(seed).choice(len(qids), size=instances, replace=False)
+        qids = [qids[int(i)] for i in sorted(pick)]  # in file order
     cands, without = first_stage(collection, qids, depth=depth, stemmer=stemmer)
     out: list[CompareInstance] = []
     for q in (q for q in qids if q in cands):

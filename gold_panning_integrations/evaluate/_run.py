@@ -18,7 +18,7 @@ import numpy as np
 from .._io import checkpoint_lines
 from ..errors import CheckpointError
 from ..ir.metrics import wilson_interval
-from ._endpoints import USAGE_KEYS
+from ._endpoints import _USAGE_KEYS
 from ._instances import CompareInstance, complete_ranking
 from ._methods import PANNING, MethodFn, MethodOutcome, TracesNotWritten
 
@@ -114,7 +114,7 @@ class _Checkpoint:
 
 class _NoUsage:
     def stats(self) -> dict[str, int]:
-        return dict.fromkeys(USAGE_KEYS, 0)
+        return dict.fromkeys(_USAGE_KEYS, 0)
 
 
 def run_compare(

@@ -29,16 +29,7 @@ from ..errors import MissingExtraError
 from ..ir.collection import Collection
 from ..ir.metrics import wilson_interval
 from ._endpoints import EmbeddedServer, UsageProxy, check_server_extra, free_port, llama_server_command
-from ._instances import (
-    COLLECTION_TASKS,
-    TASKS,
-    CompareInstance,
-    GPKChoice,
-    choose_gp_k,
-    collection_instances,
-    instance_qrels,
-    make_instances,
-)
+from ._instances import COLLECTION_TASKS, TASKS, CompareInstance, GPKChoice, make_instances
 from ._methods import (
     ALL_METHODS,
     COST_SAVING,
@@ -289,15 +280,12 @@ def _endpoint(args: argparse.Namespace) -> Iterator[tuple[str, str, str]]:
     """``(upstream base URL, model name, api key)``; serves the embedded model when asked
     (its port and log are written to stderr and kept in ``args.server_info``)."""
     if args.reader == "openai":
-        if not args.base_url and not (args.api_key or os.environ.get("OPENAI_API_KEY")):
+        key = args.api_key or os.environ.get("OPENAI_API_KEY")
+        if not args.base_url and not key:
             raise ValueError("--reader openai needs --base-url URL (or an API key for api.openai.com)")
         if not args.model:
             raise ValueError("--reader openai needs --model NAME")
-        yield (
-            args.base_url or "https://api.openai.com/v1",
-            args.model,
-            args.api_key or os.environ.get("OPENAI_API_KEY") or "not-needed",
-        )
+        yield args.base_url or "https://api.openai.com/v1", args.model, key or "not-needed"
         return
     check_server_extra()
     from ..readers.local import default_model_path, gguf_model_name
@@ -372,6 +360,7 @@ def _load(args: argparse.Namespace) -> tuple[list[CompareInstance], Collection |
         )
         return instances, None, {}
     from ..ir.collection import load_collection
+    from ._instances import collection_instances
 
     files = {"topics": args.topics, "qrels": args.qrels, "corpus": args.corpus, "run": args.run}
     collection = load_collection(args.task, data=args.data, split=args.split, depth=args.n, **files)
@@ -389,6 +378,8 @@ def _load(args: argparse.Namespace) -> tuple[list[CompareInstance], Collection |
 
 def _plan(args: argparse.Namespace) -> _Plan:
     """Load the task or collection, draw the instances, choose ``k`` and ``--top-n``."""
+    from ._instances import choose_gp_k, instance_qrels
+
     for opt in ("top_n", "recall_k", "relevance_level"):  # checked before any model call
         if (value := getattr(args, opt)) is not None and value < 1:
             raise ValueError(f"--{opt.replace('_', '-')} must be >= 1, got {value!r}")
