@@ -113,7 +113,6 @@ class UsageProxy(ServedInThread):
         self.host = u.hostname
         self.port = u.port or (443 if u.scheme == "https" else 80)
         self.upstream_path = u.path.rstrip("/")
-        self.url_path = "/v1"
         self.timeout = timeout
         self._lock = threading.Lock()
         self._stats = dict.fromkeys(_USAGE_KEYS, 0)
@@ -182,11 +181,9 @@ class EmbeddedServer:
     would finish a completion first, which can take tens of seconds on a CPU).
 
     Args:
-        command: The argv to run (:func:`llama_server_command`); it must listen on ``port``.
-        port: The port it listens on.
+        command: The argv to run (:func:`llama_server_command`), listening on ``port``.
         log: File receiving the server's stdout and stderr.
-        ready_timeout: Deadline in seconds for readiness.
-        poll: Seconds between readiness checks.
+        ready_timeout: Deadline in seconds for readiness (checked every ``poll`` seconds).
         stop_timeout: Seconds between terminating the server and killing it.
     """
 

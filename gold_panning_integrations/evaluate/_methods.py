@@ -360,22 +360,20 @@ def peer_methods(name: str, ep: Endpoint, *, top_n: int = 3) -> tuple[MethodFn, 
             temperature=0.0,
             timeout=ep.timeout,
         )
-        post: Any
-        if name == "llamaindex-llmrerank":
-            from llama_index.core.postprocessor import LLMRerank
+        from llama_index.core.postprocessor import LLMRerank
 
-            post = None  # choice_batch_size follows n (one call per query), set per instance
-        else:
+        rankgpt: Any = None
+        if name == "llamaindex-rankgpt":
             from llama_index.postprocessor.rankgpt_rerank import RankGPTRerank
 
-            post = RankGPTRerank(llm=li_llm, top_n=top_n)
+            rankgpt = RankGPTRerank(llm=li_llm, top_n=top_n)
 
         def li_post(inst: CompareInstance) -> Any:
-            return (
-                post
-                if post is not None
-                else LLMRerank(llm=li_llm, top_n=top_n, choice_batch_size=len(inst.documents))
-            )
+            if rankgpt is not None:
+                return rankgpt
+            return LLMRerank(
+                llm=li_llm, top_n=top_n, choice_batch_size=len(inst.documents)
+            )  # one call per query
 
         def li_nodes(inst: CompareInstance) -> list[Any]:
             # No metadata: both peers show node metadata to the model; the id is not shown.

@@ -131,15 +131,12 @@ def run_compare(
 
     Args:
         instances: The evaluation instances (same for every method).
-        methods: Name -> ``instance -> MethodOutcome``. An exception is recorded with
-            its type, and the method returned nothing for that instance
-            (``KeyboardInterrupt``/``SystemExit`` end the run).
-        usage: Object with ``stats()`` (a :class:`UsageProxy`) read before and after
-            each call; None counts nothing.
-        checkpoint: JSONL path; finished pairs are appended and skipped on a rerun (a
-            row made on other documents for that instance is an error).
-        meta: Settings recorded in the checkpoint's meta line and checked on resume
-            (keys in ``_CHECKPOINT_KEYS``).
+        methods: Name -> ``instance -> MethodOutcome``; an exception is recorded with its
+            type as a method that returned nothing (``KeyboardInterrupt``, ``SystemExit``
+            and :class:`TracesNotWritten` end the run).
+        usage: Object with ``stats()`` (a :class:`UsageProxy`) read around each call.
+        checkpoint: JSONL path; finished pairs are appended and skipped on a rerun.
+        meta: Settings of the checkpoint's meta line, checked on resume (``_CHECKPOINT_KEYS``).
         progress: Called with the number of finished pairs.
         top_n: How many returned documents count (:func:`~._instances.complete_ranking`);
             None: all of them.
@@ -264,12 +261,9 @@ def summarize(
     """Per-method results from the rows of :func:`run_compare`.
 
     With ``instances`` and ``qrels`` every method is also scored on its full ranking
-    (:func:`~._scoring.score_methods`: nDCG@10, MRR@10, Recall@``recall_k`` with 95%
-    intervals, and ``vs_first_stage``, the paired differences against ``base``) and, for
-    a method whose rows keep per-document probabilities, their ``calibration``
-    (:func:`~._calibration.calibration`); when a
-    query has several relevant documents, top-1/top-3 are ``None`` (they are reported
-    for one relevant document per query).
+    (:func:`~._scoring.score_methods`) and its probabilities' ``calibration``
+    (:func:`~._calibration.calibration`); when a query has several relevant documents,
+    top-1/top-3 are ``None``.
 
     Returns:
         ``{method: {"status", "instances", "top1", "top1_ci95", "top3", "top3_ci95",

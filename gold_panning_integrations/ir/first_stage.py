@@ -9,6 +9,8 @@ from .collection import Collection
 
 __all__ = ["first_stage"]
 
+_NO_MATCH = "BM25 matched no document (every query term is a stop word or absent from the corpus)"
+
 
 def first_stage(
     collection: Collection, qids: Sequence[str], *, depth: int, stemmer: str | None = None
@@ -39,7 +41,5 @@ def first_stage(
         if hits:
             out[q] = hits
         else:
-            without[q] = (
-                "BM25 matched no document (every query term is a stop word or absent from the corpus)"
-            )
+            without[q] = _NO_MATCH
     return out, without

@@ -39,7 +39,6 @@ BOOTSTRAP_RESAMPLES = 10_000
 """Resamples of the percentile bootstrap over queries."""
 TIE_TOLERANCE = 1e-9
 """Per-query differences within this are ties."""
-_BINARY = ("top1", "top3")
 
 
 def _ir_measures() -> Any:
@@ -56,7 +55,7 @@ def metric_names(*, recall_k: int = 10, single: bool = True) -> tuple[str, ...]:
     """Names of the metrics reported, in table order: ``ndcg@10``, ``mrr@10``,
     ``recall@{recall_k}`` and, when every query has one relevant document, ``top1``, ``top3``."""
     base = ("ndcg@10", "mrr@10", f"recall@{recall_k}")
-    return base + (_BINARY if single else ())
+    return base + (("top1", "top3") if single else ())
 
 
 def single_relevant(qrels: Mapping[str, Mapping[str, int]], *, relevance_level: int = 1) -> bool:
