@@ -157,8 +157,6 @@ def collection_instances(
         ``(instances, without)``: the instances in file order, and query id -> why a
         drawn query has no candidates (left out).
     """
-    if relevance_level < 1:
-        raise ValueError(f"--relevance-level must be >= 1, got {relevance_level!r}")
     qids = list(collection.queries)
     if instances is not None and instances < len(qids):
         if instances < 1:

@@ -197,8 +197,6 @@ def write_outputs(
     ``summary.json`` (with ``"files"``: this run's files, as a folder reused by another run
     may hold older ones) under ``out``, each atomically. Returns the paths written."""
     root = Path(out)
-    if root.exists() and not root.is_dir():
-        raise NotADirectoryError(f"--out {str(root)!r} is a file; pass a folder")
     written = []
     for m in methods:
         ranks = method_rankings(rows, instances, m, top_n=top_n)
