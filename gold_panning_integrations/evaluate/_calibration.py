@@ -11,7 +11,7 @@ counts as not relevant, as in the ranking metrics), the measures of
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -27,16 +27,22 @@ def row_pairs(
 ) -> list[tuple[list[float], list[bool]]]:
     """``(probabilities, relevant)`` per query for ``method``'s rows that kept scores (one
     per candidate, the instance's order)."""
+    return [
+        ([float(s) for s in r["scores"]], [i in inst.gold for i in range(len(inst.documents))])
+        for r, inst in _scored(rows, instances, method)
+        if len(r["scores"]) == len(inst.documents)
+    ]
+
+
+def _scored(
+    rows: Sequence[Mapping[str, Any]], instances: Sequence[CompareInstance], method: str
+) -> Iterator[tuple[Mapping[str, Any], CompareInstance]]:
+    """``method``'s rows that kept scores, with their instances."""
     by_index = {inst.index: inst for inst in instances}
-    out = []
     for r in rows:
-        scores = r.get("scores")
         inst = by_index.get(int(r["instance"]))
-        if r["method"] != method or not scores or inst is None or len(scores) != len(inst.documents):
-            continue
-        gold = set(inst.gold)
-        out.append(([float(s) for s in scores], [i in gold for i in range(len(scores))]))
-    return out
+        if r["method"] == method and r.get("scores") and inst is not None:
+            yield r, inst
 
 
 def calibration(
@@ -63,14 +69,10 @@ def write_probabilities(
     """``probabilities/<method>.jsonl`` under ``out`` for each method whose rows kept
     scores: one line per query, ``{"qid", "docs" (ids, the first stage's order),
     "probabilities", "relevant" (ids)}``, atomically. Returns the paths written."""
-    by_index = {inst.index: inst for inst in instances}
     written = []
     for m in methods:
         lines = []
-        for r in rows:
-            inst = by_index.get(int(r["instance"]))
-            if r["method"] != m or not r.get("scores") or inst is None:
-                continue
+        for r, inst in _scored(rows, instances, m):
             ids = inst.document_ids
             record = {
                 "qid": inst.query_id,

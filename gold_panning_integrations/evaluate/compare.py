@@ -161,7 +161,6 @@ def register(sub: Any, *, name: str = "evaluate", help: str | None = None) -> ar
     p.add_argument(
         "--n",
         "--depth",
-        dest="n",
         type=int,
         default=20,
         help="documents per instance; for a collection the first stage's depth, the candidates each "

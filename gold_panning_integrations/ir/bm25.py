@@ -24,55 +24,11 @@ from ..errors import MissingExtraError
 
 __all__ = ["BM25", "STOP_WORDS", "stemmers", "strip_accents", "tokenize"]
 
-STOP_WORDS = frozenset(
-    [
-        "a",
-        "an",
-        "and",
-        "are",
-        "as",
-        "at",
-        "be",
-        "but",
-        "by",
-        "did",
-        "do",
-        "does",
-        "for",
-        "from",
-        "had",
-        "has",
-        "have",
-        "how",
-        "i",
-        "in",
-        "is",
-        "it",
-        "its",
-        "of",
-        "on",
-        "or",
-        "that",
-        "the",
-        "their",
-        "there",
-        "these",
-        "this",
-        "to",
-        "was",
-        "were",
-        "what",
-        "when",
-        "where",
-        "which",
-        "who",
-        "whom",
-        "whose",
-        "why",
-        "will",
-        "with",
-    ]
-)
+_STOP_WORD_TEXT = """
+a an and are as at be but by did do does for from had has have how i in is it its of on or that
+the their there these this to was were what when where which who whom whose why will with
+"""
+STOP_WORDS = frozenset(_STOP_WORD_TEXT.split())
 """English stop words dropped from queries and documents (the list that built the NQ sample)."""
 
 _TOKEN_PATTERN = r"(?u)\w+"
