@@ -215,6 +215,22 @@ def _row(
     }
 
 
+def _failures(rs: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """Exception counts, types and first message; unusable, same-as-base, HTTP and usage counts."""
+    errors = [r for r in rs if r["error"] is not None]
+    return {
+        "exceptions": len(errors),
+        "exception_types": dict(Counter(r["error"] for r in errors)),
+        "first_error": next(
+            (f"{r['error']}: {r.get('error_message') or ''}" for r in rs if r["error"]), None
+        ),
+        "unusable": sum(int(r["unusable"]) for r in rs),
+        "same_as_base": sum(bool(r["same_as_base"]) for r in rs),
+        "http_errors": sum(int(r.get("http_errors", 0)) for r in rs),
+        "usage_missing": sum(int(r.get("usage_missing", 0)) for r in rs),
+    }
+
+
 def _summarize_method(rs: Sequence[Mapping[str, Any]], method: str) -> dict[str, Any]:
     """One method's summary (see :func:`summarize`) from its rows: top-1/top-3 with their
     Wilson 95% intervals, means per query, failure counts and, for a panning method, the
@@ -226,14 +242,7 @@ def _summarize_method(rs: Sequence[Mapping[str, Any]], method: str) -> dict[str,
         d[f"{key}_ci95"] = [round(x, 4) for x in wilson_interval(hits, len(rs))]
     for key, digits in (("calls", 3), ("prompt_tokens", 1), ("completion_tokens", 1), ("seconds", 2)):
         d[f"{key}_per_query"] = round(sum(r[key] for r in rs) / len(rs), digits) if rs else None
-    errors = [r for r in rs if r["error"] is not None]
-    d["exceptions"] = len(errors)
-    d["exception_types"] = dict(Counter(r["error"] for r in errors))
-    d["first_error"] = next((f"{r['error']}: {r.get('error_message') or ''}" for r in rs if r["error"]), None)
-    d["unusable"] = sum(int(r["unusable"]) for r in rs)
-    d["same_as_base"] = sum(bool(r["same_as_base"]) for r in rs)
-    d["http_errors"] = sum(int(r.get("http_errors", 0)) for r in rs)
-    d["usage_missing"] = sum(int(r.get("usage_missing", 0)) for r in rs)
+    d.update(_failures(rs))
     tok = d["prompt_tokens_per_query"]
     d["top1_per_1k_prompt_tokens"] = round(1000 * d["top1"] / tok, 4) if rs and tok else None
     per_round = [r["per_round"] for r in rs if r.get("per_round")]

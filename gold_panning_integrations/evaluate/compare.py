@@ -16,7 +16,6 @@ import argparse
 import contextlib
 import importlib.util
 import os
-import signal
 import sys
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -326,12 +325,6 @@ def _progress(total: int) -> tuple[Callable[[int], None], Callable[[], None]]:
     return update, t.close
 
 
-def _raise_interrupt(signum: int, frame: Any) -> None:
-    from .._console import Terminated
-
-    raise Terminated(signum)
-
-
 @dataclass(frozen=True)
 class _Plan:
     """What a run ranks and how it is scored, derived from the CLI options."""
@@ -472,6 +465,7 @@ def _method_fns(
 
 
 def main(args: argparse.Namespace) -> int:
+    from .._console import sigterm_interrupts
     from ..readers.openai import OpenAIReader
 
     methods = _methods(args.methods)
@@ -488,46 +482,42 @@ def main(args: argparse.Namespace) -> int:
     out_dir = _out_dir(args.out)
     traces = _trace_writer(getattr(args, "traces", None))
     mode: Literal["cite", "answer"] = args.mode or ("answer" if args.reader == "embedded" else "cite")
-    old_term = signal.signal(signal.SIGTERM, _raise_interrupt)  # SIGTERM stops the server too
     t_start = time.perf_counter()
-    try:
-        with _endpoint(args) as (upstream, model, key), UsageProxy(upstream, timeout=args.timeout) as proxy:
-            reader = OpenAIReader(
-                model=model,
-                base_url=proxy.base_url,
-                api_key=key,
-                mode=mode,
-                temperature=0.0,
-                max_tokens=32 if mode == "answer" else 256,
-                timeout=args.timeout,
-                response_format=getattr(args, "response_format", "auto"),
+    with (
+        sigterm_interrupts(),  # SIGTERM unwinds like Ctrl-C: the server stops too
+        _endpoint(args) as (upstream, model, key),
+        UsageProxy(upstream, timeout=args.timeout) as proxy,
+    ):
+        reader = OpenAIReader(
+            model=model,
+            base_url=proxy.base_url,
+            api_key=key,
+            mode=mode,
+            temperature=0.0,
+            max_tokens=32 if mode == "answer" else 256,
+            timeout=args.timeout,
+            response_format=getattr(args, "response_format", "auto"),
+        )
+        profile, profile_name = _profile(args, reader, model, mode)
+        ep = Endpoint(proxy.base_url, model, key, timeout=args.timeout, peer_max_tokens=args.peer_max_tokens)
+        ran = [m for m in methods if m not in skipped]
+        fns = _method_fns(ran, reader, ep, profile=profile, args=args, plan=plan, traces=traces)
+        meta = {k: getattr(args, k) for k in ("task", "split", "n", "seed", "rounds")}
+        meta.update(model=model, mode=mode, profile=profile_name, top_n=plan.top_n, version=__version__)
+        meta.update(format=CHECKPOINT_FORMAT, data=plan.data, first_stage=plan.first_stage, gp_k=plan.gp.k)
+        update, close = _progress(len(instances) * len(fns))
+        try:
+            rows = run_compare(
+                instances,
+                fns,
+                usage=proxy,
+                checkpoint=args.checkpoint,
+                meta=meta,
+                progress=update,
+                top_n=plan.top_n,
             )
-            profile, profile_name = _profile(args, reader, model, mode)
-            ep = Endpoint(
-                proxy.base_url, model, key, timeout=args.timeout, peer_max_tokens=args.peer_max_tokens
-            )
-            ran = [m for m in methods if m not in skipped]
-            fns = _method_fns(ran, reader, ep, profile=profile, args=args, plan=plan, traces=traces)
-            meta = {k: getattr(args, k) for k in ("task", "split", "n", "seed", "rounds")}
-            meta.update(model=model, mode=mode, profile=profile_name, top_n=plan.top_n, version=__version__)
-            meta.update(
-                format=CHECKPOINT_FORMAT, data=plan.data, first_stage=plan.first_stage, gp_k=plan.gp.k
-            )
-            update, close = _progress(len(instances) * len(fns))
-            try:
-                rows = run_compare(
-                    instances,
-                    fns,
-                    usage=proxy,
-                    checkpoint=args.checkpoint,
-                    meta=meta,
-                    progress=update,
-                    top_n=plan.top_n,
-                )
-            finally:
-                close()
-    finally:
-        signal.signal(signal.SIGTERM, old_term)
+        finally:
+            close()
     summary = summarize(
         rows,
         methods,

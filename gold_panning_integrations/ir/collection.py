@@ -93,8 +93,7 @@ class Collection:
         name: A short description for reports (format, location, split).
         queries: Query id -> text of every evaluated query, in file order.
         qrels: Query id -> document id -> grade, for the evaluated queries (every judged
-            document, also those no first stage returns: recall and nDCG's ideal
-            ranking count them).
+            document: recall and nDCG's ideal ranking count those no first stage returns).
         documents: Document id -> the text rankers are shown (``"title: text"`` when
             there is a title). With a run file only the run's candidates are kept.
         candidates: Query id -> document ids in first-stage order (a run file, or the
@@ -125,10 +124,8 @@ def read_qrels(
     path: str | Path, *, what: str = "qrels file"
 ) -> tuple[dict[str, dict[str, int]], dict[str, int]]:
     """Judgements of a BEIR (``query-id corpus-id score``, a header line allowed) or TREC
-    (``qid iteration docid relevance``) qrels file; fields split on whitespace.
-
-    The first line that is not a header fixes the format (3 or 4 fields); every line must
-    have as many. A repeated ``(query, document)`` keeps the last grade (logged).
+    (``qid iteration docid relevance``) qrels file, whichever the first line is; a repeated
+    ``(query, document)`` keeps the last grade (logged).
 
     Returns:
         ``(qrels, first_line)``: query id -> document id -> grade, and query id -> the
@@ -263,9 +260,8 @@ def read_corpus(
     path: str | Path, *, wanted: set[str] | None = None, what: str = "corpus file"
 ) -> dict[str, str]:
     """Document id -> text shown to rankers (``"title: text"``), from BEIR ``corpus.jsonl``
-    (a name ending ``.jsonl``/``.jsonl.gz``) or ``docid<TAB>text`` /
-    ``docid<TAB>title<TAB>text`` lines. Streamed: with ``wanted`` only those documents are
-    kept (a run file's candidates); without, at most :data:`MAX_BM25_DOCUMENTS`.
+    (``.jsonl``/``.jsonl.gz``) or ``docid<TAB>[title<TAB>]text`` lines, streamed: with
+    ``wanted`` only those documents are kept; without, at most :data:`MAX_BM25_DOCUMENTS`.
 
     Raises:
         CollectionError: A line that is not a document record, a repeated id, no document

@@ -37,10 +37,8 @@ def text_lines(
     """Each line of a UTF-8 text file with its 1-based number, without the line end; a
     name ending in ``.gz`` is decompressed.
 
-    Args:
-        path: The file.
-        what: How messages name it (``"qrels file"``, ``"run file"``).
-        max_bytes: Largest size read, on disk and decompressed (default :data:`MAX_FILE_BYTES`).
+    ``what`` names the file in messages (``"qrels file"``); ``max_bytes`` bounds its size, on
+    disk and decompressed (default :data:`MAX_FILE_BYTES`).
 
     Raises:
         CollectionError: Missing, not a regular file, larger than ``max_bytes``, not

@@ -81,10 +81,9 @@ def per_query_metrics(
 
     Args:
         qrels: Query id -> document id -> grade, for the evaluated queries.
-        rankings: Query id -> document ids best first; a query without one (or an
-            empty one) scores 0 on every metric.
+        rankings: Query id -> document ids best first; a query without one scores 0.
         recall_k: The cutoff of Recall@k, ``>= 1``.
-        relevance_level: Lowest grade counted as relevant by the binary metrics, ``>= 1``.
+        relevance_level: Lowest grade the binary metrics count as relevant, ``>= 1``.
 
     Returns:
         Query id -> metric name (:func:`metric_names` with ``single=True``) -> value in
