@@ -1,17 +1,10 @@
 """Gold Panning side by side with the rerankers users would otherwise pick, on the user's
-own endpoint and data: ``gold-panning evaluate`` (``gold-panning bench compare`` before 0.6).
+own endpoint and data: ``gold-panning evaluate`` (:mod:`.compare`; the command's options and
+run). Its parts: :mod:`._instances` (what is ranked), :mod:`._methods` (ours and the peers),
+:mod:`._endpoints` (the embedded server and the counting proxy), :mod:`._run` (resumable
+runs), :mod:`._scoring` and :mod:`._calibration` (the metrics), :mod:`._report` (tables,
+plots, ``--out`` files).
 
-* :mod:`.compare` - the command: its options (``register``) and its run (``main``).
-* :mod:`._instances` - what is ranked: a built-in task (``kv``, ``nq``, ``litm-kv``) or a
-  collection in the field's formats (BEIR, TREC, RAG; :mod:`..ir.collection`).
-* :mod:`._methods` - the methods: our panning settings and the peers through their own
-  packages, every call counted through one proxy (:mod:`._endpoints`).
-* :mod:`._run` - every method on every instance, resumable from a checkpoint; ``--traces``.
-* :mod:`._scoring` and :mod:`._calibration` - nDCG@10, MRR@10, Recall@k with intervals, the
-  paired wins against the first stage, and the calibration table of the probabilities.
-* :mod:`._report` - the Markdown tables and the ``--out`` files (TREC run files, qrels).
-
-Importing this package imports none of its modules; the paper's panels, the simulations and
-the latency and engine benchmarks are not here but in the repository's ``benchmarks/``
-folder (not installed; see ``docs/layout.md``).
+Importing this package imports none of its modules; the paper's panels and the lab's
+benchmarks live in the repository's ``benchmarks/`` folder (not installed).
 """

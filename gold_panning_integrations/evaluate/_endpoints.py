@@ -1,7 +1,6 @@
 """The endpoint ``gold-panning evaluate`` talks to: the embedded model served by
-``python -m llama_cpp.server`` (:class:`EmbeddedServer`), and the loopback counting proxy
-every method's calls go through (:class:`UsageProxy`), so LLM calls and the server's
-prompt/completion token usage are counted the same way for our methods and the peers.
+``python -m llama_cpp.server`` (:class:`EmbeddedServer`), behind the loopback proxy that
+counts every method's calls and tokens alike (:class:`UsageProxy`).
 """
 
 from __future__ import annotations
@@ -30,6 +29,9 @@ __all__ = ["EmbeddedServer", "UsageProxy", "check_server_extra", "free_port", "l
 
 
 # ============================================================================ usage proxy
+_USAGE_KEYS = ("calls", "prompt_tokens", "completion_tokens", "http_errors", "usage_missing")
+"""The counters of :meth:`UsageProxy.stats`."""
+
 _HOP = {
     "connection",
     "keep-alive",
@@ -51,20 +53,13 @@ class _ProxyHandler(BaseHTTPRequestHandler):
     def log_message(self, format: str, *args: Any) -> None:
         pass
 
-    def do_GET(self) -> None:
-        self._forward()
-
-    def do_POST(self) -> None:
-        self._forward()
-
     def _forward(self) -> None:
         proxy: UsageProxy = self.server.owner
         length = int(self.headers.get("Content-Length") or 0)
         body = self.rfile.read(length) if length else b""
         headers = {k: v for k, v in self.headers.items() if k.lower() not in _HOP}
         headers["Accept-Encoding"] = "identity"
-        path = self.path
-        path = path.removeprefix(proxy.url_path)
+        path = self.path.removeprefix(proxy.url_path)
         target = proxy.upstream_path + path
         is_llm = self.command == "POST" and path.rstrip("/").endswith(("/chat/completions", "/completions"))
         try:
@@ -78,36 +73,31 @@ class _ProxyHandler(BaseHTTPRequestHandler):
             finally:
                 conn.close()
         except (OSError, http.client.HTTPException) as err:
-            if is_llm:
-                proxy._record(status=502, data=b"")
-            msg = json.dumps(
-                {"error": {"message": f"evaluate proxy: upstream unreachable: {err}", "type": "proxy"}}
-            )
-            self._reply(502, "Bad Gateway", [("Content-Type", "application/json")], msg.encode())
-            return
+            message = {"error": {"message": f"evaluate proxy: upstream unreachable: {err}", "type": "proxy"}}
+            status, reason, data = 502, "Bad Gateway", json.dumps(message).encode()
+            rheaders = [("Content-Type", "application/json")]
         if is_llm:
             proxy._record(status=status, data=data)
-        self._reply(status, reason, [(k, v) for k, v in rheaders if k.lower() not in _HOP], data)
-
-    def _reply(self, status: int, reason: str, headers: Sequence[tuple[str, str]], data: bytes) -> None:
         try:
             self.send_response(status, reason)
-            for k, v in headers:
-                self.send_header(k, v)
+            for k, v in rheaders:
+                if k.lower() not in _HOP:
+                    self.send_header(k, v)
             self.send_header("Content-Length", str(len(data)))
             self.end_headers()
             self.wfile.write(data)
         except OSError:  # the client gave up (timeout); nothing to answer
             self.close_connection = True
 
+    do_GET = do_POST = _forward
+
 
 class UsageProxy(ServedInThread):
     """A loopback reverse proxy that counts LLM calls and the server's token usage.
 
-    Every method (ours and the peers) is pointed at :attr:`base_url`; requests are
-    forwarded unchanged to ``upstream`` and every ``POST .../chat/completions`` (or
-    ``.../completions``) is counted with the ``usage`` of its response. Counting at the
-    HTTP level needs no change to any peer and counts retries as calls.
+    Every method is pointed at :attr:`base_url`; requests are forwarded unchanged to
+    ``upstream`` and every ``POST .../chat/completions`` (or ``.../completions``) is counted
+    with the ``usage`` of its response (retries count as calls).
 
     Args:
         upstream: The real endpoint root, e.g. ``"http://127.0.0.1:8080/v1"``.
@@ -123,16 +113,9 @@ class UsageProxy(ServedInThread):
         self.host = u.hostname
         self.port = u.port or (443 if u.scheme == "https" else 80)
         self.upstream_path = u.path.rstrip("/")
-        self.url_path = "/v1"
         self.timeout = timeout
         self._lock = threading.Lock()
-        self._stats = {
-            "calls": 0,
-            "prompt_tokens": 0,
-            "completion_tokens": 0,
-            "http_errors": 0,
-            "usage_missing": 0,
-        }
+        self._stats = dict.fromkeys(_USAGE_KEYS, 0)
 
     def _record(self, *, status: int, data: bytes) -> None:
         pt = ct = None
@@ -175,19 +158,8 @@ def llama_server_command(
     model_path: str | Path, *, port: int, n_ctx: int = 8192, threads: int | None = None
 ) -> list[str]:
     """``python -m llama_cpp.server`` on loopback for ``model_path``."""
-    cmd = [
-        sys.executable,
-        "-m",
-        "llama_cpp.server",
-        "--model",
-        str(model_path),
-        "--host",
-        "127.0.0.1",
-        "--port",
-        str(port),
-        "--n_ctx",
-        str(n_ctx),
-    ]
+    cmd = [sys.executable, "-m", "llama_cpp.server", "--model", str(model_path), "--host", "127.0.0.1"]
+    cmd += ["--port", str(port), "--n_ctx", str(n_ctx)]
     if threads is not None:
         cmd += ["--n_threads", str(threads)]
     return cmd
@@ -195,34 +167,23 @@ def llama_server_command(
 
 def check_server_extra() -> None:
     """Raise :class:`MissingExtraError` unless llama-cpp-python and its server extra import."""
-    for mod, pkg in (
-        ("llama_cpp", "llama-cpp-python"),
-        ("uvicorn", "llama-cpp-python[server]"),
-        ("fastapi", "llama-cpp-python[server]"),
-        ("sse_starlette", "llama-cpp-python[server]"),
-        ("starlette_context", "llama-cpp-python[server]"),
-        ("pydantic_settings", "llama-cpp-python[server]"),
-    ):
+    for mod in ("llama_cpp", "uvicorn", "fastapi", "sse_starlette", "starlette_context", "pydantic_settings"):
         if importlib.util.find_spec(mod) is None:
+            pkg = "llama-cpp-python" if mod == "llama_cpp" else "llama-cpp-python[server]"
             raise MissingExtraError(pkg, "compare", "Serving the embedded model for `gold-panning evaluate`")
 
 
 class EmbeddedServer:
     """Runs an OpenAI-compatible server as a child process for the length of a ``with``.
 
-    Started with ``command`` (see :func:`llama_server_command`), its output to ``log``;
-    ready when ``GET /v1/models`` answers 200 within ``ready_timeout`` seconds. Always
-    stopped on exit, also on an error, Ctrl-C or SIGTERM: terminated, then killed after
-    ``stop_timeout`` seconds (llama-cpp-python's server, under uvicorn, finishes the
-    request it is serving before it exits, and a completion can take tens of seconds on
-    a CPU; the server holds nothing worth waiting for).
+    Ready when ``GET /v1/models`` answers 200. Always stopped on exit, also on an error,
+    Ctrl-C or SIGTERM: terminated, then killed after ``stop_timeout`` seconds (the server
+    would finish a completion first, which can take tens of seconds on a CPU).
 
     Args:
-        command: The argv to run; the server must listen on ``port``.
-        port: The port it listens on.
+        command: The argv to run (:func:`llama_server_command`), listening on ``port``.
         log: File receiving the server's stdout and stderr.
-        ready_timeout: Deadline in seconds for readiness.
-        poll: Seconds between readiness checks.
+        ready_timeout: Deadline in seconds for readiness (checked every ``poll`` seconds).
         stop_timeout: Seconds between terminating the server and killing it.
     """
 

@@ -1,12 +1,6 @@
-"""What ``gold-panning evaluate`` ranks: one query with its candidates, from a built-in task or a
-test collection, with the judgements every method is scored against.
-
-A built-in task's instance has one relevant document (its ``gold``) and ids made up for
-the run files (``kv-0``, ``d3``); a collection's instance carries the collection's query
-and document ids, its candidates in first-stage order and the documents of grade >=
-``relevance_level`` among them as ``gold``. :func:`instance_qrels` gives the judgements
-(a collection's own, also of documents no first stage returned). :func:`make_instances`
-builds a built-in task's instances (:data:`BUILTIN_TASKS`).
+"""What ``gold-panning evaluate`` ranks: one query with its candidates, from a built-in task
+(:func:`make_instances`: one relevant document, ids made up for the run files) or a test
+collection (:func:`collection_instances`: the collection's ids and graded judgements).
 """
 
 from __future__ import annotations
@@ -85,24 +79,9 @@ class CompareInstance:
 
 
 def complete_ranking(returned: Sequence[int], n: int, *, top_n: int) -> list[int]:
-    """A full ranking of ``n`` documents: the first ``top_n`` distinct valid indices a
-    method returned, then the others in base (first-stage) order.
-
-    Args:
-        returned: Indices a method returned, best first (out-of-range and repeated ones
-            are dropped; a method that raised returned none).
-        n: Number of candidates.
-        top_n: How many of the returned documents count, ``>= 1``.
-
-    Returns:
-        A permutation of ``range(n)``.
-    """
-    head: list[int] = []
-    for i in returned:
-        if len(head) == top_n:
-            break
-        if 0 <= i < n and i not in head:
-            head.append(int(i))
+    """A permutation of ``range(n)``: the first ``top_n`` (``>= 1``) distinct in-range
+    indices a method returned (best first), then the others in base (first-stage) order."""
+    head = list(dict.fromkeys(int(i) for i in returned if 0 <= i < n))[:top_n]
     taken = set(head)
     return head + [i for i in range(n) if i not in taken]
 
@@ -131,14 +110,10 @@ def choose_gp_k(
     *,
     collection: Collection | None = None,
 ) -> GPKChoice:
-    """``k`` for the panners: ``requested`` (``--gp-k N``), else 1 on a built-in task (one
-    gold per instance), else the median number of relevant documents (``gold``) among a
-    query's first-stage candidates, rounded half up and kept within ``1 .. n - 1`` for the
-    largest ``n`` (a query with fewer candidates pans with ``min(k, n - 1)``,
-    :func:`query_k`).
-
-    The median reads the labels of the evaluated queries: it is one number for the whole
-    run, but pass ``--gp-k`` for a run that uses no label at all.
+    """``k`` for the panners: ``requested`` (``--gp-k N``), else 1 on a built-in task, else
+    the median number of relevant documents among a query's first-stage candidates, rounded
+    half up, within ``1 .. n - 1`` for the largest ``n`` (per query: :func:`query_k`). The
+    median reads the evaluated queries' labels; pass ``--gp-k`` for a run that uses none.
     """
     if requested is not None:
         if requested < 1:
@@ -150,30 +125,19 @@ def choose_gp_k(
     if not counts:
         return GPKChoice(1, "1: no query")
     med = statistics.median(counts)
+    rounded = int(np.floor(med + 0.5))
     cap = max(max(len(i.documents) for i in instances) - 1, 1)
-    k = max(1, min(int(np.floor(med + 0.5)), cap))
+    k = max(1, min(rounded, cap))
     how = (
         f"{k}: median relevant documents per query among the first-stage candidates "
         f"({med:g}; range {min(counts)}-{max(counts)} over {len(counts)} queries)"
-    )
-    if k != int(np.floor(med + 0.5)):
-        how += f", kept within 1..{cap}"
+    ) + (f", kept within 1..{cap}" if k != rounded else "")
     return GPKChoice(k, how)
 
 
 def query_k(k: int, n: int) -> int:
     """The ``k`` a query with ``n`` candidates pans with: ``k``, at most ``n - 1``, at least 1."""
     return max(1, min(k, n - 1))
-
-
-def _chosen(qids: Sequence[str], instances: int | None, seed: int) -> list[str]:
-    """``instances`` of ``qids`` drawn with ``seed`` (all when None or enough), in file order."""
-    if instances is None or instances >= len(qids):
-        return list(qids)
-    if instances < 1:
-        raise ValueError(f"--instances must be >= 1, got {instances!r}")
-    pick = np.random.default_rng(seed).choice(len(qids), size=instances, replace=False)
-    return [qids[int(i)] for i in sorted(pick)]
 
 
 def collection_instances(
@@ -186,34 +150,28 @@ def collection_instances(
     stemmer: str | None = None,
     task: str = "beir",
 ) -> tuple[list[CompareInstance], dict[str, str]]:
-    """The evaluated queries of ``collection`` as instances (first-stage candidates, at
-    most ``depth``), ``instances`` of them drawn with ``seed`` (all by default); ``task``
-    names the format in the instances.
+    """``instances`` of ``collection``'s evaluated queries drawn with ``seed`` (all by
+    default), each with at most ``depth`` first-stage candidates; ``task`` names the format.
 
     Returns:
         ``(instances, without)``: the instances in file order, and query id -> why a
         drawn query has no candidates (left out).
     """
-    if relevance_level < 1:
-        raise ValueError(f"--relevance-level must be >= 1, got {relevance_level!r}")
-    qids = _chosen(list(collection.queries), instances, seed)
+    qids = list(collection.queries)
+    if instances is not None and instances < len(qids):
+        if instances < 1:
+            raise ValueError(f"--instances must be >= 1, got {instances!r}")
+        pick = np.random.default_rng(seed).choice(len(qids), size=instances, replace=False)
+        qids = [qids[int(i)] for i in sorted(pick)]  # in file order
     cands, without = first_stage(collection, qids, depth=depth, stemmer=stemmer)
     out: list[CompareInstance] = []
-    for q in qids:
-        if q not in cands:
-            continue
-        ids = cands[q]
+    for q in (q for q in qids if q in cands):
         judged: Mapping[str, int] = collection.qrels[q]
-        gold = tuple(i for i, d in enumerate(ids) if judged.get(d, 0) >= relevance_level)
+        gold = tuple(i for i, d in enumerate(cands[q]) if judged.get(d, 0) >= relevance_level)
+        docs = [collection.documents[d] for d in cands[q]]
         out.append(
             CompareInstance(
-                collection.queries[q],
-                [collection.documents[d] for d in ids],
-                gold,
-                task=task,
-                index=len(out),
-                qid=q,
-                doc_ids=ids,
+                collection.queries[q], docs, gold, task=task, index=len(out), qid=q, doc_ids=cands[q]
             )
         )
     if not out:
@@ -225,8 +183,7 @@ def collection_instances(
 
 BUILTIN_TASKS = ("kv", "nq", "litm-kv")
 COLLECTION_TASKS = FORMATS
-"""Test collections in the field's formats (:mod:`..ir.collection`): a BEIR folder (the
-shipped fixture without ``--data``), TREC topics/qrels/corpus files, RAG JSONL."""
+"""Test collections in the field's formats (:mod:`..ir.collection`)."""
 TASKS = BUILTIN_TASKS + COLLECTION_TASKS
 SPLITS = ("test", "calibration")
 
@@ -235,8 +192,8 @@ SPLITS = ("test", "calibration")
 def make_instances(
     task: str, *, n: int, instances: int, seed: int, data: str | Path | None = None, split: str = "test"
 ) -> list[CompareInstance]:
-    """The evaluation instances of ``task`` (``kv``, ``nq``, ``litm-kv``), a pure
-    function of its arguments.
+    """The evaluation instances of ``task`` (:data:`BUILTIN_TASKS`), a pure function of its
+    arguments.
 
     * ``kv``: synthetic one-sentence key-value facts (:class:`~..tasks.kv.KVTask`), the
       gold at a uniform random position; base order = input order.
@@ -245,13 +202,8 @@ def make_instances(
     * ``litm-kv``: Lost-in-the-Middle key-value retrieval (UUID keys and values), ``n``
       pairs of one record, the queried pair at a uniform random position.
 
-    Collections (``beir``, ``trec``, ``rag``) are loaded by
-    :func:`~..ir.collection.load_collection` and turned into instances by
-    :func:`~._instances.collection_instances`.
-
-    ``split`` picks the shipped NQ sample's questions: ``test`` (held out, the default)
-    or ``calibration`` (for measuring a reader, e.g. labelled traces); other tasks and
-    ``data`` files have no split.
+    ``split`` picks the shipped NQ sample's questions: ``test`` (held out) or
+    ``calibration`` (for measuring a reader); other tasks and ``data`` files have none.
     """
     if task in COLLECTION_TASKS:
         raise ValueError(f"--task {task} is a collection: load it with ir.collection.load_collection()")
@@ -266,44 +218,35 @@ def make_instances(
     if instances < 1:
         raise ValueError(f"--instances must be >= 1, got {instances!r}")
     rng = np.random.default_rng(seed)
-    out = _make(task, n=n, instances=instances, rng=rng, data=data, split=split)
+    if task == "kv":
+        out = _kv_instances(n=n, instances=instances, rng=rng)
+    elif task == "nq" and data is not None:
+        out = _nq_instances(data, n=n, instances=instances, rng=rng)
+    elif task == "nq":
+        out = _nq_sample_instances(n=n, instances=instances, rng=rng, split=split)
+    elif task == "litm-kv":
+        out = _litm_kv_instances(_litm_kv_records(data), n=n, instances=instances, rng=rng)
+    else:
+        raise ValueError(f"unknown task {task!r}; choose one of {', '.join(TASKS)}")
     return [replace(inst, index=i) for i, inst in enumerate(out)]
 
 
-def _make(
-    task: str,
-    *,
-    n: int,
-    instances: int,
-    rng: np.random.Generator,
-    data: str | Path | None,
-    split: str = "test",
-) -> list[CompareInstance]:
-    if task == "kv":
-        from ..tasks.kv import KVTask
+def _kv_instances(*, n: int, instances: int, rng: np.random.Generator) -> list[CompareInstance]:
+    from ..tasks.kv import KVTask
 
-        kv = KVTask()
-        out = []
-        for _ in range(instances):
-            inst = kv.make(n, gold_position=int(rng.integers(n)), rng=rng)
-            out.append(CompareInstance(inst.question, list(inst.documents), inst.gold, inst.answers, "kv"))
-        return out
-    if task == "nq":
-        if data is None:
-            return _nq_sample_instances(n=n, instances=instances, rng=rng, split=split)
-        return _nq_instances(_nq_items(data), n=n, instances=instances, rng=rng)
-    if task == "litm-kv":
-        return _litm_kv_instances(_litm_kv_records(data), n=n, instances=instances, rng=rng)
-    raise ValueError(f"unknown task {task!r}; choose one of {', '.join(TASKS)}")
+    kv = KVTask()
+    out = []
+    for _ in range(instances):
+        inst = kv.make(n, gold_position=int(rng.integers(n)), rng=rng)
+        out.append(CompareInstance(inst.question, list(inst.documents), inst.gold, inst.answers, "kv"))
+    return out
 
 
 def _nq_sample_instances(
     *, n: int, instances: int, rng: np.random.Generator, split: str = "test"
 ) -> list[CompareInstance]:
-    """Questions of the shipped NQ sample (``load_sample("nq")``, by default the held-out
-    split ``test``; calibration uses the other split): the gold passage and its ``n - 1`` BM25-retrieved
-    distractors, in the order BM25 over all shipped passages ranks them (the retriever's
-    order; the gold is not always first)."""
+    """Questions of the shipped NQ sample's ``split``: the gold passage and its ``n - 1``
+    BM25-retrieved distractors, in the order BM25 over all shipped passages ranks them."""
     from ..tasks import BM25, load_sample
 
     sample = load_sample("nq")
@@ -324,17 +267,8 @@ def _nq_sample_instances(
     return out
 
 
-def _nq_items(data: str | Path) -> list[Any]:
-    """NQ questions with their gold passage (``NQItem``) from a Lost-in-the-Middle NQ file
-    given with ``--data`` (the larger source; by default the shipped sample is used)."""
-    from ..tasks.nq import load_nq
-
-    return load_nq(data)
-
-
 def _litm_kv_records(data: str | Path | None) -> list[dict[str, Any]]:
-    """Lost-in-the-Middle kv-retrieval records (``ordered_kv_records``, ``key``, ``value``):
-    the shipped sample (``load_sample("kv")``), or a kv-retrieval file given with ``--data``."""
+    """Lost-in-the-Middle kv-retrieval records: the shipped sample, or the ``--data`` file."""
     if data is None:
         from ..tasks import load_sample
 
@@ -376,14 +310,16 @@ def _litm_kv_instances(
 
 
 def _nq_instances(
-    items: Sequence[Any], *, n: int, instances: int, rng: np.random.Generator
+    data: str | Path, *, n: int, instances: int, rng: np.random.Generator
 ) -> list[CompareInstance]:
-    """Gold passage + the ``n - 1`` passages BM25 ranks highest for the question among
-    the other questions' gold passages (those containing an answer, and repeats,
-    skipped), in BM25 order (the retriever's order; the gold is often first)."""
+    """The NQ questions of ``data`` (Lost-in-the-Middle format): gold passage + the ``n - 1``
+    passages BM25 ranks highest for the question among the other questions' gold passages
+    (those containing an answer, and repeats, skipped), in BM25 order."""
     from ..ir.bm25 import BM25
     from ..readers.answer import token_matcher
+    from ..tasks.nq import load_nq
 
+    items = load_nq(data)
     passages = [it.passage for it in items]
     bm25 = BM25(passages)
     out = []
@@ -395,9 +331,12 @@ def _nq_instances(
         for j in bm25.rank(item.question):
             if len(chosen) == n - 1:
                 break
-            if int(j) == int(qi) or passages[j] in seen:  # questions can share a passage
-                continue
-            if any(token_matcher(a, passages[j]) for a in item.answers):
+            # questions can share a passage; one that holds an answer is no distractor
+            if (
+                int(j) == int(qi)
+                or passages[j] in seen
+                or any(token_matcher(a, passages[j]) for a in item.answers)
+            ):
                 continue
             chosen.append(int(j))
             seen.add(passages[j])

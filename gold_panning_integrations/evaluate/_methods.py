@@ -42,8 +42,7 @@ __all__ = [
 
 
 COST_SAVING: dict[str, Any] = {k: v for k, v in SETTINGS["lowest-cost"].items() if k != "rounds"}
-"""The lowest-cost setting without its rounds (``--rounds`` sets them), plus the base order
-as a rank prior."""
+"""The lowest-cost setting without its rounds (``--rounds`` sets them)."""
 
 _DEFAULTS = PanningConfig()
 
@@ -90,9 +89,7 @@ PANNING_METHODS: dict[str, PanningSpec] = {
         default=False,
     ),
 }
-"""Our panning methods, one line each (entries keep their places: a method's seed follows
-its position). PSC and the per-round methods send one prompt per round, so ``--rounds`` is
-their number of calls and the per-round table reads round by round."""
+"""Our panning methods (entries keep their places: a method's seed follows its position)."""
 
 PANNING: tuple[str, ...] = tuple(PANNING_METHODS)
 OURS: tuple[str, ...] = ("base", *PANNING)
@@ -186,13 +183,12 @@ def panning_method(
     k: int = 1,
     on_result: Callable[[Any, CompareInstance], None] | None = None,
 ) -> MethodFn:
-    """One of our methods (an entry of :data:`PANNING_METHODS`) as ``instance ->
-    outcome``; ``profile`` is a profile object, a bundled name or a path (resolved here,
-    at the edge: the engine takes profile objects); ``k`` the relevant documents the
-    panner selects. ``on_result(result, instance)`` is called with every finished panning
-    result (``--traces``); a query with ``n <= k`` candidates pans with ``k = n - 1``
-    (:func:`~._instances.query_k`). A method's generator is seeded by ``seed``, the instance and the
-    method's position in :data:`ALL_METHODS` (new entries go last, so seeds stay put)."""
+    """One of our methods (an entry of :data:`PANNING_METHODS`) as ``instance -> outcome``.
+
+    ``profile`` is a profile object, a bundled name or a path; ``k`` the relevant documents
+    the panner selects (at most ``n - 1``, :func:`~._instances.query_k`);
+    ``on_result(result, instance)`` gets every finished result (``--traces``). The
+    generator is seeded by ``seed``, the instance and the method's place in :data:`ALL_METHODS`."""
     from ..engine.panner import Panner
     from ..engine.priors import rank_prior_probs
 
@@ -203,12 +199,12 @@ def panning_method(
         from ..profiles import load_profile
 
         profile = load_profile(profile)
-    head_decay = PanningConfig().with_profile(profile).prior_head_decay  # the profile's, else 0.6
+    # the profile's, else the default; never None once resolved
+    head_decay = float(PanningConfig().with_profile(profile).prior_head_decay)  # type: ignore[arg-type]
 
     def run(inst: CompareInstance) -> MethodOutcome:
         rng = np.random.default_rng([seed, inst.index, ALL_METHODS.index(name)])
         kq = query_k(k, len(inst.documents))
-        # a method's own rounds (gp-defaults) win; without the rank prior, the flat one
         options = {
             "rounds": rounds,
             **({} if spec.rank_prior else {"retriever_prior": "none"}),
@@ -216,12 +212,9 @@ def panning_method(
         }
         panner = Panner(reader, profile=profile, k=kq, on_failure="fallback", rng=rng, **options)
         prior_probs = None
-        if spec.rank_prior:  # the base order as the integrations' default rank prior
+        if spec.rank_prior:
             prior_probs = rank_prior_probs(
-                len(inst.documents),
-                k=kq,
-                top10_recall=_DEFAULTS.prior_top10_recall,
-                head_decay=float(head_decay),  # type: ignore[arg-type]  # resolved: not None
+                len(inst.documents), k=kq, top10_recall=_DEFAULTS.prior_top10_recall, head_decay=head_decay
             )
         res = panner.run(inst.question, inst.documents, prior_probs=prior_probs)
         if on_result is not None:
@@ -291,30 +284,24 @@ def peer_missing(name: str) -> str | None:
     return None
 
 
-def _index_of(obj: Any, key: str) -> int | None:
-    meta = getattr(obj, "metadata", None) or {}
-    v = meta.get(key)
-    return int(v) if isinstance(v, int) else None
+def _doc_index(doc: Any) -> int | None:
+    """The input index a LangChain document returned by a peer carries."""
+    index = (getattr(doc, "metadata", None) or {}).get("gp_index")
+    return int(index) if isinstance(index, int) else None
 
 
 def _node_index(node: Any) -> int | None:
-    nid = str(getattr(node, "node_id", ""))
-    return (
-        int(nid[len("gp-doc-") :]) if nid.startswith("gp-doc-") and nid[len("gp-doc-") :].isdigit() else None
-    )
+    """The input index in a LlamaIndex node's id (``gp-doc-<i>``)."""
+    node_id = str(getattr(node, "node_id", ""))
+    number = node_id.removeprefix("gp-doc-")
+    return int(number) if number != node_id and number.isdigit() else None
 
 
-def _mapped(items: Sequence[Any], get: Callable[[Any], int | None]) -> tuple[list[int], int]:
-    """Indices of returned items in order (unknown or repeated ones dropped and counted)."""
-    out: list[int] = []
-    bad = 0
-    for it in items:
-        i = get(it)
-        if i is None or i in out:
-            bad += 1
-            continue
-        out.append(i)
-    return out, bad
+def _outcome(indices: Sequence[int | None]) -> MethodOutcome:
+    """The returned documents' input indices in order; unknown or repeated ones are dropped
+    and counted unusable, as is an empty result."""
+    ranking = list(dict.fromkeys(i for i in indices if i is not None))
+    return MethodOutcome(ranking=ranking, unusable=int(not ranking) + len(indices) - len(ranking))
 
 
 def peer_method(name: str, ep: Endpoint, *, top_n: int = 3) -> MethodFn:
@@ -350,15 +337,13 @@ def peer_methods(name: str, ep: Endpoint, *, top_n: int = 3) -> tuple[MethodFn, 
         def lc_docs(inst: CompareInstance) -> list[Any]:
             return [Document(page_content=d, metadata={"gp_index": i}) for i, d in enumerate(inst.documents)]
 
-        def lc_outcome(got: Sequence[Any]) -> MethodOutcome:
-            ranking, bad = _mapped(list(got), lambda d: _index_of(d, "gp_index"))
-            return MethodOutcome(ranking=ranking, unusable=int(not ranking) + bad)
-
         def run_lc(inst: CompareInstance) -> MethodOutcome:
-            return lc_outcome(reranker.compress_documents(lc_docs(inst), inst.question))
+            got = reranker.compress_documents(lc_docs(inst), inst.question)
+            return _outcome([_doc_index(d) for d in got])
 
         async def arun_lc(inst: CompareInstance) -> MethodOutcome:
-            return lc_outcome(await reranker.acompress_documents(lc_docs(inst), inst.question))
+            got = await reranker.acompress_documents(lc_docs(inst), inst.question)
+            return _outcome([_doc_index(d) for d in got])
 
         return run_lc, arun_lc
     if name in ("llamaindex-llmrerank", "llamaindex-rankgpt"):
@@ -375,22 +360,20 @@ def peer_methods(name: str, ep: Endpoint, *, top_n: int = 3) -> tuple[MethodFn, 
             temperature=0.0,
             timeout=ep.timeout,
         )
-        post: Any
-        if name == "llamaindex-llmrerank":
-            from llama_index.core.postprocessor import LLMRerank
+        from llama_index.core.postprocessor import LLMRerank
 
-            post = None  # choice_batch_size follows n (one call per query), set per instance
-        else:
+        rankgpt: Any = None
+        if name == "llamaindex-rankgpt":
             from llama_index.postprocessor.rankgpt_rerank import RankGPTRerank
 
-            post = RankGPTRerank(llm=li_llm, top_n=top_n)
+            rankgpt = RankGPTRerank(llm=li_llm, top_n=top_n)
 
         def li_post(inst: CompareInstance) -> Any:
-            return (
-                post
-                if post is not None
-                else LLMRerank(llm=li_llm, top_n=top_n, choice_batch_size=len(inst.documents))
-            )
+            if rankgpt is not None:
+                return rankgpt
+            return LLMRerank(
+                llm=li_llm, top_n=top_n, choice_batch_size=len(inst.documents)
+            )  # one call per query
 
         def li_nodes(inst: CompareInstance) -> list[Any]:
             # No metadata: both peers show node metadata to the model; the id is not shown.
@@ -399,15 +382,13 @@ def peer_methods(name: str, ep: Endpoint, *, top_n: int = 3) -> tuple[MethodFn, 
                 for i, d in enumerate(inst.documents)
             ]
 
-        def li_outcome(got: Sequence[Any]) -> MethodOutcome:
-            ranking, bad = _mapped(list(got), lambda nw: _node_index(nw.node))
-            return MethodOutcome(ranking=ranking, unusable=int(not ranking) + bad)
-
         def run_li(inst: CompareInstance) -> MethodOutcome:
-            return li_outcome(li_post(inst).postprocess_nodes(li_nodes(inst), query_str=inst.question))
+            got = li_post(inst).postprocess_nodes(li_nodes(inst), query_str=inst.question)
+            return _outcome([_node_index(nw.node) for nw in got])
 
         async def arun_li(inst: CompareInstance) -> MethodOutcome:
-            return li_outcome(await li_post(inst).apostprocess_nodes(li_nodes(inst), query_str=inst.question))
+            got = await li_post(inst).apostprocess_nodes(li_nodes(inst), query_str=inst.question)
+            return _outcome([_node_index(nw.node) for nw in got])
 
         return run_li, arun_li
     raise ValueError(f"unknown peer {name!r}; choose one of {', '.join(PEER_METHODS)}")

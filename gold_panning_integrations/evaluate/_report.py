@@ -1,16 +1,12 @@
-"""``gold-panning evaluate``'s report: the Markdown tables and the files of ``--out``.
+"""``gold-panning evaluate``'s report: the Markdown tables, the plots and the files of ``--out``.
 
-Two tables: quality (nDCG@10, MRR@10, Recall@k with 95% intervals, top-1/top-3 when every
-query has one relevant document, and the paired nDCG@10 wins/losses/ties against the first
-stage) and cost (LLM calls, prompt and completion tokens, seconds per query, failures),
-then top-1 after each round for the panning methods, then the calibration of the
-per-document probabilities (:mod:`._calibration`). ``--out DIR`` receives one TREC run
-file per method (``runs/<method>.trec``), the judgements scored (``qrels.trec``, so
-``trec_eval qrels.trec runs/gp-belief.trec`` or ir-measures reproduce the numbers),
-``summary.json``, ``table.md`` and, for the methods that give every candidate a
-probability, ``probabilities/<method>.jsonl`` (calibration recomputed with no model call),
-each written atomically (:mod:`..ir.runfile`):
-complete or not at all.
+Tables: quality (nDCG@10, MRR@10, Recall@k with 95% intervals, top-1/top-3 when every query
+has one relevant document, the paired nDCG@10 wins/losses/ties against the first stage),
+cost per query, top-1 after each round for the panning methods, and the calibration of the
+per-document probabilities (:mod:`._calibration`). ``--out DIR`` receives
+``runs/<method>.trec``, the judgements scored (``qrels.trec``: ``trec_eval`` or ir-measures
+reproduce the numbers), ``summary.json``, ``table.md`` and ``probabilities/<method>.jsonl``,
+each written atomically (:mod:`..ir.runfile`).
 """
 
 from __future__ import annotations
@@ -20,9 +16,11 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from ..errors import MissingExtraError
 from ..ir.runfile import write_qrels, write_run, write_text_atomic
-from ._calibration import calibration_table, plot_reliability, write_probabilities
+from ._calibration import write_probabilities
 from ._instances import CompareInstance
 from ._methods import LABELS
 from ._scoring import method_rankings
@@ -30,6 +28,37 @@ from ._scoring import method_rankings
 __all__ = ["format_markdown", "plot_compare", "reliability_path", "write_outputs"]
 
 _QUALITY = (("ndcg@10", "nDCG@10"), ("mrr@10", "MRR@10"))
+_CALIBRATION_HEAD = [
+    "method",
+    "pairs",
+    "ECE (10 equal-width bins)",
+    "ECE (10 equal-count)",
+    "Brier",
+    "top pick: mean p / right",
+    "p_none AUROC",
+    "mean p_none / share with none",
+    "at p >= 0.5: pairs, precision",
+]
+_COST_HEAD = [
+    "method",
+    "LLM calls/q",
+    "prompt tok/q",
+    "completion tok/q",
+    "s/q",
+    "top-1 per 1k prompt tok",
+    "exceptions",
+    "unusable",
+    "same top-3 as first stage",
+]
+
+
+def _table(head: Sequence[str], rows: Sequence[Sequence[str] | str]) -> list[str]:
+    """A Markdown table's lines; a row is its cells or an already written line."""
+    return [
+        "| " + " | ".join(head) + " |",
+        "|" + "---|" * len(head),
+        *(row if isinstance(row, str) else "| " + " | ".join(row) + " |" for row in rows),
+    ]
 
 
 def _num(x: float | None) -> str:
@@ -67,65 +96,63 @@ def _quality_table(summary: Mapping[str, Mapping[str, Any]], labels: Mapping[str
     head = ["method"] + [f"{name} [95% CI]" for _, name in cols]
     if paired:
         head += ["nDCG@10 vs first stage: wins / losses / ties", "mean Δ nDCG@10 [95% CI]"]
-    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    rows: list[list[str] | str] = []
     for m, d in summary.items():
-        label = labels.get(m, m)
         if d["status"] != "ran":
-            lines.append(f"| {label} | skipped: {d.get('reason', '')} |" + " |" * (len(head) - 2))
+            rows.append(f"| {labels.get(m, m)} | skipped: {d.get('reason', '')} |" + " |" * (len(head) - 2))
             continue
-        cells = [label] + [_with_ci(d, k) for k, _ in cols]
-        if paired:
-            cells += list(_paired(d))
-        lines.append("| " + " | ".join(cells) + " |")
-    return lines
+        rows.append(
+            [labels.get(m, m)] + [_with_ci(d, k) for k, _ in cols] + (list(_paired(d)) if paired else [])
+        )
+    return _table(head, rows)
 
 
-def _cost_table(summary: Mapping[str, Mapping[str, Any]], labels: Mapping[str, str]) -> list[str]:
-    head = [
-        "method",
-        "LLM calls/q",
-        "prompt tok/q",
-        "completion tok/q",
-        "s/q",
-        "top-1 per 1k prompt tok",
-        "exceptions",
-        "unusable",
-        "same top-3 as first stage",
+def _cost_row(m: str, d: Mapping[str, Any], labels: Mapping[str, str]) -> list[str]:
+    exc = str(d["exceptions"])
+    if d["exception_types"]:
+        exc += " (" + ", ".join(f"{t} {c}" for t, c in sorted(d["exception_types"].items())) + ")"
+    return [
+        labels.get(m, m),
+        f"{d['calls_per_query']:.2f}",
+        f"{d['prompt_tokens_per_query']:,.0f}",
+        f"{d['completion_tokens_per_query']:,.0f}",
+        f"{d['seconds_per_query']:.2f}",
+        _num(d.get("top1_per_1k_prompt_tokens")),
+        exc,
+        str(d["unusable"]),
+        str(d["same_as_base"]) if m != "base" else "-",
     ]
-    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
-    for m, d in summary.items():
-        if d["status"] != "ran":
-            continue
-        exc = str(d["exceptions"])
-        if d["exception_types"]:
-            exc += " (" + ", ".join(f"{t} {c}" for t, c in sorted(d["exception_types"].items())) + ")"
-        cells = [
-            labels.get(m, m),
-            f"{d['calls_per_query']:.2f}",
-            f"{d['prompt_tokens_per_query']:,.0f}",
-            f"{d['completion_tokens_per_query']:,.0f}",
-            f"{d['seconds_per_query']:.2f}",
-            _num(d.get("top1_per_1k_prompt_tokens")),
-            exc,
-            str(d["unusable"]),
-            str(d["same_as_base"]) if m != "base" else "-",
-        ]
-        lines.append("| " + " | ".join(cells) + " |")
-    return lines
+
+
+def _calibration_row(m: str, c: Mapping[str, Any], labels: Mapping[str, str]) -> list[str]:
+    return [
+        labels.get(m, m),
+        str(c["pairs"]),
+        f"{c['ece']:.3f}",
+        f"{c['adaptive_ece']:.3f}",
+        f"{c['brier']:.3f}",
+        f"{c['top_mean']:.2f} / {c['top_accuracy']:.2f}",
+        _num(c["p_none_auroc"]),
+        f"{c['p_none_mean']:.2f} / {c['none_share']:.2f}",
+        f"{c['returned_at_threshold']}, {_num(c['precision_at_threshold'])}",
+    ]
 
 
 def format_markdown(
     summary: Mapping[str, Mapping[str, Any]],
     *,
     rounds: int,
-    labels: Mapping[str, str],
     notes: Sequence[str] = (),
+    base_label: str | None = None,
 ) -> str:
-    """The quality and cost tables (one row per method, ``labels`` naming them), the
-    exceptions, top-1 by round for the panning methods, and ``notes`` (one bullet each:
-    what was ranked, how GP's ``k`` was chosen, ...)."""
+    """The quality and cost tables (one row per method; ``base_label`` names the first
+    stage, e.g. ``"first stage: BM25"``), the exceptions, top-1 by round for the panning
+    methods, the calibration table and ``notes`` (one bullet each: what was ranked, how
+    GP's ``k`` was chosen, ...)."""
+    labels = {**LABELS, "base": base_label} if base_label else LABELS
+    ran = {m: d for m, d in summary.items() if d["status"] == "ran"}
     lines = _quality_table(summary, labels) + ["", "Cost per query (server-counted usage):", ""]
-    lines += _cost_table(summary, labels)
+    lines += _table(_COST_HEAD, [_cost_row(m, d, labels) for m, d in ran.items()])
     errors = [
         f"- {labels.get(m, m)}: {d['exceptions']} exceptions; first: {' '.join(str(d['first_error']).split())}"
         for m, d in summary.items()
@@ -141,15 +168,14 @@ def format_markdown(
     pan = [m for m in summary if summary[m].get("per_round")]
     if pan:
         lines += ["", "Top-1 accuracy after each round (an early stop carries its answer forward):", ""]
-        lines.append("| method | " + " | ".join(str(t) for t in range(1, rounds + 1)) + " |")
-        lines.append("|" + "---|" * (rounds + 1))
-        for m in pan:
-            lines.append(
-                f"| {labels.get(m, m)} | " + " | ".join(f"{x:.2f}" for x in summary[m]["per_round"]) + " |"
-            )
-    cal = calibration_table(summary, labels)
+        head = ["method", *(str(t) for t in range(1, rounds + 1))]
+        lines += _table(
+            head, [[labels.get(m, m), *(f"{x:.2f}" for x in summary[m]["per_round"])] for m in pan]
+        )
+    cal = {m: d["calibration"] for m, d in summary.items() if d.get("calibration")}
     if cal:
-        lines += ["", *cal]
+        lines += ["", "Calibration of the per-document probabilities over every (query, candidate) pair:", ""]
+        lines += _table(_CALIBRATION_HEAD, [_calibration_row(m, c, labels) for m, c in cal.items()])
     if notes:
         lines += ["", *[f"- {n}" for n in notes]]
     return "\n".join(lines)
@@ -171,8 +197,6 @@ def write_outputs(
     ``summary.json`` (with ``"files"``: this run's files, as a folder reused by another run
     may hold older ones) under ``out``, each atomically. Returns the paths written."""
     root = Path(out)
-    if root.exists() and not root.is_dir():
-        raise NotADirectoryError(f"--out {str(root)!r} is a file; pass a folder")
     written = []
     for m in methods:
         ranks = method_rankings(rows, instances, m, top_n=top_n)
@@ -187,11 +211,7 @@ def write_outputs(
     return written
 
 
-def plot_compare(summary: Mapping[str, Mapping[str, Any]], path: str | Path, *, title: str = "") -> None:
-    """Top-1 accuracy (nDCG@10 when queries have several relevant documents) against
-    prompt tokens per query, one marker per method (95% CI bars); panning methods also as
-    a curve through their top-1 by round. With a method that keeps per-document
-    probabilities, also their reliability diagram at :func:`reliability_path`."""
+def _pyplot() -> Any:
     try:
         import matplotlib
 
@@ -199,6 +219,24 @@ def plot_compare(summary: Mapping[str, Mapping[str, Any]], path: str | Path, *, 
         import matplotlib.pyplot as plt
     except ImportError as err:
         raise MissingExtraError("matplotlib", "plot", "Plotting the comparison") from err
+    return plt
+
+
+def _save(plt: Any, fig: Any, ax: Any, path: str | Path, *, title: str, legend: str) -> None:
+    if title:
+        ax.set_title(title, fontsize=9)
+    ax.legend(fontsize=7, loc=legend)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+def plot_compare(summary: Mapping[str, Mapping[str, Any]], path: str | Path, *, title: str = "") -> None:
+    """Top-1 accuracy (nDCG@10 when queries have several relevant documents) against
+    prompt tokens per query, one marker per method (95% CI bars); panning methods also as
+    a curve through their top-1 by round. With a method that keeps per-document
+    probabilities, also their reliability diagram at :func:`reliability_path`."""
+    plt = _pyplot()
     fig, ax = plt.subplots(figsize=(7.0, 4.2))
     ran = [d for d in summary.values() if d["status"] == "ran"]
     key = "top1" if any(d.get("top1") is not None for d in ran) else "ndcg@10"
@@ -213,13 +251,31 @@ def plot_compare(summary: Mapping[str, Mapping[str, Any]], path: str | Path, *, 
     ax.set_xlabel("prompt tokens per query (server usage)")
     ax.set_ylabel("top-1 accuracy" if key == "top1" else "nDCG@10")
     ax.set_ylim(-0.02, 1.02)
-    if title:
-        ax.set_title(title, fontsize=9)
-    ax.legend(fontsize=7, loc="best")
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
-    plot_reliability(summary, reliability_path(path), labels=LABELS, title=title)
+    _save(plt, fig, ax, path, title=title, legend="best")
+    _plot_reliability(plt, summary, reliability_path(path), title=title)
+
+
+def _plot_reliability(plt: Any, summary: Mapping[str, Mapping[str, Any]], path: Path, *, title: str) -> None:
+    """The reliability diagram (share relevant against mean probability per equal-width
+    bin, marker area by pairs) of every method with a calibration; nothing when none has."""
+    cal = {m: d["calibration"] for m, d in summary.items() if d.get("calibration")}
+    if not cal:
+        return
+    fig, ax = plt.subplots(figsize=(4.8, 4.6))
+    ax.plot([0, 1], [0, 1], ":", color="grey", label="calibrated")
+    for m, c in cal.items():
+        x = [r["mean_prob"] for r in c["rows"]]
+        y = [r["frac_pos"] for r in c["rows"]]
+        size = 8 + 120 * np.sqrt(
+            np.asarray([r["count"] for r in c["rows"]], dtype=float) / max(c["pairs"], 1)
+        )
+        line = ax.plot(x, y, "-", alpha=0.6, label=f"{LABELS.get(m, m)} (ECE {c['ece']:.3f})")
+        ax.scatter(x, y, s=size, color=line[0].get_color(), alpha=0.8)
+    ax.set_xlabel("mean probability in bin (10 equal-width bins)")
+    ax.set_ylabel("share relevant")
+    ax.set_xlim(0, 1)
+    ax.set_ylim(0, 1)
+    _save(plt, fig, ax, path, title=title, legend="upper left")
 
 
 def reliability_path(path: str | Path) -> Path:

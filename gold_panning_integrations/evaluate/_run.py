@@ -18,18 +18,18 @@ import numpy as np
 from .._io import checkpoint_lines
 from ..errors import CheckpointError
 from ..ir.metrics import wilson_interval
+from ._endpoints import _USAGE_KEYS
 from ._instances import CompareInstance, complete_ranking
 from ._methods import PANNING, MethodFn, MethodOutcome, TracesNotWritten
 
 __all__ = ["CHECKPOINT_FORMAT", "run_compare", "summarize"]
 
 logger = logging.getLogger("gold_panning_integrations.evaluate")
-"""Logs under the command's name (``gold-panning evaluate``), as before this module was split out."""
+"""Logs under the command's name (``gold-panning evaluate``)."""
 
 
 CHECKPOINT_FORMAT = 2
-"""Rows of format 2 keep each method's ranking (scored on resume) and the fingerprint of
-their instance; a format-1 checkpoint (0.4 and before) is refused."""
+"""The row layout: each method's ranking (scored on resume) and its instance's fingerprint."""
 
 
 _CHECKPOINT_KEYS = (
@@ -48,12 +48,8 @@ _CHECKPOINT_KEYS = (
     "first_stage",
     "gp_k",
 )
-"""Settings a checkpoint must share with the run resuming it; ``version`` (the package's)
-because a method's meaning can change between versions (``gp-belief`` gained the rank
-prior in 0.3), so rows of another version are never mixed in silently; ``format`` the
-row layout (:data:`CHECKPOINT_FORMAT`); ``data``/``first_stage``/``gp_k`` what a
-collection run ranked and with which ``k``. Each row also carries its instance's
-fingerprint, checked on resume."""
+"""Settings a checkpoint must share with the run resuming it (``version``: a method's meaning
+can change between versions); each row's instance fingerprint is checked too."""
 
 
 # =================================================================================== runner
@@ -97,6 +93,17 @@ class _Checkpoint:
         if old_meta is None:
             self.write({"type": "meta", **{k: meta.get(k) for k in _CHECKPOINT_KEYS}})
 
+    def resumed(self, i: int, name: str, inst: CompareInstance, fingerprint: str) -> dict[str, Any] | None:
+        """The row of ``(i, name)`` from an earlier run, if any (one made on other documents is an error)."""
+        old = self.rows.get((i, name))
+        if old is not None and old.get("fingerprint") != fingerprint:
+            raise CheckpointError(
+                f"checkpoint {str(self.path)!r} holds a {name} row for instance {i} made on other documents "
+                f"(query {old.get('qid')!r}, now {inst.query_id!r}); use another --checkpoint path or "
+                "delete the file"
+            )
+        return old
+
     def write(self, obj: Mapping[str, Any]) -> None:
         self._fh.write(json.dumps(obj) + "\n")
         self._fh.flush()
@@ -107,7 +114,7 @@ class _Checkpoint:
 
 class _NoUsage:
     def stats(self) -> dict[str, int]:
-        return {"calls": 0, "prompt_tokens": 0, "completion_tokens": 0, "http_errors": 0, "usage_missing": 0}
+        return dict.fromkeys(_USAGE_KEYS, 0)
 
 
 def run_compare(
@@ -124,15 +131,12 @@ def run_compare(
 
     Args:
         instances: The evaluation instances (same for every method).
-        methods: Name -> ``instance -> MethodOutcome``. An exception is recorded with
-            its type, and the method returned nothing for that instance
-            (``KeyboardInterrupt``/``SystemExit`` end the run).
-        usage: Object with ``stats()`` (a :class:`UsageProxy`) read before and after
-            each call; None counts nothing.
-        checkpoint: JSONL path; finished pairs are appended and skipped on a rerun (a
-            row made on other documents for that instance is an error).
-        meta: Settings recorded in the checkpoint's meta line and checked on resume
-            (keys in ``_CHECKPOINT_KEYS``).
+        methods: Name -> ``instance -> MethodOutcome``; an exception is recorded with its
+            type as a method that returned nothing (``KeyboardInterrupt``, ``SystemExit``
+            and :class:`TracesNotWritten` end the run).
+        usage: Object with ``stats()`` (a :class:`UsageProxy`) read around each call.
+        checkpoint: JSONL path; finished pairs are appended and skipped on a rerun.
+        meta: Settings of the checkpoint's meta line, checked on resume (``_CHECKPOINT_KEYS``).
         progress: Called with the number of finished pairs.
         top_n: How many returned documents count (:func:`~._instances.complete_ranking`);
             None: all of them.
@@ -148,97 +152,75 @@ def run_compare(
     usage = usage or _NoUsage()
     ck = _Checkpoint(checkpoint, meta or {}) if checkpoint is not None else None
     rows: list[dict[str, Any]] = []
-    done = 0
     try:
         for i, inst in enumerate(instances):
-            base_top = list(range(min(3, len(inst.documents))))
             fingerprint = inst.fingerprint()
             for name, fn in methods.items():
-                if ck is not None and (i, name) in ck.rows:
-                    old = ck.rows[(i, name)]
-                    if old.get("fingerprint") != fingerprint:
-                        raise CheckpointError(
-                            f"checkpoint {str(ck.path)!r} holds a {name} row for instance {i} made on other documents "
-                            f"(query {old.get('qid')!r}, now {inst.query_id!r}); use another --checkpoint path or "
-                            "delete the file"
-                        )
-                    rows.append(old)
-                    done += 1
-                    if progress:
-                        progress(done)
-                    continue
-                before = usage.stats()
-                t0 = time.perf_counter()
-                error = error_message = None
-                try:
-                    out = fn(inst)
-                except TracesNotWritten:
-                    raise
-                except Exception as err:  # noqa: BLE001 - recorded with its type; the method returned nothing
-                    logger.info("%s raised on instance %d: %s: %s", name, i, type(err).__name__, err)
-                    error, error_message = type(err).__name__, str(err)[:300]
-                    out = MethodOutcome(ranking=[])
-                seconds = time.perf_counter() - t0
-                after = usage.stats()
-                n = len(inst.documents)
-                full = complete_ranking(out.ranking, n, top_n=n if top_n is None else top_n)
-                gold = set(inst.gold)
-                rank = next((r for r, j in enumerate(full) if j in gold), None)
-                row = {
-                    "type": "row",
-                    "instance": i,
-                    "qid": inst.query_id,
-                    "fingerprint": fingerprint,
-                    "method": name,
-                    "ranking": [int(j) for j in out.ranking],
-                    "top1": rank is not None and rank < 1,
-                    "top3": rank is not None and rank < 3,
-                    "gold_rank": rank,
-                    "ranking_len": len(out.ranking),
-                    "per_round": out.per_round,
-                    "round_tokens": out.round_tokens,
-                    "seconds": round(seconds, 3),
-                    "error": error,
-                    "error_message": error_message,
-                    "unusable": int(out.unusable),
-                    "same_as_base": name != "base" and bool(out.ranking) and full[:3] == base_top,
-                    "note": out.note,
-                    "scores": out.scores,
-                    **{k: after[k] - before[k] for k in after},
-                }
-                rows.append(row)
-                if ck is not None:
-                    ck.write(row)
-                done += 1
+                old = ck.resumed(i, name, inst, fingerprint) if ck is not None else None
+                if old is None:
+                    old = _row(i, inst, name, fn, usage, fingerprint=fingerprint, top_n=top_n)
+                    if ck is not None:
+                        ck.write(old)
+                rows.append(old)
                 if progress:
-                    progress(done)
+                    progress(len(rows))
     finally:
         if ck is not None:
             ck.close()
     return rows
 
 
-def _per_query(rs: Sequence[Mapping[str, Any]], key: str, digits: int) -> float | None:
-    """Mean of ``key`` over the rows, rounded to ``digits``; ``None`` for no rows."""
-    return round(sum(r[key] for r in rs) / len(rs), digits) if rs else None
-
-
-def _accuracy(rs: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
-    """``top1``/``top3`` hit rates (``None`` for no rows) with their Wilson 95% intervals."""
-    k = len(rs)
-    out: dict[str, Any] = {}
-    for key in ("top1", "top3"):
-        hits = sum(bool(r[key]) for r in rs)
-        out[key] = round(hits / k, 4) if k else None
-        out[f"{key}_ci95"] = [round(x, 4) for x in wilson_interval(hits, k)]
-    return out
+def _row(
+    i: int, inst: CompareInstance, name: str, fn: MethodFn, usage: Any, *, fingerprint: str, top_n: int | None
+) -> dict[str, Any]:
+    """Run ``fn`` on ``inst``: the row of :func:`run_compare`."""
+    before = usage.stats()
+    t0 = time.perf_counter()
+    error = error_message = None
+    try:
+        out = fn(inst)
+    except TracesNotWritten:
+        raise
+    except Exception as err:  # noqa: BLE001 - recorded with its type; the method returned nothing
+        logger.info("%s raised on instance %d: %s: %s", name, i, type(err).__name__, err)
+        error, error_message = type(err).__name__, str(err)[:300]
+        out = MethodOutcome(ranking=[])
+    seconds = time.perf_counter() - t0
+    after = usage.stats()
+    n = len(inst.documents)
+    full = complete_ranking(out.ranking, n, top_n=n if top_n is None else top_n)
+    gold = set(inst.gold)
+    rank = next((r for r, j in enumerate(full) if j in gold), None)
+    return {
+        "type": "row",
+        "instance": i,
+        "qid": inst.query_id,
+        "fingerprint": fingerprint,
+        "method": name,
+        "ranking": [int(j) for j in out.ranking],
+        "top1": rank is not None and rank < 1,
+        "top3": rank is not None and rank < 3,
+        "gold_rank": rank,
+        "ranking_len": len(out.ranking),
+        "per_round": out.per_round,
+        "round_tokens": out.round_tokens,
+        "seconds": round(seconds, 3),
+        "error": error,
+        "error_message": error_message,
+        "unusable": int(out.unusable),
+        "same_as_base": name != "base" and bool(out.ranking) and full[:3] == list(range(min(3, n))),
+        "note": out.note,
+        "scores": out.scores,
+        **{k: after[k] - before[k] for k in after},
+    }
 
 
 def _failures(rs: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     """Exception counts, types and first message; unusable, same-as-base, HTTP and usage counts."""
+    errors = [r for r in rs if r["error"] is not None]
     return {
-        "exceptions": sum(r["error"] is not None for r in rs),
-        "exception_types": dict(Counter(r["error"] for r in rs if r["error"] is not None)),
+        "exceptions": len(errors),
+        "exception_types": dict(Counter(r["error"] for r in errors)),
         "first_error": next(
             (f"{r['error']}: {r.get('error_message') or ''}" for r in rs if r["error"]), None
         ),
@@ -249,30 +231,27 @@ def _failures(rs: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     }
 
 
-def _round_means(rs: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
-    """Mean top-1 and prompt tokens after each round over the rows that have them (``{}`` if none)."""
-    pr = [r["per_round"] for r in rs if r.get("per_round")]
-    if not pr:
-        return {}
-    rt = [r["round_tokens"] for r in rs if r.get("round_tokens")]
-    return {
-        "per_round": [round(float(x), 4) for x in np.mean(np.asarray(pr, dtype=float), axis=0)],
-        "per_round_prompt_tokens": [round(float(x), 1) for x in np.mean(np.asarray(rt, dtype=float), axis=0)],
-    }
-
-
 def _summarize_method(rs: Sequence[Mapping[str, Any]], method: str) -> dict[str, Any]:
-    """One method's summary (see :func:`summarize`) from its rows."""
-    d: dict[str, Any] = {"status": "ran", "instances": len(rs), **_accuracy(rs)}
-    d["calls_per_query"] = _per_query(rs, "calls", 3)
-    d["prompt_tokens_per_query"] = _per_query(rs, "prompt_tokens", 1)
-    d["completion_tokens_per_query"] = _per_query(rs, "completion_tokens", 1)
-    d["seconds_per_query"] = _per_query(rs, "seconds", 2)
+    """One method's summary (see :func:`summarize`) from its rows: top-1/top-3 with their
+    Wilson 95% intervals, means per query, failure counts and, for a panning method, the
+    mean top-1 and prompt tokens after each round."""
+    d: dict[str, Any] = {"status": "ran", "instances": len(rs)}
+    for key in ("top1", "top3"):
+        hits = sum(bool(r[key]) for r in rs)
+        d[key] = round(hits / len(rs), 4) if rs else None
+        d[f"{key}_ci95"] = [round(x, 4) for x in wilson_interval(hits, len(rs))]
+    for key, digits in (("calls", 3), ("prompt_tokens", 1), ("completion_tokens", 1), ("seconds", 2)):
+        d[f"{key}_per_query"] = round(sum(r[key] for r in rs) / len(rs), digits) if rs else None
     d.update(_failures(rs))
     tok = d["prompt_tokens_per_query"]
     d["top1_per_1k_prompt_tokens"] = round(1000 * d["top1"] / tok, 4) if rs and tok else None
-    if method in PANNING:
-        d.update(_round_means(rs))
+    per_round = [r["per_round"] for r in rs if r.get("per_round")]
+    if method in PANNING and per_round:
+        tokens = np.mean(
+            np.asarray([r["round_tokens"] for r in rs if r.get("round_tokens")], dtype=float), axis=0
+        )
+        d["per_round"] = [round(float(x), 4) for x in np.mean(np.asarray(per_round, dtype=float), axis=0)]
+        d["per_round_prompt_tokens"] = [round(float(x), 1) for x in tokens]
     return d
 
 
@@ -291,12 +270,9 @@ def summarize(
     """Per-method results from the rows of :func:`run_compare`.
 
     With ``instances`` and ``qrels`` every method is also scored on its full ranking
-    (:func:`~._scoring.score_methods`: nDCG@10, MRR@10, Recall@``recall_k`` with 95%
-    intervals, and ``vs_first_stage``, the paired differences against ``base``) and, for
-    a method whose rows keep per-document probabilities, their ``calibration``
-    (:func:`~._calibration.calibration`); when a
-    query has several relevant documents, top-1/top-3 are ``None`` (they are reported
-    for one relevant document per query).
+    (:func:`~._scoring.score_methods`) and its probabilities' ``calibration``
+    (:func:`~._calibration.calibration`); when a query has several relevant documents,
+    top-1/top-3 are ``None``.
 
     Returns:
         ``{method: {"status", "instances", "top1", "top1_ci95", "top3", "top3_ci95",
@@ -335,14 +311,8 @@ def summarize(
             cal = calibration(rows, instances, m)
             if cal is not None:
                 out[m]["calibration"] = cal
-            if not single:
+            if not single:  # top-1/top-3 assume one relevant document per query
                 out[m].update(
-                    {
-                        "top1": None,
-                        "top1_ci95": None,
-                        "top3": None,
-                        "top3_ci95": None,
-                        "top1_per_1k_prompt_tokens": None,
-                    }
+                    dict.fromkeys(("top1", "top1_ci95", "top3", "top3_ci95", "top1_per_1k_prompt_tokens"))
                 )
     return out

@@ -1,12 +1,7 @@
-"""Scoring ``gold-panning evaluate``'s rows the field's way: every method on a full ranking.
-
-Each method's ranking of a query is the ``top_n`` documents it returned followed by the
-other candidates in first-stage order (:func:`~._instances.complete_ranking`; a method
-that raised returned none, so its query keeps the first-stage order and the exception is
-counted). On those rankings :mod:`~..ir.metrics` computes nDCG@10, MRR@10, Recall@k
-(and top-1/top-3 when every query has one relevant document) per query, the mean with a
-95% bootstrap interval over queries, and the paired difference against the first stage
-(``base``): wins, losses, ties and the mean difference with its interval.
+"""Scoring ``gold-panning evaluate``'s rows the field's way: every method on a full ranking
+(the ``top_n`` documents it returned, then the other candidates in first-stage order:
+:func:`~._instances.complete_ranking`), with the metrics, intervals and paired differences
+against the first stage of :mod:`~..ir.metrics`.
 """
 
 from __future__ import annotations
@@ -46,12 +41,9 @@ def method_rankings(
     """Query id -> the method's full ranking (document ids), for every instance it has a row for."""
     by_index = {int(r["instance"]): r for r in rows if r["method"] == method}
     out: dict[str, list[str]] = {}
-    for inst in instances:
-        row = by_index.get(inst.index)
-        if row is None:
-            continue
+    for inst in (i for i in instances if i.index in by_index):
         ids = inst.document_ids
-        order = complete_ranking(row.get("ranking") or [], len(ids), top_n=top_n)
+        order = complete_ranking(by_index[inst.index].get("ranking") or [], len(ids), top_n=top_n)
         out[inst.query_id] = [ids[i] for i in order]
     return out
 

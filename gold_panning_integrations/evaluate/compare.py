@@ -1,16 +1,13 @@
-"""``gold-panning evaluate`` (0.5's ``bench compare``): Gold Panning side by side with the
-rerankers users would otherwise pick, on the same instances and the same endpoint.
+"""``gold-panning evaluate``: Gold Panning side by side with the rerankers users would
+otherwise pick, on the same instances and the same endpoint.
 
 Methods (``--methods``; ours are :data:`PANNING_METHODS`): ``base`` (the first-stage order),
-``psc`` (``policy="random"``, the paper's baseline), ``gp-belief`` (the adapters' defaults,
-rank prior), ``gp-cost`` (plus ``stop_at=0.6``), ``gp-belief-flat`` (no rank prior; only when
-named) and the peers ``langchain-listwise``, ``llamaindex-llmrerank``, ``llamaindex-rankgpt``,
-run unmodified through their own packages (skipped, with the ``pip install`` line, when
-missing). Every call goes through a loopback counting proxy (:class:`UsageProxy`), so calls
-and tokens are counted alike for all; the default endpoint is the embedded SmolLM2 model
-served by :class:`EmbeddedServer`. ``--task`` is a built-in task or a collection
-(:mod:`..ir.collection`) with a run file or BM25 as first stage; scoring is in
-:mod:`._scoring`, the report in :mod:`._report` (docs/bench-compare-collections.md).
+``psc`` (``policy="random"``, the paper's baseline), ``gp-belief``, ``gp-cost``,
+``gp-belief-flat``, and the peers (:data:`PEERS`), run unmodified through their own packages
+(skipped, with the ``pip install`` line, when missing). Every call goes through a loopback
+counting proxy (:class:`UsageProxy`); the default endpoint is the embedded SmolLM2 model
+(:class:`EmbeddedServer`). ``--task`` is a built-in task or a collection
+(:mod:`..ir.collection`); see docs/bench-compare-collections.md.
 """
 
 from __future__ import annotations
@@ -19,19 +16,19 @@ import argparse
 import contextlib
 import importlib.util
 import os
-import signal
 import sys
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
 from .. import __version__
 from ..errors import MissingExtraError
+from ..ir.collection import Collection
 from ..ir.metrics import wilson_interval
 from ._endpoints import EmbeddedServer, UsageProxy, check_server_extra, free_port, llama_server_command
-from ._instances import COLLECTION_TASKS, TASKS, CompareInstance, make_instances
+from ._instances import COLLECTION_TASKS, TASKS, CompareInstance, GPKChoice, make_instances
 from ._methods import (
     ALL_METHODS,
     COST_SAVING,
@@ -51,12 +48,13 @@ from ._methods import (
     peer_methods,
     peer_missing,
 )
-from ._report import plot_compare
+from ._report import format_markdown, plot_compare
 from ._run import CHECKPOINT_FORMAT, run_compare, summarize
 
 __all__ = [
     "ALL_METHODS",
     "DEFAULT_METHODS",
+    "LABELS",
     "PEERS",
     "CompareInstance",
     "EmbeddedServer",
@@ -75,29 +73,12 @@ __all__ = [
 
 EMBEDDED_PROFILE = "smollm2-135m-kv"
 EMBEDDED_TASK_PROFILES: dict[str, str] = {"nq": "smollm2-135m-nq-labelled"}
-"""The embedded model's bundled profile measured on a task, where one ships: on ``nq`` the
-one learned from 25 labelled calibration-split questions (it also carries the model's
-measured ``blind_rate``/``false_leads`` and BM25's ``prior_head_decay``)."""
+"""The embedded model's bundled profile measured on a task, where one ships."""
 EMBEDDED_COLLECTION_PROFILE = "smollm2-135m-nq-labelled"
 """The embedded model's profile on a collection: passages answered as on NQ (override with
 ``--profile``)."""
 EMBEDDED_MODEL = "SmolLM2-135M-Instruct"
 """The default embedded model; a ``--model-path`` file is named from its GGUF metadata."""
-
-
-def format_markdown(
-    summary: Mapping[str, Mapping[str, Any]],
-    *,
-    rounds: int,
-    notes: Sequence[str] = (),
-    base_label: str | None = None,
-) -> str:
-    """The report's tables (:func:`~._report.format_markdown`) with this command's
-    method labels; ``base_label`` names the first stage (``"first stage: BM25"``)."""
-    from ._report import format_markdown as _format
-
-    labels = {**LABELS, "base": base_label} if base_label else LABELS
-    return _format(summary, rounds=rounds, labels=labels, notes=notes)
 
 
 # ====================================================================================== CLI
@@ -121,18 +102,13 @@ def register(sub: Any, *, name: str = "evaluate", help: str | None = None) -> ar
         help="embedded: serve the embedded SmolLM2 model on loopback (default); "
         "openai: an OpenAI-compatible endpoint (--base-url, --model)",
     )
-    g.add_argument(
-        "--base-url", default=None, help="endpoint for --reader openai, e.g. http://127.0.0.1:8000/v1"
-    )
-    g.add_argument("--model", default=None, help="model name for --reader openai")
-    g.add_argument("--api-key", default=None, help="API key for --reader openai (default: $OPENAI_API_KEY)")
-    g.add_argument(
-        "--model-path", default=None, help="GGUF file for --reader embedded (default: SmolLM2-135M)"
-    )
+    g.add_argument("--base-url", help="endpoint for --reader openai, e.g. http://127.0.0.1:8000/v1")
+    g.add_argument("--model", help="model name for --reader openai")
+    g.add_argument("--api-key", help="API key for --reader openai (default: $OPENAI_API_KEY)")
+    g.add_argument("--model-path", help="GGUF file for --reader embedded (default: SmolLM2-135M)")
     g.add_argument(
         "--mode",
         choices=("answer", "cite"),
-        default=None,
         help="how our methods read the model: answer (default for embedded) or cite (default for openai)",
     )
     g.add_argument(
@@ -142,15 +118,13 @@ def register(sub: Any, *, name: str = "evaluate", help: str | None = None) -> ar
         help="output format our methods ask for in cite mode; auto (default): json_schema, falling back "
         "to json_object, then text, when the server rejects one (remembered per endpoint)",
     )
-    g.add_argument("--threads", type=int, default=None, help="CPU threads of the embedded server")
+    g.add_argument("--threads", type=int, help="CPU threads of the embedded server")
     g.add_argument("--n-ctx", type=int, default=8192, help="context of the embedded server (default 8192)")
     g.add_argument("--timeout", type=float, default=300.0, help="seconds per LLM request (default 300)")
     g.add_argument(
         "--server-timeout", type=float, default=180.0, help="seconds to wait for the embedded server"
     )
-    g.add_argument(
-        "--server-log", default=None, help="log file of the embedded server (default: a temp file)"
-    )
+    g.add_argument("--server-log", help="log file of the embedded server (default: a temp file)")
     g.add_argument(
         "--peer-max-tokens",
         type=int,
@@ -173,14 +147,12 @@ def register(sub: Any, *, name: str = "evaluate", help: str | None = None) -> ar
     )
     p.add_argument(
         "--traces",
-        default=None,
         metavar="FILE",
         help="append a labelled trace of every run of the first panning method in --methods (gp-belief "
         "by default) to FILE (JSONL; the gold is known), for gold-panning calibrate --from-traces",
     )
     p.add_argument(
         "--data",
-        default=None,
         help="nq / litm-kv: a larger file in the Lost-in-the-Middle format (default: the samples shipped "
         "in the package); beir: a BEIR folder (default: the shipped fixture nq-test-beir); rag: a "
         'JSONL file, one {"question", "passages", "relevant"} per line',
@@ -188,7 +160,6 @@ def register(sub: Any, *, name: str = "evaluate", help: str | None = None) -> ar
     p.add_argument(
         "--n",
         "--depth",
-        dest="n",
         type=int,
         default=20,
         help="documents per instance; for a collection the first stage's depth, the candidates each "
@@ -197,14 +168,12 @@ def register(sub: Any, *, name: str = "evaluate", help: str | None = None) -> ar
     p.add_argument(
         "--instances",
         type=int,
-        default=None,
         help="instances (default 30; for a collection every judged query, else that many drawn with --seed)",
     )
     p.add_argument("--seed", type=int, default=1, help="instance seed (default 1; calibration used 0)")
     p.add_argument("--rounds", type=int, default=8, help="rounds of the panning methods (default 8)")
     p.add_argument(
         "--profile",
-        default=None,
         help="detector profile (default for embedded SmolLM2: smollm2-135m-nq-labelled on --task nq and on a "
         "collection, smollm2-135m-kv otherwise; for another GGUF: the bundled profile measured for the model "
         "its metadata names; for openai: the reader's; else the generic one)",
@@ -217,30 +186,24 @@ def register(sub: Any, *, name: str = "evaluate", help: str | None = None) -> ar
     p.add_argument(
         "--top-n",
         type=int,
-        default=None,
         help="documents each method returns; the other candidates keep their first-stage order below "
         "them, so every method is scored on a full ranking (default 3 on the built-in tasks, for "
         "top-3; 10 on a collection, for nDCG@10)",
     )
     c = p.add_argument_group("collections (--task beir, trec, rag)")
-    c.add_argument(
-        "--topics", default=None, help="trec: topics file (qid<TAB>text, BEIR queries.jsonl or <top> SGML)"
-    )
-    c.add_argument("--qrels", default=None, help="trec: qrels file (qid iteration docid relevance)")
+    c.add_argument("--topics", help="trec: topics file (qid<TAB>text, BEIR queries.jsonl or <top> SGML)")
+    c.add_argument("--qrels", help="trec: qrels file (qid iteration docid relevance)")
     c.add_argument(
         "--corpus",
-        default=None,
         help="trec: corpus file (docid<TAB>text as MS MARCO collection.tsv, or BEIR corpus.jsonl)",
     )
     c.add_argument(
         "--run",
-        default=None,
         help="beir, trec: first-stage TREC run file (qid Q0 docid rank score tag); its top --depth "
         "documents per query are the candidates (default: BM25 over the corpus, through bm25s)",
     )
     c.add_argument(
         "--bm25-stemmer",
-        default=None,
         metavar="NAME",
         help="PyStemmer algorithm for the BM25 first stage, e.g. english (default: no stemming, as "
         "the shipped NQ sample was built)",
@@ -260,12 +223,9 @@ def register(sub: Any, *, name: str = "evaluate", help: str | None = None) -> ar
         "TREC DL papers use 2)",
     )
     c.add_argument("--recall-k", type=int, default=10, help="cutoff of Recall@k (default 10)")
-    p.add_argument(
-        "--checkpoint", default=None, help="JSONL of finished (instance, method) pairs, for resuming"
-    )
+    p.add_argument("--checkpoint", help="JSONL of finished (instance, method) pairs, for resuming")
     p.add_argument(
         "--out",
-        default=None,
         metavar="DIR",
         help="write runs/<method>.trec (TREC run files), qrels.trec (the judgements scored), summary.json "
         "and table.md here, each atomically",
@@ -273,7 +233,6 @@ def register(sub: Any, *, name: str = "evaluate", help: str | None = None) -> ar
     p.add_argument("--json", action="store_true", help="print one JSON object instead of the tables")
     p.add_argument(
         "--plot",
-        default=None,
         help="write accuracy vs prompt tokens here (PNG; needs matplotlib), and the reliability diagram "
         "of the panning methods' probabilities beside it (<name>-reliability.png)",
     )
@@ -285,13 +244,10 @@ def _gp_k(text: str) -> int | None:
     """``--gp-k``: ``auto`` (None) or an integer >= 1."""
     if text.strip().lower() == "auto":
         return None
-    try:
-        k = int(text)
-    except ValueError as err:
-        raise argparse.ArgumentTypeError(f"expected auto or an integer >= 1, got {text!r}") from err
-    if k < 1:
-        raise argparse.ArgumentTypeError(f"expected auto or an integer >= 1, got {text!r}")
-    return k
+    with contextlib.suppress(ValueError):
+        if (k := int(text)) >= 1:
+            return k
+    raise argparse.ArgumentTypeError(f"expected auto or an integer >= 1, got {text!r}")
 
 
 def _methods(arg: str) -> list[str]:
@@ -322,15 +278,12 @@ def _endpoint(args: argparse.Namespace) -> Iterator[tuple[str, str, str]]:
     """``(upstream base URL, model name, api key)``; serves the embedded model when asked
     (its port and log are written to stderr and kept in ``args.server_info``)."""
     if args.reader == "openai":
-        if not args.base_url and not (args.api_key or os.environ.get("OPENAI_API_KEY")):
+        key = args.api_key or os.environ.get("OPENAI_API_KEY")
+        if not args.base_url and not key:
             raise ValueError("--reader openai needs --base-url URL (or an API key for api.openai.com)")
         if not args.model:
             raise ValueError("--reader openai needs --model NAME")
-        yield (
-            args.base_url or "https://api.openai.com/v1",
-            args.model,
-            args.api_key or os.environ.get("OPENAI_API_KEY") or "not-needed",
-        )
+        yield args.base_url or "https://api.openai.com/v1", args.model, key or "not-needed"
         return
     check_server_extra()
     from ..readers.local import default_model_path, gguf_model_name
@@ -338,17 +291,11 @@ def _endpoint(args: argparse.Namespace) -> Iterator[tuple[str, str, str]]:
     model_path = Path(args.model_path) if args.model_path else default_model_path()
     model = gguf_model_name(model_path) if args.model_path else EMBEDDED_MODEL
     port = free_port()
-    log = (
-        Path(args.server_log)
-        if args.server_log
-        else Path(os.environ.get("TMPDIR", "/tmp")) / f"gold-panning-compare-server-{port}.log"
+    log = Path(
+        args.server_log or Path(os.environ.get("TMPDIR", "/tmp")) / f"gold-panning-compare-server-{port}.log"
     )
-    server = EmbeddedServer(
-        llama_server_command(model_path, port=port, n_ctx=args.n_ctx, threads=args.threads),
-        port=port,
-        log=log,
-        ready_timeout=args.server_timeout,
-    )
+    command = llama_server_command(model_path, port=port, n_ctx=args.n_ctx, threads=args.threads)
+    server = EmbeddedServer(command, port=port, log=log, ready_timeout=args.server_timeout)
     args.server_info = {
         "command": "python -m llama_cpp.server",
         "port": port,
@@ -378,12 +325,6 @@ def _progress(total: int) -> tuple[Callable[[int], None], Callable[[], None]]:
     return update, t.close
 
 
-def _raise_interrupt(signum: int, frame: Any) -> None:
-    from .._console import Terminated
-
-    raise Terminated(signum)
-
-
 @dataclass(frozen=True)
 class _Plan:
     """What a run ranks and how it is scored, derived from the CLI options."""
@@ -391,104 +332,85 @@ class _Plan:
     instances: list[CompareInstance]
     qrels: dict[str, dict[str, int]]
     top_n: int
-    gp: Any  # _instances.GPKChoice
+    gp: GPKChoice
     data: str | None
     first_stage: str | None
     notes: list[str]
     left_out: dict[str, str]
 
 
-def _plan(args: argparse.Namespace) -> _Plan:
-    """Load the task or collection, draw the instances, choose ``k`` and ``--top-n``."""
-    from ._instances import choose_gp_k, collection_instances, instance_qrels
-
-    for opt, value in (
-        ("--top-n", args.top_n),
-        ("--recall-k", args.recall_k),
-        ("--relevance-level", args.relevance_level),
-    ):
-        if value is not None and value < 1:
-            raise ValueError(f"{opt} must be >= 1, got {value!r}")  # checked before any model call
-    collection = None
-    if args.task in COLLECTION_TASKS:
-        from ..ir.collection import load_collection
-
-        collection = load_collection(
-            args.task,
-            data=args.data,
-            split=args.split,
-            topics=args.topics,
-            qrels=args.qrels,
-            corpus=args.corpus,
-            run=args.run,
-            depth=args.n,
-        )
-        instances, without = collection_instances(
-            collection,
-            depth=args.n,
-            instances=args.instances,
-            seed=args.seed,
-            relevance_level=args.relevance_level,
-            stemmer=args.bm25_stemmer,
-            task=args.task,
-        )
-        left_out = {**collection.left_out, **without}
-        first: str | None = (
-            "BM25 (bm25s)" if collection.first_stage == "bm25" else collection.first_stage
-        ) + (f", stemmer {args.bm25_stemmer}" if args.bm25_stemmer else "")
-        data: str | None = (
-            str(args.data)
-            if args.data
-            else f"{args.topics} {args.qrels} {args.corpus}"
-            if args.topics
-            else "fixture"
-        )
-        top_n = 10 if args.top_n is None else args.top_n
-    else:
+def _load(args: argparse.Namespace) -> tuple[list[CompareInstance], Collection | None, dict[str, str]]:
+    """``--task``'s instances, its collection (None for a built-in task) and the queries left out."""
+    if args.task not in COLLECTION_TASKS:
         if any(getattr(args, k) is not None for k in ("topics", "qrels", "corpus", "run", "bm25_stemmer")):
             raise ValueError(
                 "--topics/--qrels/--corpus/--run/--bm25-stemmer apply to --task beir, trec or rag"
             )
+        count = 30 if args.instances is None else args.instances
         instances = make_instances(
-            args.task,
-            n=args.n,
-            instances=30 if args.instances is None else args.instances,
-            seed=args.seed,
-            data=args.data,
-            split=args.split,
+            args.task, n=args.n, instances=count, seed=args.seed, data=args.data, split=args.split
         )
-        left_out, first, data = {}, None, (str(args.data) if args.data else None)
-        top_n = 3 if args.top_n is None else args.top_n
+        return instances, None, {}
+    from ..ir.collection import load_collection
+    from ._instances import collection_instances
+
+    files = {"topics": args.topics, "qrels": args.qrels, "corpus": args.corpus, "run": args.run}
+    collection = load_collection(args.task, data=args.data, split=args.split, depth=args.n, **files)
+    instances, without = collection_instances(
+        collection,
+        depth=args.n,
+        instances=args.instances,
+        seed=args.seed,
+        relevance_level=args.relevance_level,
+        stemmer=args.bm25_stemmer,
+        task=args.task,
+    )
+    return instances, collection, {**collection.left_out, **without}
+
+
+def _plan(args: argparse.Namespace) -> _Plan:
+    """Load the task or collection, draw the instances, choose ``k`` and ``--top-n``."""
+    from ._instances import choose_gp_k, instance_qrels
+
+    for opt in ("top_n", "recall_k", "relevance_level"):  # checked before any model call
+        if (value := getattr(args, opt)) is not None and value < 1:
+            raise ValueError(f"--{opt.replace('_', '-')} must be >= 1, got {value!r}")
+    instances, collection, left_out = _load(args)
     gp = choose_gp_k(args.gp_k, instances, collection=collection)
     n_max = max(len(i.documents) for i in instances)
     if args.gp_k is not None and args.gp_k >= n_max:
         raise ValueError(f"--gp-k {args.gp_k} must be below the number of candidates (at most {n_max} here)")
     qrels = instance_qrels(instances, collection)
+    top_n = args.top_n or (3 if collection is None else 10)
+    queries = f"{len(instances)} queries" + (f" of {collection.name}" if collection else "")
+    if left_out:
+        q, why = next(iter(left_out.items()))
+        queries += f"; {len(left_out)} left out (e.g. {q!r}: {why})"
     notes = [
-        f"{len(instances)} queries"
-        + (f" of {collection.name}" if collection else "")
-        + (
-            f"; {len(left_out)} left out (e.g. {next(iter(left_out))!r}: {next(iter(left_out.values()))})"
-            if left_out
-            else ""
-        ),
+        queries,
         f"each method's top {top_n} ranked, the other candidates in first-stage order below them",
         f"GP's k = {gp.how}",
+        "intervals: 95% percentile bootstrap over queries (top-1/top-3: Wilson); paired differences against "
+        + "the first stage per query",
     ]
-    if collection is not None:
-        found = [
-            len(i.gold) / max(1, sum(g >= args.relevance_level for g in qrels[i.query_id].values()))
-            for i in instances
-        ]
-        notes.insert(
-            1,
-            f"first stage: {first}, depth {args.n}; its recall@{args.n} (every method's ceiling): "
-            f"{sum(found) / len(found):.2f}",
-        )
-    notes.append(
-        "intervals: 95% percentile bootstrap over queries (top-1/top-3: Wilson); paired differences "
-        "against the first stage per query"
+    if collection is None:
+        data = str(args.data) if args.data else None
+        return _Plan(instances, qrels, top_n, gp, data, None, notes, left_out)
+    first = "BM25 (bm25s)" if collection.first_stage == "bm25" else collection.first_stage
+    first += f", stemmer {args.bm25_stemmer}" if args.bm25_stemmer else ""
+    found = [
+        len(i.gold) / max(1, sum(g >= args.relevance_level for g in qrels[i.query_id].values()))
+        for i in instances
+    ]
+    notes.insert(
+        1,
+        f"first stage: {first}, depth {args.n}; its recall@{args.n} (every method's ceiling): "
+        f"{sum(found) / len(found):.2f}",
     )
+    if args.data or args.topics:
+        data = str(args.data) if args.data else f"{args.topics} {args.qrels} {args.corpus}"
+    else:
+        data = "fixture"
     return _Plan(instances, qrels, top_n, gp, data, first, notes, left_out)
 
 
@@ -503,8 +425,47 @@ def _out_dir(path: str | None) -> Path | None:
     return out
 
 
+def _profile(args: argparse.Namespace, reader: Any, model: str, mode: str) -> tuple[Any, str]:
+    """The profile and its name: ``--profile``, else the embedded model's bundled one, else the
+    reader's (the generic one, with a warning)."""
+    from ..profiles import GENERIC_PROFILE, load_profile, resolve_profile
+
+    name = args.profile
+    if not name and args.reader == "embedded":
+        name = embedded_profile(args.task, model, mode=mode)
+    if name:
+        return load_profile(name), name
+    name = str(getattr(reader, "recommended_profile", None) or GENERIC_PROFILE)
+    return resolve_profile(None, reader=reader), name
+
+
+def _method_fns(
+    methods: Sequence[str],
+    reader: Any,
+    ep: Endpoint,
+    *,
+    profile: Any,
+    args: argparse.Namespace,
+    plan: _Plan,
+    traces: Callable[[Any, CompareInstance], None] | None,
+) -> dict[str, MethodFn]:
+    """``methods`` as ``instance -> outcome``; ``traces`` goes to the first panning method
+    only (a profile is learned from one setting)."""
+    traced = next((m for m in methods if m in PANNING), None)
+    options = {"profile": profile, "rounds": args.rounds, "seed": args.seed, "k": plan.gp.k}
+    fns: dict[str, MethodFn] = {}
+    for m in methods:
+        if m == "base":
+            fns[m] = base_method
+        elif m in PANNING:
+            fns[m] = panning_method(m, reader, **options, on_result=traces if m == traced else None)
+        else:
+            fns[m] = peer_method(m, ep, top_n=plan.top_n)
+    return fns
+
+
 def main(args: argparse.Namespace) -> int:
-    from ..profiles import load_profile, resolve_profile
+    from .._console import sigterm_interrupts
     from ..readers.openai import OpenAIReader
 
     methods = _methods(args.methods)
@@ -520,85 +481,43 @@ def main(args: argparse.Namespace) -> int:
     instances = plan.instances
     out_dir = _out_dir(args.out)
     traces = _trace_writer(getattr(args, "traces", None))
-    embedded = args.reader == "embedded"
-    mode: Literal["cite", "answer"] = args.mode or ("answer" if embedded else "cite")
-    old_term = signal.signal(signal.SIGTERM, _raise_interrupt)  # SIGTERM stops the server too
+    mode: Literal["cite", "answer"] = args.mode or ("answer" if args.reader == "embedded" else "cite")
     t_start = time.perf_counter()
-    try:
-        with _endpoint(args) as (upstream, model, key), UsageProxy(upstream, timeout=args.timeout) as proxy:
-            reader = OpenAIReader(
-                model=model,
-                base_url=proxy.base_url,
-                api_key=key,
-                mode=mode,
-                temperature=0.0,
-                max_tokens=32 if mode == "answer" else 256,
-                timeout=args.timeout,
-                response_format=getattr(args, "response_format", "auto"),
+    with (
+        sigterm_interrupts(),  # SIGTERM unwinds like Ctrl-C: the server stops too
+        _endpoint(args) as (upstream, model, key),
+        UsageProxy(upstream, timeout=args.timeout) as proxy,
+    ):
+        reader = OpenAIReader(
+            model=model,
+            base_url=proxy.base_url,
+            api_key=key,
+            mode=mode,
+            temperature=0.0,
+            max_tokens=32 if mode == "answer" else 256,
+            timeout=args.timeout,
+            response_format=getattr(args, "response_format", "auto"),
+        )
+        profile, profile_name = _profile(args, reader, model, mode)
+        ep = Endpoint(proxy.base_url, model, key, timeout=args.timeout, peer_max_tokens=args.peer_max_tokens)
+        ran = [m for m in methods if m not in skipped]
+        fns = _method_fns(ran, reader, ep, profile=profile, args=args, plan=plan, traces=traces)
+        meta = {k: getattr(args, k) for k in ("task", "split", "n", "seed", "rounds")}
+        meta.update(model=model, mode=mode, profile=profile_name, top_n=plan.top_n, version=__version__)
+        meta.update(format=CHECKPOINT_FORMAT, data=plan.data, first_stage=plan.first_stage, gp_k=plan.gp.k)
+        update, close = _progress(len(instances) * len(fns))
+        try:
+            rows = run_compare(
+                instances,
+                fns,
+                usage=proxy,
+                checkpoint=args.checkpoint,
+                meta=meta,
+                progress=update,
+                top_n=plan.top_n,
             )
-            if args.profile:
-                profile, profile_name = load_profile(args.profile), args.profile
-            elif embedded and (found := embedded_profile(args.task, model, mode=mode)) is not None:
-                profile, profile_name = load_profile(found), found
-            else:
-                from ..profiles import GENERIC_PROFILE
-
-                profile = resolve_profile(None, reader=reader)
-                profile_name = str(getattr(reader, "recommended_profile", None) or GENERIC_PROFILE)
-            ep = Endpoint(
-                proxy.base_url, model, key, timeout=args.timeout, peer_max_tokens=args.peer_max_tokens
-            )
-            fns: dict[str, MethodFn] = {}
-            for m in methods:
-                if m in skipped:
-                    continue
-                if m == "base":
-                    fns[m] = base_method
-                elif m in PANNING:
-                    # one method's traces: a profile is learned from one setting
-                    on_result = traces if m == next(x for x in methods if x in PANNING) else None
-                    fns[m] = panning_method(
-                        m,
-                        reader,
-                        profile=profile,
-                        rounds=args.rounds,
-                        seed=args.seed,
-                        k=plan.gp.k,
-                        on_result=on_result,
-                    )
-                else:
-                    fns[m] = peer_method(m, ep, top_n=plan.top_n)
-            meta = {
-                "task": args.task,
-                "split": args.split,
-                "n": args.n,
-                "seed": args.seed,
-                "rounds": args.rounds,
-                "model": model,
-                "mode": mode,
-                "profile": profile_name,
-                "top_n": plan.top_n,
-                "version": __version__,
-                "format": CHECKPOINT_FORMAT,
-                "data": plan.data,
-                "first_stage": plan.first_stage,
-                "gp_k": plan.gp.k,
-            }
-            update, close = _progress(len(instances) * len(fns))
-            try:
-                rows = run_compare(
-                    instances,
-                    fns,
-                    usage=proxy,
-                    checkpoint=args.checkpoint,
-                    meta=meta,
-                    progress=update,
-                    top_n=plan.top_n,
-                )
-            finally:
-                close()
-    finally:
-        signal.signal(signal.SIGTERM, old_term)
+        finally:
+            close()
     summary = summarize(
         rows,
         methods,
@@ -632,7 +551,7 @@ def main(args: argparse.Namespace) -> int:
             rows=rows,
             instances=instances,
             qrels=plan.qrels,
-            methods=[m for m in methods if m not in skipped],
+            methods=ran,
             top_n=plan.top_n,
             summary=res,
             markdown=markdown,

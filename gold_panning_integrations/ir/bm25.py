@@ -1,16 +1,12 @@
-"""Okapi BM25 through ``bm25s``: the one BM25 of the package.
+"""Okapi BM25 through ``bm25s``: the one BM25 of the package (``evaluate``'s first stage
+and the shipped NQ sample's retriever).
 
-It built the shipped NQ sample (``benchmarks.build_samples`` in the repository), ranks the shipped passages for
-``gold-panning evaluate --task nq`` and is the first stage of ``evaluate`` on a collection
-without a run file. Scoring is bm25s's Lucene variant (idf ``log(1 + (N - df + 0.5) /
-(df + 0.5))``, ``k1 = 1.5``, ``b = 0.75``) in float64. Tokens are made by
-``bm25s.tokenize`` from accent-free lower-cased ``\\w+`` words without
-:data:`STOP_WORDS`, optionally stemmed by a PyStemmer stemmer (``bm25s``'s stemming
-hook). Query terms count once each and are summed in sorted order; ranks break score ties
-by document id, so a ranking is a pure function of the texts.
-
-bm25s's Lucene term weight leaves out the constant factor ``k1 + 1`` of the textbook
-formula (as Lucene 8 and later do): scores are ``1 / (k1 + 1)`` of it, rankings equal.
+Scoring is bm25s's Lucene variant (``k1 = 1.5``, ``b = 0.75``) in float64, on tokens made by
+``bm25s.tokenize`` from accent-free lower-cased ``\\w+`` words without :data:`STOP_WORDS`,
+optionally stemmed by PyStemmer. Query terms count once each and are summed in sorted
+order; ranks break score ties by document id, so a ranking is a pure function of the texts.
+Scores are ``1 / (k1 + 1)`` of the textbook formula's, rankings equal
+(docs/bench-compare-collections.md).
 """
 
 from __future__ import annotations
@@ -28,55 +24,11 @@ from ..errors import MissingExtraError
 
 __all__ = ["BM25", "STOP_WORDS", "stemmers", "strip_accents", "tokenize"]
 
-STOP_WORDS = frozenset(
-    [
-        "a",
-        "an",
-        "and",
-        "are",
-        "as",
-        "at",
-        "be",
-        "but",
-        "by",
-        "did",
-        "do",
-        "does",
-        "for",
-        "from",
-        "had",
-        "has",
-        "have",
-        "how",
-        "i",
-        "in",
-        "is",
-        "it",
-        "its",
-        "of",
-        "on",
-        "or",
-        "that",
-        "the",
-        "their",
-        "there",
-        "these",
-        "this",
-        "to",
-        "was",
-        "were",
-        "what",
-        "when",
-        "where",
-        "which",
-        "who",
-        "whom",
-        "whose",
-        "why",
-        "will",
-        "with",
-    ]
-)
+_STOP_WORD_TEXT = """
+a an and are as at be but by did do does for from had has have how i in is it its of on or that
+the their there these this to was were what when where which who whom whose why will with
+"""
+STOP_WORDS = frozenset(_STOP_WORD_TEXT.split())
 """English stop words dropped from queries and documents (the list that built the NQ sample)."""
 
 _TOKEN_PATTERN = r"(?u)\w+"
@@ -123,12 +75,8 @@ def strip_accents(text: str) -> str:
 
 
 def tokenize(texts: Sequence[str], *, stemmer: Any = None) -> list[list[str]]:
-    """BM25 tokens of each text: ``bm25s.tokenize`` over accent-free lower-cased ``\\w+``
-    words without :data:`STOP_WORDS`, stemmed when ``stemmer`` (a PyStemmer object) is given.
-
-    Returns:
-        One token list per text, ``len(texts)`` lists.
-    """
+    """BM25 tokens of each text (``len(texts)`` lists; see the module docstring), stemmed
+    when ``stemmer`` (a PyStemmer object) is given."""
     if not texts:
         return []
     out = _bm25s().tokenize(
@@ -183,22 +131,18 @@ class BM25:
     def scores(self, query: str) -> NDArray[np.float64]:
         """BM25 score of every document for ``query``, shape ``(N,)`` (0 where no term matches)."""
         terms = sorted(set(tokenize([query], stemmer=self._stemmer)[0]))
-        if self._index is None:
-            return np.zeros(self.n, dtype=np.float64)
-        known = [t for t in terms if t in self._index.vocab_dict]
+        known = [t for t in terms if self._index is not None and t in self._index.vocab_dict]
         if not known:
             return np.zeros(self.n, dtype=np.float64)
         return np.asarray(self._index.get_scores(known), dtype=np.float64)
 
     def rank(self, query: str) -> list[int]:
         """Document ids by decreasing score, ties broken by id (all ``N`` of them)."""
-        s = self.scores(query)
-        return [int(i) for i in np.lexsort((np.arange(self.n), -s))]
+        return [i for i, _ in self.top_k(query, self.n)]
 
     def top_k(self, query: str, k: int) -> list[tuple[int, float]]:
         """The ``k`` best ``(document id, score)`` pairs, best first (ties by id)."""
         if k < 1:
             raise ValueError(f"k must be >= 1, got {k}")
         s = self.scores(query)
-        order = np.lexsort((np.arange(self.n), -s))[:k]
-        return [(int(i), float(s[i])) for i in order]
+        return [(int(i), float(s[i])) for i in np.lexsort((np.arange(self.n), -s))[:k]]

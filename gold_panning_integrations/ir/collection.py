@@ -1,31 +1,18 @@
-"""Test collections in the formats the field uses: BEIR folders, TREC files, RAG JSONL.
+"""Test collections in the formats the field uses: BEIR folders (:func:`load_beir`), TREC
+topics/qrels/corpus files (:func:`load_trec`) and RAG JSONL (:func:`load_rag_jsonl`), as
+docs/bench-compare-collections.md ("Input formats") describes them.
 
-* **BEIR** (``load_beir``): a folder with ``corpus.jsonl`` (``{"_id", "title", "text"}``
-  per line), ``queries.jsonl`` (``{"_id", "text"}``) and ``qrels/<split>.tsv``
-  (``query-id<TAB>corpus-id<TAB>score``, a header line allowed). Graded relevance.
-* **TREC** (``load_trec``): topics (``qid<TAB>text`` as in the TREC Deep Learning and MS
-  MARCO files, BEIR ``queries.jsonl``, or classic ``<top> <num> <title>`` SGML), qrels
-  (``qid iteration docid relevance``) and a corpus (``docid<TAB>text`` or
-  ``docid<TAB>title<TAB>text`` as MS MARCO's ``collection.tsv``, or BEIR ``corpus.jsonl``).
-* **RAG JSONL** (``load_rag_jsonl``): what a RAG team has, one labelled question per line:
-  ``{"question": "...", "passages": ["...", {"id": "...", "title": "...", "text": "..."}],
-  "relevant": [0, 2]}`` (``relevant``: 0-based indices or passage ids, or an object
-  ``{index or id: grade}`` for graded labels; optional ``"id"`` for the question). The
-  passages, in their order, are the first stage.
-
-Any of the first two takes a first-stage **run file** (``qid Q0 docid rank score tag``,
-:func:`read_run`): its top ``depth`` documents per query, best score first, are the
-candidates, and only those documents of the corpus are kept in memory (the corpus is
-streamed). Without one, the first stage is BM25 over the corpus
-(:mod:`.first_stage`).
-
-A query is evaluated when the qrels give it at least one document of grade > 0; others
-are listed in :attr:`Collection.left_out`. Every bad line is a
-:class:`~..errors.CollectionError` naming the file and the line.
+A BEIR or TREC collection takes a first-stage run file (:func:`read_run`): its top
+``depth`` documents per query are the candidates, and only those are kept from the
+streamed corpus; without one, the first stage is BM25 (:mod:`.first_stage`). A query is
+evaluated when the qrels give it a document of grade > 0 (others are in
+:attr:`Collection.left_out`). Every bad line is a :class:`~..errors.CollectionError`
+naming the file and the line.
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import math
 import re
@@ -37,7 +24,7 @@ from types import MappingProxyType
 from typing import TypeVar
 
 from ..errors import CollectionError
-from .files import MAX_CORPUS_BYTES, json_object, text_lines
+from .files import MAX_CORPUS_BYTES, _where, json_object, text_lines
 
 __all__ = [
     "FIXTURE",
@@ -70,8 +57,9 @@ _QRELS_HEADER = re.compile(r"^\s*query[-_]?id\b", re.IGNORECASE)
 _SPLIT_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
 
 
-def _where(what: str, path: Path, lineno: int | None = None) -> str:
-    return f"{what} {str(path)!r}" + (f" line {lineno}" if lineno is not None else "")
+def _is_id(value: object) -> bool:
+    """Whether a JSON value can be an id: a string or an integer (not a bool)."""
+    return isinstance(value, (str, int)) and not isinstance(value, bool)
 
 
 _K = TypeVar("_K")
@@ -105,8 +93,7 @@ class Collection:
         name: A short description for reports (format, location, split).
         queries: Query id -> text of every evaluated query, in file order.
         qrels: Query id -> document id -> grade, for the evaluated queries (every judged
-            document, also those no first stage returns: recall and nDCG's ideal
-            ranking count them).
+            document: recall and nDCG's ideal ranking count those no first stage returns).
         documents: Document id -> the text rankers are shown (``"title: text"`` when
             there is a title). With a run file only the run's candidates are kept.
         candidates: Query id -> document ids in first-stage order (a run file, or the
@@ -137,10 +124,8 @@ def read_qrels(
     path: str | Path, *, what: str = "qrels file"
 ) -> tuple[dict[str, dict[str, int]], dict[str, int]]:
     """Judgements of a BEIR (``query-id corpus-id score``, a header line allowed) or TREC
-    (``qid iteration docid relevance``) qrels file; fields split on whitespace.
-
-    The first line that is not a header fixes the format (3 or 4 fields); every line must
-    have as many. A repeated ``(query, document)`` keeps the last grade (logged).
+    (``qid iteration docid relevance``) qrels file, whichever the first line is; a repeated
+    ``(query, document)`` keeps the last grade (logged).
 
     Returns:
         ``(qrels, first_line)``: query id -> document id -> grade, and query id -> the
@@ -222,34 +207,29 @@ def read_queries(path: str | Path, *, what: str = "queries file") -> dict[str, s
         CollectionError: A line that is not a query record, a repeated id, or no query.
     """
     p = Path(path)
-    name = p.name.lower()
+    jsonl = p.name.lower().endswith((".jsonl", ".jsonl.gz"))
+    if not jsonl:
+        with contextlib.closing(text_lines(p, what=what)) as lines:
+            first = next((line for _, line in lines if line.strip()), "")
+        if first.lstrip().lower().startswith("<top"):
+            return _topics_sgml(p, what)
     out: dict[str, str] = {}
-    if name.endswith((".jsonl", ".jsonl.gz")):
-        for lineno, line in text_lines(p, what=what):
-            if not line.strip():
-                continue
+    for lineno, line in text_lines(p, what=what):
+        if not line.strip():
+            continue
+        if jsonl:
             obj = json_object(line, what=what, path=p, lineno=lineno)
             qid, text = obj.get("_id"), obj.get("text")
-            if not isinstance(qid, (str, int)) or isinstance(qid, bool) or not isinstance(text, str):
+            if not _is_id(qid) or not isinstance(text, str):
                 raise CollectionError(
                     f'{_where(what, p, lineno)} needs a string or integer "_id" and a string "text"'
                 )
-            _add(out, str(qid), " ".join(text.split()), p, what, lineno)
-    else:
-        lines = text_lines(p, what=what)
-        try:
-            first = next((line for _, line in lines if line.strip()), "")
-        finally:
-            lines.close()
-        if first.lstrip().lower().startswith("<top"):
-            return _topics_sgml(p, what)
-        for lineno, line in text_lines(p, what=what):
-            if not line.strip():
-                continue
-            parts = line.split("\t")
-            if len(parts) < 2 or not parts[0].strip():
+        else:
+            qid, tab, text = line.partition("\t")
+            if not tab or not qid.strip():
                 raise CollectionError(f"{_where(what, p, lineno)} is not 'query-id<TAB>text'")
-            _add(out, parts[0].strip(), " ".join(" ".join(parts[1:]).split()), p, what, lineno)
+            qid = qid.strip()
+        _add(out, str(qid), " ".join(text.split()), p, what, lineno)
     if not out:
         raise CollectionError(f"{_where(what, p)} holds no query")
     return out
@@ -280,9 +260,8 @@ def read_corpus(
     path: str | Path, *, wanted: set[str] | None = None, what: str = "corpus file"
 ) -> dict[str, str]:
     """Document id -> text shown to rankers (``"title: text"``), from BEIR ``corpus.jsonl``
-    (a name ending ``.jsonl``/``.jsonl.gz``) or ``docid<TAB>text`` /
-    ``docid<TAB>title<TAB>text`` lines. Streamed: with ``wanted`` only those documents are
-    kept (a run file's candidates); without, at most :data:`MAX_BM25_DOCUMENTS`.
+    (``.jsonl``/``.jsonl.gz``) or ``docid<TAB>[title<TAB>]text`` lines, streamed: with
+    ``wanted`` only those documents are kept; without, at most :data:`MAX_BM25_DOCUMENTS`.
 
     Raises:
         CollectionError: A line that is not a document record, a repeated id, no document
@@ -298,12 +277,7 @@ def read_corpus(
         if jsonl:
             obj = json_object(line, what=what, path=p, lineno=lineno)
             docid, title, text = obj.get("_id"), obj.get("title") or "", obj.get("text")
-            if (
-                not isinstance(docid, (str, int))
-                or isinstance(docid, bool)
-                or not isinstance(text, str)
-                or not isinstance(title, str)
-            ):
+            if not _is_id(docid) or not isinstance(text, str) or not isinstance(title, str):
                 raise CollectionError(
                     f'{_where(what, p, lineno)} needs a string or integer "_id", a string "text" and an optional '
                     'string "title"'
@@ -379,16 +353,28 @@ def read_run(path: str | Path, *, depth: int, queries: set[str] | None = None) -
 
 
 # ====================================================================== collections
-def _judged(
+def _collection(
+    name: str,
+    queries: dict[str, str],
     qrels: dict[str, dict[str, int]],
-    first: dict[str, int],
-    queries: Mapping[str, str],
-    *,
-    qrels_path: Path,
-    queries_path: Path,
-    queries_what: str,
+    docs: dict[str, str],
+    cands: dict[str, tuple[str, ...]] | None,
+    origin: dict[str, str],
+    left_out: dict[str, str],
+    first_stage: str,
+) -> Collection:
+    """A :class:`Collection` over read-only copies of the mappings."""
+    frozen = (_frozen(queries), _frozen(qrels), _frozen(docs), None if cands is None else _frozen(cands))
+    return Collection(name, *frozen, _frozen(origin), _frozen(left_out), first_stage)
+
+
+def _judged(
+    qrels_path: Path, queries_path: Path, queries_what: str
 ) -> tuple[dict[str, str], dict[str, dict[str, int]], dict[str, str], dict[str, str]]:
-    """Evaluated queries (judged, with a document of grade > 0) in queries-file order."""
+    """``(queries, qrels, origin, left_out)`` of the evaluated queries (judged, with a
+    document of grade > 0) of a qrels and a queries file, in queries-file order."""
+    qrels, first = read_qrels(qrels_path)
+    queries = read_queries(queries_path, what=queries_what)
     missing = [q for q in qrels if q not in queries]
     if missing:
         q = missing[0]
@@ -415,46 +401,28 @@ def _with_first_stage(
     run: str | Path | None,
     depth: int,
 ) -> Collection:
+    cands: dict[str, tuple[str, ...]] | None = None
     if run is None:
-        docs = read_corpus(corpus)
-        return Collection(
-            name,
-            _frozen(queries),
-            _frozen(qrels),
-            _frozen(docs),
-            None,
-            _frozen(origin),
-            _frozen(left_out),
-            "bm25",
-        )
-    r = read_run(run, depth=depth, queries=set(queries))
-    missing = [q for q in queries if q not in r.candidates]
-    if missing:
-        q = missing[0]
-        raise CollectionError(
-            f"query {q!r} ({origin[q]}) has no candidates in run file {str(r.path)!r}; the first stage must return "
-            "documents for every judged query (or remove the query's judgements)"
-        )
-    wanted = {d for ds in r.candidates.values() for d in ds}
-    docs = read_corpus(corpus, wanted=wanted)
-    absent = [(q, d) for q in queries for d in r.candidates[q] if d not in docs]
-    if absent:
-        q, d = min(absent, key=lambda qd: r.lines[qd])
-        raise CollectionError(
-            f"{_where('run file', r.path, r.lines[(q, d)])} names document {d!r}, which is not in corpus file "
-            f"{str(corpus)!r}; pass the corpus the run was made on"
-        )
-    cands = {q: r.candidates[q] for q in queries}
-    return Collection(
-        name,
-        _frozen(queries),
-        _frozen(qrels),
-        _frozen(docs),
-        _frozen(cands),
-        _frozen(origin),
-        _frozen(left_out),
-        f"run: {r.path}",
-    )
+        docs, first_stage = read_corpus(corpus), "bm25"
+    else:
+        r = read_run(run, depth=depth, queries=set(queries))
+        missing = [q for q in queries if q not in r.candidates]
+        if missing:
+            q = missing[0]
+            raise CollectionError(
+                f"query {q!r} ({origin[q]}) has no candidates in run file {str(r.path)!r}; the first stage must "
+                "return documents for every judged query (or remove the query's judgements)"
+            )
+        docs = read_corpus(corpus, wanted={d for ds in r.candidates.values() for d in ds})
+        absent = [(q, d) for q in queries for d in r.candidates[q] if d not in docs]
+        if absent:
+            q, d = min(absent, key=lambda qd: r.lines[qd])
+            raise CollectionError(
+                f"{_where('run file', r.path, r.lines[(q, d)])} names document {d!r}, which is not in corpus "
+                f"file {str(corpus)!r}; pass the corpus the run was made on"
+            )
+        cands, first_stage = {q: r.candidates[q] for q in queries}, f"run: {r.path}"
+    return _collection(name, queries, qrels, docs, cands, origin, left_out, first_stage)
 
 
 def load_beir(
@@ -479,24 +447,11 @@ def load_beir(
     qrels_path = root / "qrels" / f"{split}.tsv"
     if not qrels_path.exists():
         have = sorted(x.stem for x in (root / "qrels").glob("*.tsv")) if (root / "qrels").is_dir() else []
-        raise CollectionError(
-            f"BEIR folder {str(root)!r} has no qrels/{split}.tsv"
-            + (
-                f"; its splits: {', '.join(have)} (--split)"
-                if have
-                else "; a BEIR folder holds qrels/<split>.tsv"
-            )
-        )
-    qrels, first = read_qrels(qrels_path)
-    queries_path = root / "queries.jsonl"
-    queries = read_queries(queries_path)
-    kept, judged, origin, left_out = _judged(
-        qrels, first, queries, qrels_path=qrels_path, queries_path=queries_path, queries_what="queries file"
-    )
+        hint = f"its splits: {', '.join(have)} (--split)" if have else "a BEIR folder holds qrels/<split>.tsv"
+        raise CollectionError(f"BEIR folder {str(root)!r} has no qrels/{split}.tsv; {hint}")
+    judged = _judged(qrels_path, root / "queries.jsonl", "queries file")
     name = f"BEIR {'fixture ' + FIXTURE if folder is None else str(root)} ({split})"
-    return _with_first_stage(
-        name, kept, judged, origin, left_out, corpus=root / "corpus.jsonl", run=run, depth=depth
-    )
+    return _with_first_stage(name, *judged, corpus=root / "corpus.jsonl", run=run, depth=depth)
 
 
 def load_trec(
@@ -513,18 +468,9 @@ def load_trec(
     Raises:
         CollectionError: A bad line (named), or qrels judging a query the topics lack.
     """
-    judgements, first = read_qrels(qrels)
-    queries = read_queries(topics, what="topics file")
-    kept, judged, origin, left_out = _judged(
-        judgements,
-        first,
-        queries,
-        qrels_path=Path(qrels),
-        queries_path=Path(topics),
-        queries_what="topics file",
-    )
+    judged = _judged(Path(qrels), Path(topics), "topics file")
     name = f"TREC {Path(topics).name} / {Path(qrels).name}"
-    return _with_first_stage(name, kept, judged, origin, left_out, corpus=Path(corpus), run=run, depth=depth)
+    return _with_first_stage(name, *judged, corpus=Path(corpus), run=run, depth=depth)
 
 
 def _rag_relevant(obj: object, ids: list[str], where: str) -> dict[str, int]:
@@ -544,15 +490,13 @@ def _rag_relevant(obj: object, ids: list[str], where: str) -> dict[str, int]:
             raise CollectionError(
                 f"{where}: the grade of relevant passage {key!r} is {grade!r}, not an integer"
             )
-        if isinstance(key, int) and not isinstance(key, bool):
-            if not 0 <= key < len(ids):
-                raise CollectionError(f"{where}: relevant passage index {key} is outside 0..{len(ids) - 1}")
-            out[ids[key]] = grade
-        elif isinstance(key, str) and key.isdigit() and isinstance(obj, dict) and key not in ids:
-            idx = int(key)
-            if idx >= len(ids):
-                raise CollectionError(f"{where}: relevant passage index {idx} is outside 0..{len(ids) - 1}")
-            out[ids[idx]] = grade
+        index = key if isinstance(key, int) and not isinstance(key, bool) else None
+        if isinstance(key, str) and key.isdigit() and isinstance(obj, dict) and key not in ids:
+            index = int(key)  # an object's keys are strings: "0" is an index unless a passage id
+        if index is not None:
+            if not 0 <= index < len(ids):
+                raise CollectionError(f"{where}: relevant passage index {index} is outside 0..{len(ids) - 1}")
+            out[ids[index]] = grade
         elif isinstance(key, str) and key in ids:
             out[key] = grade
         else:
@@ -560,6 +504,31 @@ def _rag_relevant(obj: object, ids: list[str], where: str) -> dict[str, int]:
                 f"{where}: relevant passage {key!r} is neither an index nor the id of one of its passages"
             )
     return out
+
+
+def _rag_passages(passages: list[object], qid: str, where: str, docs: dict[str, str]) -> list[str]:
+    """The ids of a RAG line's passages, in order; their texts are added to ``docs``."""
+    ids: list[str] = []
+    for i, item in enumerate(passages):
+        if isinstance(item, str):
+            pid, text = f"{qid}-p{i}", item
+        elif isinstance(item, dict) and isinstance(item.get("text"), str):
+            raw_id = item.get("id", f"{qid}-p{i}")
+            if not _is_id(raw_id):
+                raise CollectionError(f'{where}: passage {i} has an "id" that is not a string or an integer')
+            title = item.get("title") or ""
+            pid, text = str(raw_id), _shown(title if isinstance(title, str) else "", item["text"])
+        else:
+            raise CollectionError(f'{where}: passage {i} must be text or an object with a string "text"')
+        _check_id(pid, where)
+        if pid in ids:
+            raise CollectionError(f"{where}: passage id {pid!r} appears twice")
+        text = " ".join(text.split())
+        if docs.get(pid, text) != text:
+            raise CollectionError(f"{where}: passage id {pid!r} names another text than on an earlier line")
+        docs[pid] = text
+        ids.append(pid)
+    return ids
 
 
 def load_rag_jsonl(path: str | Path, *, depth: int = 20) -> Collection:
@@ -590,7 +559,7 @@ def load_rag_jsonl(path: str | Path, *, depth: int = 20) -> Collection:
                 f'{where} needs "question" (text), "passages" (a list) and "relevant", e.g. {{"question": "...", '
                 '"passages": ["...", "..."], "relevant": [0]}'
             )
-        if not isinstance(qid, (str, int)) or isinstance(qid, bool):
+        if not _is_id(qid):
             raise CollectionError(f'{where}: "id" must be a string or an integer')
         qid = _check_id(str(qid), where)
         if qid in queries or qid in left_out:
@@ -599,30 +568,7 @@ def load_rag_jsonl(path: str | Path, *, depth: int = 20) -> Collection:
             raise CollectionError(
                 f"{where}: question {qid!r} has no candidate passages; drop the line or add its passages"
             )
-        ids: list[str] = []
-        for i, item in enumerate(passages):
-            if isinstance(item, str):
-                pid, text = f"{qid}-p{i}", item
-            elif isinstance(item, dict) and isinstance(item.get("text"), str):
-                raw_id = item.get("id", f"{qid}-p{i}")
-                if not isinstance(raw_id, (str, int)) or isinstance(raw_id, bool):
-                    raise CollectionError(
-                        f'{where}: passage {i} has an "id" that is not a string or an integer'
-                    )
-                title = item.get("title") or ""
-                pid, text = str(raw_id), _shown(title if isinstance(title, str) else "", item["text"])
-            else:
-                raise CollectionError(f'{where}: passage {i} must be text or an object with a string "text"')
-            _check_id(pid, where)
-            if pid in ids:
-                raise CollectionError(f"{where}: passage id {pid!r} appears twice")
-            text = " ".join(text.split())
-            if docs.get(pid, text) != text:
-                raise CollectionError(
-                    f"{where}: passage id {pid!r} names another text than on an earlier line"
-                )
-            docs[pid] = text
-            ids.append(pid)
+        ids = _rag_passages(passages, qid, where, docs)
         grades = _rag_relevant(obj.get("relevant", []), ids, where)
         if not any(g > 0 for g in grades.values()):
             left_out[qid] = "no relevant passage"
@@ -636,16 +582,7 @@ def load_rag_jsonl(path: str | Path, *, depth: int = 20) -> Collection:
             f"{_where(what, p)} holds no question with a relevant passage"
             + (' (every line\'s "relevant" is empty)' if left_out else "")
         )
-    return Collection(
-        f"RAG JSONL {p}",
-        _frozen(queries),
-        _frozen(qrels),
-        _frozen(docs),
-        _frozen(cands),
-        _frozen(origin),
-        _frozen(left_out),
-        f"rag: {p}",
-    )
+    return _collection(f"RAG JSONL {p}", queries, qrels, docs, cands, origin, left_out, f"rag: {p}")
 
 
 def load_collection(

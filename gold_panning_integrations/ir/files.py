@@ -1,11 +1,7 @@
-"""Reading collection files defensively, line by line.
-
-Every collection file (corpus, queries, qrels, run file, RAG JSONL) is read through
-:func:`text_lines`: a regular file only (a FIFO, a folder or a device is refused before
-any read), at most a given number of bytes (decompressed, for ``.gz``), lines of at most
-:data:`MAX_LINE_BYTES`, strict UTF-8 and no NUL bytes. Each problem is one
-:class:`~..errors.CollectionError` naming the file and the line, so a bad input stops
-the run before any model call, with a message that says what to fix.
+"""Reading collection files defensively, line by line (:func:`text_lines`): a regular file
+only, of bounded size (also after gzip decompression), bounded lines, strict UTF-8 and no
+NUL bytes; each problem is one :class:`~..errors.CollectionError` naming the file and the
+line, so a bad input stops the run before any model call.
 """
 
 from __future__ import annotations
@@ -16,7 +12,7 @@ import os
 import zlib
 from collections.abc import Generator
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
 from .._io import open_regular_file
 from ..errors import CollectionError
@@ -24,37 +20,25 @@ from ..errors import CollectionError
 __all__ = ["MAX_CORPUS_BYTES", "MAX_FILE_BYTES", "MAX_LINE_BYTES", "json_object", "text_lines"]
 
 MAX_FILE_BYTES = 1 << 30
-"""Largest queries, qrels, run or RAG JSONL file read (1 GiB; a 1,000-deep run of 7,000
-queries is about 300 MB)."""
+"""Largest queries, qrels, run or RAG JSONL file read (1 GiB)."""
 MAX_CORPUS_BYTES = 32 << 30
-"""Largest corpus file read (32 GiB, streamed: the MS MARCO passage collection is 3 GB)."""
+"""Largest corpus file read (32 GiB, streamed)."""
 MAX_LINE_BYTES = 16 << 20
-"""Longest line read (16 MiB); a longer one is an error, so a file without line breaks
-cannot exhaust memory."""
+"""Longest line read (16 MiB), so a file without line breaks cannot exhaust memory."""
 
 
 def _where(what: str, path: Path, lineno: int | None = None) -> str:
     return f"{what} {str(path)!r}" + (f" line {lineno}" if lineno is not None else "")
 
 
-def _stream(raw: IO[bytes], path: Path) -> IO[bytes]:
-    if path.name.lower().endswith(".gz"):
-        return gzip.GzipFile(fileobj=raw, mode="rb")  # type: ignore[return-value]
-    return raw
-
-
 def text_lines(
     path: str | Path, *, what: str, max_bytes: int | None = None
 ) -> Generator[tuple[int, str], None, None]:
-    """Each line of a UTF-8 text file with its 1-based number, without the line end.
+    """Each line of a UTF-8 text file with its 1-based number, without the line end; a
+    name ending in ``.gz`` is decompressed.
 
-    A name ending in ``.gz`` is decompressed (``max_bytes`` then bounds the decompressed
-    size too).
-
-    Args:
-        path: The file.
-        what: How messages name it (``"qrels file"``, ``"run file"``).
-        max_bytes: Largest size read, on disk and decompressed (default :data:`MAX_FILE_BYTES`).
+    ``what`` names the file in messages (``"qrels file"``); ``max_bytes`` bounds its size, on
+    disk and decompressed (default :data:`MAX_FILE_BYTES`).
 
     Raises:
         CollectionError: Missing, not a regular file, larger than ``max_bytes``, not
@@ -62,19 +46,19 @@ def text_lines(
             byte; the message names the file (and the line).
     """
     p = Path(path)
+    gz = p.name.lower().endswith(".gz")
     max_bytes = MAX_FILE_BYTES if max_bytes is None else max_bytes
     fd, _ = open_regular_file(p, max_bytes=max_bytes, what=what, error=CollectionError)
-    total = 0
-    lineno = 0
+    total = lineno = 0
     try:
-        with os.fdopen(fd, "rb") as raw_fh, _stream(raw_fh, p) as fh:
+        with os.fdopen(fd, "rb") as raw_fh, gzip.GzipFile(fileobj=raw_fh) if gz else raw_fh as fh:
             while True:
                 try:
                     raw = fh.readline(MAX_LINE_BYTES + 1)
                 except (OSError, EOFError, zlib.error) as err:
                     raise CollectionError(
                         f"{_where(what, p)} cannot be read after line {lineno} ({err}); is it a complete "
-                        + ("gzip file?" if p.name.lower().endswith(".gz") else "file?")
+                        + ("gzip file?" if gz else "file?")
                     ) from err
                 if not raw:
                     return

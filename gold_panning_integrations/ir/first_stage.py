@@ -1,10 +1,4 @@
-"""The first stage of a reranking evaluation: the candidates each query starts from.
-
-A collection's own candidates (a run file, the passages of a RAG line) are cut to
-``depth``; without them, BM25 (:class:`~.bm25.BM25`, bm25s) over the collection's
-documents returns its ``depth`` best documents with a score above 0, ties by corpus
-order. A query BM25 matches nothing for is reported, not evaluated.
-"""
+"""The first stage of a reranking evaluation: the candidates each query starts from."""
 
 from __future__ import annotations
 
@@ -15,21 +9,20 @@ from .collection import Collection
 
 __all__ = ["first_stage"]
 
+_NO_MATCH = "BM25 matched no document (every query term is a stop word or absent from the corpus)"
+
 
 def first_stage(
     collection: Collection, qids: Sequence[str], *, depth: int, stemmer: str | None = None
 ) -> tuple[dict[str, tuple[str, ...]], dict[str, str]]:
-    """Candidates of ``qids`` in first-stage order, at most ``depth`` each.
-
-    Args:
-        collection: The collection (with or without its own candidates).
-        qids: Queries to retrieve for (evaluated queries of ``collection``).
-        depth: Candidates per query, ``>= 1``.
-        stemmer: PyStemmer algorithm for the BM25 first stage (``None``: no stemming).
+    """Candidates of ``qids`` (evaluated queries of ``collection``) in first-stage order, at
+    most ``depth`` (``>= 1``) each: the collection's own (a run file, a RAG line's passages),
+    else the ``depth`` best documents BM25 scores above 0 (ties by corpus order; ``stemmer``
+    a PyStemmer algorithm).
 
     Returns:
         ``(candidates, without)``: query id -> document ids best first, and query id ->
-        why it has none (BM25 matched no document).
+        why it has none (BM25 matched no document: the query is reported, not evaluated).
     """
     if depth < 1:
         raise ValueError(f"--depth must be >= 1, got {depth!r}")
@@ -48,7 +41,5 @@ def first_stage(
         if hits:
             out[q] = hits
         else:
-            without[q] = (
-                "BM25 matched no document (every query term is a stop word or absent from the corpus)"
-            )
+            without[q] = _NO_MATCH
     return out, without

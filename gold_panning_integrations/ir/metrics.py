@@ -1,21 +1,15 @@
 """The field's ranking metrics through ir-measures, with intervals over queries.
 
 Per query, from graded qrels and a ranking: nDCG@10 (trec_eval's ``ndcg_cut_10``: linear
-gains, the ideal ranking from every judged document), MRR@10 (reciprocal rank of the first
-relevant document in the top 10, 0 below), Recall@k and, for one relevant document per
-query, top-1 / top-3 (a relevant document in the first 1 / 3). Binary metrics count a
-document as relevant from grade ``relevance_level`` (1 by default; TREC DL papers use 2).
+gains, the ideal ranking from every judged document), MRR@10, Recall@k and, for one
+relevant document per query, top-1 / top-3. Binary metrics count a document as relevant
+from grade ``relevance_level`` (1 by default; TREC DL papers use 2). ir-measures runs
+trec_eval's own code, so a run file we write scores the same in ``trec_eval``
+(docs/bench-compare-collections.md, "Why ir-measures").
 
-Why ir-measures: it computes each measure with trec_eval's own C code (through
-pytrec-eval-terrier, which it depends on) behind named measures (``nDCG@10``,
-``RR(rel=2)@10``) and parses TREC files itself, so a run file we write gives the same
-numbers in ir-measures, pytrec_eval and ``trec_eval``; the two packages install together
-(sizes and maintenance are compared in ``docs/bench-compare-collections.md``).
-
-Intervals: the mean over queries with a 95% percentile bootstrap over queries (resampled
-with an explicit generator, so a summary is a pure function of its inputs); top-1/top-3
-with Wilson intervals (binary outcomes). Paired differences against a baseline count the
-queries a method wins, loses and ties, with the bootstrap interval of the mean difference.
+Intervals: a 95% percentile bootstrap over queries (explicit generator: a summary is a
+pure function of its inputs); top-1/top-3 use Wilson intervals. Paired differences against
+a baseline count wins, losses and ties, with the bootstrap interval of the mean difference.
 """
 
 from __future__ import annotations
@@ -45,7 +39,6 @@ BOOTSTRAP_RESAMPLES = 10_000
 """Resamples of the percentile bootstrap over queries."""
 TIE_TOLERANCE = 1e-9
 """Per-query differences within this are ties."""
-_BINARY = ("top1", "top3")
 
 
 def _ir_measures() -> Any:
@@ -62,7 +55,7 @@ def metric_names(*, recall_k: int = 10, single: bool = True) -> tuple[str, ...]:
     """Names of the metrics reported, in table order: ``ndcg@10``, ``mrr@10``,
     ``recall@{recall_k}`` and, when every query has one relevant document, ``top1``, ``top3``."""
     base = ("ndcg@10", "mrr@10", f"recall@{recall_k}")
-    return base + (_BINARY if single else ())
+    return base + (("top1", "top3") if single else ())
 
 
 def single_relevant(qrels: Mapping[str, Mapping[str, int]], *, relevance_level: int = 1) -> bool:
@@ -88,10 +81,9 @@ def per_query_metrics(
 
     Args:
         qrels: Query id -> document id -> grade, for the evaluated queries.
-        rankings: Query id -> document ids best first; a query without one (or an
-            empty one) scores 0 on every metric.
+        rankings: Query id -> document ids best first; a query without one scores 0.
         recall_k: The cutoff of Recall@k, ``>= 1``.
-        relevance_level: Lowest grade counted as relevant by the binary metrics, ``>= 1``.
+        relevance_level: Lowest grade the binary metrics count as relevant, ``>= 1``.
 
     Returns:
         Query id -> metric name (:func:`metric_names` with ``single=True``) -> value in
@@ -168,19 +160,9 @@ def paired_difference(
 
 
 def wilson_interval(successes: int, trials: int, *, z: float = 1.96) -> tuple[float, float]:
-    """Wilson score interval for a binomial proportion (95% for ``z=1.96``).
-
-    Unlike the normal approximation it stays inside [0, 1] and is not empty at 0 or
-    ``trials`` successes (0/30 gives about (0, 0.114)).
-
-    Args:
-        successes: Number of hits, ``0 <= successes <= trials``.
-        trials: Number of trials, ``>= 0``; 0 gives ``(0.0, 1.0)``.
-        z: Standard-normal quantile of the two-sided level.
-
-    Returns:
-        ``(low, high)`` bounds of the interval.
-    """
+    """``(low, high)`` of the Wilson score interval for ``successes`` of ``trials`` (95% for
+    ``z=1.96``): inside [0, 1] and not empty at 0 or ``trials`` successes (0/30 gives about
+    (0, 0.114)); ``(0.0, 1.0)`` for no trials. Needs ``0 <= successes <= trials``."""
     if trials < 0 or not 0 <= successes <= max(trials, 0):
         raise ValueError(f"need 0 <= successes <= trials, got successes={successes!r}, trials={trials!r}")
     if trials == 0:

@@ -1,8 +1,5 @@
-"""Writing evaluation outputs atomically: TREC run files, JSON, Markdown.
-
-Every file is written to a temporary file in its destination folder, flushed to disk and
-renamed over the destination (``os.replace``), so a reader sees the complete file or the
-previous state, never a half-written one; on any error the temporary file is removed.
+"""Writing evaluation outputs atomically (a temporary file in the destination folder,
+flushed and renamed over it): TREC run and qrels files, JSON, Markdown.
 """
 
 from __future__ import annotations
@@ -11,7 +8,7 @@ import contextlib
 import os
 import re
 import tempfile
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
 from .metrics import run_scores
@@ -22,8 +19,8 @@ _TAG = re.compile(r"^\S+$")
 
 
 def write_text_atomic(path: str | Path, text: str) -> Path:
-    """Write ``text`` (UTF-8) to ``path`` atomically (see the module docstring); the
-    parent folder is created. Returns the path."""
+    """Write ``text`` (UTF-8) to ``path`` atomically: a reader sees the complete file or
+    the previous state; the parent folder is created. Returns the path."""
     p = Path(path)
     p.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{p.name}.", suffix=".tmp", dir=p.parent)
@@ -53,12 +50,16 @@ def run_text(rankings: Mapping[str, Sequence[str]], *, tag: str) -> str:
     return "".join(lines)
 
 
+def _check_ids(ids: Mapping[str, Iterable[str]], what: str) -> None:
+    """Raise ValueError naming the first query or document id a TREC ``what`` cannot hold."""
+    bad = next((x for q, docs in ids.items() for x in (q, *docs) if not _TAG.match(str(x))), None)
+    if bad is not None:
+        raise ValueError(f"a TREC {what} cannot hold the id {bad!r} (empty or with white space)")
+
+
 def write_run(path: str | Path, rankings: Mapping[str, Sequence[str]], *, tag: str) -> Path:
     """Write a TREC run file atomically (see :func:`run_text`). Returns the path."""
-    for qid, ranking in rankings.items():
-        bad = [x for x in (qid, *ranking) if not _TAG.match(str(x))]
-        if bad:
-            raise ValueError(f"a TREC run cannot hold the id {bad[0]!r} (empty or with white space)")
+    _check_ids(rankings, "run")
     return write_text_atomic(path, run_text(rankings, tag=tag))
 
 
@@ -70,8 +71,5 @@ def qrels_text(qrels: Mapping[str, Mapping[str, int]]) -> str:
 def write_qrels(path: str | Path, qrels: Mapping[str, Mapping[str, int]]) -> Path:
     """Write the judgements as a TREC qrels file atomically, so ``trec_eval qrels run``
     and ir-measures read exactly what was scored. Returns the path."""
-    for q, judged in qrels.items():
-        bad = [x for x in (q, *judged) if not _TAG.match(str(x))]
-        if bad:
-            raise ValueError(f"a TREC qrels file cannot hold the id {bad[0]!r} (empty or with white space)")
+    _check_ids(qrels, "qrels file")
     return write_text_atomic(path, qrels_text(qrels))
