@@ -20,8 +20,6 @@ from .._io import read_regular_file
 __all__ = ["MAX_TRACE_BYTES", "TRACE_VERSION", "TraceWriter", "check_relevant", "read_traces", "trace_record"]
 
 logger = logging.getLogger("gold_panning_integrations.calibration.traces")
-"""Logs under the traces module's name, as before this module was split out."""
-
 
 TRACE_VERSION = 1
 MAX_TRACE_BYTES = 512 * 1024 * 1024
@@ -57,12 +55,9 @@ def trace_record(
         for docs, pos, reading in zip(r.windows, r.positions, r.readings):
             docs_l = [int(d) for d in docs]
             pos_l = [int(p) for p in pos]
-            if sorted(pos_l) == list(range(len(pos_l))):
-                span = len(pos_l)
-            else:
-                span = (
-                    profile_positions if profile_positions is not None else (max(pos_l) + 1 if pos_l else 0)
-                )
+            span = len(pos_l)
+            if sorted(pos_l) != list(range(span)):  # dummy positions: the profile's, else up to the last
+                span = profile_positions if profile_positions is not None else max(pos_l) + 1
             prompts.append(
                 {
                     "docs": docs_l,
@@ -156,12 +151,12 @@ def _bad(path: str, lineno: int, what: str) -> ValueError:
     return ValueError(f"trace file {path!r} line {lineno}: {what}; traces are written by TraceWriter")
 
 
-def _int_list(v: Any) -> bool:
-    return isinstance(v, list) and all(isinstance(x, int) and not isinstance(x, bool) for x in v)
-
-
 def _is_int(v: Any) -> bool:
     return isinstance(v, int) and not isinstance(v, bool)
+
+
+def _int_list(v: Any) -> bool:
+    return isinstance(v, list) and all(map(_is_int, v))
 
 
 def _header_problem(obj: Any) -> str | None:
@@ -170,9 +165,8 @@ def _header_problem(obj: Any) -> str | None:
         return "not a trace object (field 'type' must be 'trace')"
     if obj.get("version") != TRACE_VERSION:
         return f"trace version {obj.get('version')!r} is not {TRACE_VERSION}"
-    n = obj.get("n")
-    if not isinstance(n, int) or isinstance(n, bool) or n < 0:
-        return f"field 'n' must be an integer >= 0, got {n!r:.40}"
+    if not _is_int(obj.get("n")) or obj["n"] < 0:
+        return f"field 'n' must be an integer >= 0, got {obj.get('n')!r:.40}"
     return None
 
 

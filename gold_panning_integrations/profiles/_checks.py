@@ -21,6 +21,7 @@ from ..errors import ProfileError
 __all__ = [
     "LEARNED_RANGES",
     "MAX_JSON_DEPTH",
+    "as_list",
     "check_rates",
     "describe_validation_error",
     "json_depth",
@@ -42,6 +43,15 @@ LEARNED_RANGES: dict[str, tuple[float, float | None, bool, bool]] = {
 
 MAX_JSON_DEPTH = 32
 """Deepest JSON nesting accepted in a profile file (a real profile nests 3 levels)."""
+
+
+def as_list(name: str, v: Any, of: str) -> list[Any]:
+    """``v`` (a list, tuple or array) as a list; a ValueError naming ``name`` otherwise."""
+    if isinstance(v, np.ndarray):
+        v = v.tolist()
+    if not isinstance(v, (list, tuple)):
+        raise ValueError(f"{name} must be a list of {of}, got {type(v).__name__}")  # noqa: TRY004 - pydantic reports ValueErrors
+    return list(v)
 
 
 def check_rates(name: str, values: list[float]) -> list[float]:
@@ -85,13 +95,10 @@ def strict_int_list(name: str, v: Any) -> Any:
     """A list (or array) of integers as a list, each checked by :func:`strict_int`; None as is."""
     if v is None:
         return v
-    if isinstance(v, np.ndarray):
-        v = v.tolist()
-    if not isinstance(v, (list, tuple)):
-        raise ValueError(f"{name} must be a list of integers, got {type(v).__name__}")  # noqa: TRY004 - pydantic reports ValueErrors
+    v = as_list(name, v, "integers")
     for i, x in enumerate(v):
         strict_int(f"{name}[{i}]", x)
-    return list(v)
+    return v
 
 
 _JSON_STRING = re.compile(r'"(?:[^"\\]|\\.)*"')
