@@ -1,5 +1,4 @@
-"""How good a probability is: calibration error, Brier score, the top pick's gap, AUROC
-(numpy only).
+"""How good a probability is: calibration error, Brier score, the top pick's gap, AUROC.
 
 Used by ``gold-panning evaluate`` (every method that gives a per-document score in [0, 1]), the
 simulator check of the engine's posteriors, and the choice of recalibration map.
@@ -18,6 +17,7 @@ from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
+from scipy.stats import rankdata
 
 __all__ = [
     "ECE_BINS",
@@ -114,13 +114,7 @@ def auroc(scores: ArrayLike, labels: ArrayLike) -> float | None:
     n1, n0 = int(y.sum()), int((~y).sum())
     if n1 == 0 or n0 == 0:
         return None
-    order = np.argsort(s, kind="stable")
-    ranks = np.empty(s.size)
-    sorted_s = s[order]
-    # Average ranks over ties (1-based).
-    _, first, counts = np.unique(sorted_s, return_index=True, return_counts=True)
-    avg = first + (counts + 1) / 2.0
-    ranks[order] = np.repeat(avg, counts)
+    ranks = rankdata(s)  # 1-based, ties averaged
     return float((ranks[y].sum() - n1 * (n1 + 1) / 2.0) / (n1 * n0))
 
 
