@@ -25,6 +25,7 @@ __all__ = [
     "expected_variance_reduction",
     "grid_indices",
     "next_grid_index",
+    "rate_counts",
     "smoothed_rate",
 ]
 
@@ -174,6 +175,13 @@ def next_grid_index(
     return int(np.argmax(expected_variance_reduction(x, m)))
 
 
+def rate_counts(grid: NDArray[np.intp], *counts: NDArray[np.floating] | NDArray[np.integer]) -> RateCounts:
+    """:class:`RateCounts` on ``grid`` from gold cited, gold shown, distractor cited and
+    distractor shown, each of shape ``(K,)``."""
+    fields = ("gold_cited", "gold_shown", "distractor_cited", "distractor_shown")
+    return RateCounts(positions=grid.tolist(), **{f: c.tolist() for f, c in zip(fields, counts)})
+
+
 def build_profile(
     records: Sequence[Mapping[str, Any]],
     *,
@@ -202,20 +210,13 @@ def build_profile(
         "failed": c.failed,
         "smoothing": "jeffreys (x+0.5)/(m+1)",
     }
-    rate_counts = RateCounts(
-        positions=c.grid.tolist(),
-        gold_cited=c.tp.tolist(),
-        gold_shown=c.tp_trials.tolist(),
-        distractor_cited=c.fp.tolist(),
-        distractor_shown=c.fp_trials.tolist(),
-    )
     return DetectorProfile.from_grid(
         c.grid,
         tpr,
         fpr,
         n_positions=n,
         trials=c.tp_trials,
-        counts=rate_counts,
+        counts=rate_counts(c.grid, c.tp, c.tp_trials, c.fp, c.fp_trials),
         model=model,
         task=task,
         notes=notes,

@@ -18,6 +18,7 @@ from numpy.typing import NDArray
 from ..engine.beliefs import DEFAULT_EPS, log_likelihood_ratios, sigmoid
 from ..engine.curves import grid_positions as default_grid
 from ..profiles import DetectorProfile, RateCounts
+from ._fit import rate_counts
 from ._trace_io import TRACE_VERSION, TraceWriter, check_relevant, read_traces, trace_record
 
 __all__ = [
@@ -38,7 +39,6 @@ __all__ = [
 Relevance = Literal["independent", "one"]
 
 
-# ------------------------------------------------------------------ observations
 @dataclass(frozen=True)
 class Observations:
     """Every (document, prompt) sighting of a set of traces, flattened.
@@ -77,9 +77,7 @@ class Observations:
 def observations_from_traces(traces: Iterable[Mapping[str, Any]]) -> Observations:
     """Flatten trace records (from :func:`read_traces` or :func:`trace_record`), failed
     prompts left out; a missing prior is the base rate ``k / n``."""
-    doc: list[int] = []
-    depth: list[float] = []
-    cited: list[bool] = []
+    sightings: list[tuple[int, float, bool]] = []  # (global document index, depth, cited)
     prior: list[float] = []
     query: list[int] = []
     final: list[float] = []
@@ -87,14 +85,8 @@ def observations_from_traces(traces: Iterable[Mapping[str, Any]]) -> Observation
     offset = 0
     for qi, t in enumerate(traces):
         n = int(t["n"])
-        rel = t.get("relevant")
-        if rel is None:
-            label.extend([float("nan")] * n)
-        else:
-            row = [0.0] * n
-            for d in check_relevant(rel, n):
-                row[d] = 1.0
-            label.extend(row)
+        relevant = None if t.get("relevant") is None else set(check_relevant(t["relevant"], n))
+        label.extend(float("nan") if relevant is None else float(d in relevant) for d in range(n))
         if t.get("prior_log_odds") is not None:
             prior.extend(float(x) for x in t["prior_log_odds"])
         else:
@@ -106,13 +98,13 @@ def observations_from_traces(traces: Iterable[Mapping[str, Any]]) -> Observation
             for p in r["prompts"]:
                 if p.get("failed"):
                     continue
-                span = int(p["span"])
-                c = set(p["cited"])
-                for d, j in zip(p["docs"], p["positions"]):
-                    doc.append(offset + int(d))
-                    depth.append(j / (span - 1) if span > 1 else 0.0)
-                    cited.append(d in c)
+                span, c = int(p["span"]), set(p["cited"])
+                sightings.extend(
+                    (offset + int(d), j / (span - 1) if span > 1 else 0.0, d in c)
+                    for d, j in zip(p["docs"], p["positions"])
+                )
         offset += n
+    doc, depth, cited = zip(*sightings) if sightings else ((), (), ())
     return Observations(
         doc=np.asarray(doc, dtype=np.intp),
         depth=np.asarray(depth, dtype=np.float64),
@@ -124,7 +116,6 @@ def observations_from_traces(traces: Iterable[Mapping[str, Any]]) -> Observation
     )
 
 
-# ------------------------------------------------------------------------ EM
 def _grid_weights(
     depth: NDArray[np.float64], grid: NDArray[np.intp], n_positions: int
 ) -> tuple[NDArray[np.intp], NDArray[np.float64]]:
@@ -154,12 +145,10 @@ def _accumulate(
     """Sum ``weights`` into ``k`` grid bins, each split by the interpolation weight."""
     if k == 1:
         return np.array([weights.sum()])
-    return np.bincount(left, weights * (1.0 - w), minlength=k) + np.bincount(
-        left + 1, weights * w, minlength=k
-    )
+    right = np.bincount(left + 1, weights * w, minlength=k)
+    return np.asarray(np.bincount(left, weights * (1.0 - w), minlength=k) + right, dtype=np.float64)
 
 
-# ------------------------------------------------------------- mixture
 @dataclass(frozen=True)
 class MixtureFit:
     """The reader's document-level mixture, measured on labelled traces.
@@ -290,12 +279,6 @@ def _prior_counts(
     return t * s, s.copy(), f * s, s.copy()
 
 
-def _rate_counts(grid: NDArray[np.intp], *counts: NDArray[np.float64]) -> RateCounts:
-    """:class:`RateCounts` on ``grid`` from gold cited, gold shown, distractor cited, distractor shown."""
-    fields = ("gold_cited", "gold_shown", "distractor_cited", "distractor_shown")
-    return RateCounts(positions=grid.tolist(), **{f: c.tolist() for f, c in zip(fields, counts)})
-
-
 def _learn_grid(prior: DetectorProfile, grid: int | Sequence[int] | None) -> NDArray[np.intp]:
     """The grid positions :func:`learn_profile` estimates on: ``grid`` (a size or the
     positions), else the prior's ``grid_positions``, else 11 points over its positions."""
@@ -403,7 +386,7 @@ def learn_profile(
     f_grid = prior.fpr_array[g].copy()
     converged = False
     it = 0
-    new = (np.zeros(k),) * 4
+    new: tuple[NDArray[np.float64], ...] = (np.zeros(k),) * 4
     wm = MIXTURE_PRIOR_WEIGHT
     for it in range(1, iterations + 1):
         # E-step: P(document reads as relevant | all its sightings).
@@ -439,8 +422,8 @@ def learn_profile(
         if delta < tol:
             converged = True
             break
-    fresh = _rate_counts(g, *new)
-    total = _rate_counts(g, *(a + b for a, b in zip((a_gc, a_gs, a_dc, a_ds), new)))
+    fresh = rate_counts(g, *new)
+    total = rate_counts(g, *(a + b for a, b in zip((a_gc, a_gs, a_dc, a_ds), new)))
     how = f"by EM ({n_labelled} of them labelled)" if n_labelled else "by EM"
     # What the reader is known to do beyond per-position rates stays with it unless re-measured.
     learned: dict[str, Any] = {
