@@ -1,12 +1,8 @@
 """How good a probability is: calibration error, Brier score, the top pick's gap, AUROC.
 
-Used by ``gold-panning evaluate`` (every method that gives a per-document score in [0, 1]), the
-simulator check of the engine's posteriors, and the choice of recalibration map.
-
-Binning: :func:`ece` uses ``bins`` equal-width bins on [0, 1] (10 by default; a
-probability of exactly 1 falls in the last bin); :func:`adaptive_ece` uses ``bins``
-bins of equal count (the sorted probabilities split into ``bins`` nearly equal runs).
-Both weigh each bin's ``|mean probability - share relevant|`` by its share of the pairs.
+Used by ``gold-panning evaluate``, the simulator check of the engine's posteriors, and the
+choice of recalibration map. Both ECEs weigh each bin's ``|mean probability - share
+relevant|`` by its share of the pairs.
 """
 
 from __future__ import annotations
@@ -46,8 +42,9 @@ def _pairs(probs: ArrayLike, labels: ArrayLike) -> tuple[NDArray[np.float64], ND
 
 
 def reliability_rows(probs: ArrayLike, labels: ArrayLike, *, bins: int = ECE_BINS) -> list[dict[str, float]]:
-    """The reliability diagram's non-empty equal-width bins: ``lo``, ``hi``, ``count``,
-    ``mean_prob`` and ``frac_pos`` (share of the bin's pairs that are relevant)."""
+    """The reliability diagram's non-empty equal-width bins on [0, 1] (a probability of exactly
+    1 falls in the last): ``lo``, ``hi``, ``count``, ``mean_prob`` and ``frac_pos`` (share of
+    the bin's pairs that are relevant)."""
     p, y = _pairs(probs, labels)
     idx = np.minimum((p * bins).astype(np.intp), bins - 1)
     rows = []
@@ -81,7 +78,8 @@ def ece(probs: ArrayLike, labels: ArrayLike, *, bins: int = ECE_BINS) -> float:
 
 
 def adaptive_ece(probs: ArrayLike, labels: ArrayLike, *, bins: int = ECE_BINS) -> float:
-    """Expected calibration error with ``bins`` bins of equal count (sorted by probability)."""
+    """Expected calibration error with ``bins`` bins of equal count (the sorted probabilities
+    split into ``bins`` nearly equal runs)."""
     p, y = _pairs(probs, labels)
     if p.size == 0:
         return 0.0
