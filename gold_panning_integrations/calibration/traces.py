@@ -37,6 +37,7 @@ __all__ = [
 
 
 Relevance = Literal["independent", "one"]
+_LEARNED_FIELDS = ("false_leads", "blind_rate", "prior_head_decay")
 
 
 @dataclass(frozen=True)
@@ -314,6 +315,21 @@ def _one_relevant_posterior(lo: NDArray[np.float64], obs: Observations) -> NDArr
     return e / z[obs.query]
 
 
+def _learned_fields(
+    prior: DetectorProfile, fit: MixtureFit | None, retriever: RetrieverFit | None, extra: dict[str, Any]
+) -> dict[str, Any]:
+    """The learned profile's ``false_leads``, ``blind_rate`` and ``prior_head_decay``: those
+    ``fit`` and ``retriever`` measured (how, added to ``extra``), else the prior's."""
+    learned = {key: getattr(prior, key) for key in _LEARNED_FIELDS if getattr(prior, key) is not None}
+    if fit is not None:
+        learned["false_leads"], learned["blind_rate"] = fit.false_leads, fit.blind_rate
+        extra["mixture_fit"] = {key: getattr(fit, key) for key in ("relevant", "irrelevant", "queries")}
+    if retriever is not None:
+        learned["prior_head_decay"] = retriever.head_decay
+        extra["retriever_fit"] = {"queries": retriever.queries, "top1_share": round(retriever.top1_share, 4)}
+    return learned
+
+
 def learn_profile(
     traces: Iterable[Mapping[str, Any]] | Observations,
     prior: DetectorProfile,
@@ -425,12 +441,6 @@ def learn_profile(
     fresh = rate_counts(g, *new)
     total = rate_counts(g, *(a + b for a, b in zip((a_gc, a_gs, a_dc, a_ds), new)))
     how = f"by EM ({n_labelled} of them labelled)" if n_labelled else "by EM"
-    # What the reader is known to do beyond per-position rates stays with it unless re-measured.
-    learned: dict[str, Any] = {
-        key: getattr(prior, key)
-        for key in ("false_leads", "blind_rate", "prior_head_decay")
-        if getattr(prior, key) is not None
-    }
     extra: dict[str, Any] = {
         "learned_from_traces": {
             "queries": obs.n_queries,
@@ -452,11 +462,7 @@ def learn_profile(
             irrelevant=int(irr_l.sum()),
             queries=n_labelled,
         )
-        learned["false_leads"], learned["blind_rate"] = fit.false_leads, fit.blind_rate
-        extra["mixture_fit"] = {key: getattr(fit, key) for key in ("relevant", "irrelevant", "queries")}
-    if retriever is not None:
-        learned["prior_head_decay"] = retriever.head_decay
-        extra["retriever_fit"] = {"queries": retriever.queries, "top1_share": round(retriever.top1_share, 4)}
+    learned = _learned_fields(prior, fit, retriever, extra)
     profile = DetectorProfile.from_grid(
         g,
         t_grid,
