@@ -68,7 +68,6 @@ __all__ = [
 logger = logging.getLogger(__name__)
 
 
-# ---------------------------------------------------------------- functional core
 @dataclass(frozen=True)
 class TrialSpec:
     """One calibration trial: the gold at ``position`` in an instance drawn with ``seed``.
@@ -125,7 +124,6 @@ def _spec(gi: int, t: int, grid: NDArray[np.intp], seeds: NDArray[np.int64]) -> 
     return TrialSpec(f"p{gi:02d}-t{t:03d}", gi, int(grid[gi]), t, int(seeds[t, gi]))
 
 
-# --------------------------------------------------------------- stateful runner
 @dataclass
 class CalibrationResult:
     """Outcome of :meth:`Calibrator.run`.
@@ -215,7 +213,6 @@ class Calibrator:
         self._fh: Any = None
         self._lock: CheckpointLock | None = None
 
-    # -------------------------------------------------------------- checkpoint
     def _meta(self) -> dict[str, Any]:
         meta = {
             "type": "meta",
@@ -307,7 +304,6 @@ class Calibrator:
             self._lock.release()
             self._lock = None
 
-    # ------------------------------------------------------------------ trials
     def _instance(self, spec: TrialSpec) -> Any:
         return self.task.make(self.n, gold_position=spec.position, rng=np.random.default_rng(spec.seed))
 

@@ -26,7 +26,6 @@ MAX_TRACE_BYTES = 512 * 1024 * 1024
 """Largest trace file read (a 20-document, 8-round trace line is ~2 kB)."""
 
 
-# ------------------------------------------------------------------------ writing
 def trace_record(
     result: Any, *, profile_positions: int | None = None, relevant: Iterable[int] | None = None
 ) -> dict[str, Any]:
@@ -146,7 +145,6 @@ class TraceWriter:
             self.written += 1
 
 
-# ------------------------------------------------------------------------ reading
 def _bad(path: str, lineno: int, what: str) -> ValueError:
     return ValueError(f"trace file {path!r} line {lineno}: {what}; traces are written by TraceWriter")
 
@@ -160,27 +158,19 @@ def _int_list(v: Any) -> bool:
 
 
 def _header_problem(obj: Any) -> str | None:
-    """What is wrong with a trace's type, version and ``n`` (``None`` when nothing is)."""
+    """What is wrong with a trace's type, version, ``n`` and the lists of ``n`` numbers
+    (``None`` when nothing is)."""
     if not isinstance(obj, dict) or obj.get("type") != "trace":
         return "not a trace object (field 'type' must be 'trace')"
     if obj.get("version") != TRACE_VERSION:
         return f"trace version {obj.get('version')!r} is not {TRACE_VERSION}"
-    if not _is_int(obj.get("n")) or obj["n"] < 0:
-        return f"field 'n' must be an integer >= 0, got {obj.get('n')!r:.40}"
-    return None
-
-
-def _numbers_problem(obj: dict[str, Any], n: int) -> str | None:
-    """What is wrong with ``posteriors`` / ``prior_log_odds`` (each a list of ``n`` numbers;
-    ``prior_log_odds`` may be null)."""
-    for key in ("posteriors", "prior_log_odds", "raw_posteriors"):
+    n = obj.get("n")
+    if not _is_int(n) or n < 0:
+        return f"field 'n' must be an integer >= 0, got {n!r:.40}"
+    for key in ("posteriors", "prior_log_odds", "raw_posteriors"):  # only posteriors are never null
         v = obj.get(key)
-        if v is None and key != "posteriors":
-            continue
-        if (
-            not isinstance(v, list)
-            or len(v) != n
-            or any(isinstance(x, bool) or not isinstance(x, (int, float)) for x in v)
+        if (v is not None or key == "posteriors") and not (
+            isinstance(v, list) and len(v) == n and all(_is_int(x) or isinstance(x, float) for x in v)
         ):
             return f"field {key!r} must be a list of {n} numbers"
     return None
@@ -224,7 +214,7 @@ def _check_trace(obj: Any, path: str, lineno: int) -> dict[str, Any]:
     """``obj`` when it is a valid trace record; else raise the ValueError naming the file and line."""
     problem = _header_problem(obj)
     if problem is None:
-        problem = _numbers_problem(obj, obj["n"]) or _rounds_problem(obj.get("rounds"), obj["n"])
+        problem = _rounds_problem(obj.get("rounds"), obj["n"])
     if problem is None and obj.get("relevant") is not None:
         rel = obj["relevant"]
         if not _int_list(rel) or len(set(rel)) != len(rel) or any(not 0 <= d < obj["n"] for d in rel):

@@ -127,9 +127,8 @@ def describe_validation_error(err: ValidationError) -> str:
             parts.append(str(inner).removeprefix("invalid detector profile: "))
             continue
         loc = ".".join(str(x) for x in e.get("loc", ())) or "profile"
-        msg = e.get("msg", "invalid")
-        msg = msg.removeprefix("Value error, ")
-        if "input" in e and e.get("type") not in ("value_error",):
+        msg = e.get("msg", "invalid").removeprefix("Value error, ")
+        if "input" in e and e.get("type") != "value_error":
             inp = e["input"]
             shown = repr(inp) if len(repr(inp)) < 80 else repr(inp)[:77] + "..."
             parts.append(f"{loc}: {msg} (got {shown})")
