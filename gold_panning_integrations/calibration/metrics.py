@@ -175,25 +175,14 @@ def summarize(
         bins: Bins of both ECEs.
         threshold: The ``min_relevance`` whose precision is reported.
     """
-    ps: list[NDArray[np.float64]] = []
-    ys: list[NDArray[np.float64]] = []
-    tops: list[float] = []
-    rights: list[float] = []
-    nones: list[float] = []
-    empty: list[bool] = []
-    for probs, rel in queries:
-        p, y = _pairs(probs, rel)
-        if p.size == 0:
-            continue
-        ps.append(p)
-        ys.append(y)
-        i = int(np.argmax(p))
-        tops.append(float(p[i]))
-        rights.append(float(y[i]))
-        nones.append(float(np.prod(1.0 - p)))
-        empty.append(not bool(y.any()))
-    p_all = np.concatenate(ps) if ps else np.zeros(0)
-    y_all = np.concatenate(ys) if ys else np.zeros(0)
+    judged = [(p, y) for p, y in (_pairs(probs, rel) for probs, rel in queries) if p.size]
+    best = [int(np.argmax(p)) for p, _ in judged]
+    tops = [float(p[i]) for (p, _), i in zip(judged, best)]
+    rights = [float(y[i]) for (_, y), i in zip(judged, best)]
+    nones = [float(np.prod(1.0 - p)) for p, _ in judged]
+    empty = [not bool(y.any()) for _, y in judged]
+    p_all = np.concatenate([p for p, _ in judged]) if judged else np.zeros(0)
+    y_all = np.concatenate([y for _, y in judged]) if judged else np.zeros(0)
     mean, acc, gap = top_pick_gap(tops, rights)
     passed = p_all >= threshold
     return CalibrationSummary(
