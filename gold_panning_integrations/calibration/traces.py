@@ -209,7 +209,7 @@ def fit_head_decay(traces: Iterable[Mapping[str, Any]]) -> RetrieverFit | None:
     """
     from ..engine.priors import rank_prior_probs
 
-    ranks: list[tuple[int, int]] = []
+    ranks: dict[int, list[int]] = {}  # the relevant documents' ranks, by the query's size
     queries = top1 = 0
     for t in traces:
         rel, prior = t.get("relevant"), t.get("prior_log_odds")
@@ -218,22 +218,17 @@ def fit_head_decay(traces: Iterable[Mapping[str, Any]]) -> RetrieverFit | None:
         lo = np.asarray(prior, dtype=np.float64)
         if np.any(np.diff(lo) > 1e-9) or lo[0] - lo[-1] < 1e-6:
             continue
-        n = int(t["n"])
         queries += 1
         top1 += int(0 in rel)
-        ranks.extend((n, int(r)) for r in rel)
+        ranks.setdefault(int(t["n"]), []).extend(int(r) for r in rel)
     if queries < MIN_RETRIEVER_QUERIES:
         return None
     grid = np.round(np.linspace(0.05, 1.0, 96), 4)
     ll = np.zeros(grid.size)
-    cache: dict[tuple[int, float], NDArray[np.float64]] = {}
     for i, d in enumerate(grid):
-        for n, r in ranks:
-            key = (n, float(d))
-            if key not in cache:
-                p = rank_prior_probs(n, k=1, head_decay=float(d))
-                cache[key] = np.log(p / p.sum())
-            ll[i] += cache[key][r]
+        for n, at in ranks.items():
+            p = rank_prior_probs(n, k=1, head_decay=float(d))
+            ll[i] += float(np.log(p / p.sum())[at].sum())
     return RetrieverFit(
         head_decay=float(grid[int(np.argmax(ll))]), top1_share=top1 / queries, queries=queries
     )
