@@ -10,7 +10,6 @@ The bundled profiles are JSON files in ``profiles/bundled/``.
 
 from __future__ import annotations
 
-import itertools
 import json
 import logging
 import math
@@ -36,6 +35,7 @@ from ._checks import (
     as_list,
     check_rates,
     describe_validation_error,
+    increasing_within,
     json_depth,
     learned_problem,
     strict_int,
@@ -123,9 +123,7 @@ class RateCounts(_Model):
                 raise ValueError(
                     f"counts.{name} has {len(getattr(self, name))} values but counts.positions has {p}"
                 )
-        if any(b <= a for a, b in zip(self.positions, self.positions[1:])) or any(
-            x < 0 for x in self.positions
-        ):
+        if not increasing_within(self.positions):
             raise ValueError(f"counts.positions must be strictly increasing and >= 0, got {self.positions}")
         for c, m in (("gold_cited", "gold_shown"), ("distractor_cited", "distractor_shown")):
             for i, (x, n) in enumerate(zip(getattr(self, c), getattr(self, m))):
@@ -243,19 +241,13 @@ class DetectorProfile(_Model):
                 raise ValueError(f"{name} has {got} values but n_positions is {self.n_positions}")
         if self.grid_positions is not None:
             g = self.grid_positions
-            if any(p < 0 or p >= self.n_positions for p in g) or any(
-                b <= a for a, b in itertools.pairwise(g)
-            ):
+            if not increasing_within(g, self.n_positions):
                 raise ValueError(
                     f"grid_positions must be strictly increasing within [0, {self.n_positions - 1}], got {g}"
                 )
             if self.trials is not None and len(self.trials) != len(g):
                 raise ValueError(f"trials has {len(self.trials)} values but grid_positions has {len(g)}")
-        if (
-            self.counts is not None
-            and self.counts.positions
-            and self.counts.positions[-1] >= self.n_positions
-        ):
+        if self.counts is not None and not increasing_within(self.counts.positions, self.n_positions):
             raise ValueError(
                 f"counts.positions must lie within [0, {self.n_positions - 1}], got {self.counts.positions}"
             )

@@ -8,6 +8,7 @@ nesting depth (:func:`json_depth`), and pydantic's errors as one message naming 
 
 from __future__ import annotations
 
+import itertools
 import math
 import numbers
 import re
@@ -24,6 +25,7 @@ __all__ = [
     "as_list",
     "check_rates",
     "describe_validation_error",
+    "increasing_within",
     "json_depth",
     "learned_problem",
     "strict_int",
@@ -80,6 +82,11 @@ def learned_problem(name: str, value: Any) -> str | None:
         f"{')' if high_open or high is None else ']'}"
     )
     return f"must be a number in {span}, got {value!r:.40}"
+
+
+def increasing_within(values: list[int], stop: float = math.inf) -> bool:
+    """Whether ``values`` increase strictly and lie within ``0..stop-1``."""
+    return all(b > a for a, b in itertools.pairwise(values)) and all(0 <= x < stop for x in values)
 
 
 def strict_int(name: str, v: Any) -> Any:
