@@ -1,8 +1,5 @@
-"""The calibration protocol's estimates: outcome counts per grid position
-(:func:`count_outcomes`), smoothed TPR/FPR (:func:`smoothed_rate`, :func:`estimate_rates`),
-the budgeted design's choice of the next grid position (:func:`next_grid_index`), and the
-profile they make (:func:`build_profile`). Pure functions of the trial records; see
-:mod:`~gold_panning_integrations.calibration` for the protocol.
+"""The calibration protocol's estimates (:mod:`~gold_panning_integrations.calibration`):
+pure functions of the trial records, from outcome counts to the profile they make.
 """
 
 from __future__ import annotations
@@ -109,12 +106,8 @@ def count_outcomes(records: Iterable[Mapping[str, Any]], n: int, grid: int | Seq
 def estimate_rates(
     records: Iterable[Mapping[str, Any]], n: int, grid: int | Sequence[int]
 ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
-    """Smoothed ``(tpr, fpr)`` at each grid position, each of shape ``(K,)``.
-
-    TPR at ``j``: the gold cited at ``j`` over trials with the gold at ``j``. FPR at
-    ``j``: the document at ``j`` cited over trials whose gold sat elsewhere. Both use the
-    Jeffreys smoothing of :func:`smoothed_rate`; failed trials are left out.
-    """
+    """Smoothed ``(tpr, fpr)`` at each grid position, each of shape ``(K,)``: :func:`smoothed_rate`
+    of the :class:`OutcomeCounts` (failed trials left out)."""
     c = count_outcomes(records, n, grid)
     return smoothed_rate(c.tp, c.tp_trials), smoothed_rate(c.fp, c.fp_trials)
 
