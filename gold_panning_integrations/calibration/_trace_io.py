@@ -11,7 +11,7 @@ import os
 import threading
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeGuard
 
 import numpy as np
 
@@ -149,7 +149,7 @@ def _bad(path: str, lineno: int, what: str) -> ValueError:
     return ValueError(f"trace file {path!r} line {lineno}: {what}; traces are written by TraceWriter")
 
 
-def _is_int(v: Any) -> bool:
+def _is_int(v: Any) -> TypeGuard[int]:
     return isinstance(v, int) and not isinstance(v, bool)
 
 
