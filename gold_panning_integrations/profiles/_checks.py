@@ -1,9 +1,6 @@
 """Checks behind :class:`~gold_panning_integrations.profiles.DetectorProfile` and
-:class:`~gold_panning_integrations.profiles.RateCounts`: rates in [0, 1]
-(:func:`check_rates`), the learned fields' ranges (:data:`LEARNED_RANGES`,
-:func:`learned_problem`), integers that are not booleans (:func:`strict_int`), JSON
-nesting depth (:func:`json_depth`), and pydantic's errors as one message naming the field
-(:func:`describe_validation_error`).
+:class:`~gold_panning_integrations.profiles.RateCounts`, each failure a message naming the
+field and the bad value.
 """
 
 from __future__ import annotations
