@@ -1,4 +1,5 @@
-"""How good a probability is: calibration error, Brier score, the top pick's gap, AUROC.
+"""How good a probability is: calibration error, Brier score, the top pick's gap, AUROC
+(numpy only).
 
 Used by ``gold-panning evaluate``, the simulator check of the engine's posteriors, and the
 choice of recalibration map. Both ECEs weigh each bin's ``|mean probability - share
@@ -13,7 +14,6 @@ from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
-from scipy.stats import rankdata
 
 __all__ = [
     "ECE_BINS",
@@ -112,7 +112,10 @@ def auroc(scores: ArrayLike, labels: ArrayLike) -> float | None:
     n1, n0 = int(y.sum()), int((~y).sum())
     if n1 == 0 or n0 == 0:
         return None
-    ranks = rankdata(s)  # 1-based, ties averaged
+    order = np.argsort(s, kind="stable")
+    _, first, counts = np.unique(s[order], return_index=True, return_counts=True)
+    ranks = np.empty(s.size)
+    ranks[order] = np.repeat(first + (counts + 1) / 2.0, counts)  # 1-based, ties averaged
     return float((ranks[y].sum() - n1 * (n1 + 1) / 2.0) / (n1 * n0))
 
 
