@@ -63,24 +63,20 @@ __all__ = [
     "simulate",
 ]
 
-_LAZY = {
-    "GoldPanningRetriever": ".integrations.langchain",
-    "GoldPanningCompressor": ".integrations.langchain",
-    "GoldPanningPostprocessor": ".integrations.llama_index",
-    "OpenAIReader": ".readers",
-    "ChatModelReader": ".readers",
-    "LlamaIndexLLMReader": ".readers",
-    "LocalReader": ".readers",
-    "as_reader": ".readers",
-}
+_LANGCHAIN = ("langchain_core", "langchain-core", "langchain")
+_LLAMA_INDEX = ("llama_index", "llama-index-core", "llama-index")
 
-# Names that need a framework: (top-level module it imports, PyPI package, extra).
-_NEEDS = {
-    "GoldPanningRetriever": ("langchain_core", "langchain-core", "langchain"),
-    "GoldPanningCompressor": ("langchain_core", "langchain-core", "langchain"),
-    "ChatModelReader": ("langchain_core", "langchain-core", "langchain"),
-    "GoldPanningPostprocessor": ("llama_index", "llama-index-core", "llama-index"),
-    "LlamaIndexLLMReader": ("llama_index", "llama-index-core", "llama-index"),
+# Loaded on first access: name -> (module, None or the framework it needs: (top-level module
+# it imports, PyPI package, extra)).
+_LAZY: dict[str, tuple[str, tuple[str, str, str] | None]] = {
+    "GoldPanningRetriever": (".integrations.langchain", _LANGCHAIN),
+    "GoldPanningCompressor": (".integrations.langchain", _LANGCHAIN),
+    "GoldPanningPostprocessor": (".integrations.llama_index", _LLAMA_INDEX),
+    "OpenAIReader": (".readers", None),
+    "ChatModelReader": (".readers", _LANGCHAIN),
+    "LlamaIndexLLMReader": (".readers", _LLAMA_INDEX),
+    "LocalReader": (".readers", None),
+    "as_reader": (".readers", None),
 }
 
 
@@ -88,12 +84,12 @@ def __getattr__(name: str) -> Any:
     if name in _LAZY:
         from importlib import import_module
 
+        module, need = _LAZY[name]
         try:
-            return getattr(import_module(_LAZY[name], __name__), name)
+            return getattr(import_module(module, __name__), name)
         except MissingExtraError:
             raise
         except ImportError as err:
-            need = _NEEDS.get(name)
             if need is None or not (err.name or "").startswith(need[0]):
                 raise
             raise MissingExtraError(need[1], need[2], name) from err

@@ -21,6 +21,14 @@ from typing import Any
 
 __all__ = ["checkpoint_lines", "open_regular_file", "read_regular_file"]
 
+_NOT_REGULAR = (
+    (stat.S_ISDIR, "a directory"),
+    (stat.S_ISFIFO, "a FIFO (named pipe)"),
+    (stat.S_ISCHR, "a device"),
+    (stat.S_ISBLK, "a device"),
+    (stat.S_ISSOCK, "a socket"),
+)
+
 
 def open_regular_file(
     path: str | os.PathLike[str],
@@ -29,10 +37,8 @@ def open_regular_file(
     what: str = "file",
     error: type[Exception],
 ) -> tuple[int, int]:
-    """Open a file defensively for reading: a regular file only, at most ``max_bytes``.
-
-    Symlinks are resolved first; the file is opened non-blocking (a FIFO never hangs)
-    and checked with ``fstat`` on the open descriptor (no race between check and read).
+    """Open a file defensively for reading (see the module doc): a regular file only, at
+    most ``max_bytes``.
 
     Returns:
         ``(descriptor, size in bytes)``; the caller closes the descriptor.
@@ -56,17 +62,7 @@ def open_regular_file(
     try:
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):
-            kind = (
-                "a directory"
-                if stat.S_ISDIR(st.st_mode)
-                else "a FIFO (named pipe)"
-                if stat.S_ISFIFO(st.st_mode)
-                else "a device"
-                if stat.S_ISCHR(st.st_mode) or stat.S_ISBLK(st.st_mode)
-                else "a socket"
-                if stat.S_ISSOCK(st.st_mode)
-                else "not a regular file"
-            )
+            kind = next((name for test, name in _NOT_REGULAR if test(st.st_mode)), "not a regular file")
             shown = f"{str(p)!r}" + (f" (-> {str(real)!r})" if real != p.absolute() else "")
             raise error(f"{what} {shown} is {kind}; pass a regular file")
         if st.st_size > max_bytes:
@@ -86,13 +82,8 @@ def read_regular_file(
     what: str = "file",
     error: type[Exception],
 ) -> bytes:
-    """Read a whole file defensively (see :func:`open_regular_file`): at most
-    ``max_bytes + 1`` bytes are ever read (``/dev/zero`` cannot exhaust memory).
-
-    Raises:
-        error: Missing, not a regular file, too large, or unreadable; the message names
-            the path and says what was found.
-    """
+    """Read a whole file defensively (see :func:`open_regular_file`, which raises the same
+    errors): at most ``max_bytes + 1`` bytes are ever read."""
     p = Path(path)
     fd, _ = open_regular_file(p, max_bytes=max_bytes, what=what, error=error)
     try:

@@ -1,15 +1,7 @@
-"""The public :class:`GoldPanner`: the engine's panner with the profile and the reader
-resolved at the edge.
-
-The numpy engine (:class:`~gold_panning_integrations.engine.panner.Panner`) takes any
-object with ``tpr``/``fpr`` (:class:`~gold_panning_integrations.engine.result.ProfileLike`)
-and a reader of the declared protocol, and never imports
-:mod:`gold_panning_integrations.profiles`. This class accepts what a user has at hand (a
-``DetectorProfile``, a bundled name, a path to a profile JSON file, or nothing; a reader,
-a LangChain chat model, a LlamaIndex LLM or ``"local"``) and resolves both, once, with
-the rules every entry point follows (:func:`~gold_panning_integrations.profiles.resolved_profile`,
-:func:`~gold_panning_integrations.readers.as_reader`).
-"""
+"""The public :class:`GoldPanner`: the engine's panner
+(:class:`~gold_panning_integrations.engine.panner.Panner`, which never imports
+:mod:`gold_panning_integrations.profiles`) with the profile and the reader resolved at the
+edge, once, by the rules every entry point follows."""
 
 from __future__ import annotations
 

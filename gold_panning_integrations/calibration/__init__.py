@@ -1,47 +1,38 @@
 """The calibration protocol: measure a model's per-position TPR and FPR on a task.
 
-For each grid position ``j`` (``K`` positions spread over ``n``, first and last
-included) and each trial, a task instance is built with its gold document at ``j`` and
-shown to the reader once. The gold being cited at ``j`` is a true positive at ``j``; a
-distractor cited at ``j`` (in trials whose gold sits elsewhere) is a false positive at
-``j``. Rates are estimated per grid position and interpolated linearly to all ``n``
-positions (:meth:`DetectorProfile.from_grid`).
+For each grid position ``j`` (``K`` positions spread over ``n``, first and last included)
+and each trial, a task instance is built with its gold document at ``j`` and shown to the
+reader once: the gold cited at ``j`` is a true positive at ``j``, a distractor cited at
+``j`` (its gold elsewhere) a false positive. Rates are Jeffreys-smoothed per grid position
+(:func:`smoothed_rate`) and interpolated to all ``n`` positions
+(:meth:`DetectorProfile.from_grid`). With ``budget=CALLS`` each next trial goes to the grid
+position whose TPR is least certain (:func:`next_grid_index`); every trial also shows a
+distractor at every other grid position, which is what FPR needs. See
+docs/calibration-and-profiles.md.
 
-Smoothing: each rate is the posterior mean under a Jeffreys ``Beta(1/2, 1/2)`` prior,
-``(x + 1/2) / (m + 1)`` for ``x`` events in ``m`` trials, so 0/50 gives 0.0098 rather
-than 0 and 50/50 gives 0.990 rather than 1 (a rate of exactly 0 or 1 would make one
-observation decisive forever in the log-odds update).
-
-Budgeted calibration (``budget=CALLS``): instead of a fixed number of trials per grid
-position, each next trial goes to the grid position whose TPR is least certain: the one
-whose Jeffreys ``Beta(x + 1/2, m - x + 1/2)`` posterior variance would shrink most in
-expectation from one more trial (:func:`next_grid_index`). FPR needs no such care: every
-trial shows a distractor at every other grid position. The profile records the counts
-behind every rate (:class:`~gold_panning_integrations.profiles.RateCounts`).
-
-Layout: a pure functional core (:func:`calibration_plan` here; :func:`count_outcomes`,
-:func:`estimate_rates`, :func:`next_grid_index`, :func:`build_profile` in
-:mod:`._fit`) under a thin stateful runner, :class:`Calibrator`, that calls the
-reader, checkpoints every completed trial to a JSONL file (one line per trial, flushed and
-fsynced), resumes from it, and holds an exclusive lock on it (``CHECKPOINT.lock``,
-:mod:`._checkpoint`) while running, so two runs on one checkpoint never both
-run every trial.
+A pure functional core (:func:`calibration_plan`; the rest in :mod:`._fit`) under a thin
+stateful runner, :class:`Calibrator`, that calls the reader, checkpoints every completed
+trial to a JSONL file (flushed and fsynced), resumes from it, and locks it
+(``CHECKPOINT.lock``, :mod:`._checkpoint`) while running.
 """
 
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 import logging
 import os
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+from numpy.typing import NDArray
 
+from .._steps import Steps, arun_steps, run_steps
 from ..engine._concurrency import gather_all
 from ..engine.reading import Reading, reader_failure
 from ..errors import CheckpointError
@@ -77,7 +68,6 @@ __all__ = [
 logger = logging.getLogger(__name__)
 
 
-# ---------------------------------------------------------------- functional core
 @dataclass(frozen=True)
 class TrialSpec:
     """One calibration trial: the gold at ``position`` in an instance drawn with ``seed``.
@@ -119,22 +109,21 @@ def calibration_plan(
     if trials < 1:
         raise ValueError(f"trials must be >= 1, got {trials!r}")
     g = grid_indices(n, grid)
+    seeds = _trial_seeds(rng, trials, g.size)
+    return [_spec(gi, t, g, seeds) for t in range(trials) for gi in range(g.size)]
+
+
+def _trial_seeds(rng: np.random.Generator | int | None, trials: int, k: int) -> NDArray[np.int64]:
+    """``[t, gi]``: the instance seed of trial ``t`` at grid index ``gi``, shape ``(trials, k)``
+    (whatever order a budget visits positions in, a resumed run rebuilds the same instances)."""
     gen = rng if isinstance(rng, np.random.Generator) else np.random.default_rng(rng)
-    seeds = gen.integers(0, 2**63 - 1, size=(trials, g.size), dtype=np.int64)
-    return [
-        TrialSpec(
-            trial_id=f"p{gi:02d}-t{t:03d}",
-            grid_index=gi,
-            position=int(g[gi]),
-            trial=t,
-            seed=int(seeds[t, gi]),
-        )
-        for t in range(trials)
-        for gi in range(g.size)
-    ]
+    return gen.integers(0, 2**63 - 1, size=(trials, k), dtype=np.int64)
 
 
-# --------------------------------------------------------------- stateful runner
+def _spec(gi: int, t: int, grid: NDArray[np.intp], seeds: NDArray[np.int64]) -> TrialSpec:
+    return TrialSpec(f"p{gi:02d}-t{t:03d}", gi, int(grid[gi]), t, int(seeds[t, gi]))
+
+
 @dataclass
 class CalibrationResult:
     """Outcome of :meth:`Calibrator.run`.
@@ -220,14 +209,10 @@ class Calibrator:
         else:
             self.plan = []
             self.total = budget
-            gen = np.random.default_rng(seed)
-            # seeds[t, gi]: the instance of the t-th trial at grid index gi, whatever order
-            # the budget visits positions in (so a resumed run rebuilds the same instances).
-            self._seeds = gen.integers(0, 2**63 - 1, size=(budget, self.grid_array.size), dtype=np.int64)
+            self._seeds = _trial_seeds(seed, budget, self.grid_array.size)
         self._fh: Any = None
         self._lock: CheckpointLock | None = None
 
-    # -------------------------------------------------------------- checkpoint
     def _meta(self) -> dict[str, Any]:
         meta = {
             "type": "meta",
@@ -319,7 +304,6 @@ class Calibrator:
             self._lock.release()
             self._lock = None
 
-    # ------------------------------------------------------------------ trials
     def _instance(self, spec: TrialSpec) -> Any:
         return self.task.make(self.n, gold_position=spec.position, rng=np.random.default_rng(spec.seed))
 
@@ -358,34 +342,31 @@ class Calibrator:
         specs = []
         for _ in range(count):
             gi = next_grid_index(tp, m, attempts=tried)
-            t = int(per_index[gi])
-            specs.append(
-                TrialSpec(
-                    trial_id=f"p{gi:02d}-t{t:03d}",
-                    grid_index=gi,
-                    position=int(self.grid_array[gi]),
-                    trial=t,
-                    seed=int(self._seeds[t, gi]),
-                )
-            )
+            specs.append(_spec(gi, int(per_index[gi]), self.grid_array, self._seeds))
             per_index[gi] += 1
             tp[gi] += (tp[gi] + 0.5) / (m[gi] + 1.0)  # pending: its expected outcome
             m[gi] += 1
             tried[gi] += 1
         return specs
 
-    def _todo_fixed(self, done: Mapping[str, Any], limit: int | None) -> list[TrialSpec]:
-        return [t for t in self.plan if t.trial_id not in done][: limit if limit is not None else None]
+    def _batches(
+        self, done: dict[str, dict[str, Any]], limit: int | None, resumed: int, size: int
+    ) -> Iterator[list[TrialSpec]]:
+        """The trials to run (at most ``limit`` this session): the fixed layout's in one batch;
+        a budget's in batches of ``size``, each chosen once the previous one is in ``done``."""
+        if self.budget is None:
+            yield [t for t in self.plan if t.trial_id not in done][:limit]
+            return
+        while True:
+            left = self.total - len(done)
+            if limit is not None:
+                left = min(left, limit - (len(done) - resumed))
+            batch = self._budget_specs(done, min(size, max(left, 0)))
+            if not batch:
+                return
+            yield batch
 
-    def _remaining(self, done: Mapping[str, Any], limit: int | None, ran: int) -> int:
-        left = self.total - len(done)
-        if limit is not None:
-            left = min(left, limit - ran)
-        return max(left, 0)
-
-    def _finish(
-        self, done: dict[str, dict[str, Any]], resumed: int, ran: int, t0: float
-    ) -> CalibrationResult:
+    def _finish(self, done: dict[str, dict[str, Any]], resumed: int, t0: float) -> CalibrationResult:
         if self.budget is None:
             records = [done[t.trial_id] for t in self.plan if t.trial_id in done]
         else:
@@ -418,16 +399,22 @@ class Calibrator:
             records=records,
             profile=profile,
             resumed=resumed,
-            ran=ran,
+            ran=len(done) - resumed,
             seconds=time.perf_counter() - t0,
             counts=counts,
         )
 
-    def _keep(
-        self, spec: TrialSpec, inst: Any, reading: Reading, seconds: float, done: dict[str, dict[str, Any]]
-    ) -> None:
-        """Record one trial: written to the checkpoint, added to ``done``, progress told."""
-        rec = self._record(spec, inst, reading, seconds)
+    def _trial(
+        self, spec: TrialSpec, read: Callable[..., Any], done: dict[str, dict[str, Any]]
+    ) -> Steps[None]:
+        """One trial (the ``read`` call yielded, :mod:`.._steps`), then recorded: written to
+        the checkpoint, added to ``done``, progress told."""
+        inst, s0 = self._instance(spec), time.perf_counter()
+        try:
+            reading = yield functools.partial(read, inst.question, inst.documents)
+        except Exception as err:  # noqa: BLE001 - a reader must not end the run
+            reading = reader_failure(err, logger, f"trial {spec.trial_id}: ")
+        rec = self._record(spec, inst, reading, time.perf_counter() - s0)
         self._write(rec)
         done[spec.trial_id] = rec
         if self.progress:
@@ -450,27 +437,13 @@ class Calibrator:
         t0 = time.perf_counter()
         done = self._open_checkpoint()
         resumed = len(done)
-        ran = 0
-        fixed = iter(self._todo_fixed(done, limit)) if self.budget is None else None
         try:
-            while True:
-                if fixed is not None:
-                    spec = next(fixed, None)
-                else:
-                    nxt = self._budget_specs(done, min(1, self._remaining(done, limit, ran)))
-                    spec = nxt[0] if nxt else None
-                if spec is None:
-                    break
-                inst, s0 = self._instance(spec), time.perf_counter()
-                try:
-                    reading = self.reader.read(inst.question, inst.documents)
-                except Exception as err:  # noqa: BLE001 - a reader must not end the run
-                    reading = reader_failure(err, logger, f"trial {spec.trial_id}: ")
-                self._keep(spec, inst, reading, time.perf_counter() - s0, done)
-                ran += 1
+            for batch in self._batches(done, limit, resumed, 1):
+                for spec in batch:
+                    run_steps(self._trial(spec, self.reader.read, done))
         finally:
             self._close()
-        return self._finish(done, resumed, ran, t0)
+        return self._finish(done, resumed, t0)
 
     async def arun(self, *, limit: int | None = None) -> CalibrationResult:
         """Asynchronous :meth:`run`: up to ``concurrency`` ``aread`` calls at once (with a
@@ -481,29 +454,14 @@ class Calibrator:
         done = self._open_checkpoint()
         resumed = len(done)
         sem = asyncio.Semaphore(self.concurrency)
-        ran = 0
 
         async def one(spec: TrialSpec) -> None:
-            nonlocal ran
-            async with sem:
-                inst, s0 = self._instance(spec), time.perf_counter()
-                try:
-                    reading = await self.reader.aread(inst.question, inst.documents)
-                except Exception as err:  # noqa: BLE001 - a reader must not end the run
-                    reading = reader_failure(err, logger, f"trial {spec.trial_id}: ")
-                # single event-loop thread: writes never interleave
-                self._keep(spec, inst, reading, time.perf_counter() - s0, done)
-                ran += 1
+            async with sem:  # one event-loop thread: checkpoint writes never interleave
+                await arun_steps(self._trial(spec, self.reader.aread, done))
 
         try:
-            if self.budget is None:
-                await gather_all([one(s) for s in self._todo_fixed(done, limit)])
-            else:
-                while True:
-                    batch = self._budget_specs(done, min(self.concurrency, self._remaining(done, limit, ran)))
-                    if not batch:
-                        break
-                    await gather_all([one(s) for s in batch])
+            for batch in self._batches(done, limit, resumed, self.concurrency):
+                await gather_all([one(s) for s in batch])
         finally:
             self._close()
-        return self._finish(done, resumed, ran, t0)
+        return self._finish(done, resumed, t0)

@@ -19,7 +19,6 @@ from ..errors import CheckpointError
 __all__ = ["MAX_CHECKPOINT_BYTES", "CheckpointLock", "read_checkpoint"]
 
 logger = logging.getLogger("gold_panning_integrations.calibration")
-"""Logs under the protocol's name, as before this module was split out."""
 
 
 MAX_CHECKPOINT_BYTES = 256 * 1024 * 1024

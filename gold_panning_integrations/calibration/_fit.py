@@ -1,8 +1,5 @@
-"""The calibration protocol's estimates: outcome counts per grid position
-(:func:`count_outcomes`), smoothed TPR/FPR (:func:`smoothed_rate`, :func:`estimate_rates`),
-the budgeted design's choice of the next grid position (:func:`next_grid_index`), and the
-profile they make (:func:`build_profile`). Pure functions of the trial records; see
-:mod:`~gold_panning_integrations.calibration` for the protocol.
+"""The calibration protocol's estimates (:mod:`~gold_panning_integrations.calibration`):
+pure functions of the trial records, from outcome counts to the profile they make.
 """
 
 from __future__ import annotations
@@ -25,6 +22,7 @@ __all__ = [
     "expected_variance_reduction",
     "grid_indices",
     "next_grid_index",
+    "rate_counts",
     "smoothed_rate",
 ]
 
@@ -108,12 +106,8 @@ def count_outcomes(records: Iterable[Mapping[str, Any]], n: int, grid: int | Seq
 def estimate_rates(
     records: Iterable[Mapping[str, Any]], n: int, grid: int | Sequence[int]
 ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
-    """Smoothed ``(tpr, fpr)`` at each grid position, each of shape ``(K,)``.
-
-    TPR at ``j``: the gold cited at ``j`` over trials with the gold at ``j``. FPR at
-    ``j``: the document at ``j`` cited over trials whose gold sat elsewhere. Both use the
-    Jeffreys smoothing of :func:`smoothed_rate`; failed trials are left out.
-    """
+    """Smoothed ``(tpr, fpr)`` at each grid position, each of shape ``(K,)``: :func:`smoothed_rate`
+    of the :class:`OutcomeCounts` (failed trials left out)."""
     c = count_outcomes(records, n, grid)
     return smoothed_rate(c.tp, c.tp_trials), smoothed_rate(c.fp, c.fp_trials)
 
@@ -130,10 +124,8 @@ def expected_variance_reduction(
     the inputs), always > 0.
 
     The logit scale is the one the update works on (log-likelihood ratios), so rates near
-    0 or 1, whose few events swing the evidence most, get more trials. In simulation
-    (lost-in-the-middle, n=100, 40 calibrations each) it kept 75% / 95% of the calibrated
-    advantage at 50 / 100 calls, against 69% / 92% for the variance of the rate itself and
-    51% / 70% for the variance of its log.
+    0 or 1, whose few events swing the evidence most, get more trials (the comparison with
+    other scales: docs/calibration-and-profiles.md).
     """
     a = np.asarray(events, dtype=np.float64) + 0.5
     b = np.asarray(trials, dtype=np.float64) - np.asarray(events, dtype=np.float64) + 0.5
@@ -176,6 +168,13 @@ def next_grid_index(
     return int(np.argmax(expected_variance_reduction(x, m)))
 
 
+def rate_counts(grid: NDArray[np.intp], *counts: NDArray[np.floating] | NDArray[np.integer]) -> RateCounts:
+    """:class:`RateCounts` on ``grid`` from gold cited, gold shown, distractor cited and
+    distractor shown, each of shape ``(K,)``."""
+    fields = ("gold_cited", "gold_shown", "distractor_cited", "distractor_shown")
+    return RateCounts(positions=grid.tolist(), **{f: c.tolist() for f, c in zip(fields, counts)})
+
+
 def build_profile(
     records: Sequence[Mapping[str, Any]],
     *,
@@ -204,20 +203,13 @@ def build_profile(
         "failed": c.failed,
         "smoothing": "jeffreys (x+0.5)/(m+1)",
     }
-    rate_counts = RateCounts(
-        positions=c.grid.tolist(),
-        gold_cited=c.tp.tolist(),
-        gold_shown=c.tp_trials.tolist(),
-        distractor_cited=c.fp.tolist(),
-        distractor_shown=c.fp_trials.tolist(),
-    )
     return DetectorProfile.from_grid(
         c.grid,
         tpr,
         fpr,
         n_positions=n,
         trials=c.tp_trials,
-        counts=rate_counts,
+        counts=rate_counts(c.grid, c.tp, c.tp_trials, c.fp, c.fp_trials),
         model=model,
         task=task,
         notes=notes,

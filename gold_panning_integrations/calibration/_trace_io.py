@@ -11,7 +11,7 @@ import os
 import threading
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeGuard
 
 import numpy as np
 
@@ -20,15 +20,12 @@ from .._io import read_regular_file
 __all__ = ["MAX_TRACE_BYTES", "TRACE_VERSION", "TraceWriter", "check_relevant", "read_traces", "trace_record"]
 
 logger = logging.getLogger("gold_panning_integrations.calibration.traces")
-"""Logs under the traces module's name, as before this module was split out."""
-
 
 TRACE_VERSION = 1
 MAX_TRACE_BYTES = 512 * 1024 * 1024
 """Largest trace file read (a 20-document, 8-round trace line is ~2 kB)."""
 
 
-# ------------------------------------------------------------------------ writing
 def trace_record(
     result: Any, *, profile_positions: int | None = None, relevant: Iterable[int] | None = None
 ) -> dict[str, Any]:
@@ -57,12 +54,9 @@ def trace_record(
         for docs, pos, reading in zip(r.windows, r.positions, r.readings):
             docs_l = [int(d) for d in docs]
             pos_l = [int(p) for p in pos]
-            if sorted(pos_l) == list(range(len(pos_l))):
-                span = len(pos_l)
-            else:
-                span = (
-                    profile_positions if profile_positions is not None else (max(pos_l) + 1 if pos_l else 0)
-                )
+            span = len(pos_l)
+            if sorted(pos_l) != list(range(span)):  # dummy positions: the profile's, else up to the last
+                span = profile_positions if profile_positions is not None else max(pos_l) + 1
             prompts.append(
                 {
                     "docs": docs_l,
@@ -151,42 +145,32 @@ class TraceWriter:
             self.written += 1
 
 
-# ------------------------------------------------------------------------ reading
 def _bad(path: str, lineno: int, what: str) -> ValueError:
     return ValueError(f"trace file {path!r} line {lineno}: {what}; traces are written by TraceWriter")
 
 
-def _int_list(v: Any) -> bool:
-    return isinstance(v, list) and all(isinstance(x, int) and not isinstance(x, bool) for x in v)
-
-
-def _is_int(v: Any) -> bool:
+def _is_int(v: Any) -> TypeGuard[int]:
     return isinstance(v, int) and not isinstance(v, bool)
 
 
+def _int_list(v: Any) -> bool:
+    return isinstance(v, list) and all(map(_is_int, v))
+
+
 def _header_problem(obj: Any) -> str | None:
-    """What is wrong with a trace's type, version and ``n`` (``None`` when nothing is)."""
+    """What is wrong with a trace's type, version, ``n`` and the lists of ``n`` numbers
+    (``None`` when nothing is)."""
     if not isinstance(obj, dict) or obj.get("type") != "trace":
         return "not a trace object (field 'type' must be 'trace')"
     if obj.get("version") != TRACE_VERSION:
         return f"trace version {obj.get('version')!r} is not {TRACE_VERSION}"
     n = obj.get("n")
-    if not isinstance(n, int) or isinstance(n, bool) or n < 0:
+    if not _is_int(n) or n < 0:
         return f"field 'n' must be an integer >= 0, got {n!r:.40}"
-    return None
-
-
-def _numbers_problem(obj: dict[str, Any], n: int) -> str | None:
-    """What is wrong with ``posteriors`` / ``prior_log_odds`` (each a list of ``n`` numbers;
-    ``prior_log_odds`` may be null)."""
-    for key in ("posteriors", "prior_log_odds", "raw_posteriors"):
+    for key in ("posteriors", "prior_log_odds", "raw_posteriors"):  # only posteriors are never null
         v = obj.get(key)
-        if v is None and key != "posteriors":
-            continue
-        if (
-            not isinstance(v, list)
-            or len(v) != n
-            or any(isinstance(x, bool) or not isinstance(x, (int, float)) for x in v)
+        if (v is not None or key == "posteriors") and not (
+            isinstance(v, list) and len(v) == n and all(_is_int(x) or isinstance(x, float) for x in v)
         ):
             return f"field {key!r} must be a list of {n} numbers"
     return None
@@ -230,7 +214,7 @@ def _check_trace(obj: Any, path: str, lineno: int) -> dict[str, Any]:
     """``obj`` when it is a valid trace record; else raise the ValueError naming the file and line."""
     problem = _header_problem(obj)
     if problem is None:
-        problem = _numbers_problem(obj, obj["n"]) or _rounds_problem(obj.get("rounds"), obj["n"])
+        problem = _rounds_problem(obj.get("rounds"), obj["n"])
     if problem is None and obj.get("relevant") is not None:
         rel = obj["relevant"]
         if not _int_list(rel) or len(set(rel)) != len(rel) or any(not 0 <= d < obj["n"] for d in rel):

@@ -1,13 +1,9 @@
 """How good a probability is: calibration error, Brier score, the top pick's gap, AUROC
 (numpy only).
 
-Used by ``gold-panning evaluate`` (every method that gives a per-document score in [0, 1]), the
-simulator check of the engine's posteriors, and the choice of recalibration map.
-
-Binning: :func:`ece` uses ``bins`` equal-width bins on [0, 1] (10 by default; a
-probability of exactly 1 falls in the last bin); :func:`adaptive_ece` uses ``bins``
-bins of equal count (the sorted probabilities split into ``bins`` nearly equal runs).
-Both weigh each bin's ``|mean probability - share relevant|`` by its share of the pairs.
+Used by ``gold-panning evaluate``, the simulator check of the engine's posteriors, and the
+choice of recalibration map. Both ECEs weigh each bin's ``|mean probability - share
+relevant|`` by its share of the pairs.
 """
 
 from __future__ import annotations
@@ -46,8 +42,9 @@ def _pairs(probs: ArrayLike, labels: ArrayLike) -> tuple[NDArray[np.float64], ND
 
 
 def reliability_rows(probs: ArrayLike, labels: ArrayLike, *, bins: int = ECE_BINS) -> list[dict[str, float]]:
-    """The reliability diagram's non-empty equal-width bins: ``lo``, ``hi``, ``count``,
-    ``mean_prob`` and ``frac_pos`` (share of the bin's pairs that are relevant)."""
+    """The reliability diagram's non-empty equal-width bins on [0, 1] (a probability of exactly
+    1 falls in the last): ``lo``, ``hi``, ``count``, ``mean_prob`` and ``frac_pos`` (share of
+    the bin's pairs that are relevant)."""
     p, y = _pairs(probs, labels)
     idx = np.minimum((p * bins).astype(np.intp), bins - 1)
     rows = []
@@ -81,7 +78,8 @@ def ece(probs: ArrayLike, labels: ArrayLike, *, bins: int = ECE_BINS) -> float:
 
 
 def adaptive_ece(probs: ArrayLike, labels: ArrayLike, *, bins: int = ECE_BINS) -> float:
-    """Expected calibration error with ``bins`` bins of equal count (sorted by probability)."""
+    """Expected calibration error with ``bins`` bins of equal count (the sorted probabilities
+    split into ``bins`` nearly equal runs)."""
     p, y = _pairs(probs, labels)
     if p.size == 0:
         return 0.0
@@ -115,12 +113,9 @@ def auroc(scores: ArrayLike, labels: ArrayLike) -> float | None:
     if n1 == 0 or n0 == 0:
         return None
     order = np.argsort(s, kind="stable")
+    _, first, counts = np.unique(s[order], return_index=True, return_counts=True)
     ranks = np.empty(s.size)
-    sorted_s = s[order]
-    # Average ranks over ties (1-based).
-    _, first, counts = np.unique(sorted_s, return_index=True, return_counts=True)
-    avg = first + (counts + 1) / 2.0
-    ranks[order] = np.repeat(avg, counts)
+    ranks[order] = np.repeat(first + (counts + 1) / 2.0, counts)  # 1-based, ties averaged
     return float((ranks[y].sum() - n1 * (n1 + 1) / 2.0) / (n1 * n0))
 
 
@@ -183,25 +178,14 @@ def summarize(
         bins: Bins of both ECEs.
         threshold: The ``min_relevance`` whose precision is reported.
     """
-    ps: list[NDArray[np.float64]] = []
-    ys: list[NDArray[np.float64]] = []
-    tops: list[float] = []
-    rights: list[float] = []
-    nones: list[float] = []
-    empty: list[bool] = []
-    for probs, rel in queries:
-        p, y = _pairs(probs, rel)
-        if p.size == 0:
-            continue
-        ps.append(p)
-        ys.append(y)
-        i = int(np.argmax(p))
-        tops.append(float(p[i]))
-        rights.append(float(y[i]))
-        nones.append(float(np.prod(1.0 - p)))
-        empty.append(not bool(y.any()))
-    p_all = np.concatenate(ps) if ps else np.zeros(0)
-    y_all = np.concatenate(ys) if ys else np.zeros(0)
+    judged = [(p, y) for p, y in (_pairs(probs, rel) for probs, rel in queries) if p.size]
+    best = [int(np.argmax(p)) for p, _ in judged]
+    tops = [float(p[i]) for (p, _), i in zip(judged, best)]
+    rights = [float(y[i]) for (_, y), i in zip(judged, best)]
+    nones = [float(np.prod(1.0 - p)) for p, _ in judged]
+    empty = [not bool(y.any()) for _, y in judged]
+    p_all = np.concatenate([p for p, _ in judged]) if judged else np.zeros(0)
+    y_all = np.concatenate([y for _, y in judged]) if judged else np.zeros(0)
     mean, acc, gap = top_pick_gap(tops, rights)
     passed = p_all >= threshold
     return CalibrationSummary(

@@ -1,22 +1,12 @@
 """The recalibration map: learned from labelled traces, stored in the profile.
 
-A real model's profile is never exact and its mistakes repeat, so the engine's posterior
-is a ranking score before it is a probability. Labelled traces (``TraceWriter(result,
-relevant=[...])`` or ``gold-panning evaluate --traces``) say which documents were
-relevant; a monotone map fitted on them (:func:`fit_map`) turns the engine's posterior
-log-odds into probabilities, and the panner applies it to every probability it reports
-(:class:`~gold_panning_integrations.engine.relevance.RecalibrationMap`).
-
-Two maps: ``platt`` (logistic regression on the log-odds: two parameters, a slope that
-tempers over- or under-confident evidence and an intercept that moves the base rate) and
-``isotonic`` (pool-adjacent-violators on the log-odds, :func:`scipy.optimize.isotonic_regression`:
-any monotone shape, more data hungry). :func:`cross_validate` scores both on held-out
-queries; ``docs/probabilities.md`` gives the numbers that chose the default.
-
-When the traces were panned with another profile than the one the map is for (``calibrate
---from-traces`` learns new rates first), each trace is replayed through the new profile
-(:func:`replay_log_odds`: the same update, the trace's own placements and citations), so
-the map is fitted on the log-odds the new profile gives.
+A monotone map fitted on labelled traces (:func:`fit_map`: ``platt``, logistic regression
+on the log-odds; ``isotonic``, pool-adjacent-violators, any monotone shape) turns the
+engine's posterior log-odds into probabilities; the panner applies it to every probability
+it reports (:class:`~gold_panning_integrations.engine.relevance.RecalibrationMap`). Traces
+panned with another profile are replayed through the new one first (:func:`replay_log_odds`).
+:func:`cross_validate` scores the maps on held-out queries; docs/probabilities.md has the
+numbers that chose the default and the rationale.
 """
 
 from __future__ import annotations
@@ -48,7 +38,7 @@ __all__ = [
 logger = logging.getLogger(__name__)
 
 DEFAULT_MAP = "platt"
-"""The map ``calibrate --from-traces`` fits unless told otherwise (see the module doc)."""
+"""The map ``calibrate --from-traces`` fits unless told otherwise."""
 
 _CLIP = 1e-6
 
@@ -206,23 +196,21 @@ def cross_validate(
     parts = np.array_split(order, folds)
     probs: dict[str, list[NDArray[np.float64]]] = {k: [] for k in kinds}
     labels: list[NDArray[np.float64]] = []
+
+    def pooled(rows: NDArray[np.intp], column: int) -> NDArray[np.float64]:
+        return np.concatenate([np.asarray(queries[i][column], dtype=np.float64) for i in rows])
+
     for f in range(folds):
         train = np.concatenate([parts[g] for g in range(folds) if g != f])
-        x_tr = np.concatenate([np.asarray(queries[i][0], dtype=np.float64) for i in train])
-        y_tr = np.concatenate([np.asarray(queries[i][1], dtype=np.float64) for i in train])
-        x_te = np.concatenate([np.asarray(queries[i][0], dtype=np.float64) for i in parts[f]])
-        labels.append(np.concatenate([np.asarray(queries[i][1], dtype=np.float64) for i in parts[f]]))
+        x_tr, y_tr, x_te = pooled(train, 0), pooled(train, 1), pooled(parts[f], 0)
+        labels.append(pooled(parts[f], 1))
         for kind in kinds:
             if kind == "identity":
                 probs[kind].append(sigmoid(x_te))
             else:
                 probs[kind].append(fit_map(x_tr, y_tr, kind=kind).probabilities(x_te))
     y = np.concatenate(labels)
+    scores = {"ece": ece, "adaptive_ece": adaptive_ece, "brier": brier}
     return {
-        kind: {
-            "ece": ece(np.concatenate(ps), y),
-            "adaptive_ece": adaptive_ece(np.concatenate(ps), y),
-            "brier": brier(np.concatenate(ps), y),
-        }
-        for kind, ps in probs.items()
+        kind: {name: fn(np.concatenate(ps), y) for name, fn in scores.items()} for kind, ps in probs.items()
     }

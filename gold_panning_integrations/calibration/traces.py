@@ -1,16 +1,9 @@
 """Learning a detector profile from use: panning traces to JSONL, and EM with or without labels.
 
-:class:`TraceWriter` (:mod:`._trace_io`) appends one JSON line per
-:class:`~gold_panning_integrations.engine.panner.PanningResult`: per round and prompt, which
-documents (indices, never text) sat where, which were cited, whether the prompt failed; the
-prior and final log-odds; and ``relevant`` when labelled. Pass it as an integration's
-``on_result``. :func:`learn_profile` re-estimates the per-position rates by EM: each query's
-posterior is the soft label of its documents (labelled documents are counted instead), the
-rates are Jeffreys-smoothed expected cited / shown counts per grid position (an observation
-split between its two neighbouring grid positions by the interpolation weights), blended
-with the prior profile's counts so a few queries nudge it and many dominate. Labelled traces
-also measure ``blind_rate``, ``false_leads`` and ``prior_head_decay``
-(docs/calibration-and-profiles.md). Pure numpy.
+:class:`TraceWriter` (:mod:`._trace_io`, pass it as an integration's ``on_result``) appends
+one JSON line per panning result; :func:`learn_profile` re-estimates the per-position rates
+from such traces by EM, and labelled traces also measure ``blind_rate``, ``false_leads``
+and ``prior_head_decay`` (docs/calibration-and-profiles.md). Pure numpy.
 """
 
 from __future__ import annotations
@@ -25,6 +18,7 @@ from numpy.typing import NDArray
 from ..engine.beliefs import DEFAULT_EPS, log_likelihood_ratios, sigmoid
 from ..engine.curves import grid_positions as default_grid
 from ..profiles import DetectorProfile, RateCounts
+from ._fit import rate_counts
 from ._trace_io import TRACE_VERSION, TraceWriter, check_relevant, read_traces, trace_record
 
 __all__ = [
@@ -43,9 +37,9 @@ __all__ = [
 
 
 Relevance = Literal["independent", "one"]
+_LEARNED_FIELDS = ("false_leads", "blind_rate", "prior_head_decay")
 
 
-# ------------------------------------------------------------------ observations
 @dataclass(frozen=True)
 class Observations:
     """Every (document, prompt) sighting of a set of traces, flattened.
@@ -82,12 +76,9 @@ class Observations:
 
 
 def observations_from_traces(traces: Iterable[Mapping[str, Any]]) -> Observations:
-    """Flatten trace records (from :func:`read_traces` or :func:`trace_record`); failed
-    prompts carry no evidence and are left out. A missing prior is the base rate
-    ``k / n``."""
-    doc: list[int] = []
-    depth: list[float] = []
-    cited: list[bool] = []
+    """Flatten trace records (from :func:`read_traces` or :func:`trace_record`), failed
+    prompts left out; a missing prior is the base rate ``k / n``."""
+    sightings: list[tuple[int, float, bool]] = []  # (global document index, depth, cited)
     prior: list[float] = []
     query: list[int] = []
     final: list[float] = []
@@ -95,14 +86,8 @@ def observations_from_traces(traces: Iterable[Mapping[str, Any]]) -> Observation
     offset = 0
     for qi, t in enumerate(traces):
         n = int(t["n"])
-        rel = t.get("relevant")
-        if rel is None:
-            label.extend([float("nan")] * n)
-        else:
-            row = [0.0] * n
-            for d in check_relevant(rel, n):
-                row[d] = 1.0
-            label.extend(row)
+        relevant = None if t.get("relevant") is None else set(check_relevant(t["relevant"], n))
+        label.extend(float("nan") if relevant is None else float(d in relevant) for d in range(n))
         if t.get("prior_log_odds") is not None:
             prior.extend(float(x) for x in t["prior_log_odds"])
         else:
@@ -114,13 +99,13 @@ def observations_from_traces(traces: Iterable[Mapping[str, Any]]) -> Observation
             for p in r["prompts"]:
                 if p.get("failed"):
                     continue
-                span = int(p["span"])
-                c = set(p["cited"])
-                for d, j in zip(p["docs"], p["positions"]):
-                    doc.append(offset + int(d))
-                    depth.append(j / (span - 1) if span > 1 else 0.0)
-                    cited.append(d in c)
+                span, c = int(p["span"]), set(p["cited"])
+                sightings.extend(
+                    (offset + int(d), j / (span - 1) if span > 1 else 0.0, d in c)
+                    for d, j in zip(p["docs"], p["positions"])
+                )
         offset += n
+    doc, depth, cited = zip(*sightings) if sightings else ((), (), ())
     return Observations(
         doc=np.asarray(doc, dtype=np.intp),
         depth=np.asarray(depth, dtype=np.float64),
@@ -132,7 +117,6 @@ def observations_from_traces(traces: Iterable[Mapping[str, Any]]) -> Observation
     )
 
 
-# ------------------------------------------------------------------------ EM
 def _grid_weights(
     depth: NDArray[np.float64], grid: NDArray[np.intp], n_positions: int
 ) -> tuple[NDArray[np.intp], NDArray[np.float64]]:
@@ -162,13 +146,10 @@ def _accumulate(
     """Sum ``weights`` into ``k`` grid bins, each split by the interpolation weight."""
     if k == 1:
         return np.array([weights.sum()])
-    summed = np.bincount(left, weights * (1.0 - w), minlength=k) + np.bincount(
-        left + 1, weights * w, minlength=k
-    )
-    return np.asarray(summed, dtype=np.float64)  # bincount with weights is float64 already: no copy
+    right = np.bincount(left + 1, weights * w, minlength=k)
+    return np.asarray(np.bincount(left, weights * (1.0 - w), minlength=k) + right, dtype=np.float64)
 
 
-# ------------------------------------------------------------- mixture
 @dataclass(frozen=True)
 class MixtureFit:
     """The reader's document-level mixture, measured on labelled traces.
@@ -192,9 +173,8 @@ class MixtureFit:
 
 
 MIXTURE_PRIOR_WEIGHT = 2.0
-"""Pseudo-documents behind the default ``blind_rate`` and lead rate when
-:func:`learn_profile` measures them (a Beta prior): a handful of labelled queries move
-the estimate, and no estimate reaches exactly 0 or 1."""
+"""Pseudo-documents (a Beta prior) behind the default ``blind_rate`` and lead rate when
+:func:`learn_profile` measures them: no estimate reaches exactly 0 or 1."""
 
 
 @dataclass(frozen=True)
@@ -219,12 +199,9 @@ MIN_RETRIEVER_QUERIES = 5
 
 def fit_head_decay(traces: Iterable[Mapping[str, Any]]) -> RetrieverFit | None:
     """Fit the rank prior's ``head_decay`` to where the relevant documents sat in the base
-    retriever's order, from labelled traces.
-
-    The integrations pan documents in the base retriever's order, so a document's index
-    is its rank. Only labelled traces whose prior decreases with the index (a rank prior:
-    non-increasing, not flat) count. Each relevant document's rank is a draw from the rank
-    prior normalised over the query's documents.
+    retriever's order (a document's index is its rank), from labelled traces whose prior
+    is a rank prior (non-increasing, not flat); each relevant document's rank is a draw from
+    the rank prior normalised over the query's documents.
 
     Returns:
         A :class:`RetrieverFit`, or None with fewer than :data:`MIN_RETRIEVER_QUERIES`
@@ -232,7 +209,7 @@ def fit_head_decay(traces: Iterable[Mapping[str, Any]]) -> RetrieverFit | None:
     """
     from ..engine.priors import rank_prior_probs
 
-    ranks: list[tuple[int, int]] = []
+    ranks: dict[int, list[int]] = {}  # the relevant documents' ranks, by the query's size
     queries = top1 = 0
     for t in traces:
         rel, prior = t.get("relevant"), t.get("prior_log_odds")
@@ -241,22 +218,17 @@ def fit_head_decay(traces: Iterable[Mapping[str, Any]]) -> RetrieverFit | None:
         lo = np.asarray(prior, dtype=np.float64)
         if np.any(np.diff(lo) > 1e-9) or lo[0] - lo[-1] < 1e-6:
             continue
-        n = int(t["n"])
         queries += 1
         top1 += int(0 in rel)
-        ranks.extend((n, int(r)) for r in rel)
+        ranks.setdefault(int(t["n"]), []).extend(int(r) for r in rel)
     if queries < MIN_RETRIEVER_QUERIES:
         return None
     grid = np.round(np.linspace(0.05, 1.0, 96), 4)
     ll = np.zeros(grid.size)
-    cache: dict[tuple[int, float], NDArray[np.float64]] = {}
     for i, d in enumerate(grid):
-        for n, r in ranks:
-            key = (n, float(d))
-            if key not in cache:
-                p = rank_prior_probs(n, k=1, head_decay=float(d))
-                cache[key] = np.log(p / p.sum())
-            ll[i] += cache[key][r]
+        for n, at in ranks.items():
+            p = rank_prior_probs(n, k=1, head_decay=float(d))
+            ll[i] += float(np.log(p / p.sum())[at].sum())
     return RetrieverFit(
         head_decay=float(grid[int(np.argmax(ll))]), top1_share=top1 / queries, queries=queries
     )
@@ -338,6 +310,21 @@ def _one_relevant_posterior(lo: NDArray[np.float64], obs: Observations) -> NDArr
     return e / z[obs.query]
 
 
+def _learned_fields(
+    prior: DetectorProfile, fit: MixtureFit | None, retriever: RetrieverFit | None, extra: dict[str, Any]
+) -> dict[str, Any]:
+    """The learned profile's ``false_leads``, ``blind_rate`` and ``prior_head_decay``: those
+    ``fit`` and ``retriever`` measured (how, added to ``extra``), else the prior's."""
+    learned = {key: getattr(prior, key) for key in _LEARNED_FIELDS if getattr(prior, key) is not None}
+    if fit is not None:
+        learned["false_leads"], learned["blind_rate"] = fit.false_leads, fit.blind_rate
+        extra["mixture_fit"] = {key: getattr(fit, key) for key in ("relevant", "irrelevant", "queries")}
+    if retriever is not None:
+        learned["prior_head_decay"] = retriever.head_decay
+        extra["retriever_fit"] = {"queries": retriever.queries, "top1_share": round(retriever.top1_share, 4)}
+    return learned
+
+
 def learn_profile(
     traces: Iterable[Mapping[str, Any]] | Observations,
     prior: DetectorProfile,
@@ -352,15 +339,15 @@ def learn_profile(
     """Re-estimate a profile's rates from panning traces by EM; labelled traces also
     measure the reader's mixture and the retriever's rank prior.
 
-    Unlabelled documents get soft labels from their posterior (E-step). When some traces
-    carry ``relevant`` labels, each document is further split into "reads as relevant"
-    (cited at TPR) or not (at FPR): a relevant document fails to read as relevant with
-    probability ``blind_rate``, an irrelevant one reads as relevant with probability
-    ``false_leads / (n - k)``; both are estimated with the rates (2 pseudo-documents at
-    the defaults, :data:`MIXTURE_PRIOR_WEIGHT`) and stored as the profile's ``false_leads``
-    and ``blind_rate``, where the panner reads them. The TPR is then that of a document the reader recognises, not
-    diluted by the queries it cannot answer. Labelled traces that used a rank prior also
-    fit ``prior_head_decay`` (:func:`fit_head_decay`).
+    E-step: each document's posterior is its soft label (labelled documents are counted
+    instead). M-step: Jeffreys-smoothed expected cited / shown counts per grid position
+    (a sighting split between its two neighbouring grid positions by the interpolation
+    weights), blended with the prior's counts. With labels, each document either "reads as
+    relevant" (cited at TPR) or not (at FPR): a relevant one fails to with probability
+    ``blind_rate``, an irrelevant one does with probability ``false_leads / (n - k)``; both
+    are estimated with the rates (:data:`MIXTURE_PRIOR_WEIGHT`) and stored in the profile,
+    so the TPR is that of a document the reader recognises. Labelled traces with a rank
+    prior also fit ``prior_head_decay`` (:func:`fit_head_decay`).
 
     Args:
         traces: Trace records or already flattened :class:`Observations`.
@@ -401,10 +388,7 @@ def learn_profile(
     known = ~np.isnan(labels)
     n_labelled = int(np.unique(obs.query[known]).size) if known.any() else 0
     rel_l, irr_l = known & (labels == 1.0), known & (labels == 0.0)
-    # With labels the reader's mixture is measured too: each document "reads as relevant"
-    # (cited at TPR) or not (at FPR); a relevant one reads as irrelevant with probability
-    # b (blind), an irrelevant one as relevant with probability a (a false lead). Without
-    # labels a = b = 0 and "reads as relevant" is relevance itself (the paper's model).
+    # Without labels a = b = 0: "reads as relevant" is relevance itself.
     mixture = bool(rel_l.any() and irr_l.any())
     irr_per_query, a0, b0 = _mixture_start(obs, known, irr_l) if mixture else (0.0, 0.0, 0.0)
     a_rate, b_rate = a0, b0
@@ -413,13 +397,11 @@ def learn_profile(
     f_grid = prior.fpr_array[g].copy()
     converged = False
     it = 0
-    new = (np.zeros(k),) * 4
+    new: tuple[NDArray[np.float64], ...] = (np.zeros(k),) * 4
     wm = MIXTURE_PRIOR_WEIGHT
     for it in range(1, iterations + 1):
         # E-step: P(document reads as relevant | all its sightings).
-        t_o = _rates_at(t_grid, left, w)
-        f_o = _rates_at(f_grid, left, w)
-        llr_c, llr_m = log_likelihood_ratios(t_o, f_o, eps=eps)
+        llr_c, llr_m = log_likelihood_ratios(_rates_at(t_grid, left, w), _rates_at(f_grid, left, w), eps=eps)
         ev = np.bincount(obs.doc, np.where(cited, llr_c, llr_m), minlength=D)
         lo = obs.prior_log_odds + ev
         post = _one_relevant_posterior(lo, obs) if relevance == "one" else sigmoid(lo)
@@ -437,11 +419,8 @@ def learn_profile(
             post = np.where(known, labels, post)  # labelled documents are counted, not guessed
         q = post[obs.doc]
         # M-step: expected counts per grid position, blended with the prior's.
-        gs = _accumulate(left, w, q, k)
-        gc = _accumulate(left, w, q * cited, k)
-        ds = _accumulate(left, w, 1.0 - q, k)
-        dc = _accumulate(left, w, (1.0 - q) * cited, k)
-        new = (gc, gs, dc, ds)
+        new = tuple(_accumulate(left, w, x, k) for x in (q * cited, q, (1.0 - q) * cited, 1.0 - q))
+        gc, gs, dc, ds = new
         t_new = (a_gc + gc + 0.5) / (a_gs + gs + 1.0)
         f_new = (a_dc + dc + 0.5) / (a_ds + ds + 1.0)
         delta = max(
@@ -454,28 +433,9 @@ def learn_profile(
         if delta < tol:
             converged = True
             break
-    gc, gs, dc, ds = new
-    total = RateCounts(
-        positions=g.tolist(),
-        gold_cited=(a_gc + gc).tolist(),
-        gold_shown=(a_gs + gs).tolist(),
-        distractor_cited=(a_dc + dc).tolist(),
-        distractor_shown=(a_ds + ds).tolist(),
-    )
-    fresh = RateCounts(
-        positions=g.tolist(),
-        gold_cited=gc.tolist(),
-        gold_shown=gs.tolist(),
-        distractor_cited=dc.tolist(),
-        distractor_shown=ds.tolist(),
-    )
+    fresh = rate_counts(g, *new)
+    total = rate_counts(g, *(a + b for a, b in zip((a_gc, a_gs, a_dc, a_ds), new)))
     how = f"by EM ({n_labelled} of them labelled)" if n_labelled else "by EM"
-    # What the reader is known to do beyond per-position rates stays with it unless re-measured.
-    learned: dict[str, Any] = {
-        key: getattr(prior, key)
-        for key in ("false_leads", "blind_rate", "prior_head_decay")
-        if getattr(prior, key) is not None
-    }
     extra: dict[str, Any] = {
         "learned_from_traces": {
             "queries": obs.n_queries,
@@ -497,15 +457,7 @@ def learn_profile(
             irrelevant=int(irr_l.sum()),
             queries=n_labelled,
         )
-        learned["false_leads"], learned["blind_rate"] = fit.false_leads, fit.blind_rate
-        extra["mixture_fit"] = {
-            "relevant": fit.relevant,
-            "irrelevant": fit.irrelevant,
-            "queries": fit.queries,
-        }
-    if retriever is not None:
-        learned["prior_head_decay"] = retriever.head_decay
-        extra["retriever_fit"] = {"queries": retriever.queries, "top1_share": round(retriever.top1_share, 4)}
+    learned = _learned_fields(prior, fit, retriever, extra)
     profile = DetectorProfile.from_grid(
         g,
         t_grid,

@@ -1,20 +1,15 @@
 """Detector profiles: per-position TPR/FPR of one model under one prompting protocol.
 
-A profile is a versioned JSON artifact (schema 3; 1 and 2 load, migrated): ``model``,
-``task``, ``n_positions``, ``tpr``, ``fpr`` on ``grid_positions`` with their ``trials``,
-the ``counts`` behind each rate (so later evidence can be weighed against it), the values
-learned for the reader and its retriever (``blind_rate``, ``false_leads``,
-``prior_head_decay``, ``evidence_temperature``), ``created``, ``notes`` and ``extra``.
-Made by :mod:`gold_panning_integrations.calibration`, interpolated linearly between grid
-positions and resampled by relative position to each prompt's size. Files are read
-defensively (regular file, at most :data:`MAX_PROFILE_BYTES`, UTF-8, JSON depth at most
+A profile (:class:`DetectorProfile`) is a versioned JSON artifact (schema 3; 1 and 2 load,
+migrated), made by :mod:`gold_panning_integrations.calibration`, interpolated linearly
+between grid positions and resampled by relative position to each prompt's size. Files are
+read defensively (regular file, at most :data:`MAX_PROFILE_BYTES`, UTF-8, JSON depth at most
 :data:`MAX_JSON_DEPTH`); every failure is a :class:`ProfileError` naming file and field.
 The bundled profiles are JSON files in ``profiles/bundled/``.
 """
 
 from __future__ import annotations
 
-import itertools
 import json
 import logging
 import math
@@ -37,8 +32,10 @@ from ..errors import ProfileError
 from ._checks import (
     LEARNED_RANGES,
     MAX_JSON_DEPTH,
+    as_list,
     check_rates,
     describe_validation_error,
+    increasing_within,
     json_depth,
     learned_problem,
     strict_int,
@@ -69,7 +66,19 @@ MAX_PROFILE_BYTES = 5 * 1024 * 1024
 _BUNDLED_PACKAGE = "gold_panning_integrations.profiles.bundled"
 
 
-class RateCounts(BaseModel):
+class _Model(BaseModel):
+    """A frozen pydantic model whose validation errors are one :class:`ProfileError`."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    def __init__(self, **data: Any) -> None:
+        try:
+            super().__init__(**data)
+        except ValidationError as err:
+            raise ProfileError(describe_validation_error(err)) from err
+
+
+class RateCounts(_Model):
     """The evidence behind a profile's measured rates, per measured position.
 
     All lists have shape ``(P,)``. Counts may be fractional: learning from traces
@@ -77,8 +86,6 @@ class RateCounts(BaseModel):
     TPR at ``positions[i]`` is estimated from ``gold_cited[i] / gold_shown[i]`` and FPR from
     ``distractor_cited[i] / distractor_shown[i]`` (Jeffreys-smoothed).
     """
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     positions: list[int]
     """0-based profile positions the counts belong to, strictly increasing."""
@@ -100,10 +107,7 @@ class RateCounts(BaseModel):
     @classmethod
     def _counts(cls, v: Any, info: Any) -> Any:
         name = f"counts.{info.field_name}"
-        if isinstance(v, np.ndarray):
-            v = v.tolist()
-        if not isinstance(v, (list, tuple)):
-            raise ValueError(f"{name} must be a list of numbers, got {type(v).__name__}")  # noqa: TRY004 - pydantic reports ValueErrors
+        v = as_list(name, v, "numbers")
         for i, x in enumerate(v):
             if not isinstance(x, numbers.Real) or isinstance(x, (bool, np.bool_)) or not math.isfinite(x):
                 raise ValueError(f"{name}[{i}] = {x!r} is not a finite number")
@@ -119,21 +123,13 @@ class RateCounts(BaseModel):
                 raise ValueError(
                     f"counts.{name} has {len(getattr(self, name))} values but counts.positions has {p}"
                 )
-        if any(b <= a for a, b in zip(self.positions, self.positions[1:])) or any(
-            x < 0 for x in self.positions
-        ):
+        if not increasing_within(self.positions):
             raise ValueError(f"counts.positions must be strictly increasing and >= 0, got {self.positions}")
         for c, m in (("gold_cited", "gold_shown"), ("distractor_cited", "distractor_shown")):
             for i, (x, n) in enumerate(zip(getattr(self, c), getattr(self, m))):
                 if x > n + 1e-9:
                     raise ValueError(f"counts.{c}[{i}] = {x} exceeds counts.{m}[{i}] = {n}")
         return self
-
-    def __init__(self, **data: Any) -> None:
-        try:
-            super().__init__(**data)
-        except ValidationError as err:
-            raise ProfileError(describe_validation_error(err)) from err
 
     def arrays(self) -> dict[str, NDArray[np.float64]]:
         """Every list as a float array of shape ``(P,)`` (``positions`` as intp)."""
@@ -143,14 +139,15 @@ class RateCounts(BaseModel):
         return out
 
 
-class DetectorProfile(BaseModel):
+class DetectorProfile(_Model):
     """Calibrated true/false positive rate of each context position.
 
     Position ``j`` (0-based, ``j = 0`` is the first document of the prompt) cites a
     relevant document with probability ``tpr[j]`` and an irrelevant one with ``fpr[j]``.
+    The values learned for the reader and its retriever (``blind_rate``, ``false_leads``,
+    ``prior_head_decay``, ``evidence_temperature``; None: not measured) are the panner's
+    when its options leave them to the profile.
     """
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     schema_version: int = SCHEMA_VERSION
     """Version of the JSON layout; :data:`SUPPORTED_SCHEMA_VERSIONS` are understood."""
@@ -176,19 +173,15 @@ class DetectorProfile(BaseModel):
     """How the profile was made: command line, data, trial counts."""
     blind_rate: float | None = None
     """Probability, in [0, 1), that a relevant document is one this reader cannot
-    recognise, measured on labelled traces (:func:`~gold_panning_integrations.calibration.traces.learn_profile`);
-    the panner's ``blind_rate`` when the options leave it to the profile. None: not measured."""
+    recognise, measured on labelled traces (:func:`~gold_panning_integrations.calibration.traces.learn_profile`)."""
     false_leads: float | None = None
     """Expected number of irrelevant documents per question (>= 0) that this reader cites
-    the way it cites a relevant one, measured on labelled traces; the panner's
-    ``false_leads`` when the options leave it to the profile. None: not measured."""
+    the way it cites a relevant one, measured on labelled traces."""
     prior_head_decay: float | None = None
     """Shape of the base retriever's rank prior inside its top 10, in (0, 1], fitted to
-    where the relevant documents sat in labelled traces; the panner's
-    ``prior_head_decay`` when the options leave it to the profile. None: not fitted."""
+    where the relevant documents sat in labelled traces."""
     evidence_temperature: float | None = None
-    """Divisor of every log-likelihood ratio (> 0) fitted for this reader; the panner's
-    ``evidence_temperature`` when the options leave it to the profile. None: not fitted."""
+    """Divisor of every log-likelihood ratio (> 0) fitted for this reader."""
     recalibration: dict[str, Any] | None = None
     """Monotone map from the panner's posterior log-odds to calibrated probabilities,
     learned from labelled traces (``gold-panning calibrate --from-traces``):
@@ -236,11 +229,7 @@ class DetectorProfile(BaseModel):
     @field_validator("tpr", "fpr", mode="before")
     @classmethod
     def _rates(cls, v: Any, info: Any) -> Any:
-        if isinstance(v, np.ndarray):
-            v = v.tolist()
-        if not isinstance(v, (list, tuple)):
-            raise ValueError(f"{info.field_name} must be a list of numbers, got {type(v).__name__}")  # noqa: TRY004 - pydantic reports ValueErrors
-        return check_rates(info.field_name, list(v))
+        return check_rates(info.field_name, as_list(info.field_name, v, "numbers"))
 
     @model_validator(mode="after")
     def _lengths(self) -> DetectorProfile:
@@ -252,19 +241,13 @@ class DetectorProfile(BaseModel):
                 raise ValueError(f"{name} has {got} values but n_positions is {self.n_positions}")
         if self.grid_positions is not None:
             g = self.grid_positions
-            if any(p < 0 or p >= self.n_positions for p in g) or any(
-                b <= a for a, b in itertools.pairwise(g)
-            ):
+            if not increasing_within(g, self.n_positions):
                 raise ValueError(
                     f"grid_positions must be strictly increasing within [0, {self.n_positions - 1}], got {g}"
                 )
             if self.trials is not None and len(self.trials) != len(g):
                 raise ValueError(f"trials has {len(self.trials)} values but grid_positions has {len(g)}")
-        if (
-            self.counts is not None
-            and self.counts.positions
-            and self.counts.positions[-1] >= self.n_positions
-        ):
+        if self.counts is not None and not increasing_within(self.counts.positions, self.n_positions):
             raise ValueError(
                 f"counts.positions must lie within [0, {self.n_positions - 1}], got {self.counts.positions}"
             )
@@ -401,12 +384,6 @@ class DetectorProfile(BaseModel):
         except ValidationError as err:
             raise ProfileError(describe_validation_error(err)) from err
 
-    def __init__(self, **data: Any) -> None:
-        try:
-            super().__init__(**data)
-        except ValidationError as err:
-            raise ProfileError(describe_validation_error(err)) from err
-
     def resample(self, n_positions: int) -> DetectorProfile:
         """The same profile at another number of positions, by relative position.
 
@@ -442,8 +419,7 @@ class DetectorProfile(BaseModel):
             tmp.write_text(self.to_json() + "\n", encoding="utf-8")
             tmp.replace(p)
         except BaseException:
-            if tmp.exists():
-                tmp.unlink(missing_ok=True)
+            tmp.unlink(missing_ok=True)
             raise
         return p
 

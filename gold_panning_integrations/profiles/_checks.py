@@ -1,13 +1,11 @@
 """Checks behind :class:`~gold_panning_integrations.profiles.DetectorProfile` and
-:class:`~gold_panning_integrations.profiles.RateCounts`: rates in [0, 1]
-(:func:`check_rates`), the learned fields' ranges (:data:`LEARNED_RANGES`,
-:func:`learned_problem`), integers that are not booleans (:func:`strict_int`), JSON
-nesting depth (:func:`json_depth`), and pydantic's errors as one message naming the field
-(:func:`describe_validation_error`).
+:class:`~gold_panning_integrations.profiles.RateCounts`, each failure a message naming the
+field and the bad value.
 """
 
 from __future__ import annotations
 
+import itertools
 import math
 import numbers
 import re
@@ -21,8 +19,10 @@ from ..errors import ProfileError
 __all__ = [
     "LEARNED_RANGES",
     "MAX_JSON_DEPTH",
+    "as_list",
     "check_rates",
     "describe_validation_error",
+    "increasing_within",
     "json_depth",
     "learned_problem",
     "strict_int",
@@ -42,6 +42,15 @@ LEARNED_RANGES: dict[str, tuple[float, float | None, bool, bool]] = {
 
 MAX_JSON_DEPTH = 32
 """Deepest JSON nesting accepted in a profile file (a real profile nests 3 levels)."""
+
+
+def as_list(name: str, v: Any, of: str) -> list[Any]:
+    """``v`` (a list, tuple or array) as a list; a ValueError naming ``name`` otherwise."""
+    if isinstance(v, np.ndarray):
+        v = v.tolist()
+    if not isinstance(v, (list, tuple)):
+        raise ValueError(f"{name} must be a list of {of}, got {type(v).__name__}")  # noqa: TRY004 - pydantic reports ValueErrors
+    return list(v)
 
 
 def check_rates(name: str, values: list[float]) -> list[float]:
@@ -72,6 +81,11 @@ def learned_problem(name: str, value: Any) -> str | None:
     return f"must be a number in {span}, got {value!r:.40}"
 
 
+def increasing_within(values: list[int], stop: float = math.inf) -> bool:
+    """Whether ``values`` increase strictly and lie within ``0..stop-1``."""
+    return all(b > a for a, b in itertools.pairwise(values)) and all(0 <= x < stop for x in values)
+
+
 def strict_int(name: str, v: Any) -> Any:
     """Reject bools (and non-integral floats) where an integer is expected."""
     if isinstance(v, (bool, np.bool_)):
@@ -85,13 +99,10 @@ def strict_int_list(name: str, v: Any) -> Any:
     """A list (or array) of integers as a list, each checked by :func:`strict_int`; None as is."""
     if v is None:
         return v
-    if isinstance(v, np.ndarray):
-        v = v.tolist()
-    if not isinstance(v, (list, tuple)):
-        raise ValueError(f"{name} must be a list of integers, got {type(v).__name__}")  # noqa: TRY004 - pydantic reports ValueErrors
+    v = as_list(name, v, "integers")
     for i, x in enumerate(v):
         strict_int(f"{name}[{i}]", x)
-    return list(v)
+    return v
 
 
 _JSON_STRING = re.compile(r'"(?:[^"\\]|\\.)*"')
@@ -120,9 +131,8 @@ def describe_validation_error(err: ValidationError) -> str:
             parts.append(str(inner).removeprefix("invalid detector profile: "))
             continue
         loc = ".".join(str(x) for x in e.get("loc", ())) or "profile"
-        msg = e.get("msg", "invalid")
-        msg = msg.removeprefix("Value error, ")
-        if "input" in e and e.get("type") not in ("value_error",):
+        msg = e.get("msg", "invalid").removeprefix("Value error, ")
+        if "input" in e and e.get("type") != "value_error":
             inp = e["input"]
             shown = repr(inp) if len(repr(inp)) < 80 else repr(inp)[:77] + "..."
             parts.append(f"{loc}: {msg} (got {shown})")

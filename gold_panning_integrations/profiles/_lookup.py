@@ -1,14 +1,10 @@
 """Which bundled profile was measured for a model: the model-name -> bundled profile rule.
 
-A bundled profile records the model it was measured on (its ``model`` field, the name the
-reader reported, e.g. ``general.name`` from a GGUF file's metadata) and the reader mode
-(``extra["mode"]``; files written before the mode was recorded say it in their notes,
-``"Reader mode: answer"``). A reader whose model name matches, after
-:func:`model_key` reduces both names to lowercase letters and digits, and whose mode is
-the same, is given that profile by
-:func:`~gold_panning_integrations.profiles.resolve_profile` (through the reader's
-``recommended_profile``). A model that matches none gets the generic profile with the
-one-time warning.
+A reader whose model name (e.g. ``general.name`` from a GGUF file's metadata) matches a
+bundled profile's ``model`` (:func:`model_key`) and whose mode matches the profile's
+(:func:`profile_mode`) recommends that profile (its ``recommended_profile``, read by
+:func:`~gold_panning_integrations.profiles.resolve_profile`); any other model gets the
+generic profile with the one-time warning.
 """
 
 from __future__ import annotations
