@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ._words import CITIES, COLORS, FIRST_NAMES, LAST_NAMES
+from ._words import CITIES, COLORS, FULL_NAMES, full_names
 from .base import TaskInstance, check_make_args
 from .samples import KVExample, KVSample, load_sample
 
@@ -74,17 +74,14 @@ class KVTask:
     @property
     def max_n(self) -> int:
         """Largest ``n`` (distinct full names available)."""
-        return len(FIRST_NAMES) * len(LAST_NAMES)
+        return FULL_NAMES
 
     def make(self, n: int, *, gold_position: int, rng: np.random.Generator) -> TaskInstance:
         """An instance of ``n`` facts about distinct people; the gold at ``gold_position``."""
         check_make_args(n, gold_position, max_n=self.max_n, task=self.name)
         attribute, gen = VALUE_FORMATS[self.value_format]
         attribute = self.attribute or attribute
-        flat = rng.choice(self.max_n, size=n, replace=False)
-        names = [
-            f"{FIRST_NAMES[int(i) // len(LAST_NAMES)]} {LAST_NAMES[int(i) % len(LAST_NAMES)]}" for i in flat
-        ]
+        names = full_names(n, rng)
         gold_value = gen(rng, self.digits)
         values: list[str] = []
         for _ in range(n - 1):
