@@ -71,9 +71,7 @@ _READER_EXTRAS: dict[str, tuple[tuple[str, str, str, str], ...]] = {
     ),
 }
 
-
-_READERLESS_OPTIONS = ("from_traces",)
-"""Options with which a command that has reader options runs no model."""
+_READERLESS_OPTIONS = ("from_traces",)  # with these a command that has reader options runs no model
 
 
 def _add_global_options(p: argparse.ArgumentParser, *, top: bool) -> None:
@@ -82,25 +80,18 @@ def _add_global_options(p: argparse.ArgumentParser, *, top: bool) -> None:
     On sub-command parsers (``top=False``) they default to SUPPRESS, so the top-level
     value stands unless the option is also given after the sub-command.
     """
-    default: dict[str, Any] = {"verbose": 0, "quiet": False, "debug": False} if top else {}
 
-    def dflt(name: str) -> Any:
-        return default[name] if top else argparse.SUPPRESS
+    def dflt(value: Any) -> Any:
+        return value if top else argparse.SUPPRESS
 
     have = p._option_string_actions
     if "-v" not in have and "--verbose" not in have:
-        p.add_argument(
-            "-v", "--verbose", action="count", default=dflt("verbose"), help="more logging (-vv: debug)"
-        )
+        p.add_argument("-v", "--verbose", action="count", default=dflt(0), help="more logging (-vv: debug)")
     if "-q" not in have and "--quiet" not in have:
-        p.add_argument("-q", "--quiet", action="store_true", default=dflt("quiet"), help="no progress bars")
+        p.add_argument("-q", "--quiet", action="store_true", default=dflt(False), help="no progress bars")
     if "--debug" not in have:
-        p.add_argument(
-            "--debug",
-            action="store_true",
-            default=dflt("debug"),
-            help=f"show tracebacks (for developers; also {DEBUG_ENV}=1)",
-        )
+        debug_help = f"show tracebacks (for developers; also {DEBUG_ENV}=1)"
+        p.add_argument("--debug", action="store_true", default=dflt(False), help=debug_help)
 
 
 def build_parser() -> argparse.ArgumentParser:
