@@ -1,24 +1,15 @@
 """The ``gold-panning`` command: ``run``, ``calibrate``, ``simulate``, ``evaluate`` (and the
-deprecated ``bench``).
-
-Each sub-command lives in :mod:`gold_panning_integrations.cli.commands` as a module with
-``register(subparsers)`` (cheap imports only) and a ``main(args) -> int``.
+deprecated ``bench``), each a module of :mod:`gold_panning_integrations.cli.commands` with
+``register(subparsers)`` (cheap imports only) and ``main(args) -> int``.
 
 No traceback reaches a user: :func:`main` turns every error into one line on stderr,
-``gold-panning COMMAND: error: WHAT`` (argparse's form), and an exit code:
-
-* ``0`` success; ``3`` an incomplete calibration (``calibrate`` says how to resume);
-* ``2`` an error the user can act on: a library error (missing extra, bad profile,
-  checkpoint, endpoint), a bad value (``ValueError``) or a file problem (``OSError``),
-  and argparse's usage errors;
-* ``1`` an internal error (a bug: the line says so and how to see the traceback);
-* ``130`` interrupted (Ctrl-C, SIGINT); ``143`` terminated (SIGTERM, e.g. ``kill`` or
-  a job scheduler): either way one line ``gold-panning COMMAND: interrupted``, files
-  and checkpoints closed on the way out; ``141`` output closed early (``| head``),
-  silently.
-
-``--debug`` (or ``GOLD_PANNING_DEBUG=1``) lets the traceback through, and keeps the
-tracebacks that library log records carry, which are otherwise left out.
+``gold-panning COMMAND: error: WHAT`` (argparse's form), and an exit code: ``0`` success;
+``3`` an incomplete calibration; ``2`` an error the user can act on (a library error, a
+``ValueError``, an ``OSError``, a usage error); ``1`` an internal error (a bug: the line
+says how to see the traceback); ``130`` interrupted (SIGINT) and ``143`` terminated
+(SIGTERM), either way one line ``gold-panning COMMAND: interrupted`` after files and
+checkpoints are closed; ``141`` output closed early (``| head``), silently. ``--debug`` (or
+``GOLD_PANNING_DEBUG=1``) lets tracebacks through, also those library log records carry.
 """
 
 from __future__ import annotations

@@ -151,10 +151,6 @@ class _LangChainPanning(PanningOptions):
     def _dump_reader(self, reader: Any) -> Any:
         return describe_object(reader)  # it holds clients and locks: dump what identifies it
 
-    def _scores(self, docs: Sequence[Document]) -> list[float | None]:
-        """The base retriever's scores from metadata (``score_key``), for ``retriever_prior='score'``."""
-        return [d.metadata.get(self.score_key) for d in docs]
-
     @staticmethod
     def _to_documents(
         docs: Sequence[Document],
@@ -182,7 +178,8 @@ class _LangChainPanning(PanningOptions):
         if not docs:
             return empty_result(self.panning_config(k).policy)
         reader = _with_callbacks(self._get_reader(), callbacks, method="aread" if asynchronous else "read")
-        panned = PanQuery(query, [d.page_content for d in docs], k, self._scores(docs), reader)
+        scores = [d.metadata.get(self.score_key) for d in docs]
+        panned = PanQuery(query, [d.page_content for d in docs], k, scores, reader)
         result: PanningResult = yield functools.partial(self._arun if asynchronous else self._run, panned)
         return result
 
