@@ -54,7 +54,6 @@ __all__ = [
     "check_limit",
     "describe",
     "describe_object",
-    "describe_profile",
     "empty_result",
     "model_name",
     "ranked",
@@ -124,15 +123,6 @@ def check_items(items: Any, expected: type | tuple[type, ...], *, source: str, w
 def _short(value: Any, limit: int = 60) -> str:
     text = repr(value)
     return text if len(text) <= limit else text[: limit - 3] + "..."
-
-
-def describe_profile(profile: DetectorProfile | None) -> str:
-    """Short text for a profile: model, task and number of positions (not 2n floats)."""
-    if profile is None:
-        return "None"
-    return (
-        f"DetectorProfile(model={profile.model!r}, task={profile.task!r}, n_positions={profile.n_positions})"
-    )
 
 
 def reader_repr(reader: Any) -> str:
@@ -366,9 +356,10 @@ class PanningOptions(_EngineOptions):
     def __repr__(self) -> str:
         """Short: the reader, the profile's model/task/shape, and options that differ
         from their defaults (not the profile's 2 x n_positions floats)."""
-        profile = (
-            describe_profile(self.profile) if self.profile is not None else "None (resolved on first use)"
-        )
+        profile = "None (resolved on first use)"
+        if self.profile is not None:
+            model, task, size = self.profile.model, self.profile.task, self.profile.n_positions
+            profile = f"DetectorProfile(model={model!r}, task={task!r}, n_positions={size})"
         parts = {**self._repr_fields(), "profile": profile}
         for name, field in PanningOptions.model_fields.items():
             if name in ("profile", "on_result") or name in parts:
@@ -401,10 +392,6 @@ class PanningOptions(_EngineOptions):
                         self.profile = edge.profile
                     self._edge = edge
         return edge
-
-    def _get_reader(self) -> Any:
-        """The resolved reader (see :meth:`_get_edge`)."""
-        return self._get_edge().reader
 
     def _notify(self, result: PanningResult) -> PanningResult:
         """Hand ``result`` to ``on_result`` (its errors are logged, never raised); ``result``."""

@@ -177,7 +177,9 @@ class _LangChainPanning(PanningOptions):
         calls report to ``callbacks`` when the reader is a LangChain chat model."""
         if not docs:
             return empty_result(self.panning_config(k).policy)
-        reader = _with_callbacks(self._get_reader(), callbacks, method="aread" if asynchronous else "read")
+        reader = _with_callbacks(
+            self._get_edge().reader, callbacks, method="aread" if asynchronous else "read"
+        )
         scores = [d.metadata.get(self.score_key) for d in docs]
         panned = PanQuery(query, [d.page_content for d in docs], k, scores, reader)
         result: PanningResult = yield functools.partial(self._arun if asynchronous else self._run, panned)

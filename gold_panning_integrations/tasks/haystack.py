@@ -88,13 +88,7 @@ def load_passages(path: str | Path) -> list[str]:
                 )
     else:
         passages = re.split(r"\n\s*\n", text)
-    seen: set[str] = set()
-    out: list[str] = []
-    for x in passages:
-        x = " ".join(x.split())
-        if x and x not in seen:
-            seen.add(x)
-            out.append(x)
+    out = [x for x in dict.fromkeys(" ".join(passage.split()) for passage in passages) if x]
     if len(out) < MIN_PASSAGES:
         raise ValueError(
             f"documents file {str(p)!r} holds {len(out)} distinct passage(s); at least {MIN_PASSAGES} are needed "

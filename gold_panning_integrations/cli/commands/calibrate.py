@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from ...readers._cli_args import add_reader_arguments
+from ._config_args import flag
 
 __all__ = ["main", "plot_profile", "register"]
 
@@ -385,21 +386,15 @@ def _recalibrated(traces: list[dict[str, Any]], profile: Any, kind: str) -> Any:
 
 
 def _command_line(args: argparse.Namespace) -> str:
-    """The calibration-relevant options as a command line (for the profile notes)."""
-    parts = ["gold-panning", "calibrate", "--reader", args.reader]
-    for opt in ("model_path", "base_url", "model", "mode", "data"):
-        v = getattr(args, opt, None)
-        if v is not None:
-            parts += ["--" + opt.replace("_", "-"), str(v)]
-    parts += ["--task", args.task]
-    if getattr(args, "docs", None) is not None:
-        parts += ["--docs", str(args.docs)]
-    parts += ["--n", str(args.n), "--grid", str(args.grid)]
-    if getattr(args, "budget", None) is not None:
-        parts += ["--budget", str(args.budget)]
-    else:
-        parts += ["--trials", str(args.trials)]
-    parts += ["--seed", str(args.seed), "--temperature", str(args.temperature), "--out", str(args.out)]
+    """The calibration-relevant options given (not None) as a command line (for the profile notes)."""
+    names = ("reader", "model_path", "base_url", "model", "mode", "data", "task", "docs", "n", "grid")
+    given = {name: getattr(args, name, None) for name in names}
+    given |= {"budget": args.budget} if args.budget is not None else {"trials": args.trials}
+    given |= {"seed": args.seed, "temperature": args.temperature, "out": args.out}
+    parts = ["gold-panning", "calibrate"]
+    for name, value in given.items():
+        if value is not None:
+            parts += [flag(name), str(value)]
     return " ".join(shlex.quote(x) for x in parts)
 
 
