@@ -7,9 +7,8 @@
 * ``load_sample("kv")``: 100 examples of kv-retrieval-75 (75 UUID key-value pairs each).
 
 Sources, licences (MIT; the passages are Wikipedia text under CC BY-SA 3.0) and the exact
-construction are in ``gold_panning_integrations/_data/NOTICE.md``; the build script is
-:mod:`benchmarks.build_samples`, in the repository (not installed). A larger sample built with that
-script (e.g. from the full files) loads with ``load_sample(name, path=...)``.
+construction are in ``gold_panning_integrations/_data/NOTICE.md``; the repository's
+``python -m benchmarks.build_samples`` builds them (and larger ones, for ``load_sample(name, path=...)``).
 """
 
 from __future__ import annotations

@@ -233,14 +233,9 @@ def _make_task(args: argparse.Namespace) -> Any:
 def save_profile_or_fallback(
     profile: Any, out: Path, *, checkpoint: str | os.PathLike[str] | None
 ) -> tuple[Path | None, str | None]:
-    """Save ``profile`` to ``out``; if that fails (read-only folder, full disk), save it
-    next to the checkpoint, else in the temp folder, so finished work is never lost.
-
-    Returns:
-        ``(path written, None)``; ``(fallback path, one-line message)`` after a fallback;
-        ``(None, message)`` when nothing could be written: the profile JSON then goes to
-        stdout so it can still be kept.
-    """
+    """Save ``profile`` to ``out``, else (read-only folder, full disk) next to the checkpoint,
+    else in the temp folder, else print its JSON to stdout, so finished work is never lost.
+    Returns ``(path written, None)``, ``(fallback path, message)`` or ``(None, message)``."""
     try:
         return profile.save(out), None
     except OSError as err:
