@@ -202,35 +202,32 @@ def describe_error(err: BaseException) -> tuple[str, int]:
 
     if isinstance(err, AllRoundsFailedError):
         last = (err.errors[-1] if err.errors else str(err)).rstrip(". ")
+        line = (
+            f"every panning round failed ({len(err.errors)} readings); last error: {last}. "
+            "Check the reader options (--reader, --model-path, --base-url, --model, --api-key)"
+        )
+    elif isinstance(err, (GoldPanningError, ValueError)):
+        line = str(err)
+    elif isinstance(err, ImportError):
+        line = (
+            f"{err}: a package is missing or broken; reinstall gold-panning-integrations with the extras "
+            'this command needs (e.g. pip install "gold-panning-integrations[all]")'
+        )
+    elif isinstance(err, OSError) and err.strerror and err.filename is not None:
+        line = f"{err.strerror}: {err.filename!s}" + (
+            f" -> {err.filename2!s}" if err.filename2 is not None else ""
+        )
+    elif isinstance(err, OSError):
+        line = str(err) or type(err).__name__
+    else:
         return (
             _one_line(
-                f"every panning round failed ({len(err.errors)} readings); last error: {last}. "
-                "Check the reader options (--reader, --model-path, --base-url, --model, --api-key)"
+                f"internal error: {type(err).__name__}: {err} (a bug: rerun with --debug or {DEBUG_ENV}=1 "
+                "for the traceback and please report it)"
             ),
-            EXIT_ERROR,
+            EXIT_INTERNAL,
         )
-    if isinstance(err, (GoldPanningError, ValueError)):
-        return _one_line(str(err)), EXIT_ERROR
-    if isinstance(err, ImportError):
-        return (
-            _one_line(
-                f"{err}: a package is missing or broken; reinstall gold-panning-integrations with the extras "
-                'this command needs (e.g. pip install "gold-panning-integrations[all]")'
-            ),
-            EXIT_ERROR,
-        )
-    if isinstance(err, OSError):
-        if err.strerror and err.filename is not None:
-            names = f"{err.filename!s}" + (f" -> {err.filename2!s}" if err.filename2 is not None else "")
-            return _one_line(f"{err.strerror}: {names}"), EXIT_ERROR
-        return _one_line(str(err) or type(err).__name__), EXIT_ERROR
-    return (
-        _one_line(
-            f"internal error: {type(err).__name__}: {err} (a bug: rerun with --debug or {DEBUG_ENV}=1 "
-            "for the traceback and please report it)"
-        ),
-        EXIT_INTERNAL,
-    )
+    return _one_line(line), EXIT_ERROR
 
 
 def _silence_stdout() -> None:

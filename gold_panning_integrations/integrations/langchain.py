@@ -29,7 +29,6 @@ Example::
 from __future__ import annotations
 
 import functools
-import logging
 from collections.abc import Sequence
 from copy import deepcopy
 from typing import Any, NamedTuple
@@ -82,8 +81,6 @@ from ._base import (
 )
 
 __all__ = ["GoldPanningCompressor", "GoldPanningRetriever", "PannedDocuments"]
-
-logger = logging.getLogger(__name__)
 
 _RESULT_SINK = "_gold_panning_result_sink"
 """Private invoke keyword through which :meth:`GoldPanningRetriever.pan` gets the result."""

@@ -17,7 +17,6 @@ Needs the ``llama-index`` extra (``pip install "gold-panning-integrations[llama-
 from __future__ import annotations
 
 import functools
-import logging
 from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple
 
@@ -55,7 +54,6 @@ from ._base import (
 
 __all__ = ["GoldPanningPostprocessor", "PannedNodes", "PanningEndEvent"]
 
-logger = logging.getLogger(__name__)
 dispatcher = get_dispatcher(__name__)
 
 Nodes = Sequence[NodeWithScore]
