@@ -51,9 +51,7 @@ class TaskInstance:
     @property
     def truth(self) -> np.ndarray:
         """Relevance labels, boolean array of shape ``(n,)``."""
-        t = np.zeros(self.n, dtype=bool)
-        t[list(self.gold)] = True
-        return t
+        return np.isin(np.arange(self.n), self.gold)
 
 
 @runtime_checkable

@@ -8,9 +8,8 @@
   property ("Omar Haas is in the library. The door of the library is teal."); the question
   asks for the property of the person's room, so answering composes the two facts.
 
-As in the paper's calibration, each instance has exactly one relevant document and the
-distractors are the documents of other instances (other people, other rooms or values).
-The gold answer never appears in a distractor, so answer attribution is unambiguous.
+As in the paper's calibration, one document is relevant and the distractors are other
+instances' documents; the gold answer is in no distractor, so attribution is unambiguous.
 """
 
 from __future__ import annotations
