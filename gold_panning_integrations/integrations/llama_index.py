@@ -177,29 +177,11 @@ class GoldPanningPostprocessor(BaseNodePostprocessor, PanningOptions):
         if isinstance(query_bundle, str):
             query_bundle = QueryBundle(query_bundle)
         n = check_count(self.top_n if top_n is None else top_n, name="top_n")
-        check_items(
-            nodes,
-            NodeWithScore,
-            source="GoldPanningPostprocessor was given",
-            what="llama_index NodeWithScore objects (NodeWithScore(node=TextNode(text=...)))",
-        )
-        dispatcher.event(
-            ReRankStartEvent(
-                query=query_bundle,
-                nodes=list(nodes),
-                top_n=n,
-                model_name=model_name(self._reader_source()),
-            )
-        )
+        what = "llama_index NodeWithScore objects (NodeWithScore(node=TextNode(text=...)))"
+        check_items(nodes, NodeWithScore, source="GoldPanningPostprocessor was given", what=what)
+        model = model_name(self._reader_source())
+        dispatcher.event(ReRankStartEvent(query=query_bundle, nodes=list(nodes), top_n=n, model_name=model))
         return query_bundle, n
-
-    def _payload(self, nodes: Sequence[NodeWithScore], query: QueryBundle, top_n: int) -> dict[str, Any]:
-        return {
-            EventPayload.NODES: list(nodes),
-            EventPayload.MODEL_NAME: model_name(self._reader_source()),
-            EventPayload.QUERY_STR: query.query_str,
-            EventPayload.TOP_K: top_n,
-        }
 
     def pan(self, nodes: Nodes, query: QueryLike, *, top_n: int | None = None) -> PannedNodes:
         """Pan ``nodes`` for ``query``; return the top nodes and the full result.
@@ -222,9 +204,13 @@ class GoldPanningPostprocessor(BaseNodePostprocessor, PanningOptions):
         if not nodes:
             dispatcher.event(ReRankEndEvent(nodes=[]))
             return PannedNodes([], empty_result(self.panning_config(n).policy))
-        with self.callback_manager.event(
-            CBEventType.RERANKING, payload=self._payload(nodes, query_bundle, n)
-        ) as event:
+        payload: dict[str, Any] = {
+            EventPayload.NODES: list(nodes),
+            EventPayload.MODEL_NAME: model_name(self._reader_source()),
+            EventPayload.QUERY_STR: query_bundle.query_str,
+            EventPayload.TOP_K: n,
+        }
+        with self.callback_manager.event(CBEventType.RERANKING, payload=payload) as event:
             texts = [node.node.get_content(metadata_mode=self.metadata_mode) for node in nodes]
             panned = PanQuery(query_bundle.query_str, texts, n, [node.score for node in nodes])
             result: PanningResult = yield functools.partial(run, panned)
