@@ -103,15 +103,18 @@ def build_parser() -> argparse.ArgumentParser:
             mod.register(sub, on_load=lambda p: _add_global_options(p, top=False))
         else:
             mod.register(sub)
-    for _name, p in _subparsers(parser):
+    for _name, p, _help in _subparsers(parser):
         _add_global_options(p, top=False)
     return parser
 
 
-def _subparsers(parser: argparse.ArgumentParser) -> Iterator[tuple[str, argparse.ArgumentParser]]:
+def _subparsers(parser: argparse.ArgumentParser) -> Iterator[tuple[str, argparse.ArgumentParser, str]]:
+    """``(name, parser, one-line help)`` of each sub-command of ``parser``, in ``--help`` order."""
     for action in parser._actions:
         if isinstance(action, argparse._SubParsersAction):
-            yield from action.choices.items()
+            helps = {a.dest: a.help or "" for a in action._choices_actions}
+            for name, child in action.choices.items():
+                yield name, child, helps.get(name, "")
 
 
 def iter_commands(parser: argparse.ArgumentParser | None = None) -> Iterator[tuple[str, str]]:
@@ -120,13 +123,9 @@ def iter_commands(parser: argparse.ArgumentParser | None = None) -> Iterator[tup
     parser = parser or build_parser()
 
     def walk(p: argparse.ArgumentParser, prefix: str) -> Iterator[tuple[str, str]]:
-        for action in p._actions:
-            if not isinstance(action, argparse._SubParsersAction):
-                continue
-            helps = {a.dest: a.help or "" for a in action._choices_actions}
-            for name, child in action.choices.items():
-                yield f"{prefix} {name}", helps.get(name, "")
-                yield from walk(child, f"{prefix} {name}")
+        for name, child, text in _subparsers(p):
+            yield f"{prefix} {name}", text
+            yield from walk(child, f"{prefix} {name}")
 
     yield from walk(parser, parser.prog)
 
