@@ -241,11 +241,9 @@ def save_profile_or_fallback(
     except OSError as err:
         first = err
     tried = [str(out)]
-    candidates = []
+    candidates = [Path(tempfile.gettempdir()) / f"gold-panning-profile-{os.getpid()}.json"]
     if checkpoint is not None:
-        ck = Path(checkpoint)
-        candidates.append(ck.with_name(ck.name + ".profile.json"))
-    candidates.append(Path(tempfile.gettempdir()) / f"gold-panning-profile-{os.getpid()}.json")
+        candidates.insert(0, Path(os.fspath(checkpoint) + ".profile.json"))
     for cand in candidates:
         try:
             saved = profile.save(cand)
@@ -277,17 +275,9 @@ def _from_traces(args: argparse.Namespace, out: Path) -> int:
     profile = res.profile.model_copy(update={"notes": notes})
     if args.recalibrate != "none":
         profile = _recalibrated(traces, profile, args.recalibrate)
-    g = res.new_counts.positions
     rows = [
-        [
-            g[i],
-            prior.tpr[g[i]],
-            profile.tpr[g[i]],
-            res.new_counts.gold_shown[i],
-            prior.fpr[g[i]],
-            profile.fpr[g[i]],
-        ]
-        for i in range(len(g))
+        [pos, prior.tpr[pos], profile.tpr[pos], shown, prior.fpr[pos], profile.fpr[pos]]
+        for pos, shown in zip(res.new_counts.positions, res.new_counts.gold_shown)
     ]
     print(format_table(["position", "TPR before", "TPR after", "gold seen", "FPR before", "FPR after"], rows))
     saved = _save(profile, out, checkpoint=None)
