@@ -5,23 +5,15 @@ Needs the ``langchain`` extra (``pip install "gold-panning-integrations[langchai
 
 Example::
 
-    from gold_panning_integrations import GoldPanningRetriever
+    from gold_panning_integrations import GoldPanningCompressor, GoldPanningRetriever
 
-    retriever = GoldPanningRetriever(
-        base_retriever=bm25, reader=chat_model, k=4, rounds=4
-    )
+    retriever = GoldPanningRetriever(base_retriever=bm25, reader=chat_model, k=4, rounds=4)
     docs = retriever.invoke("who got the first nobel prize in physics")
     docs[0].metadata["gold_panning_posterior"]   # probability the document is relevant
-    docs[0].metadata["relevance_score"]          # the same, under LangChain's reranker key
-    docs[0].metadata["gold_panning_p_none"]      # probability that no candidate is relevant
-
     docs, result = retriever.pan("who got the first nobel prize in physics")
     result.rounds          # per-round trace: shown order, citations, tokens, seconds
-    result.summary()       # JSON-ready
 
     # documents you already hold, or inside a compression pipeline:
-    from gold_panning_integrations.integrations.langchain import GoldPanningCompressor
-
     compressor = GoldPanningCompressor(reader=chat_model, top_n=3)
     best = compressor.compress_documents(docs, "who got the first nobel prize in physics")
 """
@@ -133,10 +125,8 @@ class _LangChainPanning(PanningOptions):
 
     reader: Any
     """Who reads the prompts: a reader (``read``/``aread`` returning a ``Reading``), a
-    LangChain chat model or chat-model Runnable (``.bind(...)``, ``.with_retry()``,
-    ``.with_fallbacks(...)``, ``.configurable_fields(...)``), a LlamaIndex ``LLM``, or
-    ``"local"`` for the embedded model. Non-readers are wrapped by
-    ``gold_panning_integrations.readers.as_reader`` on first use."""
+    LangChain chat model or chat-model Runnable (``.bind(...)``, ``.with_retry()``, ...), a
+    LlamaIndex ``LLM``, or ``"local"`` for the embedded model (wrapped by ``as_reader``)."""
 
     score_key: str = "score"
     """Metadata key holding the base retriever's score, used by ``retriever_prior='score'``."""
