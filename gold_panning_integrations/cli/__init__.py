@@ -15,6 +15,7 @@ checkpoints are closed; ``141`` output closed early (``| head``), silently. ``--
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
 import importlib.util
 import logging
@@ -175,11 +176,8 @@ def _cli_logging(*, verbose: int, debug: bool) -> Iterator[None]:
 
 
 def _check_reader_extras(args: argparse.Namespace) -> None:
-    """Fail in one line before any work when the chosen reader's extra is missing.
-
-    Skipped when an option in :data:`_READERLESS_OPTIONS` is set (the command then runs
-    no model, e.g. ``calibrate --from-traces``).
-    """
+    """Fail in one line before any work when the chosen reader's extra is missing (unless
+    an option in :data:`_READERLESS_OPTIONS` is set: the command then runs no model)."""
     from ..errors import MissingExtraError
 
     if any(getattr(args, opt, None) for opt in _READERLESS_OPTIONS):
@@ -231,11 +229,8 @@ def describe_error(err: BaseException) -> tuple[str, int]:
 
 def _silence_stdout() -> None:
     """Point stdout at /dev/null so the interpreter's final flush cannot fail again."""
-    try:
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
-    except (OSError, ValueError, AttributeError):  # no real file descriptor (e.g. captured)
-        pass
+    with contextlib.suppress(OSError, ValueError, AttributeError):  # no real descriptor (e.g. captured)
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
 
 
 def main(

@@ -318,12 +318,10 @@ class GoldPanningCompressor(BaseDocumentCompressor, _LangChainPanning):
     ) -> PannedDocuments:
         """Pan ``documents`` for ``query``: the top documents and the full result.
 
-        The call is one chain run named after this class (a child of ``callbacks``' run
-        when given, as inside a ``ContextualCompressionRetriever``, else of the run in
-        context, else a root run), with the model calls as its children. Extra keyword
-        arguments (``run_name``, ``tags``, ``metadata``, ``run_id``) configure that run.
-        ``result.posteriors`` / ``result.ranking`` index ``documents`` in the given
-        order. No documents: an empty result (``stop_reason="no-documents"``), no call.
+        One chain run named after this class (a child of ``callbacks``' run, else of the run
+        in context, else a root run) with the model calls as its children; ``run_name``,
+        ``tags``, ``metadata`` and ``run_id`` configure it. ``result.posteriors`` /
+        ``ranking`` index ``documents``; no documents: an empty result, no call.
         """
         return run_steps(self._compress_steps(documents, query, top_n, callbacks, kwargs, asynchronous=False))
 
