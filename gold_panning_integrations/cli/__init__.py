@@ -1,29 +1,21 @@
 """The ``gold-panning`` command: ``run``, ``calibrate``, ``simulate``, ``evaluate`` (and the
-deprecated ``bench``).
-
-Each sub-command lives in :mod:`gold_panning_integrations.cli.commands` as a module with
-``register(subparsers)`` (cheap imports only) and a ``main(args) -> int``.
+deprecated ``bench``), each a module of :mod:`gold_panning_integrations.cli.commands` with
+``register(subparsers)`` (cheap imports only) and ``main(args) -> int``.
 
 No traceback reaches a user: :func:`main` turns every error into one line on stderr,
-``gold-panning COMMAND: error: WHAT`` (argparse's form), and an exit code:
-
-* ``0`` success; ``3`` an incomplete calibration (``calibrate`` says how to resume);
-* ``2`` an error the user can act on: a library error (missing extra, bad profile,
-  checkpoint, endpoint), a bad value (``ValueError``) or a file problem (``OSError``),
-  and argparse's usage errors;
-* ``1`` an internal error (a bug: the line says so and how to see the traceback);
-* ``130`` interrupted (Ctrl-C, SIGINT); ``143`` terminated (SIGTERM, e.g. ``kill`` or
-  a job scheduler): either way one line ``gold-panning COMMAND: interrupted``, files
-  and checkpoints closed on the way out; ``141`` output closed early (``| head``),
-  silently.
-
-``--debug`` (or ``GOLD_PANNING_DEBUG=1``) lets the traceback through, and keeps the
-tracebacks that library log records carry, which are otherwise left out.
+``gold-panning COMMAND: error: WHAT`` (argparse's form), and an exit code: ``0`` success;
+``3`` an incomplete calibration; ``2`` an error the user can act on (a library error, a
+``ValueError``, an ``OSError``, a usage error); ``1`` an internal error (a bug: the line
+says how to see the traceback); ``130`` interrupted (SIGINT) and ``143`` terminated
+(SIGTERM), either way one line ``gold-panning COMMAND: interrupted`` after files and
+checkpoints are closed; ``141`` output closed early (``| head``), silently. ``--debug`` (or
+``GOLD_PANNING_DEBUG=1``) lets tracebacks through, also those library log records carry.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
 import importlib.util
 import logging
@@ -71,9 +63,7 @@ _READER_EXTRAS: dict[str, tuple[tuple[str, str, str, str], ...]] = {
     ),
 }
 
-
-_READERLESS_OPTIONS = ("from_traces",)
-"""Options with which a command that has reader options runs no model."""
+_READERLESS_OPTIONS = ("from_traces",)  # with these a command that has reader options runs no model
 
 
 def _add_global_options(p: argparse.ArgumentParser, *, top: bool) -> None:
@@ -82,25 +72,18 @@ def _add_global_options(p: argparse.ArgumentParser, *, top: bool) -> None:
     On sub-command parsers (``top=False``) they default to SUPPRESS, so the top-level
     value stands unless the option is also given after the sub-command.
     """
-    default: dict[str, Any] = {"verbose": 0, "quiet": False, "debug": False} if top else {}
 
-    def dflt(name: str) -> Any:
-        return default[name] if top else argparse.SUPPRESS
+    def dflt(value: Any) -> Any:
+        return value if top else argparse.SUPPRESS
 
     have = p._option_string_actions
     if "-v" not in have and "--verbose" not in have:
-        p.add_argument(
-            "-v", "--verbose", action="count", default=dflt("verbose"), help="more logging (-vv: debug)"
-        )
+        p.add_argument("-v", "--verbose", action="count", default=dflt(0), help="more logging (-vv: debug)")
     if "-q" not in have and "--quiet" not in have:
-        p.add_argument("-q", "--quiet", action="store_true", default=dflt("quiet"), help="no progress bars")
+        p.add_argument("-q", "--quiet", action="store_true", default=dflt(False), help="no progress bars")
     if "--debug" not in have:
-        p.add_argument(
-            "--debug",
-            action="store_true",
-            default=dflt("debug"),
-            help=f"show tracebacks (for developers; also {DEBUG_ENV}=1)",
-        )
+        debug_help = f"show tracebacks (for developers; also {DEBUG_ENV}=1)"
+        p.add_argument("--debug", action="store_true", default=dflt(False), help=debug_help)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -121,15 +104,18 @@ def build_parser() -> argparse.ArgumentParser:
             mod.register(sub, on_load=lambda p: _add_global_options(p, top=False))
         else:
             mod.register(sub)
-    for _name, p in _subparsers(parser):
+    for _name, p, _help in _subparsers(parser):
         _add_global_options(p, top=False)
     return parser
 
 
-def _subparsers(parser: argparse.ArgumentParser) -> Iterator[tuple[str, argparse.ArgumentParser]]:
+def _subparsers(parser: argparse.ArgumentParser) -> Iterator[tuple[str, argparse.ArgumentParser, str]]:
+    """``(name, parser, one-line help)`` of each sub-command of ``parser``, in ``--help`` order."""
     for action in parser._actions:
         if isinstance(action, argparse._SubParsersAction):
-            yield from action.choices.items()
+            helps = {a.dest: a.help or "" for a in action._choices_actions}
+            for name, child in action.choices.items():
+                yield name, child, helps.get(name, "")
 
 
 def iter_commands(parser: argparse.ArgumentParser | None = None) -> Iterator[tuple[str, str]]:
@@ -138,13 +124,9 @@ def iter_commands(parser: argparse.ArgumentParser | None = None) -> Iterator[tup
     parser = parser or build_parser()
 
     def walk(p: argparse.ArgumentParser, prefix: str) -> Iterator[tuple[str, str]]:
-        for action in p._actions:
-            if not isinstance(action, argparse._SubParsersAction):
-                continue
-            helps = {a.dest: a.help or "" for a in action._choices_actions}
-            for name, child in action.choices.items():
-                yield f"{prefix} {name}", helps.get(name, "")
-                yield from walk(child, f"{prefix} {name}")
+        for name, child, text in _subparsers(p):
+            yield f"{prefix} {name}", text
+            yield from walk(child, f"{prefix} {name}")
 
     yield from walk(parser, parser.prog)
 
@@ -194,11 +176,8 @@ def _cli_logging(*, verbose: int, debug: bool) -> Iterator[None]:
 
 
 def _check_reader_extras(args: argparse.Namespace) -> None:
-    """Fail in one line before any work when the chosen reader's extra is missing.
-
-    Skipped when an option in :data:`_READERLESS_OPTIONS` is set (the command then runs
-    no model, e.g. ``calibrate --from-traces``).
-    """
+    """Fail in one line before any work when the chosen reader's extra is missing (unless
+    an option in :data:`_READERLESS_OPTIONS` is set: the command then runs no model)."""
     from ..errors import MissingExtraError
 
     if any(getattr(args, opt, None) for opt in _READERLESS_OPTIONS):
@@ -220,44 +199,38 @@ def describe_error(err: BaseException) -> tuple[str, int]:
 
     if isinstance(err, AllRoundsFailedError):
         last = (err.errors[-1] if err.errors else str(err)).rstrip(". ")
+        line = (
+            f"every panning round failed ({len(err.errors)} readings); last error: {last}. "
+            "Check the reader options (--reader, --model-path, --base-url, --model, --api-key)"
+        )
+    elif isinstance(err, (GoldPanningError, ValueError)):
+        line = str(err)
+    elif isinstance(err, ImportError):
+        line = (
+            f"{err}: a package is missing or broken; reinstall gold-panning-integrations with the extras "
+            'this command needs (e.g. pip install "gold-panning-integrations[all]")'
+        )
+    elif isinstance(err, OSError) and err.strerror and err.filename is not None:
+        line = f"{err.strerror}: {err.filename!s}" + (
+            f" -> {err.filename2!s}" if err.filename2 is not None else ""
+        )
+    elif isinstance(err, OSError):
+        line = str(err) or type(err).__name__
+    else:
         return (
             _one_line(
-                f"every panning round failed ({len(err.errors)} readings); last error: {last}. "
-                "Check the reader options (--reader, --model-path, --base-url, --model, --api-key)"
+                f"internal error: {type(err).__name__}: {err} (a bug: rerun with --debug or {DEBUG_ENV}=1 "
+                "for the traceback and please report it)"
             ),
-            EXIT_ERROR,
+            EXIT_INTERNAL,
         )
-    if isinstance(err, (GoldPanningError, ValueError)):
-        return _one_line(str(err)), EXIT_ERROR
-    if isinstance(err, ImportError):
-        return (
-            _one_line(
-                f"{err}: a package is missing or broken; reinstall gold-panning-integrations with the extras "
-                'this command needs (e.g. pip install "gold-panning-integrations[all]")'
-            ),
-            EXIT_ERROR,
-        )
-    if isinstance(err, OSError):
-        if err.strerror and err.filename is not None:
-            names = f"{err.filename!s}" + (f" -> {err.filename2!s}" if err.filename2 is not None else "")
-            return _one_line(f"{err.strerror}: {names}"), EXIT_ERROR
-        return _one_line(str(err) or type(err).__name__), EXIT_ERROR
-    return (
-        _one_line(
-            f"internal error: {type(err).__name__}: {err} (a bug: rerun with --debug or {DEBUG_ENV}=1 "
-            "for the traceback and please report it)"
-        ),
-        EXIT_INTERNAL,
-    )
+    return _one_line(line), EXIT_ERROR
 
 
 def _silence_stdout() -> None:
     """Point stdout at /dev/null so the interpreter's final flush cannot fail again."""
-    try:
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
-    except (OSError, ValueError, AttributeError):  # no real file descriptor (e.g. captured)
-        pass
+    with contextlib.suppress(OSError, ValueError, AttributeError):  # no real descriptor (e.g. captured)
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
 
 
 def main(

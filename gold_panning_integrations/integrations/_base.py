@@ -2,16 +2,10 @@
 postprocessor); nothing here imports LangChain or LlamaIndex.
 
 :class:`PanningOptions` is the mixin of their pydantic fields, generated from the one
-declaration of every engine option
-(:meth:`~gold_panning_integrations.engine.config.PanningConfig.options`) and validated by
-building the :class:`~gold_panning_integrations.engine.config.PanningConfig` they describe.
-On first use the base builds one :class:`~gold_panning_integrations.panning.GoldPanner`, the
-edge every entry point shares: it adapts the reader argument once
-(:func:`~gold_panning_integrations.readers.as_reader`) and resolves the profile with the one
-rule (:func:`~gold_panning_integrations.profiles.resolve_profile`). The base then checks
-``k`` and the documents, runs the panner, turns its result into ``(input index, posterior,
-1-based rank)`` triples for the adapters, hands it to ``on_result``, and gives the adapters
-a short ``repr`` and a JSON-safe ``model_dump``.
+declaration of every engine option (``PanningConfig.options()``) and validated by building
+the ``PanningConfig`` they describe. On first use it builds one
+:class:`~gold_panning_integrations.panning.GoldPanner`, the edge that adapts the reader and
+resolves the profile once; each query then gets a fresh panner from it.
 """
 
 from __future__ import annotations
@@ -60,7 +54,6 @@ __all__ = [
     "check_limit",
     "describe",
     "describe_object",
-    "describe_profile",
     "empty_result",
     "model_name",
     "ranked",
@@ -90,11 +83,8 @@ unchanged. (``LLMListwiseRerank`` only reorders: it sets no score.)"""
 
 
 def check_count(value: Any, *, name: str) -> int:
-    """``value`` as a positive ``int``, or :class:`InvalidInputError` naming ``name``.
-
-    Rejects bools (``True`` is not a count), floats (``1.5`` and also ``2.0``), strings
-    and numbers below 1.
-    """
+    """``value`` as a positive ``int``, or :class:`InvalidInputError` naming ``name``
+    (bools, floats such as ``2.0``, strings and numbers below 1 are refused)."""
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
         raise InvalidInputError(
             f"{name} must be a positive integer (an int >= 1: how many documents to return), "
@@ -110,15 +100,10 @@ def check_limit(value: Any, *, name: str) -> int | None:
 
 
 def check_items(items: Any, expected: type | tuple[type, ...], *, source: str, what: str) -> list[Any]:
-    """``items`` as a list whose every element is an instance of ``expected``.
+    """``items`` (any iterable but a string, bytes or mapping) as a list of ``expected``.
 
-    Args:
-        items: What ``source`` returned: must be a list/tuple (any iterable that is not a
-            string, bytes or mapping) of ``expected``.
-        expected: The class(es) each item must be.
-        source: Who produced ``items``, as the message's start (e.g. ``"the base
-            retriever BM25 returned"``, ``"compress_documents was given"``).
-        what: How to name the expected items (e.g. ``"langchain_core Document objects"``).
+    ``source`` starts the message (``"compress_documents was given"``); ``what`` names the
+    expected items in it (``"langchain_core Document objects"``).
 
     Raises:
         InvalidInputError: ``items`` is None, a string, a mapping or not iterable, or an
@@ -138,15 +123,6 @@ def check_items(items: Any, expected: type | tuple[type, ...], *, source: str, w
 def _short(value: Any, limit: int = 60) -> str:
     text = repr(value)
     return text if len(text) <= limit else text[: limit - 3] + "..."
-
-
-def describe_profile(profile: DetectorProfile | None) -> str:
-    """Short text for a profile: model, task and number of positions (not 2n floats)."""
-    if profile is None:
-        return "None"
-    return (
-        f"DetectorProfile(model={profile.model!r}, task={profile.task!r}, n_positions={profile.n_positions})"
-    )
 
 
 def reader_repr(reader: Any) -> str:
@@ -173,12 +149,8 @@ def describe_object(obj: Any) -> dict[str, Any]:
 
 
 def resolve_reader(obj: Any) -> Any:
-    """Return a reader of the declared protocol for ``obj``: whatever
-    :func:`gold_panning_integrations.readers.as_reader` makes of it (a reader as it is,
-    or adapted; a LangChain chat model or chat-model Runnable, a LlamaIndex ``LLM`` or
-    ``"local"`` wrapped), imported here so that the adapters import no reader backend
-    until one is needed.
-    """
+    """:func:`gold_panning_integrations.readers.as_reader` of ``obj``, imported here so that
+    the adapters import no reader back-end until one is needed."""
     if obj is None:
         raise TypeError(
             "no reader given: pass a reader (an object with read/aread), a LangChain chat "
@@ -260,11 +232,8 @@ def ranked(
 
 
 def empty_result(policy: str) -> PanningResult:
-    """The result for zero documents: no calls, ``stop_reason="no-documents"``.
-
-    :meth:`PanningResult.empty`, except that the framework adapters have always left
-    ``prior_log_odds`` unset (``None``, written as ``null`` in a trace).
-    """
+    """:meth:`PanningResult.empty` (no calls, ``stop_reason="no-documents"``) with
+    ``prior_log_odds`` unset (``null`` in a trace), as the adapters report zero documents."""
     return dataclasses.replace(PanningResult.empty(policy), prior_log_odds=None)
 
 
@@ -304,25 +273,19 @@ ENGINE_OPTIONS = tuple(name for name in _EngineOptions.model_fields if name not 
 
 
 class PanningOptions(_EngineOptions):
-    """Panning options shared by :class:`GoldPanningRetriever` and
-    :class:`GoldPanningPostprocessor` (a pydantic mixin; not used on its own).
+    """Panning options shared by the adapters (a pydantic mixin; not used on its own).
 
-    Every :class:`~gold_panning_integrations.engine.config.PanningConfig` option but
-    ``k`` is a field of the same name, default and doc (``rounds``,
-    ``prompts_per_round``, ``stop_at``, ``retriever_prior``, ``robust``, ...; see
-    ``PanningConfig``), checked at construction by building the ``PanningConfig``. The
-    adapters' own fields are what belongs to the framework: the model, ``k`` / ``top_n``,
-    ``profile``, ``config``, ``seed``, ``on_result``.
+    Every ``PanningConfig`` option but ``k`` is a field of the same name, default and doc,
+    checked at construction by building the ``PanningConfig``; the adapters add the model,
+    ``k`` / ``top_n``, ``profile``, ``config``, ``seed`` and ``on_result``.
     """
 
     profile: DetectorProfile | None = None
     """Detector profile of the reading model: a ``DetectorProfile``, a bundled profile
-    name (see ``gold_panning_integrations.bundled_profiles()``), or a path to a profile
-    JSON file (e.g. from ``gold-panning calibrate``); loaded and checked at construction.
-    None (the default): the profile the reader names for itself (the embedded model
-    names ``smollm2-135m-kv``, measured for it), else the generic ``lost-in-the-middle``
-    profile with a one-time warning. Resolved once per instance, on first use; from then
-    on this field holds the profile in use."""
+    name (``gold_panning_integrations.bundled_profiles()``) or a profile JSON path; loaded
+    and checked at construction. None (the default): the profile the reader recommends,
+    else the generic ``lost-in-the-middle`` one with a one-time warning; resolved on first
+    use, after which this field holds the profile in use."""
 
     config: PanningConfig | None = None
     """A base ``PanningConfig`` (e.g. ``PanningConfig.paper()`` for the paper's GP-Belief
@@ -331,16 +294,13 @@ class PanningOptions(_EngineOptions):
 
     seed: int | Literal["fresh"] | None = None
     """Seed of the panner's random stream (placements, labels, tie-breaking). None (the
-    default): derived from the query and the documents' text (a SHA-256 digest), so the
-    same query over the same documents gives the same prompts and ranking on every call,
-    and a reply cache can serve the repeat. An int: that stream for every query.
-    ``"fresh"``: fresh entropy on every call."""
+    default): derived from the query and the documents' text, so a repeated query repeats
+    its prompts and ranking; an int: that stream for every query; ``"fresh"``: new entropy."""
 
     on_result: Callable[[PanningResult], Any] | None = Field(default=None, exclude=True)
-    """Called with each :class:`~gold_panning_integrations.PanningResult` after panning
-    (not for an empty input, where nothing was panned), e.g. a trace writer that learns
-    the profile from use. Runs in the caller's thread; an exception it raises is logged
-    and the documents are returned all the same. Not serialised."""
+    """Called with each ``PanningResult`` after panning (not for an empty input), e.g. a
+    trace writer; runs in the caller's thread, and an exception it raises is logged, not
+    raised. Not serialised."""
 
     _edge: Any = PrivateAttr(default=None)
     _reader_lock: Any = PrivateAttr(default_factory=threading.Lock)
@@ -374,14 +334,12 @@ class PanningOptions(_EngineOptions):
 
     @field_serializer("profile")
     def _dump_profile(self, profile: DetectorProfile | None) -> dict[str, Any] | None:
-        # JSON-ready in both modes (the profile's ``created`` is a datetime), so a plain
-        # model_dump() goes through json.dumps too.
+        # mode="json" always: ``created`` is a datetime, and a plain model_dump() must json.dumps
         return None if profile is None else profile.model_dump(mode="json")
 
     def panning_config(self, k: Any = ...) -> PanningConfig:
-        """The engine options this adapter runs with: ``config`` (or the defaults) with the
-        options set explicitly on this adapter laid over it, and ``k`` when given (an int,
-        or None for no count limit).
+        """``config`` (or the defaults) with the options set explicitly on this adapter
+        laid over it, and ``k`` when given (an int, or None for no count limit).
 
         Raises:
             ValueError: an option is invalid (the message names it and its value).
@@ -391,7 +349,6 @@ class PanningOptions(_EngineOptions):
             options["k"] = k
         return PanningConfig.from_options(self.config, **options)
 
-    # ----------------------------------------------------------------- helpers
     def _repr_fields(self) -> dict[str, Any]:
         """The adapter's own fields to show first in ``repr`` (overridden by each adapter)."""
         return {}
@@ -399,9 +356,10 @@ class PanningOptions(_EngineOptions):
     def __repr__(self) -> str:
         """Short: the reader, the profile's model/task/shape, and options that differ
         from their defaults (not the profile's 2 x n_positions floats)."""
-        profile = (
-            describe_profile(self.profile) if self.profile is not None else "None (resolved on first use)"
-        )
+        profile = "None (resolved on first use)"
+        if self.profile is not None:
+            model, task, size = self.profile.model, self.profile.task, self.profile.n_positions
+            profile = f"DetectorProfile(model={model!r}, task={task!r}, n_positions={size})"
         parts = {**self._repr_fields(), "profile": profile}
         for name, field in PanningOptions.model_fields.items():
             if name in ("profile", "on_result") or name in parts:
@@ -421,12 +379,9 @@ class PanningOptions(_EngineOptions):
         raise NotImplementedError
 
     def _get_edge(self) -> GoldPanner:
-        """The public :class:`~gold_panning_integrations.panning.GoldPanner` built once
-        from the user's reader and profile: the one edge that resolves both (the reader
-        adapted by :func:`~gold_panning_integrations.readers.as_reader`; the profile by
-        the one profile rule: explicit, else the reader's ``recommended_profile``, else
-        generic with a one-time warning), so ``"local"`` loads one model and every later
-        query uses the same profile (kept in ``self.profile``)."""
+        """The ``GoldPanner`` built once from the user's reader and profile: the one edge
+        that resolves both, so ``"local"`` loads one model and every later query uses the
+        same profile (kept in ``self.profile``)."""
         edge: GoldPanner | None = self._edge
         if edge is None:
             with self._reader_lock:
@@ -437,10 +392,6 @@ class PanningOptions(_EngineOptions):
                         self.profile = edge.profile
                     self._edge = edge
         return edge
-
-    def _get_reader(self) -> Any:
-        """The resolved reader (see :meth:`_get_edge`)."""
-        return self._get_edge().reader
 
     def _notify(self, result: PanningResult) -> PanningResult:
         """Hand ``result`` to ``on_result`` (its errors are logged, never raised); ``result``."""
@@ -455,9 +406,8 @@ class PanningOptions(_EngineOptions):
         return result
 
     def _panner(self, k: int | None, reader: Any = None) -> GoldPanner:
-        """A fresh panner per query (no state is shared between concurrent queries), with
-        :meth:`panning_config` for this ``k`` and the reader and profile the edge resolved
-        (:meth:`_get_edge`; ``reader`` overrides the reader for this query)."""
+        """A fresh panner per query (concurrent queries share no state): the edge's reader
+        (or ``reader``) and profile, :meth:`panning_config` for this ``k``."""
         edge = self._get_edge()
         return GoldPanner(
             edge.reader if reader is None else reader, edge.profile, self.panning_config(k), rng=self.seed

@@ -5,23 +5,15 @@ Needs the ``langchain`` extra (``pip install "gold-panning-integrations[langchai
 
 Example::
 
-    from gold_panning_integrations import GoldPanningRetriever
+    from gold_panning_integrations import GoldPanningCompressor, GoldPanningRetriever
 
-    retriever = GoldPanningRetriever(
-        base_retriever=bm25, reader=chat_model, k=4, rounds=4
-    )
+    retriever = GoldPanningRetriever(base_retriever=bm25, reader=chat_model, k=4, rounds=4)
     docs = retriever.invoke("who got the first nobel prize in physics")
     docs[0].metadata["gold_panning_posterior"]   # probability the document is relevant
-    docs[0].metadata["relevance_score"]          # the same, under LangChain's reranker key
-    docs[0].metadata["gold_panning_p_none"]      # probability that no candidate is relevant
-
     docs, result = retriever.pan("who got the first nobel prize in physics")
     result.rounds          # per-round trace: shown order, citations, tokens, seconds
-    result.summary()       # JSON-ready
 
     # documents you already hold, or inside a compression pipeline:
-    from gold_panning_integrations.integrations.langchain import GoldPanningCompressor
-
     compressor = GoldPanningCompressor(reader=chat_model, top_n=3)
     best = compressor.compress_documents(docs, "who got the first nobel prize in physics")
 """
@@ -29,7 +21,6 @@ Example::
 from __future__ import annotations
 
 import functools
-import logging
 from collections.abc import Sequence
 from copy import deepcopy
 from typing import Any, NamedTuple
@@ -83,8 +74,6 @@ from ._base import (
 
 __all__ = ["GoldPanningCompressor", "GoldPanningRetriever", "PannedDocuments"]
 
-logger = logging.getLogger(__name__)
-
 _RESULT_SINK = "_gold_panning_result_sink"
 """Private invoke keyword through which :meth:`GoldPanningRetriever.pan` gets the result."""
 
@@ -92,11 +81,9 @@ _DOCUMENTS = "langchain_core Document objects (Document(page_content=..., metada
 
 
 class _ConfiguredReader:
-    """Hands the run's child callbacks to a reader whose ``read``/``aread`` take
-    ``config=`` (the LangChain chat-model reader), so model calls nest under the
-    retriever (or the compressor caller's) run in traces. The round's ``labels`` are
-    passed on (the reader is already adapted to the protocol); other attributes pass
-    through."""
+    """Hands the run's child callbacks to a reader whose ``read``/``aread`` take ``config=``
+    (the LangChain chat-model reader), so model calls nest under the run in traces; other
+    attributes pass through."""
 
     def __init__(self, reader: Any, config: RunnableConfig) -> None:
         self._reader = reader
@@ -113,8 +100,7 @@ class _ConfiguredReader:
 
 
 def _with_callbacks(reader: Any, callbacks: Any, *, method: str) -> Any:
-    """``reader`` (a reader of the protocol, as resolved at the edge) handing
-    ``callbacks`` to the model calls when its ``method`` takes ``config=``."""
+    """``reader``, handing ``callbacks`` to the model calls when its ``method`` takes ``config=``."""
     from ..readers._adapt import accepts
 
     if callbacks is None or not accepts(reader, method, "config"):
@@ -132,18 +118,15 @@ class PannedDocuments(NamedTuple):
 
 
 class _LangChainPanning(PanningOptions):
-    """What the retriever and the compressor share: the reader field, the score prior
-    from metadata, panning a list of Documents (sync and async, with callbacks handed to
-    the chat model) and the mapping back to Documents. Not used on its own."""
+    """What the retriever and the compressor share: the reader field, scores from metadata,
+    panning a list of Documents and the mapping back to Documents. Not used on its own."""
 
     model_config = ConfigDict(arbitrary_types_allowed=True)
 
     reader: Any
     """Who reads the prompts: a reader (``read``/``aread`` returning a ``Reading``), a
-    LangChain chat model or chat-model Runnable (``.bind(...)``, ``.with_retry()``,
-    ``.with_fallbacks(...)``, ``.configurable_fields(...)``), a LlamaIndex ``LLM``, or
-    ``"local"`` for the embedded model. Non-readers are wrapped by
-    ``gold_panning_integrations.readers.as_reader`` on first use."""
+    LangChain chat model or chat-model Runnable (``.bind(...)``, ``.with_retry()``, ...), a
+    LlamaIndex ``LLM``, or ``"local"`` for the embedded model (wrapped by ``as_reader``)."""
 
     score_key: str = "score"
     """Metadata key holding the base retriever's score, used by ``retriever_prior='score'``."""
@@ -153,13 +136,7 @@ class _LangChainPanning(PanningOptions):
 
     @field_serializer("reader")
     def _dump_reader(self, reader: Any) -> Any:
-        # A reader or chat model holds clients and locks: dump what identifies it.
-        return describe_object(reader)
-
-    # ---------------------------------------------------------------- mapping
-    def _scores(self, docs: Sequence[Document]) -> list[float | None]:
-        """The base retriever's scores from metadata (``score_key``), for ``retriever_prior='score'``."""
-        return [d.metadata.get(self.score_key) for d in docs]
+        return describe_object(reader)  # it holds clients and locks: dump what identifies it
 
     @staticmethod
     def _to_documents(
@@ -170,25 +147,16 @@ class _LangChainPanning(PanningOptions):
         config: PanningConfig | None = None,
     ) -> list[Document]:
         """Copies of the selected documents (``every``: of all that ``config``'s
-        ``min_relevance`` and ``recall_target`` keep, ranked), best first, with
-        the panning keys added to a deep copy of their metadata (the caller's documents
-        and their nested metadata are never changed)."""
+        ``min_relevance`` and ``recall_target`` keep), best first, with the panning keys
+        added to a deep copy of their metadata (the caller's documents stay unchanged)."""
         out = []
-        p_none = result.p_none
         for r in ranked(result, every=every, config=config):
-            src = docs[r.index]
-            meta = {
-                **deepcopy(src.metadata),
-                POSTERIOR_KEY: r.posterior,
-                RANK_KEY: r.rank,
-                PANNED_KEY: result.panned,
-                P_NONE_KEY: p_none,
-                RELEVANCE_KEY: r.posterior,
-            }
-            out.append(src.model_copy(update={"metadata": meta}))
+            keys = {POSTERIOR_KEY: r.posterior, RANK_KEY: r.rank, PANNED_KEY: result.panned}
+            keys |= {P_NONE_KEY: result.p_none, RELEVANCE_KEY: r.posterior}
+            meta = {**deepcopy(docs[r.index].metadata), **keys}
+            out.append(docs[r.index].model_copy(update={"metadata": meta}))
         return out
 
-    # ---------------------------------------------------------------- panning
     def _pan_steps(
         self, query: str, docs: Sequence[Document], k: int | None, callbacks: Callbacks, asynchronous: bool
     ) -> Steps[PanningResult]:
@@ -196,8 +164,11 @@ class _LangChainPanning(PanningOptions):
         calls report to ``callbacks`` when the reader is a LangChain chat model."""
         if not docs:
             return empty_result(self.panning_config(k).policy)
-        reader = _with_callbacks(self._get_reader(), callbacks, method="aread" if asynchronous else "read")
-        panned = PanQuery(query, [d.page_content for d in docs], k, self._scores(docs), reader)
+        reader = _with_callbacks(
+            self._get_edge().reader, callbacks, method="aread" if asynchronous else "read"
+        )
+        scores = [d.metadata.get(self.score_key) for d in docs]
+        panned = PanQuery(query, [d.page_content for d in docs], k, scores, reader)
         result: PanningResult = yield functools.partial(self._arun if asynchronous else self._run, panned)
         return result
 
@@ -205,40 +176,31 @@ class _LangChainPanning(PanningOptions):
 class GoldPanningRetriever(BaseRetriever, _LangChainPanning):
     """Rerank a base retriever's documents by Gold Panning with an LLM reader.
 
-    The base retriever's documents are shown to the reader over a few rounds, each time
-    in a new order chosen so that the likeliest documents sit where the model's citation
-    is most informative (its detector profile); citations update a posterior
-    probability of relevance per document. ``invoke`` returns the top ``k`` documents
-    (copies, original metadata kept) with ``gold_panning_posterior`` (float),
-    ``relevance_score`` (the same float, the key LangChain rerankers use),
-    ``gold_panning_rank`` (1-based), ``gold_panning_panned`` (False when no evidence
-    was used) and ``gold_panning_p_none`` (probability that no candidate of the query is
-    relevant) added to their metadata. With ``min_relevance`` a query may return fewer
-    than ``k`` documents, or none.
+    The documents are shown to the reader over a few rounds, each time ordered so that the
+    likeliest sit where the model's citation is most informative (its detector profile);
+    citations update a posterior probability of relevance per document. ``invoke``
+    returns the top ``k`` documents as copies with ``gold_panning_posterior``,
+    ``relevance_score`` (the same float, LangChain rerankers' key), ``gold_panning_rank``
+    (1-based), ``gold_panning_panned`` and ``gold_panning_p_none`` added to their
+    metadata; with ``min_relevance`` fewer than ``k``, or none.
 
-    The full :class:`~gold_panning_integrations.PanningResult` (posteriors of every base
-    document, per-round trace, token counts, stop reason) is returned by :meth:`pan` /
-    :meth:`apan` and handed to ``on_result``; a one-line summary is also sent to
-    callback handlers as text (``on_text``) of the retriever run. The base retriever
-    runs, and the chat model's calls when the reader is a LangChain chat model, nest
-    under this retriever's run.
-
-    ``k`` can be set in the constructor or per call: ``invoke(query, k=2)``. To rerank
-    documents you already hold, or inside a compression pipeline, use
+    :meth:`pan` / :meth:`apan` also return the full
+    :class:`~gold_panning_integrations.PanningResult`, which goes to ``on_result`` too; a
+    one-line summary goes to the run's ``on_text``. The base retriever and the chat
+    model's calls nest under this retriever's run. ``k`` can be set per call:
+    ``invoke(query, k=2)``. For documents you already hold, use
     :class:`GoldPanningCompressor`.
     """
 
     model_config = ConfigDict(arbitrary_types_allowed=True, extra="forbid")
 
     base_retriever: BaseRetriever
-    """The retriever whose documents are reranked, called with child callbacks; its
-    order (and, with ``retriever_prior='score'``, scores) informs the prior."""
+    """The retriever whose documents are reranked; its order (and, with
+    ``retriever_prior='score'``, scores) informs the prior."""
 
     k: int | None = 4
-    """Number of documents to return, a positive int (override per call with
-    ``invoke(query, k=...)``), or None for no count limit: every document that passes
-    ``min_relevance`` / ``recall_target``. Fewer (even none) are returned when those
-    options cut the list."""
+    """Number of documents to return, a positive int (per call: ``invoke(query, k=...)``),
+    or None for every document that passes ``min_relevance`` / ``recall_target``."""
 
     @field_validator("k", mode="before")
     @classmethod
@@ -256,7 +218,6 @@ class GoldPanningRetriever(BaseRetriever, _LangChainPanning):
             "k": repr(self.k),
         }
 
-    # ------------------------------------------------------------ retrieval
     def _base_documents(self, docs: Any) -> list[Document]:
         return check_items(
             docs,
@@ -301,16 +262,12 @@ class GoldPanningRetriever(BaseRetriever, _LangChainPanning):
             sink.append(result)
         return self._to_documents(docs, result)
 
-    # --------------------------------------------------------- full result
     def pan(
         self, query: str, config: RunnableConfig | None = None, *, k: int | None = None, **kwargs: Any
     ) -> PannedDocuments:
-        """Like ``invoke``, and also return the full :class:`PanningResult`.
-
-        Runs through ``invoke`` (same callbacks and tracing). ``result.posteriors`` and
-        ``result.ranking`` index the base retriever's documents in its order. When the
-        base retriever returns nothing, the result is empty with
-        ``stop_reason="no-documents"`` and no model call is made.
+        """``invoke`` (same callbacks and tracing), and also the full :class:`PanningResult`,
+        whose ``posteriors`` and ``ranking`` index the base retriever's documents; no
+        documents: an empty result (``stop_reason="no-documents"``), no model call.
         """
         sink: list[PanningResult] = []
         docs = self.invoke(query, config, k=k, **{_RESULT_SINK: sink}, **kwargs)
@@ -328,24 +285,19 @@ class GoldPanningRetriever(BaseRetriever, _LangChainPanning):
 class GoldPanningCompressor(BaseDocumentCompressor, _LangChainPanning):
     """Gold Panning as a LangChain document compressor (reranker).
 
-    Reranks documents you already hold, or sits in a ``ContextualCompressionRetriever``
-    / ``DocumentCompressorPipeline`` like LangChain's other rerankers (FlashRank, Cohere,
-    ``LLMListwiseRerank``). ``compress_documents(documents, query)`` returns the top
-    ``top_n`` documents, best first, as copies with ``relevance_score`` (the posterior),
-    ``gold_panning_posterior``, ``gold_panning_rank`` and ``gold_panning_panned`` added
-    to their metadata; the input order is the base order the prior is built from.
-
-    Same options, same code and same results as :class:`GoldPanningRetriever` on the
-    same documents; :meth:`pan` / :meth:`apan` also return the full
-    :class:`~gold_panning_integrations.PanningResult`.
+    Reranks documents you already hold, or sits in a ``ContextualCompressionRetriever`` /
+    ``DocumentCompressorPipeline`` like LangChain's other rerankers.
+    ``compress_documents(documents, query)`` returns the top ``top_n`` as copies with the
+    same metadata keys as :class:`GoldPanningRetriever` (same options, code and results);
+    the input order is the base order of the prior. :meth:`pan` / :meth:`apan` also
+    return the full :class:`~gold_panning_integrations.PanningResult`.
     """
 
     model_config = ConfigDict(arbitrary_types_allowed=True, extra="forbid")
 
     top_n: int | None = 4
-    """Number of documents to return (a positive int), or None for every document,
-    ranked (as ``CohereRerank(top_n=None)``; the panning itself still aims at the
-    ``k`` of ``config``, 1 by default, which sets the prior mass and the stop rules)."""
+    """Number of documents to return (a positive int), or None for every document, ranked
+    (as ``CohereRerank(top_n=None)``; the panning then aims at ``config``'s ``k``)."""
 
     @field_validator("top_n", mode="before")
     @classmethod
@@ -354,22 +306,6 @@ class GoldPanningCompressor(BaseDocumentCompressor, _LangChainPanning):
 
     def _repr_fields(self) -> dict[str, Any]:
         return {"reader": reader_repr(self.reader), "top_n": repr(self.top_n)}
-
-    def _documents(self, documents: Any) -> list[Document]:
-        return check_items(documents, Document, source="compress_documents was given", what=_DOCUMENTS)
-
-    def _pan_inputs(self, documents: Any, top_n: int | None) -> tuple[int | None, list[Document]]:
-        """The checked ``top_n`` (this compressor's when ``None``; None: every document)
-        and documents of :meth:`pan`."""
-        n = self.top_n if top_n is None else top_n
-        return (None if n is None else check_count(n, name="top_n")), self._documents(documents)
-
-    def _k(self, top_n: int | None) -> int | None:
-        """The engine's ``k`` for ``top_n``: itself, or the config's when returning all."""
-        return self.panning_config().k if top_n is None else top_n
-
-    def _run_inputs(self, query: str, docs: Sequence[Document], top_n: int | None) -> dict[str, Any]:
-        return {"query": query, "documents": len(docs), "top_n": top_n}
 
     def pan(
         self,
@@ -382,12 +318,10 @@ class GoldPanningCompressor(BaseDocumentCompressor, _LangChainPanning):
     ) -> PannedDocuments:
         """Pan ``documents`` for ``query``: the top documents and the full result.
 
-        The call is one chain run named after this class (a child of ``callbacks``' run
-        when given, as inside a ``ContextualCompressionRetriever``, else of the run in
-        context, else a root run), with the model calls as its children. Extra keyword
-        arguments (``run_name``, ``tags``, ``metadata``, ``run_id``) configure that run.
-        ``result.posteriors`` / ``result.ranking`` index ``documents`` in the given
-        order. No documents: an empty result (``stop_reason="no-documents"``), no call.
+        One chain run named after this class (a child of ``callbacks``' run, else of the run
+        in context, else a root run) with the model calls as its children; ``run_name``,
+        ``tags``, ``metadata`` and ``run_id`` configure it. ``result.posteriors`` /
+        ``ranking`` index ``documents``; no documents: an empty result, no call.
         """
         return run_steps(self._compress_steps(documents, query, top_n, callbacks, kwargs, asynchronous=False))
 
@@ -415,19 +349,23 @@ class GoldPanningCompressor(BaseDocumentCompressor, _LangChainPanning):
         asynchronous: bool,
     ) -> Steps[PannedDocuments]:
         """:meth:`pan` and :meth:`apan`, written once (:mod:`.._steps`): one chain run
-        around the panning, ended with the documents or the error."""
-        n, docs = self._pan_inputs(documents, top_n)
+        around the panning, ended with the documents or the error. ``top_n`` None: this
+        compressor's; None there: every document, the engine's ``k`` the config's."""
+        n = self.top_n if top_n is None else top_n
+        n = None if n is None else check_count(n, name="top_n")
+        docs = check_items(documents, Document, source="compress_documents was given", what=_DOCUMENTS)
         config = _run_config(callbacks, kwargs)
         managers = get_async_callback_manager_for_config if asynchronous else get_callback_manager_for_config
         manager = yield functools.partial(
             managers(config).on_chain_start,
             None,
-            self._run_inputs(query, docs, n),
+            {"query": query, "documents": len(docs), "top_n": n},
             name=config.get("run_name") or type(self).__name__,
             run_id=config.pop("run_id", None),
         )
         try:
-            result = yield from self._pan_steps(query, docs, self._k(n), manager.get_child(), asynchronous)
+            k = self.panning_config().k if n is None else n
+            result = yield from self._pan_steps(query, docs, k, manager.get_child(), asynchronous)
             out = self._to_documents(docs, result, every=n is None, config=self.panning_config())
         except BaseException as err:
             yield functools.partial(manager.on_chain_error, err)
@@ -436,11 +374,7 @@ class GoldPanningCompressor(BaseDocumentCompressor, _LangChainPanning):
         return PannedDocuments(out, result)
 
     def compress_documents(
-        self,
-        documents: Sequence[Document],
-        query: str,
-        callbacks: Callbacks | None = None,
-        **kwargs: Any,
+        self, documents: Sequence[Document], query: str, callbacks: Callbacks | None = None, **kwargs: Any
     ) -> Sequence[Document]:
         """The top ``top_n`` of ``documents`` for ``query``, best first (every document
         when ``top_n`` is None); keyword arguments as for :meth:`pan` (``top_n``,
@@ -448,11 +382,7 @@ class GoldPanningCompressor(BaseDocumentCompressor, _LangChainPanning):
         return self.pan(documents, query, callbacks=callbacks, **kwargs).documents
 
     async def acompress_documents(
-        self,
-        documents: Sequence[Document],
-        query: str,
-        callbacks: Callbacks | None = None,
-        **kwargs: Any,
+        self, documents: Sequence[Document], query: str, callbacks: Callbacks | None = None, **kwargs: Any
     ) -> Sequence[Document]:
         """Asynchronous :meth:`compress_documents` (awaits the reader's ``aread``)."""
         return (await self.apan(documents, query, callbacks=callbacks, **kwargs)).documents

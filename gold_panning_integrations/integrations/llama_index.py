@@ -17,7 +17,6 @@ Needs the ``llama-index`` extra (``pip install "gold-panning-integrations[llama-
 from __future__ import annotations
 
 import functools
-import logging
 from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple
 
@@ -55,7 +54,6 @@ from ._base import (
 
 __all__ = ["GoldPanningPostprocessor", "PannedNodes", "PanningEndEvent"]
 
-logger = logging.getLogger(__name__)
 dispatcher = get_dispatcher(__name__)
 
 Nodes = Sequence[NodeWithScore]
@@ -109,46 +107,35 @@ class PannedNodes(NamedTuple):
 class GoldPanningPostprocessor(BaseNodePostprocessor, PanningOptions):
     """Rerank retrieved nodes by Gold Panning with an LLM reader.
 
-    The nodes are shown to the reader over a few rounds, each time in an order chosen
-    so that the likeliest nodes sit where the model's citation is most informative (its
-    detector profile); citations update a posterior probability of relevance per node.
-    Returns the ``top_n`` nodes by posterior as new ``NodeWithScore`` objects whose
-    ``score`` is the posterior (the input list and its objects are not modified); with
-    ``min_relevance`` fewer than ``top_n`` nodes, or none, come back. The probability
-    that no node is relevant, ``p_none``, is on :meth:`pan`'s result, in the
-    ``GoldPanningEndEvent`` the dispatcher sends after ``ReRankEndEvent`` and in the
-    legacy callback's end payload: not in node metadata, which the response LLM reads.
+    The nodes are shown to the reader over a few rounds, each time ordered so that the
+    likeliest sit where the model's citation is most informative (its detector profile);
+    citations update a posterior probability of relevance per node. Returns the ``top_n``
+    nodes as new ``NodeWithScore`` objects whose ``score`` is the posterior (the input is
+    not modified); with ``min_relevance`` fewer, or none. ``p_none`` (no node relevant) is
+    on :meth:`pan`'s result, in the ``GoldPanningEndEvent`` sent after ``ReRankEndEvent``
+    and in the legacy ``RERANKING`` callback's end payload, not in node metadata (which the
+    response LLM reads). :meth:`pan` / :meth:`apan` also return the full
+    :class:`~gold_panning_integrations.PanningResult`.
 
-    Emits LlamaIndex's ``ReRankStartEvent`` / ``ReRankEndEvent`` on the instrumentation
-    dispatcher and a ``RERANKING`` event on the callback manager. The full
-    :class:`~gold_panning_integrations.PanningResult` (posteriors of every input node,
-    per-round trace, tokens, stop reason) is returned by :meth:`pan` / :meth:`apan`.
-
-    Give the model as ``llm`` (a LlamaIndex ``LLM``) or ``reader`` (a reader object, a
-    LangChain chat model, or ``"local"``), not both. With neither, ``llm`` is
-    ``llama_index.core.Settings.llm`` at construction, as for ``LLMRerank`` (LlamaIndex
-    resolves an unset ``Settings.llm`` to OpenAI when ``llama-index-llms-openai`` and an
-    API key are there; otherwise construction fails with a ``ValueError`` saying what to
-    pass).
+    Give the model as ``llm`` or ``reader``, not both; with neither, ``llm`` is
+    ``Settings.llm`` at construction, as for ``LLMRerank`` (a ``ValueError`` says what to
+    pass when LlamaIndex cannot resolve it).
     """
 
     model_config = ConfigDict(arbitrary_types_allowed=True, extra="forbid")
 
     llm: LLM | None = Field(default=None, description="LlamaIndex LLM that reads the prompts.")
-    """LlamaIndex LLM that reads the prompts (wrapped by ``readers.as_reader``); with
-    neither ``llm`` nor ``reader`` given, ``Settings.llm``."""
+    """Wrapped by ``readers.as_reader``; with neither ``llm`` nor ``reader``, ``Settings.llm``."""
 
     reader: Any = Field(default=None, exclude=True, description="Reader, chat model, or 'local'.")
     """Alternative to ``llm``: a reader (``read``/``aread`` returning a ``Reading``), a
     LangChain chat model, or ``"local"`` for the embedded model."""
 
     top_n: int = Field(default=4, description="Number of nodes to return.")
-    """Number of nodes to return (a positive int)."""
 
     metadata_mode: MetadataMode = Field(
         default=MetadataMode.LLM, description="Which node metadata the reader sees."
     )
-    """Which node metadata goes into the text the reader sees (as for the response LLM)."""
 
     @field_validator("top_n", mode="before")
     @classmethod
@@ -179,7 +166,6 @@ class GoldPanningPostprocessor(BaseNodePostprocessor, PanningOptions):
     def _repr_fields(self) -> dict[str, Any]:
         return {"reader": reader_repr(self._reader_source()), "top_n": repr(self.top_n)}
 
-    # ---------------------------------------------------------------- helpers
     def _prepare(
         self, nodes: Sequence[NodeWithScore], query_bundle: QueryBundle | str | None, top_n: int | None
     ) -> tuple[QueryBundle, int]:
@@ -191,42 +177,12 @@ class GoldPanningPostprocessor(BaseNodePostprocessor, PanningOptions):
         if isinstance(query_bundle, str):
             query_bundle = QueryBundle(query_bundle)
         n = check_count(self.top_n if top_n is None else top_n, name="top_n")
-        check_items(
-            nodes,
-            NodeWithScore,
-            source="GoldPanningPostprocessor was given",
-            what="llama_index NodeWithScore objects (NodeWithScore(node=TextNode(text=...)))",
-        )
-        dispatcher.event(
-            ReRankStartEvent(
-                query=query_bundle,
-                nodes=list(nodes),
-                top_n=n,
-                model_name=model_name(self._reader_source()),
-            )
-        )
+        what = "llama_index NodeWithScore objects (NodeWithScore(node=TextNode(text=...)))"
+        check_items(nodes, NodeWithScore, source="GoldPanningPostprocessor was given", what=what)
+        model = model_name(self._reader_source())
+        dispatcher.event(ReRankStartEvent(query=query_bundle, nodes=list(nodes), top_n=n, model_name=model))
         return query_bundle, n
 
-    def _texts(self, nodes: Sequence[NodeWithScore]) -> list[str]:
-        return [n.node.get_content(metadata_mode=self.metadata_mode) for n in nodes]
-
-    def _scores(self, nodes: Sequence[NodeWithScore]) -> list[float | None]:
-        """The retriever's node scores, for ``retriever_prior='score'``."""
-        return [n.score for n in nodes]
-
-    @staticmethod
-    def _to_nodes(nodes: Sequence[NodeWithScore], result: PanningResult) -> list[NodeWithScore]:
-        return [NodeWithScore(node=nodes[r.index].node, score=r.posterior) for r in ranked(result)]
-
-    def _payload(self, nodes: Sequence[NodeWithScore], query: QueryBundle, top_n: int) -> dict[str, Any]:
-        return {
-            EventPayload.NODES: list(nodes),
-            EventPayload.MODEL_NAME: model_name(self._reader_source()),
-            EventPayload.QUERY_STR: query.query_str,
-            EventPayload.TOP_K: top_n,
-        }
-
-    # ------------------------------------------------------------------ panning
     def pan(self, nodes: Nodes, query: QueryLike, *, top_n: int | None = None) -> PannedNodes:
         """Pan ``nodes`` for ``query``; return the top nodes and the full result.
 
@@ -248,28 +204,29 @@ class GoldPanningPostprocessor(BaseNodePostprocessor, PanningOptions):
         if not nodes:
             dispatcher.event(ReRankEndEvent(nodes=[]))
             return PannedNodes([], empty_result(self.panning_config(n).policy))
-        with self.callback_manager.event(
-            CBEventType.RERANKING, payload=self._payload(nodes, query_bundle, n)
-        ) as event:
-            panned = PanQuery(query_bundle.query_str, self._texts(nodes), n, self._scores(nodes))
+        payload: dict[str, Any] = {
+            EventPayload.NODES: list(nodes),
+            EventPayload.MODEL_NAME: model_name(self._reader_source()),
+            EventPayload.QUERY_STR: query_bundle.query_str,
+            EventPayload.TOP_K: n,
+        }
+        with self.callback_manager.event(CBEventType.RERANKING, payload=payload) as event:
+            texts = [node.node.get_content(metadata_mode=self.metadata_mode) for node in nodes]
+            panned = PanQuery(query_bundle.query_str, texts, n, [node.score for node in nodes])
             result: PanningResult = yield functools.partial(run, panned)
-            out = self._to_nodes(nodes, result)
+            out = [NodeWithScore(node=nodes[r.index].node, score=r.posterior) for r in ranked(result)]
             event.on_end(payload={EventPayload.NODES: out, P_NONE_PAYLOAD: result.p_none})
         dispatcher.event(ReRankEndEvent(nodes=out))
         dispatcher.event(PanningEndEvent(p_none=result.p_none, returned=len(out), panned=result.panned))
         return PannedNodes(out, result)
 
     def _postprocess_nodes(
-        self,
-        nodes: list[NodeWithScore],
-        query_bundle: QueryBundle | None = None,
+        self, nodes: list[NodeWithScore], query_bundle: QueryBundle | None = None
     ) -> list[NodeWithScore]:
         return self.pan(nodes, query_bundle).nodes
 
     @dispatcher.span
     async def _apostprocess_nodes(
-        self,
-        nodes: list[NodeWithScore],
-        query_bundle: QueryBundle | None = None,
+        self, nodes: list[NodeWithScore], query_bundle: QueryBundle | None = None
     ) -> list[NodeWithScore]:
         return (await self.apan(nodes, query_bundle)).nodes

@@ -56,14 +56,9 @@ def make_task(name: str, *, data: str | Path | None = None) -> TaskBuilder:
     """
     if data is not None and name != "nq":
         raise ValueError(f"--data applies to the nq task only, not {name!r}")
-    if name == "kv":
-        return KVTask()
-    if name == "monorel":
-        return MonoRelTask()
-    if name == "pir":
-        return PIRTask()
     if name == "nq":
         return NQTask(data) if data is not None else NQTask(split=CALIBRATION_SPLIT)
-    if name == "kv-retrieval":
-        return KVRetrievalTask()
+    builders = {"kv": KVTask, "monorel": MonoRelTask, "pir": PIRTask, "kv-retrieval": KVRetrievalTask}
+    if name in builders:
+        return builders[name]()
     raise ValueError(f"unknown task {name!r}; choose one of {', '.join(TASKS)}")

@@ -8,13 +8,12 @@ evaluation draws the position at random. Builders take an explicit
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
-__all__ = ["TaskBuilder", "TaskInstance", "check_make_args", "pick_distinct"]
+__all__ = ["TaskBuilder", "TaskInstance", "check_make_args"]
 
 
 @dataclass(frozen=True)
@@ -38,12 +37,11 @@ class TaskInstance:
     metadata: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        n = len(self.documents)
         if not self.gold:
             raise ValueError("a task instance needs at least one gold document")
         for g in self.gold:
-            if not 0 <= g < n:
-                raise ValueError(f"gold index {g} is outside 0..{n - 1}")
+            if not 0 <= g < self.n:
+                raise ValueError(f"gold index {g} is outside 0..{self.n - 1}")
 
     @property
     def n(self) -> int:
@@ -53,9 +51,7 @@ class TaskInstance:
     @property
     def truth(self) -> np.ndarray:
         """Relevance labels, boolean array of shape ``(n,)``."""
-        t = np.zeros(self.n, dtype=bool)
-        t[list(self.gold)] = True
-        return t
+        return np.isin(np.arange(self.n), self.gold)
 
 
 @runtime_checkable
@@ -81,11 +77,3 @@ def check_make_args(n: int, gold_position: int, *, max_n: int | None = None, tas
         raise ValueError(f"the {task} task can build at most {max_n} documents per instance, got n={n}")
     if not 0 <= gold_position < n:
         raise ValueError(f"gold_position must be in 0..{n - 1} for n={n}, got {gold_position!r}")
-
-
-def pick_distinct(pool: Sequence[Any], k: int, rng: np.random.Generator) -> list[Any]:
-    """``k`` distinct items of ``pool`` in random order (``k <= len(pool)``)."""
-    if k > len(pool):
-        raise ValueError(f"need {k} distinct items but the pool has only {len(pool)}")
-    idx = rng.choice(len(pool), size=k, replace=False)
-    return [pool[int(i)] for i in idx]

@@ -36,10 +36,9 @@ def demo_instance(name: str) -> TaskInstance:
 
 def demo_nq_instances(count: int = DEMO_NQ_QUESTIONS, *, n: int = DEMO_NQ_DOCS) -> list[TaskInstance]:
     """``count`` questions of the shipped NQ sample's held-out ``test`` split (drawn with
-    :data:`DEMO_SEED`), each as a :class:`~.base.TaskInstance`
-    of ``n`` passages: the gold and its ``n - 1`` best distractors, in the order BM25 over
-    all shipped passages ranks them (the gold first on a tie). ``metadata["question_id"]``
-    names the question.
+    :data:`DEMO_SEED`), each with ``n`` passages: the gold and its ``n - 1`` best
+    distractors, in the order BM25 over all shipped passages ranks them (the gold first on
+    a tie). ``metadata["question_id"]`` names the question.
 
     Raises:
         MissingExtraError: ``bm25s`` is not installed.
@@ -60,14 +59,7 @@ def demo_nq_instances(count: int = DEMO_NQ_QUESTIONS, *, n: int = DEMO_NQ_DOCS) 
         q = test[int(qi)]
         scores = bm25.scores(q.question)
         ids = sorted([q.gold, *q.distractors[: n - 1]], key=lambda j: (-float(scores[j]), j != q.gold))
-        out.append(
-            TaskInstance(
-                question=q.question,
-                documents=[sample.passages[j].content for j in ids],
-                gold=(ids.index(q.gold),),
-                answers=tuple(q.answers),
-                task="nq",
-                metadata={"question_id": q.id},
-            )
-        )
+        docs = [sample.passages[j].content for j in ids]
+        meta = {"question_id": q.id}
+        out.append(TaskInstance(q.question, docs, (ids.index(q.gold),), tuple(q.answers), "nq", meta))
     return out

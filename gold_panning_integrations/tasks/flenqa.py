@@ -8,9 +8,8 @@
   property ("Omar Haas is in the library. The door of the library is teal."); the question
   asks for the property of the person's room, so answering composes the two facts.
 
-As in the paper's calibration, each instance has exactly one relevant document and the
-distractors are the documents of other instances (other people, other rooms or values).
-The gold answer never appears in a distractor, so answer attribution is unambiguous.
+As in the paper's calibration, one document is relevant and the distractors are other
+instances' documents; the gold answer is in no distractor, so attribution is unambiguous.
 """
 
 from __future__ import annotations
@@ -19,7 +18,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ._words import COLORS, FIRST_NAMES, LAST_NAMES, MATERIALS, ROOMS
+from ._words import COLORS, FULL_NAMES, MATERIALS, ROOMS, full_names
 from .base import TaskInstance, check_make_args
 
 __all__ = ["PROPERTIES", "RELATIONS", "MonoRelTask", "PIRTask"]
@@ -47,12 +46,6 @@ PROPERTIES: dict[str, tuple[str, tuple[str, ...], str]] = {
 """PIR property -> (fact template, values, question template)."""
 
 
-def _names(n: int, rng: np.random.Generator) -> list[str]:
-    total = len(FIRST_NAMES) * len(LAST_NAMES)
-    flat = rng.choice(total, size=n, replace=False)
-    return [f"{FIRST_NAMES[int(i) // len(LAST_NAMES)]} {LAST_NAMES[int(i) % len(LAST_NAMES)]}" for i in flat]
-
-
 @dataclass(frozen=True)
 class MonoRelTask:
     """Builder of MonoRel instances (one three-person comparison chain per document)."""
@@ -62,12 +55,12 @@ class MonoRelTask:
     @property
     def max_n(self) -> int:
         """Largest ``n``: three distinct people per document."""
-        return (len(FIRST_NAMES) * len(LAST_NAMES)) // 3
+        return FULL_NAMES // 3
 
     def make(self, n: int, *, gold_position: int, rng: np.random.Generator) -> TaskInstance:
         """``n`` chains over distinct people; the question is about the chain at ``gold_position``."""
         check_make_args(n, gold_position, max_n=self.max_n, task=self.name)
-        people = _names(3 * n, rng)
+        people = full_names(3 * n, rng)
         comparative, superlative = RELATIONS[int(rng.integers(len(RELATIONS)))]
         docs = []
         for i in range(n):
@@ -103,13 +96,13 @@ class PIRTask:
     @property
     def max_n(self) -> int:
         """Largest ``n`` (distinct people)."""
-        return len(FIRST_NAMES) * len(LAST_NAMES)
+        return FULL_NAMES
 
     def make(self, n: int, *, gold_position: int, rng: np.random.Generator) -> TaskInstance:
         """``n`` person-room facts; the question is about the person at ``gold_position``."""
         check_make_args(n, gold_position, max_n=self.max_n, task=self.name)
         template, values, question_template = PROPERTIES[self.prop]
-        people = _names(n, rng)
+        people = full_names(n, rng)
         gold_value = values[int(rng.integers(len(values)))]
         others = [v for v in values if v != gold_value]
         docs = []

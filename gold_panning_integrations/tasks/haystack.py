@@ -1,18 +1,14 @@
 """Needle trials from the user's own passages: calibrate on your documents.
 
-Each instance takes ``n`` distinct passages from the user's file, inserts one synthetic
-fact (a made-up access code of a made-up person, e.g. "Lena Park's access code is
-48213.") at a sentence boundary of the passage at the gold position, and asks for that
-fact. The other passages stay exactly as they are, so the profile reflects the user's
-document lengths and style. The code never occurs in any passage (checked with the
-answer matcher), which keeps answer attribution unambiguous: works in cite mode and in
-answer mode (the embedded model).
+Each instance takes ``n`` distinct passages from the user's file and inserts one synthetic
+fact (a made-up person's made-up access code) at a sentence boundary of the passage at the
+gold position; the others stay as they are, so the profile reflects the user's document
+lengths and style. The code occurs in no passage (checked with the answer matcher), so
+answer attribution is unambiguous, in cite mode and in answer mode.
 
-Accepted files (UTF-8, a regular file of at most :data:`MAX_DOCS_BYTES`):
-
-* ``.jsonl`` / ``.jsonl.gz``: one passage per line, a JSON string or an object with
-  ``"text"`` (and optional ``"title"``, shown as ``"title: text"``);
-* anything else: plain text, passages separated by blank lines.
+Accepted files (UTF-8, a regular file of at most :data:`MAX_DOCS_BYTES`): ``.jsonl`` /
+``.jsonl.gz``, a JSON string or an object with ``"text"`` (and optional ``"title"``, shown
+as ``"title: text"``) per line; anything else is plain text, passages separated by blank lines.
 """
 
 from __future__ import annotations
@@ -88,13 +84,7 @@ def load_passages(path: str | Path) -> list[str]:
                 )
     else:
         passages = re.split(r"\n\s*\n", text)
-    seen: set[str] = set()
-    out: list[str] = []
-    for x in passages:
-        x = " ".join(x.split())
-        if x and x not in seen:
-            seen.add(x)
-            out.append(x)
+    out = [x for x in dict.fromkeys(" ".join(passage.split()) for passage in passages) if x]
     if len(out) < MIN_PASSAGES:
         raise ValueError(
             f"documents file {str(p)!r} holds {len(out)} distinct passage(s); at least {MIN_PASSAGES} are needed "

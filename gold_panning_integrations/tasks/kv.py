@@ -1,9 +1,7 @@
 """Key-value needles: synthetic ``name -> attribute -> value`` facts (:class:`KVTask`), and
 the "Lost in the Middle" UUID key-value retrieval data (:class:`KVRetrievalTask`).
 
-:class:`KVTask` builds its facts from templates.
-
-Each document states one person's value of one attribute ("Lena Park's access code is
+Each :class:`KVTask` document states one person's value of one attribute ("Lena Park's access code is
 48213."). The question asks for the gold person's value; the distractors state the same
 attribute for other people, so they look alike and only the name tells them apart. The
 gold value never appears in a distractor, which keeps answer attribution unambiguous.
@@ -16,7 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ._words import CITIES, COLORS, FIRST_NAMES, LAST_NAMES
+from ._words import CITIES, COLORS, FULL_NAMES, full_names
 from .base import TaskInstance, check_make_args
 from .samples import KVExample, KVSample, load_sample
 
@@ -74,17 +72,14 @@ class KVTask:
     @property
     def max_n(self) -> int:
         """Largest ``n`` (distinct full names available)."""
-        return len(FIRST_NAMES) * len(LAST_NAMES)
+        return FULL_NAMES
 
     def make(self, n: int, *, gold_position: int, rng: np.random.Generator) -> TaskInstance:
         """An instance of ``n`` facts about distinct people; the gold at ``gold_position``."""
         check_make_args(n, gold_position, max_n=self.max_n, task=self.name)
         attribute, gen = VALUE_FORMATS[self.value_format]
         attribute = self.attribute or attribute
-        flat = rng.choice(self.max_n, size=n, replace=False)
-        names = [
-            f"{FIRST_NAMES[int(i) // len(LAST_NAMES)]} {LAST_NAMES[int(i) % len(LAST_NAMES)]}" for i in flat
-        ]
+        names = full_names(n, rng)
         gold_value = gen(rng, self.digits)
         values: list[str] = []
         for _ in range(n - 1):
@@ -114,12 +109,10 @@ class KVRetrievalTask:
     """Builder of "Lost in the Middle" key-value retrieval instances (UUID keys and values).
 
     Each document is one pair of a kv-retrieval-75 example, rendered with ``template``; the
-    question asks for the value of the example's queried key, which is the answer. An
-    instance shows the queried pair at ``gold_position`` and ``n - 1`` other pairs of the
-    same example in random order. The pairs come from the sample shipped in the package
-    (:func:`~gold_panning_integrations.tasks.samples.load_sample` ``("kv")``) unless
-    ``sample`` is given. Measured: SmolLM2-135M cannot copy the UUID value at 20 pairs, so
-    this is a task for larger models, or for the simulator.
+    question asks for the value of the example's queried key. An instance shows the queried
+    pair at ``gold_position`` and ``n - 1`` other pairs of the same example in random
+    order, from the shipped sample (``load_sample("kv")``) unless ``sample`` is given. A
+    task for capable models (docs/embedded-model.md), or for the simulator.
 
     Args:
         sample: A :class:`~gold_panning_integrations.tasks.samples.KVSample`; default the shipped one.
@@ -144,8 +137,7 @@ class KVRetrievalTask:
         """An instance of ``n`` pairs of one random example, the queried pair at ``gold_position``."""
         examples = self._examples()
         check_make_args(n, gold_position, max_n=self.max_n, task=self.name)
-        ei = int(rng.integers(len(examples)))
-        ex = examples[ei]
+        ex = examples[int(rng.integers(len(examples)))]
         others = [r for r in ex.records if r[0] != ex.key and ex.value not in r]
         pick = rng.choice(len(others), size=n - 1, replace=False)
         pairs = [others[int(i)] for i in pick]

@@ -1,14 +1,11 @@
 """NQ multi-document QA in the "Lost in the Middle" format.
 
-By default the questions come from the sample shipped in the package
-(:func:`~gold_panning_integrations.tasks.samples.load_sample` ``("nq")``): each question has
-its gold passage and 20 BM25-retrieved distractors (gold passages of other questions that
-hold none of its answers), and an instance shows the top ``n - 1`` of them, as the paper's
-MDQA construction does. A larger source is optional: a JSONL(.gz) file in the "Lost in the
-Middle" format (``{"question", "answers", "ctxs": [{"title", "text", "isgold"}]}`` per line,
-e.g. ``../shared/data/nq-open-oracle.jsonl.gz``) gives random distractors (gold passages of
-other questions); distractors that contain one of the question's answers are skipped, so
-answer attribution stays unambiguous.
+By default from the shipped sample (``load_sample("nq")``): each question's gold passage
+among the top ``n - 1`` of its 20 BM25-retrieved distractors, as the paper's MDQA
+construction does. A JSONL(.gz) file in the "Lost in the Middle" format (``{"question",
+"answers", "ctxs": [{"title", "text", "isgold"}]}`` per line) gives random distractors
+instead (gold passages of other questions, those holding one of the answers skipped, so
+answer attribution stays unambiguous).
 """
 
 from __future__ import annotations
@@ -84,10 +81,9 @@ class NQTask:
 
     Args:
         path: Optional larger source: a JSONL(.gz) file in the "Lost in the Middle" format.
-            Without ``path`` and ``items`` the shipped sample is used.
         items: Already loaded items (instead of ``path``).
-        sample: An :class:`~gold_panning_integrations.tasks.samples.NQSample` (default: the
-            shipped one when neither ``path`` nor ``items`` is given).
+        sample: An :class:`~.samples.NQSample`; the shipped one when neither ``path`` nor
+            ``items`` is given.
         split: With a sample, the questions of one split (``"calibration"`` or ``"test"``);
             ``None`` uses all.
         distractors: ``"retrieved"`` (a sample's BM25 distractors, best first; the default

@@ -7,9 +7,8 @@
 * ``load_sample("kv")``: 100 examples of kv-retrieval-75 (75 UUID key-value pairs each).
 
 Sources, licences (MIT; the passages are Wikipedia text under CC BY-SA 3.0) and the exact
-construction are in ``gold_panning_integrations/_data/NOTICE.md``; the build script is
-:mod:`benchmarks.build_samples`, in the repository (not installed). A larger sample built with that
-script (e.g. from the full files) loads with ``load_sample(name, path=...)``.
+construction are in ``gold_panning_integrations/_data/NOTICE.md``; the repository's
+``python -m benchmarks.build_samples`` builds them (and larger ones, for ``load_sample(name, path=...)``).
 """
 
 from __future__ import annotations
@@ -49,13 +48,8 @@ _FORMAT = 1
 
 @dataclass(frozen=True)
 class NQPassage:
-    """One Wikipedia passage (CC BY-SA 3.0).
-
-    Attributes:
-        id: Index into :attr:`NQSample.passages`.
-        title: Wikipedia article title.
-        text: Passage text (whitespace collapsed).
-    """
+    """One Wikipedia passage (CC BY-SA 3.0): its index into :attr:`NQSample.passages`, the
+    article title and the text (whitespace collapsed)."""
 
     id: int
     title: str
@@ -73,7 +67,6 @@ class NQQuestion:
 
     Attributes:
         id: ``"nq-<line>"``, the 0-based line of the source file.
-        question: The question text.
         answers: Accepted answers (at least one occurs in the gold passage; none in a distractor).
         gold: Passage id of the gold passage.
         distractors: Passage ids of the distractors, best BM25 rank first.
@@ -90,13 +83,8 @@ class NQQuestion:
 
 @dataclass(frozen=True)
 class NQSample:
-    """The NQ sample: passages stored once, questions referencing them by id.
-
-    Attributes:
-        passages: All passages, ``passages[i].id == i``.
-        questions: The questions, in draw order.
-        metadata: Build details (source, format, corpus size, distractors per question).
-    """
+    """The NQ sample: passages stored once (``passages[i].id == i``), questions (in draw
+    order) referencing them by id, and build details (source, format, sizes)."""
 
     passages: tuple[NQPassage, ...]
     questions: tuple[NQQuestion, ...]
@@ -124,14 +112,9 @@ class NQSample:
 
 @dataclass(frozen=True)
 class KVExample:
-    """One kv-retrieval-75 example.
-
-    Attributes:
-        id: ``"kv-<line>"``, the 0-based line of the source file.
-        key: The queried key (a UUID).
-        value: Its value (a UUID), the answer.
-        records: All ``(key, value)`` pairs in source order; the queried pair is among them.
-    """
+    """One kv-retrieval-75 example: ``id`` is ``"kv-<line>"`` (0-based line of the source),
+    ``key`` the queried UUID, ``value`` its value (the answer), ``records`` all ``(key,
+    value)`` pairs in source order, the queried pair among them."""
 
     id: str
     key: str
@@ -141,12 +124,7 @@ class KVExample:
 
 @dataclass(frozen=True)
 class KVSample:
-    """The kv-retrieval sample.
-
-    Attributes:
-        examples: The examples, in draw order.
-        metadata: Build details (source, format).
-    """
+    """The kv-retrieval sample: the examples in draw order and build details (source, format)."""
 
     examples: tuple[KVExample, ...]
     metadata: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
@@ -156,8 +134,7 @@ def sample_path(name: str) -> Path:
     """Filesystem path of a shipped sample file (from a clone or an installed wheel)."""
     if name not in SAMPLES:
         raise ValueError(f"unknown sample {name!r}; choose one of {', '.join(SAMPLES)}")
-    ref = resources.files(_PACKAGE).joinpath(SAMPLES[name])
-    return Path(str(ref))
+    return Path(str(resources.files(_PACKAGE).joinpath(SAMPLES[name])))
 
 
 def _read_json_gz(path: Path) -> dict[str, Any]:
@@ -250,14 +227,11 @@ def load_sample(name: str, *, path: str | Path | None = None) -> NQSample | KVSa
 
 
 def load_sample(name: str, *, path: str | Path | None = None) -> NQSample | KVSample:
-    """A shipped data sample by name: ``"nq"`` -> :class:`NQSample`, ``"kv"`` -> :class:`KVSample`.
+    """A shipped data sample by name: ``"nq"`` -> :class:`NQSample`, ``"kv"`` -> :class:`KVSample`,
+    cached per ``(name, path)`` (the records are immutable).
 
-    Args:
-        name: ``"nq"`` or ``"kv"``.
-        path: A sample file in the same format instead of the shipped one (e.g. a larger
-            sample built with ``python -m benchmarks.build_samples``).
-
-    Loaded samples are cached per ``(name, path)``; the records are immutable.
+    ``path``: a sample file in the same format instead of the shipped one (e.g. a larger
+    one built with ``python -m benchmarks.build_samples``).
 
     Raises:
         ValueError: Unknown name, or a file that is not a sample of that name.

@@ -1,11 +1,6 @@
-"""Engine flags generated from the one declaration of every option (cheap imports only).
-
-:func:`add_config_arguments` adds one flag per
-:class:`~gold_panning_integrations.engine.config.PanningConfig` option (``max_calls`` ->
-``--max-calls``; type and choices from the declaration, help from the first sentence
-of its doc, values checked by the option's own check); :func:`given_options` reads back
-the ones the user gave, for ``PanningConfig.from_options``.
-"""
+"""Engine flags generated from the one declaration of every option (cheap imports only):
+:func:`add_config_arguments` adds one flag per ``PanningConfig`` option (type, choices, help
+and check from the declaration); :func:`given_options` reads back the ones given."""
 
 from __future__ import annotations
 
@@ -31,16 +26,12 @@ def _parse(spec: OptionSpec) -> Callable[[str], Any]:
         value: Any = text
         if spec.optional and text.lower() == "none":
             value = None
-        elif spec.kind is int:
+        elif spec.kind in (int, float):
             try:
-                value = int(text)
+                value = spec.kind(text)
             except ValueError as err:
-                raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from err
-        elif spec.kind is float:
-            try:
-                value = float(text)
-            except ValueError as err:
-                raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from err
+                what = "a whole number" if spec.kind is int else "a number"
+                raise argparse.ArgumentTypeError(f"expected {what}, got {text!r}") from err
         message = spec.check(value)
         if message is not None:
             raise argparse.ArgumentTypeError(f"must be {message}, got {text!r}")

@@ -19,12 +19,7 @@ def regular_file(path: str | os.PathLike[str], *, what: str, max_bytes: int = MA
 
     Symlinks are followed; a folder, a FIFO, a device (``/dev/zero``) or a socket is
     refused before anything is opened, so reading it can neither hang nor run without
-    bound.
-
-    Args:
-        path: The path the user gave.
-        what: What the file is for, used in messages (e.g. ``"--docs"``).
-        max_bytes: Largest accepted size in bytes.
+    bound. ``what`` names the file in messages (e.g. ``"--docs"``).
 
     Raises:
         FileNotFoundError: Nothing exists at ``path``.

@@ -1,12 +1,7 @@
-"""``gold-panning bench``: kept for one release (0.6) so that 0.5's commands say where
-they went; removed in 0.7.
-
-* ``bench compare`` is ``gold-panning evaluate`` (same options): it prints a one-line
-  deprecation notice on stderr, then runs it.
-* ``bench sim``, ``engine``, ``efficiency``, ``real``, ``real-efficiency`` and ``latency``
-  moved out of the package, to the repository's ``benchmarks/`` folder (not installed):
-  each fails in one line that says how to run it from a clone (``python -m benchmarks sim
-  ...``, with the same options).
+"""``gold-panning bench``: kept for 0.6 so that 0.5's commands say where they went; removed
+in 0.7. ``bench compare`` prints a deprecation notice on stderr, then runs ``evaluate``; the
+benchmarks that moved to the repository's ``benchmarks/`` (:data:`MOVED`) each fail in one
+line that says how to run them from a clone.
 """
 
 from __future__ import annotations
@@ -47,13 +42,8 @@ class _BenchParser(argparse.ArgumentParser):
 
 
 def register(sub: Any, *, on_load: Callable[[argparse.ArgumentParser], None] | None = None) -> None:
-    """Add ``bench`` with ``compare`` (deprecated ``evaluate``) and one line per moved benchmark.
-
-    Args:
-        sub: The top-level sub-parsers object.
-        on_load: Optional callable given the ``compare`` parser once its arguments are
-            added (the CLI uses it to add the global options).
-    """
+    """Add ``bench`` with ``compare`` (deprecated ``evaluate``) and one line per moved benchmark;
+    ``on_load`` is given the ``compare`` parser once its arguments are added."""
     from ...evaluate.compare import register as add_evaluate
 
     p = sub.add_parser(

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from ...readers._cli_args import add_reader_arguments
+from ._config_args import flag
 
 __all__ = ["main", "plot_profile", "register"]
 
@@ -115,8 +116,6 @@ def main(args: argparse.Namespace) -> int:
     task = _make_task(args)
     checkpoint = args.checkpoint or str(out) + ".checkpoint.jsonl"
     reader = make_reader(args, seed=args.seed)
-    argv = _command_line(args)
-    concurrency = args.concurrency if args.reader == "openai" else 1
     cal = Calibrator(
         reader,
         task,
@@ -126,7 +125,7 @@ def main(args: argparse.Namespace) -> int:
         budget=args.budget,
         seed=args.seed,
         checkpoint=checkpoint,
-        concurrency=concurrency,
+        concurrency=args.concurrency if args.reader == "openai" else 1,
         notes="",
     )
     bar = Progress(cal.total, label="calibrate")
@@ -137,38 +136,17 @@ def main(args: argparse.Namespace) -> int:
     assert c is not None
     complete = len(result.records) >= cal.total
     mode = getattr(reader, "mode", None)
-    layout = (
-        f"a budget of {args.budget} calls (each at the grid position whose TPR was least certain)"
-        if args.budget is not None
-        else f"{args.trials} trials planned per position"
-    )
-    notes = (
-        f"Made with: {argv}. Task {args.task}, n={args.n}, grid of "
-        f"{c.grid.size} positions {c.grid.tolist()}, {layout}, "
-        f"{len(result.records)} of {cal.total} trials completed ({c.failed} failed, excluded); "
-        f"gold-at-position trials per grid position: {c.tp_trials.tolist()}. Reader mode: {mode}. "
-        "Rates smoothed with a Jeffreys prior, (x+0.5)/(m+1); linear interpolation between grid positions."
-        + ("" if complete else " INCOMPLETE: resume with the same command to finish.")
-        + (f" {args.notes}" if args.notes else "")
-    )
     extra = {**result.profile.extra, **({"mode": mode} if isinstance(mode, str) else {})}
+    notes = _notes(args, result, total=cal.total, mode=mode, complete=complete)
     profile = result.profile.model_copy(update={"notes": notes, "extra": extra})
     rows = [
-        [
-            int(g),
-            int(c.tp[i]),
-            int(c.tp_trials[i]),
-            profile.tpr[int(g)],
-            int(c.fp[i]),
-            int(c.fp_trials[i]),
-            profile.fpr[int(g)],
-        ]
+        [int(g), int(c.tp[i]), int(c.tp_trials[i]), profile.tpr[int(g)]]
+        + [int(c.fp[i]), int(c.fp_trials[i]), profile.fpr[int(g)]]
         for i, g in enumerate(c.grid)
     ]
     print(format_table(["position", "tp", "of", "TPR", "fp", "of", "FPR"], rows))
-    saved, problem = save_profile_or_fallback(profile, out, checkpoint=checkpoint)
-    if problem is not None:
-        print(f"gold-panning calibrate: error: {problem}", file=sys.stderr)
+    saved = _save(profile, out, checkpoint=checkpoint)
+    if saved is None:
         return 2
     print(
         f"wrote {saved} ({len(result.records)}/{cal.total} trials; {result.ran} run now, "
@@ -179,14 +157,47 @@ def main(args: argparse.Namespace) -> int:
         print(f"wrote {args.plot}")
     if c.failed * 2 > len(result.records):
         first = next((r.get("error") for r in result.records if r.get("failed")), None)
-        print(
-            f"gold-panning calibrate: error: {c.failed} of {len(result.records)} trials failed, so the profile "
-            f"rests on {len(result.records) - c.failed} trials (first error: {first}); fix the cause, delete "
+        return _error(
+            f"{c.failed} of {len(result.records)} trials failed, so the profile rests on "
+            f"{len(result.records) - c.failed} trials (first error: {first}); fix the cause, delete "
             f"{checkpoint} and rerun",
-            file=sys.stderr,
+            code=3,
         )
-        return 3
     return 0 if complete else 3
+
+
+def _notes(args: argparse.Namespace, result: Any, *, total: int, mode: Any, complete: bool) -> str:
+    """The profile notes of a measured calibration: the command, the design, what ran."""
+    c = result.counts
+    layout = (
+        f"a budget of {args.budget} calls (each at the grid position whose TPR was least certain)"
+        if args.budget is not None
+        else f"{args.trials} trials planned per position"
+    )
+    return (
+        f"Made with: {_command_line(args)}. Task {args.task}, n={args.n}, grid of "
+        f"{c.grid.size} positions {c.grid.tolist()}, {layout}, "
+        f"{len(result.records)} of {total} trials completed ({c.failed} failed, excluded); "
+        f"gold-at-position trials per grid position: {c.tp_trials.tolist()}. Reader mode: {mode}. "
+        "Rates smoothed with a Jeffreys prior, (x+0.5)/(m+1); linear interpolation between grid positions."
+        + ("" if complete else " INCOMPLETE: resume with the same command to finish.")
+        + (f" {args.notes}" if args.notes else "")
+    )
+
+
+def _error(message: str, *, code: int = 2) -> int:
+    """Write ``gold-panning calibrate: error: MESSAGE`` to stderr and return ``code``."""
+    print(f"gold-panning calibrate: error: {message}", file=sys.stderr)
+    return code
+
+
+def _save(profile: Any, out: Path, *, checkpoint: str | None) -> Path | None:
+    """:func:`save_profile_or_fallback`, the problem (if any) reported on stderr; the path
+    written, or None when nothing could be."""
+    saved, problem = save_profile_or_fallback(profile, out, checkpoint=checkpoint)
+    if problem is not None:
+        _error(problem)
+    return saved if problem is None else None
 
 
 def _check_out(out: Path) -> None:
@@ -222,24 +233,17 @@ def _make_task(args: argparse.Namespace) -> Any:
 def save_profile_or_fallback(
     profile: Any, out: Path, *, checkpoint: str | os.PathLike[str] | None
 ) -> tuple[Path | None, str | None]:
-    """Save ``profile`` to ``out``; if that fails (read-only folder, full disk), save it
-    next to the checkpoint, else in the temp folder, so finished work is never lost.
-
-    Returns:
-        ``(path written, None)``; ``(fallback path, one-line message)`` after a fallback;
-        ``(None, message)`` when nothing could be written: the profile JSON then goes to
-        stdout so it can still be kept.
-    """
+    """Save ``profile`` to ``out``, else (read-only folder, full disk) next to the checkpoint,
+    else in the temp folder, else print its JSON to stdout, so finished work is never lost.
+    Returns ``(path written, None)``, ``(fallback path, message)`` or ``(None, message)``."""
     try:
         return profile.save(out), None
     except OSError as err:
         first = err
     tried = [str(out)]
-    candidates = []
+    candidates = [Path(tempfile.gettempdir()) / f"gold-panning-profile-{os.getpid()}.json"]
     if checkpoint is not None:
-        ck = Path(checkpoint)
-        candidates.append(ck.with_name(ck.name + ".profile.json"))
-    candidates.append(Path(tempfile.gettempdir()) / f"gold-panning-profile-{os.getpid()}.json")
+        candidates.insert(0, Path(os.fspath(checkpoint) + ".profile.json"))
     for cand in candidates:
         try:
             saved = profile.save(cand)
@@ -267,30 +271,17 @@ def _from_traces(args: argparse.Namespace, out: Path) -> int:
     if args.keep_rates:
         return _map_only(args, traces, prior, out)
     res = learn_profile(traces, prior, relevance=args.relevance)
-    profile = res.profile
-    notes = (
-        f"Made with: gold-panning calibrate --from-traces {shlex.quote(args.from_traces)} --prior "
-        f"{shlex.quote(str(args.prior or GENERIC_PROFILE))} --relevance {args.relevance}. " + profile.notes
-    )
-    profile = profile.model_copy(update={"notes": notes})
+    notes = f"{_traces_command(args, '--relevance', args.relevance)}{res.profile.notes}"
+    profile = res.profile.model_copy(update={"notes": notes})
     if args.recalibrate != "none":
         profile = _recalibrated(traces, profile, args.recalibrate)
-    g = res.new_counts.positions
     rows = [
-        [
-            g[i],
-            prior.tpr[g[i]],
-            profile.tpr[g[i]],
-            res.new_counts.gold_shown[i],
-            prior.fpr[g[i]],
-            profile.fpr[g[i]],
-        ]
-        for i in range(len(g))
+        [pos, prior.tpr[pos], profile.tpr[pos], shown, prior.fpr[pos], profile.fpr[pos]]
+        for pos, shown in zip(res.new_counts.positions, res.new_counts.gold_shown)
     ]
     print(format_table(["position", "TPR before", "TPR after", "gold seen", "FPR before", "FPR after"], rows))
-    saved, problem = save_profile_or_fallback(profile, out, checkpoint=None)
-    if problem is not None:
-        print(f"gold-panning calibrate: error: {problem}", file=sys.stderr)
+    saved = _save(profile, out, checkpoint=None)
+    if saved is None:
         return 2
     if res.mixture is not None:
         m = res.mixture
@@ -318,28 +309,26 @@ def _from_traces(args: argparse.Namespace, out: Path) -> int:
     return 0
 
 
-def _map_only(args: argparse.Namespace, traces: list[dict[str, Any]], prior: Any, out: Path) -> int:
-    """``--keep-rates``: ``prior`` unchanged but for a recalibration map fitted on ``traces``."""
+def _traces_command(args: argparse.Namespace, *options: str) -> str:
+    """``Made with: gold-panning calibrate --from-traces FILE --prior PROFILE OPTIONS. ``
+    (the start of a profile's notes)."""
     from ...profiles import GENERIC_PROFILE
 
+    words = ["--from-traces", shlex.quote(args.from_traces), "--prior"]
+    words += [shlex.quote(str(args.prior or GENERIC_PROFILE)), *options]
+    return f"Made with: gold-panning calibrate {' '.join(words)}. "
+
+
+def _map_only(args: argparse.Namespace, traces: list[dict[str, Any]], prior: Any, out: Path) -> int:
+    """``--keep-rates``: ``prior`` unchanged but for a recalibration map fitted on ``traces``."""
     if args.recalibrate == "none":
-        print(
-            "gold-panning calibrate: error: --keep-rates fits only a map; drop --recalibrate none",
-            file=sys.stderr,
-        )
-        return 2
-    notes = (
-        f"Made with: gold-panning calibrate --from-traces {shlex.quote(args.from_traces)} --prior "
-        f"{shlex.quote(str(args.prior or GENERIC_PROFILE))} --keep-rates --recalibrate {args.recalibrate}. "
-        + prior.notes
-    )
+        return _error("--keep-rates fits only a map; drop --recalibrate none")
+    notes = _traces_command(args, "--keep-rates", "--recalibrate", args.recalibrate) + prior.notes
     profile = _recalibrated(traces, prior.model_copy(update={"notes": notes}), args.recalibrate)
     if profile.recalibration is None:
-        print("gold-panning calibrate: error: no map fitted, nothing written", file=sys.stderr)
-        return 2
-    saved, problem = save_profile_or_fallback(profile, out, checkpoint=None)
-    if problem is not None:
-        print(f"gold-panning calibrate: error: {problem}", file=sys.stderr)
+        return _error("no map fitted, nothing written")
+    saved = _save(profile, out, checkpoint=None)
+    if saved is None:
         return 2
     print(
         f"wrote {saved} ({prior.model} {prior.task} rates kept, a {args.recalibrate} map from {len(traces)} traces)"
@@ -382,21 +371,15 @@ def _recalibrated(traces: list[dict[str, Any]], profile: Any, kind: str) -> Any:
 
 
 def _command_line(args: argparse.Namespace) -> str:
-    """The calibration-relevant options as a command line (for the profile notes)."""
-    parts = ["gold-panning", "calibrate", "--reader", args.reader]
-    for opt in ("model_path", "base_url", "model", "mode", "data"):
-        v = getattr(args, opt, None)
-        if v is not None:
-            parts += ["--" + opt.replace("_", "-"), str(v)]
-    parts += ["--task", args.task]
-    if getattr(args, "docs", None) is not None:
-        parts += ["--docs", str(args.docs)]
-    parts += ["--n", str(args.n), "--grid", str(args.grid)]
-    if getattr(args, "budget", None) is not None:
-        parts += ["--budget", str(args.budget)]
-    else:
-        parts += ["--trials", str(args.trials)]
-    parts += ["--seed", str(args.seed), "--temperature", str(args.temperature), "--out", str(args.out)]
+    """The calibration-relevant options given (not None) as a command line (for the profile notes)."""
+    names = ("reader", "model_path", "base_url", "model", "mode", "data", "task", "docs", "n", "grid")
+    given = {name: getattr(args, name, None) for name in names}
+    given |= {"budget": args.budget} if args.budget is not None else {"trials": args.trials}
+    given |= {"seed": args.seed, "temperature": args.temperature, "out": args.out}
+    parts = ["gold-panning", "calibrate"]
+    for name, value in given.items():
+        if value is not None:
+            parts += [flag(name), str(value)]
     return " ".join(shlex.quote(x) for x in parts)
 
 

@@ -135,10 +135,8 @@ def load_documents(path: str | Path) -> tuple[list[str], list[dict[str, Any]]]:
             texts.append(obj.pop("text"))
             meta.append(obj)
     else:
-        for line in lines:
-            if line.strip():
-                texts.append(line.strip())
-                meta.append({})
+        texts = [line.strip() for line in lines if line.strip()]
+        meta = [{} for _ in texts]
     if not texts:
         raise ValueError(f"{str(p)!r} holds no documents")
     return texts, meta
@@ -191,40 +189,19 @@ def main(args: argparse.Namespace) -> int:
     if not args.no_final_answer and hasattr(reader, "answer") and result.selected.size:
         final = reader.answer(question, [docs[i] for i in result.selected])
     final = final or result.answer
-    if args.json:
-        out = result.summary()
-        out.update(
-            {
-                "question": question,
-                "model": getattr(reader, "model_name", None),
-                "profile": profile,
-                "answer": final,
-                "selected_documents": [
-                    {
-                        "index": int(i),
-                        "text": docs[i],
-                        "posterior": float(result.posteriors[i]),
-                        "metadata": meta[i],
-                    }
-                    for i in result.selected
-                ],
-            }
-        )
-        if truth is not None:
-            out["gold"] = truth
-        print(json.dumps(out))
+    model = getattr(reader, "model_name", None)
+    if not args.json:
+        _print_trace(question, docs, result, panner, model=model, truth=truth, top=args.top, answer=final)
         return 0
-    _print_trace(
-        question,
-        docs,
-        result,
-        panner.config,
-        profile=profile,
-        model=getattr(reader, "model_name", None),
-        truth=truth,
-        top=args.top,
-        answer=final,
+    selected = [
+        {"index": int(i), "text": docs[i], "posterior": float(result.posteriors[i]), "metadata": meta[i]}
+        for i in result.selected
+    ]
+    out = {**result.summary(), "question": question, "model": model, "profile": profile}
+    out.update(
+        {"answer": final, "selected_documents": selected, **({"gold": truth} if truth is not None else {})}
     )
+    print(json.dumps(out))
     return 0
 
 
@@ -233,8 +210,6 @@ def _demo_nq(args: argparse.Namespace) -> int:
     integrations would (rank prior, the profile rule), and report BM25's top-1/top-3 beside
     panning's, per question and summed."""
     import time
-
-    import numpy as np
 
     if args.question:
         raise ValueError("--demo nq pans its own questions; use --docs FILE --question TEXT for yours")
@@ -251,8 +226,7 @@ def _demo_nq(args: argparse.Namespace) -> int:
     if not args.json:
         print(
             f"{len(instances)} held-out NQ questions, {DEMO_NQ_DOCS} passages each in BM25 order; model {model}, "
-            f"profile {profile}, "
-            f"{config.rounds} rounds x {config.prompts_per_round} prompts, retriever_prior={config.retriever_prior!r}"
+            f"profile {profile}, {config.rounds} rounds x {config.prompts_per_round} prompts, retriever_prior={config.retriever_prior!r}"
         )
     for number, inst in enumerate(instances, start=1):
         t0 = time.perf_counter()
@@ -282,24 +256,15 @@ def _demo_nq(args: argparse.Namespace) -> int:
         }
         rows.append(row)
         if not args.json:
-            _print_nq_row(number, len(instances), row, inst.documents, np.asarray(result.posteriors))
+            _print_nq_row(number, len(instances), row, inst.documents)
     seconds = time.perf_counter() - started
     summary = _nq_summary(rows, seconds)
     if args.json:
-        out = {
-            "demo": "nq",
-            "model": model,
-            "profile": profile,
-            "options": {
-                "rounds": config.rounds,
-                "prompts_per_round": config.prompts_per_round,
-                "retriever_prior": config.retriever_prior,
-            },
-            "documents_per_question": DEMO_NQ_DOCS,
-            "questions": rows,
-            "summary": summary,
-        }
-        print(json.dumps(out))
+        options = {name: getattr(config, name) for name in ("rounds", "prompts_per_round", "retriever_prior")}
+        out = {"demo": "nq", "model": model, "profile": profile, "options": options}
+        print(
+            json.dumps({**out, "documents_per_question": DEMO_NQ_DOCS, "questions": rows, "summary": summary})
+        )
         return 0
     q = summary["questions"]
     print(
@@ -311,18 +276,14 @@ def _demo_nq(args: argparse.Namespace) -> int:
 
 
 def _nq_summary(rows: list[dict[str, Any]], seconds: float) -> dict[str, Any]:
-    return {
-        "questions": len(rows),
-        "bm25_top1": sum(r["bm25"]["top1"] for r in rows),
-        "bm25_top3": sum(r["bm25"]["top3"] for r in rows),
-        "panning_top1": sum(r["panning"]["top1"] for r in rows),
-        "panning_top3": sum(r["panning"]["top3"] for r in rows),
-        "calls": sum(r["panning"]["calls"] for r in rows),
-        "seconds": round(seconds, 3),
+    hits = {
+        f"{by}_{top}": sum(r[by][top] for r in rows) for by in ("bm25", "panning") for top in ("top1", "top3")
     }
+    calls = sum(r["panning"]["calls"] for r in rows)
+    return {"questions": len(rows), **hits, "calls": calls, "seconds": round(seconds, 3)}
 
 
-def _print_nq_row(number: int, total: int, row: dict[str, Any], docs: list[str], posteriors: Any) -> None:
+def _print_nq_row(number: int, total: int, row: dict[str, Any], docs: list[str]) -> None:
     def hits(part: dict[str, Any]) -> str:
         return (
             f"top-1 {'hit ' if part['top1'] else 'miss'}, top-3 {'hit ' if part['top3'] else 'miss'} "
@@ -343,9 +304,8 @@ def _print_trace(
     question: str,
     docs: list[str],
     result: Any,
-    config: Any,
+    panner: Any,
     *,
-    profile: str,
     model: str | None = None,
     truth: list[int] | None,
     top: int,
@@ -354,11 +314,12 @@ def _print_trace(
     """The text report: the setting, each round's citations and leaders, the selection."""
     import numpy as np
 
+    config, profile = panner.config, panner.profile_label
     print(f"question: {question}")
     unordered = ", no retriever order (retriever_prior='none')" if config.retriever_prior == "none" else ""
     print(
         f"{len(docs)} documents, model {model}, profile {profile}, policy {config.policy}, {config.rounds} rounds"
-        f" x {config.prompts_per_round} prompt{'s' if config.prompts_per_round != 1 else ''}{unordered}"
+        f" x {_count(config.prompts_per_round, 'prompt')}{unordered}"
     )
     if truth is not None:
         print(f"(demo: the relevant document is #{truth[0]})")
@@ -367,20 +328,22 @@ def _print_trace(
         status = f"failed: {r.reading.error}" if r.failed else f"cited {cited}"
         ans = f"  answer {r.reading.answer!r}" if r.reading.answer else ""
         tok = f", {r.prompt_tokens}+{r.completion_tokens} tokens" if r.prompt_tokens else ""
-        print(
-            f"\nround {r.round} ({r.calls} call{'s' if r.calls != 1 else ''}, {r.seconds:.1f}s{tok}): {status}{ans}"
-        )
+        print(f"\nround {r.round} ({_count(r.calls, 'call')}, {r.seconds:.1f}s{tok}): {status}{ans}")
         for i in np.argsort(-r.posteriors, kind="stable")[:top]:
             print(f"  #{int(i):<4d} p={r.posteriors[i]:.3f}  {_short(docs[i])}")
+    _print_selection(docs, result, answer)
+
+
+def _print_selection(docs: list[str], result: Any, answer: str | None) -> None:
+    """The end of :func:`_print_trace`: calls and tokens, the selected documents, p_none, the answer."""
     print(
         f"\nselected (stopped: {result.stop_reason}; {result.calls} calls, {result.prompt_tokens} prompt + "
         f"{result.completion_tokens} completion tokens, {result.seconds:.1f}s in the model):"
     )
     if result.cache_hits or result.cache_misses:
         print(
-            f"reply cache: {result.cache_hits} hit{'s' if result.cache_hits != 1 else ''}, "
-            f"{result.cache_misses} miss{'es' if result.cache_misses != 1 else ''} "
-            f"({result.calls_saved} model call{'s' if result.calls_saved != 1 else ''} saved)"
+            f"reply cache: {_count(result.cache_hits, 'hit')}, {_count(result.cache_misses, 'miss', 'misses')} "
+            f"({_count(result.calls_saved, 'model call')} saved)"
         )
     for i in result.selected:
         print(f"  #{int(i):<4d} p={result.posteriors[i]:.3f}  {_short(docs[i], 100)}")
@@ -393,6 +356,11 @@ def _print_trace(
             "(their ends marked [...])"
         )
     print(f"answer: {answer if answer else '(none)'}")
+
+
+def _count(number: int, noun: str, plural: str | None = None) -> str:
+    """``"1 call"``, ``"3 calls"``: ``number`` and ``noun``, plural unless ``number`` is 1."""
+    return f"{number} {noun if number == 1 else plural or noun + 's'}"
 
 
 def _short(text: str, width: int = 70) -> str:

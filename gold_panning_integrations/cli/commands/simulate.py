@@ -40,9 +40,8 @@ def main(args: argparse.Namespace) -> int:
     profile = load_profile(args.profile)
     policies = [s.strip() for s in args.policies.split(",") if s.strip()]
     bar = Progress(args.trials, label="simulate")
-    config = PanningConfig(
-        rounds=args.rounds, prompts_per_round=1, k=args.k, prior=args.prior
-    )  # rounds are calls
+    # one prompt per round: rounds are calls
+    config = PanningConfig(rounds=args.rounds, prompts_per_round=1, k=args.k, prior=args.prior)
     res = simulate(
         profile.tpr,
         profile.fpr,
