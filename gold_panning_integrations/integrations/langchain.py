@@ -23,7 +23,8 @@ from __future__ import annotations
 import functools
 from collections.abc import Sequence
 from copy import deepcopy
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, TypedDict
+from uuid import UUID
 
 from ..errors import MissingExtraError
 
@@ -51,6 +52,7 @@ except ImportError as err:  # only when langchain-core itself is missing
     ) from err
 
 from pydantic import ConfigDict, field_serializer, field_validator
+from typing_extensions import Unpack
 
 from .._steps import Steps, arun_steps, run_steps
 from ..engine import PanningConfig, PanningResult
@@ -72,7 +74,7 @@ from ._base import (
     reader_repr,
 )
 
-__all__ = ["GoldPanningCompressor", "GoldPanningRetriever", "PannedDocuments"]
+__all__ = ["GoldPanningCompressor", "GoldPanningRetriever", "PanOptions", "PannedDocuments"]
 
 _RESULT_SINK = "_gold_panning_result_sink"
 """Private invoke keyword through which :meth:`GoldPanningRetriever.pan` gets the result."""
@@ -115,6 +117,21 @@ class PannedDocuments(NamedTuple):
     """The top documents, as ``invoke`` / ``compress_documents`` return them."""
     result: PanningResult
     """The full panning result: posteriors of every input document, per-round trace."""
+
+
+class PanOptions(TypedDict, total=False):
+    """The keyword options of :meth:`GoldPanningCompressor.pan` and ``apan`` (and, through
+    them, ``compress_documents``), all optional."""
+
+    top_n: int | None
+    """Documents to return for this call (None: the compressor's ``top_n``)."""
+    callbacks: Callbacks
+    """Callbacks of the run the panning becomes a child of."""
+    run_name: str
+    tags: list[str]
+    metadata: dict[str, Any]
+    run_id: UUID
+    """``run_name``, ``tags``, ``metadata``, ``run_id``: the panning run's own config."""
 
 
 class _LangChainPanning(PanningOptions):
@@ -308,53 +325,38 @@ class GoldPanningCompressor(BaseDocumentCompressor, _LangChainPanning):
         return {"reader": reader_repr(self.reader), "top_n": repr(self.top_n)}
 
     def pan(
-        self,
-        documents: Sequence[Document],
-        query: str,
-        *,
-        top_n: int | None = None,
-        callbacks: Callbacks = None,
-        **kwargs: Any,
+        self, documents: Sequence[Document], query: str, **options: Unpack[PanOptions]
     ) -> PannedDocuments:
         """Pan ``documents`` for ``query``: the top documents and the full result.
 
         One chain run named after this class (a child of ``callbacks``' run, else of the run
-        in context, else a root run) with the model calls as its children; ``run_name``,
-        ``tags``, ``metadata`` and ``run_id`` configure it. ``result.posteriors`` /
-        ``ranking`` index ``documents``; no documents: an empty result, no call.
+        in context, else a root run) with the model calls as its children; the keyword
+        options are :class:`PanOptions`. ``result.posteriors`` / ``ranking`` index
+        ``documents``; no documents: an empty result, no call.
         """
-        return run_steps(self._compress_steps(documents, query, top_n, callbacks, kwargs, asynchronous=False))
+        return run_steps(self._compress_steps(documents, query, dict(options), asynchronous=False))
 
     async def apan(
-        self,
-        documents: Sequence[Document],
-        query: str,
-        *,
-        top_n: int | None = None,
-        callbacks: Callbacks = None,
-        **kwargs: Any,
+        self, documents: Sequence[Document], query: str, **options: Unpack[PanOptions]
     ) -> PannedDocuments:
         """Asynchronous :meth:`pan` (the reader's ``aread``)."""
-        return await arun_steps(
-            self._compress_steps(documents, query, top_n, callbacks, kwargs, asynchronous=True)
-        )
+        return await arun_steps(self._compress_steps(documents, query, dict(options), asynchronous=True))
 
     def _compress_steps(
         self,
         documents: Sequence[Document],
         query: str,
-        top_n: int | None,
-        callbacks: Callbacks,
-        kwargs: dict[str, Any],
+        options: dict[str, Any],
         asynchronous: bool,
     ) -> Steps[PannedDocuments]:
         """:meth:`pan` and :meth:`apan`, written once (:mod:`.._steps`): one chain run
         around the panning, ended with the documents or the error. ``top_n`` None: this
         compressor's; None there: every document, the engine's ``k`` the config's."""
+        top_n, callbacks = options.pop("top_n", None), options.pop("callbacks", None)
         n = self.top_n if top_n is None else top_n
         n = None if n is None else check_count(n, name="top_n")
         docs = check_items(documents, Document, source="compress_documents was given", what=_DOCUMENTS)
-        config = _run_config(callbacks, kwargs)
+        config = _run_config(callbacks, options)
         managers = get_async_callback_manager_for_config if asynchronous else get_callback_manager_for_config
         manager = yield functools.partial(
             managers(config).on_chain_start,
@@ -388,7 +390,7 @@ class GoldPanningCompressor(BaseDocumentCompressor, _LangChainPanning):
         return (await self.apan(documents, query, callbacks=callbacks, **kwargs)).documents
 
 
-_RUN_KEYS = frozenset({"run_name", "tags", "metadata", "run_id"})
+_RUN_KEYS = frozenset(PanOptions.__annotations__) - {"top_n", "callbacks"}
 
 
 def _run_config(callbacks: Callbacks, kwargs: dict[str, Any]) -> RunnableConfig:
