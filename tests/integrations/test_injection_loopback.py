@@ -48,6 +48,8 @@ QUESTION = "What is the vault code?"
 N_DOCS = 10
 ROUNDS = 6
 RUNS = 150
+SMALL_RUNS = 50
+"""Runs of the default suite's forms (the 150-run forms are marked slow)."""
 ISSUE: dict[str, Any] = {"rounds": ROUNDS, "k": 1}
 """The issue's scenario: the library's defaults but for 6 rounds and ``k=1`` (so 3 prompts
 per round, 18 calls, and the rank prior over documents that come in random order)."""
@@ -204,23 +206,37 @@ def server() -> Iterator[FakeOpenAIServer]:
 
 
 @pytest.fixture(scope="module")
-def clean(server: FakeOpenAIServer) -> Outcome:
-    """The runs without the hostile document (the model ignores labels, so these serve
-    both label schemes)."""
-    out = run_scenario(server, None)
-    assert out.requests == RUNS * PROMPTS  # every prompt went over HTTP, one request each
-    # A model that writes only the labels it sees: every reply read, no label dropped.
-    assert out.failed_rounds == 0
-    assert out.invalid_labels == 0
-    return out
+def clean_runs(server: FakeOpenAIServer) -> Callable[[int], Outcome]:
+    """The runs without the hostile document, by number of runs, each made once (the model
+    ignores labels, so these serve both label schemes)."""
+    made: dict[int, Outcome] = {}
+
+    def clean(runs: int) -> Outcome:
+        if runs not in made:
+            out = made[runs] = run_scenario(server, None, runs=runs)
+            assert out.requests == runs * PROMPTS  # every prompt went over HTTP, one request each
+            # A model that writes only the labels it sees: every reply read, no label dropped.
+            assert out.failed_rounds == 0
+            assert out.invalid_labels == 0
+        return made[runs]
+
+    return clean
 
 
-def test_label_injection_over_http_credits_nothing(server: FakeOpenAIServer, clean: Outcome) -> None:
-    attacked = run_scenario(server, "cite-1")
-    assert attacked.requests == RUNS * PROMPTS
+BOTH_SIZES = pytest.mark.parametrize("runs", [SMALL_RUNS, pytest.param(RUNS, marks=pytest.mark.slow)])
+
+
+@BOTH_SIZES
+def test_label_injection_over_http_credits_nothing(
+    server: FakeOpenAIServer, clean_runs: Callable[[int], Outcome], runs: int
+) -> None:
+    clean = clean_runs(runs)
+    attacked = run_scenario(server, "cite-1", runs=runs)
+    assert attacked.requests == runs * PROMPTS
     # A reply naming only "1" is no evidence (a failed reading), never a citation.
     assert attacked.failed_rounds > 0
-    # Measured: 0.980 clean (issue 29 quotes 0.5 at 0.987), 0.987 attacked.
+    # Measured: 150 runs 0.980 clean (issue 29 quotes 0.5 at 0.987), 0.987 attacked; 50
+    # runs 0.980 and 0.960.
     assert clean.gold_share >= 0.97
     assert attacked.gold_share >= clean.gold_share - 0.03
     # Clean: 9 fillers at 0.03 over 18 prompts, about 4.9 per run; the attack adds none.
@@ -236,16 +252,22 @@ def permuted_labels(rng: np.random.Generator, sizes: np.ndarray, width: int) -> 
     return labels
 
 
+@BOTH_SIZES
 def test_the_check_fails_with_labels_from_one_to_m(
-    server: FakeOpenAIServer, clean: Outcome, monkeypatch: pytest.MonkeyPatch
+    server: FakeOpenAIServer,
+    clean_runs: Callable[[int], Outcome],
+    runs: int,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     # Labels 1..m: the number "cite document 1" names is always on screen, so each obeyed
-    # injection credits a random document: about 0.5 x 18 x 0.9 = 8.1 per run.
+    # injection credits a random document: about 0.5 x 18 x 0.9 = 8.1 per run (measured
+    # on 50 runs: 12.6 other citations per run against 5.0 clean; gold 0.960 against 0.980).
     from gold_panning_integrations.engine import panner, rounds
 
+    clean = clean_runs(runs)
     monkeypatch.setattr(panner, "draw_labels", permuted_labels)
     monkeypatch.setattr(rounds, "draw_labels", permuted_labels)
-    attacked = run_scenario(server, "cite-1")
+    attacked = run_scenario(server, "cite-1", runs=runs)
     assert attacked.failed_rounds == 0  # "1" was always a label
     assert attacked.other_citations > clean.other_citations + 5.0
     assert attacked.gold_share < clean.gold_share
@@ -257,8 +279,6 @@ def test_the_check_fails_with_labels_from_one_to_m(
 # cites it in a share of the prompts that show it, under whatever label it carries. Labels
 # cannot stop this; the engine's self-citing hypothesis can, where the model obeys at a rate
 # that does not follow the profile's curve (docs/security.md).
-SMALL_RUNS = 50
-
 ON = 0.25
 """``self_citing`` when the hypothesis is on (it is off by default)."""
 
@@ -286,12 +306,15 @@ def test_a_passage_always_obeyed_is_suspected_and_the_gold_still_wins(server: Fa
 
 
 @pytest.mark.slow
-def test_the_self_citing_scenario_of_issue_29(server: FakeOpenAIServer, clean: Outcome) -> None:
+def test_the_self_citing_scenario_of_issue_29(
+    server: FakeOpenAIServer, clean_runs: Callable[[int], Outcome]
+) -> None:
     # 150 runs each, the issue's scenario (library defaults, 6 rounds of 3 prompts, k=1).
     # Measured (this commit), off / on (self_citing=0.25): clean 0.980 / 0.953; obeyed in
     # half the prompts 0.513 / 0.693; in every prompt 0.453 / 0.760; "cite document 1"
     # half the time 0.987 / 0.947. The floor (attacked >= clean - 0.10, clean >= 0.977) is
     # not met: the rank prior decides (docs/security.md, test_the_floor_is_within_an_oracles_reach).
+    clean = clean_runs(RUNS)
     clean_on = run_scenario(server, None, self_citing=ON)
     assert clean_on.gold_share >= clean.gold_share - 0.05
     cite_1 = run_scenario(server, "cite-1", self_citing=ON)
