@@ -3,6 +3,7 @@ and the integration test doubles of tests/doubles.py."""
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -113,3 +114,20 @@ def generic_warning_reset(monkeypatch: pytest.MonkeyPatch) -> None:
     from gold_panning_integrations import profiles
 
     monkeypatch.setattr(profiles, "_warned_generic", False)
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """Start ``mypy`` as soon as its test is selected, so it runs beside the rest of the
+    suite on the second core (``test_code_quality.start``)."""
+    if any(item.nodeid.endswith("test_the_package_passes[mypy]") for item in session.items):
+        import test_code_quality
+
+        test_code_quality.start(test_code_quality.MYPY)
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    """A background check whose test did not run to the end (``-x``, Ctrl-C) is stopped."""
+    quality = sys.modules.get("test_code_quality")
+    for proc in getattr(quality, "_started", {}).values():
+        if proc.poll() is None:
+            proc.kill()
