@@ -119,6 +119,8 @@ def generic_warning_reset(monkeypatch: pytest.MonkeyPatch) -> None:
 def pytest_collection_finish(session: pytest.Session) -> None:
     """Start ``mypy`` as soon as its test is selected, so it runs beside the rest of the
     suite on the second core (``test_code_quality.start``)."""
+    if hasattr(session.config, "workerinput"):
+        return  # a pytest-xdist worker: the workers already share the cores
     if any(item.nodeid.endswith("test_the_package_passes[mypy]") for item in session.items):
         import test_code_quality
 
