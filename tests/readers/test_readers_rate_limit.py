@@ -122,15 +122,16 @@ def _recording(reader: OpenAIReader, clock: FakeClock, sent: list[float]) -> Non
 DOCS = [f"passage {i} about nothing in particular" for i in range(8)]
 
 
-def test_48_queries_at_60_rpm_never_exceed_it_in_any_minute(openai_server: FakeOpenAIServer) -> None:
-    reader = OpenAIReader(
-        model="m",
-        base_url=openai_server.base_url,
-        api_key="k",
-        requests_per_minute=60,
-        max_attempts=1,  # a loaded machine's slow reply must not add a retried request to the count
-        timeout=300,
+def _at_60_rpm(server: FakeOpenAIServer) -> OpenAIReader:
+    """A reader limited to 60 requests a minute; no retry, so that on a loaded machine a
+    slow loopback reply is not sent (and counted) twice."""
+    return OpenAIReader(
+        model="m", base_url=server.base_url, api_key="k", requests_per_minute=60, max_attempts=1, timeout=300
     )
+
+
+def test_48_queries_at_60_rpm_never_exceed_it_in_any_minute(openai_server: FakeOpenAIServer) -> None:
+    reader = _at_60_rpm(openai_server)
     clock, sent = FakeClock(), []
     _recording(reader, clock, sent)
     panner = GoldPanner(reader, profile="lost-in-the-middle", rounds=1, prompts_per_round=3)
@@ -142,14 +143,7 @@ def test_48_queries_at_60_rpm_never_exceed_it_in_any_minute(openai_server: FakeO
 
 
 def test_async_queries_share_the_limit(openai_server: FakeOpenAIServer) -> None:
-    reader = OpenAIReader(
-        model="m",
-        base_url=openai_server.base_url,
-        api_key="k",
-        requests_per_minute=60,
-        max_attempts=1,  # a loaded machine's slow reply must not add a retried request to the count
-        timeout=300,
-    )
+    reader = _at_60_rpm(openai_server)
     clock, sent = FakeClock(), []
     _recording(reader, clock, sent)
     panner = GoldPanner(reader, profile="lost-in-the-middle", rounds=1, prompts_per_round=2)
