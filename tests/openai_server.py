@@ -40,10 +40,10 @@ import time
 from collections import deque
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
 
-from gold_panning_integrations.evaluate._serve import ServedInThread
+from gold_panning_integrations.evaluate._serve import LoopbackHTTPServer, ServedInThread
 
 __all__ = [
     "HOSTILE_OUTPUTS",
@@ -495,8 +495,7 @@ class _Handler(BaseHTTPRequestHandler):
             self._error(500, f"unknown behaviour {b.kind!r}")
 
 
-class _Server(ThreadingHTTPServer):
-    daemon_threads = True
+class _Server(LoopbackHTTPServer):
     allow_reuse_address = True
     owner: FakeOpenAIServer
 

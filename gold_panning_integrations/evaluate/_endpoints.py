@@ -16,14 +16,14 @@ import threading
 import time
 import urllib.parse
 from collections.abc import Sequence
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Any
 
 from typing_extensions import Self
 
 from ..errors import MissingExtraError
-from ._serve import ServedInThread
+from ._serve import LoopbackHTTPServer, ServedInThread
 
 __all__ = ["EmbeddedServer", "UsageProxy", "check_server_extra", "free_port", "llama_server_command"]
 
@@ -140,10 +140,8 @@ class UsageProxy(ServedInThread):
         with self._lock:
             return dict(self._stats)
 
-    def _new_server(self) -> ThreadingHTTPServer:
-        httpd = ThreadingHTTPServer(("127.0.0.1", 0), _ProxyHandler)
-        httpd.daemon_threads = True
-        return httpd
+    def _new_server(self) -> LoopbackHTTPServer:
+        return LoopbackHTTPServer(("127.0.0.1", 0), _ProxyHandler)
 
 
 # ========================================================================= embedded server

@@ -5,12 +5,20 @@ scripted OpenAI-compatible server."""
 from __future__ import annotations
 
 import threading
-from http.server import HTTPServer
+from http.server import HTTPServer, ThreadingHTTPServer
 from typing import Any
 
 from typing_extensions import Self
 
-__all__ = ["ServedInThread"]
+__all__ = ["LoopbackHTTPServer", "ServedInThread"]
+
+
+class LoopbackHTTPServer(ThreadingHTTPServer):
+    """A thread per request, daemon threads, and a listen backlog of 128: the standard
+    library's 5 makes the kernel reset connections when many concurrent requests arrive at once."""
+
+    daemon_threads = True
+    request_queue_size = 128
 
 
 class ServedInThread:
