@@ -219,7 +219,7 @@ def panning_method(
         res = panner.run(inst.question, inst.documents, prior_probs=prior_probs)
         if on_result is not None:
             on_result(res, inst)
-        hits, toks = _per_round(res, inst.gold, rounds, rng)
+        hits, toks = _per_round(res, inst.gold, int(options["rounds"]), rng)
         return MethodOutcome(
             ranking=[int(i) for i in res.ranking],
             per_round=hits,

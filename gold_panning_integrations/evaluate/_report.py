@@ -141,7 +141,6 @@ def _calibration_row(m: str, c: Mapping[str, Any], labels: Mapping[str, str]) ->
 def format_markdown(
     summary: Mapping[str, Mapping[str, Any]],
     *,
-    rounds: int,
     notes: Sequence[str] = (),
     base_label: str | None = None,
 ) -> str:
@@ -168,9 +167,18 @@ def format_markdown(
     pan = [m for m in summary if summary[m].get("per_round")]
     if pan:
         lines += ["", "Top-1 accuracy after each round (an early stop carries its answer forward):", ""]
-        head = ["method", *(str(t) for t in range(1, rounds + 1))]
+        width = max(len(summary[m]["per_round"]) for m in pan)
+        head = ["method", *(str(t) for t in range(1, width + 1))]
         lines += _table(
-            head, [[labels.get(m, m), *(f"{x:.2f}" for x in summary[m]["per_round"])] for m in pan]
+            head,
+            [
+                [
+                    labels.get(m, m),
+                    *(f"{x:.2f}" for x in summary[m]["per_round"]),
+                    *["-"] * (width - len(summary[m]["per_round"])),
+                ]
+                for m in pan
+            ],
         )
     cal = {m: d["calibration"] for m, d in summary.items() if d.get("calibration")}
     if cal:

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from numpy.typing import NDArray
 
 from .._io import checkpoint_lines
 from ..errors import CheckpointError
@@ -247,12 +248,17 @@ def _summarize_method(rs: Sequence[Mapping[str, Any]], method: str) -> dict[str,
     d["top1_per_1k_prompt_tokens"] = round(1000 * d["top1"] / tok, 4) if rs and tok else None
     per_round = [r["per_round"] for r in rs if r.get("per_round")]
     if method in PANNING and per_round:
-        tokens = np.mean(
-            np.asarray([r["round_tokens"] for r in rs if r.get("round_tokens")], dtype=float), axis=0
-        )
-        d["per_round"] = [round(float(x), 4) for x in np.mean(np.asarray(per_round, dtype=float), axis=0)]
-        d["per_round_prompt_tokens"] = [round(float(x), 1) for x in tokens]
+        tokens = [r["round_tokens"] for r in rs if r.get("round_tokens")]
+        d["per_round"] = [round(float(x), 4) for x in _carried(per_round)]
+        d["per_round_prompt_tokens"] = [round(float(x), 1) for x in _carried(tokens)] if tokens else []
     return d
+
+
+def _carried(rows: Sequence[Sequence[float]]) -> NDArray[np.float64]:
+    """The mean of per-round values, shape ``(longest row,)``: a shorter row (a method
+    run with fewer rounds, rows resumed from another run) carries its last value forward."""
+    width = max(len(r) for r in rows)
+    return np.mean([[*r, *([r[-1]] * (width - len(r)))] for r in rows], axis=0)
 
 
 def summarize(

@@ -542,7 +542,7 @@ def main(args: argparse.Namespace) -> int:
         "methods": summary,
     }
     base_label = f"first stage: {plan.first_stage}" if plan.first_stage else None
-    markdown = format_markdown(summary, rounds=args.rounds, notes=plan.notes, base_label=base_label)
+    markdown = format_markdown(summary, notes=plan.notes, base_label=base_label)
     if out_dir is not None:
         from ._report import write_outputs
 

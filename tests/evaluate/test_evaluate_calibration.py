@@ -61,7 +61,7 @@ def test_summary_has_the_calibration_of_methods_with_scores() -> None:
     assert (c["p_none_mean"], c["none_share"]) == pytest.approx((0.2067, 0.0), abs=1e-4)
     # min_relevance=0.5 keeps 0.9, 0.7 and 0.6: all relevant
     assert (c["returned_at_threshold"], c["precision_at_threshold"]) == (3, 1.0)
-    md = C.format_markdown(s, rounds=1)
+    md = C.format_markdown(s)
     assert "| scored | 6 | 0.233 | " in md and "| 0.21 / 0.00 | 3, 1.00 |" in md
 
 

@@ -367,15 +367,29 @@ def test_a_skipped_peer_is_reported_as_skipped_not_failed() -> None:
 
 def test_markdown_shows_a_skipped_peer() -> None:
     s = C.summarize([], ["llamaindex-rankgpt"], rounds=1, skipped={"llamaindex-rankgpt": "pip install x"})
-    assert "| LlamaIndex RankGPTRerank + OpenAILike | skipped: pip install x |" in C.format_markdown(
-        s, rounds=1
-    )
+    assert "| LlamaIndex RankGPTRerank + OpenAILike | skipped: pip install x |" in C.format_markdown(s)
 
 
 def test_markdown_has_a_per_round_table_for_panning_methods() -> None:
     rows = [_row("gp-belief", True, True, per_round=[0.0, 1.0], round_tokens=[1, 2])]
-    md = C.format_markdown(C.summarize(rows, ["gp-belief"], rounds=2), rounds=2)
+    md = C.format_markdown(C.summarize(rows, ["gp-belief"], rounds=2))
     assert "| GP-Belief, one prompt per round (base order as rank prior) | 0.00 | 1.00 |" in md
+
+
+def test_per_round_table_is_as_wide_as_the_longest_method() -> None:
+    """gp-defaults runs 2 rounds, gp-belief 3: gp-belief's rows (0, 1, 1) and a resumed
+    row of 2 rounds (1, 0), carried to (1, 0, 0), average to (0.5, 0.5, 0.5)."""
+    rows = [
+        _row("gp-belief", True, True, per_round=[0.0, 1.0, 1.0], round_tokens=[1, 2, 3]),
+        _row("gp-belief", False, True, per_round=[1.0, 0.0], round_tokens=[5, 7]),
+        _row("gp-defaults", True, True, per_round=[1.0, 1.0], round_tokens=[4, 8]),
+    ]
+    s = C.summarize(rows, ["gp-belief", "gp-defaults"], rounds=3)
+    assert s["gp-belief"]["per_round"] == [0.5, 0.5, 0.5]
+    assert s["gp-belief"]["per_round_prompt_tokens"] == [3.0, 4.5, 5.0]
+    md = C.format_markdown(s)
+    assert "| method | 1 | 2 | 3 |" in md
+    assert "| GP defaults (2 rounds x 3 prompts) | 1.00 | 1.00 | - |" in md
 
 
 def test_peer_missing_names_the_install_line(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -737,7 +751,7 @@ def test_per_round_tokens_carry_forward_after_an_early_stop() -> None:
 
 def test_markdown_names_the_first_exception() -> None:
     rows = [_row("langchain-listwise", False, False, error="OpenAIAPIError", error_message="HTTP 500")]
-    md = C.format_markdown(C.summarize(rows, ["langchain-listwise"], rounds=1), rounds=1)
+    md = C.format_markdown(C.summarize(rows, ["langchain-listwise"], rounds=1))
     assert "1 exceptions; first: OpenAIAPIError: HTTP 500" in md
 
 

@@ -1,0 +1,132 @@
+"""A reranker against its first stage on a whole split, estimated from runs on strata of it,
+recomputed from ``gold-panning evaluate --out`` folders with no model call.
+
+A reranker can only change a question's score where the first stage's first document is
+wrong or where it moves that document down, so a split falls into three strata by the
+first stage alone: ``first`` (its first document is relevant), ``slice`` (a relevant
+document among its top ``depth``, the first not) and ``none`` (no relevant document there:
+nDCG@10 is 0 whatever the order). Their shares come from the run file and the qrels over
+every question of the split; each stratum's mean paired difference comes from the
+questions that were run in it (any number of ``--out`` folders: a random draw of the
+split, a slice folder), and the split's difference is the share-weighted sum. Intervals:
+95% percentile bootstrap within each stratum, shares fixed.
+
+The second table lists every question where the method's first document is not the first
+stage's: whether the method put a relevant document first (``win``), pushed a relevant
+first document down (``loss``) or changed an irrelevant first document for another
+(``other``), and the probability it gave its new first document.
+
+    python -m benchmarks.nq_strata --run nq-heldout/run-test-bm25-quarter-none.trec \\
+        --qrels nq-heldout/qrels/test.tsv out-qwen-test out-qwen-slice-peers out-qwen-slice2-peers
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+import numpy as np
+
+from gold_panning_integrations.ir.collection import read_qrels, read_run
+from gold_panning_integrations.ir.metrics import bootstrap_interval, per_query_metrics
+
+STRATA = ("first", "slice", "none")
+
+
+def stratum(candidates: Sequence[str], judged: Mapping[str, int]) -> str:
+    """``first``, ``slice`` or ``none`` for a question's first-stage ``candidates``."""
+    if candidates and judged.get(candidates[0], 0) > 0:
+        return "first"
+    return "slice" if any(judged.get(d, 0) > 0 for d in candidates) else "none"
+
+
+def _ranking(path: Path) -> dict[str, list[str]]:
+    """Query id -> document ids best first, from a run file ``evaluate --out`` wrote."""
+    rows: dict[str, list[tuple[float, str]]] = {}
+    for line in path.read_text(encoding="utf-8").splitlines():
+        q, _, doc, _, score, _ = line.split()
+        rows.setdefault(q, []).append((-float(score), doc))
+    return {q: [d for _, d in sorted(r)] for q, r in rows.items()}
+
+
+def _probabilities(path: Path) -> dict[str, dict[str, float]]:
+    """Query id -> document id -> probability, from ``probabilities/<method>.jsonl``."""
+    if not path.is_file():
+        return {}
+    out = {}
+    for line in path.read_text(encoding="utf-8").splitlines():
+        row = json.loads(line)
+        out[str(row["qid"])] = dict(zip(map(str, row["docs"]), map(float, row["probabilities"])))
+    return out
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m benchmarks.nq_strata", description=__doc__.split("\n\n")[0])
+    ap.add_argument("out", nargs="+", type=Path, help="gold-panning evaluate --out folders")
+    ap.add_argument("--run", type=Path, required=True, help="the first stage's run file over the whole split")
+    ap.add_argument("--qrels", type=Path, required=True, help="the split's qrels (BEIR or TREC)")
+    ap.add_argument("--depth", type=int, default=10, help="candidates per question (default 10)")
+    ap.add_argument("--method", default="gp-defaults", help="the method compared (default gp-defaults)")
+    ap.add_argument("--baseline", default="base", help="the first stage's row in the folders (default base)")
+    ap.add_argument("--seed", type=int, default=0, help="bootstrap seed")
+    args = ap.parse_args(argv)
+
+    qrels, _ = read_qrels(args.qrels)
+    run = read_run(args.run, depth=args.depth, queries=set(qrels))
+    split = {q: stratum(c, qrels.get(q, {})) for q, c in run.candidates.items()}
+    shares = {s: sum(v == s for v in split.values()) / len(split) for s in STRATA}
+
+    method: dict[str, list[str]] = {}
+    base: dict[str, list[str]] = {}
+    probs: dict[str, dict[str, float]] = {}
+    for folder in args.out:
+        method.update(_ranking(folder / "runs" / f"{args.method}.trec"))
+        base.update(_ranking(folder / "runs" / f"{args.baseline}.trec"))
+        probs.update(_probabilities(folder / "probabilities" / f"{args.method}.jsonl"))
+    run_q = sorted(q for q in method if q in base and q in split)
+    judged = {q: qrels.get(q, {}) for q in run_q}
+    m = per_query_metrics(judged, {q: method[q] for q in run_q})
+    b = per_query_metrics(judged, {q: base[q] for q in run_q})
+
+    rng = np.random.default_rng(args.seed)
+    print(f"{len(split)} questions in the split; {len(run_q)} run ({args.method} against {args.baseline})\n")
+    print(
+        "| stratum | share of the split | run | nDCG@10 difference [95% CI] | wins / losses / ties | MRR@10 difference |"
+    )
+    print("|---|---|---|---|---|---|")
+    total, draws = 0.0, np.zeros(4000)
+    for s in STRATA:
+        qs = [q for q in run_q if split[q] == s]
+        d = np.array([m[q]["ndcg@10"] - b[q]["ndcg@10"] for q in qs])
+        r = np.array([m[q]["mrr@10"] - b[q]["mrr@10"] for q in qs])
+        if not qs:
+            print(f"| {s} | {shares[s]:.3f} | 0 | - | - | - |")
+            continue
+        lo, hi = bootstrap_interval(d, rng=rng)
+        wlt = f"{(d > 1e-9).sum()} / {(d < -1e-9).sum()} / {(np.abs(d) <= 1e-9).sum()}"
+        print(
+            f"| {s} | {shares[s]:.3f} | {len(qs)} | {d.mean():+.3f} [{lo:+.3f}, {hi:+.3f}] | {wlt} | {r.mean():+.3f} |"
+        )
+        total += shares[s] * d.mean()
+        draws += shares[s] * d[rng.integers(0, d.size, size=(draws.size, d.size))].mean(axis=1)
+    lo, hi = np.quantile(draws, [0.025, 0.975])
+    print(f"\nthe split, share-weighted: nDCG@10 difference {total:+.4f} [{lo:+.4f}, {hi:+.4f}]\n")
+
+    print("| question | stratum | outcome | probability of the new first | the first stage's first |")
+    print("|---|---|---|---|---|")
+    for q in run_q:
+        top, old = method[q][0], base[q][0]
+        if top == old:
+            continue
+        rel = judged[q]
+        outcome = "win" if rel.get(top, 0) > 0 else ("loss" if rel.get(old, 0) > 0 else "other")
+        p = probs.get(q, {})
+        shown = [f"{p[d]:.2f}" if d in p else "-" for d in (top, old)]
+        print(f"| {q} | {split[q]} | {outcome} | {shown[0]} | {shown[1]} |")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,69 @@
+"""``benchmarks.nq_strata``: the strata of a split and the share-weighted difference, by hand."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import pytest
+
+from benchmarks.nq_strata import main, stratum
+
+
+def test_strata_by_the_first_stage_alone() -> None:
+    judged = {"g": 1, "h": 0}
+    assert stratum(["g", "a"], judged) == "first"
+    assert stratum(["a", "g"], judged) == "slice"
+    assert stratum(["a", "h"], judged) == "none"
+    assert stratum([], judged) == "none"
+
+
+def _trec(path: Path, rankings: dict[str, list[str]], tag: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    lines = [f"{q} Q0 {d} {i + 1} {len(r) - i} {tag}" for q, r in rankings.items() for i, d in enumerate(r)]
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+
+
+def test_share_weighted_difference_by_hand(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Four questions: q1 and q2 in ``first``, q3 in ``slice``, q4 in ``none`` (shares 0.5,
+    0.25, 0.25). Run: q1 (the method moves the gold from first to third: nDCG 1 -> 1/log2(4)
+    = 0.5) and q3 (gold from second to first: 1/log2(3) -> 1). The split: 0.5 * (-0.5) +
+    0.25 * (1 - 1/log2(3)) + 0.25 * 0 = -0.25 + 0.0923 = -0.1577."""
+    first_stage = {
+        "q1": ["g1", "a", "b"],
+        "q2": ["g2", "a", "b"],
+        "q3": ["a", "g3", "b"],
+        "q4": ["a", "b", "c"],
+    }
+    _trec(tmp_path / "run.trec", first_stage, "bm25")
+    (tmp_path / "qrels.tsv").write_text(
+        "query-id\tcorpus-id\tscore\nq1\tg1\t1\nq2\tg2\t1\nq3\tg3\t1\nq4\tz\t1\n", encoding="utf-8"
+    )
+    out = tmp_path / "out"
+    _trec(out / "runs" / "base.trec", {"q1": first_stage["q1"], "q3": first_stage["q3"]}, "base")
+    _trec(out / "runs" / "gp-defaults.trec", {"q1": ["a", "b", "g1"], "q3": ["g3", "a", "b"]}, "gp")
+    rows = [{"qid": "q1", "docs": ["g1", "a", "b"], "probabilities": [0.1, 0.7, 0.2], "relevant": ["g1"]}]
+    (out / "probabilities").mkdir()
+    (out / "probabilities" / "gp-defaults.jsonl").write_text(json.dumps(rows[0]) + "\n", encoding="utf-8")
+
+    assert (
+        main(
+            [
+                "--run",
+                str(tmp_path / "run.trec"),
+                "--qrels",
+                str(tmp_path / "qrels.tsv"),
+                "--depth",
+                "3",
+                str(out),
+            ]
+        )
+        == 0
+    )
+    text = capsys.readouterr().out
+    expected = 0.5 * -0.5 + 0.25 * (1 - 1 / math.log2(3))
+    assert f"nDCG@10 difference {expected:+.4f}" in text
+    assert "| first | 0.500 | 1 | -0.500" in text and "| slice | 0.250 | 1 | +0.369" in text
+    assert "| none | 0.250 | 0 | - |" in text
+    assert "| q1 | first | loss | 0.70 | 0.10 |" in text and "| q3 | slice | win | - | - |" in text
