@@ -28,7 +28,7 @@ from .errors import (
 from .panning import GoldPanner, PanningConfig
 from .profiles import DetectorProfile, bundled_profiles, load_profile
 
-__version__ = "0.5.0"
+__version__ = "0.6.0.dev0"
 
 __all__ = [
     "AllRoundsFailedError",
