@@ -14,10 +14,14 @@ split, a slice folder), and the split's difference is the share-weighted sum. In
 The second table lists every question where the method's first document is not the first
 stage's: whether the method put a relevant document first (``win``), pushed a relevant
 first document down (``loss``) or changed an irrelevant first document for another
-(``other``), and the probability it gave its new first document.
+(``other``), and the probability it gave its new first document. With ``--peers``, a
+third table compares every method on one stratum (``--stratum``, default ``slice``), over
+the questions of it that every method ran: MRR@10 and nDCG@10, and the method minus each
+(paired, same bootstrap).
 
     python -m benchmarks.nq_strata --run nq-heldout/run-test-bm25-quarter-none.trec \\
-        --qrels nq-heldout/qrels/test.tsv out-qwen-test out-qwen-slice-peers out-qwen-slice2-peers
+        --qrels nq-heldout/qrels/test.tsv out-qwen-test out-qwen-slice-peers out-qwen-slice2-peers \\
+        --peers langchain-listwise,llamaindex-llmrerank,llamaindex-rankgpt
 """
 
 from __future__ import annotations
@@ -30,7 +34,7 @@ from pathlib import Path
 import numpy as np
 
 from gold_panning_integrations.ir.collection import read_qrels, read_run
-from gold_panning_integrations.ir.metrics import bootstrap_interval, per_query_metrics
+from gold_panning_integrations.ir.metrics import bootstrap_interval, paired_difference, per_query_metrics
 
 STRATA = ("first", "slice", "none")
 
@@ -70,6 +74,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--depth", type=int, default=10, help="candidates per question (default 10)")
     ap.add_argument("--method", default="gp-defaults", help="the method compared (default gp-defaults)")
     ap.add_argument("--baseline", default="base", help="the first stage's row in the folders (default base)")
+    ap.add_argument("--peers", default="", help="comma-separated methods for the per-stratum table")
+    ap.add_argument(
+        "--stratum", choices=STRATA, default="slice", help="the stratum of that table (default slice)"
+    )
     ap.add_argument("--seed", type=int, default=0, help="bootstrap seed")
     args = ap.parse_args(argv)
 
@@ -125,7 +133,44 @@ def main(argv: Sequence[str] | None = None) -> int:
         p = probs.get(q, {})
         shown = [f"{p[d]:.2f}" if d in p else "-" for d in (top, old)]
         print(f"| {q} | {split[q]} | {outcome} | {shown[0]} | {shown[1]} |")
+    if args.peers:
+        _peer_table(args, split, judged_all=qrels, rng=rng)
     return 0
+
+
+def _peer_table(
+    args: argparse.Namespace,
+    split: Mapping[str, str],
+    *,
+    judged_all: Mapping[str, Mapping[str, int]],
+    rng: np.random.Generator,
+) -> None:
+    """Every method on the questions of ``args.stratum`` that all of them ran."""
+    names = [args.baseline, args.method, *[p for p in args.peers.split(",") if p]]
+    rankings: dict[str, dict[str, list[str]]] = {name: {} for name in names}
+    for folder in args.out:
+        for name in names:
+            path = folder / "runs" / f"{name}.trec"
+            if path.is_file():
+                rankings[name].update(_ranking(path))
+    qs = sorted(q for q in split if split[q] == args.stratum and all(q in rankings[n] for n in names))
+    judged = {q: judged_all.get(q, {}) for q in qs}
+    scores = {n: per_query_metrics(judged, {q: rankings[n][q] for q in qs}) for n in names}
+    print(f"\n{len(qs)} questions of the {args.stratum!r} stratum ran by every method\n")
+    print(
+        f"| method | nDCG@10 | MRR@10 [95% CI] | {args.method} minus it, MRR@10 [95% CI] (wins / losses / ties) |"
+    )
+    print("|---|---|---|---|")
+    ours = [scores[args.method][q]["mrr@10"] for q in qs]
+    for n in names:
+        mrr = [scores[n][q]["mrr@10"] for q in qs]
+        lo, hi = bootstrap_interval(mrr, rng=rng)
+        ndcg = np.mean([scores[n][q]["ndcg@10"] for q in qs])
+        cell = "-"
+        if n != args.method:
+            d = paired_difference(ours, mrr, rng=rng)
+            cell = f"{d['mean_diff']:+.3f} [{d['ci95'][0]:+.2f}, {d['ci95'][1]:+.2f}] ({d['wins']} / {d['losses']} / {d['ties']})"
+        print(f"| {n} | {ndcg:.3f} | {np.mean(mrr):.3f} [{lo:.2f}, {hi:.2f}] | {cell} |")
 
 
 if __name__ == "__main__":

@@ -29,7 +29,7 @@ def test_share_weighted_difference_by_hand(tmp_path: Path, capsys: pytest.Captur
     """Four questions: q1 and q2 in ``first``, q3 in ``slice``, q4 in ``none`` (shares 0.5,
     0.25, 0.25). Run: q1 (the method moves the gold from first to third: nDCG 1 -> 1/log2(4)
     = 0.5) and q3 (gold from second to first: 1/log2(3) -> 1). The split: 0.5 * (-0.5) +
-    0.25 * (1 - 1/log2(3)) + 0.25 * 0 = -0.25 + 0.0923 = -0.1577."""
+    0.25 * (1 - 1/log2(3)) + 0.25 * 0 = -0.25 + 0.0923 = -0.1577. A peer run on q3 only."""
     first_stage = {
         "q1": ["g1", "a", "b"],
         "q2": ["g2", "a", "b"],
@@ -47,23 +47,15 @@ def test_share_weighted_difference_by_hand(tmp_path: Path, capsys: pytest.Captur
     (out / "probabilities").mkdir()
     (out / "probabilities" / "gp-defaults.jsonl").write_text(json.dumps(rows[0]) + "\n", encoding="utf-8")
 
-    assert (
-        main(
-            [
-                "--run",
-                str(tmp_path / "run.trec"),
-                "--qrels",
-                str(tmp_path / "qrels.tsv"),
-                "--depth",
-                "3",
-                str(out),
-            ]
-        )
-        == 0
-    )
+    _trec(out / "runs" / "peer.trec", {"q3": first_stage["q3"]}, "peer")
+    args = ["--run", str(tmp_path / "run.trec"), "--qrels", str(tmp_path / "qrels.tsv"), "--depth", "3"]
+    assert main([*args, str(out), "--peers", "peer"]) == 0
     text = capsys.readouterr().out
     expected = 0.5 * -0.5 + 0.25 * (1 - 1 / math.log2(3))
     assert f"nDCG@10 difference {expected:+.4f}" in text
     assert "| first | 0.500 | 1 | -0.500" in text and "| slice | 0.250 | 1 | +0.369" in text
     assert "| none | 0.250 | 0 | - |" in text
     assert "| q1 | first | loss | 0.70 | 0.10 |" in text and "| q3 | slice | win | - | - |" in text
+    # the slice's one question: the peer keeps the first stage's order (MRR 1/2), panning 1
+    assert "1 questions of the 'slice' stratum ran by every method" in text
+    assert "| peer | 0.631 | 0.500 [0.50, 0.50] | +0.500 [+0.50, +0.50] (1 / 0 / 0) |" in text
