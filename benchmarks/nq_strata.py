@@ -14,7 +14,10 @@ split, a slice folder), and the split's difference is the share-weighted sum. In
 The second table lists every question where the method's first document is not the first
 stage's: whether the method put a relevant document first (``win``), pushed a relevant
 first document down (``loss``) or changed an irrelevant first document for another
-(``other``), and the probability it gave its new first document. With ``--peers``, a
+(``other``), and the probability it gave its new first document. An ``evaluate
+--checkpoint`` file can stand for a folder (a run still going, or stopped): its rows'
+rankings are read against ``--run``'s candidates, which must be the first stage the
+checkpoint ranked. With ``--peers``, a
 third table compares every method on one stratum (``--stratum``, default ``slice``), over
 the questions of it that every method ran: MRR@10 and nDCG@10, and the method minus each
 (paired, same bootstrap).
@@ -30,6 +33,7 @@ import argparse
 import json
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -66,9 +70,27 @@ def _probabilities(path: Path) -> dict[str, dict[str, float]]:
     return out
 
 
+def _checkpoint(path: Path, candidates: Mapping[str, Sequence[str]]) -> dict[str, dict[str, Any]]:
+    """Method -> query id -> document ids best first, from an ``evaluate`` checkpoint's rows
+    (indices into ``candidates``); ``"<method> probabilities"`` -> query id -> document id
+    -> probability where a row has scores."""
+    out: dict[str, dict[str, Any]] = {}
+    for line in path.read_text(encoding="utf-8").splitlines():
+        row = json.loads(line)
+        if row.get("type") != "row" or row.get("error") or row["qid"] not in candidates:
+            continue
+        docs = list(candidates[row["qid"]])
+        out.setdefault(row["method"], {})[row["qid"]] = [docs[i] for i in row["ranking"]]
+        if row.get("scores"):
+            out.setdefault(f"{row['method']} probabilities", {})[row["qid"]] = dict(zip(docs, row["scores"]))
+    return out
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m benchmarks.nq_strata", description=__doc__.split("\n\n")[0])
-    ap.add_argument("out", nargs="+", type=Path, help="gold-panning evaluate --out folders")
+    ap.add_argument(
+        "out", nargs="+", type=Path, help="gold-panning evaluate --out folders (or --checkpoint files)"
+    )
     ap.add_argument("--run", type=Path, required=True, help="the first stage's run file over the whole split")
     ap.add_argument("--qrels", type=Path, required=True, help="the split's qrels (BEIR or TREC)")
     ap.add_argument("--depth", type=int, default=10, help="candidates per question (default 10)")
@@ -90,6 +112,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     base: dict[str, list[str]] = {}
     probs: dict[str, dict[str, float]] = {}
     for folder in args.out:
+        if folder.is_file():
+            rows = _checkpoint(folder, run.candidates)
+            method.update(rows.get(args.method, {}))
+            base.update(rows.get(args.baseline, {}))
+            probs.update(rows.get(f"{args.method} probabilities", {}))
+            continue
         method.update(_ranking(folder / "runs" / f"{args.method}.trec"))
         base.update(_ranking(folder / "runs" / f"{args.baseline}.trec"))
         probs.update(_probabilities(folder / "probabilities" / f"{args.method}.jsonl"))

@@ -59,3 +59,37 @@ def test_share_weighted_difference_by_hand(tmp_path: Path, capsys: pytest.Captur
     # the slice's one question: the peer keeps the first stage's order (MRR 1/2), panning 1
     assert "1 questions of the 'slice' stratum ran by every method" in text
     assert "| peer | 0.631 | 0.500 [0.50, 0.50] | +0.500 [+0.50, +0.50] (1 / 0 / 0) |" in text
+
+
+def test_a_checkpoint_stands_for_a_folder(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The same q3 as above from checkpoint rows: ranking indices into the run's candidates
+    ``a, g3, b``; panning's (1, 0, 2) puts g3 first, a win at probability 0.9."""
+    _trec(tmp_path / "run.trec", {"q3": ["a", "g3", "b"]}, "bm25")
+    (tmp_path / "qrels.tsv").write_text("query-id\tcorpus-id\tscore\nq3\tg3\t1\n", encoding="utf-8")
+    rows = [
+        {"type": "meta"},
+        {"type": "row", "qid": "q3", "method": "base", "ranking": [0, 1, 2], "error": None, "scores": None},
+        {
+            "type": "row",
+            "qid": "q3",
+            "method": "gp-defaults",
+            "ranking": [1, 0, 2],
+            "error": None,
+            "scores": [0.05, 0.9, 0.05],
+        },
+    ]
+    ck = tmp_path / "ck.jsonl"
+    ck.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    args = [
+        "--run",
+        str(tmp_path / "run.trec"),
+        "--qrels",
+        str(tmp_path / "qrels.tsv"),
+        "--depth",
+        "3",
+        str(ck),
+    ]
+    assert main(args) == 0
+    text = capsys.readouterr().out
+    assert f"| slice | 1.000 | 1 | {1 - 1 / math.log2(3):+.3f}" in text
+    assert "| q3 | slice | win | 0.90 | 0.05 |" in text
