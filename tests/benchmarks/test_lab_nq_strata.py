@@ -1,4 +1,5 @@
-"""``benchmarks.nq_strata``: the strata of a split and the share-weighted difference, by hand."""
+"""``benchmarks.nq_strata`` (the strata of a split and the share-weighted difference) and
+``benchmarks.nq_score_prior`` (the score prior swapped in), by hand."""
 
 from __future__ import annotations
 
@@ -6,9 +7,15 @@ import json
 import math
 from pathlib import Path
 
+import numpy as np
 import pytest
 
+import benchmarks.nq_score_prior as nsp
+import gold_panning_integrations.engine.panner as panner_module
 from benchmarks.nq_strata import main, stratum
+from gold_panning_integrations import DetectorProfile
+from gold_panning_integrations.engine.priors import score_prior_probs
+from gold_panning_integrations.readers.simulated import SimulatedReader
 
 
 def test_strata_by_the_first_stage_alone() -> None:
@@ -93,3 +100,43 @@ def test_a_checkpoint_stands_for_a_folder(tmp_path: Path, capsys: pytest.Capture
     text = capsys.readouterr().out
     assert f"| slice | 1.000 | 1 | {1 - 1 / math.log2(3):+.3f}" in text
     assert "| q3 | slice | win | 0.90 | 0.05 |" in text
+
+
+def test_score_prior_script_reads_scores_and_swaps_the_panner(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``benchmarks.nq_score_prior``: the scores of each question's top candidates, best
+    first, and a panner whose prior is the engine's score prior of those scores (scores 10,
+    9.9, 0: the first two start nearly level, where the rank prior would not)."""
+    (tmp_path / "queries.jsonl").write_text(
+        json.dumps({"_id": "q1", "text": "who?"}) + "\n", encoding="utf-8"
+    )
+    _trec(tmp_path / "run.trec", {"q1": ["d1", "d2", "d3"]}, "bm25")
+    lines = (
+        (tmp_path / "run.trec")
+        .read_text(encoding="utf-8")
+        .replace(" 3 bm25", " 10 bm25")
+        .replace(" 2 bm25", " 9.9 bm25")
+    )
+    (tmp_path / "run.trec").write_text(lines.replace(" 1 bm25", " 0 bm25"), encoding="utf-8")
+    assert nsp.scores_by_question(tmp_path, tmp_path / "run.trec", 3) == {"who?": [10.0, 9.9, 0.0]}
+
+    seen = {}
+
+    def fake_cli(argv: list[str]) -> int:
+        profile = DetectorProfile.bundled("lost-in-the-middle")
+        reader = SimulatedReader(profile, set(), rng=0)
+        res = panner_module.Panner(reader, profile=profile, k=1, rounds=1).run(
+            "who?", ["a", "b", "c"], prior_probs=[0.9, 0.05, 0.05]
+        )
+        seen["prior"] = res.prior_log_odds
+        return 0
+
+    monkeypatch.setattr(nsp, "cli_main", fake_cli)
+    assert (
+        nsp.main(["evaluate", "--data", str(tmp_path), "--run", str(tmp_path / "run.trec"), "--n", "3"]) == 0
+    )
+    s = np.array([10.0, 9.9, 0.0])
+    p = score_prior_probs(s / s.std(), k=1)
+    np.testing.assert_allclose(seen["prior"], np.log(p / (1 - p)), rtol=1e-6)
+    assert panner_module.Panner is nsp.Panner  # put back
