@@ -40,6 +40,8 @@ def test_table_lists_every_bench_module() -> None:
         "probabilities_maps_cv",
         "probabilities_nq_collection",
         "probabilities_runs",
+        "nq_score_prior",
+        "nq_strata",
     }
 
 
