@@ -132,13 +132,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         "| stratum | share of the split | run | nDCG@10 difference [95% CI] | wins / losses / ties | MRR@10 difference |"
     )
     print("|---|---|---|---|---|---|")
-    total, draws = 0.0, np.zeros(4000)
+    total, draws, missing = 0.0, np.zeros(4000), []
     for s in STRATA:
         qs = [q for q in run_q if split[q] == s]
         d = np.array([m[q]["ndcg@10"] - b[q]["ndcg@10"] for q in qs])
         r = np.array([m[q]["mrr@10"] - b[q]["mrr@10"] for q in qs])
         if not qs:
             print(f"| {s} | {shares[s]:.3f} | 0 | - | - | - |")
+            if s != "none" and shares[s] > 0:  # "none" scores 0 whatever the order
+                missing.append(s)
             continue
         lo, hi = bootstrap_interval(d, rng=rng)
         wlt = f"{(d > 1e-9).sum()} / {(d < -1e-9).sum()} / {(np.abs(d) <= 1e-9).sum()}"
@@ -147,8 +149,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
         total += shares[s] * d.mean()
         draws += shares[s] * d[rng.integers(0, d.size, size=(draws.size, d.size))].mean(axis=1)
-    lo, hi = np.quantile(draws, [0.025, 0.975])
-    print(f"\nthe split, share-weighted: nDCG@10 difference {total:+.4f} [{lo:+.4f}, {hi:+.4f}]\n")
+    if missing:
+        print(f"\nthe split: not estimated (no question run in the {' or '.join(missing)} stratum)\n")
+    else:
+        lo, hi = np.quantile(draws, [0.025, 0.975])
+        print(f"\nthe split, share-weighted: nDCG@10 difference {total:+.4f} [{lo:+.4f}, {hi:+.4f}]\n")
 
     print("| question | stratum | outcome | probability of the new first | the first stage's first |")
     print("|---|---|---|---|---|")

@@ -100,6 +100,38 @@ def test_a_checkpoint_stands_for_a_folder(tmp_path: Path, capsys: pytest.Capture
     text = capsys.readouterr().out
     assert f"| slice | 1.000 | 1 | {1 - 1 / math.log2(3):+.3f}" in text
     assert "| q3 | slice | win | 0.90 | 0.05 |" in text
+    assert "share-weighted" in text  # every question of this split is in the slice
+
+
+def test_no_estimate_without_a_stratum_that_can_change(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Only the slice was run, and a fifth of the split has its first document right: the
+    split's difference is not estimated from the slice alone."""
+    _trec(tmp_path / "run.trec", {"q1": ["g1", "a"], "q2": ["a", "g2"]}, "bm25")
+    (tmp_path / "qrels.tsv").write_text(
+        "query-id\tcorpus-id\tscore\nq1\tg1\t1\nq2\tg2\t1\n", encoding="utf-8"
+    )
+    out = tmp_path / "out"
+    _trec(out / "runs" / "base.trec", {"q2": ["a", "g2"]}, "base")
+    _trec(out / "runs" / "gp-defaults.trec", {"q2": ["g2", "a"]}, "gp")
+    assert (
+        main(
+            [
+                "--run",
+                str(tmp_path / "run.trec"),
+                "--qrels",
+                str(tmp_path / "qrels.tsv"),
+                "--depth",
+                "2",
+                str(out),
+            ]
+        )
+        == 0
+    )
+    text = capsys.readouterr().out
+    assert "the split: not estimated (no question run in the first stratum)" in text
+    assert "share-weighted" not in text
 
 
 def test_score_prior_script_reads_scores_and_swaps_the_panner(
