@@ -33,10 +33,10 @@ import argparse
 import json
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 
+from gold_panning_integrations.evaluate._instances import complete_ranking
 from gold_panning_integrations.ir.collection import read_qrels, read_run
 from gold_panning_integrations.ir.metrics import bootstrap_interval, paired_difference, per_query_metrics
 
@@ -61,8 +61,6 @@ def _ranking(path: Path) -> dict[str, list[str]]:
 
 def _probabilities(path: Path) -> dict[str, dict[str, float]]:
     """Query id -> document id -> probability, from ``probabilities/<method>.jsonl``."""
-    if not path.is_file():
-        return {}
     out = {}
     for line in path.read_text(encoding="utf-8").splitlines():
         row = json.loads(line)
@@ -70,20 +68,35 @@ def _probabilities(path: Path) -> dict[str, dict[str, float]]:
     return out
 
 
-def _checkpoint(path: Path, candidates: Mapping[str, Sequence[str]]) -> dict[str, dict[str, Any]]:
-    """Method -> query id -> document ids best first, from an ``evaluate`` checkpoint's rows
-    (indices into ``candidates``); ``"<method> probabilities"`` -> query id -> document id
-    -> probability where a row has scores."""
-    out: dict[str, dict[str, Any]] = {}
-    for line in path.read_text(encoding="utf-8").splitlines():
-        row = json.loads(line)
-        if row.get("type") != "row" or row.get("error") or row["qid"] not in candidates:
+def _load(
+    paths: Sequence[Path], candidates: Mapping[str, Sequence[str]], *, top_n: int
+) -> tuple[dict[str, dict[str, list[str]]], dict[str, dict[str, dict[str, float]]]]:
+    """Method -> query id -> document ids best first, and method -> query id -> document id
+    -> probability, from ``evaluate --out`` folders (``runs/*.trec``,
+    ``probabilities/*.jsonl``) and checkpoints (their rows' indices into ``candidates``,
+    completed to a ranking as ``evaluate`` does with ``top_n``);
+    a later path wins for a question two of them hold."""
+    rankings: dict[str, dict[str, list[str]]] = {}
+    probabilities: dict[str, dict[str, dict[str, float]]] = {}
+    for path in paths:
+        if path.is_dir():
+            for f in sorted((path / "runs").glob("*.trec")):
+                rankings.setdefault(f.stem, {}).update(_ranking(f))
+            for f in sorted((path / "probabilities").glob("*.jsonl")):
+                probabilities.setdefault(f.stem, {}).update(_probabilities(f))
             continue
-        docs = list(candidates[row["qid"]])
-        out.setdefault(row["method"], {})[row["qid"]] = [docs[i] for i in row["ranking"]]
-        if row.get("scores"):
-            out.setdefault(f"{row['method']} probabilities", {})[row["qid"]] = dict(zip(docs, row["scores"]))
-    return out
+        for line in path.read_text(encoding="utf-8").splitlines():
+            row = json.loads(line)
+            if row.get("type") != "row" or row["qid"] not in candidates:
+                continue
+            docs = list(candidates[row["qid"]])
+            # as evaluate scores it: what the method returned, then the first stage's order
+            # (all of it after an exception)
+            order = complete_ranking(row["ranking"] or [], len(docs), top_n=top_n)
+            rankings.setdefault(row["method"], {})[row["qid"]] = [docs[i] for i in order]
+            if row.get("scores"):
+                probabilities.setdefault(row["method"], {})[row["qid"]] = dict(zip(docs, row["scores"]))
+    return rankings, probabilities
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -108,19 +121,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     split = {q: stratum(c, qrels.get(q, {})) for q, c in run.candidates.items()}
     shares = {s: sum(v == s for v in split.values()) / len(split) for s in STRATA}
 
-    method: dict[str, list[str]] = {}
-    base: dict[str, list[str]] = {}
-    probs: dict[str, dict[str, float]] = {}
-    for folder in args.out:
-        if folder.is_file():
-            rows = _checkpoint(folder, run.candidates)
-            method.update(rows.get(args.method, {}))
-            base.update(rows.get(args.baseline, {}))
-            probs.update(rows.get(f"{args.method} probabilities", {}))
-            continue
-        method.update(_ranking(folder / "runs" / f"{args.method}.trec"))
-        base.update(_ranking(folder / "runs" / f"{args.baseline}.trec"))
-        probs.update(_probabilities(folder / "probabilities" / f"{args.method}.jsonl"))
+    rankings, probabilities = _load(args.out, run.candidates, top_n=args.depth)
+    method, base = rankings.get(args.method, {}), rankings.get(args.baseline, {})
+    probs = probabilities.get(args.method, {})
     run_q = sorted(q for q in method if q in base and q in split)
     judged = {q: qrels.get(q, {}) for q in run_q}
     m = per_query_metrics(judged, {q: method[q] for q in run_q})
@@ -167,29 +170,27 @@ def main(argv: Sequence[str] | None = None) -> int:
         shown = [f"{p[d]:.2f}" if d in p else "-" for d in (top, old)]
         print(f"| {q} | {split[q]} | {outcome} | {shown[0]} | {shown[1]} |")
     if args.peers:
-        _peer_table(args, split, judged_all=qrels, rng=rng)
+        _peer_table(args, split, rankings, judged_all=qrels, rng=rng)
     return 0
 
 
 def _peer_table(
     args: argparse.Namespace,
     split: Mapping[str, str],
+    rankings: Mapping[str, Mapping[str, list[str]]],
     *,
     judged_all: Mapping[str, Mapping[str, int]],
     rng: np.random.Generator,
 ) -> None:
     """Every method on the questions of ``args.stratum`` that all of them ran."""
     names = [args.baseline, args.method, *[p for p in args.peers.split(",") if p]]
-    rankings: dict[str, dict[str, list[str]]] = {name: {} for name in names}
-    for folder in args.out:
-        for name in names:
-            path = folder / "runs" / f"{name}.trec"
-            if path.is_file():
-                rankings[name].update(_ranking(path))
+    rankings = {n: rankings.get(n, {}) for n in names}
     qs = sorted(q for q in split if split[q] == args.stratum and all(q in rankings[n] for n in names))
     judged = {q: judged_all.get(q, {}) for q in qs}
     scores = {n: per_query_metrics(judged, {q: rankings[n][q] for q in qs}) for n in names}
     print(f"\n{len(qs)} questions of the {args.stratum!r} stratum ran by every method\n")
+    if not qs:
+        return
     print(
         f"| method | nDCG@10 | MRR@10 [95% CI] | {args.method} minus it, MRR@10 [95% CI] (wins / losses / ties) |"
     )
