@@ -17,7 +17,8 @@ first document down (``loss``) or changed an irrelevant first document for anoth
 (``other``), and the probability it gave its new first document. An ``evaluate
 --checkpoint`` file can stand for a folder (a run still going, or stopped): its rows'
 rankings are read against ``--run``'s candidates, which must be the first stage the
-checkpoint ranked. With ``--peers``, a
+checkpoint ranked. ``--against`` compares the method with another run of it (the same
+questions with other options, say) instead of with the first stage. With ``--peers``, a
 third table compares every method on one stratum (``--stratum``, default ``slice``), over
 the questions of it that every method ran: MRR@10 and nDCG@10, and the method minus each
 (paired, same bootstrap).
@@ -113,6 +114,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument(
         "--stratum", choices=STRATA, default="slice", help="the stratum of that table (default slice)"
     )
+    ap.add_argument(
+        "--against",
+        nargs="+",
+        type=Path,
+        default=None,
+        help="folders or checkpoints of another run of --method: compare with it instead of --baseline",
+    )
     ap.add_argument("--seed", type=int, default=0, help="bootstrap seed")
     args = ap.parse_args(argv)
 
@@ -123,6 +131,10 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     rankings, probabilities = _load(args.out, run.candidates, top_n=args.depth)
     method, base = rankings.get(args.method, {}), rankings.get(args.baseline, {})
+    against = f"{args.baseline}"
+    if args.against:
+        base = _load(args.against, run.candidates, top_n=args.depth)[0].get(args.method, {})
+        against = f"{args.method} of {', '.join(str(p) for p in args.against)}"
     probs = probabilities.get(args.method, {})
     run_q = sorted(q for q in method if q in base and q in split)
     judged = {q: qrels.get(q, {}) for q in run_q}
@@ -130,7 +142,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     b = per_query_metrics(judged, {q: base[q] for q in run_q})
 
     rng = np.random.default_rng(args.seed)
-    print(f"{len(split)} questions in the split; {len(run_q)} run ({args.method} against {args.baseline})\n")
+    print(f"{len(split)} questions in the split; {len(run_q)} run ({args.method} against {against})\n")
     print(
         "| stratum | share of the split | run | nDCG@10 difference [95% CI] | wins / losses / ties | MRR@10 difference |"
     )

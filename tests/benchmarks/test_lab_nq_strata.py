@@ -172,3 +172,17 @@ def test_score_prior_script_reads_scores_and_swaps_the_panner(
     p = score_prior_probs(s / s.std(), k=1)
     np.testing.assert_allclose(seen["prior"], np.log(p / (1 - p)), rtol=1e-6)
     assert panner_module.Panner is nsp.Panner  # put back
+
+
+def test_against_another_run_of_the_method(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Run A puts q3's gold second (as BM25 did), run B first: A against B on the slice is
+    1/log2(3) - 1 = -0.369 in nDCG@10 and 1/2 - 1 = -0.5 in MRR@10."""
+    _trec(tmp_path / "run.trec", {"q3": ["a", "g3", "b"]}, "bm25")
+    (tmp_path / "qrels.tsv").write_text("query-id\tcorpus-id\tscore\nq3\tg3\t1\n", encoding="utf-8")
+    for name, order in (("A", ["a", "g3", "b"]), ("B", ["g3", "a", "b"])):
+        _trec(tmp_path / name / "runs" / "gp-defaults.trec", {"q3": order}, "gp")
+    args = ["--run", str(tmp_path / "run.trec"), "--qrels", str(tmp_path / "qrels.tsv"), "--depth", "3"]
+    assert main([*args, str(tmp_path / "A"), "--against", str(tmp_path / "B")]) == 0
+    text = capsys.readouterr().out
+    assert "1 run (gp-defaults against gp-defaults of " in text
+    assert f"| slice | 1.000 | 1 | {1 / math.log2(3) - 1:+.3f}" in text and "| 0 / 1 / 0 | -0.500 |" in text
