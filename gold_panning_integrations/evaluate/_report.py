@@ -138,6 +138,23 @@ def _calibration_row(m: str, c: Mapping[str, Any], labels: Mapping[str, str]) ->
     ]
 
 
+def _per_round_lines(summary: Mapping[str, Mapping[str, Any]], labels: Mapping[str, str]) -> list[str]:
+    """Top-1 after each round for the panning methods, as wide as the longest (a method
+    that ran fewer rounds shows ``-`` after its last); no lines when none panned."""
+    pan = {m: d["per_round"] for m, d in summary.items() if d.get("per_round")}
+    if not pan:
+        return []
+    width = max(len(r) for r in pan.values())
+    rows = [[labels.get(m, m), *(f"{x:.2f}" for x in r), *["-"] * (width - len(r))] for m, r in pan.items()]
+    head = ["method", *(str(t) for t in range(1, width + 1))]
+    return [
+        "",
+        "Top-1 accuracy after each round (an early stop carries its answer forward):",
+        "",
+        *_table(head, rows),
+    ]
+
+
 def format_markdown(
     summary: Mapping[str, Mapping[str, Any]],
     *,
@@ -164,22 +181,7 @@ def format_markdown(
             "",
             *errors,
         ]
-    pan = [m for m in summary if summary[m].get("per_round")]
-    if pan:
-        lines += ["", "Top-1 accuracy after each round (an early stop carries its answer forward):", ""]
-        width = max(len(summary[m]["per_round"]) for m in pan)
-        head = ["method", *(str(t) for t in range(1, width + 1))]
-        lines += _table(
-            head,
-            [
-                [
-                    labels.get(m, m),
-                    *(f"{x:.2f}" for x in summary[m]["per_round"]),
-                    *["-"] * (width - len(summary[m]["per_round"])),
-                ]
-                for m in pan
-            ],
-        )
+    lines += _per_round_lines(summary, labels)
     cal = {m: d["calibration"] for m, d in summary.items() if d.get("calibration")}
     if cal:
         lines += ["", "Calibration of the per-document probabilities over every (query, candidate) pair:", ""]
