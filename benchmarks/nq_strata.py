@@ -51,15 +51,6 @@ def stratum(candidates: Sequence[str], judged: Mapping[str, int]) -> str:
     return "slice" if any(judged.get(d, 0) > 0 for d in candidates) else "none"
 
 
-def _ranking(path: Path) -> dict[str, list[str]]:
-    """Query id -> document ids best first, from a run file ``evaluate --out`` wrote."""
-    rows: dict[str, list[tuple[float, str]]] = {}
-    for line in path.read_text(encoding="utf-8").splitlines():
-        q, _, doc, _, score, _ = line.split()
-        rows.setdefault(q, []).append((-float(score), doc))
-    return {q: [d for _, d in sorted(r)] for q, r in rows.items()}
-
-
 def _probabilities(path: Path) -> dict[str, dict[str, float]]:
     """Query id -> document id -> probability, from ``probabilities/<method>.jsonl``."""
     out = {}
@@ -82,7 +73,8 @@ def _load(
     for path in paths:
         if path.is_dir():
             for f in sorted((path / "runs").glob("*.trec")):
-                rankings.setdefault(f.stem, {}).update(_ranking(f))
+                found = read_run(f, depth=top_n).candidates
+                rankings.setdefault(f.stem, {}).update({q: list(d) for q, d in found.items()})
             for f in sorted((path / "probabilities").glob("*.jsonl")):
                 probabilities.setdefault(f.stem, {}).update(_probabilities(f))
             continue

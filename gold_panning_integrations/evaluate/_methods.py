@@ -165,11 +165,10 @@ class Endpoint:
 def _per_round(
     result: Any, gold: Sequence[int], rounds: int, rng: np.random.Generator
 ) -> tuple[list[float], list[int]]:
-    from ._scoring import per_round_hits
+    from ._scoring import carry_forward, per_round_hits
 
     hits = per_round_hits(result, gold, rng=rng, rounds=rounds)
-    toks = np.cumsum([r.prompt_tokens for r in result.rounds]) if result.rounds else np.zeros(0)
-    toks = np.concatenate([toks[:rounds], np.full(max(rounds - toks.size, 0), toks[-1] if toks.size else 0)])
+    toks = carry_forward(np.cumsum([r.prompt_tokens for r in result.rounds]), rounds)
     return [float(h) for h in hits], [int(t) for t in toks]
 
 

@@ -22,6 +22,7 @@ from ..ir.metrics import wilson_interval
 from ._endpoints import _USAGE_KEYS
 from ._instances import CompareInstance, complete_ranking
 from ._methods import PANNING, MethodFn, MethodOutcome, TracesNotWritten
+from ._scoring import carry_forward
 
 __all__ = ["CHECKPOINT_FORMAT", "run_compare", "summarize"]
 
@@ -258,7 +259,7 @@ def _carried(rows: Sequence[Sequence[float]]) -> NDArray[np.float64]:
     """The mean of per-round values, shape ``(longest row,)``: a shorter row (a method
     run with fewer rounds, rows resumed from another run) carries its last value forward."""
     width = max(len(r) for r in rows)
-    return np.mean([[*r, *([r[-1]] * (width - len(r)))] for r in rows], axis=0)
+    return np.mean([carry_forward(r, width) for r in rows], axis=0)
 
 
 def summarize(

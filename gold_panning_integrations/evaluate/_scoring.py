@@ -24,7 +24,7 @@ from ..ir.metrics import (
 )
 from ._instances import CompareInstance, complete_ranking
 
-__all__ = ["BOOTSTRAP_SEED", "method_rankings", "per_round_hits", "score_methods"]
+__all__ = ["BOOTSTRAP_SEED", "carry_forward", "method_rankings", "per_round_hits", "score_methods"]
 
 BOOTSTRAP_SEED = 0
 """Seed of the bootstrap generator: a summary is a pure function of its rows."""
@@ -122,6 +122,12 @@ def per_round_hits(
         else:
             top = int(np.argsort(-r.posteriors, kind="stable")[0])
         out[t] = 1.0 if top in gold_set else 0.0
-    if rounds is not None:
-        out = np.concatenate([out[:rounds], np.full(max(rounds - out.size, 0), out[-1] if out.size else 0.0)])
-    return out
+    return out if rounds is None else carry_forward(out, rounds)
+
+
+def carry_forward(values: Sequence[float] | NDArray[np.float64], width: int) -> NDArray[np.float64]:
+    """The first ``width`` of per-round ``values``, shape ``(width,)``: after a shorter run
+    (an early stop, fewer rounds) the last value stands for the rounds it did not run; 0
+    for no values."""
+    x = np.asarray(values, dtype=np.float64)
+    return np.concatenate([x[:width], np.full(max(width - x.size, 0), x[-1] if x.size else 0.0)])
