@@ -12,6 +12,9 @@ folder's ``queries.jsonl``.
     python -m benchmarks.nq_score_prior evaluate --task beir --data nq-strata \\
         --run nq-strata/run.trec --split test --instances 51 --seed 6 --n 10 --mode answer \\
         --reader embedded --model-path "$path" --methods base,gp-defaults --out out-score
+
+``--engine-option NAME=VALUE`` (repeatable, taken out before ``evaluate`` sees the
+arguments) sets one more engine option for the panning methods, e.g. ``self_citing=0.5``.
 """
 
 from __future__ import annotations
@@ -54,15 +57,29 @@ def scores_by_question(data: Path, run_path: Path, depth: int) -> dict[str, list
     return {texts[q]: [scores[q][d] for d in docs] for q, docs in run.candidates.items() if q in texts}
 
 
+def engine_options(args: list[str]) -> dict[str, float]:
+    """The ``--engine-option NAME=VALUE`` pairs of ``args`` (removed from it), values as numbers."""
+    found: dict[str, float] = {}
+    while "--engine-option" in args:
+        i = args.index("--engine-option")
+        if i + 1 >= len(args) or "=" not in args[i + 1]:
+            raise SystemExit("nq_score_prior: --engine-option takes NAME=VALUE, e.g. self_citing=0.5")
+        name, value = args[i + 1].split("=", 1)
+        found[name] = float(value)
+        del args[i : i + 2]
+    return found
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
+    extra = engine_options(args)
     by_question = scores_by_question(
         Path(_flag(args, "--data")), Path(_flag(args, "--run")), int(_flag(args, "--n", "20"))
     )
 
     class ScorePriorPanner(Panner):
         def __init__(self, *a: Any, **kw: Any) -> None:
-            super().__init__(*a, **{**kw, "retriever_prior": "score"})
+            super().__init__(*a, **{**kw, **extra, "retriever_prior": "score"})
 
         def run(self, question: str, documents: Sequence[Any], **options: Any) -> Any:
             scores = by_question[question]
