@@ -188,7 +188,7 @@ def main(argv: list[str] | None = None) -> int:
         reader=reader,
         top_n=args.top_n,
         **given(rounds=args.rounds, prompts_per_round=args.prompts_per_round),  # else the library's defaults
-        retriever_prior="score",  # BM25 scores arrive as NodeWithScore.score
+        # the default prior ("auto") reads BM25's scores from NodeWithScore.score
         expected_relevant=1,  # NQ: one gold passage per question
         seed=args.seed,
         profile=args.profile,  # None: the reader's own (smollm2-135m-kv for the embedded model)

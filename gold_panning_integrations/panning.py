@@ -24,9 +24,10 @@ class GoldPanner(Panner):
     under labels drawn at random for every prompt, asks the reader which shown documents
     answer the question, and updates every shown document's log-odds by Bayes' rule.
     ``run``/``arun(question, documents, *, scores=None, prior_probs=None, ...)`` start
-    from the retriever prior over the documents' order (``retriever_prior``, default
-    ``"rank"``) unless ``prior_probs`` or ``prior_log_odds`` is given; pass
-    ``retriever_prior="none"`` for documents in no meaningful order.
+    from the retriever prior over the documents' order and, with ``scores`` for 5
+    documents or more, their scores (``retriever_prior``, default ``"auto"``) unless
+    ``prior_probs`` or ``prior_log_odds`` is given; pass ``retriever_prior="none"`` for
+    documents in no meaningful order.
 
     Args:
         reader: A reader (``read``/``aread`` of the

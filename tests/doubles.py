@@ -64,13 +64,14 @@ def make_docs(n: int, *, needle_at: int | None = None) -> list[Document]:
     return docs
 
 
-def make_nodes(n: int, *, needle_at: int | None = None) -> list[NodeWithScore]:
-    """``n`` LlamaIndex nodes (ids ``n<i>``, scores ``n - i``); the one at ``needle_at``
-    holds :data:`NEEDLE`."""
+def make_nodes(n: int, *, needle_at: int | None = None, scored: bool = False) -> list[NodeWithScore]:
+    """``n`` LlamaIndex nodes (ids ``n<i>``); the one at ``needle_at`` holds :data:`NEEDLE`.
+    Scores ``n - i`` when ``scored`` (the default prior, ``"auto"``, then reads them), else
+    None: a retriever that gives only an order (the rank prior)."""
     out = []
     for i in range(n):
         text = NEEDLE if i == needle_at else f"Filler passage number {i}."
-        out.append(NodeWithScore(node=TextNode(text=text, id_=f"n{i}"), score=float(n - i)))
+        out.append(NodeWithScore(node=TextNode(text=text, id_=f"n{i}"), score=float(n - i) if scored else None))
     return out
 
 

@@ -52,7 +52,7 @@ DEFAULT_SELF_CITING = 0.0
 # The choices of the options of the same name.
 EmptyPromptRule = Literal["evidence", "skip", "mixture"]
 Spread = Literal["draw", "stride", "copies"]
-RetrieverPrior = Literal["rank", "score", "none"]
+RetrieverPrior = Literal["auto", "rank", "score", "none"]
 OnFailure = Literal["raise", "fallback"]
 
 PAPER_UPDATE: dict[str, Any] = {
@@ -290,14 +290,16 @@ class PanningConfig:
         choices=typing.get_args(PriorSpec),
     )
     retriever_prior: RetrieverPrior = option(
-        "rank",
+        "auto",
         "Prior belief from the order the documents come in (a base retriever's ranking): "
         "``rank`` decays with the rank (see ``prior_top10_recall`` and ``prior_head_decay``); "
         "``score`` is a softmax over the retriever's scores divided by their standard "
-        "deviation, where every document has a finite score (else ``rank``, with a warning; "
-        "all scores equal: flat); ``none`` is the flat prior of ``prior``, for documents in no "
-        "meaningful order. Not used when the caller passes per-document prior probabilities "
-        "or log-odds.",
+        "deviation (see ``prior_temperature``), where every document has a finite score "
+        "(else ``rank``, with a warning; all scores equal: flat); ``auto`` is ``score`` where "
+        "every one of at least 5 documents has a finite score and ``rank`` otherwise, "
+        "silently (a retriever's scores carry how sure it was; its order does not); ``none`` is the "
+        "flat prior of ``prior``, for documents in no meaningful order. Not used when the "
+        "caller passes per-document prior probabilities or log-odds.",
         choices=typing.get_args(RetrieverPrior),
     )
     prior_top10_recall: float = option(
@@ -339,8 +341,11 @@ class PanningConfig:
         check=_number_in(0.0, 1.0, high_closed=True),
     )
     prior_temperature: float = option(
-        1.0,
-        "Softness of the score prior, in standard deviations of the scores (> 0); larger is flatter.",
+        0.5,
+        "Softness of the score prior, in standard deviations of the scores (> 0); larger is "
+        "flatter. 0.5 is near the maximum-likelihood fit on labelled NQ queries for both a "
+        "BM25 and a dense first stage (docs/embedded-model.md); refit it for yours with "
+        "``python -m benchmarks.score_prior_fit``.",
         check=_number_in(0.0, None, optional=False),
     )
     stop_at: float | None = option(

@@ -469,7 +469,7 @@ class Panner:
         Args (the keyword options are :class:`RunOptions`, all optional):
             k: Override of the panner's ``k`` for this call.
             scores: The retriever's score per document (None where unknown), ``(n,)``;
-                for ``retriever_prior="score"``.
+                for ``retriever_prior="auto"`` (the default) and ``"score"``.
             prior_probs: Prior probabilities, ``(n,)``; replace the retriever prior.
             prior_log_odds: Prior log-odds, ``(n,)``; replace the retriever prior.
             rng: Generator for this call (default: the panner's, else derived).
@@ -561,7 +561,7 @@ def _retriever_prior(
         mode=config.retriever_prior,
         top10_recall=config.prior_top10_recall,
         head_decay=config.resolved("prior_head_decay"),
-        scores=scores if config.retriever_prior == "score" else None,
+        scores=scores if config.retriever_prior in ("score", "auto") else None,
         temperature=config.prior_temperature,
     )
 

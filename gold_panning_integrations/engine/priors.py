@@ -15,6 +15,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 __all__ = [
+    "AUTO_MIN_SCORED",
     "DEFAULT_HEAD_DECAY",
     "DEFAULT_HEAD_FLOOR",
     "MAX_PRIOR",
@@ -30,6 +31,12 @@ MAX_PRIOR = 0.95
 
 DEFAULT_HEAD_FLOOR = 0.2
 """Share of the default rank prior's top-10 mass spread evenly over the top 10."""
+
+AUTO_MIN_SCORED = 5
+"""``retriever_prior="auto"`` reads scores only from this many documents up: the scores are
+divided by their standard deviation, and over fewer documents that says little about how
+sure the retriever was (two different scores always stand two deviations apart). The
+default temperature was fitted on 5 to 30 candidates (docs/embedded-model.md)."""
 
 DEFAULT_HEAD_DECAY = 0.6
 """Ratio between consecutive ranks inside the top 10 of the default rank prior (at 10
@@ -114,6 +121,15 @@ def score_prior_probs(scores: ArrayLike, *, k: float = 1, temperature: float = 1
     return _to_expected_k(np.maximum(np.exp(z), 1e-12), k)
 
 
+def _usable_scores(scores: Sequence[float | None] | None, n: int) -> bool:
+    """Whether ``scores`` holds one finite number per document (bools are not scores)."""
+    return (
+        scores is not None
+        and len(scores) == n
+        and all(isinstance(s, (int, float)) and not isinstance(s, bool) and math.isfinite(s) for s in scores)
+    )
+
+
 def retriever_prior_probs(
     n: int,
     *,
@@ -131,24 +147,19 @@ def retriever_prior_probs(
     ``scores`` (``(n,)``, None where unknown) and ``temperature`` (in standard deviations)
     ``"score"``. Returns shape ``(n,)``, or None for the flat prior.
     """
+    if mode not in ("auto", "rank", "score", "none"):
+        raise ValueError(f"retriever_prior must be 'auto', 'rank', 'score' or 'none', got {mode!r}")
     if n == 0 or mode == "none":
         return None
-    if mode == "score":
-        if (
-            scores is not None
-            and len(scores) == n
-            and all(
-                isinstance(s, (int, float)) and not isinstance(s, bool) and math.isfinite(s) for s in scores
-            )
-        ):
+    if mode == "score" or (mode == "auto" and n >= AUTO_MIN_SCORED):
+        if _usable_scores(scores, n):
             s = np.asarray(scores, dtype=np.float64)
             spread = float(s.std())
             if spread <= 0.0:
                 return None
             return score_prior_probs(s / spread, k=k, temperature=temperature)
-        logger.warning(
-            "retriever_prior='score' but not every document has a finite score; using the rank prior instead"
-        )
-    elif mode != "rank":
-        raise ValueError(f"retriever_prior must be 'rank', 'score' or 'none', got {mode!r}")
+        if mode == "score":
+            logger.warning(
+                "retriever_prior='score' but not every document has a finite score; using the rank prior instead"
+            )
     return rank_prior_probs(n, k=k, top10_recall=top10_recall, head_decay=head_decay)

@@ -48,6 +48,8 @@ class CompareInstance:
         index: Position of the instance in its run (seeds the panners' generators).
         qid: Query id in run files; ``""`` means ``"<task>-<index>"``.
         doc_ids: Document ids in run files, shape ``(n,)``; ``()`` means ``d0 .. d{n-1}``.
+        scores: The first stage's score of each document, shape ``(n,)``; ``()`` when it
+            gave none (the panning methods' ``retriever_prior="auto"`` then uses the rank).
     """
 
     question: str
@@ -58,6 +60,7 @@ class CompareInstance:
     index: int = 0
     qid: str = ""
     doc_ids: tuple[str, ...] = ()
+    scores: tuple[float, ...] = ()
 
     @property
     def query_id(self) -> str:
@@ -163,7 +166,7 @@ def collection_instances(
             raise ValueError(f"--instances must be >= 1, got {instances!r}")
         pick = np.random.default_rng(seed).choice(len(qids), size=instances, replace=False)
         qids = [qids[int(i)] for i in sorted(pick)]  # in file order
-    cands, without = first_stage(collection, qids, depth=depth, stemmer=stemmer)
+    cands, without, scores = first_stage(collection, qids, depth=depth, stemmer=stemmer)
     out: list[CompareInstance] = []
     for q in (q for q in qids if q in cands):
         judged: Mapping[str, int] = collection.qrels[q]
@@ -171,7 +174,14 @@ def collection_instances(
         docs = [collection.documents[d] for d in cands[q]]
         out.append(
             CompareInstance(
-                collection.queries[q], docs, gold, task=task, index=len(out), qid=q, doc_ids=cands[q]
+                collection.queries[q],
+                docs,
+                gold,
+                task=task,
+                index=len(out),
+                qid=q,
+                doc_ids=cands[q],
+                scores=scores.get(q, ()),
             )
         )
     if not out:
@@ -263,7 +273,10 @@ def _nq_sample_instances(
         s = bm25.scores(q.question)
         ids.sort(key=lambda j: (-float(s[j]), j != q.gold))
         docs = [sample.passages[j].content for j in ids]
-        out.append(CompareInstance(q.question, docs, (ids.index(q.gold),), tuple(q.answers), "nq"))
+        scores = tuple(float(s[j]) for j in ids)
+        out.append(
+            CompareInstance(q.question, docs, (ids.index(q.gold),), tuple(q.answers), "nq", scores=scores)
+        )
     return out
 
 
@@ -342,5 +355,10 @@ def _nq_instances(
             seen.add(passages[j])
         ids = sorted([int(qi), *chosen], key=lambda j: (-s[j], j != int(qi)))
         docs = [passages[j] for j in ids]
-        out.append(CompareInstance(item.question, docs, (ids.index(int(qi)),), tuple(item.answers), "nq"))
+        scores = tuple(float(s[j]) for j in ids)
+        out.append(
+            CompareInstance(
+                item.question, docs, (ids.index(int(qi)),), tuple(item.answers), "nq", scores=scores
+            )
+        )
     return out

@@ -189,7 +189,6 @@ def panning_method(
     ``on_result(result, instance)`` gets every finished result (``--traces``). The
     generator is seeded by ``seed``, the instance and the method's place in :data:`ALL_METHODS`."""
     from ..engine.panner import Panner
-    from ..engine.priors import rank_prior_probs
 
     if name not in PANNING_METHODS:
         raise ValueError(f"{name!r} is not a panning method; choose one of {', '.join(PANNING)}")
@@ -198,8 +197,6 @@ def panning_method(
         from ..profiles import load_profile
 
         profile = load_profile(profile)
-    # the profile's, else the default; never None once resolved
-    head_decay = float(PanningConfig().with_profile(profile).prior_head_decay)  # type: ignore[arg-type]
 
     def run(inst: CompareInstance) -> MethodOutcome:
         rng = np.random.default_rng([seed, inst.index, ALL_METHODS.index(name)])
@@ -210,12 +207,9 @@ def panning_method(
             **spec.options,
         }
         panner = Panner(reader, profile=profile, k=kq, on_failure="fallback", rng=rng, **options)
-        prior_probs = None
-        if spec.rank_prior:
-            prior_probs = rank_prior_probs(
-                len(inst.documents), k=kq, top10_recall=_DEFAULTS.prior_top10_recall, head_decay=head_decay
-            )
-        res = panner.run(inst.question, inst.documents, prior_probs=prior_probs)
+        # The first stage's scores, where it gave them: the default prior ("auto") reads
+        # them, else the rank.
+        res = panner.run(inst.question, inst.documents, scores=list(inst.scores) or None)
         if on_result is not None:
             on_result(res, inst)
         hits, toks = _per_round(res, inst.gold, int(options["rounds"]), rng)

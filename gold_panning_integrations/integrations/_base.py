@@ -188,7 +188,7 @@ class PanQuery:
         texts: Document texts in the base retriever's order, shape ``(n,)``.
         k: The engine's ``k`` (None: no count limit).
         scores: The retriever's score per document (None where unknown), shape ``(n,)``,
-            for ``retriever_prior="score"``; None: no scores.
+            for ``retriever_prior="auto"`` (the default) and ``"score"``; None: no scores.
         reader: A reader for this query only (e.g. with the run's callbacks bound);
             None: the adapter's resolved reader.
     """

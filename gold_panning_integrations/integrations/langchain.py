@@ -146,7 +146,7 @@ class _LangChainPanning(PanningOptions):
     LlamaIndex ``LLM``, or ``"local"`` for the embedded model (wrapped by ``as_reader``)."""
 
     score_key: str = "score"
-    """Metadata key holding the base retriever's score, used by ``retriever_prior='score'``."""
+    """Metadata key holding the base retriever's score, read by the default ``retriever_prior='auto'`` (and ``'score'``)."""
 
     def _reader_source(self) -> Any:
         return self.reader
@@ -213,7 +213,7 @@ class GoldPanningRetriever(BaseRetriever, _LangChainPanning):
 
     base_retriever: BaseRetriever
     """The retriever whose documents are reranked; its order (and, with
-    ``retriever_prior='score'``, scores) informs the prior."""
+    ``retriever_prior='auto'``, the default, scores) informs the prior."""
 
     k: int | None = 4
     """Number of documents to return, a positive int (per call: ``invoke(query, k=...)``),

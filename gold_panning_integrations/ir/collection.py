@@ -78,11 +78,14 @@ class Run:
         path: The run file.
         candidates: Query id -> document ids, best first, at most ``depth`` each.
         lines: ``(query id, document id)`` -> the line that named it (for messages).
+        scores: Query id -> the run's score of each candidate, in the order of
+            :attr:`candidates` (the panning prior ``retriever_prior="auto"`` reads them).
     """
 
     path: Path
     candidates: Mapping[str, tuple[str, ...]]
     lines: Mapping[tuple[str, str], int]
+    scores: Mapping[str, tuple[float, ...]] = field(default_factory=lambda: MappingProxyType({}))
 
 
 @dataclass(frozen=True)
@@ -99,6 +102,9 @@ class Collection:
         candidates: Query id -> document ids in first-stage order (a run file, or the
             passages of a RAG line), or ``None`` when the first stage is BM25 over
             :attr:`documents`.
+        candidate_scores: Query id -> the run file's score of each candidate, in the
+            order of :attr:`candidates`; ``None`` when the first stage gives no scores
+            (a RAG line) or is BM25 (:func:`~.first_stage.first_stage` scores it).
         origin: Query id -> where its judgements are (``"qrels file 'x' line 3"``).
         left_out: Query id -> why it is not evaluated (no document of grade > 0).
         first_stage: ``"bm25"``, ``"run: PATH"`` or ``"rag: PATH"``.
@@ -112,6 +118,7 @@ class Collection:
     origin: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
     left_out: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
     first_stage: str = "bm25"
+    candidate_scores: Mapping[str, tuple[float, ...]] | None = None
 
 
 def fixture_path() -> Path:
@@ -347,9 +354,11 @@ def read_run(path: str | Path, *, depth: int, queries: set[str] | None = None) -
             rows.setdefault(qid, []).append((-score, rank, lineno, docid))
     if not seen:
         raise CollectionError(f"{_where(what, p)} holds no run line")
-    cands = {q: tuple(d for *_, d in sorted(r)[:depth]) for q, r in rows.items()}
+    best = {q: sorted(r)[:depth] for q, r in rows.items()}
+    cands = {q: tuple(d for *_, d in r) for q, r in best.items()}
+    scores = {q: tuple(-neg for neg, *_ in r) for q, r in best.items()}
     lines = {(q, d): seen[(q, d)] for q, ds in cands.items() for d in ds}
-    return Run(p, _frozen(cands), _frozen(lines))
+    return Run(p, _frozen(cands), _frozen(lines), _frozen(scores))
 
 
 # ====================================================================== collections
@@ -362,10 +371,18 @@ def _collection(
     origin: dict[str, str],
     left_out: dict[str, str],
     first_stage: str,
+    scores: dict[str, tuple[float, ...]] | None = None,
 ) -> Collection:
     """A :class:`Collection` over read-only copies of the mappings."""
     frozen = (_frozen(queries), _frozen(qrels), _frozen(docs), None if cands is None else _frozen(cands))
-    return Collection(name, *frozen, _frozen(origin), _frozen(left_out), first_stage)
+    return Collection(
+        name,
+        *frozen,
+        _frozen(origin),
+        _frozen(left_out),
+        first_stage,
+        None if scores is None else _frozen(scores),
+    )
 
 
 def _judged(
@@ -402,6 +419,7 @@ def _with_first_stage(
     depth: int,
 ) -> Collection:
     cands: dict[str, tuple[str, ...]] | None = None
+    scores: dict[str, tuple[float, ...]] | None = None
     if run is None:
         docs, first_stage = read_corpus(corpus), "bm25"
     else:
@@ -422,7 +440,8 @@ def _with_first_stage(
                 f"file {str(corpus)!r}; pass the corpus the run was made on"
             )
         cands, first_stage = {q: r.candidates[q] for q in queries}, f"run: {r.path}"
-    return _collection(name, queries, qrels, docs, cands, origin, left_out, first_stage)
+        scores = {q: r.scores[q] for q in queries}
+    return _collection(name, queries, qrels, docs, cands, origin, left_out, first_stage, scores)
 
 
 def load_beir(

@@ -169,7 +169,7 @@ def test_score_prior_script_reads_scores_and_swaps_the_panner(
         nsp.main(["evaluate", "--data", str(tmp_path), "--run", str(tmp_path / "run.trec"), "--n", "3"]) == 0
     )
     s = np.array([10.0, 9.9, 0.0])
-    p = score_prior_probs(s / s.std(), k=1)
+    p = score_prior_probs(s / s.std(), k=1, temperature=0.5)  # the default prior_temperature
     np.testing.assert_allclose(seen["prior"], np.log(p / (1 - p)), rtol=1e-6)
     assert panner_module.Panner is nsp.Panner  # put back
 
@@ -186,3 +186,25 @@ def test_against_another_run_of_the_method(tmp_path: Path, capsys: pytest.Captur
     text = capsys.readouterr().out
     assert "1 run (gp-defaults against gp-defaults of " in text
     assert f"| slice | 1.000 | 1 | {1 / math.log2(3) - 1:+.3f}" in text and "| 0 / 1 / 0 | -0.500 |" in text
+
+
+def test_score_prior_script_passes_engine_options(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``--engine-option self_citing=0.5`` reaches the swapped panner and not ``evaluate``'s
+    own arguments; a malformed one is refused with the form to use."""
+    (tmp_path / "queries.jsonl").write_text(json.dumps({"_id": "q1", "text": "who?"}) + "\n", encoding="utf-8")
+    _trec(tmp_path / "run.trec", {"q1": ["d1", "d2", "d3"]}, "bm25")
+    seen: dict[str, object] = {}
+
+    def fake_cli(argv: list[str]) -> int:
+        profile = DetectorProfile.bundled("lost-in-the-middle")
+        seen["argv"] = list(argv)
+        seen["self_citing"] = panner_module.Panner(SimulatedReader(profile, set(), rng=0), profile=profile).self_citing
+        return 0
+
+    monkeypatch.setattr(nsp, "cli_main", fake_cli)
+    argv = ["evaluate", "--data", str(tmp_path), "--run", str(tmp_path / "run.trec"), "--n", "3"]
+    assert nsp.main([*argv, "--engine-option", "self_citing=0.5"]) == 0
+    assert seen["self_citing"] == 0.5
+    assert seen["argv"] == argv
+    with pytest.raises(SystemExit, match="NAME=VALUE"):
+        nsp.main([*argv, "--engine-option", "self_citing"])

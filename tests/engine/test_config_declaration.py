@@ -32,9 +32,9 @@ def test_options_list_every_field_in_order_with_its_default() -> None:
 
 def test_the_options_include_the_retriever_prior() -> None:
     specs = {s.name: s for s in PanningConfig.options()}
-    assert specs["retriever_prior"].default == "rank"
-    assert specs["retriever_prior"].choices == ("rank", "score", "none")
-    assert (specs["prior_top10_recall"].default, specs["prior_temperature"].default) == (0.5, 1.0)
+    assert specs["retriever_prior"].default == "auto"
+    assert specs["retriever_prior"].choices == ("auto", "rank", "score", "none")
+    assert (specs["prior_top10_recall"].default, specs["prior_temperature"].default) == (0.5, 0.5)
     assert (specs["prior_head_decay"].default, specs["expected_relevant"].default) == (None, None)
 
 
@@ -118,7 +118,7 @@ def test_adapter_options_override_a_config_only_when_set() -> None:
         ({"rounds": 0}, r"rounds must be an int >= 1, got 0"),
         ({"rounds": "4"}, r"rounds must be an int >= 1, got '4'"),
         ({"spread": "zigzag"}, r"spread must be 'draw', 'stride' or 'copies', got 'zigzag'"),
-        ({"retriever_prior": "bm25"}, r"retriever_prior must be 'rank', 'score' or 'none'"),
+        ({"retriever_prior": "bm25"}, r"retriever_prior must be 'auto', 'rank', 'score' or 'none'"),
         ({"policy": "oracle"}, r"policy 'oracle' is for simulation only"),
     ],
 )

@@ -58,10 +58,33 @@ def test_score_prior_from_the_scores_passed_to_run() -> None:
     # scores [0, 2, 0]: std = 2 * sqrt(2) / 3, so the standardised scores are
     # [0, 3/sqrt(2), 0]; softmax: e^(3/sqrt 2) / (e^(3/sqrt 2) + 2) for the second.
     e = math.exp(3 / math.sqrt(2))
-    got = _posteriors(retriever_prior="score", scores=[0.0, 2.0, 0.0])
+    got = _posteriors(retriever_prior="score", scores=[0.0, 2.0, 0.0], prior_temperature=1.0)
     assert got == pytest.approx([1 / (e + 2), e / (e + 2), 1 / (e + 2)])
+    # the default temperature 0.5 doubles the exponent: e^(3 sqrt 2) / (e^(3 sqrt 2) + 2) =
+    # 0.972 for the second, over the cap of 0.95; the excess 0.022 goes to the other two.
+    assert _posteriors(retriever_prior="score", scores=[0.0, 2.0, 0.0]) == pytest.approx([0.025, 0.95, 0.025])
     # all equal: flat (the base rate)
     assert _posteriors(retriever_prior="score", scores=[1.0, 1.0, 1.0]) == pytest.approx([1 / 3] * 3)
+
+
+def test_auto_prior_reads_scores_where_every_document_has_one(caplog: pytest.LogCaptureFixture) -> None:
+    # the default: the score prior with scores of 5 documents or more, the rank prior
+    # otherwise, and no warning either way (a retriever that gives no scores is no mistake)
+    five = ["a", "b", "c", "d", "e"]
+    # scores [0, 0, 4, 0, 0]: std 1.6, z = [0, 0, 2.5, 0, 0], at 0.5: e^5 / (e^5 + 4) = 0.9737,
+    # capped at 0.95, the excess 0.0237 split evenly: 0.0125 each
+    with caplog.at_level(logging.WARNING, logger="gold_panning_integrations.engine.priors"):
+        res = GoldPanner(ScriptedReader(), FLAT, rounds=1).run("q", five, scores=[0.0, 0.0, 4.0, 0.0, 0.0])
+        assert res.posteriors.tolist() == pytest.approx([0.0125, 0.0125, 0.95, 0.0125, 0.0125])
+        assert _posteriors(scores=[0.0, 2.0, 0.0]) == pytest.approx(RANK3)  # 3 documents: rank
+        assert _posteriors() == pytest.approx(RANK3)
+        res = GoldPanner(ScriptedReader(), FLAT, rounds=1).run("q", five, scores=[1.0, None, 0.0, 0.0, 0.0])
+        assert res.posteriors.tolist() == pytest.approx(rank_prior_probs(5, k=1).tolist())
+        res = GoldPanner(ScriptedReader(), FLAT, rounds=1, retriever_prior="rank").run(
+            "q", five, scores=[0.0, 0.0, 4.0, 0.0, 0.0]
+        )
+        assert res.posteriors.tolist() == pytest.approx(rank_prior_probs(5, k=1).tolist())
+    assert [r for r in caplog.records if r.name == "gold_panning_integrations.engine.priors"] == []
 
 
 def test_score_prior_without_scores_falls_back_to_the_rank_prior(caplog: pytest.LogCaptureFixture) -> None:
@@ -94,13 +117,13 @@ def test_retriever_prior_probs_modes() -> None:
     assert retriever_prior_probs(3, k=1, mode="none", top10_recall=0.5) is None
     assert retriever_prior_probs(0, k=1, mode="rank", top10_recall=0.5) is None
     assert retriever_prior_probs(3, k=1, mode="rank", top10_recall=0.5).tolist() == pytest.approx(RANK3)  # type: ignore[union-attr]
-    with pytest.raises(ValueError, match="retriever_prior must be 'rank', 'score' or 'none', got 'bm25'"):
+    with pytest.raises(ValueError, match="retriever_prior must be 'auto', 'rank', 'score' or 'none', got 'bm25'"):
         retriever_prior_probs(3, k=1, mode="bm25", top10_recall=0.5)
 
 
 def test_the_prior_options_are_checked_like_every_option() -> None:
     for bad, pattern in (
-        ({"retriever_prior": "bm25"}, r"retriever_prior must be 'rank', 'score' or 'none', got 'bm25'"),
+        ({"retriever_prior": "bm25"}, r"retriever_prior must be 'auto', 'rank', 'score' or 'none', got 'bm25'"),
         ({"prior_top10_recall": 1.0}, r"prior_top10_recall must be a number in \(0, 1\), got 1\.0"),
         ({"prior_head_decay": 1.5}, r"prior_head_decay must be a number in \(0, 1\] or None, got 1\.5"),
         ({"expected_relevant": 0}, r"expected_relevant must be a number > 0 or None, got 0"),

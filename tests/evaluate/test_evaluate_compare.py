@@ -804,14 +804,42 @@ def test_rank_prior_is_given_to_the_panner_only_where_promised(
     real_run = P.Panner.run
 
     def run(self: Any, question: str, documents: Any, **kw: Any) -> Any:
-        seen.append(kw.get("prior_probs"))
-        return real_run(self, question, documents, **kw)
+        res = real_run(self, question, documents, **kw)
+        seen.append(res.prior_log_odds)
+        return res
 
     monkeypatch.setattr(P.Panner, "run", run)
     fn = C.panning_method(method, _FailingReader(), profile="smollm2-135m-kv", rounds=1, seed=0)
     fn(C.make_instances("kv", n=20, instances=1, seed=0)[0])
     # the rank prior decreases over the top 10 (head_decay 0.6, head_floor 0.2): first > tenth
     assert bool(seen[0] is not None and seen[0][0] > seen[0][9]) is ranked
+
+
+def test_the_first_stages_scores_reach_the_default_prior(monkeypatch: pytest.MonkeyPatch) -> None:
+    # An instance with scores (a run file's, BM25's): the default prior ("auto") is the
+    # softmax over the scores at temperature 0.5, not the rank prior.
+    from gold_panning_integrations.engine import panner as P
+    from gold_panning_integrations.engine.priors import score_prior_probs
+
+    seen: list[Any] = []
+    real_run = P.Panner.run
+
+    def run(self: Any, question: str, documents: Any, **kw: Any) -> Any:
+        seen.append(kw.get("scores"))
+        res = real_run(self, question, documents, **kw)
+        seen.append(res.prior_log_odds)
+        return res
+
+    monkeypatch.setattr(P.Panner, "run", run)
+    inst = C.make_instances("kv", n=6, instances=1, seed=0)[0]
+    scores = (1.0, 9.0, 2.0, 2.0, 1.0, 0.5)  # the second document far ahead
+    inst = C.CompareInstance(inst.question, inst.documents, inst.gold, scores=scores)
+    C.panning_method("gp-defaults", _FailingReader(), profile="smollm2-135m-kv", rounds=1, seed=0)(inst)
+    assert seen[0] == list(scores)
+    s = np.asarray(scores)
+    expected = score_prior_probs(s / s.std(), temperature=0.5)
+    np.testing.assert_allclose(seen[1], np.log(expected / (1 - expected)), atol=1e-9)
+    assert int(np.argmax(seen[1])) == 1
 
 
 def test_without_evidence_failed_rounds_count_as_unusable() -> None:

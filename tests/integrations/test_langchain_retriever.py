@@ -231,12 +231,34 @@ def test_rank_prior_is_the_default() -> None:
 def test_score_prior_from_metadata_and_fallback() -> None:
     docs = _docs(2)
     docs[0].metadata["score"], docs[1].metadata["score"] = 0.0, 2.0
-    # scores / std (= 1) -> softmax: e^2/(e^2+1) for the second document
-    r = _retriever(docs, ScriptedReader(), profile=FLAT, k=2, expected_relevant=1, retriever_prior="score")
+    # scores / std (= 1) -> softmax at temperature 1: e^2/(e^2+1) for the second document
+    r = _retriever(
+        docs,
+        ScriptedReader(),
+        profile=FLAT,
+        k=2,
+        expected_relevant=1,
+        retriever_prior="score",
+        prior_temperature=1.0,
+    )
     out = r.invoke("q")
     assert [d.metadata["i"] for d in out] == [1, 0]  # the score overrules the base order
     e2 = math.exp(2.0)
     assert [d.metadata["gold_panning_posterior"] for d in out] == pytest.approx([e2 / (e2 + 1), 1 / (e2 + 1)])
+    # at the default temperature 0.5: e^4/(e^4+1) = 0.982, capped at 0.95
+    out = _retriever(
+        docs, ScriptedReader(), profile=FLAT, k=2, expected_relevant=1, retriever_prior="score"
+    ).invoke("q")
+    assert [d.metadata["gold_panning_posterior"] for d in out] == pytest.approx([0.95, 0.05])
+    # the default prior ("auto") reads scores from 5 documents up: two get the rank prior
+    out = _retriever(docs, ScriptedReader(), profile=FLAT, k=2, expected_relevant=1).invoke("q")
+    assert [d.metadata["i"] for d in out] == [0, 1]
+    # five scored documents, the best last: the default prior puts it first
+    five = _docs(5)
+    for i, d in enumerate(five):
+        d.metadata["score"] = float(i)
+    out = _retriever(five, ScriptedReader(), profile=FLAT, k=1, expected_relevant=1).invoke("q")
+    assert [d.metadata["i"] for d in out] == [4]
     # a missing score falls back to the rank prior
     del docs[1].metadata["score"]
     out = _retriever(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterator
 from typing import Any
 
@@ -225,14 +226,33 @@ def test_priors_from_rank_and_score() -> None:
     _, result = GoldPanningPostprocessor(reader=ScriptedReader(), profile=FLAT, top_n=1).pan(nodes, "q")
     assert result.posteriors.tolist() == pytest.approx(rank_prior_probs(3, k=1).tolist())
     # NodeWithScore.score: scores 3, 2, 1 have std sqrt(2/3); standardised they are
-    # spaced 1/sqrt(2/3) = 1.224745 apart, so the softmax weights are 1, e^-1.2247, e^-2.4495
+    # spaced 1/sqrt(2/3) = 1.224745 apart, so at temperature 1 the softmax weights are 1,
+    # e^-1.2247, e^-2.4495
+    scored = _nodes(3, scored=True)
     p = GoldPanningPostprocessor(
-        reader=ScriptedReader(), profile=FLAT, top_n=3, expected_relevant=1, retriever_prior="score"
+        reader=ScriptedReader(),
+        profile=FLAT,
+        top_n=3,
+        expected_relevant=1,
+        retriever_prior="score",
+        prior_temperature=1.0,
     )
     w = [1.0, 0.293838, 0.086341]
-    assert [n.score for n in p.postprocess_nodes(nodes, query_str="q")] == pytest.approx(
+    assert [n.score for n in p.postprocess_nodes(scored, query_str="q")] == pytest.approx(
         [x / sum(w) for x in w], abs=1e-5
     )
+    # the default ("auto", temperature 0.5) reads the scores of 5 nodes and more: scores
+    # 5..1 have std sqrt(2), so standardised they are 1/sqrt(2) apart, 2/sqrt(2) = sqrt(2)
+    # at temperature 0.5; weights e^(-i sqrt 2): 1, 0.243117, 0.059106, 0.014370, 0.003494
+    w = [math.exp(-i * math.sqrt(2)) for i in range(5)]
+    _, result = GoldPanningPostprocessor(reader=ScriptedReader(), profile=FLAT, top_n=1).pan(
+        _nodes(5, scored=True), "q"
+    )
+    assert result.posteriors.tolist() == pytest.approx([x / sum(w) for x in w], abs=1e-6)
+    assert result.posteriors[0] == pytest.approx(0.757526, abs=1e-6)
+    # ... and not of 3: the rank prior
+    _, result = GoldPanningPostprocessor(reader=ScriptedReader(), profile=FLAT, top_n=1).pan(scored, "q")
+    assert result.posteriors.tolist() == pytest.approx(rank_prior_probs(3, k=1).tolist())
 
 
 def test_every_round_failing() -> None:

@@ -50,21 +50,23 @@ def test_bm25_first_stage_returns_only_matching_documents(tmp_path: Path) -> Non
     # "apple pie recipe": d1 holds all three terms (recipe only there), d2 apple and pie;
     # d3 says "apples" and d9 "pies", which an unstemmed tokenizer does not match.
     c = load_beir(write_beir(tmp_path / "beir"))
-    cands, without = first_stage(c, ["q1"], depth=5)
+    cands, without, scores = first_stage(c, ["q1"], depth=5)
     assert (cands, without) == ({"q1": ("d1", "d2")}, {})
+    # BM25's own scores come along, best first (the panning prior "auto" reads them)
+    assert list(scores) == ["q1"] and len(scores["q1"]) == 2 and scores["q1"][0] > scores["q1"][1] > 0
 
 
 def test_bm25_stemmer_also_matches_inflections(tmp_path: Path) -> None:
     c = load_beir(write_beir(tmp_path / "beir"))
-    cands, _ = first_stage(c, ["q1"], depth=5, stemmer="english")
+    cands, _, _ = first_stage(c, ["q1"], depth=5, stemmer="english")
     assert set(cands["q1"]) == {"d1", "d2", "d3", "d9"}
 
 
 def test_bm25_first_stage_reports_a_query_it_matches_nothing_for(tmp_path: Path) -> None:
     c = load_beir(write_beir(tmp_path / "beir"))
     c2 = type(c)(c.name, {"qx": "the of and"}, {"qx": {"d1": 1}}, c.documents)
-    cands, without = first_stage(c2, ["qx"], depth=5)
-    assert (cands, list(without)) == ({}, ["qx"])
+    cands, without, scores = first_stage(c2, ["qx"], depth=5)
+    assert (cands, list(without), scores) == ({}, ["qx"], {})
 
 
 def test_beir_split_names_the_qrels_file(tmp_path: Path) -> None:
@@ -110,7 +112,19 @@ def test_trec_run_keeps_only_the_candidates_documents_in_memory(tmp_path: Path) 
 def test_run_file_ties_keep_the_rank_column(tmp_path: Path) -> None:
     run = tmp_path / "run.txt"
     run.write_text("q Q0 b 2 5.0 t\nq Q0 a 1 5.0 t\nq Q0 c 3 7.0 t\n")
-    assert read_run(run, depth=3).candidates["q"] == ("c", "a", "b")
+    r = read_run(run, depth=3)
+    assert r.candidates["q"] == ("c", "a", "b")
+    assert r.scores["q"] == (7.0, 5.0, 5.0)  # aligned with the candidates
+
+
+def test_a_run_files_scores_reach_the_first_stage(tmp_path: Path) -> None:
+    p = write_trec(tmp_path / "trec")
+    c = load_trec(topics=p["topics"], qrels=p["qrels"], corpus=p["corpus"], run=p["run"], depth=2)
+    assert c.candidates is not None and c.candidate_scores is not None
+    cands, _, scores = first_stage(c, list(c.candidates), depth=1)
+    run = read_run(p["run"], depth=2)
+    assert {q: s[0] for q, s in scores.items()} == {q: run.scores[q][0] for q in cands}
+    assert all(len(scores[q]) == len(cands[q]) == 1 for q in cands)
 
 
 def test_topics_in_trec_sgml(tmp_path: Path) -> None:

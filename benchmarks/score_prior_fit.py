@@ -1,0 +1,127 @@
+"""How sharp the first stage's scores should make the panning prior: ``prior_temperature``
+fitted on labelled queries, with no model call.
+
+``retriever_prior="auto"`` (the default) turns a retriever's scores into prior
+probabilities: a softmax over the scores divided by their standard deviation, at
+``prior_temperature``. Which temperature makes those probabilities right is a property of
+the first stage, not of the model: for every query whose candidates hold a relevant
+document, the softmax should give the relevant ones their share. This script reads a BEIR
+folder and a run file (or several: one per first stage), keeps the queries with a relevant
+candidate, and prints for a grid of temperatures the mean log-likelihood
+``log sum_{relevant i} p_i(T)`` per query, the maximum-likelihood temperature, and, beside
+it, the rank prior's log-likelihood (``retriever_prior="rank"`` with its defaults) on the
+same queries. It also prints the gap between the first and the second score (in standard
+deviations) by stratum: the first candidate relevant, a lower one relevant, none.
+
+    python -m benchmarks.score_prior_fit nq-heldout --split calibration \\
+        --run nq-heldout/run-calibration-bm25.trec --run nq-heldout/run-calibration-minilm.trec
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+import numpy as np
+from numpy.typing import NDArray
+
+from gold_panning_integrations.engine.priors import rank_prior_probs, score_prior_probs
+from gold_panning_integrations.ir.collection import load_beir
+
+GRID = tuple(round(float(t), 2) for t in np.arange(0.2, 3.01, 0.05))
+"""Temperatures tried, in standard deviations of a query's scores."""
+
+
+def labelled(
+    qrels: Mapping[str, Mapping[str, int]],
+    candidates: Mapping[str, Sequence[str]],
+    scores: Mapping[str, Sequence[float]],
+    *,
+    level: int = 1,
+) -> list[tuple[NDArray[np.float64], NDArray[np.bool_]]]:
+    """``(z, relevant)`` per query with a relevant candidate and scores that vary: ``z`` the
+    scores over their standard deviation, shape ``(n,)``."""
+    out = []
+    for q, docs in candidates.items():
+        rel = np.array([qrels.get(q, {}).get(d, 0) >= level for d in docs])
+        s = np.asarray(scores[q], dtype=np.float64)
+        if rel.any() and s.size > 1 and s.std() > 0:
+            out.append((s / s.std(), rel))
+    return out
+
+
+def log_likelihood(
+    rows: Sequence[tuple[NDArray[np.float64], NDArray[np.bool_]]], temperature: float
+) -> float:
+    """Mean over queries of ``log`` (the score prior's mass on the relevant candidates)."""
+    return float(
+        np.mean([np.log(score_prior_probs(z, temperature=temperature)[rel].sum()) for z, rel in rows])
+    )
+
+
+def rank_log_likelihood(rows: Sequence[tuple[NDArray[np.float64], NDArray[np.bool_]]]) -> float:
+    """The same for the default rank prior (``prior_top10_recall`` 0.5, head decay 0.6)."""
+    return float(np.mean([np.log(rank_prior_probs(z.size)[rel].sum()) for z, rel in rows]))
+
+
+def first_gaps(
+    qrels: Mapping[str, Mapping[str, int]],
+    candidates: Mapping[str, Sequence[str]],
+    scores: Mapping[str, Sequence[float]],
+    *,
+    level: int = 1,
+) -> dict[str, list[float]]:
+    """Stratum -> the gap between the first and the second score, in standard deviations."""
+    out: dict[str, list[float]] = {"first": [], "slice": [], "none": []}
+    for q, docs in candidates.items():
+        s = np.asarray(scores[q], dtype=np.float64)
+        if s.size < 2 or s.std() == 0:
+            continue
+        rel = [qrels.get(q, {}).get(d, 0) >= level for d in docs]
+        key = "first" if rel[0] else ("slice" if any(rel) else "none")
+        out[key].append(float((s[0] - s[1]) / s.std()))
+    return out
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument(
+        "folder", type=Path, help="a BEIR folder (corpus.jsonl, queries.jsonl, qrels/<split>.tsv)"
+    )
+    ap.add_argument("--split", default="calibration", help="the qrels to fit on (default calibration)")
+    ap.add_argument(
+        "--run", action="append", required=True, help="a run file (repeatable: one per first stage)"
+    )
+    ap.add_argument("--depth", type=int, default=10, help="candidates per query (default 10)")
+    ap.add_argument("--level", type=int, default=1, help="lowest grade counted relevant (default 1)")
+    args = ap.parse_args(argv)
+    for run in args.run:
+        c = load_beir(args.folder, split=args.split, run=run, depth=args.depth)
+        assert c.candidates is not None and c.candidate_scores is not None
+        rows = labelled(c.qrels, c.candidates, c.candidate_scores, level=args.level)
+        curve = {t: log_likelihood(rows, t) for t in GRID}
+        best = max(curve, key=lambda t: curve[t])
+        print(f"## {run}: {len(rows)} queries with a relevant candidate (split {args.split})")
+        print("| temperature | mean log-likelihood |")
+        print("|---|---|")
+        for t in (0.3, 0.5, 0.75, 1.0, 1.5, 2.0, best):
+            print(
+                f"| {t:g}{' (ML)' if t == best else ''} | {curve[min(GRID, key=lambda g: abs(g - t))]:.4f} |"
+            )
+        print(f"| rank prior (defaults) | {rank_log_likelihood(rows):.4f} |")
+        gaps = first_gaps(c.qrels, c.candidates, c.candidate_scores, level=args.level)
+        print(
+            "first-minus-second gap (std), median [quartiles]: "
+            + "; ".join(
+                f"{k} {np.median(v):.2f} [{np.quantile(v, 0.25):.2f}, {np.quantile(v, 0.75):.2f}] (n={len(v)})"
+                for k, v in gaps.items()
+                if v
+            )
+        )
+        print()
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,74 @@
+"""``benchmarks.score_prior_fit``: the score prior's likelihood by temperature, by hand."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from benchmarks.score_prior_fit import first_gaps, labelled, log_likelihood, main, rank_log_likelihood
+
+
+def test_likelihood_of_the_relevant_candidates_by_hand() -> None:
+    # scores [2, 0]: std 1, so z = [2, 0]; the first is relevant. At temperature 1 the
+    # softmax gives it e^2 / (e^2 + 1) = 0.880797; at 0.5, e^4 / (e^4 + 1) = 0.982014,
+    # capped at 0.95 (no prior exceeds it).
+    rows = labelled({"q": {"a": 1}}, {"q": ("a", "b")}, {"q": (2.0, 0.0)})
+    assert len(rows) == 1
+    np.testing.assert_allclose(rows[0][0], [2.0, 0.0])
+    assert rows[0][1].tolist() == [True, False]
+    assert log_likelihood(rows, 1.0) == pytest.approx(math.log(math.exp(2) / (math.exp(2) + 1)))
+    assert log_likelihood(rows, 0.5) == pytest.approx(math.log(0.95))
+    # the rank prior at n = 2: weights 0.8 * (1, 0.6) / 1.6 + 0.2 / 2 = (0.6, 0.4)
+    assert rank_log_likelihood(rows) == pytest.approx(math.log(0.6))
+
+
+def test_queries_without_a_relevant_candidate_or_with_equal_scores_are_left_out() -> None:
+    qrels = {"q1": {"x": 1}, "q2": {"a": 1}, "q3": {"b": 2}}
+    cands = {"q1": ("a", "b"), "q2": ("a", "b"), "q3": ("a", "b")}
+    scores = {"q1": (3.0, 1.0), "q2": (1.0, 1.0), "q3": (3.0, 1.0)}
+    rows = labelled(qrels, cands, scores)
+    assert len(rows) == 1 and rows[0][1].tolist() == [False, True]
+    assert labelled(qrels, cands, scores, level=3) == []
+
+
+def test_first_minus_second_gap_by_stratum() -> None:
+    # scores (3, 1, 1): std = sqrt(8/9) = 0.942809, gap 2 / 0.942809 = 2.121320
+    qrels = {"f": {"a": 1}, "s": {"b": 1}, "n": {}}
+    cands = {q: ("a", "b", "c") for q in qrels}
+    scores = {q: (3.0, 1.0, 1.0) for q in qrels}
+    gaps = first_gaps(qrels, cands, scores)
+    assert {k: [round(g, 6) for g in v] for k, v in gaps.items()} == {
+        "first": [2.12132],
+        "slice": [2.12132],
+        "none": [2.12132],
+    }
+
+
+def test_main_prints_the_fit_and_the_rank_prior(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / "qrels").mkdir()
+    docs = {f"d{i}": f"passage {i}" for i in range(4)}
+    (tmp_path / "corpus.jsonl").write_text(
+        "".join(json.dumps({"_id": d, "title": "", "text": t}) + "\n" for d, t in docs.items()),
+        encoding="utf-8",
+    )
+    (tmp_path / "queries.jsonl").write_text(
+        "".join(json.dumps({"_id": q, "text": q}) + "\n" for q in ("q1", "q2")), encoding="utf-8"
+    )
+    (tmp_path / "qrels" / "calibration.tsv").write_text("query-id\tcorpus-id\tscore\nq1\td0\t1\nq2\td2\t1\n")
+    run = tmp_path / "run.trec"
+    run.write_text(
+        "".join(
+            f"{q} Q0 d{i} {i + 1} {s} t\n"
+            for q, ss in (("q1", (9, 3, 2, 1)), ("q2", (4, 3.5, 3, 1)))
+            for i, s in enumerate(ss)
+        )
+    )
+    assert main([str(tmp_path), "--run", str(run), "--depth", "4"]) == 0
+    out = capsys.readouterr().out
+    assert "2 queries with a relevant candidate (split calibration)" in out
+    assert "(ML)" in out and "| rank prior (defaults) |" in out
+    assert "first " in out and "slice " in out
