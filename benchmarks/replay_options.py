@@ -132,7 +132,7 @@ def compare(args: argparse.Namespace) -> int:
     splits = {"calibration": read_traces(args.calibration)}
     if args.test is not None:
         splits["test"] = read_traces(args.test)
-    sets = [{}] + [option_set(s) for s in args.set]
+    sets: list[dict[str, Any]] = [{}] + [option_set(s) for s in args.set]
     print(
         "| options | split | first / slice / none | MRR@10 difference: first, slice | "
         "nDCG@10 difference: first, slice | ECE, raw -> Platt | top gap | p_none AUROC |"
@@ -187,18 +187,33 @@ def rescore(args: argparse.Namespace) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m benchmarks.replay_options", description=__doc__.split("\n\n")[0])
+    ap = argparse.ArgumentParser(
+        prog="python -m benchmarks.replay_options", description=__doc__.split("\n\n")[0]
+    )
     sub = ap.add_subparsers(dest="command", required=True)
     c = sub.add_parser("compare", help="replay labelled traces with option sets")
     c.add_argument("--profile", required=True, help="the profile the traces were panned with (name or path)")
-    c.add_argument("--calibration", type=Path, required=True, help="labelled calibration traces (the map is fitted on them)")
+    c.add_argument(
+        "--calibration",
+        type=Path,
+        required=True,
+        help="labelled calibration traces (the map is fitted on them)",
+    )
     c.add_argument("--test", type=Path, default=None, help="labelled held-out traces (reported only)")
-    c.add_argument("--set", action="append", default=[], help="an option set NAME=VALUE[,NAME=VALUE...] (repeatable)")
+    c.add_argument(
+        "--set", action="append", default=[], help="an option set NAME=VALUE[,NAME=VALUE...] (repeatable)"
+    )
     r = sub.add_parser("rescore", help="a copy of a trace file with the score prior")
     r.add_argument("traces", type=Path)
-    r.add_argument("--checkpoint", type=Path, required=True, help="the evaluate checkpoint that wrote the traces")
-    r.add_argument("--run", type=Path, required=True, help="that checkpoint's run file (the first stage's scores)")
-    r.add_argument("--method", default="gp-defaults", help="the checkpoint's panning method (default gp-defaults)")
+    r.add_argument(
+        "--checkpoint", type=Path, required=True, help="the evaluate checkpoint that wrote the traces"
+    )
+    r.add_argument(
+        "--run", type=Path, required=True, help="that checkpoint's run file (the first stage's scores)"
+    )
+    r.add_argument(
+        "--method", default="gp-defaults", help="the checkpoint's panning method (default gp-defaults)"
+    )
     r.add_argument("--out", type=Path, required=True)
     args = ap.parse_args(argv)
     return compare(args) if args.command == "compare" else rescore(args)

@@ -38,7 +38,8 @@ def demo_nq_instances(count: int = DEMO_NQ_QUESTIONS, *, n: int = DEMO_NQ_DOCS) 
     """``count`` questions of the shipped NQ sample's held-out ``test`` split (drawn with
     :data:`DEMO_SEED`), each with ``n`` passages: the gold and its ``n - 1`` best
     distractors, in the order BM25 over all shipped passages ranks them (the gold first on
-    a tie). ``metadata["question_id"]`` names the question.
+    a tie). ``metadata["question_id"]`` names the question, ``metadata["scores"]`` holds
+    BM25's score of each passage in that order (what a retriever hands the integrations).
 
     Raises:
         MissingExtraError: ``bm25s`` is not installed.
@@ -60,6 +61,6 @@ def demo_nq_instances(count: int = DEMO_NQ_QUESTIONS, *, n: int = DEMO_NQ_DOCS) 
         scores = bm25.scores(q.question)
         ids = sorted([q.gold, *q.distractors[: n - 1]], key=lambda j: (-float(scores[j]), j != q.gold))
         docs = [sample.passages[j].content for j in ids]
-        meta = {"question_id": q.id}
+        meta = {"question_id": q.id, "scores": [float(scores[j]) for j in ids]}
         out.append(TaskInstance(q.question, docs, (ids.index(q.gold),), tuple(q.answers), "nq", meta))
     return out

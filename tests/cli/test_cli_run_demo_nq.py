@@ -71,14 +71,14 @@ def test_json_reports_bm25_hits_derived_from_the_data(demo_json: dict) -> None:
     assert s["bm25_top3"] == sum(r <= 3 for r in ranks.values())
 
 
-def test_panning_uses_the_rank_prior_and_matches_the_engine(demo_json: dict) -> None:
+def test_panning_reads_bm25s_scores_and_matches_the_engine(demo_json: dict) -> None:
     """Same reader, profile rule, options and random streams through GoldPanner: the demo's panning
-    counts are the engine's, with the retriever order as rank prior."""
+    counts are the engine's, with BM25's scores to the default prior (``"auto"``)."""
     from gold_panning_integrations import GoldPanner
     from gold_panning_integrations.profiles import load_profile
     from gold_panning_integrations.readers.simulated import LexicalSimulatedReader
 
-    assert demo_json["options"]["retriever_prior"] == "rank"
+    assert demo_json["options"]["retriever_prior"] == "auto"
     reader = LexicalSimulatedReader(
         load_profile("lost-in-the-middle"),
         rng=np.random.default_rng(0),
@@ -87,7 +87,9 @@ def test_panning_uses_the_rank_prior_and_matches_the_engine(demo_json: dict) -> 
     panner = GoldPanner(reader, rng=0)  # no --seed: the demos run with DEMO_RUN_SEED (0), one stream
     top1 = top3 = calls = 0
     for inst, row in zip(demo_nq_instances(), demo_json["questions"]):
-        result = panner.run(inst.question, inst.documents)
+        scores = inst.metadata["scores"]
+        assert scores == sorted(scores, reverse=True) and len(scores) == DEMO_NQ_DOCS  # BM25's, in its order
+        result = panner.run(inst.question, inst.documents, scores=scores)
         ranking = [int(i) for i in result.ranking]
         g = inst.gold[0]
         assert row["panning"]["gold_rank"] == ranking.index(g) + 1
@@ -116,7 +118,7 @@ def test_text_report_has_a_line_per_method_and_the_summary(
         f"summary over {q} questions: BM25 top-1 {s['bm25_top1']}/{q}, top-3 {s['bm25_top3']}/{q}; "
         f"panning top-1 {s['panning_top1']}/{q}, top-3 {s['panning_top3']}/{q}; {s['calls']} calls, "
     ) in out
-    assert "retriever_prior='rank'" in out
+    assert "retriever_prior='auto'" in out
 
 
 def test_a_setting_applies(demo_json: dict, capsys: pytest.CaptureFixture[str]) -> None:

@@ -207,7 +207,8 @@ def main(args: argparse.Namespace) -> int:
 
 def _demo_nq(args: argparse.Namespace) -> int:
     """``run --demo nq``: pan each demo question's passages in BM25 order as the
-    integrations would (rank prior, the profile rule), and report BM25's top-1/top-3 beside
+    integrations would (BM25's scores to the default prior, the profile rule), and report
+    BM25's top-1/top-3 beside
     panning's, per question and summed."""
     import time
 
@@ -230,7 +231,7 @@ def _demo_nq(args: argparse.Namespace) -> int:
         )
     for number, inst in enumerate(instances, start=1):
         t0 = time.perf_counter()
-        result = panner.run(inst.question, inst.documents)
+        result = panner.run(inst.question, inst.documents, scores=inst.metadata["scores"])
         seconds = time.perf_counter() - t0
         gold = inst.gold[0]
         ranking = [int(i) for i in result.ranking]
