@@ -1,9 +1,10 @@
 """``gold-panning evaluate`` on a BEIR folder with the first stage's scores as the panning
 prior (``retriever_prior="score"``) in place of the rank prior, everything else unchanged.
 
-``evaluate`` does not pass a run file's scores to the panning methods: they get the rank
-prior. This lab script runs ``evaluate`` with the engine's panner told to use the scores
-instead (a softmax over the candidates' scores divided by their standard deviation), so
+Since 0.6 ``evaluate`` passes a run file's scores to the panning methods and the default
+prior (``"auto"``) reads them; this lab script, written when it did not, forces
+``retriever_prior="score"`` (whatever the number of candidates) and takes extra engine
+options. It runs ``evaluate`` with the engine's panner told to use the scores (a softmax over the candidates' scores divided by their standard deviation), so
 ``gp-defaults`` reads as "the defaults with the score prior", with the same seeds, placements
 rules and reader. The scores come from ``--run`` (its top ``--n`` per query, best first, as
 ``evaluate`` takes them) and are matched to each instance by its question text, from the

@@ -296,8 +296,9 @@ class PanningConfig:
         "``score`` is a softmax over the retriever's scores divided by their standard "
         "deviation (see ``prior_temperature``), where every document has a finite score "
         "(else ``rank``, with a warning; all scores equal: flat); ``auto`` is ``score`` where "
-        "every one of at least 5 documents has a finite score and ``rank`` otherwise, "
-        "silently (a retriever's scores carry how sure it was; its order does not); ``none`` is the "
+        "every one of at least 5 documents has a finite score, the scores never rising along "
+        "the documents' order (similarities, not distances), and ``rank`` otherwise (a "
+        "retriever's scores carry how sure it was; its order does not); ``none`` is the "
         "flat prior of ``prior``, for documents in no meaningful order. Not used when the "
         "caller passes per-document prior probabilities or log-odds.",
         choices=typing.get_args(RetrieverPrior),

@@ -121,13 +121,32 @@ def score_prior_probs(scores: ArrayLike, *, k: float = 1, temperature: float = 1
     return _to_expected_k(np.maximum(np.exp(z), 1e-12), k)
 
 
-def _usable_scores(scores: Sequence[float | None] | None, n: int) -> bool:
+def _usable_scores(scores: Sequence[float | None], n: int) -> bool:
     """Whether ``scores`` holds one finite number per document (bools are not scores)."""
-    return (
-        scores is not None
-        and len(scores) == n
-        and all(isinstance(s, (int, float)) and not isinstance(s, bool) and math.isfinite(s) for s in scores)
+    return len(scores) == n and all(
+        isinstance(s, (int, float)) and not isinstance(s, bool) and math.isfinite(s) for s in scores
     )
+
+
+_warned_unordered = False
+
+
+def _scores_follow_the_order(scores: Sequence[float | None]) -> bool:
+    """Whether usable ``scores`` never increase along the documents' order, as a retriever's
+    similarities do; once per process, a warning when they do not (distances, lower being
+    better, or an order the scores did not make): ``"auto"`` then uses the rank."""
+    global _warned_unordered
+    s = np.asarray(scores, dtype=np.float64)
+    if bool(np.all(np.diff(s) <= 0.0)):
+        return True
+    if not _warned_unordered:
+        _warned_unordered = True
+        logger.warning(
+            "retriever_prior='auto': the documents' scores do not decrease along their order "
+            "(distances, where lower is better, or an order the scores did not make); using the rank "
+            "prior. Pass similarities in the retriever's order, or retriever_prior='score' to use them anyway"
+        )
+    return False
 
 
 def retriever_prior_probs(
@@ -152,7 +171,11 @@ def retriever_prior_probs(
     if n == 0 or mode == "none":
         return None
     if mode == "score" or (mode == "auto" and n >= AUTO_MIN_SCORED):
-        if _usable_scores(scores, n):
+        if (
+            scores is not None
+            and _usable_scores(scores, n)
+            and (mode == "score" or _scores_follow_the_order(scores))
+        ):
             s = np.asarray(scores, dtype=np.float64)
             spread = float(s.std())
             if spread <= 0.0:

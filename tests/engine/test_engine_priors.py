@@ -71,20 +71,45 @@ def test_auto_prior_reads_scores_where_every_document_has_one(caplog: pytest.Log
     # the default: the score prior with scores of 5 documents or more, the rank prior
     # otherwise, and no warning either way (a retriever that gives no scores is no mistake)
     five = ["a", "b", "c", "d", "e"]
-    # scores [0, 0, 4, 0, 0]: std 1.6, z = [0, 0, 2.5, 0, 0], at 0.5: e^5 / (e^5 + 4) = 0.9737,
+    # scores [4, 0, 0, 0, 0]: std 1.6, z = [2.5, 0, 0, 0, 0], at 0.5: e^5 / (e^5 + 4) = 0.9737,
     # capped at 0.95, the excess 0.0237 split evenly: 0.0125 each
     with caplog.at_level(logging.WARNING, logger="gold_panning_integrations.engine.priors"):
-        res = GoldPanner(ScriptedReader(), FLAT, rounds=1).run("q", five, scores=[0.0, 0.0, 4.0, 0.0, 0.0])
-        assert res.posteriors.tolist() == pytest.approx([0.0125, 0.0125, 0.95, 0.0125, 0.0125])
-        assert _posteriors(scores=[0.0, 2.0, 0.0]) == pytest.approx(RANK3)  # 3 documents: rank
+        res = GoldPanner(ScriptedReader(), FLAT, rounds=1).run("q", five, scores=[4.0, 0.0, 0.0, 0.0, 0.0])
+        assert res.posteriors.tolist() == pytest.approx([0.95, 0.0125, 0.0125, 0.0125, 0.0125])
+        assert _posteriors(scores=[2.0, 0.0, 0.0]) == pytest.approx(RANK3)  # 3 documents: rank
         assert _posteriors() == pytest.approx(RANK3)
         res = GoldPanner(ScriptedReader(), FLAT, rounds=1).run("q", five, scores=[1.0, None, 0.0, 0.0, 0.0])
         assert res.posteriors.tolist() == pytest.approx(rank_prior_probs(5, k=1).tolist())
         res = GoldPanner(ScriptedReader(), FLAT, rounds=1, retriever_prior="rank").run(
-            "q", five, scores=[0.0, 0.0, 4.0, 0.0, 0.0]
+            "q", five, scores=[4.0, 0.0, 0.0, 0.0, 0.0]
         )
         assert res.posteriors.tolist() == pytest.approx(rank_prior_probs(5, k=1).tolist())
     assert [r for r in caplog.records if r.name == "gold_panning_integrations.engine.priors"] == []
+
+
+def test_auto_prior_refuses_scores_that_rise_along_the_order(
+    caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Distances (lower is better) or an order the scores did not make: read as similarities
+    # they would put the retriever's last document first, so "auto" keeps the rank prior
+    # and says so once; "score" uses them as asked.
+    from gold_panning_integrations.engine import priors
+
+    monkeypatch.setattr(priors, "_warned_unordered", False)
+    five = ["a", "b", "c", "d", "e"]
+    distances = [0.1, 0.2, 0.3, 0.4, 0.9]
+    rank5 = rank_prior_probs(5, k=1).tolist()
+    with caplog.at_level(logging.WARNING, logger="gold_panning_integrations.engine.priors"):
+        for _ in range(2):
+            res = GoldPanner(ScriptedReader(), FLAT, rounds=1).run("q", five, scores=distances)
+            assert res.posteriors.tolist() == pytest.approx(rank5)
+    warned = [r.getMessage() for r in caplog.records if r.name == "gold_panning_integrations.engine.priors"]
+    assert len(warned) == 1 and "do not decrease along their order" in warned[0]
+    res = GoldPanner(ScriptedReader(), FLAT, rounds=1, retriever_prior="score").run("q", five, scores=distances)
+    assert int(np.argmax(res.posteriors)) == 4
+    # ties keep the scores: [3, 3, 1, 1, 1] does not rise
+    res = GoldPanner(ScriptedReader(), FLAT, rounds=1).run("q", five, scores=[3.0, 3.0, 1.0, 1.0, 1.0])
+    assert res.posteriors[0] == pytest.approx(res.posteriors[1]) and res.posteriors[0] > rank5[0]
 
 
 def test_score_prior_without_scores_falls_back_to_the_rank_prior(caplog: pytest.LogCaptureFixture) -> None:

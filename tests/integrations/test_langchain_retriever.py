@@ -253,12 +253,17 @@ def test_score_prior_from_metadata_and_fallback() -> None:
     # the default prior ("auto") reads scores from 5 documents up: two get the rank prior
     out = _retriever(docs, ScriptedReader(), profile=FLAT, k=2, expected_relevant=1).invoke("q")
     assert [d.metadata["i"] for d in out] == [0, 1]
-    # five scored documents, the best last: the default prior puts it first
+    # five scored documents: the default prior is the score prior. Scores [2, 2, 1, 1, 1]:
+    # std sqrt(0.24), the two ahead by 1/sqrt(0.24) = 2.0412 deviations, 4.0825 at
+    # temperature 0.5: weights w = e^4.0825 = 59.3 for the two, 1 for the others
     five = _docs(5)
-    for i, d in enumerate(five):
-        d.metadata["score"] = float(i)
-    out = _retriever(five, ScriptedReader(), profile=FLAT, k=1, expected_relevant=1).invoke("q")
-    assert [d.metadata["i"] for d in out] == [4]
+    for d, score in zip(five, (2.0, 2.0, 1.0, 1.0, 1.0)):
+        d.metadata["score"] = score
+    out = _retriever(five, ScriptedReader(), profile=FLAT, k=5, expected_relevant=1).invoke("q")
+    w = math.exp(2 / math.sqrt(0.24))
+    assert [d.metadata["gold_panning_posterior"] for d in out] == pytest.approx(
+        [w / (2 * w + 3)] * 2 + [1 / (2 * w + 3)] * 3
+    )
     # a missing score falls back to the rank prior
     del docs[1].metadata["score"]
     out = _retriever(

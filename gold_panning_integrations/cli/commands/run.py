@@ -208,8 +208,7 @@ def main(args: argparse.Namespace) -> int:
 def _demo_nq(args: argparse.Namespace) -> int:
     """``run --demo nq``: pan each demo question's passages in BM25 order as the
     integrations would (BM25's scores to the default prior, the profile rule), and report
-    BM25's top-1/top-3 beside
-    panning's, per question and summed."""
+    BM25's top-1/top-3 beside panning's, per question and summed."""
     import time
 
     if args.question:
