@@ -164,7 +164,9 @@ def retriever_prior_probs(
     ``mode`` is the option ``retriever_prior`` (its help says what each does);
     ``top10_recall`` and ``head_decay`` shape ``"rank"`` (:func:`rank_prior_probs`),
     ``scores`` (``(n,)``, None where unknown) and ``temperature`` (in standard deviations)
-    ``"score"``. Returns shape ``(n,)``, or None for the flat prior.
+    ``"score"``, and ``"auto"`` where :data:`AUTO_MIN_SCORED` documents or more have usable
+    scores that never rise along the order (else the rank). Returns shape ``(n,)``, or None
+    for the flat prior.
     """
     if mode not in ("auto", "rank", "score", "none"):
         raise ValueError(f"retriever_prior must be 'auto', 'rank', 'score' or 'none', got {mode!r}")
