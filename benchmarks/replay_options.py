@@ -21,7 +21,8 @@ defaults always come first), on the calibration traces and, when given, the test
   (as ``calibrate --from-traces --recalibrate platt`` would fit it).
 
 ``rescore`` writes a copy of a trace file whose prior is the first stage's scores
-(``retriever_prior="score"``) instead of the one it was panned with; the traces carry no
+(``retriever_prior="score"`` at ``--temperature``; ``--prior rank`` for the rank prior)
+instead of the one it was panned with; the traces carry no
 question ids, so they are matched, in order, to the panning rows of the ``evaluate``
 checkpoint that wrote them, and the scores come from that checkpoint's run file.
 
@@ -174,15 +175,17 @@ def rescore(args: argparse.Namespace) -> int:
         q, _, doc, _, score, _ = line.split()
         scores.setdefault(q, {})[doc] = float(score)
     run = read_run(Path(args.run), depth=max(int(t["n"]) for t in traces))
-    config = PanningConfig.from_options(PanningConfig(), retriever_prior="score").with_profile(None)
+    config = PanningConfig.from_options(
+        PanningConfig(), retriever_prior=args.prior, prior_temperature=args.temperature
+    ).with_profile(None)
     with open(args.out, "w", encoding="utf-8") as out:
         for trace, q in zip(traces, qids):
             n = int(trace["n"])
             s = [scores[q][d] for d in run.candidates[q][:n]]
             prior = _retriever_prior(config, n, s)
-            assert prior is not None  # "score" with n finite scores
+            assert prior is not None  # "score" with n finite scores, or "rank"
             out.write(json.dumps({**trace, "prior_log_odds": logit(prior).round(6).tolist()}) + "\n")
-    print(f"{len(traces)} traces with the score prior -> {args.out}")
+    print(f"{len(traces)} traces with the {args.prior} prior (temperature {args.temperature}) -> {args.out}")
     return 0
 
 
@@ -213,6 +216,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     r.add_argument(
         "--method", default="gp-defaults", help="the checkpoint's panning method (default gp-defaults)"
+    )
+    r.add_argument(
+        "--prior", choices=("score", "rank"), default="score", help="the prior to write (default score)"
+    )
+    r.add_argument(
+        "--temperature",
+        type=float,
+        default=PanningConfig().prior_temperature,
+        help="the score prior's temperature (default: the library's)",
     )
     r.add_argument("--out", type=Path, required=True)
     args = ap.parse_args(argv)

@@ -87,6 +87,31 @@ def test_rescore_puts_the_score_prior_in_by_hand(tmp_path: Path, capsys: pytest.
     assert "1 traces with the score prior" in capsys.readouterr().out
 
 
+@pytest.mark.parametrize(
+    ("extra", "expected", "said"),
+    [
+        # temperature 1: a softmax of 2.449, 1.225, 0 gives 0.7245, 0.2129, 0.0626
+        (["--temperature", "1"], [0.967, -1.308, -2.707], "score prior (temperature 1.0)"),
+        # rank prior, 3 documents: 0.6 ** (0, 1, 2) / 1.96 mixed 0.8 / 0.2 with 1/3 gives
+        # 0.4748, 0.3116, 0.2136
+        (["--prior", "rank"], [-0.101, -0.793, -1.303], "rank prior"),
+    ],
+)
+def test_rescore_writes_the_prior_asked_for(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], extra: list[str], expected: list[float], said: str
+) -> None:
+    traces = tmp_path / "t.jsonl"
+    traces.write_text(json.dumps(_trace([0], [0])) + "\n", encoding="utf-8")
+    ck = tmp_path / "ck.jsonl"
+    ck.write_text(json.dumps({"type": "row", "qid": "q1", "method": "gp-defaults"}) + "\n", encoding="utf-8")
+    run = tmp_path / "run.trec"
+    run.write_text("q1 Q0 a 1 2 bm25\nq1 Q0 b 2 1 bm25\nq1 Q0 c 3 0 bm25\n", encoding="utf-8")
+    out = tmp_path / "out.jsonl"
+    assert main(["rescore", str(traces), "--checkpoint", str(ck), "--run", str(run), "--out", str(out), *extra]) == 0
+    assert json.loads(out.read_text(encoding="utf-8"))["prior_log_odds"] == pytest.approx(expected, abs=2e-3)
+    assert said in capsys.readouterr().out
+
+
 def test_rescore_refuses_a_checkpoint_of_another_run(tmp_path: Path) -> None:
     traces = tmp_path / "t.jsonl"
     traces.write_text(json.dumps(_trace([0], [0])) + "\n", encoding="utf-8")
