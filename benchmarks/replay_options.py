@@ -54,6 +54,9 @@ from gold_panning_integrations.ir.metrics import per_query_metrics
 from gold_panning_integrations.profiles import load_profile
 
 STRATA = ("first", "slice", "none")
+PRIOR_OPTIONS = ("retriever_prior", "prior_temperature", "prior_top10_recall", "prior_head_decay")
+"""Options that only shape the prior, which a trace carries as it was panned (``rescore``
+rewrites it)."""
 Replayed = list[tuple[NDArray[np.float64], NDArray[np.bool_]]]
 
 
@@ -70,6 +73,11 @@ def option_set(text: str) -> dict[str, Any]:
         if "=" not in part:
             raise SystemExit(f"replay_options: --set takes NAME=VALUE[,NAME=VALUE...], got {part!r}")
         name, value = part.split("=", 1)
+        if name in PRIOR_OPTIONS:
+            raise SystemExit(
+                f"replay_options: --set {name} would change nothing: a trace replays the prior it was "
+                "panned with; write traces with another prior with 'rescore --prior/--temperature' first"
+            )
         try:
             out[name] = float(value)
         except ValueError:

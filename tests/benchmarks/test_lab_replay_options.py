@@ -138,3 +138,11 @@ def test_compare_prints_a_row_per_option_set_and_split(tmp_path: Path, capsys: p
         ["| self_citing=0.5", "test", "1 / 1 / 1"],
     ]
     assert "+0.000, +0.500" in lines[0]
+
+
+@pytest.mark.parametrize("name", ["retriever_prior=rank", "prior_temperature=0.7"])
+def test_compare_refuses_a_prior_option_it_would_ignore(name: str) -> None:
+    """The replay reads each trace's stored prior, so a prior option would print the
+    defaults' row under another name."""
+    with pytest.raises(SystemExit, match="rescore --prior/--temperature"):
+        option_set(name)
