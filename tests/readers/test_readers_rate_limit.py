@@ -202,10 +202,12 @@ def test_real_time_limit_over_loopback_is_bounded(openai_server: FakeOpenAIServe
     assert 1.5 <= elapsed < 10.0
     assert len(admitted) == 20 and _max_in_window(admitted, period=0.5) == 5
     arrived = [r.at for r in openai_server.requests]
-    # at the server: at most 5 in any window a little shorter than 0.5 s (a request
-    # leaves a few ms after it is admitted, more on a loaded machine)
+    # at the server: at most 5 in any window of half the period. A request leaves a few ms
+    # after it is admitted, and up to ~0.2 s later on a loaded machine (measured with the
+    # suite beside a model server); any lag under 0.25 s keeps 6 arrivals out of 0.25 s,
+    # since their admissions would then fall within 0.5 s
     assert len(arrived) == 20
-    assert _max_in_window(arrived, period=0.4) <= 5, sorted(round(a - t0, 3) for a in arrived)
+    assert _max_in_window(arrived, period=0.25) <= 5, sorted(round(a - t0, 3) for a in arrived)
 
 
 # ------------------------------------------------------------ LangChain's own limiter
