@@ -193,7 +193,8 @@ def rescore(args: argparse.Namespace) -> int:
             prior = _retriever_prior(config, n, s)
             assert prior is not None  # "score" with n finite scores, or "rank"
             out.write(json.dumps({**trace, "prior_log_odds": logit(prior).round(6).tolist()}) + "\n")
-    print(f"{len(traces)} traces with the {args.prior} prior (temperature {args.temperature}) -> {args.out}")
+    what = f"score prior (temperature {args.temperature})" if args.prior == "score" else "rank prior"
+    print(f"{len(traces)} traces with the {what} -> {args.out}")
     return 0
 
 
@@ -226,7 +227,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--method", default="gp-defaults", help="the checkpoint's panning method (default gp-defaults)"
     )
     r.add_argument(
-        "--prior", choices=("score", "rank"), default="score", help="the prior to write (default score)"
+        "--prior",
+        choices=("score", "rank"),
+        default="score",
+        help="the prior to write (default score; rank: the library's, not a profile's head decay)",
     )
     r.add_argument(
         "--temperature",
