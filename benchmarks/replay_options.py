@@ -21,7 +21,8 @@ defaults always come first), on the calibration traces and, when given, the test
   (as ``calibrate --from-traces --recalibrate platt`` would fit it).
 
 ``rescore`` writes a copy of a trace file whose prior is the first stage's scores
-(``retriever_prior="score"`` at ``--temperature``; ``--prior rank`` for the rank prior)
+(``retriever_prior="score"`` at ``--prior-temperature``; ``--retriever-prior rank`` for the
+rank prior)
 instead of the one it was panned with; the traces carry no
 question ids, so they are matched, in order, to the panning rows of the ``evaluate``
 checkpoint that wrote them, and the scores come from that checkpoint's run file.
@@ -46,6 +47,7 @@ from numpy.typing import NDArray
 from gold_panning_integrations.calibration.metrics import summarize
 from gold_panning_integrations.calibration.recalibration import fit_platt, replay_log_odds
 from gold_panning_integrations.calibration.traces import read_traces
+from gold_panning_integrations.cli.commands._config_args import add_config_arguments, given_options
 from gold_panning_integrations.engine.beliefs import logit, sigmoid
 from gold_panning_integrations.engine.config import PanningConfig
 from gold_panning_integrations.engine.panner import _retriever_prior
@@ -76,7 +78,7 @@ def option_set(text: str) -> dict[str, Any]:
         if name in PRIOR_OPTIONS:
             raise SystemExit(
                 f"replay_options: --set {name} would change nothing: a trace replays the prior it was "
-                "panned with; write traces with another prior with 'rescore --prior/--temperature' first"
+                "panned with; write traces with another prior with 'rescore --retriever-prior/--prior-temperature'"
             )
         try:
             out[name] = float(value)
@@ -183,9 +185,11 @@ def rescore(args: argparse.Namespace) -> int:
         q, _, doc, _, score, _ = line.split()
         scores.setdefault(q, {})[doc] = float(score)
     run = read_run(Path(args.run), depth=max(int(t["n"]) for t in traces))
-    config = PanningConfig.from_options(
-        PanningConfig(), retriever_prior=args.prior, prior_temperature=args.temperature
-    ).with_profile(None)
+    if args.retriever_prior not in ("score", "rank"):
+        raise SystemExit(
+            f"replay_options: rescore writes the score or the rank prior, not {args.retriever_prior!r}"
+        )
+    config = PanningConfig.from_options(PanningConfig(), **given_options(args)).with_profile(None)
     with open(args.out, "w", encoding="utf-8") as out:
         for trace, q in zip(traces, qids):
             n = int(trace["n"])
@@ -193,7 +197,11 @@ def rescore(args: argparse.Namespace) -> int:
             prior = _retriever_prior(config, n, s)
             assert prior is not None  # "score" with n finite scores, or "rank"
             out.write(json.dumps({**trace, "prior_log_odds": logit(prior).round(6).tolist()}) + "\n")
-    what = f"score prior (temperature {args.temperature})" if args.prior == "score" else "rank prior"
+    what = (
+        f"score prior (temperature {config.prior_temperature:g})"
+        if args.retriever_prior == "score"
+        else "rank prior"
+    )
     print(f"{len(traces)} traces with the {what} -> {args.out}")
     return 0
 
@@ -226,17 +234,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     r.add_argument(
         "--method", default="gp-defaults", help="the checkpoint's panning method (default gp-defaults)"
     )
-    r.add_argument(
-        "--prior",
-        choices=("score", "rank"),
-        default="score",
-        help="the prior to write (default score; rank: the library's, not a profile's head decay)",
-    )
-    r.add_argument(
-        "--temperature",
-        type=float,
-        default=PanningConfig().prior_temperature,
-        help="the score prior's temperature (default: the library's)",
+    add_config_arguments(
+        r,
+        only=("retriever_prior", "prior_temperature"),
+        defaults={"retriever_prior": "score"},
+        title="the prior to write (rank: the library's, not a profile's head decay)",
     )
     r.add_argument("--out", type=Path, required=True)
     args = ap.parse_args(argv)

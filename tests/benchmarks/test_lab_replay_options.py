@@ -91,10 +91,10 @@ def test_rescore_puts_the_score_prior_in_by_hand(tmp_path: Path, capsys: pytest.
     ("extra", "expected", "said"),
     [
         # temperature 1: a softmax of 2.449, 1.225, 0 gives 0.7245, 0.2129, 0.0626
-        (["--temperature", "1"], [0.967, -1.308, -2.707], "score prior (temperature 1.0)"),
+        (["--prior-temperature", "1"], [0.967, -1.308, -2.707], "score prior (temperature 1)"),
         # rank prior, 3 documents: 0.6 ** (0, 1, 2) / 1.96 mixed 0.8 / 0.2 with 1/3 gives
         # 0.4748, 0.3116, 0.2136
-        (["--prior", "rank"], [-0.101, -0.793, -1.303], "rank prior"),
+        (["--retriever-prior", "rank"], [-0.101, -0.793, -1.303], "rank prior"),
     ],
 )
 def test_rescore_writes_the_prior_asked_for(
@@ -144,5 +144,5 @@ def test_compare_prints_a_row_per_option_set_and_split(tmp_path: Path, capsys: p
 def test_compare_refuses_a_prior_option_it_would_ignore(name: str) -> None:
     """The replay reads each trace's stored prior, so a prior option would print the
     defaults' row under another name."""
-    with pytest.raises(SystemExit, match="rescore --prior/--temperature"):
+    with pytest.raises(SystemExit, match="rescore --retriever-prior/--prior-temperature"):
         option_set(name)
