@@ -317,26 +317,58 @@ def peer_methods(name: str, ep: Endpoint, *, top_n: int = 3) -> tuple[MethodFn, 
         from langchain_openai import ChatOpenAI
         from pydantic import SecretStr
 
-        llm = ChatOpenAI(
-            model=ep.model,
-            base_url=ep.base_url,
-            api_key=SecretStr(ep.api_key),
-            temperature=0,
-            max_completion_tokens=ep.peer_max_tokens,
-            timeout=ep.timeout,
-        )
-        reranker = LLMListwiseRerank.from_llm(llm, top_n=top_n)
+        from ..readers.openai import _is_format_rejection
+
+        class _ToolCallingChatOpenAI(ChatOpenAI):
+            """ChatOpenAI whose structured output is a forced tool call (``method=
+            "function_calling"``), for servers that refuse ``json_schema``."""
+
+            def with_structured_output(self, schema: Any = None, *, method: Any = "function_calling", **kw: Any) -> Any:
+                return super().with_structured_output(schema, method=method, **kw)
+
+        def listwise(chat: type[ChatOpenAI]) -> Any:
+            llm = chat(
+                model=ep.model,
+                base_url=ep.base_url,
+                api_key=SecretStr(ep.api_key),
+                temperature=0,
+                max_completion_tokens=ep.peer_max_tokens,
+                timeout=ep.timeout,
+            )
+            return LLMListwiseRerank.from_llm(llm, top_n=top_n)
+
+        # LangChain's default structured output (``json_schema``) first; a server that refuses
+        # that format (llama-cpp-python's answers HTTP 500) gets the peer's other documented
+        # route, a forced tool call, from then on. The switch is noted in the checkpoint row.
+        rerankers = [listwise(ChatOpenAI), listwise(_ToolCallingChatOpenAI)]
+        level = [0]
+        notes = (None, "structured output by function calling (the server refused json_schema)")
 
         def lc_docs(inst: CompareInstance) -> list[Any]:
             return [Document(page_content=d, metadata={"gp_index": i}) for i, d in enumerate(inst.documents)]
 
+        def lc_outcome(got: Sequence[Any]) -> MethodOutcome:
+            out = _outcome([_doc_index(d) for d in got])
+            out.note = notes[level[0]]
+            return out
+
         def run_lc(inst: CompareInstance) -> MethodOutcome:
-            got = reranker.compress_documents(lc_docs(inst), inst.question)
-            return _outcome([_doc_index(d) for d in got])
+            try:
+                return lc_outcome(rerankers[level[0]].compress_documents(lc_docs(inst), inst.question))
+            except Exception as err:
+                if level[0] or not _is_format_rejection(err):
+                    raise
+            level[0] = 1
+            return lc_outcome(rerankers[1].compress_documents(lc_docs(inst), inst.question))
 
         async def arun_lc(inst: CompareInstance) -> MethodOutcome:
-            got = await reranker.acompress_documents(lc_docs(inst), inst.question)
-            return _outcome([_doc_index(d) for d in got])
+            try:
+                return lc_outcome(await rerankers[level[0]].acompress_documents(lc_docs(inst), inst.question))
+            except Exception as err:
+                if level[0] or not _is_format_rejection(err):
+                    raise
+            level[0] = 1
+            return lc_outcome(await rerankers[1].acompress_documents(lc_docs(inst), inst.question))
 
         return run_lc, arun_lc
     if name in ("llamaindex-llmrerank", "llamaindex-rankgpt"):

@@ -16,7 +16,7 @@ import numpy as np
 import openai
 import pytest
 from compare_fakes import COMPLETION_TOKENS, PROMPT_TOKENS, kv_model
-from openai_server import FakeOpenAIServer, ok, status
+from openai_server import FakeOpenAIServer, RecordedRequest, dynamic, ok, status
 
 from gold_panning_integrations.errors import CheckpointError
 from gold_panning_integrations.evaluate import _methods
@@ -705,6 +705,45 @@ def test_real_peer_misses_with_a_wrong_model(peer: str, capsys: pytest.CaptureFi
 def test_real_peer_makes_one_call_per_query(peer: str, capsys: pytest.CaptureFixture[str]) -> None:
     res = _run_peer(peer, capsys)
     assert res["methods"][peer]["calls_per_query"] == 1.0
+
+
+# llama-cpp-python 0.3's server refuses json_schema with this HTTP 500 (measured 2026-11-28).
+LLAMA_CPP_FORMAT_500 = (
+    "1 validation error: {'type': 'literal_error', 'loc': ('body', 'response_format', 'type'), "
+    "'msg': \"Input should be 'text' or 'json_object'\", 'input': 'json_schema'}"
+)
+
+
+def _refuses_json_schema(req: RecordedRequest) -> Any:
+    if req.response_format_type == "json_schema":
+        return status(500, message=LLAMA_CPP_FORMAT_500)
+    return kv_model()
+
+
+def test_listwise_peer_falls_back_to_a_tool_call_where_json_schema_is_refused(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    importlib.import_module(PEER_MODULES["langchain-listwise"])
+    ck = tmp_path / "ck.jsonl"
+    with FakeOpenAIServer(default=dynamic(_refuses_json_schema)) as srv:
+        res = _run(capsys, _args(srv.base_url, "--methods", "langchain-listwise", "--checkpoint", str(ck)))
+        sent = [(r.response_format_type, bool((r.body or {}).get("tools"))) for r in srv.requests]
+    d = res["methods"]["langchain-listwise"]
+    assert d["top1"] == 1.0
+    # the first query: json_schema (the client's 2 retries of a 500 included), then the tool
+    # call; the next two queries go straight to the tool call
+    assert sent == [("json_schema", False)] * 3 + [(None, True)] * 3
+    rows = [json.loads(line) for line in ck.read_text().splitlines()]
+    notes = [r["note"] for r in rows if r.get("method") == "langchain-listwise"]
+    assert notes == ["structured output by function calling (the server refused json_schema)"] * 3
+
+
+def test_listwise_peer_keeps_an_error_that_is_not_about_the_format(capsys: pytest.CaptureFixture[str]) -> None:
+    importlib.import_module(PEER_MODULES["langchain-listwise"])
+    with FakeOpenAIServer(default=status(500, message="out of memory")) as srv:
+        res = _run(capsys, _args(srv.base_url, "--methods", "langchain-listwise", "--instances", "1"))
+        assert all((r.body or {}).get("tools") is None for r in srv.requests)
+    assert res["methods"]["langchain-listwise"]["exceptions"] == 1
 
 
 def test_rankgpt_rows_come_from_the_peers_own_prompt(capsys: pytest.CaptureFixture[str]) -> None:
