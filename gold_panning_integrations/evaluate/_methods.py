@@ -312,6 +312,7 @@ def peer_methods(name: str, ep: Endpoint, *, top_n: int = 3) -> tuple[MethodFn, 
     (``acompress_documents`` / ``apostprocess_nodes``), both from one peer object as
     :func:`peer_method` builds it."""
     if name == "langchain-listwise":
+        import openai
         from langchain_classic.retrievers.document_compressors import LLMListwiseRerank
         from langchain_core.documents import Document
         from langchain_openai import ChatOpenAI
@@ -323,7 +324,9 @@ def peer_methods(name: str, ep: Endpoint, *, top_n: int = 3) -> tuple[MethodFn, 
             """ChatOpenAI whose structured output is a forced tool call (``method=
             "function_calling"``), for servers that refuse ``json_schema``."""
 
-            def with_structured_output(self, schema: Any = None, *, method: Any = "function_calling", **kw: Any) -> Any:
+            def with_structured_output(
+                self, schema: Any = None, *, method: Any = "function_calling", **kw: Any
+            ) -> Any:
                 return super().with_structured_output(schema, method=method, **kw)
 
         def listwise(chat: type[ChatOpenAI]) -> Any:
@@ -352,22 +355,24 @@ def peer_methods(name: str, ep: Endpoint, *, top_n: int = 3) -> tuple[MethodFn, 
             out.note = notes[level[0]]
             return out
 
+        def fall_back(err: openai.APIStatusError) -> None:
+            """Switch to the tool call on a format refusal of the first route; else re-raise."""
+            if level[0] or not _is_format_rejection(err):
+                raise err
+            level[0] = 1
+
         def run_lc(inst: CompareInstance) -> MethodOutcome:
             try:
                 return lc_outcome(rerankers[level[0]].compress_documents(lc_docs(inst), inst.question))
-            except Exception as err:
-                if level[0] or not _is_format_rejection(err):
-                    raise
-            level[0] = 1
+            except openai.APIStatusError as err:
+                fall_back(err)
             return lc_outcome(rerankers[1].compress_documents(lc_docs(inst), inst.question))
 
         async def arun_lc(inst: CompareInstance) -> MethodOutcome:
             try:
                 return lc_outcome(await rerankers[level[0]].acompress_documents(lc_docs(inst), inst.question))
-            except Exception as err:
-                if level[0] or not _is_format_rejection(err):
-                    raise
-            level[0] = 1
+            except openai.APIStatusError as err:
+                fall_back(err)
             return lc_outcome(await rerankers[1].acompress_documents(lc_docs(inst), inst.question))
 
         return run_lc, arun_lc

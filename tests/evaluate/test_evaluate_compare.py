@@ -738,7 +738,9 @@ def test_listwise_peer_falls_back_to_a_tool_call_where_json_schema_is_refused(
     assert notes == ["structured output by function calling (the server refused json_schema)"] * 3
 
 
-def test_listwise_peer_keeps_an_error_that_is_not_about_the_format(capsys: pytest.CaptureFixture[str]) -> None:
+def test_listwise_peer_keeps_an_error_that_is_not_about_the_format(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
     importlib.import_module(PEER_MODULES["langchain-listwise"])
     with FakeOpenAIServer(default=status(500, message="out of memory")) as srv:
         res = _run(capsys, _args(srv.base_url, "--methods", "langchain-listwise", "--instances", "1"))
