@@ -108,7 +108,7 @@ def test_level_adapted_miss_pinned_by_hand() -> None:
     got = _pan_two(seed=0)
     assert got.result.rounds[0].windows == ((1, 0),)
     assert [d.metadata["relevance_score"] for d in got.documents] == pytest.approx([0.5, 0.334577], abs=1e-6)
-    assert [d.page_content for d in got.documents][0] == NEEDLE
+    assert got.documents[0].page_content == NEEDLE
 
 
 def test_relevance_score_equals_the_posterior_on_the_retriever() -> None:
