@@ -18,6 +18,7 @@ import importlib.util
 import os
 import sys
 import time
+from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -325,6 +326,15 @@ def _progress(total: int) -> tuple[Callable[[int], None], Callable[[], None]]:
     return update, t.close
 
 
+def _peer_route_notes(rows: Sequence[Any]) -> list[str]:
+    """One report line per peer whose rows say how it had to be asked (a row's ``note``,
+    e.g. the listwise peer's tool call where ``json_schema`` was refused), with its count."""
+    peers = [r for r in rows if r.get("method") in PEER_METHODS]
+    runs = Counter(r["method"] for r in peers)
+    counts = Counter((r["method"], r["note"]) for r in peers if r.get("note"))
+    return [f"{LABELS[m]}: {note} on {c} of {runs[m]} queries" for (m, note), c in counts.items()]
+
+
 @dataclass(frozen=True)
 class _Plan:
     """What a run ranks and how it is scored, derived from the CLI options."""
@@ -529,6 +539,7 @@ def main(args: argparse.Namespace) -> int:
         recall_k=args.recall_k,
         relevance_level=args.relevance_level,
     )
+    notes = [*plan.notes, *_peer_route_notes(rows)]
     res = {
         **meta,
         "instances": len(instances),
@@ -538,11 +549,11 @@ def main(args: argparse.Namespace) -> int:
         "gp_k_how": plan.gp.how,
         "relevance_level": args.relevance_level,
         "left_out": plan.left_out,
-        "notes": plan.notes,
+        "notes": notes,
         "methods": summary,
     }
     base_label = f"first stage: {plan.first_stage}" if plan.first_stage else None
-    markdown = format_markdown(summary, notes=plan.notes, base_label=base_label)
+    markdown = format_markdown(summary, notes=notes, base_label=base_label)
     if out_dir is not None:
         from ._report import write_outputs
 

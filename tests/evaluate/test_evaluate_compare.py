@@ -736,6 +736,10 @@ def test_listwise_peer_falls_back_to_a_tool_call_where_json_schema_is_refused(
     rows = [json.loads(line) for line in ck.read_text().splitlines()]
     notes = [r["note"] for r in rows if r.get("method") == "langchain-listwise"]
     assert notes == ["structured output by function calling (the server refused json_schema)"] * 3
+    assert (
+        "LangChain LLMListwiseRerank + ChatOpenAI: structured output by function calling "
+        "(the server refused json_schema) on 3 of 3 queries"
+    ) in res["notes"]
 
 
 def test_listwise_peer_keeps_an_error_that_is_not_about_the_format(
