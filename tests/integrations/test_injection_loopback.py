@@ -489,3 +489,66 @@ def test_what_the_engine_knows_is_not_what_holds_it_back() -> None:
     assert bernoulli_kl(0.515, rates[5]) == pytest.approx(0.1305, abs=1e-4)
     assert -np.log(rates[0]) == pytest.approx(0.1065, abs=1e-4)
     assert -np.log(rates[5]) == pytest.approx(1.2981, abs=1e-4)
+
+
+def engine_reading_accuracy(
+    obey: float,
+    prompts: int,
+    *,
+    false_leads: float,
+    self_citing: float,
+    slots: tuple[int, int] = (0, 2),
+    trials: int,
+    seed: int = 0,
+) -> float:
+    """Top-1 accuracy of the engine's own reading on the observer's ideal looks: the gold
+    and the passage shown at ``slots`` in every prompt, swapped every other one (as in
+    :func:`oracle_accuracy`), each read on its own as the update reads it: the bundled
+    profile's decision rates at 10 positions, the rank prior, and the mixture of
+    ``engine/mixture.py`` with ``false_leads`` and ``self_citing`` per query (``a`` and
+    ``s`` from :func:`mixture_rates` with ``k=1``, the default ``blind_rate``). Other
+    documents are left out, so this is what the reading could reach with the best placement
+    the observer knows of."""
+    config = PanningConfig(k=1, false_leads=false_leads, self_citing=self_citing)
+    a, b, s = mixture_rates(config, N_DOCS)
+    profile = resolve_profile("lost-in-the-middle")
+    rates = DecisionRates(profile.tpr, profile.fpr, config=config).for_size(N_DOCS)
+    tpr, fpr = rates.tpr, rates.fpr
+    p = rank_prior_probs(N_DOCS, k=1)
+    prior = np.log(p / (1.0 - p))
+    inj = obeyed_rate(obey)
+    slot = np.array([[slots[(i + j) % 2] for i in range(prompts)] for j in (0, 1)])  # gold, passage
+
+    def read(cited: np.ndarray, at: np.ndarray) -> np.ndarray:
+        t, f = tpr[at], fpr[at]
+        evidence = np.where(cited, np.log(t / f), np.log((1 - t) / (1 - f))).sum(axis=-1)
+        log_irrelevant = np.where(cited, np.log(f), np.log(1 - f)).sum(axis=-1)
+        c = cited.sum(axis=-1)
+        flat = flat_log_likelihood(c, prompts - c) - log_irrelevant
+        return mixed_evidence(evidence, false_lead_rate=a, blind_rate=b, self_citing=s, flat=flat)
+
+    rng = np.random.default_rng(seed)
+    wins = []
+    for g in range(N_DOCS):
+        for h in (h for h in range(N_DOCS) if h != g):
+            gold = prior[g] + read(rng.random((trials, prompts)) < TRUE_TPR[slot[0]], slot[0])
+            passage = prior[h] + read(rng.random((trials, prompts)) < inj, slot[1])
+            wins.append(np.mean(gold > passage) + 0.5 * np.mean(gold == passage))
+    return float(np.mean(wins))
+
+
+def test_with_false_leads_even_ideal_looks_fall_short_of_the_floor() -> None:
+    # The floor asks, half obeyed, for about 0.88 (clean 0.98 - 0.10). On the observer's
+    # ideal looks (the gold and the passage alternating between the first and third slot
+    # in all 18 prompts) the engine's reading gives (3,000 trials per input pair, seed 0):
+    # 0.928 without false leads, 0.865 at the default 0.25 per query and 0.819 at the 0.92
+    # the 0.5B model's calibration traces measure (docs/security.md); a larger
+    # self_citing buys back part of it (0.25 leads: 0.901 at 1.0, 0.917 at 3.0), which
+    # with the engine's own placement costs clean runs 0.11 (self_citing=1: 0.867).
+    def read(leads: float, self_citing: float) -> float:
+        return engine_reading_accuracy(0.5, PROMPTS, false_leads=leads, self_citing=self_citing, trials=1000)
+
+    assert read(0.0, ON) >= 0.91
+    assert read(0.25, ON) <= 0.88
+    assert read(0.92, ON) <= 0.84
+    assert read(0.25, 1.0) > read(0.25, ON) + 0.02
