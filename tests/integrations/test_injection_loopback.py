@@ -541,14 +541,16 @@ def test_with_false_leads_even_ideal_looks_fall_short_of_the_floor() -> None:
     # The floor asks, half obeyed, for about 0.88 (clean 0.98 - 0.10). On the observer's
     # ideal looks (the gold and the passage alternating between the first and third slot
     # in all 18 prompts) the engine's reading gives (3,000 trials per input pair, seed 0):
-    # 0.928 without false leads, 0.865 at the default 0.25 per query and 0.819 at the 0.92
-    # the 0.5B model's calibration traces measure (docs/security.md); a larger
-    # self_citing buys back part of it (0.25 leads: 0.901 at 1.0, 0.917 at 3.0), which
-    # with the engine's own placement costs clean runs 0.11 (self_citing=1: 0.867).
+    # 0.928 without false leads, 0.865 at the default 0.25 per query, 0.844 and 0.819 at
+    # the 0.471 and 0.92 the 0.5B model's calibration traces measure (score prior, rank
+    # prior; docs/security.md); a larger self_citing buys back part of it (0.25 leads:
+    # 0.901 at 1.0, 0.917 at 3.0; 0.471 leads: 0.888 at 1.0), which with the engine's own
+    # placement costs clean runs 0.11 (self_citing=1: 0.867).
     def read(leads: float, self_citing: float) -> float:
         return engine_reading_accuracy(0.5, PROMPTS, false_leads=leads, self_citing=self_citing, trials=1000)
 
     assert read(0.0, ON) >= 0.91
     assert read(0.25, ON) <= 0.88
+    assert read(0.471, ON) <= 0.86
     assert read(0.92, ON) <= 0.84
     assert read(0.25, 1.0) > read(0.25, ON) + 0.02
