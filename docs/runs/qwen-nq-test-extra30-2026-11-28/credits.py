@@ -19,16 +19,25 @@ for run, traces in (
     trace = (RUNS / run / traces).read_text().splitlines()
     pairs += [(json.loads(p), json.loads(t)) for p, t in zip(probs, trace, strict=True)]
 for label, none in (("nothing relevant", True), ("a relevant passage", False)):
-    cited, empty = [], []
+    cited, empty, top_relevant_uncredited, relevant_uncredited = [], [], 0, 0
     for p, t in pairs:
-        if (not set(p["relevant"]) & set(p["docs"])) != none:
+        relevant = {i for i, d in enumerate(p["docs"]) if d in set(p["relevant"])}
+        if (not relevant) != none:
             continue
         top = int(np.argmax(t["posteriors"]))
         prompts = [pr for r in t["rounds"] for pr in r["prompts"]]
         cited.append(sum(top in pr["cited"] for pr in prompts))
         empty.append(sum(not pr["cited"] for pr in prompts))
+        never = relevant and not any(relevant & set(pr["cited"]) for pr in prompts)
+        relevant_uncredited += bool(never)
+        top_relevant_uncredited += bool(never) and top in relevant
     print(
         f"{label}: {len(cited)} questions; the top passage credited in k of 6 prompts, k = 0..6: "
         f"{np.bincount(cited, minlength=7).tolist()}; replies crediting nothing, 0..6: "
         f"{np.bincount(empty, minlength=7).tolist()}"
     )
+    if not none:
+        print(
+            f"  no reply credited a relevant passage: {relevant_uncredited} questions; "
+            f"in {top_relevant_uncredited} of them the top passage is relevant all the same"
+        )
