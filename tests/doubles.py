@@ -71,7 +71,9 @@ def make_nodes(n: int, *, needle_at: int | None = None, scored: bool = False) ->
     out = []
     for i in range(n):
         text = NEEDLE if i == needle_at else f"Filler passage number {i}."
-        out.append(NodeWithScore(node=TextNode(text=text, id_=f"n{i}"), score=float(n - i) if scored else None))
+        out.append(
+            NodeWithScore(node=TextNode(text=text, id_=f"n{i}"), score=float(n - i) if scored else None)
+        )
     return out
 
 

@@ -191,14 +191,18 @@ def test_against_another_run_of_the_method(tmp_path: Path, capsys: pytest.Captur
 def test_score_prior_script_passes_engine_options(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """``--engine-option self_citing=0.5`` reaches the swapped panner and not ``evaluate``'s
     own arguments; a malformed one is refused with the form to use."""
-    (tmp_path / "queries.jsonl").write_text(json.dumps({"_id": "q1", "text": "who?"}) + "\n", encoding="utf-8")
+    (tmp_path / "queries.jsonl").write_text(
+        json.dumps({"_id": "q1", "text": "who?"}) + "\n", encoding="utf-8"
+    )
     _trec(tmp_path / "run.trec", {"q1": ["d1", "d2", "d3"]}, "bm25")
     seen: dict[str, object] = {}
 
     def fake_cli(argv: list[str]) -> int:
         profile = DetectorProfile.bundled("lost-in-the-middle")
         seen["argv"] = list(argv)
-        seen["self_citing"] = panner_module.Panner(SimulatedReader(profile, set(), rng=0), profile=profile).self_citing
+        seen["self_citing"] = panner_module.Panner(
+            SimulatedReader(profile, set(), rng=0), profile=profile
+        ).self_citing
         return 0
 
     monkeypatch.setattr(nsp, "cli_main", fake_cli)

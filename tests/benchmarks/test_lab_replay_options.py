@@ -27,7 +27,12 @@ def _trace(relevant: list[int], cited: list[int], prior: list[float] | None = No
         "prior_log_odds": prior if prior is not None else [0.0, 0.0, 0.0],
         "posteriors": [0.5, 0.5, 0.5],
         "rounds": [
-            {"round": 1, "prompts": [{"docs": [0, 1, 2], "positions": [0, 1, 2], "span": 3, "cited": cited, "failed": False}]}
+            {
+                "round": 1,
+                "prompts": [
+                    {"docs": [0, 1, 2], "positions": [0, 1, 2], "span": 3, "cited": cited, "failed": False}
+                ],
+            }
         ],
         "relevant": relevant,
     }
@@ -76,7 +81,11 @@ def test_rescore_puts_the_score_prior_in_by_hand(tmp_path: Path, capsys: pytest.
     traces = tmp_path / "t.jsonl"
     traces.write_text(json.dumps(_trace([0], [0])) + "\n", encoding="utf-8")
     ck = tmp_path / "ck.jsonl"
-    rows = [{"type": "meta"}, {"type": "row", "qid": "q1", "method": "base"}, {"type": "row", "qid": "q1", "method": "gp-defaults"}]
+    rows = [
+        {"type": "meta"},
+        {"type": "row", "qid": "q1", "method": "base"},
+        {"type": "row", "qid": "q1", "method": "gp-defaults"},
+    ]
     ck.write_text("\n".join(json.dumps(r) for r in rows) + "\n", encoding="utf-8")
     run = tmp_path / "run.trec"
     run.write_text("q1 Q0 a 1 2 bm25\nq1 Q0 b 2 1 bm25\nq1 Q0 c 3 0 bm25\n", encoding="utf-8")
@@ -107,7 +116,10 @@ def test_rescore_writes_the_prior_asked_for(
     run = tmp_path / "run.trec"
     run.write_text("q1 Q0 a 1 2 bm25\nq1 Q0 b 2 1 bm25\nq1 Q0 c 3 0 bm25\n", encoding="utf-8")
     out = tmp_path / "out.jsonl"
-    assert main(["rescore", str(traces), "--checkpoint", str(ck), "--run", str(run), "--out", str(out), *extra]) == 0
+    assert (
+        main(["rescore", str(traces), "--checkpoint", str(ck), "--run", str(run), "--out", str(out), *extra])
+        == 0
+    )
     assert json.loads(out.read_text(encoding="utf-8"))["prior_log_odds"] == pytest.approx(expected, abs=2e-3)
     assert said in capsys.readouterr().out
 
@@ -120,15 +132,31 @@ def test_rescore_refuses_a_checkpoint_of_another_run(tmp_path: Path) -> None:
     run = tmp_path / "run.trec"
     run.write_text("q1 Q0 a 1 2 bm25\n", encoding="utf-8")
     with pytest.raises(SystemExit, match="1 traces but 0 gp-defaults rows"):
-        main(["rescore", str(traces), "--checkpoint", str(ck), "--run", str(run), "--out", str(tmp_path / "o")])
+        main(
+            ["rescore", str(traces), "--checkpoint", str(ck), "--run", str(run), "--out", str(tmp_path / "o")]
+        )
 
 
-def test_compare_prints_a_row_per_option_set_and_split(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_compare_prints_a_row_per_option_set_and_split(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     cal = tmp_path / "cal.jsonl"
-    cal.write_text("\n".join(json.dumps(t) for t in (_trace([1], [1]), _trace([0], [0]), _trace([], [2]))) + "\n")
+    cal.write_text(
+        "\n".join(json.dumps(t) for t in (_trace([1], [1]), _trace([0], [0]), _trace([], [2]))) + "\n"
+    )
     profile = tmp_path / "p.json"
     PROFILE.save(profile)
-    argv = ["compare", "--profile", str(profile), "--calibration", str(cal), "--test", str(cal), "--set", "self_citing=0.5"]
+    argv = [
+        "compare",
+        "--profile",
+        str(profile),
+        "--calibration",
+        str(cal),
+        "--test",
+        str(cal),
+        "--set",
+        "self_citing=0.5",
+    ]
     assert main(argv) == 0
     lines = [line for line in capsys.readouterr().out.splitlines() if line.startswith("| ")][1:]
     assert [line.split(" | ")[:3] for line in lines] == [

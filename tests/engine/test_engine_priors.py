@@ -105,7 +105,9 @@ def test_auto_prior_refuses_scores_that_rise_along_the_order(
             assert res.posteriors.tolist() == pytest.approx(rank5)
     warned = [r.getMessage() for r in caplog.records if r.name == "gold_panning_integrations.engine.priors"]
     assert len(warned) == 1 and "do not decrease along their order" in warned[0]
-    res = GoldPanner(ScriptedReader(), FLAT, rounds=1, retriever_prior="score").run("q", five, scores=distances)
+    res = GoldPanner(ScriptedReader(), FLAT, rounds=1, retriever_prior="score").run(
+        "q", five, scores=distances
+    )
     assert int(np.argmax(res.posteriors)) == 4
     # ties keep the scores: [3, 3, 1, 1, 1] does not rise
     res = GoldPanner(ScriptedReader(), FLAT, rounds=1).run("q", five, scores=[3.0, 3.0, 1.0, 1.0, 1.0])
@@ -142,13 +144,18 @@ def test_retriever_prior_probs_modes() -> None:
     assert retriever_prior_probs(3, k=1, mode="none", top10_recall=0.5) is None
     assert retriever_prior_probs(0, k=1, mode="rank", top10_recall=0.5) is None
     assert retriever_prior_probs(3, k=1, mode="rank", top10_recall=0.5).tolist() == pytest.approx(RANK3)  # type: ignore[union-attr]
-    with pytest.raises(ValueError, match="retriever_prior must be 'auto', 'rank', 'score' or 'none', got 'bm25'"):
+    with pytest.raises(
+        ValueError, match="retriever_prior must be 'auto', 'rank', 'score' or 'none', got 'bm25'"
+    ):
         retriever_prior_probs(3, k=1, mode="bm25", top10_recall=0.5)
 
 
 def test_the_prior_options_are_checked_like_every_option() -> None:
     for bad, pattern in (
-        ({"retriever_prior": "bm25"}, r"retriever_prior must be 'auto', 'rank', 'score' or 'none', got 'bm25'"),
+        (
+            {"retriever_prior": "bm25"},
+            r"retriever_prior must be 'auto', 'rank', 'score' or 'none', got 'bm25'",
+        ),
         ({"prior_top10_recall": 1.0}, r"prior_top10_recall must be a number in \(0, 1\), got 1\.0"),
         ({"prior_head_decay": 1.5}, r"prior_head_decay must be a number in \(0, 1\] or None, got 1\.5"),
         ({"expected_relevant": 0}, r"expected_relevant must be a number > 0 or None, got 0"),
