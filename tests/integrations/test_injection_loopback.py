@@ -35,7 +35,13 @@ from doubles import shown_documents
 from openai_server import Behaviour, FakeOpenAIServer, RecordedRequest, dynamic, ok
 
 from gold_panning_integrations import GoldPanner, PanningConfig
-from gold_panning_integrations.engine.mixture import flat_log_likelihood, mixed_evidence, mixture_rates
+from gold_panning_integrations.engine.beliefs import log_likelihood_ratios, logit
+from gold_panning_integrations.engine.mixture import (
+    flat_evidence,
+    flat_log_likelihood,
+    mixed_evidence,
+    mixture_rates,
+)
 from gold_panning_integrations.engine.priors import rank_prior_probs
 from gold_panning_integrations.engine.rounds import DecisionRates
 from gold_panning_integrations.profiles import resolve_profile
@@ -513,18 +519,16 @@ def engine_reading_accuracy(
     a, b, s = mixture_rates(config, N_DOCS)
     profile = resolve_profile("lost-in-the-middle")
     rates = DecisionRates(profile.tpr, profile.fpr, config=config).for_size(N_DOCS)
-    tpr, fpr = rates.tpr, rates.fpr
-    p = rank_prior_probs(N_DOCS, k=1)
-    prior = np.log(p / (1.0 - p))
+    hit, miss = log_likelihood_ratios(rates.tpr, rates.fpr)
+    irrelevant_hit, irrelevant_miss = np.log(rates.fpr), np.log1p(-rates.fpr)
+    prior = logit(rank_prior_probs(N_DOCS, k=1))
     inj = obeyed_rate(obey)
     slot = np.array([[slots[(i + j) % 2] for i in range(prompts)] for j in (0, 1)])  # gold, passage
 
     def read(cited: np.ndarray, at: np.ndarray) -> np.ndarray:
-        t, f = tpr[at], fpr[at]
-        evidence = np.where(cited, np.log(t / f), np.log((1 - t) / (1 - f))).sum(axis=-1)
-        log_irrelevant = np.where(cited, np.log(f), np.log(1 - f)).sum(axis=-1)
-        c = cited.sum(axis=-1)
-        flat = flat_log_likelihood(c, prompts - c) - log_irrelevant
+        evidence = np.where(cited, hit[at], miss[at]).sum(axis=-1)
+        log_irrelevant = np.where(cited, irrelevant_hit[at], irrelevant_miss[at]).sum(axis=-1)
+        flat = flat_evidence(cited.sum(axis=-1), np.full(len(cited), prompts), log_irrelevant)
         return mixed_evidence(evidence, false_lead_rate=a, blind_rate=b, self_citing=s, flat=flat)
 
     rng = np.random.default_rng(seed)
