@@ -23,11 +23,13 @@ from typing import Any, Literal
 
 from .beliefs import DEFAULT_EPS, PriorSpec
 from .policies import POLICIES
-from .priors import DEFAULT_HEAD_DECAY
+from .priors import DEFAULT_HEAD_DECAY, DEFAULT_SCORE_TEMPERATURE
 
 __all__ = [
     "DEFAULT_BLIND_RATE",
+    "DEFAULT_EXPECTED_RELEVANT",
     "DEFAULT_FALSE_LEADS",
+    "DEFAULT_SILENT_RATE",
     "DEFAULT_SELF_CITING",
     "PAPER_UPDATE",
     "SETTINGS",
@@ -43,8 +45,17 @@ __all__ = [
 DEFAULT_FALSE_LEADS = 0.25
 """``false_leads`` when neither the options nor the profile set it."""
 
-DEFAULT_BLIND_RATE = 0.3
-"""``blind_rate`` when neither the options nor the profile set it."""
+DEFAULT_BLIND_RATE = 0.1
+"""``blind_rate`` when neither the options nor the profile set it: a reader that reads
+(the models the generic profile was measured on). Small models measure more (0.22 for
+Qwen2.5-Coder-0.5B, 0.36 for SmolLM2-135M on NQ passages) and carry it in their profiles."""
+
+DEFAULT_EXPECTED_RELEVANT = 1.0
+"""``expected_relevant`` when neither the options nor the profile set it: one relevant
+candidate per question on average, whatever ``k`` asks for."""
+
+DEFAULT_SILENT_RATE = 0.1
+"""``silent_rate`` when neither the options nor the profile set it."""
 
 DEFAULT_SELF_CITING = 0.0
 """``self_citing`` by default: off (``docs/security.md`` shows what 0.25 does, and costs)."""
@@ -251,10 +262,11 @@ class PanningConfig:
         choices=typing.get_args(Spread),
     )
     k: int | None = option(
-        1,
+        4,
         "Number of documents to select, the top-k (an int >= 1), or None for no count "
         "limit: every document that passes ``min_relevance`` and ``recall_target`` (all of "
-        "them when neither is set).",
+        "them when neither is set). It chooses what is returned, after the fact: no "
+        "probability depends on it.",
         check=_int_at_least(1, optional=True),
     )
     policy: str = option(
@@ -323,9 +335,11 @@ class PanningConfig:
         None,
         "How many relevant documents a question has on average among those given (> 0, "
         "below 1 when some questions have none): the prior's total mass, so posteriors "
-        "read as probabilities. None: ``k`` (1 when ``k`` is None). Set 1 for "
-        "single-answer questions when selecting several documents.",
+        "read as probabilities. Never ``k``: how many documents you ask for says nothing "
+        "about how many are relevant. None: the profile's ``expected_relevant`` (learned "
+        f"from labelled traces), else {DEFAULT_EXPECTED_RELEVANT:g}.",
         check=_number_in(0.0, None),
+        profile_default=DEFAULT_EXPECTED_RELEVANT,
     )
     min_relevance: float | None = option(
         None,
@@ -341,18 +355,22 @@ class PanningConfig:
         "sum of all posteriors); ``k`` still caps it. None: no adaptive cut.",
         check=_number_in(0.0, 1.0, high_closed=True),
     )
-    prior_temperature: float = option(
-        0.5,
+    prior_temperature: float | None = option(
+        None,
         "Softness of the score prior, in standard deviations of the scores (> 0); larger is "
-        "flatter. 0.5 is near the maximum-likelihood fit on labelled NQ queries for both a "
-        "BM25 and a dense first stage (docs/embedded-model.md); refit it for yours with "
-        "``python -m benchmarks.score_prior_fit``.",
-        check=_number_in(0.0, None, optional=False),
+        "flatter. A retriever's scores are on its own scale (a BM25 score is not a cosine "
+        "similarity), so the temperature belongs to the retriever: ``gold-panning calibrate "
+        "--from-traces`` fits it on labelled traces into the profile. None: the profile's "
+        "``prior_temperature``; without one ``auto`` reads only the order (the rank prior) and "
+        f"``score`` uses {DEFAULT_SCORE_TEMPERATURE:g}, the fit for BM25 over Natural Questions "
+        "passages (docs/embedded-model.md).",
+        check=_number_in(0.0, None),
     )
     stop_at: float | None = option(
         None,
-        "Stop once the mean posterior of the selected top-k reaches this value, in (0, 1). "
-        "None disables it. Evidence per document is bounded, so a threshold close to 1 "
+        "Stop once the mean posterior of the top ``m`` documents reaches this value, in (0, "
+        "1), ``m`` the expected number of relevant ones (``expected_relevant`` rounded, >= 1; "
+        "not ``k``, so the probabilities do not depend on ``k``). None disables it. Evidence per document is bounded, so a threshold close to 1 "
         "rarely stops.",
         check=_number_in(0.0, 1.0),
     )
@@ -431,17 +449,29 @@ class PanningConfig:
         "mixture",
         "What a prompt whose reply cites nothing counts as: ``evidence`` (a miss for every "
         "shown document, the paper's independent-citation model), ``skip`` (a failed "
-        "reading: no update), or ``mixture`` (a reply is silent with a probability "
-        "estimated online from how many more empty replies came than the profile expects; "
-        "an empty reply is a miss as far as silence does not explain it).",
+        "reading: no update), or ``mixture`` (a reply is silent with probability "
+        "``silent_rate`` whatever the prompt holds; an empty reply is a miss for every shown "
+        "document as far as that does not explain it).",
         choices=typing.get_args(EmptyPromptRule),
+    )
+    silent_rate: float | None = option(
+        None,
+        "Probability, in [0, 1), that a reply cites nothing whatever its prompt holds (the "
+        "model abstains, or answers off the documents), used by ``empty_prompts='mixture'``. "
+        "It is measured on labelled traces, never guessed from the question at hand: a reader "
+        "silent in every prompt of one question is evidence that nothing is relevant, as "
+        "strong as the profile says. None: the profile's ``silent_rate``, else "
+        f"{DEFAULT_SILENT_RATE:g}.",
+        check=_number_in(0.0, 1.0, low_closed=True),
+        profile_default=DEFAULT_SILENT_RATE,
     )
     adapt_level: bool = option(
         True,
         "Re-estimate the profile's level online: TPR and FPR are scaled by ``(observed + 1) "
-        "/ (predicted + 1)`` citations so far (capped at 1), keeping the calibrated shape. A "
-        "model that cites far less than its profile predicts then stops turning silence into "
-        "evidence against the documents it was shown.",
+        "/ (predicted + 1)`` citations so far (capped at 1), keeping the calibrated shape, "
+        "counted over the replies that cite something (empty replies are ``silent_rate``'s): "
+        "a model that cites fewer documents per reply than its profile predicts then weighs "
+        "each miss less.",
         check=_flag,
     )
     false_leads: float | None = option(
@@ -561,16 +591,18 @@ class PanningConfig:
 
     @property
     def prior_mass(self) -> float:
-        """The expected number of relevant documents: ``expected_relevant``, ``k`` or 1."""
+        """The expected number of relevant documents: ``expected_relevant`` (resolved
+        against the profile), else :data:`DEFAULT_EXPECTED_RELEVANT`; never ``k``."""
         if self.expected_relevant is not None:
             return float(self.expected_relevant)
-        return 1.0 if self.k is None else float(self.k)
+        return DEFAULT_EXPECTED_RELEVANT
 
     @property
     def focus(self) -> int:
-        """The top documents stop rules and pruning watch: ``k``, else the prior mass
-        rounded (>= 1)."""
-        return self.k if self.k is not None else max(1, round(self.prior_mass))
+        """The top documents stop rules, pruning and the mixture's rates watch: the prior
+        mass rounded (>= 1). Not ``k``, so that no probability depends on how many
+        documents are returned."""
+        return max(1, round(self.prior_mass))
 
 
 @functools.cache

@@ -46,6 +46,7 @@ if TYPE_CHECKING:
 __all__ = [
     "SUSPECT_AT",
     "TEST_AT",
+    "evidence_swing",
     "flat_evidence",
     "flat_log_likelihood",
     "lead_rate",
@@ -123,6 +124,20 @@ def self_citing_rate(config: PanningConfig, n: int) -> float:
     if config.self_citing == 0.0 or irrelevant <= 0 or config.empty_prompts == "skip":
         return 0.0
     return min(float(config.self_citing) / irrelevant, 0.45)
+
+
+def evidence_swing(config: PanningConfig, n: int) -> float:
+    """The most that consistent evidence can move one document against another, in nats:
+    ``log((1 - b) / a) - log(b / (1 - a))``, a document cited in every prompt against one
+    never cited (``inf`` when ``a`` or ``b`` is 0: the paper's unbounded update).
+
+    Example: ``a = 0.25 / 7``, ``b = 0.1``: ``log(0.9 / 0.0357) - log(0.1 / 0.9643) = 3.227
+    + 2.266 = 5.493``.
+    """
+    a, b, _ = mixture_rates(config, n)
+    if a <= 0.0 or b <= 0.0:
+        return math.inf
+    return math.log((1.0 - b) / a) - math.log(b / (1.0 - a))
 
 
 @lru_cache(maxsize=64)

@@ -8,6 +8,8 @@ own reader are resolved at the edge (:class:`gold_panning_integrations.GoldPanne
 
 from __future__ import annotations
 
+import math
+
 import contextvars
 import logging
 import time
@@ -25,7 +27,8 @@ from ._concurrency import gather_all, in_daemon_thread, settle
 from .beliefs import initial_log_odds, sigmoid
 from .config import PanningConfig
 from .policies import vote_ranking
-from .priors import retriever_prior_probs
+from .mixture import evidence_swing
+from .priors import BOUND_SHARE, retriever_prior_probs
 from .reading import Reading, reader_failure
 from .relevance import recalibrate, recalibration_of, select
 from .result import PanningResult, ProfileLike, RoundTrace, StopReason
@@ -420,6 +423,7 @@ class Panner:
         rng = check_rng_option(rng)  # None: each run derives its own stream
         self.rng = None if rng is None else np.random.default_rng(None if isinstance(rng, str) else rng)
         self.recalibration = recalibration_of(profile)
+        self.score_temperature = _score_temperature(self.config, profile)
 
     def __getattr__(self, name: str) -> Any:
         # Read access to the options as attributes (panner.rounds, panner.k, ...).
@@ -451,7 +455,7 @@ class Panner:
         if rng is None:  # the panner's stream, else one derived from the input
             rng = self.rng if self.rng is not None else derived_rng(question, documents)
         if prior_probs is None and prior_log_odds is None:
-            prior_probs = _retriever_prior(config, n, options.get("scores"))
+            prior_probs = _retriever_prior(config, n, options.get("scores"), self.score_temperature)
         return _Run(
             self,
             n,
@@ -549,10 +553,28 @@ class Panner:
         return run.result()
 
 
+def _score_temperature(config: PanningConfig, profile: Any) -> float | None:
+    """The score prior's temperature: the option, else the profile's ``prior_temperature``
+    (fitted for its retriever), else None (not known: ``auto`` reads the order only)."""
+    if config.prior_temperature is not None:
+        return float(config.prior_temperature)
+    value = getattr(profile, "prior_temperature", None)
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value <= 0:
+        raise ValueError(
+            f"the profile's prior_temperature must be a number > 0, got {value!r}; "
+            "fix or remove it, or pass prior_temperature explicitly"
+        )
+    return float(value)
+
+
 def _retriever_prior(
-    config: PanningConfig, n: int, scores: Sequence[float | None] | None
+    config: PanningConfig, n: int, scores: Sequence[float | None] | None, temperature: float | None
 ) -> NDArray[np.float64] | None:
-    """The prior of ``config.retriever_prior`` over ``n`` documents (None: flat)."""
+    """The prior of ``config.retriever_prior`` over ``n`` documents (None: flat), with the
+    score prior's ``temperature`` (None: not known); a prior not fitted for the retriever
+    is bounded by :data:`~.priors.BOUND_SHARE` of :func:`~.mixture.evidence_swing`."""
     if scores is not None and len(scores) != n:
         raise ValueError(f"scores must have one entry per document ({n}), got {len(scores)}")
     return retriever_prior_probs(
@@ -562,7 +584,8 @@ def _retriever_prior(
         top10_recall=config.prior_top10_recall,
         head_decay=config.resolved("prior_head_decay"),
         scores=scores if config.retriever_prior in ("score", "auto") else None,
-        temperature=config.prior_temperature,
+        temperature=temperature,
+        max_gap=BOUND_SHARE * evidence_swing(config, n),
     )
 
 

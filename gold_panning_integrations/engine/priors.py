@@ -16,9 +16,12 @@ from numpy.typing import ArrayLike, NDArray
 
 __all__ = [
     "AUTO_MIN_SCORED",
+    "BOUND_SHARE",
     "DEFAULT_HEAD_DECAY",
     "DEFAULT_HEAD_FLOOR",
+    "DEFAULT_SCORE_TEMPERATURE",
     "MAX_PRIOR",
+    "bounded_prior",
     "rank_prior_probs",
     "retriever_prior_probs",
     "score_prior_probs",
@@ -29,6 +32,11 @@ logger = logging.getLogger(__name__)
 MAX_PRIOR = 0.95
 """No prior probability exceeds this: a prior never overrules the evidence entirely."""
 
+BOUND_SHARE = 0.75
+"""A prior not fitted for the retriever at hand (the rank prior, or scores read without a
+fitted temperature) puts no document further ahead of another, in log-odds, than this
+share of the swing consistent evidence can make (:func:`bounded_prior`)."""
+
 DEFAULT_HEAD_FLOOR = 0.2
 """Share of the default rank prior's top-10 mass spread evenly over the top 10."""
 
@@ -37,6 +45,12 @@ AUTO_MIN_SCORED = 5
 divided by their standard deviation, and over fewer documents that says little about how
 sure the retriever was (two different scores always stand two deviations apart). The
 default temperature was fitted on 5 to 30 candidates (docs/embedded-model.md)."""
+
+DEFAULT_SCORE_TEMPERATURE = 0.5
+"""The score prior's temperature (standard deviations) fitted on BM25 scores over Natural
+Questions passages (docs/embedded-model.md): what ``retriever_prior="score"`` uses when
+neither the options nor the profile give one. ``"auto"`` never uses it on its own: another
+retriever's scores have another scale."""
 
 DEFAULT_HEAD_DECAY = 0.6
 """Ratio between consecutive ranks inside the top 10 of the default rank prior (at 10
@@ -121,6 +135,35 @@ def score_prior_probs(scores: ArrayLike, *, k: float = 1, temperature: float = 1
     return _to_expected_k(np.maximum(np.exp(z), 1e-12), k)
 
 
+def bounded_prior(probs: ArrayLike, *, max_gap: float) -> NDArray[np.float64]:
+    """``probs`` (shape ``(n,)``, in (0, 1)) with their log-odds pulled linearly toward the
+    lowest until no two differ by more than ``max_gap`` nats (order kept), then shifted
+    alike so that they sum as before (each still at most :data:`MAX_PRIOR`).
+
+    Example: ``[0.9, 0.1]`` (log-odds gap 4.39) with ``max_gap=2.197`` (a 9:1 odds
+    ratio): log-odds ``(c + 2.197, c)`` with sigmoids summing to 1, i.e. ``[0.75, 0.25]``.
+    """
+    p = np.asarray(probs, dtype=np.float64).reshape(-1)
+    if p.size < 2 or not math.isfinite(max_gap):
+        return p.copy()
+    lo = np.log(p) - np.log1p(-p)
+    low, gap = float(lo.min()), float(lo.max() - lo.min())
+    if gap <= max_gap:
+        return p.copy()
+    shape = (lo - low) * (max_gap / gap)
+    mass = min(float(p.sum()), MAX_PRIOR * p.size)
+    # sum(sigmoid(shape + c)) rises with c: bisect for the shift that restores the mass.
+    a, b = -60.0, 60.0
+    for _ in range(100):
+        c = (a + b) / 2.0
+        if float(np.sum(1.0 / (1.0 + np.exp(-(shape + c))))) < mass:
+            a = c
+        else:
+            b = c
+    out = 1.0 / (1.0 + np.exp(-(shape + (a + b) / 2.0)))
+    return np.clip(out, 1e-6, MAX_PRIOR)
+
+
 def _usable_scores(scores: Sequence[float | None], n: int) -> bool:
     """Whether ``scores`` holds one finite number per document (bools are not scores)."""
     return len(scores) == n and all(
@@ -157,22 +200,28 @@ def retriever_prior_probs(
     top10_recall: float,
     head_decay: float = DEFAULT_HEAD_DECAY,
     scores: Sequence[float | None] | None = None,
-    temperature: float = 1.0,
+    temperature: float | None = None,
+    max_gap: float = math.inf,
 ) -> NDArray[np.float64] | None:
-    """Prior probability of relevance for ``n`` documents in the base retriever's order.
+    """Prior probability of relevance for ``n`` documents in the base retriever's order,
+    summing to ``k`` (the prior mass, never the number of documents asked for).
 
     ``mode`` is the option ``retriever_prior`` (its help says what each does);
     ``top10_recall`` and ``head_decay`` shape ``"rank"`` (:func:`rank_prior_probs`),
-    ``scores`` (``(n,)``, None where unknown) and ``temperature`` (in standard deviations)
-    ``"score"``, and ``"auto"`` where :data:`AUTO_MIN_SCORED` documents or more have usable
-    scores that never rise along the order (else the rank). Returns shape ``(n,)``, or None
-    for the flat prior.
+    ``scores`` (``(n,)``, None where unknown) and ``temperature`` (in standard deviations,
+    fitted for this retriever; None: not known) ``"score"``. ``"auto"`` reads the scores
+    only with a known ``temperature`` and where :data:`AUTO_MIN_SCORED` documents or more
+    have usable scores that never rise along the order (else the rank); ``"score"`` without
+    a temperature uses :data:`DEFAULT_SCORE_TEMPERATURE`. A prior not fitted for this
+    retriever (the rank prior; scores without a known temperature) is
+    :func:`bounded_prior` at ``max_gap`` nats. Returns shape ``(n,)``, or None for the flat
+    prior.
     """
     if mode not in ("auto", "rank", "score", "none"):
         raise ValueError(f"retriever_prior must be 'auto', 'rank', 'score' or 'none', got {mode!r}")
     if n == 0 or mode == "none":
         return None
-    if mode == "score" or (mode == "auto" and n >= AUTO_MIN_SCORED):
+    if mode == "score" or (mode == "auto" and temperature is not None and n >= AUTO_MIN_SCORED):
         if (
             scores is not None
             and _usable_scores(scores, n)
@@ -182,9 +231,13 @@ def retriever_prior_probs(
             spread = float(s.std())
             if spread <= 0.0:
                 return None
-            return score_prior_probs(s / spread, k=k, temperature=temperature)
+            if temperature is not None:
+                return score_prior_probs(s / spread, k=k, temperature=temperature)
+            p = score_prior_probs(s / spread, k=k, temperature=DEFAULT_SCORE_TEMPERATURE)
+            return bounded_prior(p, max_gap=max_gap)
         if mode == "score":
             logger.warning(
                 "retriever_prior='score' but not every document has a finite score; using the rank prior instead"
             )
-    return rank_prior_probs(n, k=k, top10_recall=top10_recall, head_decay=head_decay)
+    p = rank_prior_probs(n, k=k, top10_recall=top10_recall, head_decay=head_decay)
+    return bounded_prior(p, max_gap=max_gap)

@@ -211,7 +211,7 @@ class BatchState:
     log-likelihood ratio; ``log_odds = prior_log_odds + mixed_evidence(evidence)``),
     ``relevant``/``irrelevant`` (summed log-likelihoods at the profile's own rates, kept
     for ``self_citing``). Per run, shape ``(B,)``: citations ``observed`` and
-    ``predicted`` (level adaptation), and the empty-reply tallies behind :attr:`silence`.
+    ``predicted`` (level adaptation), over the replies that cited something.
     """
 
     log_odds: NDArray[np.float64]
@@ -223,9 +223,6 @@ class BatchState:
     times_shown: NDArray[np.int64] = field(init=False)
     observed: NDArray[np.float64] = field(init=False)
     predicted: NDArray[np.float64] = field(init=False)
-    empty_seen: NDArray[np.float64] = field(init=False)
-    empty_expected: NDArray[np.float64] = field(init=False)
-    prompts: NDArray[np.float64] = field(init=False)
 
     def __post_init__(self) -> None:
         b, n = self.log_odds.shape
@@ -236,16 +233,6 @@ class BatchState:
         self.times_shown = np.zeros((b, n), dtype=np.int64)
         self.observed = np.zeros(b)
         self.predicted = np.zeros(b)
-        self.empty_seen = np.zeros(b)
-        self.empty_expected = np.zeros(b)
-        self.prompts = np.zeros(b)
-
-    @property
-    def silence(self) -> NDArray[np.float64]:
-        """Probability that a reply is silent whatever the prompt holds, shape ``(B,)``:
-        ``(seen - expected) / (prompts - expected + 1)`` empty replies, clipped to [0, 1]."""
-        excess = self.empty_seen - self.empty_expected
-        return np.minimum(np.maximum(excess / (self.prompts - self.empty_expected + 1.0), 0.0), 1.0)
 
     @classmethod
     def start(cls, log_odds: NDArray[np.float64]) -> BatchState:
@@ -417,38 +404,34 @@ def _relevant_share(log_odds: NDArray[np.float64], k: float) -> NDArray[np.float
 
 
 def _mixture_missed(
-    state: BatchState,
     clamped: NDArray[np.float64],
     log1m: NDArray[np.float64],
     missed: NDArray[np.float64],
     shown: NDArray[np.bool_],
     n_cited: NDArray[np.int64],
     read_ok: NDArray[np.bool_] | None,
-    share: NDArray[np.float64],
+    silent_rate: float,
     temperature: float,
 ) -> NDArray[np.float64]:
     """Miss log-likelihood ratios, shape ``(B, n)``, when a reply is silent with
-    probability ``pi`` (:attr:`BatchState.silence`) whatever the prompt holds. In an empty
-    prompt, with ``D`` the chance that no shown document is cited when none is relevant,
-    document ``i`` gets ``log((pi + (1-pi) (1-t_i) D / (1-f_i)) / (pi + (1-pi) D))``;
-    other prompts' misses are ``missed``. ``clamped`` rates and their ``log1m``: ``(2, B,
-    n)``; ``read_ok``: ``(B,)`` or None (all); ``share``: :func:`_relevant_share`.
+    probability ``pi = silent_rate`` (the profile's, measured on labelled traces) whatever
+    the prompt holds. In an empty prompt, with ``D`` the chance that no shown document is
+    cited when none is relevant, document ``i`` gets ``log((pi + (1-pi) (1-t_i) D /
+    (1-f_i)) / (pi + (1-pi) D))``; other prompts' misses are ``missed``. ``clamped``
+    rates and their ``log1m``: ``(2, B, n)``; ``read_ok``: ``(B,)`` or None (all).
+
+    Example: ``pi = 0.1``, one shown document at ``t = 0.8``, ``f = 0.1``: ``D = 0.9``,
+    ``log((0.1 + 0.9 * 0.2) / (0.1 + 0.9 * 0.9)) = log(0.28 / 0.91) = -1.179`` (the paper's
+    miss, ``pi = 0``: ``log(0.2 / 0.9) = -1.504``).
     """
+    empty = n_cited == 0 if read_ok is None else read_ok & (n_cited == 0)
+    if not empty.any() or silent_rate == 0.0:
+        return missed / temperature  # no empty prompt, or silence explains none: the usual miss
     log_d = np.add.reduce(_where0(shown, log1m[1]), axis=1, keepdims=True)
     d = np.exp(log_d)
-    q = _where0(shown, share)
     one_minus = 1.0 - clamped
     p_empty_if = one_minus[0] / one_minus[1] * d  # empty prompt if document i is the relevant one
-    expected = (
-        np.add.reduce(q * p_empty_if, axis=1) + np.maximum(0.0, 1.0 - np.add.reduce(q, axis=1)) * d[:, 0]
-    )
-    empty = n_cited == 0 if read_ok is None else read_ok & (n_cited == 0)
-    state.prompts += 1.0 if read_ok is None else read_ok
-    state.empty_seen += empty
-    _accumulate(state.empty_expected, expected, read_ok)
-    if not empty.any():
-        return missed / temperature  # no empty prompt: every miss is the usual one
-    pi = state.silence[:, None]
+    pi = silent_rate
     mixed = np.log(pi + (1.0 - pi) * p_empty_if) - np.log(pi + (1.0 - pi) * d)
     return np.where(empty[:, None], mixed, missed) / temperature
 
@@ -489,15 +472,18 @@ def observe_round(
         return upd
     rates = geometry.rates_at(positions, sizes)  # (2, B, n): TPR, FPR
     profile_rates = rates
-    share = None
     if config.adapt_level:
-        # The level counts empty readings too (silence lowers it even when it updates
-        # nothing); shares rescaled to k so the prediction holds under a uniform prior.
-        share = _relevant_share(state.log_odds, config.prior_mass)
-        t, f = rates
-        predicted = np.add.reduce(_where0(shown, share * t + (1.0 - share) * f), axis=1)
-        _accumulate(state.observed, n_cited, read_ok)
-        _accumulate(state.predicted, predicted, read_ok)
+        # The level counts the replies that cite something: an empty reply is silent_rate's
+        # to explain, and counting it here would read "nothing is relevant" as "this reader
+        # cites little". Shares rescaled to the prior mass so the prediction holds under a
+        # uniform prior.
+        spoke = n_cited > 0 if read_ok is None else read_ok & (n_cited > 0)
+        if spoke.any():
+            share = _relevant_share(state.log_odds, config.prior_mass)
+            t, f = rates
+            predicted = np.add.reduce(_where0(shown, share * t + (1.0 - share) * f), axis=1)
+            _accumulate(state.observed, n_cited, spoke)
+            _accumulate(state.predicted, predicted, spoke)
         rates = rates * state.level[:, None]
     # The tempered log-likelihood ratios of both rates at once, the clamped logs kept for the miss rule.
     temperature = geometry.temperature
@@ -508,9 +494,9 @@ def observe_round(
         if config.eps != geometry.config.eps:
             clamped, _, log1m = _clamped_logs(rates, config.eps)
             missed = log1m[0] - log1m[1]
-        if share is None:
-            share = _relevant_share(state.log_odds, config.prior_mass)
-        llr_m = _mixture_missed(state, clamped, log1m, missed, shown, n_cited, read_ok, share, temperature)
+        llr_m = _mixture_missed(
+            clamped, log1m, missed, shown, n_cited, read_ok, config.resolved("silent_rate"), temperature
+        )
     else:
         llr_m = missed / temperature
     delta = np.where(cited, llr_c, llr_m)

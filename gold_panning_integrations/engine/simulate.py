@@ -334,8 +334,8 @@ class _Batch:
     ) -> None:
         needle_rng, model_rng, policy_rng, tie_rng = self.streams
         some = next(iter(self.cfgs.values()))
-        k, n = some.focus, lo0.size
-        truth, hostile = _draw_truth(needle_rng, bsz, n, k, needle_probs, self.relevant_counts)
+        needles, k, n = int(some.k or 1), some.focus, lo0.size
+        truth, hostile = _draw_truth(needle_rng, bsz, n, needles, needle_probs, self.relevant_counts)
         states = {p: BatchState.start(np.broadcast_to(lo0, (bsz, n))) for p in self.cfgs}
         live = {p: np.ones(bsz, dtype=bool) for p in self.cfgs}
         reads = truth if self.mistakes is None else self.mistakes.draw(needle_rng, truth)
@@ -395,10 +395,12 @@ def _sim_config(
     config: PanningConfig | None, *, rounds: int, k: int, prior: PriorSpec, eps: float
 ) -> PanningConfig:
     """``config`` (default: one prompt per round) with simulate's arguments laid over it
-    and profile options at their defaults; ValueError for what simulate does not model."""
-    cfg = replace(
-        config or PanningConfig(prompts_per_round=1), rounds=rounds, k=k, prior=prior, eps=eps
-    ).with_profile(None)
+    and profile options at their defaults; the prior's mass is ``k``, the needles planted
+    (the simulator knows its base rate), unless ``config`` sets ``expected_relevant``.
+    ValueError for what simulate does not model."""
+    base = config or PanningConfig(prompts_per_round=1)
+    mass = float(k) if base.expected_relevant is None else base.expected_relevant
+    cfg = replace(base, rounds=rounds, k=k, prior=prior, eps=eps, expected_relevant=mass).with_profile(None)
     if (
         cfg.windows
         or cfg.min_gain is not None
@@ -505,7 +507,7 @@ def simulate(
     if prior_probs is not None:
         lo0 = logit(np.asarray(prior_probs, dtype=np.float64).reshape(n))
     else:
-        lo0 = initial_log_odds(n, k=k, prior=cfg.prior)
+        lo0 = initial_log_odds(n, k=cfg.prior_mass, prior=cfg.prior)
     npb = None if needle_probs is None else np.asarray(needle_probs, dtype=np.float64).reshape(n)
     counts = None if relevant_counts is None else _check_relevant_counts(relevant_counts)
     sim = _Batch(

@@ -145,7 +145,8 @@ class DetectorProfile(_Model):
     Position ``j`` (0-based, ``j = 0`` is the first document of the prompt) cites a
     relevant document with probability ``tpr[j]`` and an irrelevant one with ``fpr[j]``.
     The values learned for the reader and its retriever (``blind_rate``, ``false_leads``,
-    ``prior_head_decay``, ``evidence_temperature``; None: not measured) are the panner's
+    ``prior_head_decay``, ``evidence_temperature``, ``expected_relevant``, ``silent_rate``,
+    ``prior_temperature``; None: not measured) are the panner's
     when its options leave them to the profile.
     """
 
@@ -182,6 +183,16 @@ class DetectorProfile(_Model):
     where the relevant documents sat in labelled traces."""
     evidence_temperature: float | None = None
     """Divisor of every log-likelihood ratio (> 0) fitted for this reader."""
+    expected_relevant: float | None = None
+    """Mean number of relevant documents per question among the candidates (> 0), counted
+    on labelled traces: the prior's mass (never ``k``)."""
+    silent_rate: float | None = None
+    """Probability, in [0, 1), that a reply cites nothing whatever its prompt holds,
+    measured on labelled traces (empty replies beyond what the rates predict)."""
+    prior_temperature: float | None = None
+    """Softness (> 0, in standard deviations of the scores) of the score prior for the
+    retriever the traces came from, fitted on labelled traces. Without it,
+    ``retriever_prior="auto"`` reads only the retriever's order."""
     recalibration: dict[str, Any] | None = None
     """Monotone map from the panner's posterior log-odds to calibrated probabilities,
     learned from labelled traces (``gold-panning calibrate --from-traces``):

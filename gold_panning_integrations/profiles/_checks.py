@@ -36,6 +36,9 @@ LEARNED_RANGES: dict[str, tuple[float, float | None, bool, bool]] = {
     "false_leads": (0.0, None, False, True),
     "prior_head_decay": (0.0, 1.0, True, False),
     "evidence_temperature": (0.0, None, True, True),
+    "expected_relevant": (0.0, None, True, True),
+    "silent_rate": (0.0, 1.0, False, True),
+    "prior_temperature": (0.0, None, True, True),
 }
 """The learned fields of a profile (schema 3; ``extra`` entries before) and their ranges."""
 
