@@ -32,12 +32,13 @@ __all__ = [
     "learn_profile",
     "observations_from_traces",
     "read_traces",
+    "silent_rate",
     "trace_record",
 ]
 
 
 Relevance = Literal["independent", "one"]
-_LEARNED_FIELDS = ("false_leads", "blind_rate", "prior_head_decay")
+_LEARNED_FIELDS = ("false_leads", "blind_rate", "prior_head_decay", "expected_relevant", "silent_rate")
 
 
 @dataclass(frozen=True)
@@ -55,6 +56,8 @@ class Observations:
         final_posteriors: Posterior each trace reported, shape ``(D,)``.
         label: 1 for a document labelled relevant, 0 for one labelled irrelevant (the
             other documents of a labelled trace), NaN in unlabelled traces, shape ``(D,)``.
+        prompt: The prompt of each sighting (0, 1, ... over all traces), shape ``(O,)``;
+            None when not known.
     """
 
     doc: NDArray[np.intp]
@@ -64,6 +67,7 @@ class Observations:
     query: NDArray[np.intp]
     final_posteriors: NDArray[np.float64]
     label: NDArray[np.float64] | None = None
+    prompt: NDArray[np.intp] | None = None
 
     @property
     def n_queries(self) -> int:
@@ -78,12 +82,13 @@ class Observations:
 def observations_from_traces(traces: Iterable[Mapping[str, Any]]) -> Observations:
     """Flatten trace records (from :func:`read_traces` or :func:`trace_record`), failed
     prompts left out; a missing prior is the base rate ``k / n``."""
-    sightings: list[tuple[int, float, bool]] = []  # (global document index, depth, cited)
+    sightings: list[tuple[int, float, bool, int]] = []  # (global document index, depth, cited, prompt)
     prior: list[float] = []
     query: list[int] = []
     final: list[float] = []
     label: list[float] = []
     offset = 0
+    prompt_id = 0
     for qi, t in enumerate(traces):
         n = int(t["n"])
         relevant = None if t.get("relevant") is None else set(check_relevant(t["relevant"], n))
@@ -101,11 +106,12 @@ def observations_from_traces(traces: Iterable[Mapping[str, Any]]) -> Observation
                     continue
                 span, c = int(p["span"]), set(p["cited"])
                 sightings.extend(
-                    (offset + int(d), j / (span - 1) if span > 1 else 0.0, d in c)
+                    (offset + int(d), j / (span - 1) if span > 1 else 0.0, d in c, prompt_id)
                     for d, j in zip(p["docs"], p["positions"])
                 )
+                prompt_id += 1
         offset += n
-    doc, depth, cited = zip(*sightings) if sightings else ((), (), ())
+    doc, depth, cited, prompt = zip(*sightings) if sightings else ((), (), (), ())
     return Observations(
         doc=np.asarray(doc, dtype=np.intp),
         depth=np.asarray(depth, dtype=np.float64),
@@ -114,6 +120,7 @@ def observations_from_traces(traces: Iterable[Mapping[str, Any]]) -> Observation
         query=np.asarray(query, dtype=np.intp),
         final_posteriors=np.asarray(final, dtype=np.float64),
         label=np.asarray(label, dtype=np.float64),
+        prompt=np.asarray(prompt, dtype=np.intp),
     )
 
 
@@ -162,6 +169,11 @@ class MixtureFit:
         relevant: Labelled relevant documents behind the estimate.
         irrelevant: Labelled irrelevant documents behind the estimate.
         queries: Labelled queries.
+        expected_relevant: Mean number of relevant documents per labelled query (the
+            prior's mass; at least 0.01).
+        silent_rate: Probability that a reply cites nothing whatever its prompt holds
+            (:func:`silent_rate`).
+        silent_prompts: ``(prompts, expected empty, seen empty)`` behind ``silent_rate``.
     """
 
     false_leads: float
@@ -170,6 +182,9 @@ class MixtureFit:
     relevant: int
     irrelevant: int
     queries: int
+    expected_relevant: float = 1.0
+    silent_rate: float = 0.0
+    silent_prompts: tuple[int, float, int] = (0, 0.0, 0)
 
 
 MIXTURE_PRIOR_WEIGHT = 2.0
@@ -310,15 +325,51 @@ def _one_relevant_posterior(lo: NDArray[np.float64], obs: Observations) -> NDArr
     return e / z[obs.query]
 
 
+def silent_rate(
+    obs: Observations,
+    sighting_rates: NDArray[np.float64],
+) -> tuple[float, int, float, int]:
+    """The probability that a reply cites nothing whatever its prompt holds, measured on
+    the labelled prompts of ``obs``: ``(rate, prompts, expected empty, seen empty)``.
+
+    ``sighting_rates`` (shape ``(O,)``) is each sighting's chance of being cited given its
+    label (the mixture's: a relevant document at ``(1 - b) TPR + b FPR``, an irrelevant one
+    at ``a TPR + (1 - a) FPR``). A prompt is empty with probability ``prod (1 - rate)`` when
+    replies are never silent for their own sake; with ``E`` such empty prompts expected of
+    ``N`` and ``S`` seen, the rate is ``(S - E) / (N - E)``, clipped to [0, 0.99] (the same
+    moment estimate a single query's replies would give, pooled over many questions whose
+    relevant documents are known).
+
+    Example: two prompts each expected empty with probability 0.5 (``E = 1``), both empty
+    (``S = 2``): ``(2 - 1) / (2 - 1) = 1``, clipped to 0.99; one empty: 0.
+    """
+    labelled = ~np.isnan(obs.labels[obs.doc])
+    if obs.prompt is None or not labelled.any():
+        return 0.0, 0, 0.0, 0
+    prompts, inverse = np.unique(obs.prompt[labelled], return_inverse=True)
+    count = prompts.size
+    miss = np.log1p(-np.clip(sighting_rates[labelled], 0.0, 1.0 - 1e-12))
+    log_empty = np.bincount(inverse, miss, minlength=count)
+    expected = float(np.exp(log_empty).sum())
+    seen = int(np.count_nonzero(np.bincount(inverse, obs.cited[labelled], minlength=count) == 0))
+    if count - expected <= 0.0:
+        return 0.0, count, expected, seen
+    return float(min(max((seen - expected) / (count - expected), 0.0), 0.99)), count, expected, seen
+
+
 def _learned_fields(
     prior: DetectorProfile, fit: MixtureFit | None, retriever: RetrieverFit | None, extra: dict[str, Any]
 ) -> dict[str, Any]:
-    """The learned profile's ``false_leads``, ``blind_rate`` and ``prior_head_decay``: those
-    ``fit`` and ``retriever`` measured (how, added to ``extra``), else the prior's."""
+    """The learned profile's ``false_leads``, ``blind_rate``, ``expected_relevant``,
+    ``silent_rate`` and ``prior_head_decay``: those ``fit`` and ``retriever`` measured
+    (how, added to ``extra``), else the prior's."""
     learned = {key: getattr(prior, key) for key in _LEARNED_FIELDS if getattr(prior, key) is not None}
     if fit is not None:
         learned["false_leads"], learned["blind_rate"] = fit.false_leads, fit.blind_rate
-        extra["mixture_fit"] = {key: getattr(fit, key) for key in ("relevant", "irrelevant", "queries")}
+        learned["expected_relevant"], learned["silent_rate"] = fit.expected_relevant, fit.silent_rate
+        extra["mixture_fit"] = {
+            key: getattr(fit, key) for key in ("relevant", "irrelevant", "queries", "silent_prompts")
+        }
     if retriever is not None:
         learned["prior_head_decay"] = retriever.head_decay
         extra["retriever_fit"] = {"queries": retriever.queries, "top1_share": round(retriever.top1_share, 4)}
@@ -449,6 +500,14 @@ def learn_profile(
     }
     fit = None
     if mixture:
+        rates_t, rates_f = _rates_at(t_grid, left, w), _rates_at(f_grid, left, w)
+        lab = labels[obs.doc]
+        p_cite = np.where(
+            lab == 1.0,
+            (1.0 - b_rate) * rates_t + b_rate * rates_f,
+            a_rate * rates_t + (1.0 - a_rate) * rates_f,
+        )
+        silent, n_prompts, expected_empty, seen_empty = silent_rate(obs, p_cite)
         fit = MixtureFit(
             false_leads=round(a_rate * irr_per_query, 4),
             blind_rate=min(round(b_rate, 4), 0.9999),
@@ -456,6 +515,9 @@ def learn_profile(
             relevant=int(rel_l.sum()),
             irrelevant=int(irr_l.sum()),
             queries=n_labelled,
+            expected_relevant=round(max(int(rel_l.sum()) / max(n_labelled, 1), 0.01), 4),
+            silent_rate=round(silent, 4),
+            silent_prompts=(n_prompts, round(expected_empty, 3), seen_empty),
         )
     learned = _learned_fields(prior, fit, retriever, extra)
     profile = DetectorProfile.from_grid(
