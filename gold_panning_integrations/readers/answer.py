@@ -46,8 +46,14 @@ ANSWER_SYSTEM_PROMPT = "You answer questions using the given documents. Reply wi
 """Answer mode keeps plain document lines, not cite mode's marked blocks (docs/security.md:
 a document is credited only when it holds the model's answer)."""
 
-ANSWER_TEMPLATE = "Documents:\n{documents}\n\nQuestion: {question}\nAnswer with a few words only."
-"""Default user message of answer mode. Placeholders: ``{question}``, ``{documents}``."""
+ANSWER_TEMPLATE = (
+    "Documents:\n{documents}\n\nQuestion: {question}\nAnswer with a few words only. "
+    "If none of the documents answers the question, reply: unknown"
+)
+"""Default user message of answer mode. Placeholders: ``{question}``, ``{documents}``. Its
+way out ("reply: unknown", as cite mode's ``{"cited": []}``) makes "nothing here answers"
+a reply the model can give: an abstention cites nothing, and the profile's ``silent_rate``
+says how much that tells."""
 
 _GENERIC_TEXT = """
 i don t know
@@ -269,6 +275,8 @@ def reading_from_answer(
     answer = clean_answer(completion)
     cited, how = att.attribute(answer, documents, question=question)
     info = {"mode": "answer", "attribution": how, **(extra or {})}
+    if att.is_generic(answer):
+        info["abstained"] = True  # "unknown", "I don't know", nothing: a way out taken
     return Reading(
         cited=cited,
         answer=answer or None,

@@ -98,7 +98,10 @@ def test_cite_template_marks_documents_as_data_and_answer_mode_keeps_plain_lines
     # Answer mode credits a document only when it holds the model's answer; its plain lines
     # read better on the 0.5B model than the marked blocks (docs/security.md).
     answer = render_answer_prompt("Who?", ["a", "b"])
-    assert answer == "Documents:\n- a\n- b\n\nQuestion: Who?\nAnswer with a few words only."
+    assert answer == (
+        "Documents:\n- a\n- b\n\nQuestion: Who?\nAnswer with a few words only. "
+        "If none of the documents answers the question, reply: unknown"
+    )
     assert "<document" not in answer and ANSWER_SYSTEM_PROMPT.startswith("You answer questions")
 
 
@@ -309,3 +312,14 @@ def test_loads_strict_is_json_loads_without_repeated_keys() -> None:
 def test_the_schema_constrains_the_shape_not_the_values() -> None:
     cited = citation_json_schema()["properties"]["cited"]
     assert cited == {"type": "array", "items": {"type": "integer"}}  # no enum, no bounds
+
+
+def test_answer_mode_has_a_way_out_and_an_abstention_cites_nothing() -> None:
+    from gold_panning_integrations.readers.answer import reading_from_answer
+
+    docs = ["Paris is the capital of France.", "The unknown soldier rests in Arlington."]
+    out = reading_from_answer("Unknown.", docs, question="capital of Spain?")
+    # "unknown" is a generic answer: it supports no document, even one holding the word.
+    assert out.cited == () and out.extra["abstained"] is True and not out.failed
+    answered = reading_from_answer("Paris", docs, question="capital of France?")
+    assert answered.cited == (0,) and "abstained" not in answered.extra
