@@ -314,7 +314,8 @@ class GoldPanningCompressor(BaseDocumentCompressor, _LangChainPanning):
 
     top_n: int | None = 4
     """Number of documents to return (a positive int), or None for every document, ranked
-    (as ``CohereRerank(top_n=None)``; the panning then aims at ``config``'s ``k``)."""
+    (as ``CohereRerank(top_n=None)``). It chooses what is returned: no probability
+    depends on it."""
 
     @field_validator("top_n", mode="before")
     @classmethod
@@ -351,7 +352,7 @@ class GoldPanningCompressor(BaseDocumentCompressor, _LangChainPanning):
     ) -> Steps[PannedDocuments]:
         """:meth:`pan` and :meth:`apan`, written once (:mod:`.._steps`): one chain run
         around the panning, ended with the documents or the error. ``top_n`` None: this
-        compressor's; None there: every document, the engine's ``k`` the config's."""
+        compressor's; None there: every document."""
         top_n, callbacks = options.pop("top_n", None), options.pop("callbacks", None)
         n = self.top_n if top_n is None else top_n
         n = None if n is None else check_count(n, name="top_n")
@@ -366,8 +367,7 @@ class GoldPanningCompressor(BaseDocumentCompressor, _LangChainPanning):
             run_id=config.pop("run_id", None),
         )
         try:
-            k = self.panning_config().k if n is None else n
-            result = yield from self._pan_steps(query, docs, k, manager.get_child(), asynchronous)
+            result = yield from self._pan_steps(query, docs, n, manager.get_child(), asynchronous)
             out = self._to_documents(docs, result, every=n is None, config=self.panning_config())
         except BaseException as err:
             yield functools.partial(manager.on_chain_error, err)

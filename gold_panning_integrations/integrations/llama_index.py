@@ -45,6 +45,7 @@ from ._base import (
     PanningOptions,
     PanQuery,
     check_count,
+    check_limit,
     check_items,
     empty_result,
     model_name,
@@ -131,7 +132,11 @@ class GoldPanningPostprocessor(BaseNodePostprocessor, PanningOptions):
     """Alternative to ``llm``: a reader (``read``/``aread`` returning a ``Reading``), a
     LangChain chat model, or ``"local"`` for the embedded model."""
 
-    top_n: int = Field(default=4, description="Number of nodes to return.")
+    top_n: int | None = Field(
+        default=4,
+        description="Number of nodes to return (None: every node, ranked). It chooses what is "
+        "returned: no probability depends on it.",
+    )
 
     metadata_mode: MetadataMode = Field(
         default=MetadataMode.LLM, description="Which node metadata the reader sees."
@@ -139,8 +144,8 @@ class GoldPanningPostprocessor(BaseNodePostprocessor, PanningOptions):
 
     @field_validator("top_n", mode="before")
     @classmethod
-    def _check_top_n(cls, value: Any) -> int:
-        return check_count(value, name="top_n")
+    def _check_top_n(cls, value: Any) -> int | None:
+        return check_limit(value, name="top_n")
 
     @model_validator(mode="before")
     @classmethod
@@ -168,7 +173,7 @@ class GoldPanningPostprocessor(BaseNodePostprocessor, PanningOptions):
 
     def _prepare(
         self, nodes: Sequence[NodeWithScore], query_bundle: QueryBundle | str | None, top_n: int | None
-    ) -> tuple[QueryBundle, int]:
+    ) -> tuple[QueryBundle, int | None]:
         if query_bundle is None:
             raise ValueError(
                 "GoldPanningPostprocessor needs the query: pass query_bundle=... or query_str=... "
@@ -176,11 +181,15 @@ class GoldPanningPostprocessor(BaseNodePostprocessor, PanningOptions):
             )
         if isinstance(query_bundle, str):
             query_bundle = QueryBundle(query_bundle)
-        n = check_count(self.top_n if top_n is None else top_n, name="top_n")
+        n = check_limit(self.top_n if top_n is None else top_n, name="top_n")
         what = "llama_index NodeWithScore objects (NodeWithScore(node=TextNode(text=...)))"
         check_items(nodes, NodeWithScore, source="GoldPanningPostprocessor was given", what=what)
         model = model_name(self._reader_source())
-        dispatcher.event(ReRankStartEvent(query=query_bundle, nodes=list(nodes), top_n=n, model_name=model))
+        dispatcher.event(
+            ReRankStartEvent(
+                query=query_bundle, nodes=list(nodes), top_n=len(nodes) if n is None else n, model_name=model
+            )
+        )
         return query_bundle, n
 
     def pan(self, nodes: Nodes, query: QueryLike, *, top_n: int | None = None) -> PannedNodes:
