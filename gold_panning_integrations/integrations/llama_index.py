@@ -44,9 +44,8 @@ from ..engine import PanningResult
 from ._base import (
     PanningOptions,
     PanQuery,
-    check_count,
-    check_limit,
     check_items,
+    check_limit,
     empty_result,
     model_name,
     ranked,

@@ -15,10 +15,10 @@ from typing import Any
 
 import numpy as np
 import pytest
+from doubles import ListRetriever
 from langchain_core.documents import Document
 from llama_index.core.schema import NodeWithScore, TextNode
 
-from doubles import ListRetriever
 from gold_panning_integrations import (
     GoldPanner,
     GoldPanningCompressor,
@@ -36,7 +36,9 @@ KS: tuple[int | None, ...] = (1, 2, 4, 8, None)
 class Silent:
     """Cites nothing, ever."""
 
-    def read(self, question: str, documents: Sequence[str], *, labels: Sequence[int] | None = None) -> Reading:
+    def read(
+        self, question: str, documents: Sequence[str], *, labels: Sequence[int] | None = None
+    ) -> Reading:
         return Reading(cited=())
 
     async def aread(
@@ -52,7 +54,9 @@ class CitesOne:
     def __init__(self, target: int = 4, every: set[int] | None = None) -> None:
         self.target, self.every, self.calls = target, every, 0
 
-    def read(self, question: str, documents: Sequence[str], *, labels: Sequence[int] | None = None) -> Reading:
+    def read(
+        self, question: str, documents: Sequence[str], *, labels: Sequence[int] | None = None
+    ) -> Reading:
         self.calls += 1
         if self.every is not None and self.calls not in self.every:
             return Reading(cited=())
@@ -143,7 +147,7 @@ def test_dense_style_scores_do_not_outweigh_consistent_citations() -> None:
     scores = [1.0 - 0.05 * i for i in range(8)]
     post = GoldPanningPostprocessor(reader=CitesOne(4, every={1, 2, 4, 5}), profile=PROFILE, top_n=3)
     best = post.postprocess_nodes(_nodes(scores), query_str=QUESTION)
-    assert [n.node.node_id for n in best][0] == "n4"
+    assert best[0].node.node_id == "n4"
     assert best[0].score is not None and best[0].score > 0.5 > best[1].score
 
 
