@@ -139,7 +139,7 @@ def bootstrap(
     """95% percentile-bootstrap intervals over queries (rows of ``p``, ``y``, shape
     ``(queries, n)``) of the ECE (10 equal-width bins) and of p_none's AUROC."""
     rng = np.random.default_rng(seed)
-    none = ~y.any(axis=1)
+    none: NDArray[np.bool_] = ~np.any(y, axis=1)
     p_none = np.prod(1.0 - p, axis=1)
     e, a = np.empty(draws), np.empty(draws)
     for i in range(draws):
