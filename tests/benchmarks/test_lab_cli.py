@@ -37,6 +37,7 @@ def test_table_lists_every_bench_module() -> None:
         "calibration_sim",
         "probabilities_check",
         "probabilities_heldout",
+        "probabilities_learned_base_rate",
         "probabilities_maps_cv",
         "probabilities_nq_collection",
         "probabilities_runs",
