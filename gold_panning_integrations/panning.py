@@ -10,7 +10,8 @@ from typing import Any
 
 from .engine.config import PanningConfig
 from .engine.panner import Panner
-from .engine.seeding import RngOption
+from .engine.seeding import RngOption, check_rng_option
+from .errors import InvalidInputError
 from .profiles import DetectorProfile, resolved_profile
 
 __all__ = ["GoldPanner", "PanningConfig"]
@@ -42,16 +43,19 @@ class GoldPanner(Panner):
             the reader recommends for itself (its ``recommended_profile``), else the
             generic ``lost-in-the-middle`` profile with a one-time warning.
         config: A :class:`PanningConfig`; None for the defaults.
-        rng: None (default): each run derives its random stream (placements, labels,
-            tie-breaks) from the question and the documents' text, so the same query
-            gives the same prompts and ranking; ``"fresh"``: fresh entropy on every run;
-            an int or a ``numpy.random.Generator``: one stream for this panner's runs.
+        seed: The seed of each run's random stream (placements, labels, tie-breaks), as on
+            the adapters and ``gold-panning run --seed``: None (default): derived from the
+            question and the documents' text, so the same query gives the same prompts
+            and ranking; ``"fresh"``: fresh entropy on every run; an int (or a
+            ``numpy.random.Generator``): one stream for this panner's runs.
+        rng: The same option under the engine's name; give ``seed`` or ``rng``, not both.
         **options: Any :class:`PanningConfig` field (``rounds=4, k=1, ...``).
 
     Raises:
         ProfileError: the name or file is not a valid profile (the message says which).
         TypeError: the reader cannot be used as one (the message says what is needed).
         ValueError: an option is out of range (the message names it and its value).
+        InvalidInputError: ``seed`` and ``rng`` are both given.
     """
 
     def __init__(
@@ -60,9 +64,17 @@ class GoldPanner(Panner):
         profile: DetectorProfile | str | Path | Any | None = None,
         config: PanningConfig | None = None,
         *,
+        seed: RngOption = None,
         rng: RngOption = None,
         **options: Any,
     ) -> None:
+        if seed is not None and rng is not None:
+            raise InvalidInputError(
+                f"give seed= or rng=, not both (got seed={seed!r}, rng={rng!r}): they are one option, "
+                "the seed of the random stream; seed is its name on the adapters and `gold-panning run`"
+            )
+        if seed is not None:
+            rng = check_rng_option(seed, name="seed")
         if reader is not None:
             from .readers import as_reader
 

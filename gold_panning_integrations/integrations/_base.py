@@ -387,7 +387,7 @@ class PanningOptions(_EngineOptions):
             with self._reader_lock:
                 edge = self._edge
                 if edge is None:
-                    edge = GoldPanner(resolve_reader(self._reader_source()), self.profile, rng=self.seed)
+                    edge = GoldPanner(resolve_reader(self._reader_source()), self.profile, seed=self.seed)
                     if isinstance(edge.profile, DetectorProfile):  # what the profile rule returns
                         self.profile = edge.profile
                     self._edge = edge
@@ -410,7 +410,7 @@ class PanningOptions(_EngineOptions):
         (or ``reader``) and profile, :meth:`panning_config` for this ``k``."""
         edge = self._get_edge()
         return GoldPanner(
-            edge.reader if reader is None else reader, edge.profile, self.panning_config(k), rng=self.seed
+            edge.reader if reader is None else reader, edge.profile, self.panning_config(k), seed=self.seed
         )
 
     def _run(self, query: PanQuery) -> PanningResult:

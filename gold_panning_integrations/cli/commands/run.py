@@ -169,7 +169,7 @@ def _panner(
 
     options = {**defaults, **(SETTINGS[args.setting] if args.setting else {}), **given_options(args)}
     reader = make_reader(args, seed=args.seed if isinstance(args.seed, int) else 0)
-    panner = GoldPanner(reader, args.profile or None, PanningConfig.from_options(**options), rng=args.seed)
+    panner = GoldPanner(reader, args.profile or None, PanningConfig.from_options(**options), seed=args.seed)
     return reader, panner, panner.profile_label
 
 
