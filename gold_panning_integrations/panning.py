@@ -1,20 +1,28 @@
 """The public :class:`GoldPanner`: the engine's panner
 (:class:`~gold_panning_integrations.engine.panner.Panner`, which never imports
 :mod:`gold_panning_integrations.profiles`) with the profile and the reader resolved at the
-edge, once, by the rules every entry point follows."""
+edge, once, by the rules every entry point follows, and each run's question and documents
+checked there (:func:`check_question`, :func:`check_documents`) before any model call."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .engine.config import PanningConfig
-from .engine.panner import Panner
+from .engine.panner import Panner, RunOptions
 from .engine.seeding import RngOption, check_rng_option
 from .errors import InvalidInputError
 from .profiles import DetectorProfile, resolved_profile
 
-__all__ = ["GoldPanner", "PanningConfig"]
+if TYPE_CHECKING:
+    from .engine.panner import _Run
+
+__all__ = ["GoldPanner", "PanningConfig", "check_documents", "check_question", "short_repr"]
+
+_LISTED = 5
+"""How many further bad documents' indices :func:`check_documents` lists."""
 
 
 class GoldPanner(Panner):
@@ -28,7 +36,10 @@ class GoldPanner(Panner):
     from the retriever prior over the documents' order and, with ``scores`` for 5
     documents or more, their scores (``retriever_prior``, default ``"auto"``) unless
     ``prior_probs`` or ``prior_log_odds`` is given; pass ``retriever_prior="none"`` for
-    documents in no meaningful order.
+    documents in no meaningful order. Before any model call they check the input: a
+    question with more than whitespace in it, and documents that are all ``str`` (an
+    empty one is allowed), else one :class:`~gold_panning_integrations.errors.InvalidInputError`
+    naming the value (:func:`check_question`, :func:`check_documents`).
 
     Args:
         reader: A reader (``read``/``aread`` of the
@@ -86,3 +97,77 @@ class GoldPanner(Panner):
         self.profile_label = label
         """How reports name the profile in use (:class:`~.profiles.ResolvedProfile`)."""
         super().__init__(reader, profile, config, rng=rng, **options)
+
+    def _start(self, method: str, question: str, documents: Sequence[Any], options: RunOptions) -> _Run:
+        """The engine's start of a run, after :func:`check_question` and :func:`check_documents`."""
+        check_question(question)
+        check_documents(documents)
+        return super()._start(method, question, documents, options)
+
+
+def short_repr(value: Any, limit: int = 60) -> str:
+    """``repr(value)``, cut to ``limit`` characters (``...`` at the end when cut)."""
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def check_question(question: Any) -> str:
+    """``question`` when it is a ``str`` holding more than whitespace.
+
+    Raises:
+        InvalidInputError: ``question`` is not a ``str`` (``None``, ``bytes``, ...), or is
+            empty or whitespace only; the message shows the value.
+    """
+    if not isinstance(question, str):
+        hint = " (decode it first, e.g. .decode('utf-8'))" if isinstance(question, bytes) else ""
+        raise InvalidInputError(
+            f"the question must be text (a str), got {type(question).__name__} {short_repr(question)}{hint}"
+        )
+    if not question.strip():
+        what = "empty" if not question else "whitespace only"
+        raise InvalidInputError(
+            f"the question is {what} ({short_repr(question)}): pass the question the documents "
+            "are to be ranked for"
+        )
+    return question
+
+
+def check_documents(documents: Any) -> Sequence[str]:
+    """``documents`` when it is a sequence (a list, a tuple) of ``str``, ``(n,)``; empty
+    strings and an empty sequence are allowed (an empty document is data, not an error).
+
+    Raises:
+        InvalidInputError: ``documents`` is None, a single string, a mapping or not a
+            sequence, or a document is not a ``str`` (``None``, ``bytes``, a number, any
+            other object, which a reader would show as its ``str()``): the message names
+            the first such document by index, type and value, and the indices of up to
+            five more.
+    """
+    if (
+        documents is None
+        or isinstance(documents, (str, bytes, bytearray, Mapping))
+        or not hasattr(documents, "__len__")
+        or not hasattr(documents, "__getitem__")
+    ):
+        raise InvalidInputError(
+            "documents must be a list of str (one text per document), got "
+            f"{type(documents).__name__} {short_repr(documents)}"
+        )
+    bad = [i for i, doc in enumerate(documents) if not isinstance(doc, str)]
+    if not bad:
+        return documents  # type: ignore[no-any-return]
+    first = documents[bad[0]]
+    if isinstance(first, (bytes, bytearray)):
+        hint = "decode it first (e.g. .decode('utf-8'))"
+    elif first is None:
+        hint = "drop it, or pass its text"
+    else:
+        hint = "pass its text"
+    more = ""
+    if len(bad) > 1:
+        listed = ", ".join(str(i) for i in bad[1 : 1 + _LISTED]) + (", ..." if len(bad) > 1 + _LISTED else "")
+        more = f"; {len(bad) - 1} more document(s) are not text either (at {listed})"
+    raise InvalidInputError(
+        f"document {bad[0]} is not text: {type(first).__name__} {short_repr(first)}; {hint}. "
+        f"Every document must be a str (an empty string is allowed){more}"
+    )

@@ -143,17 +143,21 @@ def load_documents(path: str | Path) -> tuple[list[str], list[dict[str, Any]]]:
 
 
 def _inputs(args: argparse.Namespace) -> tuple[str, list[str], list[dict[str, Any]], list[int] | None]:
-    """The question, documents, their metadata and (for a demo) the gold indices."""
+    """The question (checked before any model is loaded), documents, their metadata and
+    (for a demo) the gold indices."""
+    from ...panning import check_question
+
     if args.demo:
         inst = demo_instance(args.demo)
         return (
-            args.question or inst.question,
+            check_question(inst.question if args.question is None else args.question),
             list(inst.documents),
             [{} for _ in inst.documents],
             list(inst.gold),
         )
     if not args.question:
         raise ValueError("--docs needs --question TEXT")
+    check_question(args.question)
     docs, meta = load_documents(args.docs)
     return args.question, docs, meta, None
 
