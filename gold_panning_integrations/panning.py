@@ -15,6 +15,7 @@ from .engine.panner import Panner, RunOptions
 from .engine.seeding import RngOption, check_rng_option
 from .errors import InvalidInputError
 from .profiles import DetectorProfile, resolved_profile
+from .profiles._lookup import TaskKind
 
 if TYPE_CHECKING:
     from .engine.panner import _Run
@@ -51,8 +52,10 @@ class GoldPanner(Panner):
         profile: A ``DetectorProfile`` (or any object with ``tpr``/``fpr``), a bundled
             profile name (``gold_panning_integrations.bundled_profiles()``), a path to a
             profile JSON file (e.g. from ``gold-panning calibrate``), or None: the profile
-            the reader recommends for itself (its ``recommended_profile``), else the
-            generic ``lost-in-the-middle`` profile with a one-time warning.
+            the reader recommends for itself (its ``recommended_profile``; for a bundled
+            profile of the reader's own model, that model's one measured on ``task``'s
+            documents), else the generic ``lost-in-the-middle`` profile with a one-time
+            warning (:func:`~gold_panning_integrations.profiles.resolved_profile`).
         config: A :class:`PanningConfig`; None for the defaults.
         seed: The seed of each run's random stream (placements, labels, tie-breaks), as on
             the adapters and ``gold-panning run --seed``: None (default): derived from the
@@ -60,6 +63,9 @@ class GoldPanner(Panner):
             and ranking; ``"fresh"``: fresh entropy on every run; an int (or a
             ``numpy.random.Generator``): one stream for this panner's runs.
         rng: The same option under the engine's name; give ``seed`` or ``rng``, not both.
+        task: What the documents are, for the profile rule when ``profile`` is None:
+            ``"passages"`` (retrieved text, as the integrations pan; the default) or
+            ``"kv"`` (one-sentence key-value facts, the calibration task).
         **options: Any :class:`PanningConfig` field (``rounds=4, k=1, ...``).
 
     Raises:
@@ -77,6 +83,7 @@ class GoldPanner(Panner):
         *,
         seed: RngOption = None,
         rng: RngOption = None,
+        task: TaskKind = "passages",
         **options: Any,
     ) -> None:
         if seed is not None and rng is not None:
@@ -91,7 +98,7 @@ class GoldPanner(Panner):
 
             reader = as_reader(reader)
         if profile is None or isinstance(profile, (str, Path, DetectorProfile)):
-            profile, label = resolved_profile(profile, reader=reader)
+            profile, label = resolved_profile(profile, reader=reader, task=task)
         else:  # any object with tpr/fpr
             label = f"{getattr(profile, 'model', 'custom')} ({getattr(profile, 'task', 'unknown')})"
         self.profile_label = label
