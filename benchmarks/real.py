@@ -195,7 +195,7 @@ def main(args: argparse.Namespace) -> int:
         if value < low:
             raise ValueError(f"{opt} must be >= {low}, got {value}")
     reader = make_reader(args, seed=0)
-    profile, profile_name = resolved_profile(args.profile, reader=reader)
+    profile, profile_name = resolved_profile(args.profile, reader=reader, task="kv")  # key-value facts
     with Progress(args.instances * len(POLICIES), label="bench real") as bar:
         res = run_real(
             reader,

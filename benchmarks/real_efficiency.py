@@ -287,7 +287,7 @@ def main(args: argparse.Namespace) -> int:
     if args.rounds < 1:
         raise ValueError(f"--rounds must be >= 1, got {args.rounds}")
     reader = make_reader(args, seed=args.seed)
-    profile = resolve_profile(args.profile, reader=reader)
+    profile = resolve_profile(args.profile, reader=reader, task="kv")  # key-value facts
     results = []
     for n in ns:
         with Progress(args.instances * 4, label=f"real-efficiency n={n}") as bar:

@@ -55,6 +55,7 @@ def main() -> None:
             panner = GoldPanner(
                 reader,
                 profile=args.profile,
+                task="kv",  # key-value facts: the reader's profile measured on them
                 config=config,
                 rounds=args.rounds,
                 k=1,

@@ -73,11 +73,15 @@ __all__ = [
 ]
 
 EMBEDDED_PROFILE = "smollm2-135m-kv"
+"""The embedded model's bundled profile on the kv tasks (what :func:`embedded_profile` picks)."""
 EMBEDDED_TASK_PROFILES: dict[str, str] = {"nq": "smollm2-135m-nq-labelled"}
 """The embedded model's bundled profile measured on a task, where one ships."""
 EMBEDDED_COLLECTION_PROFILE = "smollm2-135m-nq-labelled"
 """The embedded model's profile on a collection: passages answered as on NQ (override with
 ``--profile``)."""
+KV_TASKS = ("kv", "litm-kv")
+"""The tasks whose documents are one-sentence key-value facts; the others (``nq`` and the
+collections) pan passages. Which a task is picks the bundled profile (:func:`profile_task`)."""
 EMBEDDED_MODEL = "SmolLM2-135M-Instruct"
 """The default embedded model; a ``--model-path`` file is named from its GGUF metadata."""
 
@@ -175,9 +179,10 @@ def register(sub: Any, *, name: str = "evaluate", help: str | None = None) -> ar
     p.add_argument("--rounds", type=int, default=8, help="rounds of the panning methods (default 8)")
     p.add_argument(
         "--profile",
-        help="detector profile (default for embedded SmolLM2: smollm2-135m-nq-labelled on --task nq and on a "
-        "collection, smollm2-135m-kv otherwise; for another GGUF: the bundled profile measured for the model "
-        "its metadata names; for openai: the reader's; else the generic one)",
+        help="detector profile (default: the bundled one measured for the served model, on passages for "
+        "--task nq and a collection, on key-value facts for kv and litm-kv: for embedded SmolLM2 "
+        "smollm2-135m-nq-labelled or smollm2-135m-kv, for a GGUF the model its metadata names, e.g. "
+        "qwen2.5-coder-0.5b-nq or -kv; for openai: the reader's; else the generic one)",
     )
     p.add_argument(
         "--methods",
@@ -261,17 +266,20 @@ def _methods(arg: str) -> list[str]:
     return list(dict.fromkeys(names))
 
 
-def embedded_profile(task: str, model: str, *, mode: str) -> str | None:
-    """The bundled profile for the served GGUF model: the embedded SmolLM2's measured for
-    the task, else the one measured for ``model`` (found by name, in ``mode``), else None
-    (the generic profile, with a warning)."""
-    from ..profiles._lookup import bundled_profile_for, model_key
+def profile_task(task: str) -> Literal["passages", "kv"]:
+    """The kind of documents ``task`` pans, for the profile rule: ``"kv"`` for
+    :data:`KV_TASKS`, ``"passages"`` for ``nq`` and the collections (BEIR, TREC, RAG)."""
+    return "kv" if task in KV_TASKS else "passages"
 
-    if model_key(model) == model_key(EMBEDDED_MODEL):
-        if task in COLLECTION_TASKS:
-            return EMBEDDED_COLLECTION_PROFILE
-        return EMBEDDED_TASK_PROFILES.get(task, EMBEDDED_PROFILE)
-    return bundled_profile_for(model, mode=mode)
+
+def embedded_profile(task: str, model: str, *, mode: str) -> str | None:
+    """The bundled profile measured for the served GGUF model (found by name, in
+    ``mode``) on ``task``'s kind of documents (:func:`profile_task`), else the model's
+    other one, else None (the generic profile, with a warning): for the embedded SmolLM2
+    :data:`EMBEDDED_COLLECTION_PROFILE` on passages, :data:`EMBEDDED_PROFILE` on kv."""
+    from ..profiles._lookup import bundled_profile_for
+
+    return bundled_profile_for(model, mode=mode, task=profile_task(task))
 
 
 @contextlib.contextmanager
@@ -438,15 +446,15 @@ def _out_dir(path: str | None) -> Path | None:
 def _profile(args: argparse.Namespace, reader: Any, model: str, mode: str) -> tuple[Any, str]:
     """The profile and its name: ``--profile``, else the embedded model's bundled one, else the
     reader's (the generic one, with a warning)."""
-    from ..profiles import GENERIC_PROFILE, load_profile, resolve_profile
+    from ..profiles import load_profile, resolved_profile
 
     name = args.profile
     if not name and args.reader == "embedded":
         name = embedded_profile(args.task, model, mode=mode)
     if name:
         return load_profile(name), name
-    name = str(getattr(reader, "recommended_profile", None) or GENERIC_PROFILE)
-    return resolve_profile(None, reader=reader), name
+    resolved = resolved_profile(None, reader=reader, task=profile_task(args.task))
+    return resolved.profile, resolved.label
 
 
 def _method_fns(

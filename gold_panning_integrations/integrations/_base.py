@@ -35,7 +35,7 @@ from ..engine.config import PanningConfig
 from ..engine.relevance import select
 from ..engine.seeding import check_rng_option
 from ..errors import InvalidInputError
-from ..panning import GoldPanner
+from ..panning import GoldPanner, short_repr
 from ..profiles import DetectorProfile, load_profile
 
 __all__ = [
@@ -110,19 +110,16 @@ def check_items(items: Any, expected: type | tuple[type, ...], *, source: str, w
             item is of the wrong type (the message gives its index and type).
     """
     if items is None or isinstance(items, (str, bytes, Mapping)) or not isinstance(items, Iterable):
-        raise InvalidInputError(f"{source} {type(items).__name__} {_short(items)}; expected a list of {what}")
+        raise InvalidInputError(
+            f"{source} {type(items).__name__} {short_repr(items)}; expected a list of {what}"
+        )
     out = list(items)
     for i, item in enumerate(out):
         if not isinstance(item, expected):
             raise InvalidInputError(
-                f"{source} a {type(item).__name__} at index {i} ({_short(item)}); expected a list of {what}"
+                f"{source} a {type(item).__name__} at index {i} ({short_repr(item)}); expected a list of {what}"
             )
     return out
-
-
-def _short(value: Any, limit: int = 60) -> str:
-    text = repr(value)
-    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 def reader_repr(reader: Any) -> str:
@@ -387,7 +384,7 @@ class PanningOptions(_EngineOptions):
             with self._reader_lock:
                 edge = self._edge
                 if edge is None:
-                    edge = GoldPanner(resolve_reader(self._reader_source()), self.profile, rng=self.seed)
+                    edge = GoldPanner(resolve_reader(self._reader_source()), self.profile, seed=self.seed)
                     if isinstance(edge.profile, DetectorProfile):  # what the profile rule returns
                         self.profile = edge.profile
                     self._edge = edge
@@ -410,7 +407,7 @@ class PanningOptions(_EngineOptions):
         (or ``reader``) and profile, :meth:`panning_config` for this ``k``."""
         edge = self._get_edge()
         return GoldPanner(
-            edge.reader if reader is None else reader, edge.profile, self.panning_config(k), rng=self.seed
+            edge.reader if reader is None else reader, edge.profile, self.panning_config(k), seed=self.seed
         )
 
     def _run(self, query: PanQuery) -> PanningResult:

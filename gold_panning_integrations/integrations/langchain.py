@@ -56,6 +56,7 @@ from typing_extensions import Unpack
 
 from .._steps import Steps, arun_steps, run_steps
 from ..engine import PanningConfig, PanningResult
+from ..panning import check_question
 from ._base import (
     P_NONE_KEY,
     PANNED_KEY,
@@ -266,7 +267,9 @@ class GoldPanningRetriever(BaseRetriever, _LangChainPanning):
     def _retrieve_steps(
         self, query: str, run_manager: Any, k: int | None, kwargs: dict[str, Any], asynchronous: bool
     ) -> Steps[list[Document]]:
-        """:meth:`_get_relevant_documents` and its async twin, written once (:mod:`.._steps`)."""
+        """:meth:`_get_relevant_documents` and its async twin, written once (:mod:`.._steps`);
+        the query is checked before the base retriever runs."""
+        check_question(query)
         kk = check_limit(self.k if k is None else k, name="k")
         sink = kwargs.pop(_RESULT_SINK, None)
         invoke = self.base_retriever.ainvoke if asynchronous else self.base_retriever.invoke
@@ -353,6 +356,7 @@ class GoldPanningCompressor(BaseDocumentCompressor, _LangChainPanning):
         """:meth:`pan` and :meth:`apan`, written once (:mod:`.._steps`): one chain run
         around the panning, ended with the documents or the error. ``top_n`` None: this
         compressor's; None there: every document."""
+        check_question(query)
         top_n, callbacks = options.pop("top_n", None), options.pop("callbacks", None)
         n = self.top_n if top_n is None else top_n
         n = None if n is None else check_count(n, name="top_n")

@@ -20,7 +20,7 @@ import functools
 from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple
 
-from ..errors import MissingExtraError
+from ..errors import InvalidInputError, MissingExtraError
 
 try:
     from llama_index.core import Settings
@@ -41,6 +41,7 @@ except ImportError as err:  # only when llama-index-core itself is missing
 
 from .._steps import Steps, arun_steps, run_steps
 from ..engine import PanningResult
+from ..panning import check_question
 from ._base import (
     PanningOptions,
     PanQuery,
@@ -174,10 +175,11 @@ class GoldPanningPostprocessor(BaseNodePostprocessor, PanningOptions):
         self, nodes: Sequence[NodeWithScore], query_bundle: QueryBundle | str | None, top_n: int | None
     ) -> tuple[QueryBundle, int | None]:
         if query_bundle is None:
-            raise ValueError(
+            raise InvalidInputError(
                 "GoldPanningPostprocessor needs the query: pass query_bundle=... or query_str=... "
                 "(a query engine passes it for you)"
             )
+        check_question(query_bundle.query_str if isinstance(query_bundle, QueryBundle) else query_bundle)
         if isinstance(query_bundle, str):
             query_bundle = QueryBundle(query_bundle)
         n = check_limit(self.top_n if top_n is None else top_n, name="top_n")

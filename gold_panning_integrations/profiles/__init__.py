@@ -531,26 +531,50 @@ class ResolvedProfile(NamedTuple):
 
 
 def resolve_profile(
-    profile: DetectorProfile | str | Path | None = None, *, reader: Any = None
+    profile: DetectorProfile | str | Path | None = None, *, reader: Any = None, task: str = "passages"
 ) -> DetectorProfile:
     """The profile :func:`resolved_profile` picks (the one profile rule)."""
-    return resolved_profile(profile, reader=reader).profile
+    return resolved_profile(profile, reader=reader, task=task).profile
 
 
 def resolved_profile(
-    profile: DetectorProfile | str | Path | None = None, *, reader: Any = None
+    profile: DetectorProfile | str | Path | None = None, *, reader: Any = None, task: str = "passages"
 ) -> ResolvedProfile:
     """The one profile rule every entry point (CLI, ``GoldPanner``, integrations) follows.
 
     1. An explicit ``profile`` (object, bundled name or JSON path) wins.
     2. Else the profile the reader names for itself: a reader may expose
        ``recommended_profile`` (a bundled name, a path or a ``DetectorProfile``), e.g. the
-       embedded SmolLM2 reader names ``"smollm2-135m-kv"``, measured for it.
+       embedded SmolLM2 reader names ``"smollm2-135m-kv"``, measured for it. When that is
+       a bundled profile of the reader's own model (its ``model_name`` matches the
+       profile's ``model``), the bundled profile of that model and mode measured on
+       ``task``'s documents is used (:func:`~._lookup.profile_for_task`): for
+       ``"passages"`` (the default) ``"smollm2-135m-nq-labelled"`` and
+       ``"qwen2.5-coder-0.5b-nq"``, with their recalibration maps; for ``"kv"`` the
+       ``-kv`` ones. A model with no profile for that kind keeps the one it names, with a
+       one-time warning.
     3. Else the generic bundled profile, with a one-time warning that says how to
        calibrate one for this model.
+
+    Args:
+        profile: The user's profile, or None.
+        reader: The reader (for its ``recommended_profile`` and ``model_name``).
+        task: The kind of documents panned: ``"passages"`` (retrieved text: the
+            integrations, ``evaluate`` on NQ and collections) or ``"kv"`` (key-value facts).
+
+    Raises:
+        ProfileError: the profile named cannot be loaded (the message says why).
+        ValueError: ``task`` is not ``"passages"`` or ``"kv"``.
     """
     global _warned_generic
+    from ._lookup import profile_for_task, task_kind
+
+    if task_kind(task) is None:
+        raise ValueError(f"task must be 'passages' or 'kv' (the documents panned), got {task!r}")
     given = profile if profile is not None else getattr(reader, "recommended_profile", None)
+    if profile is None and isinstance(given, str):
+        model = getattr(reader, "model_name", None)
+        given = profile_for_task(given, task, model=model if isinstance(model, str) else None)
     if given is not None:
         loaded = load_profile(given)
         label = str(given) if isinstance(given, (str, os.PathLike)) else f"{loaded.model} ({loaded.task})"

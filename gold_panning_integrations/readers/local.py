@@ -270,7 +270,10 @@ class LocalReader(BaseReader):
     @property
     def recommended_profile(self) -> str | None:  # type: ignore[override]
         """The bundled profile measured for this model's name in this mode
-        (``"smollm2-135m-kv"`` for the default model in answer mode), or None."""
+        (``"smollm2-135m-kv"`` for the default model in answer mode), or None. It names
+        the model: the profile rule (:func:`~..profiles.resolved_profile`) takes that
+        model's bundled profile measured on the documents at hand (passages:
+        ``"smollm2-135m-nq-labelled"``)."""
         from ..profiles._lookup import bundled_profile_for
 
         return bundled_profile_for(self.model_name, mode=self.mode)

@@ -97,6 +97,30 @@ def test_an_int_seed_is_one_stream_for_the_panner() -> None:
     assert first[0] != first[1]
 
 
+def test_seed_is_the_panners_name_for_rng_too() -> None:
+    """``seed`` on GoldPanner takes the adapters' values with their meaning: None derives
+    the stream from the input, an int fixes it, ``"fresh"`` draws anew each run."""
+    by_seed = GoldPanner(LabelRecorder(), "lost-in-the-middle", rounds=2, seed=7)
+    by_rng = GoldPanner(LabelRecorder(), "lost-in-the-middle", rounds=2, rng=7)
+    assert [_labels(by_seed.run("q", DOCS)) for _ in range(2)] == [
+        _labels(by_rng.run("q", DOCS)) for _ in range(2)
+    ]
+    derived = GoldPanner(LabelRecorder(), "lost-in-the-middle", rounds=2, seed=None)
+    plain = GoldPanner(LabelRecorder(), "lost-in-the-middle", rounds=2)
+    assert _labels(derived.run("q", DOCS)) == _labels(derived.run("q", DOCS)) == _labels(plain.run("q", DOCS))
+    fresh = GoldPanner(LabelRecorder(), "lost-in-the-middle", rounds=2, seed="fresh")
+    assert _labels(fresh.run("q", DOCS)) != _labels(fresh.run("q", DOCS))
+
+
+def test_seed_and_rng_together_is_one_error() -> None:
+    from gold_panning_integrations import InvalidInputError
+
+    with pytest.raises(InvalidInputError, match=r"give seed= or rng=, not both \(got seed=1, rng='fresh'\)"):
+        GoldPanner(LabelRecorder(), "lost-in-the-middle", seed=1, rng="fresh")
+    with pytest.raises(ValueError, match="seed must be a non-negative int .* got 'random'"):
+        GoldPanner(LabelRecorder(), "lost-in-the-middle", seed="random")
+
+
 async def test_async_run_matches_the_sync_stream() -> None:
     class Both(LabelRecorder):
         async def aread(self, question: str, documents: Sequence[str], *, labels: Sequence[int]) -> Reading:

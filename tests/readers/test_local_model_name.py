@@ -156,7 +156,10 @@ def test_profile_mode_from_extra_or_notes() -> None:
 def test_bundled_profile_for_matches_model_and_mode_and_prefers_the_task() -> None:
     assert bundled_profile_for("SmolLM2-135M-Instruct") == "smollm2-135m-kv"
     assert bundled_profile_for("smollm2 135m instruct", mode="answer") == "smollm2-135m-kv"
-    assert bundled_profile_for("SmolLM2-135M-Instruct", task="nq") == "smollm2-135m-nq"
+    # on passages: the one measured on NQ with a recalibration map, over the one without
+    assert bundled_profile_for("SmolLM2-135M-Instruct", task="nq") == "smollm2-135m-nq-labelled"
+    assert bundled_profile_for("SmolLM2-135M-Instruct", task="passages") == "smollm2-135m-nq-labelled"
+    assert bundled_profile_for("Qwen2.5 Coder 0.5B Instruct AWQ", task="passages") == "qwen2.5-coder-0.5b-nq"
     assert bundled_profile_for("SmolLM2-135M-Instruct", mode="cite") is None
     assert bundled_profile_for("Qwen2.5 Coder 0.5B Instruct AWQ") == "qwen2.5-coder-0.5b-kv"
     assert bundled_profile_for("Qwen2.5 Coder 0.5B Instruct AWQ", mode="cite") is None
@@ -169,9 +172,11 @@ def test_qwen_gguf_picks_its_bundled_profile_and_a_renamed_copy_too(gguf) -> Non
 
     for name in ("qwen2.5-coder-0.5b-instruct-q4_k_m.gguf", "my-favourite-model.gguf"):
         r = LocalReader(gguf(QWEN_META, name))
-        assert r.recommended_profile == "qwen2.5-coder-0.5b-kv"
-        assert resolve_profile(None, reader=r) == DetectorProfile.bundled("qwen2.5-coder-0.5b-kv")
-        assert resolved_profile(None, reader=r).label == "qwen2.5-coder-0.5b-kv"
+        assert r.recommended_profile == "qwen2.5-coder-0.5b-kv"  # names the model ...
+        # ... and the rule picks its profile measured on the documents panned
+        assert resolve_profile(None, reader=r) == DetectorProfile.bundled("qwen2.5-coder-0.5b-nq")
+        assert resolved_profile(None, reader=r).label == "qwen2.5-coder-0.5b-nq"
+        assert resolved_profile(None, reader=r, task="kv").label == "qwen2.5-coder-0.5b-kv"
     assert LocalReader(gguf(QWEN_META), mode="cite").recommended_profile is None  # measured in answer mode
 
 
@@ -237,3 +242,114 @@ def test_run_reports_the_name_from_the_file_and_its_profile(gguf, capsys: pytest
     assert out["model"] == "SmolLM2-135M-Instruct" and out["profile"] == "smollm2-135m-kv"
     assert main(base) == 0
     assert "10 documents, model SmolLM2-135M-Instruct, profile smollm2-135m-kv," in capsys.readouterr().out
+
+
+# ------------------------------------------------------------------ the profile for the documents panned
+QWEN_NQ, QWEN_KV = "qwen2.5-coder-0.5b-nq", "qwen2.5-coder-0.5b-kv"
+
+
+def test_the_integrations_pan_passages_with_the_models_passages_profile(gguf) -> None:  # type: ignore[no-untyped-def]
+    """A reader of Qwen2.5-Coder-0.5B names its kv profile; every adapter pans passages,
+    so each uses the profile measured on NQ passages, with its recalibration map."""
+    from doubles import ListRetriever, make_docs, make_nodes
+
+    from gold_panning_integrations import (
+        GoldPanningCompressor,
+        GoldPanningPostprocessor,
+        GoldPanningRetriever,
+    )
+    from gold_panning_integrations.readers.local import LocalReader
+
+    path = gguf(QWEN_META, "qwen.gguf")
+    q = "where is the needle?"
+    retriever = GoldPanningRetriever(
+        base_retriever=ListRetriever(docs=make_docs(3, needle_at=0)), reader=LocalReader(path), rounds=1
+    )
+    compressor = GoldPanningCompressor(reader=LocalReader(path), rounds=1)
+    postprocessor = GoldPanningPostprocessor(reader=LocalReader(path), rounds=1)
+    results = [
+        retriever.pan(q).result,
+        compressor.pan(make_docs(3, needle_at=0), q).result,
+        postprocessor.pan(make_nodes(3, needle_at=0), q).result,
+    ]
+    for adapter, result in zip((retriever, compressor, postprocessor), results):
+        assert adapter.profile == DetectorProfile.bundled(QWEN_NQ), type(adapter).__name__
+        assert result.calls == 3 and result.raw_log_odds is not None  # the map was applied
+
+
+def test_goldpanner_takes_the_kind_of_documents(gguf) -> None:  # type: ignore[no-untyped-def]
+    from gold_panning_integrations import GoldPanner
+    from gold_panning_integrations.readers.local import LocalReader
+
+    reader = LocalReader(gguf(QWEN_META))
+    assert GoldPanner(reader).profile_label == QWEN_NQ
+    assert GoldPanner(reader, task="passages").profile == DetectorProfile.bundled(QWEN_NQ)
+    assert GoldPanner(reader, task="kv").profile_label == QWEN_KV
+    assert GoldPanner(reader, "smollm2-135m-kv").profile_label == "smollm2-135m-kv"  # an explicit one wins
+    with pytest.raises(ValueError, match="task must be 'passages' or 'kv' .*got 'tables'"):
+        GoldPanner(reader, task="tables")  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("source", "profile"),
+    [(["--demo"], QWEN_KV), (["--demo", "kv"], QWEN_KV), (["--docs", "DOCS", "--question", "q?"], QWEN_NQ)],
+)
+def test_run_picks_the_profile_for_its_documents(  # type: ignore[no-untyped-def]
+    gguf, tmp_path: Path, capsys: pytest.CaptureFixture[str], source: list[str], profile: str
+) -> None:
+    import json
+
+    from gold_panning_integrations.cli import main
+
+    docs = tmp_path / "docs.txt"
+    docs.write_text("Some passage.\nAnother passage.\n")
+    source = [str(docs) if a == "DOCS" else a for a in source]
+    model = gguf(QWEN_META, "q.gguf")
+    args = [
+        "run",
+        *source,
+        "--reader",
+        "local",
+        "--model-path",
+        str(model),
+        "--rounds",
+        "1",
+        "--no-final-answer",
+    ]
+    assert main([*args, "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["profile"] == profile
+
+
+def test_a_reader_naming_another_models_profile_gets_exactly_that_one() -> None:
+    """The rule swaps only a bundled profile of the reader's own model: a simulator or a
+    test double that names a profile follows that profile."""
+    from doubles import ScriptedReader
+
+    assert resolved_profile(None, reader=ScriptedReader(recommended_profile=QWEN_KV)).label == QWEN_KV
+    assert (
+        resolved_profile(None, reader=ScriptedReader(recommended_profile=QWEN_KV), task="kv").label == QWEN_KV
+    )
+
+
+def test_a_model_with_no_profile_for_the_documents_keeps_its_own_with_one_warning(  # type: ignore[no-untyped-def]
+    gguf, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    from gold_panning_integrations.profiles import _lookup
+    from gold_panning_integrations.readers.local import LocalReader
+
+    kv_only = tuple(b for b in _lookup._index() if b.name != QWEN_NQ)
+    monkeypatch.setattr(_lookup, "_index", lambda: kv_only)
+    monkeypatch.setattr(_lookup, "_warned_fallback", set())
+    reader = LocalReader(gguf(QWEN_META))
+    with caplog.at_level(logging.WARNING, logger="gold_panning_integrations.profiles"):
+        labels = [resolved_profile(None, reader=reader).label for _ in range(2)]
+        assert resolved_profile(None, reader=reader, task="kv").label == QWEN_KV
+    assert labels == [QWEN_KV, QWEN_KV]
+    warned = [r.getMessage() for r in caplog.records]
+    assert warned == [
+        (
+            "no bundled profile of Qwen2.5 Coder 0.5B Instruct AWQ is measured on passages: using "
+            "'qwen2.5-coder-0.5b-kv', measured on 'kv'. Measure one on your documents with "
+            "`gold-panning calibrate --from-traces ...` and pass profile=PATH."
+        )
+    ]

@@ -7,7 +7,7 @@ import json
 from collections.abc import Mapping
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any
+from typing import Any, Literal
 
 from ...engine.config import SETTINGS
 from ...readers._cli_args import add_reader_arguments
@@ -22,6 +22,9 @@ __all__ = [
 ]
 
 EMBEDDED_PROFILE = "smollm2-135m-kv"
+"""The embedded model's bundled profile for ``--demo kv`` (key-value facts)."""
+EMBEDDED_PASSAGES_PROFILE = "smollm2-135m-nq-labelled"
+"""The embedded model's bundled profile for ``--docs`` and ``--demo nq`` (passages)."""
 DEMO_OPTIONS = {"retriever_prior": "none"}
 """Engine options the demos set unless given: their documents come in no retriever order."""
 
@@ -63,8 +66,9 @@ def register(sub: Any) -> None:
         "--profile",
         default=None,
         help="detector profile: bundled name or JSON path (default: the one the reader recommends, "
-        f"for a GGUF the bundled one measured on the model its metadata names ({EMBEDDED_PROFILE} for "
-        "the embedded model); else lost-in-the-middle with a warning)",
+        "for a GGUF the bundled one measured on the model its metadata names, on passages for --docs and "
+        f"--demo nq, on key-value facts for --demo kv: {EMBEDDED_PASSAGES_PROFILE} and {EMBEDDED_PROFILE} "
+        "for the embedded model; else lost-in-the-middle with a warning)",
     )
     p.add_argument("--top", type=int, default=3, help="documents shown per round in the trace (default 3)")
     p.add_argument(
@@ -143,17 +147,21 @@ def load_documents(path: str | Path) -> tuple[list[str], list[dict[str, Any]]]:
 
 
 def _inputs(args: argparse.Namespace) -> tuple[str, list[str], list[dict[str, Any]], list[int] | None]:
-    """The question, documents, their metadata and (for a demo) the gold indices."""
+    """The question (checked before any model is loaded), documents, their metadata and
+    (for a demo) the gold indices."""
+    from ...panning import check_question
+
     if args.demo:
         inst = demo_instance(args.demo)
         return (
-            args.question or inst.question,
+            check_question(inst.question if args.question is None else args.question),
             list(inst.documents),
             [{} for _ in inst.documents],
             list(inst.gold),
         )
     if not args.question:
         raise ValueError("--docs needs --question TEXT")
+    check_question(args.question)
     docs, meta = load_documents(args.docs)
     return args.question, docs, meta, None
 
@@ -163,13 +171,16 @@ def _panner(
 ) -> tuple[Any, Any, str]:
     """The reader, the panner and the profile's label for ``args``: the options given on
     the command line over the ``--setting`` over ``defaults`` (a demo's own) over the
-    declared defaults."""
+    declared defaults; with no ``--profile``, the reader's profile measured on key-value
+    facts for ``--demo kv``, on passages otherwise."""
     from ...panning import GoldPanner, PanningConfig
     from ...readers._cli_args import make_reader
 
     options = {**defaults, **(SETTINGS[args.setting] if args.setting else {}), **given_options(args)}
     reader = make_reader(args, seed=args.seed if isinstance(args.seed, int) else 0)
-    panner = GoldPanner(reader, args.profile or None, PanningConfig.from_options(**options), rng=args.seed)
+    config = PanningConfig.from_options(**options)
+    task: Literal["passages", "kv"] = "kv" if args.demo == "kv" else "passages"
+    panner = GoldPanner(reader, args.profile or None, config, seed=args.seed, task=task)
     return reader, panner, panner.profile_label
 
 
