@@ -8,10 +8,9 @@ own reader are resolved at the edge (:class:`gold_panning_integrations.GoldPanne
 
 from __future__ import annotations
 
-import math
-
 import contextvars
 import logging
+import math
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
@@ -26,8 +25,8 @@ from . import stopping
 from ._concurrency import gather_all, in_daemon_thread, settle
 from .beliefs import initial_log_odds, sigmoid
 from .config import PanningConfig
-from .policies import vote_ranking
 from .mixture import evidence_swing
+from .policies import vote_ranking
 from .priors import BOUND_SHARE, retriever_prior_probs
 from .reading import Reading, reader_failure
 from .relevance import recalibrate, recalibration_of, select
@@ -561,7 +560,12 @@ def _score_temperature(config: PanningConfig, profile: Any) -> float | None:
     value = getattr(profile, "prior_temperature", None)
     if value is None:
         return None
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value <= 0:
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, (int, float))
+        or not math.isfinite(value)
+        or value <= 0
+    ):
         raise ValueError(
             f"the profile's prior_temperature must be a number > 0, got {value!r}; "
             "fix or remove it, or pass prior_temperature explicitly"
