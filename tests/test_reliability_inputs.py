@@ -91,15 +91,15 @@ def test_one_document_through_both_adapters() -> None:
     docs, res = _retriever([NEEDLE], reader, k=3, rounds=2, profile=TWO).pan(Q)
     assert [d.page_content for d in docs] == [NEEDLE] and res.k == 1 and res.calls == 2
     assert reader.prompts == [[NEEDLE], [NEEDLE]]
-    # n=1, k=3: the rank prior's mass min(3, 0.95 * 1) is capped at MAX_PRIOR: prior 0.95,
-    # odds 19. Two citations at the strong position (the profile resampled to one position
-    # keeps its first: 0.9/0.1, which the default robust likelihood reads as 0.88/0.12; the
-    # level scales TPR and FPR alike): E = 2 log(22/3), e^E = 484/9. Document-level
-    # mixture: n - k <= 0, so a = 0, b = 0.3: g(E) = log(0.7 * 484/9 + 0.3) = log(341.5/9),
-    # log-odds log 19 + log(341.5/9) = log(720.944) = 6.580562 (posterior 0.998615;
-    # log 19 + 2 log(22/3) = 6.929 without the mixture).
-    assert res.log_odds[0] == pytest.approx(math.log(19) + math.log(341.5 / 9), abs=1e-12)
-    assert res.posteriors[0] == pytest.approx(19 * 341.5 / (9 + 19 * 341.5), abs=1e-12)
+    # n=1, k=3: the rank prior's mass min(1, 0.95 * 1) (expected_relevant 1, not k) is
+    # capped at MAX_PRIOR: prior 0.95, odds 19. Two citations at the strong position (the
+    # profile resampled to one position keeps its first: 0.9/0.1, which the default robust
+    # likelihood reads as 0.88/0.12; the level scales TPR and FPR alike): E = 2 log(22/3),
+    # e^E = 484/9. Document-level mixture: n - 1 = 0 irrelevant, so a = 0, b = 0.1: g(E) =
+    # log(0.9 * 484/9 + 0.1) = log(436.5/9), log-odds log 19 + log(436.5/9) = log(921.5) =
+    # 6.826003 (posterior 0.998916; log 19 + 2 log(22/3) = 6.929 without the mixture).
+    assert res.log_odds[0] == pytest.approx(math.log(19) + math.log(436.5 / 9), abs=1e-12)
+    assert res.posteriors[0] == pytest.approx(19 * 436.5 / (9 + 19 * 436.5), abs=1e-12)
     nodes, res2 = GoldPanningPostprocessor(
         reader=NeedleReader(), top_n=3, rounds=2, profile=TWO, prompts_per_round=1
     ).pan(_nodes([NEEDLE]), Q)
@@ -435,4 +435,5 @@ def test_tpr_equal_fpr_falls_back_to_the_prior_order_flagged(
     assert [d.metadata["i"] for d in docs] == [0, 1]  # the rank prior's order
     assert all(d.metadata["gold_panning_panned"] is False for d in docs)
     assert [_node_index(n) for n in nodes] == [0, 1]
-    np.testing.assert_allclose(res.posteriors, rank_prior_probs(3, k=2, top10_recall=0.5))
+    # the prior's mass is expected_relevant (1), not k = 2
+    np.testing.assert_allclose(res.posteriors, rank_prior_probs(3, k=1, top10_recall=0.5))
