@@ -397,15 +397,15 @@ def test_profile_shorter_than_the_prompt_is_resampled_through_the_retriever() ->
         # which leaves citation ratios unchanged and softens misses. Evidence: doc 0 cited,
         # e^E = 0.88/0.12 = 22/3; doc 1 missed, e^E = (1 - 0.69*2/2.31) / (1 - 0.31*2/2.31)
         # = 0.93/1.69 = 93/169; doc 2, E = 0. Document-level mixture: a = min(0.25 / (3 - 1),
-        # 0.5) = 0.125, b = 0.3, factor ((1-b) e^E + b) / (a e^E + 1 - a):
-        # doc 0: (0.7 * 22/3 + 0.3) / (0.125 * 22/3 + 0.875) = (163/30) / (43/24) = 652/215
-        #        = 3.032558 (not 7.333);
-        # doc 1: (0.7 * 93/169 + 0.3) / (0.125 * 93/169 + 0.875) = 115.8/159.5 = 1158/1595
-        #        = 0.726019 (not 0.550296);
+        # 0.5) = 0.125, b = 0.1, factor ((1-b) e^E + b) / (a e^E + 1 - a):
+        # doc 0: (0.9 * 22/3 + 0.1) / (0.125 * 22/3 + 0.875) = 6.7 / (43/24) = 804/215
+        #        = 3.739535 (not 7.333);
+        # doc 1: (0.9 * 93/169 + 0.1) / (0.125 * 93/169 + 0.875) = 100.6/159.5 = 1006/1595
+        #        = 0.630721 (not 0.550296);
         # doc 2: g(0) = 0.
         [
-            base + math.log(652 / 215),
-            base + math.log(1158 / 1595),
+            base + math.log(804 / 215),
+            base + math.log(1006 / 1595),
             base,
         ],
         abs=1e-12,
