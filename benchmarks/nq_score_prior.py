@@ -29,6 +29,7 @@ from typing import Any
 import gold_panning_integrations.engine.panner as panner_module
 from gold_panning_integrations.cli import main as cli_main
 from gold_panning_integrations.engine.panner import Panner
+from gold_panning_integrations.engine.priors import DEFAULT_SCORE_TEMPERATURE
 from gold_panning_integrations.ir.collection import read_run
 
 
@@ -80,7 +81,10 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     class ScorePriorPanner(Panner):
         def __init__(self, *a: Any, **kw: Any) -> None:
-            super().__init__(*a, **{**kw, **extra, "retriever_prior": "score"})
+            # BM25 over NQ passages: the retriever DEFAULT_SCORE_TEMPERATURE was fitted for, so
+            # the score prior is read at that fitted temperature (not bounded) unless given.
+            fitted = {"prior_temperature": DEFAULT_SCORE_TEMPERATURE}
+            super().__init__(*a, **{**fitted, **kw, **extra, "retriever_prior": "score"})
 
         def run(self, question: str, documents: Sequence[Any], **options: Any) -> Any:
             scores = by_question[question]

@@ -51,6 +51,7 @@ from gold_panning_integrations.cli.commands._config_args import add_config_argum
 from gold_panning_integrations.engine.beliefs import logit, sigmoid
 from gold_panning_integrations.engine.config import PanningConfig
 from gold_panning_integrations.engine.panner import _retriever_prior
+from gold_panning_integrations.engine.priors import DEFAULT_SCORE_TEMPERATURE
 from gold_panning_integrations.ir.collection import read_run
 from gold_panning_integrations.ir.metrics import per_query_metrics
 from gold_panning_integrations.profiles import load_profile
@@ -190,18 +191,18 @@ def rescore(args: argparse.Namespace) -> int:
             f"replay_options: rescore writes the score or the rank prior, not {args.retriever_prior!r}"
         )
     config = PanningConfig.from_options(PanningConfig(), **given_options(args)).with_profile(None)
+    # The lab's runs are BM25 over NQ passages, the retriever DEFAULT_SCORE_TEMPERATURE was
+    # fitted for: the score prior is written at that fitted temperature (not bounded), as a
+    # profile fitted on these traces would give it, unless --prior-temperature says otherwise.
+    temperature = DEFAULT_SCORE_TEMPERATURE if config.prior_temperature is None else config.prior_temperature
     with open(args.out, "w", encoding="utf-8") as out:
         for trace, q in zip(traces, qids):
             n = int(trace["n"])
             s = [scores[q][d] for d in run.candidates[q][:n]]
-            prior = _retriever_prior(config, n, s)
+            prior = _retriever_prior(config, n, s, temperature)
             assert prior is not None  # "score" with n finite scores, or "rank"
             out.write(json.dumps({**trace, "prior_log_odds": logit(prior).round(6).tolist()}) + "\n")
-    what = (
-        f"score prior (temperature {config.prior_temperature:g})"
-        if args.retriever_prior == "score"
-        else "rank prior"
-    )
+    what = f"score prior (temperature {temperature:g})" if args.retriever_prior == "score" else "rank prior"
     print(f"{len(traces)} traces with the {what} -> {args.out}")
     return 0
 

@@ -91,15 +91,15 @@ def test_one_document_through_both_adapters() -> None:
     docs, res = _retriever([NEEDLE], reader, k=3, rounds=2, profile=TWO).pan(Q)
     assert [d.page_content for d in docs] == [NEEDLE] and res.k == 1 and res.calls == 2
     assert reader.prompts == [[NEEDLE], [NEEDLE]]
-    # n=1, k=3: the rank prior's mass min(3, 0.95 * 1) is capped at MAX_PRIOR: prior 0.95,
-    # odds 19. Two citations at the strong position (the profile resampled to one position
-    # keeps its first: 0.9/0.1, which the default robust likelihood reads as 0.88/0.12; the
-    # level scales TPR and FPR alike): E = 2 log(22/3), e^E = 484/9. Document-level
-    # mixture: n - k <= 0, so a = 0, b = 0.3: g(E) = log(0.7 * 484/9 + 0.3) = log(341.5/9),
-    # log-odds log 19 + log(341.5/9) = log(720.944) = 6.580562 (posterior 0.998615;
-    # log 19 + 2 log(22/3) = 6.929 without the mixture).
-    assert res.log_odds[0] == pytest.approx(math.log(19) + math.log(341.5 / 9), abs=1e-12)
-    assert res.posteriors[0] == pytest.approx(19 * 341.5 / (9 + 19 * 341.5), abs=1e-12)
+    # n=1, k=3: the rank prior's mass min(1, 0.95 * 1) (expected_relevant 1, not k) is
+    # capped at MAX_PRIOR: prior 0.95, odds 19. Two citations at the strong position (the
+    # profile resampled to one position keeps its first: 0.9/0.1, which the default robust
+    # likelihood reads as 0.88/0.12; the level scales TPR and FPR alike): E = 2 log(22/3),
+    # e^E = 484/9. Document-level mixture: n - 1 = 0 irrelevant, so a = 0, b = 0.1: g(E) =
+    # log(0.9 * 484/9 + 0.1) = log(436.5/9), log-odds log 19 + log(436.5/9) = log(921.5) =
+    # 6.826003 (posterior 0.998916; log 19 + 2 log(22/3) = 6.929 without the mixture).
+    assert res.log_odds[0] == pytest.approx(math.log(19) + math.log(436.5 / 9), abs=1e-12)
+    assert res.posteriors[0] == pytest.approx(19 * 436.5 / (9 + 19 * 436.5), abs=1e-12)
     nodes, res2 = GoldPanningPostprocessor(
         reader=NeedleReader(), top_n=3, rounds=2, profile=TWO, prompts_per_round=1
     ).pan(_nodes([NEEDLE]), Q)
@@ -397,15 +397,15 @@ def test_profile_shorter_than_the_prompt_is_resampled_through_the_retriever() ->
         # which leaves citation ratios unchanged and softens misses. Evidence: doc 0 cited,
         # e^E = 0.88/0.12 = 22/3; doc 1 missed, e^E = (1 - 0.69*2/2.31) / (1 - 0.31*2/2.31)
         # = 0.93/1.69 = 93/169; doc 2, E = 0. Document-level mixture: a = min(0.25 / (3 - 1),
-        # 0.5) = 0.125, b = 0.3, factor ((1-b) e^E + b) / (a e^E + 1 - a):
-        # doc 0: (0.7 * 22/3 + 0.3) / (0.125 * 22/3 + 0.875) = (163/30) / (43/24) = 652/215
-        #        = 3.032558 (not 7.333);
-        # doc 1: (0.7 * 93/169 + 0.3) / (0.125 * 93/169 + 0.875) = 115.8/159.5 = 1158/1595
-        #        = 0.726019 (not 0.550296);
+        # 0.5) = 0.125, b = 0.1, factor ((1-b) e^E + b) / (a e^E + 1 - a):
+        # doc 0: (0.9 * 22/3 + 0.1) / (0.125 * 22/3 + 0.875) = 6.7 / (43/24) = 804/215
+        #        = 3.739535 (not 7.333);
+        # doc 1: (0.9 * 93/169 + 0.1) / (0.125 * 93/169 + 0.875) = 100.6/159.5 = 1006/1595
+        #        = 0.630721 (not 0.550296);
         # doc 2: g(0) = 0.
         [
-            base + math.log(652 / 215),
-            base + math.log(1158 / 1595),
+            base + math.log(804 / 215),
+            base + math.log(1006 / 1595),
             base,
         ],
         abs=1e-12,
@@ -435,4 +435,5 @@ def test_tpr_equal_fpr_falls_back_to_the_prior_order_flagged(
     assert [d.metadata["i"] for d in docs] == [0, 1]  # the rank prior's order
     assert all(d.metadata["gold_panning_panned"] is False for d in docs)
     assert [_node_index(n) for n in nodes] == [0, 1]
-    np.testing.assert_allclose(res.posteriors, rank_prior_probs(3, k=2, top10_recall=0.5))
+    # the prior's mass is expected_relevant (1), not k = 2
+    np.testing.assert_allclose(res.posteriors, rank_prior_probs(3, k=1, top10_recall=0.5))

@@ -458,7 +458,7 @@ class PanningConfig:
         None,
         "Probability, in [0, 1), that a reply cites nothing whatever its prompt holds (the "
         "model abstains, or answers off the documents), used by ``empty_prompts='mixture'``. "
-        "It is measured on labelled traces, never guessed from the question at hand: a reader "
+        "It is learned from labelled traces, never guessed from the question at hand: a reader "
         "silent in every prompt of one question is evidence that nothing is relevant, as "
         "strong as the profile says. None: the profile's ``silent_rate``, else "
         f"{DEFAULT_SILENT_RATE:g}.",

@@ -221,14 +221,14 @@ def test_read_traces_refuses_bad_labels(tmp_path: Path, bad: object) -> None:
 
 def test_one_labelled_em_iteration_by_hand() -> None:
     # The data of test_one_em_iteration_by_hand, now labelled: doc 0 relevant, doc 1 not.
-    # The mixture starts at the defaults b = 0.3 and a = min(0.25 / 1, 0.5) = 0.25 (one
+    # The mixture starts at the defaults b = 0.1 and a = min(0.25 / 1, 0.5) = 0.25 (one
     # irrelevant document per query). E-step, P(reads as relevant):
-    #   doc 0 (relevant, E = log 4):    0.7 * 4 / (0.7 * 4 + 0.3) = 2.8 / 3.1
+    #   doc 0 (relevant, E = log 4):    0.9 * 4 / (0.9 * 4 + 0.1) = 3.6 / 3.7
     #   doc 1 (irrelevant, E = -log 4): 0.25 / 4 / (0.25 / 4 + 0.75) = 1 / 13
     # Rates with 2 pseudo-documents at the defaults:
-    #   b = ((1 - 2.8/3.1) + 2 * 0.3) / (1 + 2) = 0.232258...
+    #   b = ((1 - 3.6/3.7) + 2 * 0.1) / (1 + 2) = 0.075676...
     #   a = (1/13 + 2 * 0.25) / (1 + 2) = 0.192308...  -> false_leads = a * 1
-    # M-step as before with q = (2.8/3.1, 1/13).
+    # M-step as before with q = (3.6/3.7, 1/13).
     obs = Observations(
         doc=np.array([0, 1]),
         depth=np.array([0.0, 1.0]),
@@ -239,9 +239,9 @@ def test_one_labelled_em_iteration_by_hand() -> None:
         label=np.array([1.0, 0.0]),
     )
     res = learn_profile(obs, _two_position_prior(), iterations=1)
-    q0, q1 = 2.8 / 3.1, 1 / 13
+    q0, q1 = 3.6 / 3.7, 1 / 13
     assert res.mixture is not None
-    assert res.mixture.blind_rate == pytest.approx(0.2323, abs=1e-4)
+    assert res.mixture.blind_rate == pytest.approx(0.0757, abs=1e-4)
     assert res.mixture.false_lead_rate == pytest.approx((q1 + 0.5) / 3)
     assert res.mixture.false_leads == pytest.approx(0.1923, abs=1e-4)
     assert (res.mixture.relevant, res.mixture.irrelevant, res.mixture.queries) == (1, 1, 1)

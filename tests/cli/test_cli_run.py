@@ -19,7 +19,17 @@ def _json_out(capsys: pytest.CaptureFixture[str]) -> dict:
 
 
 def test_run_demo_json(capsys: pytest.CaptureFixture[str]) -> None:
-    args = ["--rounds", "3", "--prompts-per-round", "1", "--json", "--profile", "lost-in-the-middle"]
+    args = [
+        "--rounds",
+        "3",
+        "--prompts-per-round",
+        "1",
+        "--json",
+        "--profile",
+        "lost-in-the-middle",
+        "--k",
+        "1",
+    ]
     assert main(["run", "--demo", "--reader", "simulated", *args]) == 0
     out = _json_out(capsys)
     assert out["calls"] == 3 and len(out["rounds"]) == 3

@@ -34,8 +34,12 @@ def test_the_options_include_the_retriever_prior() -> None:
     specs = {s.name: s for s in PanningConfig.options()}
     assert specs["retriever_prior"].default == "auto"
     assert specs["retriever_prior"].choices == ("auto", "rank", "score", "none")
-    assert (specs["prior_top10_recall"].default, specs["prior_temperature"].default) == (0.5, 0.5)
+    # prior_temperature belongs to the retriever: None leaves it to the profile (issue 42)
+    assert (specs["prior_top10_recall"].default, specs["prior_temperature"].default) == (0.5, None)
     assert (specs["prior_head_decay"].default, specs["expected_relevant"].default) == (None, None)
+    # the prior's mass and the silent rate come from the profile, else 1 and 0.1 (never k)
+    assert (specs["expected_relevant"].profile_default, specs["silent_rate"].profile_default) == (1.0, 0.1)
+    assert specs["k"].default == 4
 
 
 def test_types_and_choices_come_from_the_annotations() -> None:
@@ -252,7 +256,7 @@ def test_run_help_takes_each_flags_help_from_the_doc() -> None:
     text = " ".join(_run_parser().format_help().split())
     assert "Hard budget of model calls (prompts) per question (>= 1) (default: None)" in text
     assert "--blind-rate FLOAT Probability, in [0, 1)" in text
-    assert "(default: the profile's, else 0.3)" in text
+    assert "(default: the profile's, else 0.1)" in text
     assert "--policy" not in text  # hidden, still accepted
 
 

@@ -187,7 +187,7 @@ def test_psc_panner_ranks_by_citation_count() -> None:
             return Reading(cited=tuple(i for i, d in enumerate(documents) if d in want))
 
     profile = DetectorProfile(n_positions=4, tpr=[0.9, 0.5, 0.5, 0.8], fpr=[0.1] * 4)
-    res = GoldPanner(ByText(), profile=profile, rounds=4, policy="random", rng=3).run(
+    res = GoldPanner(ByText(), profile=profile, rounds=4, policy="random", rng=3, k=1).run(
         "q", ["a", "b", "c", "d"]
     )
     assert res.citation_counts.tolist() == [0, 4, 1, 0]

@@ -104,7 +104,7 @@ def test_budget_without_windows_leaves_the_rest_out_and_unchanged() -> None:
 def test_windows_show_every_document_once_per_round_with_round_robin_by_score() -> None:
     docs = [f"d{i}" for i in range(7)]
     reader = Cites({"d0"})
-    res = GoldPanner(reader, profile=FLAT2, rounds=2, max_docs_per_prompt=3, windows=True).run("q", docs)
+    res = GoldPanner(reader, profile=FLAT2, rounds=2, max_docs_per_prompt=3, windows=True, k=1).run("q", docs)
     r1 = res.rounds[0]
     assert res.calls == 6 and r1.calls == 3  # ceil(7/3) prompts per round
     assert sorted(r1.shown) == list(range(7))
@@ -137,7 +137,7 @@ def test_pruning_needs_two_looks_and_never_drops_the_selection() -> None:
     prof = DetectorProfile(n_positions=3, tpr=[0.9, 0.9, 0.9], fpr=[0.05, 0.05, 0.05])
     docs = ["a", "b", "c"]
     reader = Cites({"a"})
-    res = GoldPanner(reader, profile=prof, rounds=4, prune_below=0.5).run("q", docs)
+    res = GoldPanner(reader, profile=prof, rounds=4, prune_below=0.5, k=1).run("q", docs)
     # Rounds 1-2: all three shown (nobody has two looks yet); then b and c (evidence ratio
     # (0.1/0.95)^2 < 0.5) leave; a, the selection, stays.
     assert [len(p) for p in reader.prompts] == [3, 3, 1, 1]

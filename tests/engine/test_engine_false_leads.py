@@ -67,7 +67,9 @@ def test_one_rate_of_zero_leaves_that_side_unbounded() -> None:
 
 def test_lead_rate_spreads_the_expected_number_over_the_irrelevant_documents() -> None:
     assert lead_rate(PanningConfig(false_leads=0.25), 10) == pytest.approx(0.25 / 9)
-    assert lead_rate(PanningConfig(false_leads=0.25, k=3), 10) == pytest.approx(0.25 / 7)
+    # the relevant ones are expected_relevant (rounded), never k: k only selects
+    assert lead_rate(PanningConfig(false_leads=0.25, k=3), 10) == pytest.approx(0.25 / 9)
+    assert lead_rate(PanningConfig(false_leads=0.25, expected_relevant=3), 10) == pytest.approx(0.25 / 7)
     assert lead_rate(PanningConfig(false_leads=10.0), 5) == 0.5  # capped
     assert lead_rate(PanningConfig(false_leads=0.25), 1) == 0.0  # nothing irrelevant
     assert lead_rate(PanningConfig(false_leads=0.0), 10) == 0.0
@@ -161,10 +163,14 @@ def test_profile_measured_mixture_is_used_unless_set() -> None:
     assert PanningConfig(blind_rate=0.2).with_profile(measured).blind_rate == 0.2
     assert PanningConfig.paper().with_profile(measured).blind_rate == 0.0  # explicit 0 wins
     plain = PanningConfig().with_profile(SimpleNamespace())
-    assert (plain.blind_rate, plain.false_leads) == (DEFAULT_BLIND_RATE, DEFAULT_FALSE_LEADS) == (0.3, 0.25)
-    assert PanningConfig().with_profile(None).blind_rate == 0.3
+    assert (plain.blind_rate, plain.false_leads) == (DEFAULT_BLIND_RATE, DEFAULT_FALSE_LEADS) == (0.1, 0.25)
+    assert PanningConfig().with_profile(None).blind_rate == 0.1
     # None on the profile: not measured, so the default
-    assert PanningConfig().with_profile(SimpleNamespace(blind_rate=None)).blind_rate == 0.3
+    assert PanningConfig().with_profile(SimpleNamespace(blind_rate=None)).blind_rate == 0.1
+    # the prior's mass and the silent rate: the profile's, else 1 and 0.1
+    assert (plain.expected_relevant, plain.silent_rate) == (1.0, 0.1)
+    counted = PanningConfig().with_profile(SimpleNamespace(expected_relevant=1.6, silent_rate=0.3))
+    assert (counted.expected_relevant, counted.silent_rate, counted.focus) == (1.6, 0.3, 2)
     # the profile's other learned values are read the same way
     learned = PanningConfig().with_profile(SimpleNamespace(prior_head_decay=0.05, evidence_temperature=2.0))
     assert (learned.prior_head_decay, learned.evidence_temperature) == (0.05, 2.0)

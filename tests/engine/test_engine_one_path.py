@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Sequence
+from dataclasses import replace
 from types import SimpleNamespace
 
 import numpy as np
@@ -36,6 +37,10 @@ def _pair(seed: int, policy: str, **options: object) -> tuple[np.ndarray, np.nda
     attack = options.pop("attack", None)
     mistakes = options.pop("mistakes", None)
     config = PanningConfig(**options)  # type: ignore[arg-type]
+    if config.expected_relevant is None:
+        # simulate knows its needles: its prior's mass is k, the number it plants, unless
+        # the config sets expected_relevant. The panner is given the same mass.
+        config = replace(config, expected_relevant=float(config.k or 1))
     sim = simulate(
         PROFILE.tpr,
         PROFILE.fpr,

@@ -41,7 +41,7 @@ def _same(a: PanningResult, b: PanningResult) -> None:
 # ------------------------------------------------------------------ trace
 def test_trace_records_every_round_consistently() -> None:
     reader = TextReader({"c"})
-    res = GoldPanner(reader, profile=PROFILE3, rounds=3).run("q", DOCS3)
+    res = GoldPanner(reader, profile=PROFILE3, rounds=3, k=1).run("q", DOCS3)
     assert res.calls == 3 == len(res.rounds) == len(reader.seen)
     assert [t.round for t in res.rounds] == [1, 2, 3]
     for t, seen in zip(res.rounds, reader.seen):
@@ -68,9 +68,9 @@ def test_trace_replays_to_the_final_log_odds() -> None:
     profile = DetectorProfile(n_positions=5, tpr=[0.9, 0.5, 0.3, 0.4, 0.7], fpr=[0.05, 0.1, 0.1, 0.1, 0.05])
     reader = SimulatedReader(profile, {"d2", "d4"}, rng=11)
     docs = [f"d{i}" for i in range(5)]
-    res = GoldPanner(reader, profile=profile, rounds=6, k=2).run("q", docs)
+    res = GoldPanner(reader, profile=profile, rounds=6, k=2, expected_relevant=2).run("q", docs)
     llr_c, llr_m = log_likelihood_ratios(profile.tpr, profile.fpr)
-    lo = np.full(5, math.log(2 / 3))  # base rate k/n = 2/5 -> odds 2/3
+    lo = np.full(5, math.log(2 / 3))  # base rate expected_relevant/n = 2/5 -> odds 2/3
     for t in res.rounds:
         for d, j in zip(t.shown, _flat(t.positions)):
             lo[d] += llr_c[j] if d in t.cited else llr_m[j]
@@ -124,7 +124,7 @@ def test_stop_at_threshold_stops_early() -> None:
     # Gold "c". Round 1 (all tied): c at position 2, cited: log(1/2) + log 3 = log 1.5,
     # p = 0.6 >= 0.55, so panning stops after one call.
     reader = TextReader({"c"})
-    res = GoldPanner(reader, profile=PROFILE3, rounds=5, stop_at=0.55).run("q", DOCS3)
+    res = GoldPanner(reader, profile=PROFILE3, rounds=5, stop_at=0.55, k=1).run("q", DOCS3)
     assert res.calls == 1
     assert res.stop_reason == "threshold"
     assert res.posteriors[2] == pytest.approx(0.6)

@@ -36,7 +36,11 @@ def test_goldpanner_starts_from_the_rank_prior_over_the_documents_order() -> Non
 def test_retriever_prior_none_is_the_old_flat_start() -> None:
     assert _posteriors(retriever_prior="none") == pytest.approx([1 / 3] * 3)  # base rate k/n
     assert _posteriors(retriever_prior="none", prior="uniform") == pytest.approx([0.5] * 3)
-    assert _posteriors(retriever_prior="none", k=3) == pytest.approx([0.5] * 3)  # min(3/3, 0.5)
+    # k chooses what is returned, not the prior: its mass is expected_relevant (default 1)
+    assert _posteriors(retriever_prior="none", k=3) == pytest.approx([1 / 3] * 3)
+    assert _posteriors(retriever_prior="none", expected_relevant=3) == pytest.approx(
+        [0.5] * 3
+    )  # min(3/3, 0.5)
 
 
 def test_expected_relevant_sets_the_mass_not_k() -> None:
@@ -60,30 +64,50 @@ def test_score_prior_from_the_scores_passed_to_run() -> None:
     e = math.exp(3 / math.sqrt(2))
     got = _posteriors(retriever_prior="score", scores=[0.0, 2.0, 0.0], prior_temperature=1.0)
     assert got == pytest.approx([1 / (e + 2), e / (e + 2), 1 / (e + 2)])
-    # the default temperature 0.5 doubles the exponent: e^(3 sqrt 2) / (e^(3 sqrt 2) + 2) =
-    # 0.972 for the second, over the cap of 0.95; the excess 0.022 goes to the other two.
-    assert _posteriors(retriever_prior="score", scores=[0.0, 2.0, 0.0]) == pytest.approx([0.025, 0.95, 0.025])
+    # temperature 0.5 doubles the exponent: e^(3 sqrt 2) / (e^(3 sqrt 2) + 2) = 0.972 for
+    # the second, over the cap of 0.95; the excess 0.022 goes to the other two.
+    got = _posteriors(retriever_prior="score", scores=[0.0, 2.0, 0.0], prior_temperature=0.5)
+    assert got == pytest.approx([0.025, 0.95, 0.025])
+    # No temperature given or fitted in the profile: "score" uses 0.5 but, not fitted for
+    # this retriever, the prior is bounded. Its log-odds gap logit(0.95) - logit(0.025) =
+    # 2.944 + 3.664 = 6.608 shrinks to 0.75 of the evidence swing at 3 documents (a = 0.25 /
+    # 2 = 0.125, b = 0.1): 0.75 * (log(0.9 / 0.125) - log(0.1 / 0.875)) = 0.75 * (1.974 +
+    # 2.169) = 3.107; log-odds (c, c + 3.107, c) with 2 sigmoid(c) + sigmoid(c + 3.107) = 1:
+    # c = -1.975, i.e. [0.1219, 0.7563, 0.1219].
+    got = _posteriors(retriever_prior="score", scores=[0.0, 2.0, 0.0])
+    assert got == pytest.approx([0.1219, 0.7563, 0.1219], abs=1e-4)
     # all equal: flat (the base rate)
     assert _posteriors(retriever_prior="score", scores=[1.0, 1.0, 1.0]) == pytest.approx([1 / 3] * 3)
 
 
 def test_auto_prior_reads_scores_where_every_document_has_one(caplog: pytest.LogCaptureFixture) -> None:
-    # the default: the score prior with scores of 5 documents or more, the rank prior
-    # otherwise, and no warning either way (a retriever that gives no scores is no mistake)
+    # the default: with a temperature known (the option, or the profile's fitted one) the
+    # score prior with scores of 5 documents or more, the rank prior otherwise, and no
+    # warning either way (a retriever that gives no scores is no mistake)
     five = ["a", "b", "c", "d", "e"]
+    fitted = FLAT.model_copy(update={"prior_temperature": 0.5})
     # scores [4, 0, 0, 0, 0]: std 1.6, z = [2.5, 0, 0, 0, 0], at 0.5: e^5 / (e^5 + 4) = 0.9737,
     # capped at 0.95, the excess 0.0237 split evenly: 0.0125 each
+    peaked = [0.95, 0.0125, 0.0125, 0.0125, 0.0125]
+    rank5 = rank_prior_probs(5, k=1).tolist()
     with caplog.at_level(logging.WARNING, logger="gold_panning_integrations.engine.priors"):
-        res = GoldPanner(ScriptedReader(), FLAT, rounds=1).run("q", five, scores=[4.0, 0.0, 0.0, 0.0, 0.0])
-        assert res.posteriors.tolist() == pytest.approx([0.95, 0.0125, 0.0125, 0.0125, 0.0125])
-        assert _posteriors(scores=[2.0, 0.0, 0.0]) == pytest.approx(RANK3)  # 3 documents: rank
-        assert _posteriors() == pytest.approx(RANK3)
-        res = GoldPanner(ScriptedReader(), FLAT, rounds=1).run("q", five, scores=[1.0, None, 0.0, 0.0, 0.0])
-        assert res.posteriors.tolist() == pytest.approx(rank_prior_probs(5, k=1).tolist())
-        res = GoldPanner(ScriptedReader(), FLAT, rounds=1, retriever_prior="rank").run(
+        res = GoldPanner(ScriptedReader(), fitted, rounds=1).run("q", five, scores=[4.0, 0.0, 0.0, 0.0, 0.0])
+        assert res.posteriors.tolist() == pytest.approx(peaked)
+        res = GoldPanner(ScriptedReader(), FLAT, rounds=1, prior_temperature=0.5).run(
             "q", five, scores=[4.0, 0.0, 0.0, 0.0, 0.0]
         )
-        assert res.posteriors.tolist() == pytest.approx(rank_prior_probs(5, k=1).tolist())
+        assert res.posteriors.tolist() == pytest.approx(peaked)
+        # no temperature known: a score's scale is the retriever's, so auto reads the order
+        res = GoldPanner(ScriptedReader(), FLAT, rounds=1).run("q", five, scores=[4.0, 0.0, 0.0, 0.0, 0.0])
+        assert res.posteriors.tolist() == pytest.approx(rank5)
+        assert _posteriors(scores=[2.0, 0.0, 0.0], prior_temperature=0.5) == pytest.approx(RANK3)  # 3: rank
+        assert _posteriors() == pytest.approx(RANK3)
+        res = GoldPanner(ScriptedReader(), fitted, rounds=1).run("q", five, scores=[1.0, None, 0.0, 0.0, 0.0])
+        assert res.posteriors.tolist() == pytest.approx(rank5)
+        res = GoldPanner(ScriptedReader(), fitted, rounds=1, retriever_prior="rank").run(
+            "q", five, scores=[4.0, 0.0, 0.0, 0.0, 0.0]
+        )
+        assert res.posteriors.tolist() == pytest.approx(rank5)
     assert [r for r in caplog.records if r.name == "gold_panning_integrations.engine.priors"] == []
 
 
@@ -92,16 +116,18 @@ def test_auto_prior_refuses_scores_that_rise_along_the_order(
 ) -> None:
     # Distances (lower is better) or an order the scores did not make: read as similarities
     # they would put the retriever's last document first, so "auto" keeps the rank prior
-    # and says so once; "score" uses them as asked.
+    # and says so once; "score" uses them as asked. (auto reads scores only with a known
+    # temperature: the profile's fitted one here.)
     from gold_panning_integrations.engine import priors
 
     monkeypatch.setattr(priors, "_warned_unordered", False)
     five = ["a", "b", "c", "d", "e"]
     distances = [0.1, 0.2, 0.3, 0.4, 0.9]
     rank5 = rank_prior_probs(5, k=1).tolist()
+    fitted = FLAT.model_copy(update={"prior_temperature": 0.5})
     with caplog.at_level(logging.WARNING, logger="gold_panning_integrations.engine.priors"):
         for _ in range(2):
-            res = GoldPanner(ScriptedReader(), FLAT, rounds=1).run("q", five, scores=distances)
+            res = GoldPanner(ScriptedReader(), fitted, rounds=1).run("q", five, scores=distances)
             assert res.posteriors.tolist() == pytest.approx(rank5)
     warned = [r.getMessage() for r in caplog.records if r.name == "gold_panning_integrations.engine.priors"]
     assert len(warned) == 1 and "do not decrease along their order" in warned[0]
@@ -110,7 +136,7 @@ def test_auto_prior_refuses_scores_that_rise_along_the_order(
     )
     assert int(np.argmax(res.posteriors)) == 4
     # ties keep the scores: [3, 3, 1, 1, 1] does not rise
-    res = GoldPanner(ScriptedReader(), FLAT, rounds=1).run("q", five, scores=[3.0, 3.0, 1.0, 1.0, 1.0])
+    res = GoldPanner(ScriptedReader(), fitted, rounds=1).run("q", five, scores=[3.0, 3.0, 1.0, 1.0, 1.0])
     assert res.posteriors[0] == pytest.approx(res.posteriors[1]) and res.posteriors[0] > rank5[0]
 
 
@@ -159,7 +185,7 @@ def test_the_prior_options_are_checked_like_every_option() -> None:
         ({"prior_top10_recall": 1.0}, r"prior_top10_recall must be a number in \(0, 1\), got 1\.0"),
         ({"prior_head_decay": 1.5}, r"prior_head_decay must be a number in \(0, 1\] or None, got 1\.5"),
         ({"expected_relevant": 0}, r"expected_relevant must be a number > 0 or None, got 0"),
-        ({"prior_temperature": 0.0}, r"prior_temperature must be a number > 0, got 0\.0"),
+        ({"prior_temperature": 0.0}, r"prior_temperature must be a number > 0 or None, got 0\.0"),
     ):
         with pytest.raises(ValueError, match=pattern):
             PanningConfig(**bad)  # type: ignore[arg-type]

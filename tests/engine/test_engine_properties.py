@@ -206,7 +206,8 @@ def test_citation_direction_matches_the_rates(sc: dict) -> None:
     TPR < FPR never raises it; not cited, the reverse; not shown, no change."""
     res, _ = _run(sc)
     n = sc["n"]
-    before = sigmoid(initial_log_odds(n, k=sc["k"], prior="base-rate", prior_log_odds=_prior(sc)))
+    # the base rate's mass is expected_relevant (default 1), never k
+    before = sigmoid(initial_log_odds(n, k=1.0, prior="base-rate", prior_log_odds=_prior(sc)))
     for t in res.rounds:
         after = np.asarray(t.posteriors)
         touched: set[int] = set()

@@ -102,19 +102,28 @@ def test_the_level_is_left_out_of_the_comparison() -> None:
     cfg = PanningConfig(
         robust=False, adapt_level=True, empty_prompts="evidence", blind_rate=0.3, self_citing=0.25
     )
-    geo = DecisionRates([0.8, 0.2], [0.1, 0.1], config=cfg)
+    # Rates t = 0.9, f = 0.6 at both positions. The silent prompt is a miss for both and
+    # leaves the level alone (it counts only replies that cite something); the second cites
+    # one document where 0.5 * (0.9 + 0.6) * 2 = 1.5 were predicted: level 2 / 2.5 = 0.8.
+    geo = DecisionRates([0.9, 0.9], [0.6, 0.6], config=cfg)
     st = BatchState.start(np.zeros((1, 2)))
-    for cited in ([[False, False]], [[True, False]]):  # a silent prompt lowers the level first
+    for cited in ([[False, False]], [[True, False]]):
         observe_round(st, np.array([[0, 1]]), np.array([2]), np.array(cited), config=cfg, geometry=geo)
-    assert st.level[0] < 1.0
-    plain = [math.log(0.2 / 0.9) + math.log(0.8 / 0.1), 2 * math.log(0.8 / 0.9)]
+    assert st.level[0] == pytest.approx(0.8)
+    plain = [math.log(0.1 / 0.4) + math.log(0.9 / 0.6), 2 * math.log(0.1 / 0.4)]
     assert (st.relevant - st.irrelevant)[0].tolist() == pytest.approx(plain)
-    assert st.evidence[0, 0] != pytest.approx(plain[0])
+    # the level keeps the citation ratio (0.72 / 0.48 = 0.9 / 0.6) and softens the second miss
+    assert st.evidence[0, 1] == pytest.approx(math.log(0.1 / 0.4) + math.log((1 - 0.72) / (1 - 0.48)))
+    assert st.evidence[0, 1] != pytest.approx(plain[1])
 
 
 def test_the_rate_spreads_the_expected_number_over_the_irrelevant_documents() -> None:
     assert self_citing_rate(PanningConfig(self_citing=0.25), 10) == pytest.approx(0.25 / 9)
-    assert self_citing_rate(PanningConfig(self_citing=0.25, k=3), 10) == pytest.approx(0.25 / 7)
+    # the relevant ones are expected_relevant (rounded), never k
+    assert self_citing_rate(PanningConfig(self_citing=0.25, k=3), 10) == pytest.approx(0.25 / 9)
+    assert self_citing_rate(PanningConfig(self_citing=0.25, expected_relevant=3), 10) == pytest.approx(
+        0.25 / 7
+    )
     assert self_citing_rate(PanningConfig(self_citing=5.0), 3) == 0.45  # capped
     assert self_citing_rate(PanningConfig(self_citing=0.0), 10) == 0.0
     # Replies that cite nothing are dropped under "skip": the rest is conditioned on a

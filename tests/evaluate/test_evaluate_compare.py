@@ -861,8 +861,9 @@ def test_rank_prior_is_given_to_the_panner_only_where_promised(
 
 
 def test_the_first_stages_scores_reach_the_default_prior(monkeypatch: pytest.MonkeyPatch) -> None:
-    # An instance with scores (a run file's, BM25's): the default prior ("auto") is the
-    # softmax over the scores at temperature 0.5, not the rank prior.
+    # An instance with scores (a run file's, BM25's): with a temperature fitted for the
+    # retriever (the profile's prior_temperature, 0.5 here) the default prior ("auto") is
+    # the softmax over the scores at that temperature, not the rank prior.
     from gold_panning_integrations.engine import panner as P
     from gold_panning_integrations.engine.priors import score_prior_probs
 
@@ -879,7 +880,10 @@ def test_the_first_stages_scores_reach_the_default_prior(monkeypatch: pytest.Mon
     inst = C.make_instances("kv", n=6, instances=1, seed=0)[0]
     scores = (9.0, 2.0, 2.0, 1.0, 1.0, 0.5)  # the first document far ahead
     inst = C.CompareInstance(inst.question, inst.documents, inst.gold, scores=scores)
-    C.panning_method("gp-defaults", _FailingReader(), profile="smollm2-135m-kv", rounds=1, seed=0)(inst)
+    from gold_panning_integrations import DetectorProfile
+
+    fitted = DetectorProfile.bundled("smollm2-135m-kv").model_copy(update={"prior_temperature": 0.5})
+    C.panning_method("gp-defaults", _FailingReader(), profile=fitted, rounds=1, seed=0)(inst)
     assert seen[0] == list(scores)
     s = np.asarray(scores)
     expected = score_prior_probs(s / s.std(), temperature=0.5)

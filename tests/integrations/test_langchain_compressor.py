@@ -73,8 +73,8 @@ def test_is_a_document_compressor() -> None:
     assert isinstance(_compressor(), BaseDocumentCompressor)
 
 
-def _pan_two(seed: int) -> Any:
-    return _compressor(profile=TWO, top_n=2, rounds=1, retriever_prior="none", seed=seed).pan(
+def _pan_two(seed: int, **options: Any) -> Any:
+    return _compressor(profile=TWO, top_n=2, rounds=1, retriever_prior="none", seed=seed, **options).pan(
         make_docs(2, needle_at=0), "where is the needle?"
     )
 
@@ -82,32 +82,40 @@ def _pan_two(seed: int) -> Any:
 def test_posterior_and_relevance_score_pinned_by_hand() -> None:
     # TWO under the default robust likelihood: rates 0.95*rate + 0.025 give position 0
     # TPR 0.88, FPR 0.12 and position 1 TPR = FPR = 0.5 (no evidence). Flat prior
-    # min(2/2, 0.5) = 1/2. The two documents tie, so the seed decides who leads; seed=1
-    # puts the needle (document 0) at position 0, where it is cited. Level adaptation
-    # scales TPR and FPR by the same factor, so a citation's ratio stays 0.88/0.12:
-    # evidence E = log(22/3). Document-level mixture: n = 2 documents, k = top_n = 2, so
-    # no irrelevant one (a = 0) and b = blind_rate = 0.3: g(E) = log(0.7 * 22/3 + 0.3)
-    # = log(5.43333), odds 1 * 5.43333 -> posterior 5.43333/6.43333 = 163/193 = 0.844560
-    # (0.88 without the mixture). The filler at position 1 has E = 0: g(0) = 0, stays 1/2.
+    # min(1/2, 0.5) = 1/2 (the prior's mass is expected_relevant = 1, not top_n). The two
+    # documents tie, so the seed decides who leads; seed=1 puts the needle (document 0) at
+    # position 0, where it is cited. Level adaptation scales TPR and FPR by the same
+    # factor, so a citation's ratio stays 0.88/0.12: evidence E = log(22/3).
+    # Document-level mixture: n = 2 documents, one relevant expected, so one irrelevant:
+    # a = 0.25 / 1 and b = blind_rate = 0.1: odds 1 * (0.9 * 22/3 + 0.1) / (0.25 * 22/3 +
+    # 0.75) = 6.7 / (31/12) -> posterior 80.4/111.4 = 402/557 = 0.721723 (0.88 without the
+    # mixture). The filler at position 1 has E = 0: g(0) = 0, stays 1/2.
     got = _pan_two(seed=1)
     assert got.result.rounds[0].windows == ((0, 1),)
     scores = [d.metadata["relevance_score"] for d in got.documents]
-    assert scores == pytest.approx([163 / 193, 0.5], abs=1e-12)
+    assert scores == pytest.approx([402 / 557, 0.5], abs=1e-12)
     assert [d.metadata["gold_panning_rank"] for d in got.documents] == [1, 2]
 
 
 def test_level_adapted_miss_pinned_by_hand() -> None:
     # seed=0 puts the filler (document 1) at position 0, uncited, and the needle at
-    # position 1 (no evidence: stays 1/2). The level: beliefs rescaled to k=2 give each
-    # document p = 1, so the predicted citations are 0.88 + 0.5 = 1.38 against 1 observed:
-    # level (1+1)/(1.38+1) = 0.840336. Position 0 becomes TPR 0.739496, FPR 0.100840;
-    # a miss gives evidence E = log((1-0.739496)/(1-0.100840)) = log(0.289720). Mixture
-    # with a = 0 (n = k = 2) and b = 0.3: g(E) = log(0.7 * 0.289720 + 0.3) = log(0.502804),
-    # so the filler's posterior is 0.502804/1.502804 = 0.334577 (0.224638 without the
-    # mixture, 0.12 without the level adaptation either).
-    got = _pan_two(seed=0)
+    # position 1 (no evidence: stays 1/2). Two relevant expected (expected_relevant=2, so
+    # that the level moves; flat prior min(2/2, 0.5) = 1/2). The level: beliefs rescaled to
+    # the mass 2 give each document p = 1, so the predicted citations are 0.88 + 0.5 = 1.38
+    # against 1 observed: level (1+1)/(1.38+1) = 0.840336. Position 0 becomes TPR
+    # 0.739496, FPR 0.100840; a miss gives evidence E = log((1-0.739496)/(1-0.100840)) =
+    # log(0.289720). Mixture with a = 0 (n = 2 = expected_relevant) and b = 0.1: g(E) =
+    # log(0.9 * 0.289720 + 0.1) = log(0.360748), so the filler's posterior is
+    # 0.360748/1.360748 = 0.265110 (0.224638 without the mixture, 0.12 without the level
+    # adaptation either).
+    got = _pan_two(seed=0, expected_relevant=2)
     assert got.result.rounds[0].windows == ((1, 0),)
-    assert [d.metadata["relevance_score"] for d in got.documents] == pytest.approx([0.5, 0.334577], abs=1e-6)
+    assert [d.metadata["relevance_score"] for d in got.documents] == pytest.approx([0.5, 0.265110], abs=1e-6)
+    # The default mass 1: each document p = 1/2, predicted 0.5 * (0.88 + 0.12) + 0.5 *
+    # (0.5 + 0.5) = 1 = observed, level 1; the miss log(0.12/0.88) = log(3/22), a = 0.25 / 1:
+    # odds (0.9 * 3/22 + 0.1) / (0.25 * 3/22 + 0.75) = 4.9 / 17.25 -> 98/443 = 0.221219.
+    got = _pan_two(seed=0)
+    assert [d.metadata["relevance_score"] for d in got.documents] == pytest.approx([0.5, 98 / 443], abs=1e-9)
     assert got.documents[0].page_content == NEEDLE
 
 

@@ -63,10 +63,11 @@ def test_posterior_and_rank_pinned_by_hand() -> None:
     assert [d.metadata["i"] for d in out] == [0, 1]
     # Robust likelihood (the default): rates 0.95 * rate + 0.025, so 0.9/0.1 -> 0.88/0.12:
     # the cited needle's evidence is E = log(22/3). Document-level mixture (the default):
-    # n = 2, k = 2, so no irrelevant document (a = 0), b = 0.3: odds 1 * (0.7 * 22/3 + 0.3)
-    # = 163/30 -> posterior 163/193 = 0.844560 (0.88 without the mixture). The filler at
-    # position 1 has E = 0 (TPR = FPR): stays 1/2.
-    assert out[0].metadata["gold_panning_posterior"] == pytest.approx(163 / 193, abs=1e-12)
+    # n = 2 and one relevant expected (expected_relevant, not k = 2), so one irrelevant
+    # document: a = 0.25 / 1, b = 0.1: odds 1 * (0.9 * 22/3 + 0.1) / (0.25 * 22/3 + 0.75)
+    # = 6.7 / (31/12) = 80.4/31 -> posterior 80.4/111.4 = 402/557 = 0.721723 (0.88 without
+    # the mixture). The filler at position 1 has E = 0 (TPR = FPR): stays 1/2.
+    assert out[0].metadata["gold_panning_posterior"] == pytest.approx(402 / 557, abs=1e-12)
     assert out[1].metadata["gold_panning_posterior"] == pytest.approx(0.5, abs=1e-12)
     assert [d.metadata["gold_panning_rank"] for d in out] == [1, 2]
     assert [d.metadata["gold_panning_panned"] for d in out] == [True, True]
@@ -76,11 +77,11 @@ def test_posterior_and_rank_pinned_by_hand() -> None:
     ).invoke("q")
     # k=1, two rounds, the needle cited at position 0 both times: E = 2 log(22/3), e^E =
     # 484/9 (the level scales TPR and FPR alike: a citation's ratio is unchanged). Now
-    # n - k = 1 irrelevant document, a = min(0.25/1, 0.5) = 0.25, b = 0.3: odds
-    # (0.7 * 484/9 + 0.3) / (0.25 * 484/9 + 0.75) = (341.5/9) / (127.75/9) = 1366/511
-    # -> posterior 1366/1877 = 0.727757 (484/493 = 0.98 without the mixture: the cap
-    # (1-b)/a = 2.8 on the odds is near).
-    assert out2[0].metadata["gold_panning_posterior"] == pytest.approx(1366 / 1877, abs=1e-12)
+    # n - 1 = 1 irrelevant document, a = min(0.25/1, 0.5) = 0.25, b = 0.1: odds
+    # (0.9 * 484/9 + 0.1) / (0.25 * 484/9 + 0.75) = (436.5/9) / (127.75/9) = 1746/511
+    # -> posterior 1746/2257 = 0.773593 (484/493 = 0.98 without the mixture: the cap
+    # (1-b)/a = 3.6 on the odds is near).
+    assert out2[0].metadata["gold_panning_posterior"] == pytest.approx(1746 / 2257, abs=1e-12)
 
 
 def test_metadata_kept_and_base_documents_not_mutated() -> None:
@@ -219,12 +220,17 @@ def test_rank_prior_is_the_default() -> None:
     r = _retriever(_docs(3), ScriptedReader(), profile=FLAT, k=3, expected_relevant=1)
     post = [d.metadata["gold_panning_posterior"] for d in r.invoke("q")]
     assert post == pytest.approx(expected.tolist())
-    # flat prior at the base rate min(m/n, 0.5): 1/3 with m=1, 1/2 with m=k=3
+    # flat prior at the base rate min(m/n, 0.5): 1/3 with m=1 (the default, whatever k),
+    # 1/2 with m=3
     flat = _retriever(
         _docs(3), ScriptedReader(), profile=FLAT, k=3, expected_relevant=1, retriever_prior="none"
     )
     assert [d.metadata["gold_panning_posterior"] for d in flat.invoke("q")] == pytest.approx([1 / 3] * 3)
-    flat3 = _retriever(_docs(3), ScriptedReader(), profile=FLAT, k=3, retriever_prior="none")
+    flat_k3 = _retriever(_docs(3), ScriptedReader(), profile=FLAT, k=3, retriever_prior="none")
+    assert [d.metadata["gold_panning_posterior"] for d in flat_k3.invoke("q")] == pytest.approx([1 / 3] * 3)
+    flat3 = _retriever(
+        _docs(3), ScriptedReader(), profile=FLAT, k=3, expected_relevant=3, retriever_prior="none"
+    )
     assert [d.metadata["gold_panning_posterior"] for d in flat3.invoke("q")] == pytest.approx([0.5] * 3)
 
 
@@ -245,11 +251,25 @@ def test_score_prior_from_metadata_and_fallback() -> None:
     assert [d.metadata["i"] for d in out] == [1, 0]  # the score overrules the base order
     e2 = math.exp(2.0)
     assert [d.metadata["gold_panning_posterior"] for d in out] == pytest.approx([e2 / (e2 + 1), 1 / (e2 + 1)])
-    # at the default temperature 0.5: e^4/(e^4+1) = 0.982, capped at 0.95
+    # at temperature 0.5: e^4/(e^4+1) = 0.982, capped at 0.95
+    out = _retriever(
+        docs,
+        ScriptedReader(),
+        profile=FLAT,
+        k=2,
+        expected_relevant=1,
+        retriever_prior="score",
+        prior_temperature=0.5,
+    ).invoke("q")
+    assert [d.metadata["gold_panning_posterior"] for d in out] == pytest.approx([0.95, 0.05])
+    # no temperature given or fitted: 0.5, bounded (not fitted for this retriever) to 0.75
+    # of the evidence swing at n = 2 (a = 0.25 / 1, b = 0.1): 0.75 * (log(0.9 / 0.25) -
+    # log(0.1 / 0.75)) = 0.75 * (1.281 + 2.015) = 2.472 nats, split evenly around 0 (the
+    # two sum to 1): sigmoid(1.236) = 0.7749
     out = _retriever(
         docs, ScriptedReader(), profile=FLAT, k=2, expected_relevant=1, retriever_prior="score"
     ).invoke("q")
-    assert [d.metadata["gold_panning_posterior"] for d in out] == pytest.approx([0.95, 0.05])
+    assert [d.metadata["gold_panning_posterior"] for d in out] == pytest.approx([0.7749, 0.2251], abs=1e-4)
     # the default prior ("auto") reads scores from 5 documents up: two get the rank prior
     out = _retriever(docs, ScriptedReader(), profile=FLAT, k=2, expected_relevant=1).invoke("q")
     assert [d.metadata["i"] for d in out] == [0, 1]
@@ -259,7 +279,14 @@ def test_score_prior_from_metadata_and_fallback() -> None:
     five = _docs(5)
     for d, score in zip(five, (2.0, 2.0, 1.0, 1.0, 1.0)):
         d.metadata["score"] = score
-    out = _retriever(five, ScriptedReader(), profile=FLAT, k=5, expected_relevant=1).invoke("q")
+    # (auto reads scores only with a known temperature: the profile's fitted one here;
+    # without one it reads the order)
+    order_only = _retriever(five, ScriptedReader(), profile=FLAT, k=5).invoke("q")
+    assert [d.metadata["gold_panning_posterior"] for d in order_only] == pytest.approx(
+        rank_prior_probs(5, k=1, top10_recall=0.5).tolist()
+    )
+    fitted = FLAT.model_copy(update={"prior_temperature": 0.5})
+    out = _retriever(five, ScriptedReader(), profile=fitted, k=5, expected_relevant=1).invoke("q")
     w = math.exp(2 / math.sqrt(0.24))
     assert [d.metadata["gold_panning_posterior"] for d in out] == pytest.approx(
         [w / (2 * w + 3)] * 2 + [1 / (2 * w + 3)] * 3
@@ -281,12 +308,19 @@ def test_score_prior_from_metadata_and_fallback() -> None:
 
 def test_prior_changes_round_one_placement() -> None:
     # entropy policy places the most uncertain documents on the best positions. Flat
-    # prior: all equal, input order. Rank prior with mass k=2 over n=3: probabilities
-    # above 1/2 and decreasing with rank, so the last document is the most uncertain
-    # (closest to 1/2) and takes the most diagnostic position, the first.
+    # prior: all equal, input order. Rank prior with mass expected_relevant=2 over n=3:
+    # probabilities above 1/2 and decreasing with rank, so the last document is the most
+    # uncertain (closest to 1/2) and takes the most diagnostic position, the first.
     prof = DetectorProfile(n_positions=3, tpr=[0.9, 0.6, 0.3], fpr=[0.1, 0.2, 0.2])
     # seed=2: the engine's shuffle of the top documents (shuffle_top) keeps the score order.
-    kw: dict[str, Any] = {"profile": prof, "k": 2, "rounds": 1, "policy": "entropy", "seed": 2}
+    kw: dict[str, Any] = {
+        "profile": prof,
+        "k": 2,
+        "expected_relevant": 2,
+        "rounds": 1,
+        "policy": "entropy",
+        "seed": 2,
+    }
     _, flat = _retriever(_docs(3), ScriptedReader(), retriever_prior="none", **kw).pan("q")
     _, ranked = _retriever(_docs(3), ScriptedReader(), **kw).pan("q")
     assert flat.rounds[0].shown == (0, 1, 2)

@@ -32,6 +32,7 @@ from gold_panning_integrations import (
     GoldPanningPostprocessor,
     SimulatedReader,
 )
+from gold_panning_integrations.engine.beliefs import sigmoid
 from gold_panning_integrations.engine.priors import rank_prior_probs
 
 
@@ -109,11 +110,12 @@ def test_scores_are_posteriors_pinned_by_hand() -> None:
     out = p.postprocess_nodes(nodes, query_bundle=QueryBundle("where is the needle?"))
     assert [n.node.node_id for n in out] == ["n0", "n1"]
     # Robust likelihood (the default): rates 0.95 * rate + 0.025, so 0.9/0.1 -> 0.88/0.12:
-    # the needle's evidence is E = log(22/3). Document-level mixture (the default): n = 2,
-    # k = top_n = 2, so no irrelevant document (a = 0), b = 0.3: odds 1 * (0.7 * 22/3 + 0.3)
-    # = 163/30 -> posterior 163/193 = 0.844560 (0.88 without the mixture). Node n1 at
-    # position 1 has E = 0 (TPR = FPR) and g(0) = 0: stays 1/2.
-    assert [n.score for n in out] == pytest.approx([163 / 193, 0.5], abs=1e-12)
+    # the needle's evidence is E = log(22/3). Document-level mixture (the default): n = 2
+    # and one relevant expected (expected_relevant, not top_n = 2), so one irrelevant
+    # document: a = 0.25 / 1, b = 0.1: odds 1 * (0.9 * 22/3 + 0.1) / (0.25 * 22/3 + 0.75) =
+    # 6.7 / (31/12) -> posterior 80.4/111.4 = 402/557 = 0.721723 (0.88 without the
+    # mixture). Node n1 at position 1 has E = 0 (TPR = FPR) and g(0) = 0: stays 1/2.
+    assert [n.score for n in out] == pytest.approx([402 / 557, 0.5], abs=1e-12)
 
 
 def test_input_not_mutated_and_new_objects() -> None:
@@ -127,31 +129,32 @@ def test_input_not_mutated_and_new_objects() -> None:
 
 def test_top_n_and_ordering() -> None:
     nodes = _nodes(6, needle_at=4)
-    # By default the prior's mass is top_n = 3 (one needle is expected_relevant=1, below).
-    # Rank prior at n = 6: w_r = 0.8 * 0.6^r / sum(0.6^0..5) + 0.2/6 = (0.36899, 0.23473,
-    # 0.15417, 0.10584, 0.07683, 0.05943); times 3, n0's 1.10698 is capped at 0.95 and the
-    # excess 0.15698 goes to the others in proportion to w: (0.95, 0.76259, 0.50087,
-    # 0.34384, 0.24962, 0.19309). Mixture: a = 0.25 / (6 - 3) = 1/12, b = 0.3, so any
-    # evidence moves the odds by a factor in (b / (1-a), (1-b) / a) = (3.6/11, 8.4).
+    # The prior's mass is expected_relevant (default 1), never top_n. Rank prior at n = 6:
+    # w_r = 0.8 * 0.6^r / sum(0.6^0..5) + 0.2/6 = (0.36899, 0.23473, 0.15417, 0.10584,
+    # 0.07683, 0.05943), summing to 1. Mixture: a = 0.25 / (6 - 1) = 0.05, b = 0.1, so any
+    # evidence moves the odds by a factor in (b / (1-a), (1-b) / a) = (0.10526, 18); the
+    # prior's log-odds gap logit(0.36899) - logit(0.05943) = 2.225 is within 0.75 of that
+    # swing (0.75 * log(18 / 0.10526) = 3.856): the rank prior is not bounded further.
     # The reader cites only the needle: fillers see only misses (E <= 0, robust TPR >= FPR,
-    # the level scales both alike), so they never rise above their prior, and n0 never
-    # falls below odds 19 * 3.6/11 -> 342/397 = 0.861461; the needle n4 never rises above
-    # odds (0.24962/0.75038) * 8.4 = 2.79433 -> 0.736449. So n0 leads whatever the reader
-    # says, on any shuffle.
+    # the level scales both alike), so they never rise above their prior; the needle n4
+    # never rises above odds (0.07683/0.92317) * 18 = 1.4981 -> 0.599702, and n0 never
+    # falls below odds (0.36899/0.63101) * 0.10526 -> 0.057986.
     p = GoldPanningPostprocessor(reader=ScriptedReader(), top_n=3, rounds=2, prompts_per_round=1)
     out = p.postprocess_nodes(nodes, query_str="where is the needle?")
     assert len(out) == 3
-    assert out[0].node.node_id == "n0"
-    assert out[0].score >= 342 / 397
     assert [n.score for n in out] == sorted((n.score for n in out), reverse=True)
     _, panned = p.pan(nodes, "where is the needle?")
-    assert panned.posteriors[0] >= 342 / 397
-    assert panned.posteriors[4] <= 0.736449
-    fillers = zip(panned.posteriors[[1, 2, 3, 5]].tolist(), [0.76259, 0.50087, 0.34384, 0.19309])
-    assert all(post <= prior for post, prior in fillers)  # fillers never rise above the prior
-    # One needle (expected_relevant=1, the documented setting for single-answer
-    # questions): the prior sums to 1, n0 gets 0.36899 and the twice-cited needle leads
-    # (not a bound: measured on seeds 0..299, n4 first on every one).
+    assert panned.prior_log_odds is not None
+    assert sigmoid(panned.prior_log_odds).tolist() == pytest.approx(
+        [0.36899, 0.23473, 0.15417, 0.10584, 0.07683, 0.05943], abs=1e-5
+    )
+    assert panned.posteriors[0] >= 0.057986
+    assert panned.posteriors[4] <= 0.599702
+    fillers = zip(panned.posteriors[[1, 2, 3, 5]].tolist(), [0.23473, 0.15417, 0.10584, 0.05943])
+    assert all(post <= prior + 1e-5 for post, prior in fillers)  # fillers never rise above the prior
+    # One needle (expected_relevant=1, the default, set explicitly here): the prior sums
+    # to 1, n0 gets 0.36899 and the twice-cited needle leads (not a bound: measured on
+    # seeds 0..299, n4 first on every one).
     one = GoldPanningPostprocessor(
         reader=ScriptedReader(), top_n=3, rounds=2, expected_relevant=1, prompts_per_round=1
     )
@@ -241,17 +244,24 @@ def test_priors_from_rank_and_score() -> None:
     assert [n.score for n in p.postprocess_nodes(scored, query_str="q")] == pytest.approx(
         [x / sum(w) for x in w], abs=1e-5
     )
-    # the default ("auto", temperature 0.5) reads the scores of 5 nodes and more: scores
-    # 5..1 have std sqrt(2), so standardised they are 1/sqrt(2) apart, 2/sqrt(2) = sqrt(2)
-    # at temperature 0.5; weights e^(-i sqrt 2): 1, 0.243117, 0.059106, 0.014370, 0.003494
+    # the default ("auto") with a temperature fitted for the retriever (the profile's, 0.5)
+    # reads the scores of 5 nodes and more: scores 5..1 have std sqrt(2), so standardised
+    # they are 1/sqrt(2) apart, 2/sqrt(2) = sqrt(2) at temperature 0.5; weights
+    # e^(-i sqrt 2): 1, 0.243117, 0.059106, 0.014370, 0.003494
+    fitted = FLAT.model_copy(update={"prior_temperature": 0.5})
     w = [math.exp(-i * math.sqrt(2)) for i in range(5)]
-    _, result = GoldPanningPostprocessor(reader=ScriptedReader(), profile=FLAT, top_n=1).pan(
+    _, result = GoldPanningPostprocessor(reader=ScriptedReader(), profile=fitted, top_n=1).pan(
         _nodes(5, scored=True), "q"
     )
     assert result.posteriors.tolist() == pytest.approx([x / sum(w) for x in w], abs=1e-6)
     assert result.posteriors[0] == pytest.approx(0.757526, abs=1e-6)
+    # ... without a fitted temperature the scores' scale is unknown: the rank prior
+    _, result = GoldPanningPostprocessor(reader=ScriptedReader(), profile=FLAT, top_n=1).pan(
+        _nodes(5, scored=True), "q"
+    )
+    assert result.posteriors.tolist() == pytest.approx(rank_prior_probs(5, k=1).tolist())
     # ... and not of 3: the rank prior
-    _, result = GoldPanningPostprocessor(reader=ScriptedReader(), profile=FLAT, top_n=1).pan(scored, "q")
+    _, result = GoldPanningPostprocessor(reader=ScriptedReader(), profile=fitted, top_n=1).pan(scored, "q")
     assert result.posteriors.tolist() == pytest.approx(rank_prior_probs(3, k=1).tolist())
 
 
