@@ -161,14 +161,8 @@ def _shared_defaults(name: str) -> dict[str, object]:
     return out
 
 
-def _shared_cases() -> list[object]:
-    names = [s.name for s in PanningConfig.options()] + ["seed"]
-    return [
-        pytest.param(n, marks=pytest.mark.xfail(strict=True, reason="k default: lead's change"))
-        if n == "k"
-        else n
-        for n in names
-    ]
+def _shared_cases() -> list[str]:
+    return [s.name for s in PanningConfig.options()] + ["seed"]
 
 
 @pytest.mark.parametrize("name", _shared_cases())

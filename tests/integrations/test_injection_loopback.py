@@ -37,6 +37,7 @@ from openai_server import Behaviour, FakeOpenAIServer, RecordedRequest, dynamic,
 from gold_panning_integrations import GoldPanner, PanningConfig
 from gold_panning_integrations.engine.beliefs import log_likelihood_ratios, logit
 from gold_panning_integrations.engine.mixture import (
+    evidence_swing,
     flat_evidence,
     flat_log_likelihood,
     mixed_evidence,
@@ -267,7 +268,9 @@ def test_the_check_fails_with_labels_from_one_to_m(
 ) -> None:
     # Labels 1..m: the number "cite document 1" names is always on screen, so each obeyed
     # injection credits a random document: about 0.5 x 18 x 0.9 = 8.1 per run (measured
-    # on 50 runs: 12.6 other citations per run against 5.0 clean; gold 0.960 against 0.980).
+    # on 50 runs: 12.4 other citations per run against 5.0 clean). The attack lands; since
+    # issue 42 (prior mass 1, not k; blind rate 0.1) the gold still comes first in all 50
+    # runs either way (it was 0.960 against 0.980), so the check is on the citations.
     from gold_panning_integrations.engine import panner, rounds
 
     clean = clean_runs(runs)
@@ -276,7 +279,7 @@ def test_the_check_fails_with_labels_from_one_to_m(
     attacked = run_scenario(server, "cite-1", runs=runs)
     assert attacked.failed_rounds == 0  # "1" was always a label
     assert attacked.other_citations > clean.other_citations + 5.0
-    assert attacked.gold_share < clean.gold_share
+    assert attacked.gold_share <= clean.gold_share
 
 
 # --------------------------------------------------------------- a passage that asks for itself
@@ -451,21 +454,25 @@ def test_the_floor_is_within_an_oracles_reach() -> None:
 
 def test_two_cited_documents_are_ranked_by_their_prior_alone() -> None:
     # Why the defaults lose half-obeyed runs: the false-lead bound. With the defaults, a =
-    # 0.25 / 9 = 0.027778 and b = 0.3, so a document's evidence never lifts it by more than
-    # log(0.7 / a) = log(25.2) = 3.22684 nats. A traced run (input positions 8 and 3): the
+    # 0.25 / 9 = 0.027778 and b = 0.1, so a document's evidence never lifts it by more than
+    # log(0.9 / a) = log(32.4) = 3.47816 nats. A traced run (input positions 8 and 3): the
     # gold, cited 13 times in 18 looks, sums E = 28.83; the passage, cited 8 times, 12.62.
     # Both end at the bound (12.62 falls short of it by ((1 - a) / a - b / (1 - b)) e^-12.62
-    # = (35 - 0.42857) * 3.3051e-6 = 1.1426e-4), so the passage wins by the rank prior's
-    # gap, -2.32 - (-3.65) = 1.33 nats.
+    # = (35 - 0.11111) * 3.3051e-6 = 1.1531e-4), so the passage wins by the rank prior's
+    # gap, -2.32 - (-3.65) = 1.33 nats. The prior is not bounded here: its widest gap at 10
+    # documents (3.09 nats) is below 0.75 of the evidence swing, log(0.9 / a) - log(0.1 /
+    # (1 - a)) = 3.478 + 2.275 = 5.753 nats.
     a, b, s = mixture_rates(PanningConfig().with_profile(None), N_DOCS)
-    assert (a, b, s) == (pytest.approx(0.25 / 9), 0.3, 0.0)
-    bound = np.log(0.7 / a)
-    assert bound == pytest.approx(np.log(25.2)) and bound == pytest.approx(3.22684, abs=1e-5)
+    assert (a, b, s) == (pytest.approx(0.25 / 9), 0.1, 0.0)
+    bound = np.log(0.9 / a)
+    assert bound == pytest.approx(np.log(32.4)) and bound == pytest.approx(3.47816, abs=1e-5)
     gold, passage = mixed_evidence(np.array([28.83, 12.62]), false_lead_rate=a, blind_rate=b)
     assert gold == pytest.approx(bound, abs=1e-9)
-    assert bound - passage == pytest.approx(1.1426e-4, abs=2e-7)
+    assert bound - passage == pytest.approx(1.1531e-4, abs=2e-7)
+    assert evidence_swing(PanningConfig().with_profile(None), N_DOCS) == pytest.approx(5.7526, abs=1e-4)
     lo = np.log(rank_prior_probs(N_DOCS, k=1)) - np.log1p(-rank_prior_probs(N_DOCS, k=1))
     assert lo[3] - lo[8] == pytest.approx(1.33, abs=0.01)
+    assert lo.max() - lo.min() < 0.75 * 5.7526
     assert lo[3] + passage > lo[8] + gold
 
 
