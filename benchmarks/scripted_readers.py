@@ -25,7 +25,9 @@ TEXTS = [f"Passage number {i} about subject {i}." for i in range(8)]
 class Silent:
     """Cites nothing, ever."""
 
-    def read(self, question: str, documents: Sequence[str], *, labels: Sequence[int] | None = None) -> Reading:
+    def read(
+        self, question: str, documents: Sequence[str], *, labels: Sequence[int] | None = None
+    ) -> Reading:
         return Reading(cited=())
 
 
@@ -35,7 +37,9 @@ class CitesOne:
     def __init__(self, target: int = 4, every: set[int] | None = None) -> None:
         self.target, self.every, self.calls = target, every, 0
 
-    def read(self, question: str, documents: Sequence[str], *, labels: Sequence[int] | None = None) -> Reading:
+    def read(
+        self, question: str, documents: Sequence[str], *, labels: Sequence[int] | None = None
+    ) -> Reading:
         self.calls += 1
         if self.every is not None and self.calls not in self.every:
             return Reading(cited=())

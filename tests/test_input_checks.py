@@ -264,6 +264,6 @@ def test_cli_run_pans_a_docs_file_with_an_empty_line_of_json_text(
     path = tmp_path / "docs.jsonl"
     path.write_text('{"text": ""}\n{"text": "a needle"}\n')
     args = ["run", "--docs", str(path), "--question", QUESTION, "--profile", PROFILE, "--json"]
-    assert main([*args, "--rounds", "1", "--prompts-per-round", "1", "--no-final-answer"]) == 0
+    assert main([*args, "--rounds", "1", "--prompts-per-round", "1", "--k", "1", "--no-final-answer"]) == 0
     out = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
     assert out["selected"] == [1] and reader.sync_calls == 1

@@ -45,6 +45,7 @@ def test_table_lists_every_bench_module() -> None:
         "nq_strata",
         "replay_options",
         "score_prior_fit",
+        "scripted_readers",
     }
 
 

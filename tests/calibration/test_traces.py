@@ -330,7 +330,17 @@ def test_cli_from_labelled_traces_reports_and_stores_the_mixture(
     prof = DetectorProfile.load(out)
     assert f"blind_rate {prof.blind_rate:.3f}" in text
     assert "measured on 40 labelled traces (40 relevant, 360 irrelevant documents)" in text
-    assert prof.extra["mixture_fit"] == {"relevant": 40, "irrelevant": 360, "queries": 40}
+    fit = prof.extra["mixture_fit"]
+    assert {k: fit[k] for k in ("relevant", "irrelevant", "queries")} == {
+        "relevant": 40,
+        "irrelevant": 360,
+        "queries": 40,
+    }
+    # The silent rate is the moment estimate over the labelled prompts: (seen - expected)
+    # / (prompts - expected), clipped at 0 (a simulated reader is never silent on purpose).
+    prompts, expected, seen = fit["silent_prompts"]
+    assert prof.silent_rate == round(min(max((seen - expected) / (prompts - expected), 0.0), 0.99), 4)
+    assert prof.expected_relevant == 1.0  # one relevant document in each of the 40 queries
     # the panner picks the measured values up unless told otherwise
     panner = Panner(_NoReader(), profile=prof)
     assert (panner.config.blind_rate, panner.config.false_leads) == (prof.blind_rate, prof.false_leads)

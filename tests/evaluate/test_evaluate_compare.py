@@ -946,7 +946,7 @@ def test_embedded_task_profiles_ship_and_carry_valid_measurements() -> None:
         assert (cfg.blind_rate, cfg.false_leads) == (prof.blind_rate, prof.false_leads)
         assert prof.blind_rate is not None and prof.false_leads is not None
         assert cfg.prior_head_decay == prof.prior_head_decay is not None
-        assert prof.extra["mixture_fit"]["queries"] == 25
+        assert prof.extra["mixture_fit"]["queries"] == 20
 
 
 def test_unwritable_traces_fail_before_any_call_and_stop_the_run(tmp_path: Path) -> None:

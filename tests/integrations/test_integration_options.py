@@ -183,10 +183,18 @@ def test_compressor_top_n(bad: Any) -> None:
         GoldPanningCompressor(reader=ScriptedReader(), top_n=bad)
 
 
-@pytest.mark.parametrize("bad", BAD_COUNTS)
+@pytest.mark.parametrize("bad", [b for b in BAD_COUNTS if b is not None])  # None: every node
 def test_postprocessor_top_n(bad: Any) -> None:
     with pytest.raises(ValueError, match="top_n must be a positive integer"):
         GoldPanningPostprocessor(reader=ScriptedReader(), top_n=bad)
+
+
+def test_postprocessor_top_n_none_returns_every_node_ranked() -> None:
+    nodes = make_nodes(3, needle_at=2)
+    out = GoldPanningPostprocessor(reader=ScriptedReader(), top_n=None).postprocess_nodes(
+        nodes, query_str="q"
+    )
+    assert len(out) == 3 and out[0].node.node_id == "n2"
 
 
 def test_postprocessor_top_n_per_call() -> None:

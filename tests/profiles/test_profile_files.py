@@ -265,5 +265,7 @@ def test_a_learned_value_given_twice_is_refused() -> None:
 
 def test_the_bundled_labelled_profile_loads_its_learned_values_typed() -> None:
     prof = load_profile("smollm2-135m-nq-labelled")
-    assert (prof.blind_rate, prof.false_leads, prof.prior_head_decay) == (0.3646, 1.5319, 0.05)
-    assert "blind_rate" not in prof.extra and prof.extra["mixture_fit"]["queries"] == 25
+    # Refitted for issue 42 on the 20 calibration-split traces in docs/runs.
+    assert (prof.blind_rate, prof.false_leads, prof.prior_head_decay) == (0.353, 1.1408, 0.29)
+    assert (prof.expected_relevant, prof.silent_rate, prof.prior_temperature) == (0.75, 0.0, 0.5)
+    assert "blind_rate" not in prof.extra and prof.extra["mixture_fit"]["queries"] == 20
