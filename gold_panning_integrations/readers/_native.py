@@ -90,9 +90,9 @@ init, model = sys.argv[1], sys.argv[2]
 spec = importlib.util.spec_from_file_location(
     "llama_cpp", init, submodule_search_locations=[os.path.dirname(init)]
 )
-llama_cpp = importlib.util.module_from_spec(spec)
-sys.modules["llama_cpp"] = llama_cpp
-spec.loader.exec_module(llama_cpp)
+sys.modules["llama_cpp"] = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(sys.modules["llama_cpp"])
+llama_cpp = sys.modules["llama_cpp"]  # what `import` returns, also if the package swapped itself
 llm = llama_cpp.Llama(model_path=model, n_ctx=128, n_batch=64, n_threads=1, seed=0, verbose=False)
 out = llm.create_completion("gold river stone " * 10, max_tokens=2, temperature=0.0)
 print("llama.cpp ran:", repr(out["choices"][0]["text"]))
@@ -349,10 +349,12 @@ def _run_check(
         logger.debug("the llama.cpp check died of %s; its output:\n%s", sig, output)
         raise NativeCrashError(what, signal_name=sig, version=lib.version, skip_env=SKIP_ENV, output=output)
     if done.returncode != 0:
-        logger.info(
-            "the llama.cpp check exited with code %d (no crash; not remembered): %s",
+        last = output.strip().splitlines()[-1:] or ["no output"]
+        logger.warning(
+            "the check that llama.cpp runs on this CPU failed without crashing (exit %d: %s); "
+            "going on without it",
             done.returncode,
-            output[-300:].strip(),
+            last[0][:300],
         )
         return "inconclusive"
     if path is not None:

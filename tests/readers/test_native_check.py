@@ -165,13 +165,15 @@ def test_a_hanging_child_is_killed_at_the_deadline(
 
 
 def test_a_child_that_fails_by_itself_is_inconclusive_and_not_remembered(
-    tmp_path: Path, library: LlamaLibrary, model: Path
+    tmp_path: Path, library: LlamaLibrary, model: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
-    """A model file llama.cpp cannot load, say: the reader's own load reports it."""
+    """A model file llama.cpp cannot load, say: the reader's own load reports it; the
+    warning says the check did not run."""
     cache = tmp_path / "c.json"
     command = _child(tmp_path / "n", "sys.exit('llama_load_model_from_file: failed to load model')\n")
     assert check_llama_runs_here(model, library=library, command=command, cache_file=cache) == "inconclusive"
     assert not cache.exists()
+    assert "failed without crashing (exit 1: llama_load_model_from_file: failed to load model)" in caplog.text
 
 
 def test_the_check_can_be_skipped(
