@@ -45,7 +45,10 @@ def test_the_ci_reads_the_test_command() -> None:
     after = text.split("<!-- test-command -->\n", 1)[1]
     command = after.split("```bash\n", 1)[1].split("\n```", 1)[0]
     portable = 'CMAKE_ARGS="-DGGML_NATIVE=OFF" '  # llama.cpp built for any CPU, not only this one
-    assert command == portable + 'python -m pip install -e ".[all,test]" && python -m pytest -n 2 --dist loadfile'
+    assert (
+        command
+        == portable + 'python -m pip install -e ".[all,test]" && python -m pytest -n 2 --dist loadfile'
+    )
     assert f'```bash\n{portable}python -m pip install ".[local]" && gold-panning run --demo\n```' in text
 
 
