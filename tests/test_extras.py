@@ -121,7 +121,36 @@ def _names(requirements: list[str]) -> set[str]:
 
 def test_base_dependencies_have_no_framework() -> None:
     deps = _names(_pyproject()["project"]["dependencies"])
-    assert deps == {"numpy", "pydantic", "tenacity", "openai", "tqdm"}
+    # scipy: calibrate --from-traces fits its recalibration map on the base install
+    assert deps == {"numpy", "scipy", "pydantic", "tenacity", "openai", "tqdm", "typing-extensions"}
+
+
+def test_only_the_local_extra_compiles() -> None:
+    """llama-cpp-python (compiled from source, the embedded model and its server) is in
+    ``local`` and what includes it; ``compare`` (evaluate on your own endpoint) and ``test``
+    compile nothing."""
+    extras = _pyproject()["project"]["optional-dependencies"]
+    assert "llama-cpp-python[server]>=0.3.7" in extras["local"]
+    for name in ("compare", "test", "langchain", "llama-index", "plot"):
+        assert "llama-cpp-python" not in _names(extras[name]), name
+        assert not any("local" in r for r in extras[name] if r.startswith("gold-panning-integrations")), name
+    assert "gold-panning-integrations[langchain,llama-index,local,plot,examples,compare]" in extras["all"]
+    assert "pytest-timeout" in _names(extras["test"])
+
+
+def test_serving_the_embedded_model_without_it_names_the_local_extra(monkeypatch: pytest.MonkeyPatch) -> None:
+    import importlib.util
+
+    from gold_panning_integrations.evaluate._endpoints import check_server_extra
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(
+        importlib.util, "find_spec", lambda name, *a: None if name == "uvicorn" else real(name, *a)
+    )
+    with pytest.raises(MissingExtraError, match=r'pip install "gold-panning-integrations\[local\]"') as info:
+        check_server_extra()
+    assert info.value.extra == "local" and "--reader embedded" in str(info.value)
+    assert 'CMAKE_ARGS="-DGGML_NATIVE=OFF" pip install' in str(info.value)  # it compiles llama.cpp
 
 
 def test_langchain_extra_does_not_pull_llama_index() -> None:

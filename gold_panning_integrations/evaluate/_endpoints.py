@@ -22,7 +22,8 @@ from typing import Any
 
 from typing_extensions import Self
 
-from ..errors import MissingExtraError
+from ..errors import MissingExtraError, NativeCrashError
+from ..readers._native import LlamaLibrary, signal_name
 from ._serve import LoopbackHTTPServer, ServedInThread
 
 __all__ = ["EmbeddedServer", "UsageProxy", "check_server_extra", "free_port", "llama_server_command"]
@@ -164,11 +165,14 @@ def llama_server_command(
 
 
 def check_server_extra() -> None:
-    """Raise :class:`MissingExtraError` unless llama-cpp-python and its server extra import."""
+    """Raise :class:`MissingExtraError` (naming the ``local`` extra) unless llama-cpp-python
+    and its server's packages are installed."""
     for mod in ("llama_cpp", "uvicorn", "fastapi", "sse_starlette", "starlette_context", "pydantic_settings"):
         if importlib.util.find_spec(mod) is None:
             pkg = "llama-cpp-python" if mod == "llama_cpp" else "llama-cpp-python[server]"
-            raise MissingExtraError(pkg, "compare", "Serving the embedded model for `gold-panning evaluate`")
+            raise MissingExtraError(
+                pkg, "local", "Serving the embedded model (`gold-panning evaluate --reader embedded`)"
+            )
 
 
 class EmbeddedServer:
@@ -176,7 +180,9 @@ class EmbeddedServer:
 
     Ready when ``GET /v1/models`` answers 200. Always stopped on exit, also on an error,
     Ctrl-C or SIGTERM: terminated, then killed after ``stop_timeout`` seconds (the server
-    would finish a completion first, which can take tens of seconds on a CPU).
+    would finish a completion first, which can take tens of seconds on a CPU). A server
+    killed by a signal (SIGILL: a llama-cpp-python build for another CPU) is reported as
+    :class:`NativeCrashError`, at once, before it was ready or later (:meth:`check`).
 
     Args:
         command: The argv to run (:func:`llama_server_command`), listening on ``port``.
@@ -224,8 +230,33 @@ class EmbeddedServer:
         except OSError:
             return ""
 
+    def _exited(self, when: str) -> Exception | None:
+        """The error for a server process that has exited ``when`` (None while it runs):
+        :class:`NativeCrashError` for a signal, else RuntimeError; both name the log."""
+        proc = self.proc
+        if proc is None or proc.poll() is None:
+            return None
+        sig = signal_name(proc.returncode)
+        if sig is not None:
+            lib = LlamaLibrary.installed()
+            what = f"{when}, the model server (`python -m llama_cpp.server`, log {str(self.log)!r})"
+            return NativeCrashError(
+                what, signal_name=sig, version=lib.version if lib else None, output=self._tail()
+            )
+        return RuntimeError(
+            f"the model server exited with code {proc.returncode} {when}; log {str(self.log)!r}:\n{self._tail()}"
+        )
+
+    def check(self) -> None:
+        """Raise if the server has exited since it was started (see :meth:`_exited`);
+        ``gold-panning evaluate`` calls it around every method's run on an instance."""
+        err = self._exited("during the run")
+        if err is not None:
+            raise err
+
     def start(self) -> Self:
-        """Start the process and wait for readiness (raises RuntimeError naming the log)."""
+        """Start the process and wait for readiness (raises RuntimeError naming the log, or
+        :class:`NativeCrashError` for a server killed by a signal)."""
         self.log.parent.mkdir(parents=True, exist_ok=True)
         with self.log.open("wb") as fh:
             self.proc = subprocess.Popen(
@@ -238,11 +269,8 @@ class EmbeddedServer:
         deadline = time.monotonic() + self.ready_timeout
         try:
             while True:
-                if self.proc.poll() is not None:
-                    raise RuntimeError(
-                        f"the model server exited with code {self.proc.returncode} before it was ready; "
-                        f"log {str(self.log)!r}:\n{self._tail()}"
-                    )
+                if (err := self._exited("before it was ready")) is not None:
+                    raise err
                 if self._ready():
                     return self
                 if time.monotonic() > deadline:

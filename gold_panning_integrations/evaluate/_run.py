@@ -128,6 +128,7 @@ def run_compare(
     meta: Mapping[str, Any] | None = None,
     progress: Callable[[int], None] | None = None,
     top_n: int | None = None,
+    alive: Callable[[], None] | None = None,
 ) -> list[dict[str, Any]]:
     """Run every method on every instance, instance after instance; one row per pair.
 
@@ -142,6 +143,10 @@ def run_compare(
         progress: Called with the number of finished pairs.
         top_n: How many returned documents count (:func:`~._instances.complete_ranking`);
             None: all of them.
+        alive: Called before each pair is run and again before its row is kept; raising
+            ends the run, and that pair's row is neither returned nor checkpointed (the
+            embedded server's :meth:`~._endpoints.EmbeddedServer.check`: a server that
+            died is reported at once, its failed rows are not kept for a resume).
 
     Returns:
         Rows ``{"instance", "qid", "fingerprint", "method", "ranking" (returned indices),
@@ -160,7 +165,11 @@ def run_compare(
             for name, fn in methods.items():
                 old = ck.resumed(i, name, inst, fingerprint) if ck is not None else None
                 if old is None:
+                    if alive is not None:
+                        alive()
                     old = _row(i, inst, name, fn, usage, fingerprint=fingerprint, top_n=top_n)
+                    if alive is not None:
+                        alive()
                     if ck is not None:
                         ck.write(old)
                 rows.append(old)

@@ -28,6 +28,7 @@ from .. import __version__
 from ..errors import MissingExtraError
 from ..ir.collection import Collection
 from ..ir.metrics import wilson_interval
+from ..readers._native import check_llama_runs_here
 from ._endpoints import EmbeddedServer, UsageProxy, check_server_extra, free_port, llama_server_command
 from ._instances import COLLECTION_TASKS, TASKS, CompareInstance, GPKChoice, make_instances
 from ._methods import (
@@ -285,7 +286,10 @@ def embedded_profile(task: str, model: str, *, mode: str) -> str | None:
 @contextlib.contextmanager
 def _endpoint(args: argparse.Namespace) -> Iterator[tuple[str, str, str]]:
     """``(upstream base URL, model name, api key)``; serves the embedded model when asked
-    (its port and log are written to stderr and kept in ``args.server_info``)."""
+    (its port and log are written to stderr and kept in ``args.server_info``; its
+    :meth:`EmbeddedServer.check` in ``args.server_check``), once llama.cpp was seen to run
+    the model on this CPU (:func:`~..readers._native.check_llama_runs_here`)."""
+    args.server_check = None
     if args.reader == "openai":
         key = args.api_key or os.environ.get("OPENAI_API_KEY")
         if not args.base_url and not key:
@@ -299,6 +303,7 @@ def _endpoint(args: argparse.Namespace) -> Iterator[tuple[str, str, str]]:
 
     model_path = Path(args.model_path) if args.model_path else default_model_path()
     model = gguf_model_name(model_path) if args.model_path else EMBEDDED_MODEL
+    check_llama_runs_here(model_path)  # a crash here says what to do; in the server it says nothing
     port = free_port()
     log = Path(
         args.server_log or Path(os.environ.get("TMPDIR", "/tmp")) / f"gold-panning-compare-server-{port}.log"
@@ -311,6 +316,7 @@ def _endpoint(args: argparse.Namespace) -> Iterator[tuple[str, str, str]]:
         "log": str(log),
         "n_ctx": args.n_ctx,
     }
+    args.server_check = server.check
     sys.stderr.write(f"evaluate: serving {model_path.name} at {server.base_url} (log: {log})\n")
     with server:
         sys.stderr.write(f"evaluate: server ready on port {port}\n")
@@ -533,6 +539,7 @@ def main(args: argparse.Namespace) -> int:
                 meta=meta,
                 progress=update,
                 top_n=plan.top_n,
+                alive=getattr(args, "server_check", None),
             )
         finally:
             close()

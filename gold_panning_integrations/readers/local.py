@@ -23,6 +23,7 @@ from ..errors import MissingExtraError, ReaderError
 from ._base import MESSAGE_OVERHEAD_TOKENS, BaseReader, Prompt, Reply
 from ._errors import Usage
 from ._gguf import GGUFError, read_gguf_metadata
+from ._native import check_llama_runs_here
 from ._options import READER_OPTIONS, declared_options
 from ._prompt import citation_json_schema
 
@@ -175,9 +176,16 @@ class LocalReader(BaseReader):
         model_name: Name recorded in traces and matched against the bundled profiles'
             models; default: the file's (see :attr:`model_name`).
 
+    Before the model is first loaded, a child process checks that this llama-cpp-python
+    build runs on this CPU (once per library, CPU and model file, remembered under the
+    user's cache folder; ``GOLD_PANNING_SKIP_CPU_CHECK=1`` skips it): a build that would
+    kill this process with SIGILL raises :class:`NativeCrashError` instead
+    (:mod:`._native`).
+
     Raises:
         MissingExtraError: llama-cpp-python, or the default model's package, is missing.
         FileNotFoundError: ``model_path`` is not a file.
+        NativeCrashError: (on first use) llama.cpp crashes or hangs on this machine.
     """
 
     kind = "local"
@@ -235,6 +243,7 @@ class LocalReader(BaseReader):
         self._model_name = model_name
         self._llm: Any = None
         self._ctx = 0
+        self._checked = False
         self._lock = threading.Lock()
         self.calls = 0
 
@@ -280,6 +289,9 @@ class LocalReader(BaseReader):
 
     # ------------------------------------------------------------------ model
     def _load(self, n_ctx: int) -> Any:
+        if not self._checked:  # before llama.cpp first runs here (readers._native)
+            check_llama_runs_here(self.model_path)
+            self._checked = True
         llama_cpp = _import_llama()
         path = str(self.model_path)
         logger.info("loading %s with n_ctx=%d", path, n_ctx)

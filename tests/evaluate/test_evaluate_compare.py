@@ -8,7 +8,10 @@ import argparse
 import gzip
 import importlib
 import json
+import os
+import signal
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +21,7 @@ import pytest
 from compare_fakes import COMPLETION_TOKENS, PROMPT_TOKENS, kv_model
 from openai_server import FakeOpenAIServer, RecordedRequest, dynamic, ok, status
 
-from gold_panning_integrations.errors import CheckpointError
+from gold_panning_integrations.errors import CheckpointError, NativeCrashError
 from gold_panning_integrations.evaluate import _methods
 from gold_panning_integrations.evaluate import compare as C
 
@@ -557,6 +560,69 @@ def test_a_server_that_never_listens_hits_the_deadline(tmp_path: Path) -> None:
     with pytest.raises(RuntimeError, match="not ready within"):
         srv.start()
     assert srv.proc is None
+
+
+_NO_CORE = "import resource\nresource.setrlimit(resource.RLIMIT_CORE, (0, 0))\n"
+posix_signals = pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals")
+
+
+@posix_signals
+def test_a_server_killed_by_sigill_says_so_at_once(tmp_path: Path) -> None:
+    """llama-cpp-python built for another CPU: the server dies of SIGILL. Reported at
+    once, not after the 120 s readiness deadline, with the signal and what to run."""
+    script = (
+        _NO_CORE
+        + "import os, signal\nprint('loading the model', flush=True)\nos.kill(os.getpid(), signal.SIGILL)\n"
+    )
+    srv = C.EmbeddedServer(
+        [sys.executable, "-c", script],
+        port=C.free_port(),
+        log=tmp_path / "s.log",
+        ready_timeout=120,
+        poll=0.05,
+    )
+    t0 = time.monotonic()
+    with pytest.raises(NativeCrashError) as info:
+        srv.start()
+    assert time.monotonic() - t0 < 10
+    text = str(info.value)
+    assert text.startswith(
+        f"before it was ready, the model server (`python -m llama_cpp.server`, log {str(tmp_path / 's.log')!r}) "
+        "was killed by SIGILL (illegal instruction): this llama-cpp-python build uses CPU instructions this "
+        "machine cannot run"
+    )
+    assert "-m pip cache remove llama_cpp_python`, then `" in text
+    assert 'CMAKE_ARGS="-DGGML_NATIVE=OFF" ' in text and "--no-cache-dir --force-reinstall" in text
+    assert "GOLD_PANNING_SKIP_CPU_CHECK" not in text  # no check to skip on this path
+    assert info.value.output.strip().endswith("loading the model")  # the log's tail
+    assert srv.proc is None
+
+
+@posix_signals
+def test_a_server_that_dies_during_the_run_ends_it_and_keeps_no_row_of_it(tmp_path: Path) -> None:
+    """The server answers, then dies of SIGILL in its first completion: the run ends with
+    the same error before the next pair, and the pair it spoiled is not checkpointed."""
+    port = C.free_port()
+    srv = C.EmbeddedServer(
+        [sys.executable, "-c", _NO_CORE + _MINI_SERVER, str(port)],
+        port=port,
+        log=tmp_path / "s.log",
+        ready_timeout=30,
+        poll=0.05,
+    )
+    ck = tmp_path / "ck.jsonl"
+
+    def first_completion(inst: C.CompareInstance) -> C.MethodOutcome:
+        assert srv.proc is not None
+        os.kill(srv.proc.pid, signal.SIGILL)
+        srv.proc.wait(timeout=10)
+        return C.MethodOutcome(ranking=[])
+
+    methods = {"a": _fixed([2]), "b": first_completion, "c": _fixed([2])}
+    with srv, pytest.raises(NativeCrashError, match="^during the run, the model server .* killed by SIGILL"):
+        C.run_compare(_instances(2), methods, checkpoint=ck, meta=META, alive=srv.check)
+    kept = [json.loads(line) for line in ck.read_text().splitlines()]
+    assert [r.get("method") for r in kept if "method" in r] == ["a"]
 
 
 # ----------------------------------------------------------------------------- CLI end to end

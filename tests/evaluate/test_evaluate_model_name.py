@@ -25,11 +25,15 @@ class _NoServer:
     def __exit__(self, *exc: object) -> None:
         return None
 
+    def check(self) -> None:
+        return None
+
 
 @pytest.fixture
 def no_server(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(C, "check_server_extra", lambda: None)
     monkeypatch.setattr(C, "EmbeddedServer", _NoServer)
+    monkeypatch.setattr(C, "check_llama_runs_here", lambda path: "skipped")  # a header, no weights
 
 
 def _args(model_path: Path | None, tmp_path: Path) -> Any:

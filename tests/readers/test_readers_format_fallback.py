@@ -178,6 +178,7 @@ def test_the_real_llama_cpp_python_server_answers_500_and_the_reader_falls_back(
         free_port,
         llama_server_command,
     )
+    from gold_panning_integrations.readers._native import check_llama_runs_here
     from gold_panning_integrations.readers.local import default_model_path
 
     try:
@@ -185,6 +186,7 @@ def test_the_real_llama_cpp_python_server_answers_500_and_the_reader_falls_back(
         model = default_model_path()
     except MissingExtraError as err:
         pytest.skip(str(err))
+    check_llama_runs_here(model)  # a build for another CPU: this error, not a server dead of SIGILL
     port = free_port()
     command = llama_server_command(model, port=port, n_ctx=2048, threads=1)
     with EmbeddedServer(command, port=port, log=tmp_path / "server.log") as server:
