@@ -5,15 +5,19 @@ edge, once, by the rules every entry point follows."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from typing_extensions import Unpack
+
 from .engine.config import PanningConfig
-from .engine.panner import Panner
+from .engine.panner import Panner, RunOptions
+from .engine.reranked import RerankHit, check_top_n, reranked
 from .engine.seeding import RngOption
 from .profiles import DetectorProfile, resolved_profile
 
-__all__ = ["GoldPanner", "PanningConfig"]
+__all__ = ["GoldPanner", "PanningConfig", "RerankHit"]
 
 
 class GoldPanner(Panner):
@@ -74,3 +78,31 @@ class GoldPanner(Panner):
         self.profile_label = label
         """How reports name the profile in use (:class:`~.profiles.ResolvedProfile`)."""
         super().__init__(reader, profile, config, rng=rng, **options)
+
+    def rerank(
+        self,
+        query: str,
+        documents: Sequence[Any],
+        *,
+        top_n: int | None = None,
+        **options: Unpack[RunOptions],
+    ) -> list[RerankHit]:
+        """Pan ``documents`` for ``query`` (:meth:`run`, whose keyword options it takes)
+        and return ``(index, relevance_score)`` pairs, best first: the first ``top_n``
+        of the ranking (None: every document), each with its posterior probability of
+        relevance (:func:`~.engine.reranked.reranked`), as scoring rerankers such as
+        LangChain's ``CohereRerank.rerank`` return them."""
+        top_n = check_top_n(top_n)
+        return reranked(self.run(query, documents, **options), top_n=top_n)
+
+    async def arerank(
+        self,
+        query: str,
+        documents: Sequence[Any],
+        *,
+        top_n: int | None = None,
+        **options: Unpack[RunOptions],
+    ) -> list[RerankHit]:
+        """Asynchronous :meth:`rerank` (:meth:`arun`, the reader's ``aread``)."""
+        top_n = check_top_n(top_n)
+        return reranked(await self.arun(query, documents, **options), top_n=top_n)

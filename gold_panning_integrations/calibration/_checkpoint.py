@@ -105,8 +105,9 @@ class CheckpointLock:
         CheckpointError: Another process holds the lock (the message names its pid).
     """
 
-    def __init__(self, checkpoint: Path) -> None:
+    def __init__(self, checkpoint: Path, *, holder: str = "calibration") -> None:
         self.path = checkpoint.with_name(checkpoint.name + ".lock")
+        self.holder = holder  # what a second run is told holds the lock
         self._fd: int | None = None
 
     def acquire(self) -> CheckpointLock:
@@ -127,7 +128,7 @@ class CheckpointLock:
             holder = os.pread(fd, 64, 0).decode("ascii", "replace").strip() or "unknown"
             os.close(fd)
             raise CheckpointError(
-                f"checkpoint {str(self.path)[: -len('.lock')]!r} is in use by another calibration "
+                f"checkpoint {str(self.path)[: -len('.lock')]!r} is in use by another {self.holder} "
                 f"(pid {holder}); wait for it to finish (then rerun to reuse its trials) or pass another --checkpoint"
             ) from err
         os.ftruncate(fd, 0)
