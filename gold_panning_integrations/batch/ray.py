@@ -208,7 +208,6 @@ def rerank_dataset(
         MissingExtraError: Ray is not installed.
         ValueError: An option is out of range, or ``reader`` sets ``max_concurrency``.
     """
-    ray = _ray()
     share = worker_concurrency(max_concurrency, workers)
     if not callable(reader):
         if "max_concurrency" in reader:
@@ -222,6 +221,7 @@ def rerank_dataset(
     from ..engine.config import PanningConfig
 
     PanningConfig.from_options(**dict(config or {}))  # checked on the driver, before any worker starts
+    ray = _ray()
     return dataset.map_batches(
         _Reranker,
         fn_constructor_kwargs={
