@@ -137,7 +137,7 @@ def run_rerank_throughput(
         root.mkdir(parents=True, exist_ok=True)
         relevant = _write_input(root / "questions.jsonl", questions=questions, n=n, seed=seed)
         source = JsonlQuestions(root / "questions.jsonl", depth=None)
-        ctx = multiprocessing.get_context("fork" if sys.platform.startswith("linux") else "spawn")
+        ctx: Any = multiprocessing.get_context("fork" if sys.platform.startswith("linux") else "spawn")
         parent, child = ctx.Pipe()
         options = {"latency": latency, "capacity": capacity, "profile": profile, "seed": seed}
         server = ctx.Process(target=_serve, args=(child, relevant, options), daemon=True)
