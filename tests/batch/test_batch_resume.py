@@ -95,3 +95,35 @@ def test_sigkill_half_way_then_resume_equals_an_uninterrupted_run(tmp_path: Path
     assert (out / "run.trec").read_bytes() == (full / "run.trec").read_bytes()
     summary = json.loads((out / "summary.json").read_text(encoding="utf-8"))
     assert (summary["resumed"], summary["ran"], summary["questions"]) == (len(done), N - len(done), N)
+
+
+@pytest.mark.parametrize(("signum", "code"), [(signal.SIGTERM, 143), (signal.SIGINT, 130)])
+def test_sigterm_and_ctrl_c_stop_with_one_line_and_keep_the_finished_questions(
+    tmp_path: Path, signum: int, code: int
+) -> None:
+    questions = write_questions(tmp_path / "questions.jsonl", 16)
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    out = tmp_path / "stopped"
+    with FakeOpenAIServer(default=model(0.05)) as srv:
+        job = subprocess.Popen(
+            _command(srv.base_url, questions, out), env=env, cwd=ROOT, stderr=subprocess.PIPE, text=True
+        )
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline and job.poll() is None:
+            if (out / "checkpoint.jsonl").exists() and len(_finished(out / "checkpoint.jsonl")) >= 3:
+                break
+            time.sleep(0.01)
+        job.send_signal(signum)
+        _, err = job.communicate(timeout=60)
+        assert job.returncode == code
+        assert err.strip().splitlines()[-1] == "gold-panning rerank: interrupted"
+        assert "rerun the same command to resume" in err
+        done = _finished(out / "checkpoint.jsonl")
+        assert 3 <= len(done) < 16
+        time.sleep(0.3)
+        srv.clear()
+        again = subprocess.run(
+            _command(srv.base_url, questions, out), check=False, env=env, cwd=ROOT, timeout=300
+        )
+        assert again.returncode == 0
+        assert not {question_of(r) for r in srv.requests} & done
