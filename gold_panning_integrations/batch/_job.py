@@ -95,7 +95,8 @@ class RerankCheckpoint:
                 f"checkpoint {str(self.path)!r} is not a regular file; pass another --out folder"
             )
         self._meta = json.loads(json.dumps({k: meta.get(k) for k in _META_KEYS}))
-        self._lock = CheckpointLock(self.path, holder="rerank job").acquire()
+        advice = "wait for it to finish (a rerun then finds its questions done) or pass another --out folder"
+        self._lock = CheckpointLock(self.path, holder="rerank job", advice=advice).acquire()
         self._rows: dict[int, tuple[str, int]] = {}  # index -> (fingerprint, byte offset of its line)
         self._fh: IO[bytes] | None = None
         try:
