@@ -67,6 +67,11 @@ BENCHMARKS: tuple[Benchmark, ...] = (
         "benchmarks.latency",
         "seconds per query beside the peers on a loopback server with a per-call latency (minutes)",
     ),
+    Benchmark(
+        "rerank-throughput",
+        "benchmarks.rerank_throughput",
+        "gold-panning rerank's questions per second beside the endpoint's capacity, and memory (minutes)",
+    ),
 )
 """Every ``python -m benchmarks`` sub-command, in the order ``--help`` lists them."""
 

@@ -10,8 +10,11 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from typing_extensions import Unpack
+
 from .engine.config import PanningConfig
 from .engine.panner import Panner, RunOptions
+from .engine.reranked import RerankHit, check_top_n, reranked
 from .engine.seeding import RngOption, check_rng_option
 from .errors import InvalidInputError
 from .profiles import DetectorProfile, resolved_profile
@@ -20,7 +23,7 @@ from .profiles._lookup import TaskKind
 if TYPE_CHECKING:
     from .engine.panner import _Run
 
-__all__ = ["GoldPanner", "PanningConfig", "check_documents", "check_question", "short_repr"]
+__all__ = ["GoldPanner", "PanningConfig", "RerankHit", "check_documents", "check_question", "short_repr"]
 
 _LISTED = 5
 """How many further bad documents' indices :func:`check_documents` lists."""
@@ -110,6 +113,34 @@ class GoldPanner(Panner):
         check_question(question)
         check_documents(documents)
         return super()._start(method, question, documents, options)
+
+    def rerank(
+        self,
+        query: str,
+        documents: Sequence[Any],
+        *,
+        top_n: int | None = None,
+        **options: Unpack[RunOptions],
+    ) -> list[RerankHit]:
+        """Pan ``documents`` for ``query`` (:meth:`run`, whose keyword options it takes)
+        and return ``(index, relevance_score)`` pairs, best first: the first ``top_n``
+        of the ranking (None: every document), each with its posterior probability of
+        relevance (:func:`~.engine.reranked.reranked`), as scoring rerankers such as
+        LangChain's ``CohereRerank.rerank`` return them."""
+        top_n = check_top_n(top_n)
+        return reranked(self.run(query, documents, **options), top_n=top_n)
+
+    async def arerank(
+        self,
+        query: str,
+        documents: Sequence[Any],
+        *,
+        top_n: int | None = None,
+        **options: Unpack[RunOptions],
+    ) -> list[RerankHit]:
+        """Asynchronous :meth:`rerank` (:meth:`arun`, the reader's ``aread``)."""
+        top_n = check_top_n(top_n)
+        return reranked(await self.arun(query, documents, **options), top_n=top_n)
 
 
 def short_repr(value: Any, limit: int = 60) -> str:

@@ -136,6 +136,7 @@ def test_the_package_never_imports_the_lab() -> None:
 
 # ------------------------------------------------------------ the tree, by subject
 SUBPACKAGES = {
+    "batch",
     "calibration",
     "cli",
     "engine",

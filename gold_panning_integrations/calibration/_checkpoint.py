@@ -105,8 +105,15 @@ class CheckpointLock:
         CheckpointError: Another process holds the lock (the message names its pid).
     """
 
-    def __init__(self, checkpoint: Path) -> None:
+    def __init__(
+        self,
+        checkpoint: Path,
+        *,
+        holder: str = "calibration",
+        advice: str = "wait for it to finish (then rerun to reuse its trials) or pass another --checkpoint",
+    ) -> None:
         self.path = checkpoint.with_name(checkpoint.name + ".lock")
+        self.holder, self.advice = holder, advice  # what a second run is told
         self._fd: int | None = None
 
     def acquire(self) -> CheckpointLock:
@@ -127,8 +134,8 @@ class CheckpointLock:
             holder = os.pread(fd, 64, 0).decode("ascii", "replace").strip() or "unknown"
             os.close(fd)
             raise CheckpointError(
-                f"checkpoint {str(self.path)[: -len('.lock')]!r} is in use by another calibration "
-                f"(pid {holder}); wait for it to finish (then rerun to reuse its trials) or pass another --checkpoint"
+                f"checkpoint {str(self.path)[: -len('.lock')]!r} is in use by another {self.holder} "
+                f"(pid {holder}); {self.advice}"
             ) from err
         os.ftruncate(fd, 0)
         os.pwrite(fd, str(os.getpid()).encode(), 0)

@@ -1,4 +1,4 @@
-"""The ``gold-panning`` command: ``run``, ``calibrate``, ``simulate``, ``evaluate`` (and the
+"""The ``gold-panning`` command: ``run``, ``calibrate``, ``simulate``, ``evaluate``, ``rerank`` (and the
 deprecated ``bench``), each a module of :mod:`gold_panning_integrations.cli.commands` with
 ``register(subparsers)`` (cheap imports only) and ``main(args) -> int``.
 
@@ -40,7 +40,7 @@ __all__ = [
     "main",
 ]
 
-COMMANDS = ("run", "calibrate", "simulate", "evaluate", "bench")
+COMMANDS = ("run", "calibrate", "simulate", "evaluate", "rerank", "bench")
 """Top-level sub-commands: modules of :mod:`gold_panning_integrations.cli.commands`."""
 
 DEBUG_ENV = "GOLD_PANNING_DEBUG"

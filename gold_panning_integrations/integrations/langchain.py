@@ -16,6 +16,8 @@ Example::
     # documents you already hold, or inside a compression pipeline:
     compressor = GoldPanningCompressor(reader=chat_model, top_n=3)
     best = compressor.compress_documents(docs, "who got the first nobel prize in physics")
+    # (index, relevance_score) pairs, best first, as CohereRerank.rerank returns them:
+    hits = compressor.rerank(docs, "who got the first nobel prize in physics", top_n=3)
 """
 
 from __future__ import annotations
@@ -56,6 +58,7 @@ from typing_extensions import Unpack
 
 from .._steps import Steps, arun_steps, run_steps
 from ..engine import PanningConfig, PanningResult
+from ..engine.reranked import RerankHit, check_top_n, reranked
 from ..panning import check_question
 from ._base import (
     P_NONE_KEY,
@@ -75,7 +78,7 @@ from ._base import (
     reader_repr,
 )
 
-__all__ = ["GoldPanningCompressor", "GoldPanningRetriever", "PanOptions", "PannedDocuments"]
+__all__ = ["GoldPanningCompressor", "GoldPanningRetriever", "PanOptions", "PannedDocuments", "RerankHit"]
 
 _RESULT_SINK = "_gold_panning_result_sink"
 """Private invoke keyword through which :meth:`GoldPanningRetriever.pan` gets the result."""
@@ -392,6 +395,36 @@ class GoldPanningCompressor(BaseDocumentCompressor, _LangChainPanning):
     ) -> Sequence[Document]:
         """Asynchronous :meth:`compress_documents` (awaits the reader's ``aread``)."""
         return (await self.apan(documents, query, callbacks=callbacks, **kwargs)).documents
+
+    def rerank(
+        self, documents: Sequence[Document | str], query: str, *, top_n: int | None = None, **kwargs: Any
+    ) -> list[RerankHit]:
+        """``documents`` (Documents or texts) reranked for ``query``: ``(index,
+        relevance_score)`` pairs, best first, as LangChain's ``CohereRerank.rerank``
+        returns them (``hit["index"]``, ``hit["relevance_score"]`` work too).
+
+        The pairs are :meth:`pan`'s ranking and posteriors for the same ``top_n``, cut
+        to ``top_n`` (None: every document, panned as ``compress_documents`` pans them);
+        ``min_relevance`` does not cut them. Keyword arguments as for :meth:`pan`.
+        """
+        top_n = check_top_n(top_n)
+        return reranked(self.pan(_documents(documents), query, top_n=top_n, **kwargs).result, top_n=top_n)
+
+    async def arerank(
+        self, documents: Sequence[Document | str], query: str, *, top_n: int | None = None, **kwargs: Any
+    ) -> list[RerankHit]:
+        """Asynchronous :meth:`rerank` (awaits the reader's ``aread``)."""
+        top_n = check_top_n(top_n)
+        panned = await self.apan(_documents(documents), query, top_n=top_n, **kwargs)
+        return reranked(panned.result, top_n=top_n)
+
+
+def _documents(items: Any) -> Any:
+    """Texts as Documents (``CohereRerank.rerank`` takes both); anything else as given,
+    for :meth:`GoldPanningCompressor.pan` to check."""
+    if isinstance(items, (str, bytes)) or not isinstance(items, Sequence):
+        return items
+    return [Document(page_content=d) if isinstance(d, str) else d for d in items]
 
 
 _RUN_KEYS = frozenset(PanOptions.__annotations__) - {"top_n", "callbacks"}

@@ -10,6 +10,7 @@ Example::
 
     nodes, result = panning.pan(retrieved_nodes, "who got the first nobel prize in physics")
     result.rounds          # per-round trace
+    hits = panning.rerank(retrieved_nodes, "who got the first nobel prize in physics")  # (index, score)
 
 Needs the ``llama-index`` extra (``pip install "gold-panning-integrations[llama-index]"``).
 """
@@ -31,7 +32,7 @@ try:
     from llama_index.core.instrumentation.events.rerank import ReRankEndEvent, ReRankStartEvent
     from llama_index.core.llms import LLM
     from llama_index.core.postprocessor.types import BaseNodePostprocessor
-    from llama_index.core.schema import MetadataMode, NodeWithScore, QueryBundle
+    from llama_index.core.schema import MetadataMode, NodeWithScore, QueryBundle, TextNode
 except ImportError as err:  # only when llama-index-core itself is missing
     if not (err.name or "").startswith("llama_index"):
         raise
@@ -41,6 +42,7 @@ except ImportError as err:  # only when llama-index-core itself is missing
 
 from .._steps import Steps, arun_steps, run_steps
 from ..engine import PanningResult
+from ..engine.reranked import RerankHit, check_top_n, reranked
 from ..panning import check_question
 from ._base import (
     PanningOptions,
@@ -53,7 +55,7 @@ from ._base import (
     reader_repr,
 )
 
-__all__ = ["GoldPanningPostprocessor", "PannedNodes", "PanningEndEvent"]
+__all__ = ["GoldPanningPostprocessor", "PannedNodes", "PanningEndEvent", "RerankHit"]
 
 dispatcher = get_dispatcher(__name__)
 
@@ -230,6 +232,27 @@ class GoldPanningPostprocessor(BaseNodePostprocessor, PanningOptions):
         dispatcher.event(PanningEndEvent(p_none=result.p_none, returned=len(out), panned=result.panned))
         return PannedNodes(out, result)
 
+    def rerank(
+        self, nodes: Sequence[NodeWithScore | str], query: QueryLike, *, top_n: int | None = None
+    ) -> list[RerankHit]:
+        """``nodes`` (NodeWithScore objects or texts) reranked for ``query``: ``(index,
+        relevance_score)`` pairs, best first, the shape of LangChain's ``CohereRerank.rerank``
+        (``hit["index"]``, ``hit["relevance_score"]`` work too).
+
+        The pairs are :meth:`pan`'s ranking and posteriors for the same ``top_n``, cut to
+        ``top_n`` (None: every node, panned as ``postprocess_nodes`` pans them);
+        ``min_relevance`` does not cut them.
+        """
+        top_n = check_top_n(top_n)
+        return reranked(self.pan(_nodes(nodes), query, top_n=top_n).result, top_n=top_n)
+
+    async def arerank(
+        self, nodes: Sequence[NodeWithScore | str], query: QueryLike, *, top_n: int | None = None
+    ) -> list[RerankHit]:
+        """Asynchronous :meth:`rerank` (awaits the reader's ``aread``)."""
+        top_n = check_top_n(top_n)
+        return reranked((await self.apan(_nodes(nodes), query, top_n=top_n)).result, top_n=top_n)
+
     def _postprocess_nodes(
         self, nodes: list[NodeWithScore], query_bundle: QueryBundle | None = None
     ) -> list[NodeWithScore]:
@@ -240,3 +263,11 @@ class GoldPanningPostprocessor(BaseNodePostprocessor, PanningOptions):
         self, nodes: list[NodeWithScore], query_bundle: QueryBundle | None = None
     ) -> list[NodeWithScore]:
         return (await self.apan(nodes, query_bundle)).nodes
+
+
+def _nodes(items: Any) -> Any:
+    """Texts as ``NodeWithScore`` objects without a score; anything else as given, for
+    :meth:`GoldPanningPostprocessor.pan` to check."""
+    if isinstance(items, (str, bytes)) or not isinstance(items, Sequence):
+        return items
+    return [NodeWithScore(node=TextNode(text=n), score=None) if isinstance(n, str) else n for n in items]

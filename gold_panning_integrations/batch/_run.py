@@ -1,0 +1,173 @@
+"""Reranking many questions through one panner: each question's random stream
+(:func:`question_rng`), its output record (:func:`question_record`), and the scheduler that
+keeps a number of questions in flight (:func:`arerank_stream`). The local job
+(:mod:`._job`) and the Ray path (:mod:`.ray`) both go through :func:`arerank_question`, so
+the same question with the same seed gives the same record wherever it runs.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable, Iterable
+from typing import Any
+
+import numpy as np
+
+from ..engine.result import PanningResult
+from ._inputs import Question
+
+__all__ = [
+    "EVALUATE_METHOD",
+    "arerank_question",
+    "arerank_stream",
+    "default_in_flight",
+    "question_k",
+    "question_record",
+    "question_rng",
+]
+
+logger = logging.getLogger(__name__)
+
+EVALUATE_METHOD = "gp-defaults"
+"""The ``gold-panning evaluate`` method whose random streams a seeded rerank shares: with
+the same seed, the same questions in the same order and the same options, the rankings
+and probabilities equal that method's."""
+
+
+def question_rng(question: Question, seed: int | None) -> np.random.Generator | None:
+    """The random stream of ``question``: with ``seed``, the one ``evaluate`` gives its
+    instance at the same position for :data:`EVALUATE_METHOD` (``[seed, index, method]``);
+    None: the panner derives it from the question's text and candidates (the same input
+    gives the same output wherever and in whatever order it runs)."""
+    if seed is None:
+        return None
+    from ..evaluate._methods import ALL_METHODS
+
+    return np.random.default_rng([int(seed), question.index, ALL_METHODS.index(EVALUATE_METHOD)])
+
+
+def question_k(k: int | None, n: int) -> int | None:
+    """The engine's ``k`` for a question of ``n`` candidates: ``k`` at most ``n - 1`` and
+    at least 1, as ``evaluate`` pans (None stays None: no count limit)."""
+    from ..evaluate._instances import query_k
+
+    return None if k is None else query_k(k, n)
+
+
+def question_record(question: Question, result: PanningResult) -> dict[str, Any]:
+    """The output record of one question (a line of ``rerank.jsonl``).
+
+    Returns:
+        ``{"qid", "index" (the question's position in the input), "candidates" (best
+        first: ``{"id", "index" (first-stage position, from 0), "probability"}``),
+        "p_none", "calls", "attempts", "prompt_tokens", "completion_tokens", "cache_hits",
+        "failed_rounds", "panned", "stop_reason"}``.
+    """
+    post = result.posteriors
+    return {
+        "qid": question.qid,
+        "index": question.index,
+        "candidates": [
+            {"id": question.doc_ids[i], "index": i, "probability": float(post[i])}
+            for i in result.ranking.tolist()
+        ],
+        "p_none": float(result.p_none),
+        "calls": int(result.calls),
+        "attempts": int(result.attempts),
+        "prompt_tokens": int(result.prompt_tokens),
+        "completion_tokens": int(result.completion_tokens),
+        "cache_hits": int(result.cache_hits),
+        "failed_rounds": int(result.failed_rounds),
+        "panned": bool(result.panned),
+        "stop_reason": str(result.stop_reason),
+    }
+
+
+async def arerank_question(panner: Any, question: Question, *, seed: int | None) -> dict[str, Any]:
+    """Pan one question with ``panner`` (a ``GoldPanner``; its ``aread``) and return its
+    record (:func:`question_record`).
+
+    Raises:
+        AllRoundsFailedError: Every prompt failed and the panner's ``on_failure`` is
+            ``"raise"``; FatalReaderError: a permanent reader error.
+    """
+    result = await panner.arun(
+        question.question,
+        list(question.documents),
+        k=question_k(panner.config.k, len(question.documents)),
+        scores=None if question.scores is None else list(question.scores),
+        rng=question_rng(question, seed),
+    )
+    return question_record(question, result)
+
+
+def default_in_flight(reader: Any) -> int:
+    """Questions kept in flight by default: twice the reader's ``max_concurrency`` (64
+    without a limit), so that its calls never wait for a question to plan its next round."""
+    limit = getattr(reader, "max_concurrency", None)
+    return 2 * limit if isinstance(limit, int) and limit >= 1 else 64
+
+
+async def arerank_stream(
+    panner: Any,
+    questions: Iterable[Question],
+    *,
+    seed: int | None,
+    in_flight: int,
+    on_record: Callable[[Question, dict[str, Any]], None],
+    skip: Callable[[Question], bool] | None = None,
+) -> int:
+    """Rerank ``questions`` with at most ``in_flight`` of them at once (their calls share
+    the reader's limits), handing each record to ``on_record`` as it finishes (in the
+    order they finish). ``skip(question)`` True leaves a question out (already done).
+
+    The questions are read lazily: at most ``in_flight`` are held. When a question raises,
+    no new one starts; the others in flight finish (their records are handed over), then
+    the first error is raised.
+
+    Returns:
+        The number of questions reranked (not skipped).
+    """
+    if in_flight < 1:
+        raise ValueError(f"questions in flight must be >= 1, got {in_flight!r}")
+    source = iter(questions)
+    pending: set[asyncio.Task[tuple[Question, dict[str, Any]]]] = set()
+    error: BaseException | None = None
+    exhausted = False
+    done_count = 0
+
+    async def one(q: Question) -> tuple[Question, dict[str, Any]]:
+        return q, await arerank_question(panner, q, seed=seed)
+
+    try:
+        while True:
+            while error is None and not exhausted and len(pending) < in_flight:
+                q = next(source, None)
+                if q is None:
+                    exhausted = True
+                elif skip is None or not skip(q):
+                    pending.add(asyncio.ensure_future(one(q)))
+            if not pending:
+                break
+            finished, pending = await asyncio.wait(pending, return_when=asyncio.FIRST_COMPLETED)
+            for task in finished:
+                exc = task.exception()
+                if exc is not None:
+                    if error is None:
+                        logger.warning(
+                            "a question failed (%s: %s); finishing the questions in flight",
+                            type(exc).__name__,
+                            exc,
+                        )
+                        error = exc
+                    continue
+                q, record = task.result()
+                on_record(q, record)
+                done_count += 1
+    finally:
+        for task in pending:
+            task.cancel()
+    if error is not None:
+        raise error
+    return done_count
