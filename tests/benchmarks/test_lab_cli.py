@@ -43,6 +43,7 @@ def test_table_lists_every_bench_module() -> None:
         "probabilities_runs",
         "nq_score_prior",
         "nq_strata",
+        "replay_ndcg",
         "replay_options",
         "score_prior_fit",
         "scripted_readers",
