@@ -91,7 +91,7 @@ PROFILE = DetectorProfile(
     n_positions=4, tpr=[0.55, 0.6, 0.7, 0.9], fpr=[0.45, 0.3, 0.2, 0.05], model="fault-matrix"
 )
 
-Category = Literal["transient", "malformed", "fatal", "labels", "recovered"]
+Category = Literal["transient", "deadline", "malformed", "fatal", "labels", "recovered"]
 Path_ = Literal["panner", "panner-async", "retriever", "postprocessor"]
 PATHS: tuple[Path_, ...] = ("panner", "panner-async", "retriever", "postprocessor")
 
@@ -137,6 +137,9 @@ class Kind:
     Attributes:
         name: Test id.
         category: ``transient`` (first request of each round fails, retried),
+            ``deadline`` (the first request gets no reply within ``timeout``: the query's
+            deadline passes, round 1 fails after that one attempt, later rounds are not
+            sent: one AllRoundsFailedError naming the deadline),
             ``malformed`` (round 1 gets bad output on every attempt: it fails; later
             rounds are clean), ``fatal`` (round 1 fails at once, not retried),
             ``labels`` (every reply carries the needle's label among bad labels),
@@ -171,7 +174,7 @@ KINDS: tuple[Kind, ...] = (
     Kind("http_500", "transient", lambda s: status(500)),
     Kind("http_502", "transient", lambda s: status(502)),
     Kind("http_503", "transient", lambda s: status(503)),
-    Kind("slower_than_timeout", "transient", lambda s: delay(5.0, cite(s.label))),
+    Kind("slower_than_timeout", "deadline", lambda s: delay(5.0, cite(s.label))),
     Kind("connection_reset_mid_body", "transient", lambda s: reset()),
     Kind("http_body_truncated", "transient", lambda s: raw_body('{"id": "chatcmpl-x", "choices": [{"ind')),
     # -- malformed output: retried up to max_attempts, then the round fails
@@ -272,7 +275,7 @@ KINDS: tuple[Kind, ...] = (
     Kind("label_as_document_word", "recovered", _c(lambda s: [f"Document {s.label}"]), _needle),
 )
 KIND_BY_NAME = {k.name: k for k in KINDS}
-FAILING = tuple(k for k in KINDS if k.category in ("transient", "malformed", "fatal"))
+FAILING = tuple(k for k in KINDS if k.category in ("transient", "deadline", "malformed", "fatal"))
 
 
 # ------------------------------------------------------------------ the scripted model
@@ -515,6 +518,7 @@ def _citation_check(o: Outcome) -> tuple[int, int]:
 def _expected_requests(kind: Kind) -> int:
     return {
         "transient": 2 * ROUNDS,
+        "deadline": 1,
         "malformed": MAX_ATTEMPTS + (ROUNDS - 1),
         "fatal": 1 + (ROUNDS - 1),
     }.get(kind.category, ROUNDS)
@@ -526,6 +530,12 @@ def _expected_requests(kind: Kind) -> int:
 def test_fault_end_to_end(name: str, path: Path_) -> None:
     o = outcome(name, path)
     kind = o.kind
+    if kind.category == "deadline":  # no reply within timeout: the query ends there, clearly
+        assert isinstance(o.error, AllRoundsFailedError), f"got {o.error!r}"
+        message = str(o.error)
+        assert f"timeout={SLOW_KIND_TIMEOUT:g} s" in message and _server().base_url in message
+        assert len(o.error.errors) == ROUNDS and len(o.requests) == _expected_requests(kind)
+        return
     assert o.error is None, f"{type(o.error).__name__} escaped: {o.error}"
     res = o.result
     assert res is not None and len(res.rounds) == ROUNDS and res.panned
@@ -572,7 +582,8 @@ def test_every_round_failing_is_one_clear_error(name: str, path: Path_) -> None:
     assert f"all {ROUNDS} panning rounds failed" in str(o.error) and "on_failure='fallback'" in str(o.error)
     assert len(o.error.errors) == ROUNDS
     per_round = 1 if o.kind.category == "fatal" else MAX_ATTEMPTS
-    assert len(o.requests) == per_round * ROUNDS
+    # past the query's deadline nothing more is sent: one request in all
+    assert len(o.requests) == (1 if o.kind.category == "deadline" else per_round * ROUNDS)
 
 
 @pytest.mark.parametrize("path", ["panner", "retriever", "postprocessor"])
@@ -594,7 +605,10 @@ def _summary() -> dict[str, int]:
     for k in KINDS:
         for p in PATHS:
             o = outcome(k.name, p)
-            crashes += o.error is not None
+            # the deadline kind ends in one AllRoundsFailedError by design, not a crash
+            crashes += o.error is not None and not (
+                k.category == "deadline" and isinstance(o.error, AllRoundsFailedError)
+            )
             mis += o.mis_mapped
             lost += o.lost
             if o.result is not None:

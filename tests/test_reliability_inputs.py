@@ -233,18 +233,41 @@ def _context_limited(limit_chars: int) -> Any:
     return dynamic(model)
 
 
-def test_megabyte_document_without_a_limit_is_one_clear_error() -> None:
-    """Default (no limit): the whole document is sent; the server's context-length
+def test_megabyte_document_is_cut_to_the_default_budget() -> None:
+    """Default: the reader's 8,192-token budget (3 characters per token, estimated) cuts the
+    1 MB document; the prompt fits a server that takes 8,192 x 3 characters, the needle
+    is found, and the result counts the cut."""
+    texts = ["Filler.", BIG, NEEDLE]
+    with FakeOpenAIServer(default=_context_limited(8192 * 3)) as server:
+        reader = OpenAIReader(model="m", base_url=server.base_url, api_key="k", wait=0)
+        assert reader.context_tokens == 8192
+        reading = reader.read(Q, texts)
+        assert not reading.failed and reading.documents_cut == 1
+        docs, res = _retriever(texts, reader, k=1, rounds=2).pan(Q)
+        assert docs[0].metadata["i"] == 2 and res.failed_rounds == 0 and res.documents_cut == 2
+        cuts = [reading.chars_cut] + [x.chars_cut for t in res.rounds for x in t.readings]
+        assert res.chars_cut == sum(cuts[1:])
+        assert len(server.requests) == 3
+        for request, cut in zip(server.requests, cuts):
+            [shown] = [t for _, t in shown_documents(request.user_text) if t.startswith("gold ")]
+            assert shown.endswith(TRUNCATION_MARKER)
+            # what was cut plus what was shown is the whole document (999,999 characters, collapsed)
+            assert cut + len(shown) - len(TRUNCATION_MARKER) == len(BIG.strip())
+            assert len(request.user_text) <= 8192 * 3
+
+
+def test_megabyte_document_without_a_budget_is_one_clear_error() -> None:
+    """``context_tokens=None``: the whole document is sent; the server's context-length
     400 is not retried and the error says which options fix it."""
     texts = ["Filler.", BIG, NEEDLE]
     with FakeOpenAIServer(default=_context_limited(20_000)) as server:
-        reader = OpenAIReader(model="m", base_url=server.base_url, api_key="k", wait=0)
+        reader = OpenAIReader(model="m", base_url=server.base_url, api_key="k", wait=0, context_tokens=None)
         reading = reader.read(Q, texts)
         assert reading.failed and reading.attempts == 1
-        assert "prompt is too long" in reading.error and "max_chars_per_doc=" in reading.error
+        assert "prompt is too long" in reading.error and "context_tokens=" in reading.error
         assert "maximum context length is 8192" in reading.error
         assert len(server.requests[0].raw) > 1_000_000  # it really was sent whole
-        with pytest.raises(AllRoundsFailedError, match="max_chars_per_doc="):
+        with pytest.raises(AllRoundsFailedError, match="context_tokens="):
             _retriever(texts, reader, k=1, rounds=2).invoke(Q)
         assert len(server.requests) == 3  # one per round, no retries
 
@@ -301,7 +324,7 @@ def test_context_length_errors_are_classified_with_a_hint() -> None:
     llama_cpp = classify_error(
         HTTPError(400, "the request exceeds the available context size, try increasing it")
     )
-    assert "max_docs_per_prompt=" in str(llama_cpp) and "max_chars_per_doc=" in str(llama_cpp)
+    assert "max_docs_per_prompt=" in str(llama_cpp) and "context_tokens=" in str(llama_cpp)
     other = classify_error(HTTPError(400, "temperature must be <= 2"))
     assert "request rejected (HTTP 400)" in str(other) and "too long" not in str(other)
 

@@ -28,7 +28,7 @@ from .config import PanningConfig
 from .mixture import evidence_swing
 from .policies import vote_ranking
 from .priors import BOUND_SHARE, retriever_prior_probs
-from .reading import Reading, reader_failure
+from .reading import Reading, query_scope, reader_failure
 from .relevance import recalibrate, recalibration_of, select
 from .result import PanningResult, ProfileLike, RoundTrace, StopReason
 from .rounds import (
@@ -133,6 +133,7 @@ class _Run:
         self.cfg = config
         self.n = n
         self.rng = rng
+        self.reader = panner.reader
         self.geometry = panner.geometry
         self.recalibration = panner.recalibration
         self.truth = None if truth is None else np.asarray(truth, dtype=bool).reshape(-1)
@@ -271,8 +272,8 @@ class _Run:
         for w, reading in zip(plan.windows, readings):
             cited_pos, reading = _validate_cited(reading, w.docs.size)
             validated.append(reading)
-            if reading.failed:
-                logger.warning("round %d: a reading failed: %s", len(self.traces) + 1, reading.error)
+            if reading.failed:  # logged once per query, in result()
+                logger.debug("round %d: a reading failed: %s", len(self.traces) + 1, reading.error)
                 continue
             docs = w.docs[list(cited_pos)]
             cited = np.zeros((1, self.n), dtype=bool)
@@ -324,7 +325,36 @@ class _Run:
         after = float(np.mean(stopping.selected_confidence(lo, self.cfg.focus)))
         return after - float(stopping.selected_confidence(lo0, self.cfg.focus))
 
+    def _warn_once(self) -> None:
+        """One warning line for the query: the documents cut to fit the reader's context
+        and the readings that failed (each is in the trace)."""
+        readings = [r for t in self.traces for r in t.readings]
+        cut = sum(r.documents_cut for r in readings)
+        if cut:
+            prompts = sum(1 for r in readings if r.documents_cut)
+            logger.warning(
+                "%r cut documents to fit its context budget in %d of %d prompts (%d document%s cut, "
+                "%s characters removed in all: PanningResult.documents_cut, .chars_cut); raise its "
+                "context_tokens= if the model takes more",
+                self.reader,
+                prompts,
+                len(readings),
+                cut,
+                "" if cut == 1 else "s",
+                f"{sum(r.chars_cut for r in readings):,}",
+            )
+        failed = [r for r in readings if r.failed]
+        if failed and not (self.cfg.on_failure == "raise" and all(t.failed for t in self.traces)):
+            logger.warning(
+                "%d of %d readings failed over %d rounds (beliefs unchanged for them); last error: %s",
+                len(failed),
+                len(readings),
+                len(self.traces),
+                failed[-1].error,
+            )
+
     def result(self) -> PanningResult:
+        self._warn_once()
         reason = self.stop_reason or "rounds"
         panned = reason not in ("no-documents", "uninformative-profile")
         if self.traces and all(t.failed for t in self.traces):
@@ -483,18 +513,20 @@ class Panner:
             AllRoundsFailedError: every round failed and ``on_failure="raise"``.
         """
         run = self._start("read", question, documents, options)
-        while (plan := run.next_round()) is not None:
-            run.observe(plan, self._read_round(question, documents, plan.windows))
+        with query_scope():  # one query: the reader's per-query state (its deadline)
+            while (plan := run.next_round()) is not None:
+                run.observe(plan, self._read_round(question, documents, plan.windows))
         return run.result()
 
     def _read_one(self, question: str, documents: Sequence[Any], window: _Window) -> Reading:
-        """One prompt through ``reader.read``; any error but a fatal one becomes a failed reading."""
+        """One prompt through ``reader.read``; any error but a fatal one becomes a failed
+        reading (its traceback at DEBUG; the query's one warning names it)."""
         try:
             reading: Reading = self.reader.read(
                 question, _take(documents, window.docs), labels=window.labels.tolist()
             )
         except Exception as err:  # noqa: BLE001 - a reader must not crash the run: record, go on
-            return reader_failure(err, logger)
+            return reader_failure(err, logger, level=logging.DEBUG)
         return reading
 
     async def _aread_one(self, question: str, documents: Sequence[Any], window: _Window) -> Reading:
@@ -504,7 +536,7 @@ class Panner:
                 question, _take(documents, window.docs), labels=window.labels.tolist()
             )
         except Exception as err:  # noqa: BLE001 - as in _read_one
-            return reader_failure(err, logger)
+            return reader_failure(err, logger, level=logging.DEBUG)
         return reading
 
     def _read_round(
@@ -547,8 +579,9 @@ class Panner:
     ) -> PanningResult:
         """Asynchronous :meth:`run` (``reader.aread``; a round's prompts sent concurrently)."""
         run = self._start("aread", question, documents, options)
-        while (plan := run.next_round()) is not None:
-            run.observe(plan, await self._aread_round(question, documents, plan.windows))
+        with query_scope():  # as in run
+            while (plan := run.next_round()) is not None:
+                run.observe(plan, await self._aread_round(question, documents, plan.windows))
         return run.result()
 
 

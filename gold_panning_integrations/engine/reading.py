@@ -1,16 +1,22 @@
-"""What a reader returns for one prompt (:class:`Reading`), and the reader protocol the
-panner calls. Readers do all I/O; the engine never does."""
+"""What a reader returns for one prompt (:class:`Reading`), the reader protocol the
+panner calls, and the query a reading belongs to (:func:`query_scope`). Readers do all
+I/O; the engine never does."""
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import logging
-from collections.abc import Sequence
+import threading
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Protocol, TypeVar, runtime_checkable
 
 from ..errors import FatalReaderError
 
-__all__ = ["Reader", "Reading", "reader_failure"]
+__all__ = ["Query", "Reader", "Reading", "current_query", "query_scope", "reader_failure"]
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -31,6 +37,7 @@ class Reading:
         prompt_tokens, completion_tokens: Tokens the provider reported (None: not reported).
         extra: Free-form reader-specific diagnostics.
         documents_cut: Documents of the prompt cut to fit the model's context.
+        chars_cut: Characters those cuts removed from the documents' text, summed.
         labels: The labels the documents were shown under, shape ``(m,)``, when not the
             panner's (a reader that takes no labels shows ``1..m``); None: the panner's.
         cached: True: a reply-cache hit (no model call, ``attempts`` 0); False: a miss
@@ -51,6 +58,7 @@ class Reading:
     labels: tuple[int, ...] | None = None
     cached: bool | None = None
     documents_cut: int = 0
+    chars_cut: int = 0
 
     @classmethod
     def failure(cls, error: str, *, attempts: int = 1, raw: str | None = None) -> Reading:
@@ -97,11 +105,53 @@ class Reader(Protocol):
         ...
 
 
-def reader_failure(err: Exception, log: logging.Logger, what: str = "") -> Reading:
-    """The failed :class:`Reading` for an exception a reader raised (logged on ``log``,
-    prefixed ``what``); a :class:`~gold_panning_integrations.errors.FatalReaderError` is
-    raised again instead."""
+def reader_failure(
+    err: Exception, log: logging.Logger, what: str = "", *, level: int = logging.WARNING
+) -> Reading:
+    """The failed :class:`Reading` for an exception a reader raised (logged on ``log`` at
+    ``level`` with its traceback, prefixed ``what``); a
+    :class:`~gold_panning_integrations.errors.FatalReaderError` is raised again instead."""
     if isinstance(err, FatalReaderError):
         raise err
-    log.warning("%sreader raised %s: %s", what, type(err).__name__, err, exc_info=err)
+    log.log(level, "%sreader raised %s: %s", what, type(err).__name__, err, exc_info=err)
     return Reading.failure(f"{type(err).__name__}: {err}")
+
+
+# ------------------------------------------------------------------------------ the query
+@dataclass(eq=False)
+class Query:
+    """One query's run through the panner (every round and prompt of it), where a reader
+    keeps what it holds per query, e.g. its deadline (:meth:`state`)."""
+
+    _state: dict[Any, Any] = field(default_factory=dict)
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def state(self, key: Any, make: Callable[[], T]) -> T:
+        """The value kept under ``key`` for this query, made by ``make()`` on first use
+        (threads and tasks of the query share it)."""
+        with self._lock:
+            if key not in self._state:
+                self._state[key] = make()
+            return self._state[key]  # type: ignore[no-any-return]
+
+
+_QUERY: contextvars.ContextVar[Query | None] = contextvars.ContextVar("gp_query", default=None)
+
+
+@contextlib.contextmanager
+def query_scope() -> Iterator[Query]:
+    """The panner runs one query inside this block; readings made in it (in this thread,
+    the threads the panner starts with the context copied, and the tasks of an event
+    loop) see the same :class:`Query` through :func:`current_query`."""
+    query = Query()
+    token = _QUERY.set(query)
+    try:
+        yield query
+    finally:
+        _QUERY.reset(token)
+
+
+def current_query() -> Query | None:
+    """The query being run (:func:`query_scope`), or None outside one (a reader called
+    directly: each reading is then its own query)."""
+    return _QUERY.get()

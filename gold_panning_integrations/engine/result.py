@@ -112,6 +112,7 @@ class RoundTrace:
             invalid_labels=sum(r.invalid_labels for r in rs),
             duplicate_labels=sum(r.duplicate_labels for r in rs),
             documents_cut=sum(r.documents_cut for r in rs),
+            chars_cut=sum(r.chars_cut for r in rs),
             attempts=sum(r.attempts for r in rs),
             prompt_tokens=sum(tok_p) if tok_p else None,
             completion_tokens=sum(tok_c) if tok_c else None,
@@ -220,6 +221,11 @@ class PanningResult:
         return sum(x.documents_cut for r in self.rounds for x in r.readings)
 
     @property
+    def chars_cut(self) -> int:
+        """Characters those cuts removed from the documents' text, summed over every prompt."""
+        return sum(x.chars_cut for r in self.rounds for x in r.readings)
+
+    @property
     def seconds(self) -> float:
         """Wall time spent in reader calls over all rounds."""
         return sum(r.seconds for r in self.rounds)
@@ -265,6 +271,7 @@ class PanningResult:
             "failed_rounds": self.failed_rounds,
             "invalid_labels": self.invalid_labels,
             "documents_cut": self.documents_cut,
+            "chars_cut": self.chars_cut,
             "prompt_tokens": self.prompt_tokens,
             "completion_tokens": self.completion_tokens,
             "seconds": round(self.seconds, 4),
@@ -289,6 +296,7 @@ class PanningResult:
                     "invalid_labels": sum(x.invalid_labels for x in r.readings),
                     "duplicate_labels": sum(x.duplicate_labels for x in r.readings),
                     "documents_cut": sum(x.documents_cut for x in r.readings),
+                    "chars_cut": sum(x.chars_cut for x in r.readings),
                     "attempts": sum(x.attempts for x in r.readings),
                     "prompt_tokens": r.prompt_tokens,
                     "completion_tokens": r.completion_tokens,

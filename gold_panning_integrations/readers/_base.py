@@ -4,9 +4,10 @@ A reader built on :class:`BaseReader` supplies only its call (:meth:`BaseReader.
 :meth:`BaseReader._acall` when it has a native async path, :meth:`BaseReader._call_structured`
 when the model has structured output) and its conversion (:meth:`BaseReader._messages`
 and a :class:`Reply`). Everything else is here: option checks, sanitising, labels,
-fitting the context, retries (:mod:`._retry`), the structured-to-text fallback, replies
-read into a :class:`~gold_panning_integrations.engine.reading.Reading` in cite or answer
-mode, the shared limits (:mod:`._limit`) and the reply cache (:mod:`._cache`).
+fitting the context (:mod:`._fit`), retries (:mod:`._retry`) within the query's deadline
+(:mod:`._deadline`), the structured-to-text fallback, replies read into a
+:class:`~gold_panning_integrations.engine.reading.Reading` in cite or answer mode, the
+shared limits (:mod:`._limit`) and the reply cache (:mod:`._cache`).
 """
 
 from __future__ import annotations
@@ -20,9 +21,10 @@ from dataclasses import asdict, dataclass, field, replace
 from typing import Any, ClassVar, Literal
 
 from .._steps import Steps, arun_steps, run_steps
-from ..engine.reading import Reading
+from ..engine.reading import Reading, current_query
 from ..errors import CitationParseError
 from ._cache import ReplyCache, cache_key
+from ._deadline import Deadline, attempting
 from ._errors import Usage
 from ._fit import CharTokenizer, DocumentsDoNotFitError, Tokenizer, fit_documents
 from ._limit import CallLimit, RateLimit
@@ -119,6 +121,8 @@ class Prompt:
     user: str
     documents_cut: int = 0
     """Documents cut to fit the model's context (:mod:`._fit`); ``documents`` holds them cut."""
+    chars_cut: int = 0
+    """Characters those cuts removed from the documents' text."""
 
     def as_dicts(self) -> list[dict[str, str]]:
         """The two chat messages as OpenAI-style ``{"role", "content"}`` dicts."""
@@ -173,6 +177,7 @@ class BaseReader:
 
     def __init__(self, **options: Any) -> None:
         values = resolve_options(type(self), self.kind, options)
+        self._options_given = frozenset(options)
         for opt in READER_OPTIONS.values():
             if opt.name in values and opt.store:
                 setattr(self, opt.name, values[opt.name])
@@ -226,10 +231,10 @@ class BaseReader:
         docs = tuple(sanitize_text(d) for d in documents)
         q = sanitize_text(question)
         labs = check_labels(labels, len(docs))
-        docs, cut = self._fit(q, docs, labs)
+        docs, cut, chars = self._fit(q, docs, labs)
         system, user = self._render(q, docs, labs)
         if self.mode == "answer":
-            return Prompt(q, docs, labs, system, user, cut)
+            return Prompt(q, docs, labs, system, user, cut, chars)
         shown = template_labels(self.template, labs)
         if shown != labs and not self._warned_template:
             self._warned_template = True
@@ -238,7 +243,7 @@ class BaseReader:
                 "instead of the panner's per-round labels; add a labels keyword to the template",
                 self,
             )
-        return Prompt(q, docs, shown, system, user, cut)
+        return Prompt(q, docs, shown, system, user, cut, chars)
 
     def _render(self, question: str, docs: Sequence[str], labels: tuple[int, ...]) -> tuple[str, str]:
         """The system and user messages of one prompt in this reader's mode."""
@@ -271,8 +276,22 @@ class BaseReader:
         return self._max_tokens() or 256
 
     def _context_limit(self) -> int | None:
-        """The context to fit prompts into (tokens), or None: no fitting."""
-        return self.context_tokens
+        """The context to fit prompts into (tokens), or None: no fitting. ``context_tokens``
+        when given; by default the smaller of it and the context the model declares."""
+        limit = self.context_tokens
+        if limit is None or "context_tokens" in self._options_given:
+            return limit
+        try:
+            declared = self._declared_context()
+        except Exception:  # noqa: BLE001 - metadata that fails to load says nothing
+            declared = None
+        if isinstance(declared, int) and not isinstance(declared, bool) and declared >= 64:
+            return min(limit, declared)
+        return limit
+
+    def _declared_context(self) -> int | None:
+        """The context window (tokens) the model itself declares, when it does (None)."""
+        return None
 
     def _tokenizer(self) -> Tokenizer | None:
         """The model's tokenizer, when the reader has one (None: the estimate)."""
@@ -280,28 +299,30 @@ class BaseReader:
 
     def _fit(
         self, question: str, docs: tuple[str, ...], labels: tuple[int, ...]
-    ) -> tuple[tuple[str, ...], int]:
-        """``docs`` cut evenly to fit :meth:`_context_limit` (:mod:`._fit`), and how many
-        were cut (none with no context known or a callable template)."""
+    ) -> tuple[tuple[str, ...], int, int]:
+        """``docs`` cut evenly to fit :meth:`_context_limit` (:mod:`._fit`), how many were
+        cut and the characters removed (none with no context known or a callable template)."""
         context = None if not docs or callable(self.template) else self._context_limit()
         if context is None:
-            return docs, 0
+            return docs, 0, 0
         tokenizer = self._tokenizer() or CharTokenizer()
         fixed = sum(tokenizer.count(m) for m in self._render(question, ("",) * len(docs), labels))
         # One token per document of slack: a cut re-tokenised in the prompt may shift.
         budget = context - fixed - MESSAGE_OVERHEAD_TOKENS * 2 - self.reply_tokens - len(docs)
         fitted = fit_documents(docs, budget, tokenizer=tokenizer, context=context)
         if not fitted.cut:
-            return docs, 0
-        logger.info(
-            "%r: cut %d of %d documents to %d tokens each to fit a %d-token context",
+            return docs, 0, 0
+        # DEBUG: the panner warns once per query with the totals (PanningResult.chars_cut)
+        logger.debug(
+            "%r: cut %d of %d documents to %d tokens each (%d characters removed) to fit a %d-token context",
             self,
             fitted.cut,
             len(docs),
             fitted.share,
+            fitted.removed,
             context,
         )
-        return fitted.texts, fitted.cut
+        return fitted.texts, fitted.cut, fitted.removed
 
     def messages(
         self, question: str, documents: Sequence[Any], *, labels: Sequence[int] | None = None
@@ -358,7 +379,7 @@ class BaseReader:
                 attribution=self.attribution,
                 extra=extra,
             )
-            return replace(r, documents_cut=prompt.documents_cut)
+            return _with_cut(r, prompt)
         value: Any = reply.value if reply.value is not None else reply.text
         if value is None or (isinstance(value, str) and not value.strip()):
             hint = f" (finish_reason={reply.finish_reason!r})" if reply.finish_reason else ""
@@ -372,7 +393,7 @@ class BaseReader:
                 raw=value,
                 extra=extra,
             )
-            return replace(r, documents_cut=prompt.documents_cut) if prompt.documents_cut else r
+            return _with_cut(r, prompt)
         except CitationParseError as err:
             if reply.finish_reason == "length":
                 new = CitationParseError(f"{err} (output cut at the token limit; raise max_tokens)")
@@ -399,15 +420,24 @@ class BaseReader:
         request, so the time it is counted at is the time it leaves; default: nothing."""
 
     def _reply_steps(
-        self, prompt: Prompt, usage: Usage, options: dict[str, Any], asynchronous: bool
+        self,
+        prompt: Prompt,
+        usage: Usage,
+        options: dict[str, Any],
+        asynchronous: bool,
+        queued: tuple[Deadline, float] | None = None,
     ) -> Steps[Reply]:
         """One model call within the rate limit (the caller holds a concurrency slot), for
         both paths (:mod:`.._steps`): structured output in cite mode when the reader uses
-        it, else (or once the model turns out to have none) plain text."""
+        it, else (or once the model turns out to have none) plain text. ``queued``: the
+        query's deadline and the time it had left when the caller queued for its slot
+        (the queue's wait, this reader's own, is given back once the request is admitted)."""
         if self.rate_limit.active:
             self._prepare(asynchronous=asynchronous)
         acquire = self.rate_limit.aacquire if asynchronous else self.rate_limit.acquire
         entry = yield functools.partial(acquire, self._token_estimate(prompt))
+        if queued is not None:
+            queued[0].queued(queued[1])
         before = (usage.prompt_tokens, usage.completion_tokens)
         try:
             if self._use_structured and self.mode == "cite":
@@ -420,6 +450,23 @@ class BaseReader:
             return (yield functools.partial(call, prompt, usage, **options))
         finally:
             self.rate_limit.settle(entry, self._spent(before, usage))
+
+    # ------------------------------------------------------------------ the query's deadline
+    def _deadline_seconds(self) -> float | None:
+        """Seconds the endpoint may keep a query waiting without a reply (:mod:`._deadline`);
+        None (default): no deadline beyond what each call has of its own."""
+        return None
+
+    def _deadline(self) -> Deadline | None:
+        """This reader's deadline in the current query (one per query, made on first use;
+        outside the panner a new one per reading), or None."""
+        seconds = self._deadline_seconds()
+        if seconds is None:
+            return None
+        query = current_query()
+        if query is None:
+            return Deadline(seconds)
+        return query.state((self, "deadline"), lambda: Deadline(seconds))
 
     # ------------------------------------------------------------------ cache
     def _cache_identity(self) -> dict[str, Any]:
@@ -491,33 +538,47 @@ class BaseReader:
         if hit is not None:
             return hit
         replies: list[Reply] = []
+        deadline = self._deadline()
 
         def attempt(usage: Usage) -> Reading:
-            return run_steps(self._attempt_steps(prompt, usage, options, replies, False))
+            with attempting(deadline):
+                return run_steps(self._attempt_steps(prompt, usage, options, replies, False, deadline))
 
         async def aattempt(usage: Usage) -> Reading:
-            return await arun_steps(self._attempt_steps(prompt, usage, options, replies, True))
+            with attempting(deadline):
+                return await arun_steps(self._attempt_steps(prompt, usage, options, replies, True, deadline))
 
         retried = functools.partial(
             with_retries,
             aattempt if asynchronous else attempt,
             policy=RetryPolicy(self.max_attempts, self.wait),
             what=repr(self),
+            deadline=deadline,
         )
-        reading = self._check_mode((yield retried))
+        reading = _with_cut(self._check_mode((yield retried)), prompt)
         return (yield _in_thread_if(off_loop, self._to_cache, key, replies, reading))
 
     def _attempt_steps(
-        self, prompt: Prompt, usage: Usage, options: dict[str, Any], replies: list[Reply], asynchronous: bool
+        self,
+        prompt: Prompt,
+        usage: Usage,
+        options: dict[str, Any],
+        replies: list[Reply],
+        asynchronous: bool,
+        deadline: Deadline | None = None,
     ) -> Steps[Reading]:
         """One attempt: a concurrency slot, the call, the reply validated (raises when
-        malformed, so the attempt is retried)."""
+        malformed, so the attempt is retried); a reply moves the query's ``deadline``."""
         usage.calls += 1
+        left = None if deadline is None else deadline.remaining()  # None: the clock starts at the send
+        queued = None if deadline is None or left is None else (deadline, left)
         yield from self.call_limit.acquiring(asynchronous)
         try:
-            reply = yield from self._reply_steps(prompt, usage, options, asynchronous)
+            reply = yield from self._reply_steps(prompt, usage, options, asynchronous, queued)
         finally:
             self.call_limit.release()
+        if deadline is not None:
+            deadline.replied()
         reading = self._reading(reply, prompt)
         replies.append(reply)
         return reading
@@ -581,6 +642,13 @@ class BaseReader:
     ) -> Reading:
         """Asynchronous :meth:`read`."""
         return await self._aread(question, documents, labels)
+
+
+def _with_cut(reading: Reading, prompt: Prompt) -> Reading:
+    """``reading`` counting the cuts that fitted ``prompt`` (failed readings too)."""
+    if not prompt.documents_cut:
+        return reading
+    return replace(reading, documents_cut=prompt.documents_cut, chars_cut=prompt.chars_cut)
 
 
 def _in_thread_if(off_loop: bool, fn: Any, *args: Any) -> Any:

@@ -124,9 +124,9 @@ def _from_status(status: int, msg: str, headers: Any) -> ReaderError:
     if status == 413 or (status in (400, 422) and any(w in msg.lower() for w in _CONTEXT_WORDS)):
         # this prompt's reading fails (another round's window may be smaller)
         return ReaderError(
-            f"the prompt is too long for the model (HTTP {status}): show fewer documents per prompt "
-            "(max_docs_per_prompt=, windows=True) or cut long documents (the reader's "
-            f"max_chars_per_doc=). Server said: {msg}"
+            f"the prompt is too long for the model (HTTP {status}): set the reader's context_tokens= "
+            "to the model's context (long documents are then cut to fit; default 8192) or show fewer "
+            f"documents per prompt (max_docs_per_prompt=, windows=True). Server said: {msg}"
         )
     return ReaderError(f"request rejected (HTTP {status}): {msg}")
 

@@ -70,12 +70,14 @@ class CharTokenizer:
 @dataclass(frozen=True)
 class Fitted:
     """Documents as they fit: ``texts`` (shape ``(m,)``, whitespace runs collapsed as in
-    a prompt; cut ones end with the marker), how many were ``cut``, and the ``share``
-    each cut one got (tokens, marker included; None when nothing was cut)."""
+    a prompt; cut ones end with the marker), how many were ``cut``, the ``share`` each
+    cut one got (tokens, marker included; None when nothing was cut) and the characters
+    the cuts ``removed`` from the documents' text (the marker not counted)."""
 
     texts: tuple[str, ...]
     cut: int
     share: int | None
+    removed: int = 0
 
 
 def even_share(lengths: Sequence[int], budget: int) -> int | None:
@@ -124,8 +126,9 @@ def fit_documents(
             "show fewer documents per prompt (max_docs_per_prompt=...), shorten the question or the "
             "template, or use a model with a longer context (context_tokens=...)"
         )
-    out = tuple(
-        text if length <= share else tok.head(text, keep).rstrip() + marker
-        for text, length in zip(texts, lengths)
-    )
-    return Fitted(out, sum(length > share for length in lengths), share)
+    kept = [
+        text if length <= share else tok.head(text, keep).rstrip() for text, length in zip(texts, lengths)
+    ]
+    out = tuple(k if length <= share else k + marker for k, length in zip(kept, lengths))
+    removed = sum(len(text) - len(k) for text, k in zip(texts, kept))
+    return Fitted(out, sum(length > share for length in lengths), share, removed)

@@ -1,14 +1,14 @@
 """The limits a reader holds, shared by every query through it (threads and event loops
 alike): :class:`CallLimit`, calls in flight, first come first served, a slot held for one
 attempt only (a reader waiting out a Retry-After holds none; a cancelled waiter never
-leaks one); :class:`RateLimit`, requests and tokens per minute over a sliding window.
+leaks one); :class:`RateLimit`, requests and tokens per minute over a sliding window,
+held where the provider counts them (a request occupies the window until it completes).
 """
 
 from __future__ import annotations
 
 import asyncio
 import functools
-import itertools
 import math
 import threading
 import time
@@ -159,21 +159,34 @@ def check_per_minute(name: str, value: object) -> int | None:
 
 @dataclass
 class _Sent:
-    """One admitted request: when it was sent and the tokens it counts for."""
+    """One admitted request: when it was admitted, the tokens it counts for, and when it
+    completed (None: still in flight)."""
 
     at: float
     tokens: int
+    done: float | None = None
 
 
 class RateLimit:
     """At most ``requests_per_minute`` requests and ``tokens_per_minute`` tokens in any
-    window of ``period`` seconds (60), shared by threads and event loops.
+    window of ``period`` seconds (60) *where the provider counts them*: at the server,
+    which sees a request when it arrives, some time after it was admitted here. Shared by
+    threads and event loops.
 
-    A request waits until the requests and tokens of the last ``period`` seconds, plus
-    its own, fit the limits (a request whose estimate alone exceeds ``tokens_per_minute``
-    goes when the window is empty). Its tokens count as the caller's estimate until
-    :meth:`settle` replaces them with the usage the server reported. A reader takes its
-    concurrency slot first, so the time recorded is the time the request leaves.
+    The rule: a request occupies the window from its admission until it completes
+    (response or failure, :meth:`settle`) and for ``period`` seconds after that. A
+    request is admitted at ``t`` only while the requests in flight plus those completed
+    after ``t - period``, and their tokens, leave room for it (a request whose estimate
+    alone exceeds ``tokens_per_minute`` goes when nothing else occupies the window).
+    Why that holds at the server, however late requests arrive: take any arrivals in a
+    window ``(w, w + period]`` and ``m`` the last of them admitted, at ``t_m``. Every other
+    one arrived after ``w >= arrival_m - period >= t_m - period`` and completed after it
+    arrived, so it was in flight or completed after ``t_m - period`` when ``m`` was
+    admitted: it was counted, and at most ``limit - 1`` were.
+
+    Its tokens count as the caller's estimate until :meth:`settle` replaces them with the
+    usage the server reported. Every admitted request must be settled (a reader does so
+    in a ``finally``); one left in flight holds its place until it is.
 
     ``period`` (seconds), ``clock`` (monotonic seconds), ``sleep`` (for :meth:`acquire`)
     and ``asleep`` (for :meth:`aacquire`) are injectable, so tests never wait.
@@ -198,43 +211,63 @@ class RateLimit:
         self.waited = 0.0
         """Seconds callers spent waiting for this limit, summed (threads and tasks)."""
         self._lock = threading.Lock()
-        self._sent: deque[_Sent] = deque()
+        self._sent: list[_Sent] = []
 
     @property
     def active(self) -> bool:
         """True when a limit is set (otherwise :meth:`acquire` returns at once)."""
         return self.requests_per_minute is not None or self.tokens_per_minute is not None
 
-    def _admit(self, tokens: int) -> tuple[float, _Sent | None]:
-        """``(0, entry)`` when a request of ``tokens`` may go now, else ``(seconds to wait,
-        None)``; called with the lock held."""
-        now = self.clock()
-        sent = self._sent
-        while sent and sent[0].at + self.period <= now:
-            sent.popleft()
-        wait = 0.0
-        rpm = self.requests_per_minute
-        if rpm is not None and len(sent) >= rpm:
-            wait = sent[len(sent) - rpm].at + self.period - now
-        tpm = self.tokens_per_minute
-        if tpm is not None and sent:
-            # the first request whose leaving frees enough tokens for this one
-            excess = sum(e.tokens for e in sent) + tokens - tpm
-            freed = itertools.accumulate(e.tokens for e in sent)
-            leaving = (
-                next((e for e, total in zip(sent, freed) if total >= excess), None) if excess > 0 else None
-            )
-            if leaving is not None:
-                wait = max(wait, leaving.at + self.period - now)
-        if wait > 0:
-            return wait, None
-        entry = _Sent(now, max(int(tokens), 0))
-        sent.append(entry)
-        return 0.0, entry
+    @property
+    def in_flight(self) -> int:
+        """Admitted requests not yet settled."""
+        with self._lock:
+            return sum(e.done is None for e in self._sent)
+
+    def _until(self, live: list[_Sent], enough: Callable[[int, int], bool], now: float) -> float:
+        """Seconds until enough of ``live`` have left the window (``enough(count, tokens)``
+        of those gone): completed ones leave ``period`` after completing, in that order;
+        one in flight leaves no sooner than ``period`` from now, so that is the wait
+        (a lower bound: the caller looks again then)."""
+        leaving = sorted((math.inf if e.done is None else e.done + self.period, e.tokens) for e in live)
+        count = tokens = 0
+        for at, n in leaving:
+            count, tokens = count + 1, tokens + n
+            if enough(count, tokens):
+                return (now + self.period if at == math.inf else at) - now
+        return self.period  # pragma: no cover - every caller's ``enough`` holds once all left
+
+    def try_acquire(self, tokens: int = 0) -> tuple[float, _Sent | None]:
+        """``(0, entry)`` when a request of ``tokens`` may go now (it is admitted: settle
+        ``entry`` once it completes), else ``(seconds to wait before asking again, None)``;
+        ``(0, None)`` when no limit is set."""
+        if not self.active:
+            return 0.0, None
+        with self._lock:
+            now = self.clock()
+            self._sent = live = [e for e in self._sent if e.done is None or e.done + self.period > now]
+            wait = 0.0
+            rpm = self.requests_per_minute
+            if rpm is not None and len(live) >= rpm:
+                need = len(live) - rpm + 1
+                wait = self._until(live, lambda count, _: count >= need, now)
+            tpm = self.tokens_per_minute
+            own = max(int(tokens), 0)
+            excess = sum(e.tokens for e in live) + own - tpm if tpm is not None else 0
+            if live and excess > 0:
+                # enough tokens leave, or all of them (a request larger than the budget goes alone)
+                total = len(live)
+                wait = max(wait, self._until(live, lambda count, n: n >= excess or count == total, now))
+            if wait > 0:
+                self.waited += wait
+                return wait, None
+            entry = _Sent(now, own)
+            live.append(entry)
+            return 0.0, entry
 
     def acquire(self, tokens: int = 0) -> _Sent | None:
         """Block until a request of ``tokens`` (estimated) may be sent; the returned
-        entry goes to :meth:`settle` once usage is known (None when no limit is set)."""
+        entry goes to :meth:`settle` once the request completes (None when no limit is set)."""
         return run_steps(self._acquiring(tokens, asynchronous=False))
 
     async def aacquire(self, tokens: int = 0) -> _Sent | None:
@@ -243,19 +276,20 @@ class RateLimit:
 
     def _acquiring(self, tokens: int, asynchronous: bool) -> Steps[_Sent | None]:
         """Admit the request, sleeping (``sleep``, or awaiting ``asleep``) until it may go."""
-        if not self.active:
-            return None
         while True:
-            with self._lock:
-                wait, entry = self._admit(tokens)
-                self.waited += wait
-            if entry is not None:
+            wait, entry = self.try_acquire(tokens)
+            if wait <= 0:
                 return entry
             yield functools.partial(self.asleep if asynchronous else self.sleep, wait)
 
     def settle(self, entry: _Sent | None, tokens: int | None) -> None:
-        """Count ``tokens`` (reported by the server) for an admitted request instead of
-        its estimate; None (nothing reported) keeps the estimate."""
-        if entry is not None and tokens is not None:
-            with self._lock:
+        """The admitted request completed (a response or a failure) now: it occupies the
+        window for ``period`` more seconds, counting ``tokens`` (reported by the server)
+        instead of its estimate; None (nothing reported) keeps the estimate."""
+        if entry is None:
+            return
+        with self._lock:
+            if entry.done is None:
+                entry.done = self.clock()
+            if tokens is not None:
                 entry.tokens = max(int(tokens), 0)

@@ -22,6 +22,7 @@ from ._prompt import check_max_chars_per_doc, check_optional_int
 from ._retry import check_max_attempts, make_wait
 
 __all__ = [
+    "DEFAULT_CONTEXT_TOKENS",
     "NETWORK",
     "READER_KINDS",
     "READER_OPTIONS",
@@ -41,6 +42,11 @@ NETWORK: tuple[str, ...] = ("openai", "langchain", "llama_index")
 
 DEFAULT_MAX_CONCURRENCY = 16
 """Calls in flight through one network reader unless ``max_concurrency=`` says otherwise."""
+
+DEFAULT_CONTEXT_TOKENS = 8192
+"""A network reader's prompt budget in tokens (prompt and reply) unless ``context_tokens=``
+says otherwise: the context of most small open models, far below hosted ones, so that a
+long document is cut instead of sent whole (estimated at 3 characters per token)."""
 
 Check = Callable[[Any], Any]
 
@@ -216,9 +222,12 @@ def check_mode(mode: Any) -> str:
 
 
 def check_context_tokens(value: Any) -> int | None:
-    """Validate a ``context_tokens`` option: None (unknown: no fitting) or an int >= 64."""
+    """Validate a ``context_tokens`` option: None (no fitting) or an int >= 64."""
     return check_optional_int(
-        value, 64, "context_tokens must be an integer >= 64 (the model's context window in tokens) or None"
+        value,
+        64,
+        "context_tokens must be an integer >= 64 (the prompt budget in tokens, reply included) or None "
+        "(no fitting)",
     )
 
 
@@ -319,7 +328,8 @@ reader_option(
     default=3,
     annotation="int",
     check=check_max_attempts,
-    doc="Attempts per reading, retries included (>= 1).",
+    doc="Attempts per reading, retries included (>= 1); a reader with a ``timeout`` starts none "
+    "after the query's deadline.",
     flag="--max-attempts",
     type=_positive_int,
     help="attempts per reading, retries included (default 3; 1 for --reader local at temperature 0)",
@@ -373,8 +383,10 @@ reader_option(
     annotation="int | None",
     readers=NETWORK,
     store=False,
-    doc="The most requests this reader sends in any 60-second window, shared by every query through "
-    "it (sync and async alike); further calls wait (:class:`._limit.RateLimit`). None: no limit.",
+    doc="The most requests this reader sends in any 60-second window where the provider counts them "
+    "(at the server, however late a request arrives: a request holds its place from when it leaves "
+    "until 60 s after it completes), shared by every query through it (sync and async alike); "
+    "further calls wait (:class:`._limit.RateLimit`). None: no limit.",
     flag="--requests-per-minute",
     type=_positive_int,
     help="most requests to --reader openai in any 60-second window (default: no limit)",
@@ -408,14 +420,21 @@ reader_option(
 )
 reader_option(
     "context_tokens",
-    default=None,
+    default=DEFAULT_CONTEXT_TOKENS,
     annotation="int | None",
     check=check_context_tokens,
     readers=NETWORK,
-    doc="The model's context window in tokens, when known: a prompt whose documents would not fit "
-    '(after the fixed text and the reply budget) has them cut evenly, marked ``" [...]"`` and '
-    "counted in ``Reading.documents_cut`` (:mod:`._fit`), instead of a failed call. None: no "
-    "fitting.",
+    doc="The prompt budget in tokens, reply included (the model's context window, or less to bound "
+    f"cost); default {DEFAULT_CONTEXT_TOKENS:,}. A prompt whose documents would not fit (after the "
+    'fixed text and ``max_tokens``) has them cut evenly, marked ``" [...]"`` and counted in '
+    "``Reading.documents_cut`` and ``Reading.chars_cut`` (:mod:`._fit`; lengths estimated at 3 "
+    "characters per token where the reader has no tokenizer), with one warning per query, instead "
+    "of a failed call or a huge one. Raise it for a model with a longer context; None: no fitting "
+    "(documents go out whole).",
+    flag="--context-tokens",
+    type=_positive_int,
+    help="prompt budget in tokens for --reader openai, reply included; longer documents are cut "
+    f"evenly to fit (default {DEFAULT_CONTEXT_TOKENS})",
 )
 reader_option(
     "response_format",
@@ -452,10 +471,17 @@ reader_option(
     check=_check_timeout,
     readers=("openai",),
     base=False,
-    doc="Deadline in seconds for the whole request (connection, upload, the server's reply), "
-    "however slowly the server sends it; a timeout is retried.",
+    doc="Seconds the endpoint may keep a query waiting without a reply: each request ends within "
+    "it (connection, upload, the server's reply, however slowly it is sent), and the query's "
+    "requests share one deadline (:mod:`._deadline`): each attempt gets what is left, no retry "
+    "starts once it has passed and later prompts of the query are not sent, so an endpoint that "
+    "never answers costs a query about ``timeout`` seconds and one failed reading per prompt. A "
+    "reply moves the deadline to ``timeout`` after it (a slow endpoint that answers within it "
+    "keeps a long query going); time queued behind the reader's own limits does not count. "
+    "Outside the panner each reading is its own query.",
     flag="--timeout",
     type=_positive_float,
     default_flag=60.0,
-    help="deadline in seconds for each whole request to --reader openai (default 60)",
+    help="seconds --reader openai may keep a query waiting without a reply: each request ends "
+    "within it and retries stop once it has passed (default 60)",
 )

@@ -4,7 +4,9 @@ One reading is one or more *attempts*; an attempt returns a :class:`Reading` or 
 and :func:`~._errors.classify_error` says what the exception is: retried (transient,
 malformed output), a failed reading (any other ``ReaderError``), or raised (fatal, a
 missing extra). The wait and the sleep are injectable, so tests never sleep; the
-default wait, :class:`wait_retry_after`, honours Retry-After, else backs off.
+default wait, :class:`wait_retry_after`, honours Retry-After, else backs off. With a
+:class:`~._deadline.Deadline`, no attempt starts and no wait is slept past it. Each retry
+is logged at DEBUG: a query's failures are summed up once, by the panner.
 """
 
 from __future__ import annotations
@@ -28,10 +30,12 @@ from tenacity import (
     wait_exponential_jitter,
     wait_fixed,
 )
+from tenacity.stop import stop_base
 
 from .._steps import Steps, arun_steps, run_steps
 from ..engine.reading import Reading
 from ..errors import FatalReaderError, MissingExtraError, ReaderError
+from ._deadline import Deadline, QueryDeadlineError
 from ._errors import Usage, classify_error, is_retryable
 
 __all__ = [
@@ -129,11 +133,21 @@ class RetryPolicy:
         make_wait(self.wait)
 
 
+class stop_at_deadline(stop_base):
+    """A tenacity stop: when the wait before the next attempt would reach ``deadline``."""
+
+    def __init__(self, deadline: Deadline) -> None:
+        self.deadline = deadline
+
+    def __call__(self, retry_state: RetryCallState) -> bool:
+        return self.deadline.left() - (retry_state.upcoming_sleep or 0.0) <= 0
+
+
 def _log_retry(what: str) -> Callable[[RetryCallState], None]:
     def before_sleep(state: RetryCallState) -> None:
         exc = state.outcome.exception() if state.outcome is not None else None
         wait = state.next_action.sleep if state.next_action is not None else 0.0
-        logger.info("%s: attempt %d failed (%s); retrying in %.2f s", what, state.attempt_number, exc, wait)
+        logger.debug("%s: attempt %d failed (%s); retrying in %.2f s", what, state.attempt_number, exc, wait)
 
     return before_sleep
 
@@ -141,15 +155,25 @@ def _log_retry(what: str) -> Callable[[RetryCallState], None]:
 class _Run:
     """The bookkeeping of one reading: attempts, tokens, classification, the result."""
 
-    def __init__(self, policy: RetryPolicy, what: str) -> None:
+    def __init__(self, policy: RetryPolicy, what: str, deadline: Deadline | None = None) -> None:
         self.policy = policy
         self.what = what
+        self.deadline = deadline
         self.usage = Usage()
         self.count = 0
 
+    def check_deadline(self) -> None:
+        """Raise QueryDeadlineError, before an attempt, when the deadline has passed."""
+        if self.deadline is not None and self.deadline.passed:
+            raise QueryDeadlineError(
+                f"the query's deadline passed (no reply within timeout={self.deadline.seconds:g} s), "
+                "so this prompt was not sent; raise timeout= for a slower endpoint"
+            )
+
     def options(self, default_sleep: Callable[[float], Any]) -> dict[str, Any]:
+        stop = stop_after_attempt(self.policy.max_attempts)
         return {
-            "stop": stop_after_attempt(self.policy.max_attempts),
+            "stop": stop if self.deadline is None else stop | stop_at_deadline(self.deadline),
             "wait": make_wait(self.policy.wait),
             "retry": retry_if_exception(is_retryable),
             "sleep": self.policy.sleep or default_sleep,
@@ -179,10 +203,16 @@ class _Run:
         retryable = is_retryable(err)
         n = max(self.count, self.usage.calls)
         gave_up = f"gave up after {n} attempt{'s' if n != 1 else ''}: " if retryable else ""
+        late = ""
+        if retryable and self.deadline is not None and self.deadline.passed:
+            late = (
+                f" (no reply within timeout={self.deadline.seconds:g} s, the query's deadline: "
+                "no retry, and the query's later prompts are not sent)"
+            )
         return Reading(
             cited=(),
             failed=True,
-            error=f"{self.what}: {gave_up}{err}",
+            error=f"{self.what}: {gave_up}{err}{late}",
             raw=getattr(err, "raw", None),
             attempts=n,
             prompt_tokens=self.usage.prompt_tokens,
@@ -209,19 +239,23 @@ def with_retries(
     *,
     policy: RetryPolicy,
     what: str = "reader",
+    deadline: Deadline | None = None,
 ) -> Any:
     """Run ``attempt`` until it returns, retrying transient errors and malformed output;
     a coroutine function ``attempt`` gives an awaitable, a plain one the reading.
 
     ``attempt`` is one model call plus parsing, ``(usage) -> Reading``, adding calls and
-    tokens to ``usage`` and raising on failure; ``what`` names the reader in messages. The
-    result has ``attempts`` and the summed tokens filled in, or is a failed reading; a
-    FatalReaderError (prefixed with ``what``) or MissingExtraError is raised.
+    tokens to ``usage`` and raising on failure; ``what`` names the reader in messages;
+    ``deadline`` (None: none) is the query's: no attempt starts, and no retry wait is
+    slept, past it. The result has ``attempts`` and the summed tokens filled in, or is a
+    failed reading; a FatalReaderError (prefixed with ``what``) or MissingExtraError is
+    raised.
     """
-    run = _Run(policy, what)
+    run = _Run(policy, what, deadline)
     if inspect.iscoroutinefunction(attempt):
 
         async def aonce() -> Reading:
+            run.check_deadline()
             run.count += 1
             try:
                 return await attempt(run.usage)  # type: ignore[misc]
@@ -231,6 +265,7 @@ def with_retries(
         return arun_steps(run.steps(AsyncRetrying(**run.options(asyncio.sleep)), aonce))
 
     def once() -> Reading:
+        run.check_deadline()
         run.count += 1
         try:
             return attempt(run.usage)  # type: ignore[return-value]

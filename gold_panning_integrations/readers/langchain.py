@@ -185,6 +185,12 @@ class ChatModelReader(BaseReader):
             wrapper = [type(self.chat_model).__name__, getattr(self.chat_model, "kwargs", None)]
         return {**super()._cache_identity(), "params": params, "wrapper": wrapper, "base_url": self.base_url}
 
+    def _declared_context(self) -> int | None:
+        """The chat model's ``profile["max_input_tokens"]`` (langchain-core's model
+        profiles), when it has one."""
+        profile = getattr(self._inner, "profile", None)
+        return profile.get("max_input_tokens") if isinstance(profile, Mapping) else None
+
     def _make_structured(self) -> Runnable | None:
         if self.chat_model is not self._inner:
             return None  # a wrapper's bindings, retries or fallbacks would be lost

@@ -127,6 +127,11 @@ class LlamaIndexLLMReader(BaseReader):
             ]
         )
 
+    def _declared_context(self) -> int | None:
+        """``llm.metadata.context_window`` (LlamaIndex's own default, 3,900, for an LLM that
+        declares none)."""
+        return getattr(self.llm.metadata, "context_window", None)
+
     def _supports_structured(self) -> bool:
         try:
             if getattr(self.llm.metadata, "is_function_calling_model", False):

@@ -1,7 +1,7 @@
 """Reader for any OpenAI-compatible chat-completions endpoint (OpenAI, vLLM, llama.cpp's
 server, Ollama) through the official ``openai`` client, its own retries off (:mod:`._retry`
-is the one retry layer), ``timeout`` a deadline for the whole request and no redirect to
-another host (:mod:`._http`).
+is the one retry layer), ``timeout`` a deadline for the whole request and for the query
+(:mod:`._deadline`) and no redirect to another host (:mod:`._http`).
 
 With ``response_format="auto"`` the reader asks for ``json_schema``, then ``json_object``,
 then plain text, while the server rejects the stricter form (:func:`_is_format_rejection`);
@@ -25,6 +25,7 @@ from typing_extensions import Self
 from .._steps import Steps, arun_steps, run_steps
 from ..errors import CitationParseError, FatalReaderError, ReaderError
 from ._base import BaseReader, Prompt, Reply, content_text
+from ._deadline import Deadline, QueryDeadlineError, current_deadline
 from ._errors import Usage, classify_error
 from ._http import deadline, make_async_http_client, make_http_client
 from ._options import RESPONSE_FORMATS, declared_options
@@ -240,13 +241,30 @@ class OpenAIReader(BaseReader):
             return {"type": "json_object"}
         return None
 
-    def _kwargs(self, messages: list[dict[str, str]], level: int | None) -> dict[str, Any]:
+    def _deadline_seconds(self) -> float:
+        return self.timeout
+
+    def _seconds(self) -> float:
+        """What this request may take: ``timeout``, or less when the query's deadline is
+        nearer (QueryDeadlineError when it has passed)."""
+        deadline = current_deadline()
+        if deadline is None:
+            return self.timeout
+        left = deadline.left()
+        if left <= 0:
+            raise QueryDeadlineError(
+                f"the query's deadline passed (no reply within timeout={self.timeout:g} s) "
+                "before this request was sent; raise timeout= for a slower endpoint"
+            )
+        return min(self.timeout, left)
+
+    def _kwargs(self, messages: list[dict[str, str]], level: int | None, seconds: float) -> dict[str, Any]:
         kw: dict[str, Any] = {
             "model": self.model,
             "messages": messages,
             "temperature": self.temperature,
             "max_tokens": self.max_tokens,
-            "timeout": self.timeout,
+            "timeout": seconds,
         }
         if self.top_p is not None:
             kw["top_p"] = self.top_p
@@ -333,31 +351,61 @@ class OpenAIReader(BaseReader):
     async def _acall(self, prompt: Prompt, usage: Usage, **options: Any) -> Reply:
         return await arun_steps(self._call_steps(prompt, usage, asynchronous=True))
 
-    def _call_steps(self, prompt: Prompt, usage: Usage, *, asynchronous: bool) -> Steps[Reply]:
+    def _reply_steps(
+        self,
+        prompt: Prompt,
+        usage: Usage,
+        options: dict[str, Any],
+        asynchronous: bool,
+        queued: tuple[Deadline, float] | None = None,
+    ) -> Steps[Reply]:
+        """One chat completion (:meth:`_call_steps`: each request it sends is admitted by
+        the rate limit and settled when it completes)."""
+        if self.rate_limit.active:
+            self._prepare(asynchronous=asynchronous)
+        return (yield from self._call_steps(prompt, usage, asynchronous=asynchronous, queued=queued))
+
+    def _call_steps(
+        self,
+        prompt: Prompt,
+        usage: Usage,
+        *,
+        asynchronous: bool,
+        queued: tuple[Deadline, float] | None = None,
+    ) -> Steps[Reply]:
         """One chat completion for both paths (:mod:`.._steps`) at the endpoint's
-        response-format level, again one level down while the server rejects the format
-        (each a request for the rate limit); the client is made before the deadline starts."""
+        response-format level, again one level down while the server rejects the format.
+        Each request is admitted by the rate limit and settled when it completes, with the
+        tokens the server reported for it; ``queued`` as in :meth:`BaseReader._reply_steps`.
+        The client is made before the deadline starts."""
         level = self._level_now()
         acquire = self.rate_limit.aacquire if asynchronous else self.rate_limit.acquire
         send = self._asend if asynchronous else self._send
         create = (self.async_client if asynchronous else self.client).chat.completions.create
         while True:
+            entry = yield functools.partial(acquire, self._token_estimate(prompt))
+            if queued is not None:  # the wait in the reader's own queue is not the endpoint's
+                queued[0].queued(queued[1])
+                queued = None
+            before = (usage.prompt_tokens, usage.completion_tokens)
             try:
-                resp = yield functools.partial(send, create, self._kwargs(prompt.as_dicts(), level))
+                seconds = self._seconds()
+                resp = yield functools.partial(send, create, self._kwargs(prompt.as_dicts(), level, seconds))
             except Exception as err:
                 if level is None or not _is_format_rejection(err):
                     raise
-                level = self._downgrade(level, err, usage)  # and try again at that level
-                yield functools.partial(acquire, self._token_estimate(prompt))  # the retry is a request too
+                level = self._downgrade(level, err, usage)  # and try again at that level: a request too
             else:
                 return self._to_reply(resp, usage, level)
+            finally:
+                self.rate_limit.settle(entry, self._spent(before, usage))
 
     def _send(self, create: Any, kwargs: dict[str, Any]) -> Any:
-        with deadline(self.timeout):
+        with deadline(kwargs["timeout"]):
             return create(**kwargs)
 
     async def _asend(self, create: Any, kwargs: dict[str, Any]) -> Any:
-        return await asyncio.wait_for(create(**kwargs), self.timeout)
+        return await asyncio.wait_for(create(**kwargs), kwargs["timeout"])
 
     # ------------------------------------------------------------------ cleanup
     def close(self) -> None:

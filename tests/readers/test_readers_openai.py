@@ -137,11 +137,15 @@ def test_5xx_exhausted_gives_failed_reading(scripted_reader: Any) -> None:
     assert "gave up after 3 attempts" in reading.error and "HTTP 503" in reading.error
 
 
-def test_timeout_retried(scripted_reader: Any, recording_wait: Any) -> None:
+def test_a_timeout_ends_the_reading_at_its_deadline(
+    scripted_reader: Any, recording_wait: Any, openai_server: FakeOpenAIServer
+) -> None:
+    """A request that times out used the reading's whole deadline (``timeout``, one per
+    query: test_readers_deadline.py): no retry, one request, a failed reading saying so."""
     reader = scripted_reader(delay(30), cite(2), timeout=0.5, wait=recording_wait)
     reading = reader.read(Q, DOCS)
-    assert reading.cited == (1,) and reading.attempts == 2
-    assert "timed out" in str(recording_wait.errors[0])
+    assert reading.failed and reading.attempts == 1 and len(openai_server.requests) == 1
+    assert "timed out" in str(recording_wait.errors[0]) and "timeout=0.5 s" in reading.error
 
 
 def test_connection_reset_mid_body_retried(scripted_reader: Any, recording_wait: Any) -> None:
@@ -304,11 +308,11 @@ async def test_async_read_with_retry_and_fallback(
     ]
 
 
-async def test_async_timeout_then_failure(scripted_reader: Any) -> None:
+async def test_async_timeout_ends_the_reading_at_its_deadline(scripted_reader: Any) -> None:
     reader = scripted_reader(delay(30), ok("no json"), timeout=0.5, max_attempts=2)
     async with reader:
         reading = await reader.aread(Q, DOCS)
-    assert reading.failed and reading.attempts == 2 and "no JSON" in reading.error
+    assert reading.failed and reading.attempts == 1 and "timed out" in reading.error
 
 
 def test_async_reader_survives_repeated_asyncio_run(openai_server: FakeOpenAIServer) -> None:
