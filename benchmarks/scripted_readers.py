@@ -30,6 +30,11 @@ class Silent:
     ) -> Reading:
         return Reading(cited=())
 
+    async def aread(
+        self, question: str, documents: Sequence[str], *, labels: Sequence[int] | None = None
+    ) -> Reading:
+        return self.read(question, documents, labels=labels)
+
 
 class CitesOne:
     """Cites ``TEXTS[target]`` in the calls listed in ``every`` (1-based; None: all)."""
@@ -44,6 +49,11 @@ class CitesOne:
         if self.every is not None and self.calls not in self.every:
             return Reading(cited=())
         return Reading(cited=tuple(i for i, d in enumerate(documents) if d == TEXTS[self.target]))
+
+    async def aread(
+        self, question: str, documents: Sequence[str], *, labels: Sequence[int] | None = None
+    ) -> Reading:
+        return self.read(question, documents, labels=labels)
 
 
 def _pan(reader: Any, profile: str, k: int | None, scores: Sequence[float] | None = None) -> Any:

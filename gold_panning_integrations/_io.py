@@ -1,6 +1,7 @@
 """Defensive file reading, shared by everything that opens a file the user names:
 profiles, calibration checkpoints, traces, collections and run files (:mod:`.ir.files`),
-documents files (:mod:`.tasks.haystack`); and the JSON-lines checkpoints' reader.
+documents files (:mod:`.tasks.haystack`); the JSON-lines checkpoints' reader; and the one
+atomic writer (:func:`atomic_text_file`) of every output the package writes.
 
 A file is opened only if it is a regular file (after resolving symlinks) of at most the
 size the caller allows: opened non-blocking (a FIFO never hangs), checked with ``fstat``
@@ -11,15 +12,17 @@ exception of the caller's family (``error``), naming the path and what was found
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
 import stat
+import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
-__all__ = ["checkpoint_lines", "open_regular_file", "read_regular_file"]
+__all__ = ["atomic_text_file", "checkpoint_lines", "open_regular_file", "read_regular_file"]
 
 _NOT_REGULAR = (
     (stat.S_ISDIR, "a directory"),
@@ -155,3 +158,21 @@ def checkpoint_lines(
                 fh.truncate(start)
             return
         yield i + 1, obj
+
+
+@contextlib.contextmanager
+def atomic_text_file(path: Path) -> Iterator[IO[str]]:
+    """A UTF-8 text file (``\\n`` line ends) written in place of ``path`` only once the
+    block completes: a temporary file in the same folder, flushed, fsynced and renamed over
+    ``path``, so a reader sees the complete file or the previous state; removed on error."""
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as fh:
+            yield fh
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise

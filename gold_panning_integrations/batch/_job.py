@@ -12,18 +12,16 @@ the outputs equal an uninterrupted run's (the records hold no timings).
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 import logging
 import math
-import os
-import tempfile
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any, Protocol
 
+from .._io import atomic_text_file
 from ..errors import CheckpointError
 from ..ir.runfile import write_text_atomic
 from ._inputs import Question
@@ -262,22 +260,6 @@ def run_lines(record: Mapping[str, Any], *, tag: str) -> str:
     return "".join(f"{qid} Q0 {c['id']} {r} {s!r} {tag}\n" for r, (c, s) in enumerate(zip(cands, scores), 1))
 
 
-@contextlib.contextmanager
-def _atomic(path: Path) -> Iterator[IO[str]]:
-    """A text file written in place of ``path`` only once complete (temp file, fsync, rename)."""
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as fh:
-            yield fh
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
-
-
 _TOTALS = ("calls", "attempts", "prompt_tokens", "completion_tokens", "cache_hits", "failed_rounds")
 
 
@@ -288,7 +270,7 @@ def write_outputs(records: Iterable[Mapping[str, Any]], out: str | Path, *, tag:
     root = Path(out)
     root.mkdir(parents=True, exist_ok=True)
     totals = dict.fromkeys(("questions", "not_panned", *_TOTALS), 0)
-    with _atomic(root / JSONL_NAME) as jl, _atomic(root / RUN_NAME) as run:
+    with atomic_text_file(root / JSONL_NAME) as jl, atomic_text_file(root / RUN_NAME) as run:
         for rec in records:
             jl.write(json.dumps(rec) + "\n")
             run.write(run_lines(rec, tag=tag))

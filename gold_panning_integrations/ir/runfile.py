@@ -4,13 +4,11 @@ flushed and renamed over it): TREC run and qrels files, JSON, Markdown.
 
 from __future__ import annotations
 
-import contextlib
-import os
 import re
-import tempfile
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
+from .._io import atomic_text_file
 from .metrics import run_scores
 
 __all__ = ["qrels_text", "run_text", "write_qrels", "write_run", "write_text_atomic"]
@@ -23,17 +21,8 @@ def write_text_atomic(path: str | Path, text: str) -> Path:
     the previous state; the parent folder is created. Returns the path."""
     p = Path(path)
     p.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{p.name}.", suffix=".tmp", dir=p.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as fh:
-            fh.write(text)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, p)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
+    with atomic_text_file(p) as fh:
+        fh.write(text)
     return p
 
 

@@ -36,7 +36,6 @@ import platform
 import signal
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 from collections.abc import Sequence
@@ -44,7 +43,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from .._io import read_regular_file
+from .._io import atomic_text_file, read_regular_file
 from ..errors import NativeCrashError
 
 __all__ = [
@@ -246,17 +245,8 @@ def _remember(path: Path, entry: dict[str, Any]) -> None:
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         entries = [e for e in _entries(path) if e["key"] != entry["key"]] + [entry]
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8") as fh:
-                json.dump({"format": CACHE_FORMAT, "passes": entries[-_MAX_ENTRIES:]}, fh, indent=1)
-                fh.flush()
-                os.fsync(fh.fileno())
-            os.replace(tmp, path)
-        except BaseException:
-            with contextlib.suppress(OSError):
-                os.unlink(tmp)
-            raise
+        with atomic_text_file(path) as fh:
+            json.dump({"format": CACHE_FORMAT, "passes": entries[-_MAX_ENTRIES:]}, fh, indent=1)
     except OSError as err:
         logger.info("could not remember the llama.cpp check in %s: %s", path, err)
 

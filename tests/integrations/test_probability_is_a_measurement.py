@@ -1,10 +1,11 @@
 """Issue 42 through every adapter: the probability a chain thresholds is a function of the
 readings, the prior and the profile, never of how many documents were asked for.
 
-Two scripted readers a person can reason about, whose readings do not depend on placement:
-one that cites nothing in any prompt (nothing here is relevant), one that cites passage #4
-in every prompt and never another. 8 candidates in the retriever's order, the generic
-profile, the defaults otherwise.
+Two scripted readers a person can reason about, whose readings do not depend on placement
+(the ones ``python -m benchmarks.scripted_readers`` prints docs/probabilities.md's table
+with): one that cites nothing in any prompt (nothing here is relevant), one that cites
+passage #4 in every prompt and never another. 8 candidates in the retriever's order, the
+generic profile, the defaults otherwise.
 """
 
 from __future__ import annotations
@@ -19,53 +20,17 @@ from doubles import ListRetriever
 from langchain_core.documents import Document
 from llama_index.core.schema import NodeWithScore, TextNode
 
+from benchmarks.scripted_readers import TEXTS, CitesOne, Silent
 from gold_panning_integrations import (
     GoldPanner,
     GoldPanningCompressor,
     GoldPanningPostprocessor,
     GoldPanningRetriever,
-    Reading,
 )
 
-TEXTS = [f"Passage number {i} about subject {i}." for i in range(8)]
 QUESTION = "which passage answers?"
 PROFILE = "lost-in-the-middle"
 KS: tuple[int | None, ...] = (1, 2, 4, 8, None)
-
-
-class Silent:
-    """Cites nothing, ever."""
-
-    def read(
-        self, question: str, documents: Sequence[str], *, labels: Sequence[int] | None = None
-    ) -> Reading:
-        return Reading(cited=())
-
-    async def aread(
-        self, question: str, documents: Sequence[str], *, labels: Sequence[int] | None = None
-    ) -> Reading:
-        return self.read(question, documents, labels=labels)
-
-
-class CitesOne:
-    """Cites the document whose text is ``TEXTS[target]`` in the prompts listed in
-    ``every`` (1-based call numbers; None: all), nothing otherwise."""
-
-    def __init__(self, target: int = 4, every: set[int] | None = None) -> None:
-        self.target, self.every, self.calls = target, every, 0
-
-    def read(
-        self, question: str, documents: Sequence[str], *, labels: Sequence[int] | None = None
-    ) -> Reading:
-        self.calls += 1
-        if self.every is not None and self.calls not in self.every:
-            return Reading(cited=())
-        return Reading(cited=tuple(i for i, d in enumerate(documents) if d == TEXTS[self.target]))
-
-    async def aread(
-        self, question: str, documents: Sequence[str], *, labels: Sequence[int] | None = None
-    ) -> Reading:
-        return self.read(question, documents, labels=labels)
 
 
 def _docs() -> list[Document]:
