@@ -18,6 +18,28 @@ def flag(name: str) -> str:
     return "--" + name.replace("_", "-")
 
 
+def int_at_least(low: int, *, words: tuple[str, ...] = ()) -> Callable[[str], Any]:
+    """argparse ``type=`` for a whole number >= ``low`` (or one of ``words``, kept as text):
+    ``int_at_least(0, words=("fresh",))`` takes ``3`` and ``fresh`` and says of ``-1``
+    "expected a non-negative integer or 'fresh', got '-1'"."""
+    what = "a non-negative integer" if low == 0 else f"an integer >= {low}"
+    what += "".join(f" or {w!r}" for w in words)
+
+    def parse(text: str) -> Any:
+        if text in words:
+            return text
+        try:
+            value = int(text)
+        except ValueError:
+            value = low - 1
+        if value < low:
+            raise argparse.ArgumentTypeError(f"expected {what}, got {text!r}")
+        return value
+
+    parse.__name__ = "int"
+    return parse
+
+
 def _parse(spec: OptionSpec) -> Callable[[str], Any]:
     """argparse ``type=`` for ``spec``: the text as the option's type, checked by the
     option's own check (the message says what the value must be)."""

@@ -9,29 +9,13 @@ from typing import Any
 
 from ...engine.config import SETTINGS
 from ...readers._cli_args import add_reader_arguments
-from ._config_args import add_config_arguments, given_options
+from ._config_args import add_config_arguments, given_options, int_at_least
 
 __all__ = ["main", "register"]
 
 
-def _positive(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        value = 0
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected an integer >= 1, got {text!r}")
-    return value
-
-
-def _seed(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        value = -1
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"expected a non-negative integer, got {text!r}")
-    return value
+_positive = int_at_least(1)
+_seed = int_at_least(0)
 
 
 def register(sub: Any) -> None:

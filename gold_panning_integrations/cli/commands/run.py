@@ -12,7 +12,7 @@ from typing import Any, Literal
 from ...engine.config import SETTINGS
 from ...readers._cli_args import add_reader_arguments
 from ...tasks.demo import DEMO_NQ_DOCS, DEMO_NQ_QUESTIONS, DEMOS, demo_instance, demo_nq_instances
-from ._config_args import add_config_arguments, given_options
+from ._config_args import add_config_arguments, given_options, int_at_least
 
 __all__ = [
     "EMBEDDED_PROFILE",
@@ -98,17 +98,8 @@ def register(sub: Any) -> None:
     p.set_defaults(func=main)
 
 
-def _seed(text: str) -> int | str:
-    """``--seed``: a non-negative int or ``fresh``."""
-    if text == "fresh":
-        return text
-    try:
-        value = int(text)
-    except ValueError:
-        value = -1
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"expected a non-negative integer or 'fresh', got {text!r}")
-    return value
+_seed = int_at_least(0, words=("fresh",))
+"""``--seed``: a non-negative int or ``fresh``."""
 
 
 def _options_text(options: Any) -> str:
