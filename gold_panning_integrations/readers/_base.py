@@ -133,12 +133,15 @@ class Prompt:
 class Reply:
     """What one model call gave back, before validation: its ``text``, or the decoded
     structured ``value`` (validated instead), the ``finish_reason`` (``"length"`` adds a
-    hint to parse errors) and ``extra`` diagnostics for ``Reading.extra``."""
+    hint to parse errors), ``extra`` diagnostics for ``Reading.extra`` and ``abstain_p``
+    (:attr:`Reading.abstain_p`, from the first token's probabilities when the endpoint
+    returned them)."""
 
     text: str | None = None
     value: Any = None
     finish_reason: str | None = None
     extra: dict[str, Any] = field(default_factory=dict)
+    abstain_p: float | None = None
 
 
 @declared_options
@@ -379,7 +382,7 @@ class BaseReader:
                 attribution=self.attribution,
                 extra=extra,
             )
-            return _with_cut(r, prompt)
+            return _with_cut(replace(r, abstain_p=reply.abstain_p), prompt)
         value: Any = reply.value if reply.value is not None else reply.text
         if value is None or (isinstance(value, str) and not value.strip()):
             hint = f" (finish_reason={reply.finish_reason!r})" if reply.finish_reason else ""
@@ -488,7 +491,11 @@ class BaseReader:
             return None
         stored = self.cache.get(key) or {}
         reply = Reply(
-            stored.get("text"), stored.get("value"), stored.get("finish_reason"), stored.get("extra") or {}
+            stored.get("text"),
+            stored.get("value"),
+            stored.get("finish_reason"),
+            stored.get("extra") or {},
+            stored.get("abstain_p"),
         )
         try:
             reading = self._reading(reply, prompt) if stored else None
