@@ -521,6 +521,8 @@ def main(args: argparse.Namespace) -> int:
             max_tokens=32 if mode == "answer" else 256,
             timeout=args.timeout,
             response_format=getattr(args, "response_format", "auto"),
+            # the embedded server returns log-probabilities: traces then carry abstain_p
+            logprobs=mode == "answer" and args.reader == "embedded",
         )
         profile, profile_name = _profile(args, reader, model, mode)
         ep = Endpoint(proxy.base_url, model, key, timeout=args.timeout, peer_max_tokens=args.peer_max_tokens)
