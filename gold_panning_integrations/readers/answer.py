@@ -80,6 +80,7 @@ def abstain_probability(first_token: Mapping[str, float]) -> float | None:
             total += float(p)
     return min(max(total, 0.0), 1.0)
 
+
 _GENERIC_TEXT = """
 i don t know
 i do not know

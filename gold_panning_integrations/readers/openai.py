@@ -150,7 +150,7 @@ class OpenAIReader(BaseReader):
         self.max_tokens = int(max_tokens)
         self.extra_body = dict(extra_body) if extra_body else None
         if not isinstance(logprobs, bool):
-            raise ValueError(f"logprobs must be True or False, got {logprobs!r}")
+            raise TypeError(f"logprobs must be True or False, got {logprobs!r}")
         self.logprobs = logprobs
         self._level = 0 if self.response_format == "auto" else RESPONSE_FORMATS.index(self.response_format)
         needs_key = (client is None and async_client is None) or api_key is not None
