@@ -1,6 +1,6 @@
 """One panning round, written once with a leading batch axis (numpy only).
 
-The panner calls these functions with a batch of one, :func:`~.simulate.simulate` with
+The panner calls these functions with a batch of one, :func:`~.simulator.simulate` with
 thousands of trials. A round is :func:`active_mask` (pruning); :func:`plan_round` per
 prompt (score, rank, ``spread``, ``shuffle_top``, match to positions, draw labels); the
 reader's citations; :func:`observe_round` per prompt, in prompt order (the update, read

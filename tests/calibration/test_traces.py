@@ -18,7 +18,7 @@ from gold_panning_integrations.calibration.traces import (
 )
 from gold_panning_integrations.cli import main as cli_main
 from gold_panning_integrations.engine.panner import Panner
-from gold_panning_integrations.engine.simulate import SimulatedReader
+from gold_panning_integrations.engine.simulator import SimulatedReader
 from gold_panning_integrations.profiles import DetectorProfile, RateCounts, load_profile
 
 
