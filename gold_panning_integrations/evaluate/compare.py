@@ -325,13 +325,9 @@ def _endpoint(args: argparse.Namespace) -> Iterator[tuple[str, str, str]]:
 
 
 def _progress(total: int) -> tuple[Callable[[int], None], Callable[[], None]]:
-    try:
-        from tqdm import tqdm
-    except ImportError:
-        from .._console import Progress
+    """A tqdm bar on stderr (every 30 s when stderr is not a terminal): ``(update(done), close)``."""
+    from tqdm import tqdm
 
-        bar = Progress(total, label="evaluate")
-        return bar.update, bar.close
     t = tqdm(total=total, desc="evaluate", file=sys.stderr, mininterval=1.0 if sys.stderr.isatty() else 30.0)
 
     def update(done: int) -> None:

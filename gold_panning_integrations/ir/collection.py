@@ -41,6 +41,7 @@ __all__ = [
     "read_qrels",
     "read_queries",
     "read_run",
+    "run_candidates",
 ]
 
 logger = logging.getLogger(__name__)
@@ -361,6 +362,28 @@ def read_run(path: str | Path, *, depth: int, queries: set[str] | None = None) -
     return Run(p, _frozen(cands), _frozen(lines), _frozen(scores))
 
 
+def run_candidates(
+    run: str | Path, *, corpus: str | Path, depth: int, queries: set[str] | None = None
+) -> tuple[Run, dict[str, str]]:
+    """A run file's candidates (:func:`read_run`) and their texts, only theirs kept from
+    the streamed ``corpus`` (:func:`read_corpus`).
+
+    Raises:
+        CollectionError: As :func:`read_run` and :func:`read_corpus`, or a candidate the
+            corpus lacks (naming the run file's line).
+    """
+    r = read_run(run, depth=depth, queries=queries)
+    docs = read_corpus(corpus, wanted={d for ds in r.candidates.values() for d in ds})
+    absent = [(q, d) for q, ds in r.candidates.items() for d in ds if d not in docs]
+    if absent:
+        q, d = min(absent, key=lambda qd: r.lines[qd])
+        raise CollectionError(
+            f"{_where('run file', r.path, r.lines[(q, d)])} names document {d!r}, which is not in corpus "
+            f"file {str(corpus)!r}; pass the corpus the run was made on"
+        )
+    return r, docs
+
+
 # ====================================================================== collections
 def _collection(
     name: str,
@@ -423,21 +446,13 @@ def _with_first_stage(
     if run is None:
         docs, first_stage = read_corpus(corpus), "bm25"
     else:
-        r = read_run(run, depth=depth, queries=set(queries))
+        r, docs = run_candidates(run, corpus=corpus, depth=depth, queries=set(queries))
         missing = [q for q in queries if q not in r.candidates]
         if missing:
             q = missing[0]
             raise CollectionError(
                 f"query {q!r} ({origin[q]}) has no candidates in run file {str(r.path)!r}; the first stage must "
                 "return documents for every judged query (or remove the query's judgements)"
-            )
-        docs = read_corpus(corpus, wanted={d for ds in r.candidates.values() for d in ds})
-        absent = [(q, d) for q in queries for d in r.candidates[q] if d not in docs]
-        if absent:
-            q, d = min(absent, key=lambda qd: r.lines[qd])
-            raise CollectionError(
-                f"{_where('run file', r.path, r.lines[(q, d)])} names document {d!r}, which is not in corpus "
-                f"file {str(corpus)!r}; pass the corpus the run was made on"
             )
         cands, first_stage = {q: r.candidates[q] for q in queries}, f"run: {r.path}"
         scores = {q: r.scores[q] for q in queries}
