@@ -17,7 +17,7 @@ import logging
 import math
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from importlib import resources
 from pathlib import Path
 from types import MappingProxyType
@@ -120,6 +120,12 @@ class Collection:
     left_out: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
     first_stage: str = "bm25"
     candidate_scores: Mapping[str, tuple[float, ...]] | None = None
+
+    def __post_init__(self) -> None:
+        """Every mapping held as a read-only copy."""
+        for f in fields(self):
+            if isinstance(value := getattr(self, f.name), Mapping):
+                object.__setattr__(self, f.name, _frozen(value))
 
 
 def fixture_path() -> Path:
@@ -385,29 +391,6 @@ def run_candidates(
 
 
 # ====================================================================== collections
-def _collection(
-    name: str,
-    queries: dict[str, str],
-    qrels: dict[str, dict[str, int]],
-    docs: dict[str, str],
-    cands: dict[str, tuple[str, ...]] | None,
-    origin: dict[str, str],
-    left_out: dict[str, str],
-    first_stage: str,
-    scores: dict[str, tuple[float, ...]] | None = None,
-) -> Collection:
-    """A :class:`Collection` over read-only copies of the mappings."""
-    frozen = (_frozen(queries), _frozen(qrels), _frozen(docs), None if cands is None else _frozen(cands))
-    return Collection(
-        name,
-        *frozen,
-        _frozen(origin),
-        _frozen(left_out),
-        first_stage,
-        None if scores is None else _frozen(scores),
-    )
-
-
 def _judged(
     qrels_path: Path, queries_path: Path, queries_what: str
 ) -> tuple[dict[str, str], dict[str, dict[str, int]], dict[str, str], dict[str, str]]:
@@ -456,7 +439,7 @@ def _with_first_stage(
             )
         cands, first_stage = {q: r.candidates[q] for q in queries}, f"run: {r.path}"
         scores = {q: r.scores[q] for q in queries}
-    return _collection(name, queries, qrels, docs, cands, origin, left_out, first_stage, scores)
+    return Collection(name, queries, qrels, docs, cands, origin, left_out, first_stage, scores)
 
 
 def load_beir(
@@ -616,7 +599,7 @@ def load_rag_jsonl(path: str | Path, *, depth: int = 20) -> Collection:
             f"{_where(what, p)} holds no question with a relevant passage"
             + (' (every line\'s "relevant" is empty)' if left_out else "")
         )
-    return _collection(f"RAG JSONL {p}", queries, qrels, docs, cands, origin, left_out, f"rag: {p}")
+    return Collection(f"RAG JSONL {p}", queries, qrels, docs, cands, origin, left_out, f"rag: {p}")
 
 
 def load_collection(
