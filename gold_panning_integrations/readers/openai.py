@@ -18,7 +18,7 @@ import os
 import threading
 import weakref
 from collections.abc import Mapping
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from typing_extensions import Self
 
@@ -28,8 +28,22 @@ from ._base import BaseReader, Prompt, Reply, content_text
 from ._deadline import Deadline, QueryDeadlineError, current_deadline
 from ._errors import Usage, classify_error
 from ._http import deadline, make_async_http_client, make_http_client
-from ._options import RESPONSE_FORMATS, declared_options
+from ._options import (
+    DEFAULT_CONTEXT_TOKENS,
+    DEFAULT_MAX_CONCURRENCY,
+    RESPONSE_FORMATS,
+    CacheOption,
+    Mode,
+    ResponseFormat,
+    declared_options,
+    given_options,
+)
 from ._prompt import attach_raw, citation_json_schema, truncate
+
+if TYPE_CHECKING:
+    from ._prompt import PromptTemplate
+    from ._retry import Wait
+    from .answer import AnswerAttribution
 
 __all__ = ["RESPONSE_FORMATS", "OpenAIReader", "forget_endpoint_formats"]
 
@@ -85,7 +99,6 @@ class OpenAIReader(BaseReader):
         extra_body: Extra JSON fields sent with every request (e.g. Ollama's ``options``).
     """
 
-    kind = "openai"
     option_notes: ClassVar[Mapping[str, str]] = {
         "max_citations": "Also the schema's ``maxItems``.",
         "timeout": "A ``client=`` you pass keeps its own HTTP settings (per-read timeouts, "
@@ -109,9 +122,23 @@ class OpenAIReader(BaseReader):
         top_p: float | None = None,
         max_tokens: int = 256,
         extra_body: dict[str, Any] | None = None,
-        **options: Any,
+        mode: Mode = "cite",
+        template: PromptTemplate | None = None,
+        max_citations: int | None = None,
+        max_attempts: int = 3,
+        wait: Wait | float | None = None,
+        attribution: AnswerAttribution | None = None,
+        max_chars_per_doc: int | None = None,
+        max_concurrency: int | None = DEFAULT_MAX_CONCURRENCY,
+        requests_per_minute: int | None = None,
+        tokens_per_minute: int | None = None,
+        cache: CacheOption = None,
+        context_tokens: int | None = DEFAULT_CONTEXT_TOKENS,
+        response_format: ResponseFormat = "auto",
+        temperature: float = 0.0,
+        timeout: float = 60.0,
     ) -> None:
-        super().__init__(**options)
+        super().__init__(**given_options(locals()))
         if not isinstance(model, str) or not model:
             raise ValueError(f"model must be a non-empty model name, got {model!r}")
         if top_p is not None and not 0 < top_p <= 1:
