@@ -20,18 +20,22 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from ._cache import ReplyCache, make_cache
-from ._prompt import check_max_chars_per_doc, check_optional_int
-from ._retry import check_max_attempts, make_wait
+from ._prompt import PromptTemplate, check_max_chars_per_doc, check_optional_int
+from ._retry import Wait, check_max_attempts, make_wait
+from .answer import AnswerAttribution
 
 __all__ = [
     "DEFAULT_CONTEXT_TOKENS",
     "DEFAULT_MAX_CONCURRENCY",
     "READER_OPTIONS",
+    "AnswerAttribution",
     "CacheOption",
     "Mode",
+    "PromptTemplate",
     "ReaderOption",
     "ResponseFormat",
     "Structured",
+    "Wait",
     "declared_options",
     "given_options",
     "options_taken",
@@ -42,7 +46,8 @@ Mode = Literal["cite", "answer"]
 Structured = Literal["auto"] | bool
 ResponseFormat = Literal["auto", "json_schema", "json_object", "text"]
 CacheOption = ReplyCache | str | os.PathLike[str] | bool | None
-"""The types of the ``mode``, ``structured``, ``response_format`` and ``cache`` options."""
+"""The types of the ``mode``, ``structured``, ``response_format`` and ``cache`` options
+(the other options' types are imported here too, for the readers' signatures)."""
 
 DEFAULT_MAX_CONCURRENCY = 16
 """Calls in flight through one network reader unless ``max_concurrency=`` says otherwise."""

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import Any, ClassVar
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
@@ -26,18 +26,16 @@ from ._errors import Usage
 from ._options import (
     DEFAULT_CONTEXT_TOKENS,
     DEFAULT_MAX_CONCURRENCY,
+    AnswerAttribution,
     CacheOption,
     Mode,
+    PromptTemplate,
     Structured,
+    Wait,
     declared_options,
     given_options,
 )
 from ._prompt import Citations, attach_raw
-
-if TYPE_CHECKING:
-    from ._prompt import PromptTemplate
-    from ._retry import Wait
-    from .answer import AnswerAttribution
 
 __all__ = ["ChatModelReader", "is_chat_runnable", "raw_tool_arguments"]
 

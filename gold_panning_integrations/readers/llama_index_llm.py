@@ -17,7 +17,7 @@ import functools
 import json
 import logging
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Annotated, Any, ClassVar
+from typing import Annotated, Any, ClassVar
 
 from llama_index.core.base.llms.types import ChatMessage, ChatResponse, MessageRole, ToolCallBlock
 from llama_index.core.llms import LLM
@@ -33,18 +33,16 @@ from ._errors import Usage
 from ._options import (
     DEFAULT_CONTEXT_TOKENS,
     DEFAULT_MAX_CONCURRENCY,
+    AnswerAttribution,
     CacheOption,
     Mode,
+    PromptTemplate,
     Structured,
+    Wait,
     declared_options,
     given_options,
 )
 from ._prompt import attach_raw, loads_strict
-
-if TYPE_CHECKING:
-    from ._prompt import PromptTemplate
-    from ._retry import Wait
-    from .answer import AnswerAttribution
 
 __all__ = ["CitationsOutput", "LlamaIndexLLMReader", "raw_tool_arguments"]
 

@@ -17,20 +17,24 @@ import sys
 import threading
 from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import Any, ClassVar
 
 from ..errors import MissingExtraError, ReaderError
 from ._base import MESSAGE_OVERHEAD_TOKENS, BaseReader, Prompt, Reply
 from ._errors import Usage
 from ._gguf import GGUFError, read_gguf_metadata
 from ._native import check_llama_runs_here
-from ._options import READER_OPTIONS, CacheOption, Mode, declared_options, given_options
+from ._options import (
+    READER_OPTIONS,
+    AnswerAttribution,
+    CacheOption,
+    Mode,
+    PromptTemplate,
+    Wait,
+    declared_options,
+    given_options,
+)
 from ._prompt import citation_json_schema
-
-if TYPE_CHECKING:
-    from ._prompt import PromptTemplate
-    from ._retry import Wait
-    from .answer import AnswerAttribution
 
 __all__ = [
     "DEFAULT_MODEL_FILE",

@@ -18,7 +18,7 @@ import os
 import threading
 import weakref
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import Any, ClassVar
 
 from typing_extensions import Self
 
@@ -32,18 +32,16 @@ from ._options import (
     DEFAULT_CONTEXT_TOKENS,
     DEFAULT_MAX_CONCURRENCY,
     RESPONSE_FORMATS,
+    AnswerAttribution,
     CacheOption,
     Mode,
+    PromptTemplate,
     ResponseFormat,
+    Wait,
     declared_options,
     given_options,
 )
 from ._prompt import attach_raw, citation_json_schema, truncate
-
-if TYPE_CHECKING:
-    from ._prompt import PromptTemplate
-    from ._retry import Wait
-    from .answer import AnswerAttribution
 
 __all__ = ["RESPONSE_FORMATS", "OpenAIReader", "forget_endpoint_formats"]
 
