@@ -98,7 +98,22 @@ def _summary(runs: list[tuple[Any, list[int]]]) -> dict[str, float]:
     }
 
 
-def main(argv: Sequence[str] | None = None) -> int:
+def measure(args: argparse.Namespace) -> tuple[DetectorProfile, dict[str, dict[str, float]]]:
+    """The profile learned from ``args.traces`` labelled traces and, per arm (``citations
+    only``, ``citations + abstain_p``), :func:`_summary` of ``args.queries`` other questions."""
+    train = [trace_record(r, relevant=g) for r, g in _pan(PROFILE, args, queries=args.traces, seed=args.seed)]
+    learned = learn_profile(train, PROFILE).profile
+    arms = {
+        "citations only": learned.model_copy(update={"abstention_map": None}),
+        "citations + abstain_p": learned,
+    }
+    return learned, {
+        name: _summary(_pan(prof, args, queries=args.queries, seed=args.seed + 1))
+        for name, prof in arms.items()
+    }
+
+
+def parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--traces", type=int, default=200)
     ap.add_argument("--queries", type=int, default=1000)
@@ -106,10 +121,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--seen", type=float, default=-1.0)
     ap.add_argument("--unseen", type=float, default=0.5)
     ap.add_argument("--seed", type=int, default=0)
-    args = ap.parse_args(argv)
+    return ap
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parser().parse_args(argv)
     t0 = time.perf_counter()
-    train = [trace_record(r, relevant=g) for r, g in _pan(PROFILE, args, queries=args.traces, seed=args.seed)]
-    learned = learn_profile(train, PROFILE).profile
+    learned, rows = measure(args)
     print(
         f"learned from {args.traces} labelled traces: abstention_map {learned.abstention_map}, "
         f"expected_relevant {learned.expected_relevant}, blind_rate {learned.blind_rate}, "
@@ -117,11 +135,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     print("| reading | ECE | p_none AUROC | top-1 (some relevant) | mean p_none: none / some |")
     print("|---|---|---|---|---|")
-    for name, prof in (
-        ("citations only", learned.model_copy(update={"abstention_map": None})),
-        ("citations + abstain_p", learned),
-    ):
-        s = _summary(_pan(prof, args, queries=args.queries, seed=args.seed + 1))
+    for name, s in rows.items():
         print(
             f"| {name} | {s['ece']:.4f} | {s['p_none_auroc']:.3f} | {s['top1']:.3f} | "
             f"{s['p_none|none']:.3f} / {s['p_none|some']:.3f} |"

@@ -363,75 +363,66 @@ MIN_ABSTENTION_QUERIES = 10
 without, at least 2 of each) below which :func:`fit_abstention_map` fits nothing."""
 
 
-def _logistic(x: NDArray[np.float64], y: NDArray[np.float64], *, ridge: float) -> NDArray[np.float64]:
-    """``(intercept, slope)`` of ``P(y) = sigmoid(intercept + slope * x)`` by maximum
-    likelihood, the slope pulled toward 0 by ``0.5 * ridge * slope**2``; ``x``, ``y`` shape ``(m,)``."""
-    from scipy.optimize import minimize
-
-    def loss(theta: NDArray[np.float64]) -> tuple[float, NDArray[np.float64]]:
-        z = theta[0] + theta[1] * x
-        r = sigmoid(z) - y
-        value = float(np.sum(np.logaddexp(0.0, z) - y * z)) + 0.5 * ridge * theta[1] ** 2
-        return value, np.array([float(r.sum()), float(r @ x) + ridge * theta[1]])
-
-    return np.asarray(minimize(loss, np.zeros(2), jac=True, method="L-BFGS-B").x, dtype=np.float64)
-
-
 def fit_abstention_map(
-    traces: Iterable[Mapping[str, Any]], *, ridge: float = 1.0
+    traces: Iterable[Mapping[str, Any]],
 ) -> tuple[tuple[float, float], dict[str, Any]] | None:
     """The profile's ``abstention_map`` ``(slope, offset)`` from labelled traces whose
     prompts carry ``abstain_p``, with how it was fitted; None below
     :data:`MIN_ABSTENTION_QUERIES`.
 
-    A prompt's reading ``z = logit(abstain_p)`` (clipped as the engine reads it) adds
-    ``slope * (z - z0)`` nats to every document it showed. ``z0``, where a prompt tells
-    nothing, is where a logistic fit of "a relevant document was shown" on ``z`` over all
-    prompts crosses the prompts' base rate. The slope is fitted per query, on the sum of
-    its prompts' ``z - z0``, so that prompts of one question, which abstain together, are
-    not counted as independent. Both fits pull their slope toward 0 by ``ridge``.
+    A prompt's reading ``z = logit(abstain_p)`` (clipped as the engine reads it) is taken as
+    normal with mean ``mu1`` when its question has a relevant document among those shown,
+    ``mu0`` when it has none, and a common variance ``s2`` of which a share ``rho`` is the
+    question's own (its prompts hesitate together). The log-likelihood ratio of a question's
+    ``m`` readings is then that of their mean, so each prompt adds ``slope * (z - z0)``
+    with ``slope = (mu1 - mu0) / (s2 (1 + (m - 1) rho))`` and ``z0 = (mu0 + mu1) / 2``:
+    a model whose hesitation does not differ between the two kinds of question gets a
+    slope near 0, and prompts that only repeat each other count once. Means and variances
+    weigh every question alike.
     """
     from ..engine.rounds import ABSTAIN_CLIP
 
-    zs: list[float] = []
-    ys: list[float] = []
-    per_query: list[tuple[list[float], float]] = []
+    per_query: list[tuple[NDArray[np.float64], bool]] = []
     for t in traces:
         if t.get("relevant") is None:
             continue
         relevant = set(t["relevant"])
-        z_q: list[float] = []
-        shown_relevant = False
+        zs: list[float] = []
+        hit = False
         for r in t.get("rounds", ()):
             for prompt in r["prompts"]:
                 a = prompt.get("abstain_p")
                 if a is None or prompt.get("failed"):
                     continue
-                hit = bool(relevant.intersection(prompt["docs"]))
                 p = min(max(float(a), ABSTAIN_CLIP), 1.0 - ABSTAIN_CLIP)
                 zs.append(float(np.log(p / (1.0 - p))))
-                ys.append(float(hit))
-                z_q.append(zs[-1])
-                shown_relevant |= hit
-        if z_q:
-            per_query.append((z_q, float(shown_relevant)))
-    yq = np.array([y for _, y in per_query])
-    if len(per_query) < MIN_ABSTENTION_QUERIES or min(yq.sum(), (1 - yq).sum()) < 2:
+                hit |= bool(relevant.intersection(prompt["docs"]))
+        if zs:
+            per_query.append((np.array(zs), hit))
+    kinds = [[z for z, h in per_query if h == kind] for kind in (False, True)]
+    if len(per_query) < MIN_ABSTENTION_QUERIES or min(len(k) for k in kinds) < 2:
         return None
-    z, y_prompt = np.array(zs), np.array(ys)
-    base = (y_prompt.sum() + 0.5) / (y_prompt.size + 1.0)
-    a0, b0 = _logistic(z, y_prompt, ridge=ridge)
-    z0 = float((np.log(base / (1 - base)) - a0) / b0) if b0 != 0.0 else float(np.median(z))
-    summed = np.array([sum(v - z0 for v in zq) for zq, _ in per_query])
-    _, slope = _logistic(summed, yq, ridge=ridge)
+    means = [np.array([z.mean() for z in k]) for k in kinds]
+    mu0, mu1 = (float(m.mean()) for m in means)
+    within = [float(np.sum((z - z.mean()) ** 2)) for z, _ in per_query]
+    dof = sum(z.size - 1 for z, _ in per_query)
+    omega2 = sum(within) / dof if dof > 0 else 0.0  # a question's prompts around their mean
+    m_bar = float(np.mean([z.size for z, _ in per_query]))
+    between = float(sum(np.sum((m - m.mean()) ** 2) for m in means)) / (len(per_query) - 2)
+    tau2 = max(between - omega2 / m_bar, 0.0)  # questions around their kind's mean
+    s2 = max(tau2 + omega2, 1e-6)
+    rho = tau2 / s2
+    slope = (mu1 - mu0) / (s2 * (1.0 + (m_bar - 1.0) * rho))
+    z0 = (mu0 + mu1) / 2.0
     how = {
         "queries": len(per_query),
-        "with_relevant": int(yq.sum()),
-        "prompts": int(z.size),
-        "z0": round(z0, 4),
-        "prompt_slope": round(float(b0), 4),
+        "with_relevant": len(kinds[1]),
+        "prompts": int(sum(z.size for z, _ in per_query)),
+        "mean_z": [round(mu0, 4), round(mu1, 4)],
+        "variance": round(s2, 4),
+        "question_share": round(rho, 4),
     }
-    return (round(float(slope), 6), round(float(-slope * z0), 6)), how
+    return (round(slope, 6), round(-slope * z0, 6)), how
 
 
 def _learned_fields(

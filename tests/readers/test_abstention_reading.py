@@ -141,11 +141,30 @@ def test_fit_abstention_map_reads_abstaining_as_evidence_of_nothing_relevant() -
     fitted = fit_abstention_map(traces)
     assert fitted is not None
     (slope, offset), how = fitted
-    assert slope < 0  # likelier abstention, less evidence of relevance
     assert how["queries"] == 12 and how["with_relevant"] == 6 and how["prompts"] == 24
-    # The prompt where nothing is told (z0) lies between the two groups' readings.
-    assert math.log(0.2 / 0.8) < how["z0"] < math.log(0.7 / 0.3)
-    assert offset == pytest.approx(-slope * how["z0"], abs=1e-5)
+
+    def lg(p: float) -> float:
+        return math.log(p / (1 - p))
+
+    # By hand: the kinds' means of z; every question of a kind has the same mean, so the
+    # variance is the prompts' own around their question's mean (12 degrees of freedom)
+    # and no share of it is the question's (rho = 0).
+    mu1, mu0 = (lg(0.1) + lg(0.2)) / 2, (lg(0.7) + lg(0.9)) / 2
+    s2 = (6 * 2 * ((lg(0.2) - lg(0.1)) / 2) ** 2 + 6 * 2 * ((lg(0.9) - lg(0.7)) / 2) ** 2) / 12
+    assert how["question_share"] == 0.0
+    assert slope == pytest.approx((mu1 - mu0) / s2, abs=1e-5)  # -5.345: likelier "unknown", less relevance
+    assert offset == pytest.approx(-slope * (mu0 + mu1) / 2, abs=1e-5)
+
+
+def test_prompts_that_repeat_each_other_count_once() -> None:
+    # Each question's prompts all read the same p, so the question's mean carries all there
+    # is: rho = 1 and the slope per prompt is the one-prompt slope divided by m = 4.
+    one = [_trace([0], [p]) for p in (0.1, 0.2, 0.15)] + [_trace([], [p]) for p in (0.6, 0.8, 0.7)] * 2
+    four = [{**t, "rounds": [{"round": 1, "prompts": t["rounds"][0]["prompts"] * 4}]} for t in one]
+    (s1, _), _ = fit_abstention_map(one * 2) or ((0.0, 0.0), {})
+    (s4, _), how = fit_abstention_map(four * 2) or ((0.0, 0.0), {})
+    assert how["question_share"] == pytest.approx(1.0)
+    assert s4 == pytest.approx(s1 / 4, rel=0.02)
 
 
 def test_fit_abstention_map_needs_enough_questions_of_both_kinds() -> None:
