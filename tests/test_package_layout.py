@@ -149,8 +149,8 @@ SUBPACKAGES = {
 }
 MOVED = {
     # 0.5 path -> 0.6 path; the old one imports with a DeprecationWarning until 0.7
-    "gold_panning_integrations.langchain": "gold_panning_integrations.integrations.langchain",
-    "gold_panning_integrations.llama_index": "gold_panning_integrations.integrations.llama_index",
+    "gold_panning_integrations.langchain_rerankers": "gold_panning_integrations.integrations.langchain_rerankers",
+    "gold_panning_integrations.llama_index_postprocessor": "gold_panning_integrations.integrations.llama_index_postprocessor",
     "gold_panning_integrations.traces": "gold_panning_integrations.calibration.traces",
     "gold_panning_integrations.calibration_metrics": "gold_panning_integrations.calibration.metrics",
     "gold_panning_integrations.recalibration": "gold_panning_integrations.calibration.recalibration",

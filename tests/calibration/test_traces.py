@@ -17,7 +17,7 @@ from gold_panning_integrations.calibration.traces import (
     trace_record,
 )
 from gold_panning_integrations.cli import main as cli_main
-from gold_panning_integrations.engine.panner import Panner
+from gold_panning_integrations.panning import GoldPanner
 from gold_panning_integrations.engine.simulate import SimulatedReader
 from gold_panning_integrations.profiles import DetectorProfile, RateCounts, load_profile
 
@@ -28,7 +28,7 @@ def _panned(n: int = 6, *, seed: int = 0, rounds: int = 3):  # type: ignore[no-u
     reader = SimulatedReader(prof, relevant=lambda d: d == "GOLD", rng=rng)
     docs = [f"d{i}" for i in range(n)]
     docs[2] = "GOLD"
-    return Panner(reader, profile=prof, rounds=rounds, retriever_prior="none", rng=rng).run("q", docs)
+    return GoldPanner(reader, profile=prof, rounds=rounds, retriever_prior="none", rng=rng).run("q", docs)
 
 
 def test_trace_record_mirrors_the_result() -> None:
@@ -276,7 +276,7 @@ def _mixture_traces(blind: float, leads: float, queries: int, seed: int) -> list
         gold = int(rng.integers(10))
         reads = rng.random(10) < leads / 9
         reads[gold] = rng.random() >= blind
-        res = Panner(Reader(reads), profile=prof, rounds=6, retriever_prior="none", rng=rng).run(
+        res = GoldPanner(Reader(reads), profile=prof, rounds=6, retriever_prior="none", rng=rng).run(
             "q", list(range(10))
         )
         out.append(trace_record(res, relevant=[gold]))
@@ -342,9 +342,9 @@ def test_cli_from_labelled_traces_reports_and_stores_the_mixture(
     assert prof.silent_rate == round(min(max((seen - expected) / (prompts - expected), 0.0), 0.99), 4)
     assert prof.expected_relevant == 1.0  # one relevant document in each of the 40 queries
     # the panner picks the measured values up unless told otherwise
-    panner = Panner(_NoReader(), profile=prof)
+    panner = GoldPanner(_NoReader(), profile=prof)
     assert (panner.config.blind_rate, panner.config.false_leads) == (prof.blind_rate, prof.false_leads)
-    assert Panner(_NoReader(), profile=prof, blind_rate=0.1).config.blind_rate == 0.1
+    assert GoldPanner(_NoReader(), profile=prof, blind_rate=0.1).config.blind_rate == 0.1
 
 
 class _NoReader:
@@ -417,7 +417,7 @@ def test_degenerate_labelled_traces_stay_valid() -> None:
     ]
     res = learn_profile([empty, everything, *base[2:]], load_profile("lost-in-the-middle").resample(10))
     assert res.mixture is not None
-    cfg = Panner(_NoReader(), profile=res.profile).config
+    cfg = GoldPanner(_NoReader(), profile=res.profile).config
     assert 0.0 < cfg.blind_rate < 1.0 and cfg.false_leads > 0.0
     assert np.isfinite(res.profile.tpr_array).all() and np.isfinite(res.profile.fpr_array).all()
     # only relevant labels (every document relevant): counted, but no mixture to measure
@@ -443,7 +443,7 @@ def test_labelled_simulated_traces_learn_the_rates_and_a_near_zero_mixture() -> 
 
 def test_labels_of_an_empty_result() -> None:
     prof = load_profile("lost-in-the-middle")
-    empty = Panner(_NoReader(), profile=prof).run("q", [])
+    empty = GoldPanner(_NoReader(), profile=prof).run("q", [])
     assert trace_record(empty, relevant=[])["relevant"] == []
     with pytest.raises(ValueError, match=r"indices \(this result has no documents\), got 0"):
         trace_record(empty, relevant=[0])
@@ -463,7 +463,7 @@ def test_each_prompt_of_a_round_records_its_own_citations() -> None:
             return Reading(cited=(documents.index("b"),) if self.calls % 3 == 1 else ())
 
     prof = DetectorProfile(n_positions=3, tpr=[0.9, 0.6, 0.3], fpr=[0.1, 0.1, 0.1])
-    res = Panner(FirstPromptOnly(), prof, rounds=1, prompts_per_round=3, retriever_prior="none", rng=0).run(
+    res = GoldPanner(FirstPromptOnly(), prof, rounds=1, prompts_per_round=3, retriever_prior="none", rng=0).run(
         "q", ["a", "b", "c"]
     )
     prompts = trace_record(res)["rounds"][0]["prompts"]

@@ -24,7 +24,7 @@ from langchain_core.runnables import ConfigurableField, Runnable
 
 import gold_panning_integrations.readers as readers_module
 from gold_panning_integrations import GoldPanningCompressor, GoldPanningRetriever
-from gold_panning_integrations.integrations._base import resolve_reader
+from gold_panning_integrations.integrations._framework_base import resolve_reader
 
 
 class CompressionRetriever(BaseRetriever):

@@ -1,0 +1,135 @@
+"""``python -m benchmarks query-path``: how far one query travels through the package.
+
+One ``GoldPanningRetriever.invoke`` (a LangChain fake chat model, 8 documents, the
+default options) traced with :func:`sys.setprofile`: the package files and functions
+it runs, the calls made into package code, and the package frames on the stack when
+the chat model is called (the deepest of its calls). The first query builds the engine
+(reader and profile resolved); the figures are of a later query, and of the first.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import sys
+from pathlib import Path
+from types import FrameType
+from typing import Any
+
+__all__ = ["main", "register", "trace_invoke"]
+
+_PACKAGE = str(Path(__import__("gold_panning_integrations").__file__).parent)
+"""The directory of the package under test: frames of files below it are package frames."""
+
+
+def _in_package(frame: FrameType) -> bool:
+    return frame.f_code.co_filename.startswith(_PACKAGE)
+
+
+def _retriever(n: int) -> Any:
+    """A ``GoldPanningRetriever`` over ``n`` fixed documents with a fake chat model that
+    cites nothing (``{"cited": []}``) and marks each call's stack."""
+    from langchain_core.callbacks import CallbackManagerForRetrieverRun
+    from langchain_core.documents import Document
+    from langchain_core.language_models import FakeListChatModel
+    from langchain_core.retrievers import BaseRetriever
+
+    from gold_panning_integrations import GoldPanningRetriever
+
+    docs = [Document(page_content=f"Passage number {i} about topic {i}.") for i in range(n)]
+
+    class Fixed(BaseRetriever):
+        def _get_relevant_documents(
+            self, query: str, *, run_manager: CallbackManagerForRetrieverRun
+        ) -> list[Document]:
+            return list(docs)
+
+    class Marked(FakeListChatModel):
+        depths: list[int] = []
+
+        def _call(self, *args: Any, **kwargs: Any) -> str:
+            frame: FrameType | None = sys._getframe(1)
+            depth = 0
+            while frame is not None:
+                depth += _in_package(frame)
+                frame = frame.f_back
+            self.depths.append(depth)
+            return super()._call(*args, **kwargs)
+
+    model = Marked(responses=['{"cited": []}'])
+    return GoldPanningRetriever(base_retriever=Fixed(), reader=model), model
+
+
+def trace_invoke(n: int = 8, *, queries: int = 2) -> list[dict[str, int]]:
+    """Trace ``queries`` successive ``invoke`` calls of one retriever over ``n`` documents.
+
+    Returns:
+        One dict per query: ``files`` and ``functions`` (distinct package files and
+        functions run), ``calls`` (profile ``call`` events in package code, generator
+        resumptions included), ``frames`` (the most package frames on the stack at a
+        chat-model call) and ``model_calls``.
+    """
+    retriever, model = _retriever(n)
+    out = []
+    for q in range(queries):
+        files: set[str] = set()
+        functions: set[tuple[str, int, str]] = set()
+        calls = 0
+
+        def profile(frame: FrameType, event: str, arg: Any) -> None:
+            nonlocal calls
+            if event == "call" and _in_package(frame):
+                code = frame.f_code
+                files.add(code.co_filename)
+                functions.add((code.co_filename, code.co_firstlineno, code.co_name))
+                calls += 1
+
+        model.depths.clear()
+        sys.setprofile(profile)
+        try:
+            retriever.invoke(f"which passage is about topic {q}?")
+        finally:
+            sys.setprofile(None)
+        out.append(
+            {
+                "file_names": sorted(f[len(_PACKAGE) + 1 :] for f in files),  # type: ignore[dict-item]
+                "files": len(files),
+                "functions": len(functions),
+                "calls": calls,
+                "frames": max(model.depths),
+                "model_calls": len(model.depths),
+            }
+        )
+    return out
+
+
+def register(subparsers: Any) -> None:
+    p = subparsers.add_parser("query-path", help=__doc__.splitlines()[0] if __doc__ else None)
+    p.add_argument("--n", type=int, default=8, help="documents (default 8)")
+    p.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    p.set_defaults(func=main)
+
+
+def main(args: argparse.Namespace) -> int:
+    logging.getLogger("gold_panning_integrations").setLevel(logging.ERROR)
+    rows = trace_invoke(args.n)
+    if args.json:
+        print(json.dumps(rows))
+        return 0
+    print(f"one GoldPanningRetriever.invoke, {args.n} documents, fake chat model, defaults ({_PACKAGE})")
+    print(
+        f"{'query':>6} {'files':>6} {'functions':>10} {'calls':>6} {'frames at model call':>21} {'model calls':>12}"
+    )
+    for i, r in enumerate(rows, 1):
+        print(
+            f"{i:>6} {r['files']:>6} {r['functions']:>10} {r['calls']:>6} {r['frames']:>21} {r['model_calls']:>12}"
+        )
+    return 0
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(prog="query_path")
+    parser.add_argument("--n", type=int, default=8)
+    parser.add_argument("--json", action="store_true")
+    sys.exit(main(parser.parse_args()))
