@@ -17,7 +17,7 @@ import numpy as np
 
 from gold_panning_integrations.evaluate._instances import CompareInstance
 from gold_panning_integrations.evaluate._methods import MethodOutcome
-from gold_panning_integrations.ir.metrics import wilson_interval
+from gold_panning_integrations.ir.ranking_metrics import wilson_interval
 
 from ._latency_methods import (
     PATHS,

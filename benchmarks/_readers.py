@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from gold_panning_integrations.engine.reading import Reading
-from gold_panning_integrations.engine.simulate import SimulatedReader
+from gold_panning_integrations.engine.simulator import SimulatedReader
 from gold_panning_integrations.readers._adapt import adapt_reader
 
 __all__ = ["PROMPT_OVERHEAD", "TOKENS_PER_DOC", "CachedReader", "FirstCitingReader", "TokenCountingReader"]

@@ -29,7 +29,7 @@ import numpy as np
 
 from gold_panning_integrations.engine.config import PanningConfig
 from gold_panning_integrations.engine.priors import rank_prior_probs
-from gold_panning_integrations.engine.simulate import Mistakes
+from gold_panning_integrations.engine.simulator import Mistakes
 
 __all__ = [
     "BS",

@@ -3,7 +3,7 @@ defaults, the attacks and no-harm rules), the detector profiles they perturb
 (:func:`noisy_profile`, :func:`heterogeneous_profile`), the simulation jobs each panel
 plans, and how a panel's pooled curves (:func:`pool_results`) are summarised.
 
-Every job is one call of :func:`~gold_panning_integrations.engine.simulate.simulate`
+Every job is one call of :func:`~gold_panning_integrations.engine.simulator.simulate`
 with its own child seed, so a panel's numbers do not depend on which other panels ran.
 """
 
@@ -21,7 +21,7 @@ from gold_panning_integrations.engine.config import PanningConfig
 from gold_panning_integrations.engine.curves import resample_curve
 from gold_panning_integrations.engine.priors import rank_prior_probs
 from gold_panning_integrations.engine.rounds import label_range
-from gold_panning_integrations.engine.simulate import Attack, Mistakes, SimulationResult
+from gold_panning_integrations.engine.simulator import Attack, Mistakes, SimulationResult
 from gold_panning_integrations.profiles import DetectorProfile, bundled_profiles
 
 from ._sim_latency import latency_jobs

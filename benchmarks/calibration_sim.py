@@ -5,7 +5,7 @@ Both studies run the code users run: :class:`~gold_panning_integrations.calibrat
 with a profile-driven simulated reader (budgeted or fixed layout), and
 :func:`~gold_panning_integrations.calibration.traces.learn_profile` on traces of
 :class:`~gold_panning_integrations.GoldPanner` runs. Profiles are judged by
-:func:`~gold_panning_integrations.engine.simulate.simulate`: the simulated model cites with
+:func:`~gold_panning_integrations.engine.simulator.simulate`: the simulated model cites with
 the *true* rates while GP-Belief places and updates with the *estimated* ones; every
 comparison uses the same seed, so needles and citation draws are shared (paired).
 
@@ -36,8 +36,8 @@ import numpy as np
 from gold_panning_integrations.calibration import Calibrator
 from gold_panning_integrations.calibration.traces import learn_profile, trace_record
 from gold_panning_integrations.engine.curves import resample_curve
+from gold_panning_integrations.engine.simulator import SimulatedReader, simulate
 from gold_panning_integrations.panning import GoldPanner
-from gold_panning_integrations.engine.simulate import SimulatedReader, simulate
 from gold_panning_integrations.profiles import DetectorProfile, load_profile
 from gold_panning_integrations.tasks.base import TaskInstance
 

@@ -39,7 +39,7 @@ from gold_panning_integrations.engine.beliefs import log_likelihood_ratios, upda
 from gold_panning_integrations.engine.curves import resample_curve
 from gold_panning_integrations.panning import GoldPanner
 from gold_panning_integrations.engine.policies import score_documents
-from gold_panning_integrations.engine.simulate import simulate
+from gold_panning_integrations.engine.simulator import simulate
 from gold_panning_integrations.profiles import DetectorProfile, load_profile
 
 __all__ = [

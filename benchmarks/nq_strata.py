@@ -39,7 +39,11 @@ import numpy as np
 
 from gold_panning_integrations.evaluate._instances import complete_ranking
 from gold_panning_integrations.ir.collection import read_qrels, read_run
-from gold_panning_integrations.ir.metrics import bootstrap_interval, paired_difference, per_query_metrics
+from gold_panning_integrations.ir.ranking_metrics import (
+    bootstrap_interval,
+    paired_difference,
+    per_query_metrics,
+)
 
 STRATA = ("first", "slice", "none")
 

@@ -40,8 +40,8 @@ from gold_panning_integrations import DetectorProfile
 from gold_panning_integrations.calibration.metrics import auroc, ece, summarize
 from gold_panning_integrations.calibration.traces import LearnResult, learn_profile, trace_record
 from gold_panning_integrations.engine.config import PanningConfig
+from gold_panning_integrations.engine.simulator import SimulatedReader, simulate
 from gold_panning_integrations.panning import GoldPanner
-from gold_panning_integrations.engine.simulate import SimulatedReader, simulate
 
 __all__ = [
     "AUROC_FLOOR",

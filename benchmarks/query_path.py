@@ -51,7 +51,7 @@ def _retriever(n: int) -> Any:
         def _call(self, *args: Any, **kwargs: Any) -> str:
             frame: FrameType | None = sys._getframe(1)
             depth = 0
-            while frame is not None:
+            while frame is not None and frame.f_code is not trace_invoke.__code__:  # below the invoke only
                 depth += _in_package(frame)
                 frame = frame.f_back
             self.depths.append(depth)
@@ -105,7 +105,7 @@ def trace_invoke(n: int = 8, *, queries: int = 2) -> list[dict[str, int]]:
 
 
 def register(subparsers: Any) -> None:
-    p = subparsers.add_parser("query-path", help=__doc__.splitlines()[0] if __doc__ else None)
+    p = subparsers.add_parser("query-path", description=__doc__)
     p.add_argument("--n", type=int, default=8, help="documents (default 8)")
     p.add_argument("--json", action="store_true", help="print JSON instead of a table")
     p.set_defaults(func=main)
@@ -126,10 +126,3 @@ def main(args: argparse.Namespace) -> int:
             f"{i:>6} {r['files']:>6} {r['functions']:>10} {r['calls']:>6} {r['frames']:>21} {r['model_calls']:>12}"
         )
     return 0
-
-
-if __name__ == "__main__":
-    parser = argparse.ArgumentParser(prog="query_path")
-    parser.add_argument("--n", type=int, default=8)
-    parser.add_argument("--json", action="store_true")
-    sys.exit(main(parser.parse_args()))

@@ -53,7 +53,7 @@ from gold_panning_integrations.engine.config import PanningConfig
 from gold_panning_integrations.engine.panner import _retriever_prior
 from gold_panning_integrations.engine.priors import DEFAULT_SCORE_TEMPERATURE
 from gold_panning_integrations.ir.collection import read_run
-from gold_panning_integrations.ir.metrics import per_query_metrics
+from gold_panning_integrations.ir.ranking_metrics import per_query_metrics
 from gold_panning_integrations.profiles import load_profile
 
 STRATA = ("first", "slice", "none")

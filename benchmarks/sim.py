@@ -1,6 +1,6 @@
 """``python -m benchmarks sim``: the paper's simulated comparison and ablations, with 95% CIs.
 
-Everything runs on :func:`~gold_panning_integrations.engine.simulate.simulate` (the
+Everything runs on :func:`~gold_panning_integrations.engine.simulator.simulate` (the
 observation model: a document at position ``j`` is cited with probability ``TPR_j`` if
 it is relevant, ``FPR_j`` if not). Six panels, each a JSON-ready dict:
 
@@ -83,7 +83,7 @@ from typing import Any
 
 import numpy as np
 
-from gold_panning_integrations.engine.simulate import SimulationResult, simulate
+from gold_panning_integrations.engine.simulator import SimulationResult, simulate
 from gold_panning_integrations.profiles import DetectorProfile, bundled_profiles
 
 from ._sim_latency import latency_panel

@@ -131,7 +131,11 @@ class GoldPanner:
         self.config = PanningConfig.from_options(config, **options).with_profile(profile)
         self.evidence_temperature = self.config.resolved("evidence_temperature")
         self.geometry = DecisionRates(
-            profile.tpr, profile.fpr, config=self.config, temperature=self.evidence_temperature
+            profile.tpr,
+            profile.fpr,
+            config=self.config,
+            temperature=self.evidence_temperature,
+            abstention=getattr(profile, "abstention_map", None),
         )
         # None: each run derives its own stream from its input (:mod:`.engine.seeding`)
         self.rng = None if rng is None else np.random.default_rng(None if isinstance(rng, str) else rng)

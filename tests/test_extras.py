@@ -27,14 +27,19 @@ NEEDS_FRAMEWORK = [
         "langchain_core",
         "langchain",
     ),
-    ("ChatModelReader", "gold_panning_integrations.readers.langchain", "langchain_core", "langchain"),
+    ("ChatModelReader", "gold_panning_integrations.readers.chat_model", "langchain_core", "langchain"),
     (
         "GoldPanningPostprocessor",
         "gold_panning_integrations.integrations.llama_index_postprocessor",
         "llama_index",
         "llama-index",
     ),
-    ("LlamaIndexLLMReader", "gold_panning_integrations.readers.llama_index", "llama_index", "llama-index"),
+    (
+        "LlamaIndexLLMReader",
+        "gold_panning_integrations.readers.llama_index_llm",
+        "llama_index",
+        "llama-index",
+    ),
 ]
 
 

@@ -100,15 +100,3 @@ def test_no_import_cycle_in_the_package() -> None:
     # suspicion/suspected_shares moved to rounds.
     cycles = _cycles(_graph())
     assert all(c in KNOWN for c in cycles), cycles
-
-
-def test_the_engine_and_integrations_module_names_are_unique() -> None:
-    """No module of engine/ or integrations/ shares its basename with another package
-    module (engine/simulate.py aside: its clash is renamed on another branch of issue 40)."""
-    seen: dict[str, list[str]] = {}
-    for path in ROOT.rglob("*.py"):
-        if path.name != "__init__.py":
-            seen.setdefault(path.stem, []).append(path.relative_to(ROOT).as_posix())
-    mine = [p for paths in seen.values() for p in paths if p.startswith(("engine/", "integrations/"))]
-    repeated = {p: seen[Path(p).stem] for p in mine if len(seen[Path(p).stem]) > 1}
-    assert set(repeated) <= {"engine/simulate.py"}, repeated

@@ -1,7 +1,6 @@
 """The package's layout, read from its source: ``evaluate`` never imports the CLI
 (``cli`` may import ``evaluate``, never the reverse), the top level is grouped by subject and
-the tests mirror it, each 0.5 path that moved still imports (with a ``DeprecationWarning``),
-no lab module is in the package
+the tests mirror it, module basenames are unique, no lab module is in the package
 and the package never imports the lab (the repository's ``benchmarks/``, not installed), and
 no module grows past :data:`MAX_MODULE_LINES` lines (split it along a seam, into
 ``_``-prefixed helper modules)."""
@@ -28,8 +27,8 @@ def _module_name(path: Path) -> str:
 
 def _imported(source: str, module: str, *, is_package: bool = False) -> list[str]:
     """Every module an ``import`` or ``from ... import`` in ``source`` (the text of
-    ``module``) names, relative imports resolved (``..commands._util`` in
-    ``gold_panning_integrations.evaluate.compare`` -> ``gold_panning_integrations.commands._util``);
+    ``module``) names, relative imports resolved (``..cli.commands._util`` in
+    ``gold_panning_integrations.evaluate.compare`` -> ``gold_panning_integrations.cli.commands._util``);
     a ``from X import y`` also yields ``X.y``, which may be a submodule."""
     here = module.split(".") if is_package else module.split(".")[:-1]
     found: list[str] = []
@@ -48,9 +47,7 @@ def _imported(source: str, module: str, *, is_package: bool = False) -> list[str
 
 
 def _is_cli(name: str) -> bool:
-    return name in ("gold_panning_integrations.commands", "gold_panning_integrations.cli") or name.startswith(
-        ("gold_panning_integrations.commands.", "gold_panning_integrations.cli.")
-    )
+    return name == "gold_panning_integrations.cli" or name.startswith("gold_panning_integrations.cli.")
 
 
 def test_the_resolver_sees_relative_and_lazy_cli_imports() -> None:
@@ -64,7 +61,7 @@ def test_the_resolver_sees_relative_and_lazy_cli_imports() -> None:
         for n in _imported("from .._console import Progress\n", "gold_panning_integrations.evaluate.compare")
     )
     init = _imported(
-        "from ..cli.commands import bench\n", "gold_panning_integrations.evaluate", is_package=True
+        "from ..cli.commands import run\n", "gold_panning_integrations.evaluate", is_package=True
     )
     assert "gold_panning_integrations.cli.commands" in init
 
@@ -106,12 +103,10 @@ def test_the_lab_is_where_the_layout_says() -> None:
 
 def test_no_lab_module_is_in_the_package_tree() -> None:
     """The wheel is the package folder (pyproject finds ``gold_panning_integrations*`` only):
-    no lab module may come back into it, under any sub-package, except the deprecated
-    one-release ``bench/`` shim, which holds only ``__init__`` and ``compare``."""
+    no lab module may come back into it, under any sub-package."""
     lab = _lab_modules()
     offenders = sorted(str(p.relative_to(PACKAGE)) for p in _modules() if p.stem in lab)
     assert offenders == []
-    assert sorted(p.name for p in (PACKAGE / "bench").glob("*.py")) == ["__init__.py", "compare.py"]
     assert not (PACKAGE / "calibration_sim.py").exists()
 
 
@@ -147,26 +142,23 @@ SUBPACKAGES = {
     "readers",
     "tasks",
 }
-MOVED = {
-    # 0.5 path -> 0.6 path; the old one imports with a DeprecationWarning until 0.7
-    "gold_panning_integrations.langchain_rerankers": "gold_panning_integrations.integrations.langchain_rerankers",
-    "gold_panning_integrations.llama_index_postprocessor": "gold_panning_integrations.integrations.llama_index_postprocessor",
-    "gold_panning_integrations.traces": "gold_panning_integrations.calibration.traces",
-    "gold_panning_integrations.calibration_metrics": "gold_panning_integrations.calibration.metrics",
-    "gold_panning_integrations.recalibration": "gold_panning_integrations.calibration.recalibration",
-    "gold_panning_integrations.commands": "gold_panning_integrations.cli.commands",
-    "gold_panning_integrations.commands.run": "gold_panning_integrations.cli.commands.run",
-}
 
 
 def test_the_top_level_is_grouped_by_subject() -> None:
-    """Beside the sub-packages only the public front door (``panning``, ``errors``, ``plots``),
-    shared private helpers and the one-release shims of :data:`MOVED` stay at the top."""
-    packages = {p.parent.name for p in PACKAGE.glob("*/__init__.py")} - {"_data", "bench", "commands"}
+    """Beside the sub-packages only the public front door (``panning``, ``errors``, ``plots``)
+    and shared private helpers stay at the top."""
+    packages = {p.parent.name for p in PACKAGE.glob("*/__init__.py")} - {"_data"}
     assert packages == SUBPACKAGES
-    shims = {name.rsplit(".", 1)[1] for name in MOVED if name.count(".") == 1}
-    top = {p.stem for p in PACKAGE.glob("*.py")} - shims
-    assert top == {"__init__", "errors", "panning", "plots", "_console", "_io", "_moved", "_steps"}
+    top = {p.stem for p in PACKAGE.glob("*.py")}
+    assert top == {"__init__", "errors", "panning", "plots", "_console", "_io", "_steps"}
+
+
+def test_module_basenames_are_unique() -> None:
+    """A module's name says what it holds across the package: no two modules share a basename
+    (``__init__.py`` aside), so ``langchain.py`` never needs its folder to be told apart."""
+    names = sorted(p.name for p in _modules() if p.name != "__init__.py")
+    assert len(names) > 50
+    assert sorted({n for n in names if names.count(n) > 1}) == []
 
 
 def test_the_tests_mirror_the_tree() -> None:
@@ -174,21 +166,3 @@ def test_the_tests_mirror_the_tree() -> None:
     assert SUBPACKAGES <= {p.name for p in tests.iterdir() if p.is_dir()}
     names = [p.name for p in tests.rglob("test_*.py")]
     assert len(names) == len(set(names))  # one basename per test module (no __init__.py in tests/)
-
-
-def test_each_moved_path_imports_the_new_module_with_a_warning() -> None:
-    import importlib
-    import sys
-    import warnings
-
-    for old, new in MOVED.items():
-        moved = ".".join(old.split(".")[:2])  # the 0.5 module or package, with its aliases
-        for name in [n for n in sys.modules if n == moved or n.startswith(f"{moved}.")]:
-            sys.modules.pop(name)
-        with warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always")
-            module = importlib.import_module(old)
-        assert module is importlib.import_module(new)
-        assert any(
-            issubclass(w.category, DeprecationWarning) and MOVED[moved] in str(w.message) for w in caught
-        )

@@ -43,7 +43,8 @@ def trace_record(
     Returns:
         ``{"type": "trace", "version", "n", "k", "policy", "prior_log_odds",
         "posteriors", "rounds": [{"round", "prompts": [{"docs", "positions", "span",
-        "cited", "failed"}]}]}``, plus ``"raw_posteriors"`` (the update's posteriors
+        "cited", "failed"}]}]}`` (a prompt also ``"abstain_p"`` when its reading had
+        one), plus ``"raw_posteriors"`` (the update's posteriors
         before the profile's recalibration map) when a map was applied; ``docs``/``cited`` are input indices, ``positions``
         the prompt positions of ``docs`` (same order), ``span`` the number of positions
         the prompt's profile had (relative depth of position ``j`` is ``j / (span - 1)``).
@@ -68,6 +69,9 @@ def trace_record(
                     "failed": bool(getattr(reading, "failed", False)),
                 }
             )
+            abstain = getattr(reading, "abstain_p", None)
+            if abstain is not None:  # the way out's first-token probability (Reading.abstain_p)
+                prompts[-1]["abstain_p"] = round(float(abstain), 6)
         rounds.append({"round": int(r.round), "prompts": prompts})
     prior = getattr(result, "prior_log_odds", None)
     record: dict[str, Any] = {
@@ -192,6 +196,9 @@ def _prompt_problem(p: Any, n: int) -> str | None:
         return "prompt documents must be in 0..n-1 and cited ones among them"
     if not isinstance(p.get("failed", False), bool):
         return "prompt field 'failed' must be true or false"
+    a = p.get("abstain_p")
+    if a is not None and not (isinstance(a, (int, float)) and not isinstance(a, bool) and 0.0 <= a <= 1.0):
+        return f"prompt field 'abstain_p' must be a probability in [0, 1], got {a!r:.20}"
     return None
 
 

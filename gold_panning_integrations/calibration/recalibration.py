@@ -140,7 +140,11 @@ def replay_log_odds(
     lo0 = np.zeros(n) if prior is None else np.asarray(prior, dtype=np.float64)
     state = BatchState.start(lo0[None, :])
     geometry = DecisionRates(
-        profile.tpr, profile.fpr, config=cfg, temperature=float(cfg.evidence_temperature or 1.0)
+        profile.tpr,
+        profile.fpr,
+        config=cfg,
+        temperature=float(cfg.evidence_temperature or 1.0),
+        abstention=getattr(profile, "abstention_map", None),
     )
     for r in trace.get("rounds", ()):
         for p in r["prompts"]:
@@ -151,7 +155,9 @@ def replay_log_odds(
             cited = np.zeros((1, n), dtype=bool)
             cited[0, p["cited"]] = True
             sizes = np.array([int(p["span"])], dtype=np.intp)
-            observe_round(state, positions, sizes, cited, config=cfg, geometry=geometry)
+            a = p.get("abstain_p")
+            abstain = None if a is None else np.array([float(a)])
+            observe_round(state, positions, sizes, cited, abstain_p=abstain, config=cfg, geometry=geometry)
     return state.log_odds[0].copy()
 
 

@@ -28,6 +28,7 @@ __all__ = [
     "Observations",
     "RetrieverFit",
     "TraceWriter",
+    "fit_abstention_map",
     "fit_head_decay",
     "learn_profile",
     "observations_from_traces",
@@ -357,6 +358,82 @@ def silent_rate(
     return float(min(max((seen - expected) / (count - expected), 0.0), 0.99)), count, expected, seen
 
 
+MIN_ABSTENTION_QUERIES = 10
+"""Labelled queries with abstention readings (some with a relevant candidate shown, some
+without, at least 2 of each) below which :func:`fit_abstention_map` fits nothing."""
+
+
+def _logistic(x: NDArray[np.float64], y: NDArray[np.float64], *, ridge: float) -> NDArray[np.float64]:
+    """``(intercept, slope)`` of ``P(y) = sigmoid(intercept + slope * x)`` by maximum
+    likelihood, the slope pulled toward 0 by ``0.5 * ridge * slope**2``; ``x``, ``y`` shape ``(m,)``."""
+    from scipy.optimize import minimize
+
+    def loss(theta: NDArray[np.float64]) -> tuple[float, NDArray[np.float64]]:
+        z = theta[0] + theta[1] * x
+        r = sigmoid(z) - y
+        value = float(np.sum(np.logaddexp(0.0, z) - y * z)) + 0.5 * ridge * theta[1] ** 2
+        return value, np.array([float(r.sum()), float(r @ x) + ridge * theta[1]])
+
+    return np.asarray(minimize(loss, np.zeros(2), jac=True, method="L-BFGS-B").x, dtype=np.float64)
+
+
+def fit_abstention_map(
+    traces: Iterable[Mapping[str, Any]], *, ridge: float = 1.0
+) -> tuple[tuple[float, float], dict[str, Any]] | None:
+    """The profile's ``abstention_map`` ``(slope, offset)`` from labelled traces whose
+    prompts carry ``abstain_p``, with how it was fitted; None below
+    :data:`MIN_ABSTENTION_QUERIES`.
+
+    A prompt's reading ``z = logit(abstain_p)`` (clipped as the engine reads it) adds
+    ``slope * (z - z0)`` nats to every document it showed. ``z0``, where a prompt tells
+    nothing, is where a logistic fit of "a relevant document was shown" on ``z`` over all
+    prompts crosses the prompts' base rate. The slope is fitted per query, on the sum of
+    its prompts' ``z - z0``, so that prompts of one question, which abstain together, are
+    not counted as independent. Both fits pull their slope toward 0 by ``ridge``.
+    """
+    from ..engine.rounds import ABSTAIN_CLIP
+
+    zs: list[float] = []
+    ys: list[float] = []
+    per_query: list[tuple[list[float], float]] = []
+    for t in traces:
+        if t.get("relevant") is None:
+            continue
+        relevant = set(t["relevant"])
+        z_q: list[float] = []
+        shown_relevant = False
+        for r in t.get("rounds", ()):
+            for prompt in r["prompts"]:
+                a = prompt.get("abstain_p")
+                if a is None or prompt.get("failed"):
+                    continue
+                hit = bool(relevant.intersection(prompt["docs"]))
+                p = min(max(float(a), ABSTAIN_CLIP), 1.0 - ABSTAIN_CLIP)
+                zs.append(float(np.log(p / (1.0 - p))))
+                ys.append(float(hit))
+                z_q.append(zs[-1])
+                shown_relevant |= hit
+        if z_q:
+            per_query.append((z_q, float(shown_relevant)))
+    yq = np.array([y for _, y in per_query])
+    if len(per_query) < MIN_ABSTENTION_QUERIES or min(yq.sum(), (1 - yq).sum()) < 2:
+        return None
+    z, y_prompt = np.array(zs), np.array(ys)
+    base = (y_prompt.sum() + 0.5) / (y_prompt.size + 1.0)
+    a0, b0 = _logistic(z, y_prompt, ridge=ridge)
+    z0 = float((np.log(base / (1 - base)) - a0) / b0) if b0 != 0.0 else float(np.median(z))
+    summed = np.array([sum(v - z0 for v in zq) for zq, _ in per_query])
+    _, slope = _logistic(summed, yq, ridge=ridge)
+    how = {
+        "queries": len(per_query),
+        "with_relevant": int(yq.sum()),
+        "prompts": int(z.size),
+        "z0": round(z0, 4),
+        "prompt_slope": round(float(b0), 4),
+    }
+    return (round(float(slope), 6), round(float(-slope * z0), 6)), how
+
+
 def _learned_fields(
     prior: DetectorProfile, fit: MixtureFit | None, retriever: RetrieverFit | None, extra: dict[str, Any]
 ) -> dict[str, Any]:
@@ -373,6 +450,8 @@ def _learned_fields(
     if retriever is not None:
         learned["prior_head_decay"] = retriever.head_decay
         extra["retriever_fit"] = {"queries": retriever.queries, "top1_share": round(retriever.top1_share, 4)}
+    if prior.abstention_map is not None:
+        learned["abstention_map"] = prior.abstention_map
     return learned
 
 
@@ -424,9 +503,11 @@ def learn_profile(
     if not prior_strength > 0:
         raise ValueError(f"prior_strength must be > 0, got {prior_strength!r}")
     retriever = None
+    abstention = None
     if not isinstance(traces, Observations):
         traces = list(traces)
         retriever = fit_head_decay(traces)
+        abstention = fit_abstention_map(traces)
     obs = traces if isinstance(traces, Observations) else observations_from_traces(traces)
     P = prior.n_positions
     g = _learn_grid(prior, grid)
@@ -520,6 +601,8 @@ def learn_profile(
             silent_prompts=(n_prompts, round(expected_empty, 3), seen_empty),
         )
     learned = _learned_fields(prior, fit, retriever, extra)
+    if abstention is not None:
+        learned["abstention_map"], extra["abstention_fit"] = abstention
     profile = DetectorProfile.from_grid(
         g,
         t_grid,

@@ -1,5 +1,5 @@
-"""The ``gold-panning`` command: ``run``, ``calibrate``, ``simulate``, ``evaluate``, ``rerank`` (and the
-deprecated ``bench``), each a module of :mod:`gold_panning_integrations.cli.commands` with
+"""The ``gold-panning`` command: ``run``, ``calibrate``, ``simulate``, ``evaluate``, ``rerank``, each a
+module of :mod:`gold_panning_integrations.cli.commands` with
 ``register(subparsers)`` (cheap imports only) and ``main(args) -> int``.
 
 No traceback reaches a user: :func:`main` turns every error into one line on stderr,
@@ -40,7 +40,7 @@ __all__ = [
     "main",
 ]
 
-COMMANDS = ("run", "calibrate", "simulate", "evaluate", "rerank", "bench")
+COMMANDS = ("run", "calibrate", "simulate", "evaluate", "rerank")
 """Top-level sub-commands: modules of :mod:`gold_panning_integrations.cli.commands`."""
 
 DEBUG_ENV = "GOLD_PANNING_DEBUG"
@@ -99,11 +99,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_global_options(parser, top=True)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name in COMMANDS:
-        mod = importlib.import_module(f"gold_panning_integrations.cli.commands.{name}")
-        if name == "bench":
-            mod.register(sub, on_load=lambda p: _add_global_options(p, top=False))
-        else:
-            mod.register(sub)
+        importlib.import_module(f"gold_panning_integrations.cli.commands.{name}").register(sub)
     for _name, p, _help in _subparsers(parser):
         _add_global_options(p, top=False)
     return parser
@@ -256,8 +252,7 @@ def main(
     if not getattr(args, "command", None):
         parser.print_help()
         return 2
-    command = " ".join(x for x in (args.command, getattr(args, "bench_command", None)) if x)
-    prog = f"{prog} {command}"
+    prog = f"{prog} {args.command}"
     with _cli_logging(verbose=args.verbose, debug=debug), sigterm_interrupts():
         try:
             with progress_quiet(args.quiet):

@@ -11,7 +11,7 @@ from .curves import grid_positions, interpolate_grid, resample_curve
 from .policies import POLICIES, binary_entropy, score_documents, vote_ranking
 from .reading import Reader, Reading
 from .result import PanningResult, ProfileLike, RoundTrace
-from .simulate import Attack, PolicyCurve, SimulatedReader, SimulationResult, simulate
+from .simulator import Attack, PolicyCurve, SimulatedReader, SimulationResult, simulate
 
 __all__ = [
     "POLICIES",

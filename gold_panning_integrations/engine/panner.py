@@ -61,6 +61,18 @@ __all__ = [
 logger = logging.getLogger(__name__)
 
 
+def _abstain_of(reading: Reading) -> NDArray[np.float64] | None:
+    """``reading.abstain_p`` as a ``(1,)`` array, None when absent or not a probability
+    (a reader's bad value is ignored, with a warning: it is evidence only when it is one)."""
+    p = getattr(reading, "abstain_p", None)
+    if p is None:
+        return None
+    if isinstance(p, bool) or not isinstance(p, (int, float)) or not 0.0 <= p <= 1.0:
+        logger.warning("ignoring a reading's abstain_p of %r: not a probability in [0, 1]", p)
+        return None
+    return np.array([float(p)])
+
+
 def _validate_cited(reading: Any, m: int) -> tuple[tuple[int, ...], Reading]:
     """Defence in depth: keep only in-range, unique positions and count the rest; anything
     but a :class:`Reading` with an iterable ``cited`` becomes a failed reading."""
@@ -285,7 +297,16 @@ class PanningRun:
             cited = np.zeros((1, self.n), dtype=bool)
             cited[0][docs] = True
             sizes = np.array([w.docs.size], dtype=np.intp)
-            observe_round(self.state, w.positions, sizes, cited, config=self.cfg, geometry=self.geometry)
+            abstain = _abstain_of(reading)
+            observe_round(
+                self.state,
+                w.positions,
+                sizes,
+                cited,
+                abstain_p=abstain,
+                config=self.cfg,
+                geometry=self.geometry,
+            )
             cited_all.extend(docs.tolist())
         self.traces.append(
             RoundTrace(

@@ -42,6 +42,9 @@ class Reading:
             panner's (a reader that takes no labels shows ``1..m``); None: the panner's.
         cached: True: a reply-cache hit (no model call, ``attempts`` 0); False: a miss
             (the reply was stored); None: the reader has no cache.
+        abstain_p: The probability the model gave, at its first token, to starting the way
+            out ("unknown", answer mode) when the endpoint returns it; None otherwise. The
+            engine reads it through the profile's ``abstention_map``.
     """
 
     cited: tuple[int, ...] = ()
@@ -59,6 +62,7 @@ class Reading:
     cached: bool | None = None
     documents_cut: int = 0
     chars_cut: int = 0
+    abstain_p: float | None = None
 
     @classmethod
     def failure(cls, error: str, *, attempts: int = 1, raw: str | None = None) -> Reading:
@@ -70,7 +74,7 @@ class Reading:
 class Reader(Protocol):
     """The one reader protocol the panner calls.
 
-    * ``read(question, documents, *, labels) -> Reading`` (for ``Panner.run``) and/or
+    * ``read(question, documents, *, labels) -> Reading`` (for ``GoldPanner.run``) and/or
       ``async aread(...)`` (for ``arun``): ``documents`` in prompt order, ``labels[i]``
       (distinct positive ints, drawn at random: :func:`~.labels.label_range`) names
       ``documents[i]``; ``Reading.cited`` holds 0-based *positions*. Return

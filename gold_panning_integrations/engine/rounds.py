@@ -1,6 +1,6 @@
 """One panning round, written once with a leading batch axis (numpy only).
 
-The panner calls these functions with a batch of one, :func:`~.simulate.simulate` with
+The panner calls these functions with a batch of one, :func:`~.simulator.simulate` with
 thousands of trials. A round is :func:`active_mask` (pruning); :func:`plan_round` per
 prompt (score, rank, ``spread``, ``shuffle_top``, match to positions, draw labels); the
 reader's citations; :func:`observe_round` per prompt, in prompt order (the update, read
@@ -17,7 +17,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from .assignment import position_order
-from .beliefs import log_likelihood_ratios, sigmoid
+from .beliefs import log_likelihood_ratios, logit, sigmoid
 from .config import PanningConfig
 from .curves import resample_curve
 from .labels import LABELS_PER_DOCUMENT, MIN_LABEL_DIGITS, draw_labels, label_range
@@ -114,8 +114,9 @@ class Rates:
 class DecisionRates:
     """A profile's decision rates (``tpr``, ``fpr``: shape ``(M,)``) per prompt size,
     cached; ``config`` gives ``resample_profile``, ``robust`` and ``eps``, ``temperature``
-    divides every log-likelihood ratio, and ``placement`` (other ``(tpr, fpr)``) decides
-    placement only (the simulator's ablation; default the profile)."""
+    divides every log-likelihood ratio, ``placement`` (other ``(tpr, fpr)``) decides
+    placement only (the simulator's ablation; default the profile), and ``abstention`` is
+    the profile's ``abstention_map`` (None: abstention probabilities are not read)."""
 
     def __init__(
         self,
@@ -125,6 +126,7 @@ class DecisionRates:
         config: PanningConfig,
         temperature: float = 1.0,
         placement: tuple[ArrayLike, ArrayLike] | None = None,
+        abstention: tuple[float, float] | None = None,
     ) -> None:
         self.tpr = np.asarray(tpr, dtype=np.float64)
         self.fpr = np.asarray(fpr, dtype=np.float64)
@@ -133,6 +135,7 @@ class DecisionRates:
         )
         self.config = config
         self.temperature = float(temperature)
+        self.abstention = None if abstention is None else (float(abstention[0]), float(abstention[1]))
         self._cache: dict[int, Rates] = {}
 
     @functools.cached_property
@@ -208,7 +211,9 @@ class BatchState:
 
     Per document, shape ``(B, n)``: ``log_odds``, ``prior_log_odds``, ``counts``
     (citations), ``times_shown`` (in prompts that updated beliefs), ``evidence`` (summed
-    log-likelihood ratio; ``log_odds = prior_log_odds + mixed_evidence(evidence)``),
+    log-likelihood ratio), ``abstained`` (summed :func:`abstention_evidence`, a measured
+    likelihood ratio the mixture does not bound again; ``log_odds = prior_log_odds +
+    mixed_evidence(evidence) + abstained``),
     ``relevant``/``irrelevant`` (summed log-likelihoods at the profile's own rates, kept
     for ``self_citing``). Per run, shape ``(B,)``: citations ``observed`` and
     ``predicted`` (level adaptation), over the replies that cited something.
@@ -217,6 +222,7 @@ class BatchState:
     log_odds: NDArray[np.float64]
     prior_log_odds: NDArray[np.float64]
     evidence: NDArray[np.float64] = field(init=False)
+    abstained: NDArray[np.float64] = field(init=False)
     relevant: NDArray[np.float64] = field(init=False)
     irrelevant: NDArray[np.float64] = field(init=False)
     counts: NDArray[np.int64] = field(init=False)
@@ -227,6 +233,7 @@ class BatchState:
     def __post_init__(self) -> None:
         b, n = self.log_odds.shape
         self.evidence = np.zeros((b, n))
+        self.abstained = np.zeros((b, n))
         self.relevant = np.zeros((b, n))
         self.irrelevant = np.zeros((b, n))
         self.counts = np.zeros((b, n), dtype=np.int64)
@@ -436,6 +443,46 @@ def _mixture_missed(
     return np.where(empty[:, None], mixed, missed) / temperature
 
 
+ABSTAIN_CLIP = 1e-4
+"""Abstention probabilities are read within ``[ABSTAIN_CLIP, 1 - ABSTAIN_CLIP]``."""
+
+
+def abstention_evidence(abstain_p: ArrayLike, abstention_map: tuple[float, float]) -> NDArray[np.float64]:
+    """Nats a prompt's first-token probability of the way out adds to every document it
+    showed: ``slope * logit(p) + offset`` for ``(slope, offset) = abstention_map``,
+    elementwise (any shape; ``p`` clipped to ``[1e-4, 1 - 1e-4]``, NaN -> 0: no reading).
+
+    Example: ``(slope, offset) = (-0.5, -1.0)``, ``p = 0.8``: ``-0.5 * log 4 - 1 = -1.693``.
+    """
+    p = np.asarray(abstain_p, dtype=np.float64)
+    z = logit(np.clip(p, ABSTAIN_CLIP, 1.0 - ABSTAIN_CLIP))
+    return np.where(np.isnan(p), 0.0, abstention_map[0] * z + abstention_map[1])
+
+
+def _abstention_update(
+    log_odds: NDArray[np.float64], shown: NDArray[np.bool_], lam: NDArray[np.float64]
+) -> NDArray[np.float64]:
+    """Each shown document's share of a prompt's abstention evidence, shape ``(B, n)``.
+
+    ``lam`` (``(B,)``, :func:`abstention_evidence`) is the log-likelihood ratio of "a shown
+    document is relevant" against "none is". Given document ``i`` relevant, some shown
+    document is; given it irrelevant, none is with ``q_i``, the current probability that
+    no *other* shown document is relevant (``prod (1 - p_j)``). So ``i``'s log-likelihood
+    ratio is ``-log(q_i e^-lam + 1 - q_i)``: ``lam`` when ``i`` is shown alone (``q_i =
+    1``), 0 when another document is surely relevant (``q_i = 0``), and never more than
+    ``-log(1 - q_i)``: "something here answers" raises every shown document only as far as
+    the others leave room.
+
+    Example: two shown documents at ``p = 0.5`` and ``lam = -2``: ``q = 0.5``, ``-log(0.5
+    e^2 + 0.5) = -1.4338`` each.
+    """
+    log_miss = np.log1p(-np.minimum(sigmoid(log_odds), 1.0 - 1e-12))
+    log_q = np.add.reduce(_where0(shown, log_miss), axis=1, keepdims=True) - _where0(shown, log_miss)
+    with np.errstate(divide="ignore"):
+        log_1mq = np.log(-np.expm1(log_q))  # log(1 - q), -inf when q = 1
+    return -np.logaddexp(log_q - lam[:, None], log_1mq)
+
+
 def _clamped_logs(
     rates: NDArray[np.float64], eps: float
 ) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.float64]]:
@@ -451,12 +498,15 @@ def observe_round(
     cited: NDArray[np.bool_],
     *,
     ok: NDArray[np.bool_] | None = None,
+    abstain_p: NDArray[np.float64] | None = None,
     config: PanningConfig,
     geometry: DecisionRates,
 ) -> NDArray[np.bool_]:
     """The Bayesian update of ``state``, in place, by one prompt per run: ``positions``
-    and ``cited`` per document (``(B, n)``, -1 = not shown), ``sizes`` shown and ``ok``
-    (reading succeeded; None: all) per run (``(B,)``). Returns the runs updated, ``(B,)``.
+    and ``cited`` per document (``(B, n)``, -1 = not shown), ``sizes`` shown, ``ok``
+    (reading succeeded; None: all) and ``abstain_p`` (the way out's first-token
+    probability, NaN: none; read through ``geometry.abstention`` when both are given) per
+    run (``(B,)``). Returns the runs updated, ``(B,)``.
     """
     shown = positions >= 0
     cited = cited & shown
@@ -503,6 +553,12 @@ def observe_round(
     updated = upd[:, None]
     apply = shown & updated
     state.evidence = np.add(state.evidence, _where0(apply, delta))
+    if abstain_p is not None and geometry.abstention is not None:
+        # fitted on labels, blind spots included: added outside the mixture's bounds
+        lam = abstention_evidence(abstain_p, geometry.abstention)
+        state.abstained = np.add(
+            state.abstained, _where0(apply, _abstention_update(state.log_odds, shown, lam))
+        )
     a, b_rate, s = mixture_rates(config, state.log_odds.shape[1])
     flat = None
     profile_evidence = None
@@ -525,6 +581,8 @@ def observe_round(
             profile_evidence=profile_evidence,
         ),
     )
+    if state.abstained.any():
+        state.log_odds += state.abstained
     state.counts += cited & updated
     state.times_shown += apply
     return upd

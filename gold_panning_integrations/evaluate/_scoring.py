@@ -1,7 +1,7 @@
 """Scoring ``gold-panning evaluate``'s rows the field's way: every method on a full ranking
 (the ``top_n`` documents it returned, then the other candidates in first-stage order:
 :func:`~._instances.complete_ranking`), with the metrics, intervals and paired differences
-against the first stage of :mod:`~..ir.metrics`.
+against the first stage of :mod:`~..ir.ranking_metrics`.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from numpy.typing import NDArray
 
 from ..engine.panner import PanningResult
 from ..engine.policies import vote_ranking
-from ..ir.metrics import (
+from ..ir.ranking_metrics import (
     bootstrap_interval,
     metric_names,
     paired_difference,
@@ -64,7 +64,7 @@ def score_methods(
     Returns:
         ``{method: {"<metric>": mean, "<metric>_ci95": [lo, hi], ..., "vs_first_stage":
         {"<metric>": {"wins", "losses", "ties", "mean_diff", "ci95"}}}}`` for the metrics of
-        :func:`~..ir.metrics.metric_names` (top-1/top-3 only when every query has one
+        :func:`~..ir.ranking_metrics.metric_names` (top-1/top-3 only when every query has one
         relevant document; their intervals are left to the Wilson ones of the rows); no
         ``vs_first_stage`` for the baseline itself or when it did not run.
     """

@@ -27,8 +27,9 @@ from typing import Any, Literal
 from .. import __version__
 from ..errors import MissingExtraError
 from ..ir.collection import Collection
-from ..ir.metrics import wilson_interval
+from ..ir.ranking_metrics import wilson_interval
 from ..readers._native import check_llama_runs_here
+from ._compare_run import CHECKPOINT_FORMAT, run_compare, summarize
 from ._endpoints import EmbeddedServer, UsageProxy, check_server_extra, free_port, llama_server_command
 from ._instances import COLLECTION_TASKS, TASKS, CompareInstance, GPKChoice, make_instances
 from ._methods import (
@@ -51,7 +52,6 @@ from ._methods import (
     peer_missing,
 )
 from ._report import format_markdown, plot_compare
-from ._run import CHECKPOINT_FORMAT, run_compare, summarize
 
 __all__ = [
     "ALL_METHODS",
@@ -495,7 +495,7 @@ def main(args: argparse.Namespace) -> int:
     methods = _methods(args.methods)
     if args.plot and importlib.util.find_spec("matplotlib") is None:
         raise MissingExtraError("matplotlib", "plot", "--plot")
-    from ..ir.metrics import _ir_measures
+    from ..ir.ranking_metrics import _ir_measures
 
     _ir_measures()  # the scoring's library, checked before any model call
     skipped = {m: why for m in methods if m in PEER_METHODS and (why := peer_missing(m)) is not None}
@@ -521,6 +521,8 @@ def main(args: argparse.Namespace) -> int:
             max_tokens=32 if mode == "answer" else 256,
             timeout=args.timeout,
             response_format=getattr(args, "response_format", "auto"),
+            # the embedded server returns log-probabilities: traces then carry abstain_p
+            logprobs=mode == "answer" and args.reader == "embedded",
         )
         profile, profile_name = _profile(args, reader, model, mode)
         ep = Endpoint(proxy.base_url, model, key, timeout=args.timeout, peer_max_tokens=args.peer_max_tokens)

@@ -9,7 +9,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
 from .._io import atomic_text_file
-from .metrics import run_scores
+from .ranking_metrics import run_scores
 
 __all__ = ["qrels_text", "run_text", "write_qrels", "write_run", "write_text_atomic"]
 

@@ -193,6 +193,12 @@ class DetectorProfile(_Model):
     """Softness (> 0, in standard deviations of the scores) of the score prior for the
     retriever the traces came from, fitted on labelled traces. Without it,
     ``retriever_prior="auto"`` reads only the retriever's order."""
+    abstention_map: tuple[float, float] | None = None
+    """``(slope, offset)``: what a prompt's first-token probability ``p`` of the way out
+    (:attr:`~gold_panning_integrations.engine.reading.Reading.abstain_p`) tells, as
+    ``slope * logit(p) + offset`` nats added to the evidence of every document the prompt
+    showed, fitted per query on labelled traces that carry it (``calibrate
+    --from-traces``). None: not measured, and the reading is not used."""
     recalibration: dict[str, Any] | None = None
     """Monotone map from the panner's posterior log-odds to calibrated probabilities,
     learned from labelled traces (``gold-panning calibrate --from-traces``):
@@ -201,6 +207,14 @@ class DetectorProfile(_Model):
     every probability the panner reports. None: the posteriors as the update gives them."""
     extra: dict[str, Any] = Field(default_factory=dict)
     """Free-form metadata (how a value was fitted, calibration seeds, ...)."""
+
+    @field_validator("abstention_map")
+    @classmethod
+    def _abstention_map(cls, value: tuple[float, float] | None) -> tuple[float, float] | None:
+        """Two finite numbers, or None."""
+        if value is not None and not all(math.isfinite(v) for v in value):
+            raise ValueError(f"abstention_map must be two finite numbers (slope, offset), got {value!r}")
+        return value
 
     @field_validator("recalibration", mode="before")
     @classmethod

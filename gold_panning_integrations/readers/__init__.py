@@ -19,7 +19,7 @@ from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
 from ..engine.reading import Reader, Reading
-from ..engine.simulate import SimulatedReader
+from ..engine.simulator import SimulatedReader
 from ._adapt import adapt_reader
 from ._base import BaseReader
 from ._cache import ReplyCache
@@ -41,8 +41,8 @@ from ._prompt import (
 from ._retry import wait_retry_after
 
 if TYPE_CHECKING:
-    from .langchain import ChatModelReader
-    from .llama_index import LlamaIndexLLMReader
+    from .chat_model import ChatModelReader
+    from .llama_index_llm import LlamaIndexLLMReader
     from .local import LocalReader
     from .openai import OpenAIReader
 
@@ -75,8 +75,8 @@ __all__ = [
 
 _LAZY = {
     "OpenAIReader": ".openai",
-    "ChatModelReader": ".langchain",
-    "LlamaIndexLLMReader": ".llama_index",
+    "ChatModelReader": ".chat_model",
+    "LlamaIndexLLMReader": ".llama_index_llm",
     "LocalReader": ".local",
 }
 
@@ -115,11 +115,11 @@ def as_reader(obj: Any, **kwargs: Any) -> Any:
             "for a server use OpenAIReader(model=..., base_url=...)"
         )
     if _is_instance_of(obj, "langchain_core.runnables.base", "Runnable"):
-        lc = import_module(".langchain", __name__)
+        lc = import_module(".chat_model", __name__)
         if lc.is_chat_runnable(obj):
             return lc.ChatModelReader(obj, **kwargs)
     if _is_instance_of(obj, "llama_index.core.llms.llm", "LLM"):
-        return import_module(".llama_index", __name__).LlamaIndexLLMReader(obj, **kwargs)
+        return import_module(".llama_index_llm", __name__).LlamaIndexLLMReader(obj, **kwargs)
     if callable(getattr(obj, "read", None)) or callable(getattr(obj, "aread", None)):
         if kwargs:
             raise TypeError(

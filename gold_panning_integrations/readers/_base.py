@@ -4,7 +4,7 @@ A reader built on :class:`BaseReader` supplies only its call (:meth:`BaseReader.
 :meth:`BaseReader._acall` when it has a native async path, :meth:`BaseReader._call_structured`
 when the model has structured output) and its conversion (:meth:`BaseReader._messages`
 and a :class:`Reply`). Everything else is here: option checks, sanitising, labels,
-fitting the context (:mod:`._fit`), retries (:mod:`._retry`) within the query's deadline
+fitting the context (:mod:`._fit_context`), retries (:mod:`._retry`) within the query's deadline
 (:mod:`._deadline`), the structured-to-text fallback, replies read into a
 :class:`~gold_panning_integrations.engine.reading.Reading` in cite or answer mode, the
 shared limits (:mod:`._limit`) and the reply cache (:mod:`._cache`).
@@ -26,7 +26,7 @@ from ..errors import CitationParseError
 from ._cache import ReplyCache, cache_key
 from ._deadline import Deadline, attempting
 from ._errors import Usage
-from ._fit import CharTokenizer, DocumentsDoNotFitError, Tokenizer, fit_documents
+from ._fit_context import CharTokenizer, DocumentsDoNotFitError, Tokenizer, fit_documents
 from ._limit import CallLimit, RateLimit
 from ._options import (
     DEFAULT_MAX_CONCURRENCY,
@@ -120,7 +120,7 @@ class Prompt:
     system: str
     user: str
     documents_cut: int = 0
-    """Documents cut to fit the model's context (:mod:`._fit`); ``documents`` holds them cut."""
+    """Documents cut to fit the model's context (:mod:`._fit_context`); ``documents`` holds them cut."""
     chars_cut: int = 0
     """Characters those cuts removed from the documents' text."""
 
@@ -133,12 +133,15 @@ class Prompt:
 class Reply:
     """What one model call gave back, before validation: its ``text``, or the decoded
     structured ``value`` (validated instead), the ``finish_reason`` (``"length"`` adds a
-    hint to parse errors) and ``extra`` diagnostics for ``Reading.extra``."""
+    hint to parse errors), ``extra`` diagnostics for ``Reading.extra`` and ``abstain_p``
+    (:attr:`Reading.abstain_p`, from the first token's probabilities when the endpoint
+    returned them)."""
 
     text: str | None = None
     value: Any = None
     finish_reason: str | None = None
     extra: dict[str, Any] = field(default_factory=dict)
+    abstain_p: float | None = None
 
 
 @declared_options
@@ -300,7 +303,7 @@ class BaseReader:
     def _fit(
         self, question: str, docs: tuple[str, ...], labels: tuple[int, ...]
     ) -> tuple[tuple[str, ...], int, int]:
-        """``docs`` cut evenly to fit :meth:`_context_limit` (:mod:`._fit`), how many were
+        """``docs`` cut evenly to fit :meth:`_context_limit` (:mod:`._fit_context`), how many were
         cut and the characters removed (none with no context known or a callable template)."""
         context = None if not docs or callable(self.template) else self._context_limit()
         if context is None:
@@ -379,7 +382,7 @@ class BaseReader:
                 attribution=self.attribution,
                 extra=extra,
             )
-            return _with_cut(r, prompt)
+            return _with_cut(replace(r, abstain_p=reply.abstain_p), prompt)
         value: Any = reply.value if reply.value is not None else reply.text
         if value is None or (isinstance(value, str) and not value.strip()):
             hint = f" (finish_reason={reply.finish_reason!r})" if reply.finish_reason else ""
@@ -487,7 +490,11 @@ class BaseReader:
             return None
         stored = self.cache.get(key) or {}
         reply = Reply(
-            stored.get("text"), stored.get("value"), stored.get("finish_reason"), stored.get("extra") or {}
+            stored.get("text"),
+            stored.get("value"),
+            stored.get("finish_reason"),
+            stored.get("extra") or {},
+            stored.get("abstain_p"),
         )
         try:
             reading = self._reading(reply, prompt) if stored else None

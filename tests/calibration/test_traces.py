@@ -17,8 +17,8 @@ from gold_panning_integrations.calibration.traces import (
     trace_record,
 )
 from gold_panning_integrations.cli import main as cli_main
+from gold_panning_integrations.engine.simulator import SimulatedReader
 from gold_panning_integrations.panning import GoldPanner
-from gold_panning_integrations.engine.simulate import SimulatedReader
 from gold_panning_integrations.profiles import DetectorProfile, RateCounts, load_profile
 
 
@@ -463,9 +463,9 @@ def test_each_prompt_of_a_round_records_its_own_citations() -> None:
             return Reading(cited=(documents.index("b"),) if self.calls % 3 == 1 else ())
 
     prof = DetectorProfile(n_positions=3, tpr=[0.9, 0.6, 0.3], fpr=[0.1, 0.1, 0.1])
-    res = GoldPanner(FirstPromptOnly(), prof, rounds=1, prompts_per_round=3, retriever_prior="none", rng=0).run(
-        "q", ["a", "b", "c"]
-    )
+    res = GoldPanner(
+        FirstPromptOnly(), prof, rounds=1, prompts_per_round=3, retriever_prior="none", rng=0
+    ).run("q", ["a", "b", "c"])
     prompts = trace_record(res)["rounds"][0]["prompts"]
     assert [p["cited"] for p in prompts] == [[1], [], []]
     assert all(sorted(p["docs"]) == [0, 1, 2] for p in prompts)

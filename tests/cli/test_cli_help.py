@@ -8,7 +8,6 @@ from collections.abc import Iterator
 import pytest
 
 from gold_panning_integrations.cli import COMMANDS, build_parser, command_table_markdown, iter_commands
-from gold_panning_integrations.cli.commands.bench import MOVED
 
 
 def _all_parsers() -> Iterator[tuple[str, argparse.ArgumentParser]]:
@@ -27,7 +26,6 @@ PARSERS = dict(_all_parsers())
 
 def test_every_command_is_walked() -> None:
     expected = {"gold-panning"} | {f"gold-panning {c}" for c in COMMANDS}
-    expected |= {f"gold-panning bench {name}" for name in ("compare", *MOVED)}
     assert set(PARSERS) == expected
 
 
@@ -54,8 +52,8 @@ WITH_PROFILE = sorted(prog for prog, p in PARSERS.items() if "--profile" in p._o
 
 
 def test_profile_option_is_where_expected() -> None:
-    assert "gold-panning bench engine" not in WITH_PROFILE
-    assert {"gold-panning run", "gold-panning evaluate", "gold-panning bench compare"} <= set(WITH_PROFILE)
+    assert "gold-panning calibrate" not in WITH_PROFILE
+    assert {"gold-panning run", "gold-panning evaluate"} <= set(WITH_PROFILE)
 
 
 @pytest.mark.parametrize("prog", WITH_PROFILE)
@@ -75,5 +73,3 @@ def test_markdown_table_has_one_row_per_command() -> None:
     lines = command_table_markdown().splitlines()
     assert len(lines) == 2 + len(PARSERS) - 1
     assert "| `gold-panning evaluate` |" in "\n".join(lines)
-    moved = "| `gold-panning bench real-efficiency` | moved: from a clone, `python -m benchmarks real-efficiency` |"
-    assert moved in "\n".join(lines)

@@ -25,7 +25,7 @@ from gold_panning_integrations import (
     simulate,
 )
 from gold_panning_integrations.engine import Attack
-from gold_panning_integrations.engine.simulate import Mistakes
+from gold_panning_integrations.engine.simulator import Mistakes
 
 PROFILE = DetectorProfile.bundled("lost-in-the-middle")
 DOCS = [f"d{i}" for i in range(12)]
@@ -59,7 +59,7 @@ def _pair(seed: int, policy: str, **options: object) -> tuple[np.ndarray, np.nda
     needles = {DOCS[i] for i in np.flatnonzero(sim.truth[0])}
     if mistakes is not None:
         # What the simulated model reads as relevant: replay the needle stream.
-        from gold_panning_integrations.engine.simulate import _draw_truth
+        from gold_panning_integrations.engine.simulator import _draw_truth
 
         needle_rng = np.random.default_rng(seed).spawn(4)[0]
         truth, _ = _draw_truth(needle_rng, 1, len(DOCS), config.k, None)
@@ -70,7 +70,7 @@ def _pair(seed: int, policy: str, **options: object) -> tuple[np.ndarray, np.nda
     if attack is not None:
         # The simulator's hostile document: replay its needle stream.
         needle_rng = np.random.default_rng(seed).spawn(4)[0]
-        from gold_panning_integrations.engine.simulate import _draw_truth
+        from gold_panning_integrations.engine.simulator import _draw_truth
 
         _, h = _draw_truth(needle_rng, 1, len(DOCS), config.k, None)
         hostile = {DOCS[int(h[0])]}

@@ -21,7 +21,7 @@ from gold_panning_integrations import (
 )
 from gold_panning_integrations.engine.panner import takes_concurrent_calls
 from gold_panning_integrations.engine.rounds import BatchState, _stride, rank_documents
-from gold_panning_integrations.engine.simulate import Mistakes
+from gold_panning_integrations.engine.simulator import Mistakes
 
 PROFILE = DetectorProfile.bundled("lost-in-the-middle")
 DOCS = [f"d{i}" for i in range(10)]

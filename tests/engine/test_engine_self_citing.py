@@ -27,7 +27,7 @@ from gold_panning_integrations.engine.rounds import (
     plan_round,
     suspicion,
 )
-from gold_panning_integrations.engine.simulate import Attack, simulate
+from gold_panning_integrations.engine.simulator import Attack, simulate
 
 LITM = DetectorProfile.bundled("lost-in-the-middle")
 KV = DetectorProfile.bundled("smollm2-135m-kv")

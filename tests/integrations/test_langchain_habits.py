@@ -15,7 +15,7 @@ from langchain_core.documents import Document
 from langchain_core.runnables import RunnableLambda
 
 from gold_panning_integrations import GoldPanningCompressor, GoldPanningRetriever
-from gold_panning_integrations.readers.langchain import ChatModelReader
+from gold_panning_integrations.readers.chat_model import ChatModelReader
 
 
 class Runs(BaseCallbackHandler):

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from gold_panning_integrations.ir import runfile as RF
-from gold_panning_integrations.ir.metrics import (
+from gold_panning_integrations.ir.ranking_metrics import (
     bootstrap_interval,
     metric_names,
     paired_difference,

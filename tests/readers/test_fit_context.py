@@ -12,7 +12,7 @@ import pytest
 from gold_panning_integrations import GoldPanner
 from gold_panning_integrations.readers._base import MESSAGE_OVERHEAD_TOKENS, BaseReader, Prompt, Reply
 from gold_panning_integrations.readers._errors import Usage
-from gold_panning_integrations.readers._fit import (
+from gold_panning_integrations.readers._fit_context import (
     CharTokenizer,
     DocumentsDoNotFitError,
     even_share,

@@ -16,8 +16,8 @@ from llama_index.core.llms import MockLLM
 from gold_panning_integrations.cli import build_parser
 from gold_panning_integrations.readers._cli_args import add_reader_arguments, make_reader
 from gold_panning_integrations.readers._options import READER_OPTIONS, reader_option, remove_reader_option
-from gold_panning_integrations.readers.langchain import ChatModelReader
-from gold_panning_integrations.readers.llama_index import LlamaIndexLLMReader
+from gold_panning_integrations.readers.chat_model import ChatModelReader
+from gold_panning_integrations.readers.llama_index_llm import LlamaIndexLLMReader
 from gold_panning_integrations.readers.local import LocalReader
 from gold_panning_integrations.readers.openai import OpenAIReader
 

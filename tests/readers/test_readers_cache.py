@@ -221,7 +221,7 @@ def test_a_file_damaged_mid_run_falls_back_to_memory(
 def test_a_langchain_reader_takes_the_cache() -> None:
     from doubles import SmallestLabelChatModel
 
-    from gold_panning_integrations.readers.langchain import ChatModelReader
+    from gold_panning_integrations.readers.chat_model import ChatModelReader
 
     reader = ChatModelReader(SmallestLabelChatModel(), cache=True)
     first = reader.read("q?", DOCS, labels=[9, 4, 7])
@@ -235,7 +235,7 @@ def test_a_langchain_reader_takes_the_cache() -> None:
 def test_a_llama_index_reader_takes_the_cache() -> None:
     from doubles import SmallestLabelLLM
 
-    from gold_panning_integrations.readers.llama_index import LlamaIndexLLMReader
+    from gold_panning_integrations.readers.llama_index_llm import LlamaIndexLLMReader
 
     reader = LlamaIndexLLMReader(SmallestLabelLLM(), cache=True)
     first = asyncio.run(reader.aread("q?", DOCS, labels=[9, 4, 7]))

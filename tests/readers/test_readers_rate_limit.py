@@ -373,7 +373,7 @@ def test_a_langchain_models_own_rate_limiter_is_honoured() -> None:
     from doubles import SmallestLabelChatModel
     from langchain_core.rate_limiters import InMemoryRateLimiter
 
-    from gold_panning_integrations.readers.langchain import ChatModelReader
+    from gold_panning_integrations.readers.chat_model import ChatModelReader
 
     class CountingLimiter(InMemoryRateLimiter):
         acquired: int = 0

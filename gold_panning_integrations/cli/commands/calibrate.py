@@ -302,6 +302,14 @@ def _from_traces(args: argparse.Namespace, out: Path) -> int:
             f"prior_head_decay {r.head_decay:g} fits its ranks (default 0.6); the integrations use it with this "
             "profile unless you set prior_head_decay"
         )
+    fit = profile.extra.get("abstention_fit")
+    if profile.abstention_map is not None and fit is not None:
+        slope, offset = profile.abstention_map
+        print(
+            f"abstention_map slope {slope:.3f}, offset {offset:.3f}, fitted on {fit['prompts']} prompts of "
+            f"{fit['queries']} labelled queries ({fit['with_relevant']} with a relevant document): a reply "
+            "that starts the way out is read as evidence that nothing it was shown is relevant"
+        )
     print(
         f"wrote {saved} (learned from {res.queries} traces, {res.sightings} document sightings; "
         f"EM {res.iterations} iterations{'' if res.converged else ', not converged'})"

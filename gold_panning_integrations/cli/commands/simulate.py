@@ -34,7 +34,7 @@ def register(sub: Any) -> None:
 def main(args: argparse.Namespace) -> int:
     from ..._console import Progress, format_table, print_json
     from ...engine.config import PanningConfig
-    from ...engine.simulate import simulate
+    from ...engine.simulator import simulate
     from ...profiles import load_profile
 
     profile = load_profile(args.profile)

@@ -13,7 +13,7 @@ from pydantic import Field
 
 from gold_panning_integrations.errors import TransientReaderError
 from gold_panning_integrations.readers import ChatModelReader, as_reader
-from gold_panning_integrations.readers.langchain import raw_tool_arguments
+from gold_panning_integrations.readers.chat_model import raw_tool_arguments
 
 DOCS = ["Lyon is in France.", "The capital of France is Paris.", "Berlin is in Germany."]
 Q = "What is the capital of France?"

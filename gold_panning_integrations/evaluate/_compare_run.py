@@ -18,7 +18,7 @@ from numpy.typing import NDArray
 
 from .._io import checkpoint_lines
 from ..errors import CheckpointError
-from ..ir.metrics import wilson_interval
+from ..ir.ranking_metrics import wilson_interval
 from ._endpoints import _USAGE_KEYS
 from ._instances import CompareInstance, complete_ranking
 from ._methods import PANNING, MethodFn, MethodOutcome, TracesNotWritten
@@ -306,7 +306,7 @@ def summarize(
         else:
             out[m] = _summarize_method([r for r in rows if r["method"] == m], m)
     if instances is not None and qrels is not None:
-        from ..ir.metrics import single_relevant
+        from ..ir.ranking_metrics import single_relevant
         from ._calibration import calibration
         from ._scoring import score_methods
 

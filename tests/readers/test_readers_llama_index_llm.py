@@ -20,7 +20,7 @@ from llama_index.core.types import PydanticProgramMode
 from pydantic import Field
 
 from gold_panning_integrations.readers import LlamaIndexLLMReader, as_reader
-from gold_panning_integrations.readers.llama_index import CitationsOutput, raw_tool_arguments
+from gold_panning_integrations.readers.llama_index_llm import CitationsOutput, raw_tool_arguments
 
 DOCS = ["Lyon is in France.", "The capital of France is Paris.", "Berlin is in Germany."]
 Q = "What is the capital of France?"

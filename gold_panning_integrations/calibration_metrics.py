@@ -1,5 +1,0 @@
-"""Deprecated (0.6; removed in 0.7): :mod:`gold_panning_integrations.calibration.metrics`."""
-
-from ._moved import alias
-
-alias(__name__, "gold_panning_integrations.calibration.metrics")
