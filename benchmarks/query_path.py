@@ -15,11 +15,13 @@ import logging
 import sys
 from pathlib import Path
 from types import FrameType
-from typing import Any
+from typing import Any, ClassVar
+
+import gold_panning_integrations
 
 __all__ = ["main", "register", "trace_invoke"]
 
-_PACKAGE = str(Path(__import__("gold_panning_integrations").__file__).parent)
+_PACKAGE = str(Path(str(gold_panning_integrations.__file__)).parent)
 """The directory of the package under test: frames of files below it are package frames."""
 
 
@@ -46,12 +48,12 @@ def _retriever(n: int) -> Any:
             return list(docs)
 
     class Marked(FakeListChatModel):
-        depths: list[int] = []
+        depths: ClassVar[list[int]] = []
 
         def _call(self, *args: Any, **kwargs: Any) -> str:
             frame: FrameType | None = sys._getframe(1)
             depth = 0
-            while frame is not None and frame.f_code is not trace_invoke.__code__:  # below the invoke only
+            while frame is not None and frame.f_code is not _trace_one.__code__:  # below the invoke only
                 depth += _in_package(frame)
                 frame = frame.f_back
             self.depths.append(depth)
@@ -61,7 +63,7 @@ def _retriever(n: int) -> Any:
     return GoldPanningRetriever(base_retriever=Fixed(), reader=model), model
 
 
-def trace_invoke(n: int = 8, *, queries: int = 2) -> list[dict[str, int]]:
+def trace_invoke(n: int = 8, *, queries: int = 2) -> list[dict[str, Any]]:
     """Trace ``queries`` successive ``invoke`` calls of one retriever over ``n`` documents.
 
     Returns:
@@ -71,37 +73,37 @@ def trace_invoke(n: int = 8, *, queries: int = 2) -> list[dict[str, int]]:
         chat-model call) and ``model_calls``.
     """
     retriever, model = _retriever(n)
-    out = []
-    for q in range(queries):
-        files: set[str] = set()
-        functions: set[tuple[str, int, str]] = set()
-        calls = 0
+    return [_trace_one(retriever, model, f"which passage is about topic {q}?") for q in range(queries)]
 
-        def profile(frame: FrameType, event: str, arg: Any) -> None:
-            nonlocal calls
-            if event == "call" and _in_package(frame):
-                code = frame.f_code
-                files.add(code.co_filename)
-                functions.add((code.co_filename, code.co_firstlineno, code.co_name))
-                calls += 1
 
-        model.depths.clear()
-        sys.setprofile(profile)
-        try:
-            retriever.invoke(f"which passage is about topic {q}?")
-        finally:
-            sys.setprofile(None)
-        out.append(
-            {
-                "file_names": sorted(f[len(_PACKAGE) + 1 :] for f in files),  # type: ignore[dict-item]
-                "files": len(files),
-                "functions": len(functions),
-                "calls": calls,
-                "frames": max(model.depths),
-                "model_calls": len(model.depths),
-            }
-        )
-    return out
+def _trace_one(retriever: Any, model: Any, query: str) -> dict[str, Any]:
+    """The figures of one ``retriever.invoke(query)`` (see :func:`trace_invoke`)."""
+    files: set[str] = set()
+    functions: set[tuple[str, int, str]] = set()
+    calls = 0
+
+    def profile(frame: FrameType, event: str, arg: Any) -> None:
+        nonlocal calls
+        if event == "call" and _in_package(frame):
+            code = frame.f_code
+            files.add(code.co_filename)
+            functions.add((code.co_filename, code.co_firstlineno, code.co_name))
+            calls += 1
+
+    model.depths.clear()
+    sys.setprofile(profile)
+    try:
+        retriever.invoke(query)
+    finally:
+        sys.setprofile(None)
+    return {
+        "file_names": sorted(f[len(_PACKAGE) + 1 :] for f in files),
+        "files": len(files),
+        "functions": len(functions),
+        "calls": calls,
+        "frames": max(model.depths),
+        "model_calls": len(model.depths),
+    }
 
 
 def register(subparsers: Any) -> None:

@@ -55,10 +55,10 @@ __all__ = [
     "describe",
     "describe_object",
     "empty_result",
+    "given_reader",
     "model_name",
     "ranked",
     "reader_repr",
-    "given_reader",
     "resolve_reader",
 ]
 

@@ -266,9 +266,9 @@ def _mixture_traces(blind: float, leads: float, queries: int, seed: int) -> list
         def __init__(self, reads_relevant: np.ndarray) -> None:
             self.reads_relevant = reads_relevant
 
-        def read(self, question: str, documents: list[int], **kw: object) -> Reading:
+        def read(self, question: str, documents: list[str], **kw: object) -> Reading:
             p = prof.resample(len(documents))
-            rates = np.where(self.reads_relevant[list(documents)], p.tpr_array, p.fpr_array)
+            rates = np.where(self.reads_relevant[[int(d) for d in documents]], p.tpr_array, p.fpr_array)
             return Reading(cited=tuple(int(i) for i in np.flatnonzero(rng.random(len(documents)) < rates)))
 
     out = []
@@ -277,7 +277,8 @@ def _mixture_traces(blind: float, leads: float, queries: int, seed: int) -> list
         reads = rng.random(10) < leads / 9
         reads[gold] = rng.random() >= blind
         res = GoldPanner(Reader(reads), profile=prof, rounds=6, retriever_prior="none", rng=rng).run(
-            "q", list(range(10))
+            "q",
+            [str(i) for i in range(10)],  # document i's text is its index
         )
         out.append(trace_record(res, relevant=[gold]))
     return out
