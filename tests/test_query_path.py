@@ -124,3 +124,23 @@ def test_a_copy_that_changes_an_engine_field_builds_its_own_engine(monkeypatch: 
     assert counts() == (1, 1) and same._get_engine() is adapter._get_engine()
     query(other)
     assert counts() == (2, 2) and other._get_engine().config.rounds == 1
+
+
+def test_a_query_resolves_no_config(monkeypatch: pytest.MonkeyPatch) -> None:
+    # The config is resolved against the profile once, when the engine is built; the
+    # mixture's rates (asked at every update, ~30 times a query) read it as it is.
+    from gold_panning_integrations.engine.config import PanningConfig
+
+    adapter, query, aquery = _retriever()
+    query(adapter)
+    calls = []
+    real = PanningConfig.with_profile
+
+    def with_profile(self: PanningConfig, profile: Any) -> PanningConfig:
+        calls.append(profile)
+        return real(self, profile)
+
+    monkeypatch.setattr(PanningConfig, "with_profile", with_profile)
+    query(adapter)
+    aquery(adapter)
+    assert calls == []

@@ -346,11 +346,12 @@ class GoldPanningCompressor(BaseDocumentCompressor, _LangChainPanning):
         docs, n, manager, start = self._compressing(documents, query, dict(options), asynchronous=False)
         run = manager.on_chain_start(*start[0], **start[1])
         try:
-            result = self._empty() if not docs else None
+            result, config = self._empty() if not docs else None, None
             if result is None:
                 engine, texts, run_options = self._query(docs, run.get_child(), "read")
                 result = self._notify(engine.run(query, texts, k=n, **run_options))
-            out = self._to_documents(docs, result, every=n is None, config=self.panning_config())
+                config = engine.config  # its min_relevance and recall_target, resolved once
+            out = self._to_documents(docs, result, every=n is None, config=config)
         except BaseException as err:
             run.on_chain_error(err)
             raise
@@ -364,11 +365,12 @@ class GoldPanningCompressor(BaseDocumentCompressor, _LangChainPanning):
         docs, n, manager, start = self._compressing(documents, query, dict(options), asynchronous=True)
         run = await manager.on_chain_start(*start[0], **start[1])
         try:
-            result = self._empty() if not docs else None
+            result, config = self._empty() if not docs else None, None
             if result is None:
                 engine, texts, run_options = self._query(docs, run.get_child(), "aread")
                 result = self._notify(await engine.arun(query, texts, k=n, **run_options))
-            out = self._to_documents(docs, result, every=n is None, config=self.panning_config())
+                config = engine.config  # its min_relevance and recall_target, resolved once
+            out = self._to_documents(docs, result, every=n is None, config=config)
         except BaseException as err:
             await run.on_chain_error(err)
             raise
