@@ -24,9 +24,9 @@ from numpy.typing import NDArray
 
 from benchmarks._readers import PROMPT_OVERHEAD, TOKENS_PER_DOC, TokenCountingReader
 from gold_panning_integrations.engine.config import PAPER_UPDATE
-from gold_panning_integrations.panning import GoldPanner
 from gold_panning_integrations.engine.priors import DEFAULT_HEAD_DECAY, rank_prior_probs
 from gold_panning_integrations.evaluate._scoring import per_round_hits
+from gold_panning_integrations.panning import GoldPanner
 
 __all__ = ["VARIANTS", "Variant", "expected_calibration_error", "register", "run_efficiency"]
 

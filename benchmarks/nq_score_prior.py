@@ -28,9 +28,9 @@ from typing import Any
 
 import gold_panning_integrations.panning as panner_module
 from gold_panning_integrations.cli import main as cli_main
-from gold_panning_integrations.panning import GoldPanner
 from gold_panning_integrations.engine.priors import DEFAULT_SCORE_TEMPERATURE
 from gold_panning_integrations.ir.collection import read_run
+from gold_panning_integrations.panning import GoldPanner
 
 
 def _flag(argv: Sequence[str], name: str, default: str | None = None) -> str:

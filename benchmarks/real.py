@@ -23,8 +23,8 @@ from typing import Any
 import numpy as np
 
 from benchmarks._readers import CachedReader
-from gold_panning_integrations.panning import GoldPanner
 from gold_panning_integrations.evaluate._scoring import per_round_hits
+from gold_panning_integrations.panning import GoldPanner
 
 __all__ = ["main", "register", "run_real"]
 

@@ -30,9 +30,9 @@ from numpy.typing import NDArray
 
 from benchmarks._readers import CachedReader
 from gold_panning_integrations.engine.beliefs import sigmoid
-from gold_panning_integrations.panning import GoldPanner
 from gold_panning_integrations.engine.priors import rank_prior_probs
 from gold_panning_integrations.evaluate._scoring import per_round_hits
+from gold_panning_integrations.panning import GoldPanner
 
 from .efficiency import expected_calibration_error
 

@@ -59,7 +59,6 @@ __all__ = [
     "model_name",
     "ranked",
     "reader_repr",
-    "resolve_reader",
 ]
 
 logger = logging.getLogger(__name__)
@@ -146,17 +145,10 @@ def describe_object(obj: Any) -> dict[str, Any]:
     return out
 
 
-def resolve_reader(obj: Any) -> Any:
-    """:func:`gold_panning_integrations.readers.as_reader` of ``obj``, imported here so that
-    the adapters import no reader back-end until one is needed."""
-    from ..readers import as_reader
-
-    return as_reader(given_reader(obj))
-
-
 def given_reader(obj: Any) -> Any:
     """``obj``, the user's reader argument, unless it is None (a TypeError that says what
-    to pass)."""
+    to pass); :class:`~gold_panning_integrations.GoldPanner` adapts it
+    (:func:`~gold_panning_integrations.readers.as_reader`)."""
     if obj is None:
         raise TypeError(
             "no reader given: pass a reader (an object with read/aread), a LangChain chat "
@@ -388,10 +380,11 @@ class PanningOptions(_EngineOptions):
             with self._reader_lock:
                 engine = self._engine
                 if engine is None:
-                    reader = given_reader(self._reader_source())  # adapted by GoldPanner
                     # k None: no count limit unless a query passes its own (the adapters always do)
                     config = self.panning_config(None)
-                    engine = GoldPanner(reader, self.profile, config, seed=self.seed)
+                    engine = GoldPanner(
+                        given_reader(self._reader_source()), self.profile, config, seed=self.seed
+                    )
                     if isinstance(engine.profile, DetectorProfile):  # what the profile rule returns
                         self.profile = engine.profile
                     self._engine = engine
