@@ -204,11 +204,8 @@ class GoldPanningPostprocessor(BaseNodePostprocessor, PanningOptions):
         with self.callback_manager.event(
             CBEventType.RERANKING, payload=self._payload(nodes, query_bundle, n)
         ) as event:
-            texts = [node.node.get_content(metadata_mode=self.metadata_mode) for node in nodes]
-            engine = self._get_engine()
-            result = self._notify(
-                engine.run(query_bundle.query_str, texts, k=n, scores=[x.score for x in nodes])
-            )
+            engine, texts, options = self._query(nodes)
+            result = self._notify(engine.run(query_bundle.query_str, texts, k=n, **options))
             out = self._ranked(nodes, result, event)
         return self._report(out, result)
 
@@ -220,12 +217,16 @@ class GoldPanningPostprocessor(BaseNodePostprocessor, PanningOptions):
         with self.callback_manager.event(
             CBEventType.RERANKING, payload=self._payload(nodes, query_bundle, n)
         ) as event:
-            texts = [node.node.get_content(metadata_mode=self.metadata_mode) for node in nodes]
-            engine = self._get_engine()
-            scores = [x.score for x in nodes]
-            result = self._notify(await engine.arun(query_bundle.query_str, texts, k=n, scores=scores))
+            engine, texts, options = self._query(nodes)
+            result = self._notify(await engine.arun(query_bundle.query_str, texts, k=n, **options))
             out = self._ranked(nodes, result, event)
         return self._report(out, result)
+
+    def _query(self, nodes: Nodes) -> tuple[Any, list[str], dict[str, Any]]:
+        """The engine and ``run``/``arun``'s arguments for ``nodes``: their texts (with
+        the metadata ``metadata_mode`` shows), their scores and the random stream."""
+        texts = [node.node.get_content(metadata_mode=self.metadata_mode) for node in nodes]
+        return self._get_engine(), texts, {"scores": [x.score for x in nodes], "rng": self._stream()}
 
     def _empty(self, n: int | None) -> PannedNodes:
         """No nodes: an empty result, no call made."""
