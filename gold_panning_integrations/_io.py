@@ -18,11 +18,13 @@ import logging
 import os
 import stat
 import tempfile
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import IO, Any
 
-__all__ = ["atomic_text_file", "checkpoint_lines", "open_regular_file", "read_regular_file"]
+from .errors import CheckpointError
+
+__all__ = ["atomic_text_file", "check_same_run", "checkpoint_lines", "open_regular_file", "read_regular_file"]
 
 _NOT_REGULAR = (
     (stat.S_ISDIR, "a directory"),
@@ -112,23 +114,26 @@ def read_regular_file(
 
 def checkpoint_lines(
     path: Path,
-    raw: bytes,
+    lines: Iterable[bytes],
     *,
     corrupt: Callable[[int, Exception], Exception],
     torn: str,
     log: logging.Logger,
     errors: tuple[type[Exception], ...] = (ValueError,),
     not_object: str = "not an object",
-) -> Iterator[tuple[int, dict[str, Any]]]:
-    """Each non-blank line of a checkpoint that is a JSON object, with its 1-based number.
+) -> Iterator[tuple[int, int, dict[str, Any]]]:
+    """Each non-blank line of a checkpoint that is a JSON object, with its 1-based number
+    and byte offset, read one line at a time.
 
     A checkpoint is appended to one line at a time, so a kill during a write leaves at most
-    a cut *last* line: that line is truncated away (with a warning) and its work reruns. A bad
-    line anywhere else means the file is not what the caller thinks it is, and is an error.
+    a cut *last* line (bad JSON, or no line end): that line is truncated away (with a
+    warning) and its work reruns. A bad line anywhere else means the file is not what the
+    caller thinks it is, and is an error.
 
     Args:
-        path: The checkpoint file ``raw`` was read from (truncated when its last line is cut).
-        raw: The file's bytes.
+        path: The checkpoint file (truncated when its last line is cut).
+        lines: Its lines with their line ends (a binary file, or
+            ``raw.splitlines(keepends=True)``).
         corrupt: Builds the error raised for a bad line that is not the last one, from the
             line number and the parse error (raised ``from`` that error).
         torn: Warning logged (with ``path`` as its argument) when the last line is cut.
@@ -137,27 +142,49 @@ def checkpoint_lines(
         not_object: Message of the ``ValueError`` for a line that is JSON but not an object.
 
     Yields:
-        ``(line_number, object)``; a cut last line ends the iteration after the truncation.
+        ``(line_number, offset, object)``; a cut last line is truncated after the last.
     """
-    lines = raw.split(b"\n")
     offset = 0
-    for i, line in enumerate(lines):
-        start = offset
-        offset += len(line) + 1
+    cut: tuple[int, int, Exception] | None = None  # (line number, offset, error) of a bad line
+    for i, line in enumerate(lines, start=1):
+        start, offset = offset, offset + len(line)
         if not line.strip():
             continue
+        if cut is not None:  # a bad line followed by more: not a torn last line
+            raise corrupt(cut[0], cut[2]) from cut[2]
         try:
+            if not line.endswith(b"\n"):
+                raise ValueError("no line end")
             obj = json.loads(line)
             if not isinstance(obj, dict):
                 raise ValueError(not_object)  # noqa: TRY004 - handled just below
         except errors as err:
-            if b"".join(lines[i + 1 :]).strip():
-                raise corrupt(i + 1, err) from err
-            log.warning(torn, path)
-            with path.open("r+b") as fh:
-                fh.truncate(start)
-            return
-        yield i + 1, obj
+            cut = (i, start, err)
+            continue
+        yield i, start, obj
+    if cut is not None:
+        log.warning(torn, path)
+        with path.open("r+b") as fh:
+            fh.truncate(cut[1])
+
+
+def check_same_run(
+    path: Path,
+    old: Mapping[str, Any],
+    new: Mapping[str, Any],
+    keys: Iterable[str],
+    *,
+    what: str,
+    advice: str,
+    sep: str = ", ",
+) -> None:
+    """:class:`~.errors.CheckpointError` naming every setting of ``keys`` in which the
+    checkpoint's meta line ``old`` differs from this run's ``new``: the checkpoint at
+    ``path`` "belongs to another ``what``"; ``advice`` says what to do."""
+    diff = [k for k in keys if old.get(k) != new.get(k)]
+    if diff:
+        shown = sep.join(f"{k}: {old.get(k)!r:.80} in the file vs {new.get(k)!r:.80} now" for k in diff)
+        raise CheckpointError(f"checkpoint {str(path)!r} belongs to another {what} ({shown}); {advice}")
 
 
 @contextlib.contextmanager

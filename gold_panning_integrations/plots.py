@@ -4,13 +4,36 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
 from .engine.panner import PanningResult
 from .errors import MissingExtraError
 
-__all__ = ["plot_belief_trajectories"]
+__all__ = ["plot_belief_trajectories", "pyplot", "save_figure"]
+
+
+def pyplot(purpose: str) -> Any:
+    """``matplotlib.pyplot`` on the file-only Agg backend; :class:`MissingExtraError`
+    naming ``purpose`` (e.g. ``"Plotting a profile"``) without the ``plot`` extra."""
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError as err:
+        raise MissingExtraError("matplotlib", "plot", purpose) from err
+    return plt
+
+
+def save_figure(plt: Any, fig: Any, path: str | Path) -> Path:
+    """Lay out ``fig``, write it to ``path`` (PNG at 120 dpi), close it; the path written."""
+    fig.tight_layout()
+    out = Path(path)
+    fig.savefig(out, dpi=120)
+    plt.close(fig)
+    return out
 
 
 def plot_belief_trajectories(
@@ -37,13 +60,7 @@ def plot_belief_trajectories(
     Returns:
         The written path.
     """
-    try:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError as err:
-        raise MissingExtraError("matplotlib", "plot", "Plotting belief trajectories") from err
+    plt = pyplot("Plotting belief trajectories")
     if not result.rounds:
         raise ValueError("the result has no rounds to plot (no documents, or no model calls were made)")
     n = len(result.posteriors)
@@ -71,8 +88,4 @@ def plot_belief_trajectories(
         f"Belief trajectories ({result.policy}, {result.calls} calls, stopped: {result.stop_reason})"
     )
     ax.legend(fontsize=8, loc="center left", bbox_to_anchor=(1.0, 0.5))
-    fig.tight_layout()
-    out = Path(path)
-    fig.savefig(out, dpi=120)
-    plt.close(fig)
-    return out
+    return save_figure(plt, fig, path)

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import CollectionError
-from ..ir.collection import _is_id, _rag_passages, read_corpus, read_queries, read_run
+from ..ir.collection import _is_id, _rag_passages, read_queries, run_candidates
 from ..ir.files import _where, json_object, text_lines
 
 __all__ = ["DEFAULT_DEPTH", "JsonlQuestions", "Question", "RunQuestions", "question_from_object"]
@@ -223,7 +223,7 @@ class RunQuestions:
         if depth < 1:
             raise ValueError(f"--depth must be >= 1, got {depth!r}")
         texts = read_queries(queries, what="queries file")
-        first = read_run(run, depth=depth)
+        first, docs = run_candidates(run, corpus=corpus, depth=depth)
         unknown = [q for q in first.candidates if q not in texts]
         if unknown:
             q = unknown[0]
@@ -231,14 +231,6 @@ class RunQuestions:
             raise CollectionError(
                 f"{_where('run file', first.path, line)} ranks query {q!r}, which is not in queries file "
                 f"{str(queries)!r}; pass the queries the run was made for"
-            )
-        docs = read_corpus(corpus, wanted={d for ds in first.candidates.values() for d in ds})
-        absent = [(q, d) for q, ds in first.candidates.items() for d in ds if d not in docs]
-        if absent:
-            q, d = min(absent, key=lambda qd: first.lines[qd])
-            raise CollectionError(
-                f"{_where('run file', first.path, first.lines[(q, d)])} names document {d!r}, which is not in "
-                f"corpus file {str(corpus)!r}; pass the corpus the run was made on"
             )
         self.depth = depth
         self.left_out = {q: "not ranked by the run file" for q in texts if q not in first.candidates}

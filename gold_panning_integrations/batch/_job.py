@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any, Protocol
 
-from .._io import atomic_text_file
+from .._io import atomic_text_file, check_same_run, checkpoint_lines
 from ..errors import CheckpointError
 from ..ir.runfile import write_text_atomic
 from ._inputs import Question
@@ -100,15 +100,11 @@ class RerankCheckpoint:
         try:
             old = self._read()
             if old is not None:
-                diff = [k for k in _META_KEYS if old.get(k) != self._meta.get(k)]
-                if diff:
-                    shown = "; ".join(
-                        f"{k}: {old.get(k)!r:.80} in the file vs {self._meta.get(k)!r:.80} now" for k in diff
-                    )
-                    raise CheckpointError(
-                        f"checkpoint {str(self.path)!r} belongs to another job ({shown}); rerun with the "
-                        "same input and options, or pass another --out folder (or delete it to start over)"
-                    )
+                advice = (
+                    "rerun with the same input and options, or pass another --out folder (or delete it to "
+                    "start over)"
+                )
+                check_same_run(self.path, old, self._meta, _META_KEYS, what="job", advice=advice, sep="; ")
             self._fh = self.path.open("ab")
             self._size = self._fh.tell()
             if old is None:
@@ -117,7 +113,7 @@ class RerankCheckpoint:
             self.close()
             raise
 
-    def _corrupt(self, lineno: int, why: str) -> CheckpointError:
+    def _corrupt(self, lineno: int, why: object) -> CheckpointError:
         return CheckpointError(
             f"checkpoint {str(self.path)!r} line {lineno} is corrupt ({why}) and is not the last line; "
             "it was edited or written by another program: delete the folder's checkpoint to start over"
@@ -129,25 +125,16 @@ class RerankCheckpoint:
         if not self.path.exists():
             return None
         meta: dict[str, Any] | None = None
-        cut: tuple[int, int, str] | None = None  # (line number, offset, why) of a bad line
-        offset = 0
         with self.path.open("rb") as fh:
-            for lineno, line in enumerate(fh, start=1):
-                start, offset = offset, offset + len(line)
-                if not line.strip():
-                    continue
-                if cut is not None:  # a bad line followed by more: not a torn last line
-                    raise self._corrupt(cut[0], cut[2])
-                try:
-                    obj = json.loads(line) if line.endswith(b"\n") else None
-                except (ValueError, RecursionError) as err:
-                    cut = (lineno, start, f"{type(err).__name__}: {err}")
-                    continue
-                if obj is None:
-                    cut = (lineno, start, "no line end")
-                    continue
-                if not isinstance(obj, dict):
-                    raise self._corrupt(lineno, "not a JSON object")
+            for lineno, start, obj in checkpoint_lines(
+                self.path,
+                fh,
+                corrupt=self._corrupt,
+                torn="checkpoint %s: dropping a cut last line; that question reruns",
+                log=logger,
+                errors=(ValueError, RecursionError),
+                not_object="not a JSON object",
+            ):
                 if obj.get("type") == "meta":
                     meta = obj
                 elif obj.get("type") == "question":
@@ -164,12 +151,6 @@ class RerankCheckpoint:
                         f"checkpoint {str(self.path)!r} line {lineno} is not a rerank job's line (type "
                         f"{obj.get('type')!r:.40}); pass another --out folder"
                     )
-        if cut is not None:
-            logger.warning(
-                "checkpoint %s: dropping a cut last line (line %d); that question reruns", self.path, cut[0]
-            )
-            with self.path.open("r+b") as fh:
-                fh.truncate(cut[1])
         if meta is None and self._rows:
             raise self._corrupt(1, "no meta line")
         return meta

@@ -32,6 +32,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from .._io import check_same_run
 from .._steps import Steps, arun_steps, run_steps
 from ..engine._concurrency import gather_all
 from ..engine.reading import Reading, reader_failure
@@ -270,15 +271,16 @@ class Calibrator:
 
     def _check_same_calibration(self, meta: Mapping[str, Any], want: Mapping[str, Any]) -> None:
         """CheckpointError naming what differs when the file's header is another run's."""
-        keys = ("task", "n", "grid", "seed", "model", "layout")
+        assert self.checkpoint is not None
         # files written before budgets existed have no "layout": they are fixed-layout
-        diff = [k for k in keys if meta.get(k, "fixed" if k == "layout" else None) != want[k]]
-        if diff:
-            shown = ", ".join(f"{k}: {meta.get(k)!r} in the file vs {want[k]!r} now" for k in diff)
-            raise CheckpointError(
-                f"checkpoint {str(self.checkpoint)!r} belongs to another calibration ({shown}); "
-                "use another --checkpoint path or delete the file"
-            )
+        check_same_run(
+            self.checkpoint,
+            {**meta, "layout": meta.get("layout", "fixed")},
+            want,
+            ("task", "n", "grid", "seed", "model", "layout"),
+            what="calibration",
+            advice="use another --checkpoint path or delete the file",
+        )
 
     def _planned(self, done: Mapping[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
         """The trials of ``done`` this plan has (fixed layout: its trial ids; budget: its

@@ -72,9 +72,9 @@ def read_checkpoint(path: Path) -> tuple[dict[str, Any] | None, dict[str, dict[s
     raw = read_regular_file(path, max_bytes=MAX_CHECKPOINT_BYTES, what="checkpoint", error=CheckpointError)
     meta: dict[str, Any] | None = None
     records: dict[str, dict[str, Any]] = {}
-    for lineno, obj in checkpoint_lines(
+    for lineno, _, obj in checkpoint_lines(
         path,
-        raw,
+        raw.splitlines(keepends=True),
         corrupt=lambda n, err: CheckpointError(
             f"checkpoint {str(path)!r} line {n} is corrupt ({err}) and is not the last line; "
             "delete the file to start over"

@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from .._io import checkpoint_lines
+from .._io import check_same_run, checkpoint_lines
 from ..errors import CheckpointError
 from ..ir.ranking_metrics import wilson_interval
 from ._endpoints import _USAGE_KEYS
@@ -65,31 +65,25 @@ class _Checkpoint:
         if self.path.exists():
             if not self.path.is_file():
                 raise CheckpointError(f"checkpoint {str(self.path)!r} is not a regular file")
-            for _, obj in checkpoint_lines(
-                self.path,
-                self.path.read_bytes(),
-                corrupt=lambda lineno, err: CheckpointError(
-                    f"checkpoint {str(self.path)!r} line {lineno} is corrupt ({err}); delete the file "
-                    "to start over"
-                ),
-                torn="checkpoint %s: dropping a cut last line; that row reruns",
-                log=logger,
-                not_object="not a JSON object",
-            ):
-                if obj.get("type") == "meta":
-                    old_meta = obj
-                elif obj.get("type") == "row":
-                    self.rows[(int(obj["instance"]), str(obj["method"]))] = obj
+            with self.path.open("rb") as fh:
+                for _, _, obj in checkpoint_lines(
+                    self.path,
+                    fh,
+                    corrupt=lambda lineno, err: CheckpointError(
+                        f"checkpoint {str(self.path)!r} line {lineno} is corrupt ({err}); delete the file "
+                        "to start over"
+                    ),
+                    torn="checkpoint %s: dropping a cut last line; that row reruns",
+                    log=logger,
+                    not_object="not a JSON object",
+                ):
+                    if obj.get("type") == "meta":
+                        old_meta = obj
+                    elif obj.get("type") == "row":
+                        self.rows[(int(obj["instance"]), str(obj["method"]))] = obj
         if old_meta is not None:
-            diff = [k for k in _CHECKPOINT_KEYS if old_meta.get(k) != meta.get(k)]
-            if diff:
-                shown = ", ".join(
-                    f"{k}: {old_meta.get(k)!r} in the file vs {meta.get(k)!r} now" for k in diff
-                )
-                raise CheckpointError(
-                    f"checkpoint {str(self.path)!r} belongs to another comparison ({shown}); "
-                    "use another --checkpoint path or delete the file"
-                )
+            advice = "use another --checkpoint path or delete the file"
+            check_same_run(self.path, old_meta, meta, _CHECKPOINT_KEYS, what="comparison", advice=advice)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._fh = self.path.open("a", encoding="utf-8")
         if old_meta is None:

@@ -18,8 +18,8 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import MissingExtraError
 from ..ir.runfile import write_qrels, write_run, write_text_atomic
+from ..plots import save_figure
 from ._calibration import write_probabilities
 from ._instances import CompareInstance
 from ._methods import LABELS
@@ -221,24 +221,11 @@ def write_outputs(
     return written
 
 
-def _pyplot() -> Any:
-    try:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError as err:
-        raise MissingExtraError("matplotlib", "plot", "Plotting the comparison") from err
-    return plt
-
-
 def _save(plt: Any, fig: Any, ax: Any, path: str | Path, *, title: str, legend: str) -> None:
     if title:
         ax.set_title(title, fontsize=9)
     ax.legend(fontsize=7, loc=legend)
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    save_figure(plt, fig, path)
 
 
 def plot_compare(summary: Mapping[str, Mapping[str, Any]], path: str | Path, *, title: str = "") -> None:
@@ -246,7 +233,9 @@ def plot_compare(summary: Mapping[str, Mapping[str, Any]], path: str | Path, *, 
     prompt tokens per query, one marker per method (95% CI bars); panning methods also as
     a curve through their top-1 by round. With a method that keeps per-document
     probabilities, also their reliability diagram at :func:`reliability_path`."""
-    plt = _pyplot()
+    from ..plots import pyplot
+
+    plt = pyplot("Plotting the comparison")
     fig, ax = plt.subplots(figsize=(7.0, 4.2))
     ran = [d for d in summary.values() if d["status"] == "ran"]
     key = "top1" if any(d.get("top1") is not None for d in ran) else "ndcg@10"

@@ -75,11 +75,6 @@ __all__ = [
 
 EMBEDDED_PROFILE = "smollm2-135m-kv"
 """The embedded model's bundled profile on the kv tasks (what :func:`embedded_profile` picks)."""
-EMBEDDED_TASK_PROFILES: dict[str, str] = {"nq": "smollm2-135m-nq-labelled"}
-"""The embedded model's bundled profile measured on a task, where one ships."""
-EMBEDDED_COLLECTION_PROFILE = "smollm2-135m-nq-labelled"
-"""The embedded model's profile on a collection: passages answered as on NQ (override with
-``--profile``)."""
 KV_TASKS = ("kv", "litm-kv")
 """The tasks whose documents are one-sentence key-value facts; the others (``nq`` and the
 collections) pan passages. Which a task is picks the bundled profile (:func:`profile_task`)."""
@@ -277,7 +272,7 @@ def embedded_profile(task: str, model: str, *, mode: str) -> str | None:
     """The bundled profile measured for the served GGUF model (found by name, in
     ``mode``) on ``task``'s kind of documents (:func:`profile_task`), else the model's
     other one, else None (the generic profile, with a warning): for the embedded SmolLM2
-    :data:`EMBEDDED_COLLECTION_PROFILE` on passages, :data:`EMBEDDED_PROFILE` on kv."""
+    ``smollm2-135m-nq-labelled`` on passages, :data:`EMBEDDED_PROFILE` on kv."""
     from ..profiles._lookup import bundled_profile_for
 
     return bundled_profile_for(model, mode=mode, task=profile_task(task))
@@ -325,13 +320,9 @@ def _endpoint(args: argparse.Namespace) -> Iterator[tuple[str, str, str]]:
 
 
 def _progress(total: int) -> tuple[Callable[[int], None], Callable[[], None]]:
-    try:
-        from tqdm import tqdm
-    except ImportError:
-        from .._console import Progress
+    """A tqdm bar on stderr (every 30 s when stderr is not a terminal): ``(update(done), close)``."""
+    from tqdm import tqdm
 
-        bar = Progress(total, label="evaluate")
-        return bar.update, bar.close
     t = tqdm(total=total, desc="evaluate", file=sys.stderr, mininterval=1.0 if sys.stderr.isatty() else 30.0)
 
     def update(done: int) -> None:

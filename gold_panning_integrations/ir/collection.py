@@ -17,7 +17,7 @@ import logging
 import math
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from importlib import resources
 from pathlib import Path
 from types import MappingProxyType
@@ -41,6 +41,7 @@ __all__ = [
     "read_qrels",
     "read_queries",
     "read_run",
+    "run_candidates",
 ]
 
 logger = logging.getLogger(__name__)
@@ -119,6 +120,12 @@ class Collection:
     left_out: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
     first_stage: str = "bm25"
     candidate_scores: Mapping[str, tuple[float, ...]] | None = None
+
+    def __post_init__(self) -> None:
+        """Every mapping held as a read-only copy."""
+        for f in fields(self):
+            if isinstance(value := getattr(self, f.name), Mapping):
+                object.__setattr__(self, f.name, _frozen(value))
 
 
 def fixture_path() -> Path:
@@ -361,30 +368,29 @@ def read_run(path: str | Path, *, depth: int, queries: set[str] | None = None) -
     return Run(p, _frozen(cands), _frozen(lines), _frozen(scores))
 
 
+def run_candidates(
+    run: str | Path, *, corpus: str | Path, depth: int, queries: set[str] | None = None
+) -> tuple[Run, dict[str, str]]:
+    """A run file's candidates (:func:`read_run`) and their texts, only theirs kept from
+    the streamed ``corpus`` (:func:`read_corpus`).
+
+    Raises:
+        CollectionError: As :func:`read_run` and :func:`read_corpus`, or a candidate the
+            corpus lacks (naming the run file's line).
+    """
+    r = read_run(run, depth=depth, queries=queries)
+    docs = read_corpus(corpus, wanted={d for ds in r.candidates.values() for d in ds})
+    absent = [(q, d) for q, ds in r.candidates.items() for d in ds if d not in docs]
+    if absent:
+        q, d = min(absent, key=lambda qd: r.lines[qd])
+        raise CollectionError(
+            f"{_where('run file', r.path, r.lines[(q, d)])} names document {d!r}, which is not in corpus "
+            f"file {str(corpus)!r}; pass the corpus the run was made on"
+        )
+    return r, docs
+
+
 # ====================================================================== collections
-def _collection(
-    name: str,
-    queries: dict[str, str],
-    qrels: dict[str, dict[str, int]],
-    docs: dict[str, str],
-    cands: dict[str, tuple[str, ...]] | None,
-    origin: dict[str, str],
-    left_out: dict[str, str],
-    first_stage: str,
-    scores: dict[str, tuple[float, ...]] | None = None,
-) -> Collection:
-    """A :class:`Collection` over read-only copies of the mappings."""
-    frozen = (_frozen(queries), _frozen(qrels), _frozen(docs), None if cands is None else _frozen(cands))
-    return Collection(
-        name,
-        *frozen,
-        _frozen(origin),
-        _frozen(left_out),
-        first_stage,
-        None if scores is None else _frozen(scores),
-    )
-
-
 def _judged(
     qrels_path: Path, queries_path: Path, queries_what: str
 ) -> tuple[dict[str, str], dict[str, dict[str, int]], dict[str, str], dict[str, str]]:
@@ -423,7 +429,7 @@ def _with_first_stage(
     if run is None:
         docs, first_stage = read_corpus(corpus), "bm25"
     else:
-        r = read_run(run, depth=depth, queries=set(queries))
+        r, docs = run_candidates(run, corpus=corpus, depth=depth, queries=set(queries))
         missing = [q for q in queries if q not in r.candidates]
         if missing:
             q = missing[0]
@@ -431,17 +437,9 @@ def _with_first_stage(
                 f"query {q!r} ({origin[q]}) has no candidates in run file {str(r.path)!r}; the first stage must "
                 "return documents for every judged query (or remove the query's judgements)"
             )
-        docs = read_corpus(corpus, wanted={d for ds in r.candidates.values() for d in ds})
-        absent = [(q, d) for q in queries for d in r.candidates[q] if d not in docs]
-        if absent:
-            q, d = min(absent, key=lambda qd: r.lines[qd])
-            raise CollectionError(
-                f"{_where('run file', r.path, r.lines[(q, d)])} names document {d!r}, which is not in corpus "
-                f"file {str(corpus)!r}; pass the corpus the run was made on"
-            )
         cands, first_stage = {q: r.candidates[q] for q in queries}, f"run: {r.path}"
         scores = {q: r.scores[q] for q in queries}
-    return _collection(name, queries, qrels, docs, cands, origin, left_out, first_stage, scores)
+    return Collection(name, queries, qrels, docs, cands, origin, left_out, first_stage, scores)
 
 
 def load_beir(
@@ -601,7 +599,7 @@ def load_rag_jsonl(path: str | Path, *, depth: int = 20) -> Collection:
             f"{_where(what, p)} holds no question with a relevant passage"
             + (' (every line\'s "relevant" is empty)' if left_out else "")
         )
-    return _collection(f"RAG JSONL {p}", queries, qrels, docs, cands, origin, left_out, f"rag: {p}")
+    return Collection(f"RAG JSONL {p}", queries, qrels, docs, cands, origin, left_out, f"rag: {p}")
 
 
 def load_collection(

@@ -18,7 +18,7 @@ import logging
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
-from typing import Any, ClassVar, Literal
+from typing import Any, ClassVar
 
 from .._steps import Steps, arun_steps, run_steps
 from ..engine.reading import Reading, current_query
@@ -29,11 +29,10 @@ from ._errors import Usage
 from ._fit_context import CharTokenizer, DocumentsDoNotFitError, Tokenizer, fit_documents
 from ._limit import CallLimit, RateLimit
 from ._options import (
+    DEFAULT_CONTEXT_TOKENS,
     DEFAULT_MAX_CONCURRENCY,
     READER_OPTIONS,
-    check_max_citations,
-    check_mode,
-    check_structured,
+    Mode,
     declared_options,
     resolve_options,
 )
@@ -57,17 +56,12 @@ __all__ = [
     "Mode",
     "Prompt",
     "Reply",
-    "check_max_citations",
-    "check_mode",
-    "check_structured",
     "content_text",
     "no_documents_reading",
     "token_counts",
 ]
 
 logger = logging.getLogger(__name__)
-
-Mode = Literal["cite", "answer"]
 
 
 MODE_CHECK_READINGS = 5
@@ -157,9 +151,6 @@ class BaseReader:
     """The detector profile measured for this reader's model (a bundled name, a path or a
     ``DetectorProfile``), used when the user names none."""
 
-    kind: ClassVar[str | None] = None
-    """The declared reader kind (:data:`._options.READER_KINDS`); None: every base option."""
-
     option_defaults: ClassVar[Mapping[str, Any]] = {}
     """Defaults used instead of the declared ones (also for base options it does not take)."""
 
@@ -179,8 +170,7 @@ class BaseReader:
     context_tokens: int | None
 
     def __init__(self, **options: Any) -> None:
-        values = resolve_options(type(self), self.kind, options)
-        self._options_given = frozenset(options)
+        values = resolve_options(type(self), options)
         for opt in READER_OPTIONS.values():
             if opt.name in values and opt.store:
                 setattr(self, opt.name, values[opt.name])
@@ -282,7 +272,7 @@ class BaseReader:
         """The context to fit prompts into (tokens), or None: no fitting. ``context_tokens``
         when given; by default the smaller of it and the context the model declares."""
         limit = self.context_tokens
-        if limit is None or "context_tokens" in self._options_given:
+        if limit is None or limit != DEFAULT_CONTEXT_TOKENS:
             return limit
         try:
             declared = self._declared_context()

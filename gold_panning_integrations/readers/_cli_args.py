@@ -1,4 +1,4 @@
-"""Reader options on the command line, shared by ``run``, ``calibrate`` and the ``bench real``
+"""Reader options on the command line, shared by ``run``, ``calibrate`` and the lab's ``real``
 benchmarks, and the reader they build; ``--reader simulated`` builds
 :class:`~gold_panning_integrations.readers.simulated.LexicalSimulatedReader`."""
 
@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-from ._options import READER_OPTIONS, options_for
+from ._options import READER_OPTIONS, options_taken
 from .simulated import LexicalSimulatedReader
 
 __all__ = ["LexicalSimulatedReader", "add_reader_arguments", "make_reader"]
@@ -46,7 +46,7 @@ def make_reader(args: argparse.Namespace, *, seed: int = 0) -> Any:
     if args.reader == "local":
         from .local import LocalReader
 
-        return LocalReader(args.model_path, n_threads=args.threads, seed=seed, **_declared(args, "local"))
+        return LocalReader(args.model_path, n_threads=args.threads, seed=seed, **_declared(args, LocalReader))
     if args.reader == "openai":
         if not args.model:
             raise ValueError("--reader openai needs --model NAME (and usually --base-url URL)")
@@ -56,7 +56,10 @@ def make_reader(args: argparse.Namespace, *, seed: int = 0) -> Any:
         from .openai import OpenAIReader
 
         return OpenAIReader(
-            model=args.model, base_url=args.base_url, api_key=key or "not-needed", **_declared(args, "openai")
+            model=args.model,
+            base_url=args.base_url,
+            api_key=key or "not-needed",
+            **_declared(args, OpenAIReader),
         )
     from ..profiles import load_profile
 
@@ -65,8 +68,8 @@ def make_reader(args: argparse.Namespace, *, seed: int = 0) -> Any:
     )
 
 
-def _declared(args: argparse.Namespace, kind: str) -> dict[str, Any]:
+def _declared(args: argparse.Namespace, cls: type) -> dict[str, Any]:
     """The declared reader options given on the command line (flags left unset, None, keep
-    the reader's own default) that a reader of ``kind`` takes."""
-    given = {o.name: getattr(args, o.name, None) for o in options_for(kind) if o.flag is not None}
+    the reader's own default) that a reader of class ``cls`` takes."""
+    given = {o.name: getattr(args, o.name, None) for o in options_taken(cls) if o.flag is not None}
     return {k: v for k, v in given.items() if v is not None}

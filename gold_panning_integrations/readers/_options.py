@@ -1,44 +1,53 @@
-"""Every reader option once: name, type, default, check, doc and command-line flag.
+"""Every reader option once: name, default, check, doc and command-line flag.
 
-A reader option is declared once, with :func:`reader_option` (as
-:func:`~gold_panning_integrations.engine.config.option` declares a panning option), and
-the rest derives from it: the constructors of the reader kinds that take it (checked,
-defaulted, stored by ``BaseReader.__init__``), their signatures and ``Args:`` sections
-(:func:`declared_options`, plus each reader's ``option_notes``), and the commands'
-flag (:mod:`._cli_args`). Other kinds keep its default or their ``option_defaults``.
+A reader option is declared once, here (as
+:func:`~gold_panning_integrations.engine.config.option` declares a panning option). Each
+reader's constructor names the options it takes as typed keyword-only parameters, so an IDE
+and ``help()`` show them; ``tests/readers/test_reader_options.py`` checks that every
+signature's defaults agree with these declarations (or the reader's ``option_defaults``).
+``BaseReader.__init__`` checks, defaults and stores them; :func:`declared_options` writes
+their docs into each reader's ``Args:``; :mod:`._cli_args` makes the commands' flags.
 """
 
 from __future__ import annotations
 
 import inspect
 import math
+import os
 import textwrap
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
-from ._cache import make_cache
-from ._prompt import check_max_chars_per_doc, check_optional_int
-from ._retry import check_max_attempts, make_wait
+from ._cache import ReplyCache, make_cache
+from ._prompt import PromptTemplate, check_max_chars_per_doc, check_optional_int
+from ._retry import Wait, check_max_attempts, make_wait
+from .answer import AnswerAttribution
 
 __all__ = [
     "DEFAULT_CONTEXT_TOKENS",
-    "NETWORK",
-    "READER_KINDS",
+    "DEFAULT_MAX_CONCURRENCY",
     "READER_OPTIONS",
+    "AnswerAttribution",
+    "CacheOption",
+    "Mode",
+    "PromptTemplate",
     "ReaderOption",
+    "ResponseFormat",
+    "Structured",
+    "Wait",
     "declared_options",
-    "options_for",
-    "reader_option",
-    "remove_reader_option",
+    "given_options",
+    "options_taken",
     "resolve_options",
 ]
 
-READER_KINDS: tuple[str, ...] = ("openai", "langchain", "llama_index", "local")
-"""The ``kind`` of each reader built from the declarations (OpenAI, LangChain, LlamaIndex, local)."""
-
-NETWORK: tuple[str, ...] = ("openai", "langchain", "llama_index")
-"""Readers whose model sits behind a connection (limits on calls, requests and tokens)."""
+Mode = Literal["cite", "answer"]
+Structured = Literal["auto"] | bool
+ResponseFormat = Literal["auto", "json_schema", "json_object", "text"]
+CacheOption = ReplyCache | str | os.PathLike[str] | bool | None
+"""The types of the ``mode``, ``structured``, ``response_format`` and ``cache`` options
+(the other options' types are imported here too, for the readers' signatures)."""
 
 DEFAULT_MAX_CONCURRENCY = 16
 """Calls in flight through one network reader unless ``max_concurrency=`` says otherwise."""
@@ -53,16 +62,16 @@ Check = Callable[[Any], Any]
 
 @dataclass(frozen=True)
 class ReaderOption:
-    """One reader option's declaration.
+    """One reader option's declaration (which readers take it, and its type, are in their
+    signatures).
 
     Attributes:
         name: The keyword (and attribute) name.
         default: The default value.
-        annotation: The type, as written in the signature.
         doc: What the option does, for every reader's docstring.
         check: Returns the value validated and normalised, or raises naming it (None: any).
-        readers: The reader kinds (:data:`READER_KINDS`) whose constructor takes it.
-        base: Whether ``BaseReader`` itself uses it (every reader has it, taken or fixed).
+        base: Whether every reader has it (taken, or fixed at its default or the reader's
+            ``option_defaults``); else only the readers that take it.
         store: Store the checked value as an attribute of the reader.
         flag: The command-line flag (``"--cache"``), or None for none.
         cli: Further ``argparse.add_argument`` keywords (a ``default_flag`` is the flag's
@@ -71,10 +80,8 @@ class ReaderOption:
 
     name: str
     default: Any
-    annotation: str
     doc: str
     check: Check | None = None
-    readers: tuple[str, ...] = READER_KINDS
     base: bool = True
     store: bool = True
     flag: str | None = None
@@ -88,102 +95,57 @@ class ReaderOption:
 READER_OPTIONS: dict[str, ReaderOption] = {}
 """Every declared reader option by name, in declaration order."""
 
-_DECLARED: list[type] = []
 
-
-def reader_option(
+def _declare(
     name: str,
     *,
     default: Any,
-    annotation: str,
     doc: str,
     check: Check | None = None,
-    readers: tuple[str, ...] = READER_KINDS,
     base: bool = True,
     store: bool = True,
     flag: str | None = None,
     **cli: Any,
-) -> ReaderOption:
-    """Declare a reader option (see the module docstring); returns the declaration. The
-    declared readers' signatures and docstrings are rebuilt at once."""
-    unknown = set(readers) - set(READER_KINDS)
-    if unknown:
-        raise ValueError(f"readers must name reader kinds among {READER_KINDS}, got {sorted(unknown)}")
-    if not name.isidentifier():
-        raise ValueError(f"a reader option's name must be an identifier, got {name!r}")
-    opt = ReaderOption(name, default, annotation, doc, check, tuple(readers), base, store, flag, dict(cli))
-    READER_OPTIONS[name] = opt
-    for cls in _DECLARED:
-        _derive(cls)
-    return opt
+) -> None:
+    READER_OPTIONS[name] = ReaderOption(name, default, doc, check, base, store, flag, dict(cli))
 
 
-def remove_reader_option(name: str) -> None:
-    """Withdraw a declared option (tests and plugins that declared one undo it here)."""
-    READER_OPTIONS.pop(name, None)
-    for cls in _DECLARED:
-        _derive(cls)
+def options_taken(cls: type) -> list[ReaderOption]:
+    """The declared options ``cls``'s constructor takes (its keyword-only parameters)."""
+    params = inspect.signature(cls).parameters
+    return [o for o in READER_OPTIONS.values() if o.name in params]
 
 
-def options_for(kind: str | None) -> list[ReaderOption]:
-    """The options a reader of ``kind`` takes as keywords (None: a plain ``BaseReader``
-    subclass, which takes every base option)."""
-    return [o for o in READER_OPTIONS.values() if (o.base if kind is None else kind in o.readers)]
-
-
-def resolve_options(cls: type, kind: str | None, given: Mapping[str, Any]) -> dict[str, Any]:
-    """Checked values of every option a reader of ``kind`` has: the ones given, else the
-    class's ``option_defaults``, else the declared default (TypeError, as Python words it,
-    for a keyword the reader does not take)."""
-    taken = {o.name for o in options_for(kind)}
+def resolve_options(cls: type, given: Mapping[str, Any]) -> dict[str, Any]:
+    """Checked values of every option a reader of class ``cls`` has: the ones ``given``
+    (its constructor's), else the class's ``option_defaults``, else the declared default
+    (TypeError, as Python words it, for a name that is no declared option)."""
     for name in given:
-        if name not in taken:
+        if name not in READER_OPTIONS:
             raise TypeError(f"{cls.__name__}.__init__() got an unexpected keyword argument {name!r}")
     overrides: Mapping[str, Any] = getattr(cls, "option_defaults", {})
     return {
         o.name: o.checked(given.get(o.name, overrides.get(o.name, o.default)))
         for o in READER_OPTIONS.values()
-        if o.name in taken or o.base
+        if o.name in given or o.base
     }
 
 
-# ----------------------------------------------------------------------------- derived
+def given_options(names: Mapping[str, Any]) -> dict[str, Any]:
+    """The declared options among ``names`` (a constructor's ``locals()``), to pass on to
+    ``BaseReader.__init__``."""
+    return {k: v for k, v in names.items() if k in READER_OPTIONS}
+
+
 def declared_options(cls: type) -> type:
-    """Class decorator: the reader's signature and docstring name the options of its ``kind``
-    (its ``__init__`` takes them as ``**options``), kept in step with later declarations."""
-    _DECLARED.append(cls)
-    _derive(cls)
-    return cls
-
-
-_OWN: dict[type, tuple[inspect.Signature, str]] = {}
-"""Each declared class's own signature and docstring, before the options were added."""
-
-
-def _derive(cls: type) -> None:
-    init = cls.__dict__["__init__"]
-    if cls not in _OWN:
-        _OWN[cls] = (inspect.signature(init), cls.__doc__ or "")
-    own, own_doc = _OWN[cls]
-    kind = getattr(cls, "kind", None)
-    overrides: Mapping[str, Any] = getattr(cls, "option_defaults", {})
+    """Class decorator: the reader's docstring gets an ``Args:`` entry for each declared
+    option its constructor takes (the declared doc, plus its ``option_notes``); for
+    ``BaseReader`` itself, which takes them as ``**options``, each base option."""
     notes: Mapping[str, str] = getattr(cls, "option_notes", {})
-    params = [p for p in own.parameters.values() if p.kind is not inspect.Parameter.VAR_KEYWORD]
-    names = {p.name for p in params}
-    opts = [o for o in options_for(kind) if o.name not in names]
-    params += [
-        inspect.Parameter(
-            o.name,
-            inspect.Parameter.KEYWORD_ONLY,
-            default=overrides.get(o.name, o.default),
-            annotation=o.annotation,
-        )
-        for o in opts
-    ]
-    init.__signature__ = own.replace(parameters=params)
-    cls.__doc__ = _doc_with(
-        own_doc, [(o.name, " ".join(filter(None, (o.doc, notes.get(o.name))))) for o in opts]
-    )
+    taken = options_taken(cls) or [o for o in READER_OPTIONS.values() if o.base]  # BaseReader: **options
+    entries = [(o.name, " ".join(filter(None, (o.doc, notes.get(o.name))))) for o in taken]
+    cls.__doc__ = _doc_with(cls.__doc__ or "", entries)
+    return cls
 
 
 def _doc_with(doc: str, entries: list[tuple[str, str]]) -> str:
@@ -296,10 +258,9 @@ _positive_float = _positive(float, "a number of seconds", " > 0")
 
 
 # ----------------------------------------------------------------------------- the options
-reader_option(
+_declare(
     "mode",
     default="cite",
-    annotation="Literal['cite', 'answer']",
     check=check_mode,
     doc='``"cite"``: the model lists document labels as JSON. ``"answer"``: the model answers in a '
     "few words and the shown documents containing the answer count as cited "
@@ -309,24 +270,21 @@ reader_option(
     help="answer: the model answers, supporting documents count as cited (default for local); "
     "cite: the model returns document numbers (default for openai)",
 )
-reader_option(
+_declare(
     "template",
     default=None,
-    annotation="PromptTemplate | None",
     doc="Replacement user message (cite mode: see :data:`._prompt.PromptTemplate`; answer mode: "
     ":data:`.answer.ANSWER_TEMPLATE`).",
 )
-reader_option(
+_declare(
     "max_citations",
     default=None,
-    annotation="int | None",
     check=check_max_citations,
     doc="Most labels accepted per reading; the rest count as invalid. None: no limit.",
 )
-reader_option(
+_declare(
     "max_attempts",
     default=3,
-    annotation="int",
     check=check_max_attempts,
     doc="Attempts per reading, retries included (>= 1); a reader with a ``timeout`` starts none "
     "after the query's deadline.",
@@ -334,54 +292,45 @@ reader_option(
     type=_positive_int,
     help="attempts per reading, retries included (default 3; 1 for --reader local at temperature 0)",
 )
-reader_option(
+_declare(
     "wait",
     default=None,
-    annotation="Wait | float | None",
     check=_check_wait,
     doc="Wait between attempts: None (honour Retry-After, else exponential backoff), seconds, a "
     "tenacity wait strategy or ``(retry_state) -> seconds`` (:func:`._retry.make_wait`); inject "
     "``0`` in tests.",
 )
-reader_option(
+_declare(
     "attribution",
     default=None,
-    annotation="Any",
     doc="Answer-mode matching rules (:class:`.answer.AnswerAttribution`).",
 )
-reader_option(
+_declare(
     "max_chars_per_doc",
     default=None,
-    annotation="int | None",
     check=check_max_chars_per_doc,
     doc="Longest document text shown in a prompt, in characters; longer documents are cut there and "
     'marked ``" [...]"`` (their label is unchanged). None (default): no limit, and a prompt too long '
     "for the model fails with an error saying so. Not applied to a callable ``template``.",
 )
-reader_option(
+_declare(
     "structured",
     default="auto",
-    annotation="Literal['auto'] | bool",
     check=check_structured,
-    readers=("langchain", "llama_index"),
     doc='``"auto"``, ``True`` or ``False``: whether cite mode uses the model\'s structured output.',
 )
-reader_option(
+_declare(
     "max_concurrency",
     default=DEFAULT_MAX_CONCURRENCY,
-    annotation="int | None",
-    readers=NETWORK,
     store=False,
     doc="The most model calls in flight through this reader at once, shared by every query and "
     "every prompt that goes through it (threads and event loops alike); further calls wait their "
     "turn, first come first served. ``1``: the reader takes no concurrent calls, and the panner "
     "sends a round's prompts one after another. None: no limit.",
 )
-reader_option(
+_declare(
     "requests_per_minute",
     default=None,
-    annotation="int | None",
-    readers=NETWORK,
     store=False,
     doc="The most requests this reader sends in any 60-second window where the provider counts them "
     "(at the server, however late a request arrives: a request holds its place from when it leaves "
@@ -391,11 +340,9 @@ reader_option(
     type=_positive_int,
     help="most requests to --reader openai in any 60-second window (default: no limit)",
 )
-reader_option(
+_declare(
     "tokens_per_minute",
     default=None,
-    annotation="int | None",
-    readers=NETWORK,
     store=False,
     doc="The most tokens in any 60-second window: each request counts an estimate before it is sent "
     "(a token per 4 characters of the messages, plus ``max_tokens``), replaced by the prompt and "
@@ -404,10 +351,9 @@ reader_option(
     type=_positive_int,
     help="most tokens (estimated, then as reported) to --reader openai in any 60-second window",
 )
-reader_option(
+_declare(
     "cache",
     default=None,
-    annotation="ReplyCache | str | os.PathLike[str] | bool | None",
     check=make_cache,
     doc="The reply cache (:class:`._cache.ReplyCache`): None or False (default: none), True (in "
     "memory), a file path (in memory and in that SQLite file, shared by threads and processes) or "
@@ -418,12 +364,10 @@ reader_option(
     help="reply cache file (SQLite, created when absent): a prompt asked again with the same model "
     "and options is answered from it without a model call (default: no cache)",
 )
-reader_option(
+_declare(
     "context_tokens",
     default=DEFAULT_CONTEXT_TOKENS,
-    annotation="int | None",
     check=check_context_tokens,
-    readers=NETWORK,
     doc="The prompt budget in tokens, reply included (the model's context window, or less to bound "
     f"cost); default {DEFAULT_CONTEXT_TOKENS:,}. A prompt whose documents would not fit (after the "
     'fixed text and ``max_tokens``) has them cut evenly, marked ``" [...]"`` and counted in '
@@ -436,12 +380,10 @@ reader_option(
     help="prompt budget in tokens for --reader openai, reply included; longer documents are cut "
     f"evenly to fit (default {DEFAULT_CONTEXT_TOKENS})",
 )
-reader_option(
+_declare(
     "response_format",
     default="auto",
-    annotation="Literal['auto', 'json_schema', 'json_object', 'text']",
     check=_check_response_format,
-    readers=("openai",),
     base=False,
     doc='``"auto"`` (negotiate: ``json_schema``, then ``json_object``, then text, see '
     ':mod:`.openai`), ``"json_schema"``, ``"json_object"`` or ``"text"`` (cite mode only).',
@@ -451,12 +393,10 @@ reader_option(
     help="output format asked of --reader openai in cite mode; auto (default): json_schema, falling "
     "back to json_object, then text, when the server rejects one (remembered per endpoint)",
 )
-reader_option(
+_declare(
     "temperature",
     default=0.0,
-    annotation="float",
     check=_check_temperature,
-    readers=("openai", "local"),
     base=False,
     doc="Sampling temperature (0: as deterministic as the model allows).",
     flag="--temperature",
@@ -464,12 +404,10 @@ reader_option(
     default_flag=0.0,
     help="sampling temperature (default 0)",
 )
-reader_option(
+_declare(
     "timeout",
     default=60.0,
-    annotation="float",
     check=_check_timeout,
-    readers=("openai",),
     base=False,
     doc="Seconds the endpoint may keep a query waiting without a reply: each request ends within "
     "it (connection, upload, the server's reply, however slowly it is sent), and the query's "

@@ -23,7 +23,18 @@ from ..engine.reading import Reading
 from ..errors import CitationParseError
 from ._base import BaseReader, Prompt, Reply, content_text, token_counts
 from ._errors import Usage
-from ._options import declared_options
+from ._options import (
+    DEFAULT_CONTEXT_TOKENS,
+    DEFAULT_MAX_CONCURRENCY,
+    AnswerAttribution,
+    CacheOption,
+    Mode,
+    PromptTemplate,
+    Structured,
+    Wait,
+    declared_options,
+    given_options,
+)
 from ._prompt import Citations, attach_raw
 
 __all__ = ["ChatModelReader", "is_chat_runnable", "raw_tool_arguments"]
@@ -130,19 +141,36 @@ class ChatModelReader(BaseReader):
             (``merge_configs``: both configs' callbacks, tags and metadata are kept).
     """
 
-    kind = "langchain"
     option_notes: ClassVar[Mapping[str, str]] = {
         "structured": '``"auto"``: structured output when the model supports it, else text; '
         "``True``: require it (``ValueError`` now if unsupported).",
     }
 
-    def __init__(self, chat_model: Runnable, *, config: RunnableConfig | None = None, **options: Any) -> None:
+    def __init__(
+        self,
+        chat_model: Runnable,
+        *,
+        config: RunnableConfig | None = None,
+        mode: Mode = "cite",
+        template: PromptTemplate | None = None,
+        max_citations: int | None = None,
+        max_attempts: int = 3,
+        wait: Wait | float | None = None,
+        attribution: AnswerAttribution | None = None,
+        max_chars_per_doc: int | None = None,
+        structured: Structured = "auto",
+        max_concurrency: int | None = DEFAULT_MAX_CONCURRENCY,
+        requests_per_minute: int | None = None,
+        tokens_per_minute: int | None = None,
+        cache: CacheOption = None,
+        context_tokens: int | None = DEFAULT_CONTEXT_TOKENS,
+    ) -> None:
         if not is_chat_runnable(chat_model):
             raise TypeError(
                 "ChatModelReader needs a LangChain chat model or a Runnable wrapping one (bind, with_retry, "
                 f"with_fallbacks, configurable_fields), got {type(chat_model).__name__}"
             )
-        super().__init__(**options)
+        super().__init__(**given_options(locals()))
         structured = self.structured
         self.chat_model = chat_model
         self.config = config

@@ -30,7 +30,18 @@ from .._steps import Steps, arun_steps, run_steps
 from ..errors import CitationParseError
 from ._base import BaseReader, Prompt, Reply, token_counts
 from ._errors import Usage
-from ._options import declared_options
+from ._options import (
+    DEFAULT_CONTEXT_TOKENS,
+    DEFAULT_MAX_CONCURRENCY,
+    AnswerAttribution,
+    CacheOption,
+    Mode,
+    PromptTemplate,
+    Structured,
+    Wait,
+    declared_options,
+    given_options,
+)
 from ._prompt import attach_raw, loads_strict
 
 __all__ = ["CitationsOutput", "LlamaIndexLLMReader", "raw_tool_arguments"]
@@ -105,17 +116,33 @@ class LlamaIndexLLMReader(BaseReader):
         llm: Any ``llama_index.core.llms.LLM`` (``OpenAI``, ``Ollama``, ``MockLLM``, ...).
     """
 
-    kind = "llama_index"
     option_notes: ClassVar[Mapping[str, str]] = {
         "structured": '``"auto"``: ``structured_predict`` for function-calling models or a configured '
         "``pydantic_program_mode``, chat otherwise; ``True``: always ``structured_predict``; "
         "``False``: always chat.",
     }
 
-    def __init__(self, llm: LLM, **options: Any) -> None:
+    def __init__(
+        self,
+        llm: LLM,
+        *,
+        mode: Mode = "cite",
+        template: PromptTemplate | None = None,
+        max_citations: int | None = None,
+        max_attempts: int = 3,
+        wait: Wait | float | None = None,
+        attribution: AnswerAttribution | None = None,
+        max_chars_per_doc: int | None = None,
+        structured: Structured = "auto",
+        max_concurrency: int | None = DEFAULT_MAX_CONCURRENCY,
+        requests_per_minute: int | None = None,
+        tokens_per_minute: int | None = None,
+        cache: CacheOption = None,
+        context_tokens: int | None = DEFAULT_CONTEXT_TOKENS,
+    ) -> None:
         if not isinstance(llm, LLM):
             raise TypeError(f"LlamaIndexLLMReader needs a llama_index.core LLM, got {type(llm).__name__}")
-        super().__init__(**options)
+        super().__init__(**given_options(locals()))
         self.llm = llm
         self._use_structured = self.mode == "cite" and (
             self.structured is True or (self.structured is not False and self._supports_structured())

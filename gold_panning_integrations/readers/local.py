@@ -24,7 +24,16 @@ from ._base import MESSAGE_OVERHEAD_TOKENS, BaseReader, Prompt, Reply
 from ._errors import Usage
 from ._gguf import GGUFError, read_gguf_metadata
 from ._native import check_llama_runs_here
-from ._options import READER_OPTIONS, declared_options
+from ._options import (
+    READER_OPTIONS,
+    AnswerAttribution,
+    CacheOption,
+    Mode,
+    PromptTemplate,
+    Wait,
+    declared_options,
+    given_options,
+)
 from ._prompt import citation_json_schema
 from .answer import abstain_probability
 
@@ -191,7 +200,6 @@ class LocalReader(BaseReader):
         NativeCrashError: (on first use) llama.cpp crashes or hangs on this machine.
     """
 
-    kind = "local"
     option_defaults: ClassVar[Mapping[str, Any]] = {
         "mode": "answer",
         "max_attempts": None,
@@ -221,15 +229,22 @@ class LocalReader(BaseReader):
         seed: int = 0,
         constrained: bool = True,
         model_name: str | None = None,
-        **options: Any,
+        mode: Mode = "answer",
+        template: PromptTemplate | None = None,
+        max_citations: int | None = None,
+        max_attempts: int | None = None,
+        wait: Wait | float | None = None,
+        attribution: AnswerAttribution | None = None,
+        max_chars_per_doc: int | None = None,
+        cache: CacheOption = None,
+        temperature: float = 0.0,
     ) -> None:
-        temperature = READER_OPTIONS["temperature"].checked(options.get("temperature", 0.0))
-        mode = options.get("mode", "answer")
-        if options.get("max_citations") is None and mode == "cite":
-            options["max_citations"] = 1
-        if options.get("max_attempts") is None:
-            options["max_attempts"] = 1 if temperature == 0 else 3
-        super().__init__(**options)
+        temperature = READER_OPTIONS["temperature"].checked(temperature)
+        if max_citations is None and mode == "cite":
+            max_citations = 1
+        if max_attempts is None:
+            max_attempts = 1 if temperature == 0 else 3
+        super().__init__(**given_options(locals()))
         if n_ctx is not None and n_ctx < 64:
             raise ValueError(f"n_ctx must be >= 64 or None, got {n_ctx!r}")
         self._default_model = model_path is None

@@ -29,7 +29,19 @@ from ._base import BaseReader, Prompt, Reply, content_text
 from ._deadline import Deadline, QueryDeadlineError, current_deadline
 from ._errors import Usage, classify_error
 from ._http import deadline, make_async_http_client, make_http_client
-from ._options import RESPONSE_FORMATS, declared_options
+from ._options import (
+    DEFAULT_CONTEXT_TOKENS,
+    DEFAULT_MAX_CONCURRENCY,
+    RESPONSE_FORMATS,
+    AnswerAttribution,
+    CacheOption,
+    Mode,
+    PromptTemplate,
+    ResponseFormat,
+    Wait,
+    declared_options,
+    given_options,
+)
 from ._prompt import attach_raw, citation_json_schema, truncate
 from .answer import abstain_probability
 
@@ -110,7 +122,6 @@ class OpenAIReader(BaseReader):
             vLLM, llama.cpp's server).
     """
 
-    kind = "openai"
     option_notes: ClassVar[Mapping[str, str]] = {
         "max_citations": "Also the schema's ``maxItems``.",
         "timeout": "A ``client=`` you pass keeps its own HTTP settings (per-read timeouts, "
@@ -135,9 +146,23 @@ class OpenAIReader(BaseReader):
         max_tokens: int = 256,
         extra_body: dict[str, Any] | None = None,
         logprobs: bool = False,
-        **options: Any,
+        mode: Mode = "cite",
+        template: PromptTemplate | None = None,
+        max_citations: int | None = None,
+        max_attempts: int = 3,
+        wait: Wait | float | None = None,
+        attribution: AnswerAttribution | None = None,
+        max_chars_per_doc: int | None = None,
+        max_concurrency: int | None = DEFAULT_MAX_CONCURRENCY,
+        requests_per_minute: int | None = None,
+        tokens_per_minute: int | None = None,
+        cache: CacheOption = None,
+        context_tokens: int | None = DEFAULT_CONTEXT_TOKENS,
+        response_format: ResponseFormat = "auto",
+        temperature: float = 0.0,
+        timeout: float = 60.0,
     ) -> None:
-        super().__init__(**options)
+        super().__init__(**given_options(locals()))
         if not isinstance(model, str) or not model:
             raise ValueError(f"model must be a non-empty model name, got {model!r}")
         if top_p is not None and not 0 < top_p <= 1:

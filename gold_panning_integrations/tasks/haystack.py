@@ -13,7 +13,6 @@ as ``"title: text"``) per line; anything else is plain text, passages separated 
 
 from __future__ import annotations
 
-import gzip
 import json
 import re
 from collections.abc import Sequence
@@ -21,7 +20,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .._io import read_regular_file
+from ..ir.files import text_lines
 from ._words import FIRST_NAMES, LAST_NAMES
 from .base import TaskInstance, check_make_args
 
@@ -45,24 +44,10 @@ def load_passages(path: str | Path) -> list[str]:
             f'--docs {str(p)!r} is a folder; pass one file: JSONL with a "text" field per line, '
             "or plain text with passages separated by blank lines"
         )
-    raw = read_regular_file(p, max_bytes=MAX_DOCS_BYTES, what="documents file", error=ValueError)
-    name = p.name.lower()
-    if name.endswith(".gz"):
-        try:
-            raw = gzip.decompress(raw)
-        except (OSError, EOFError) as err:
-            raise ValueError(f"documents file {str(p)!r} is not valid gzip ({err})") from err
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError as err:
-        raise ValueError(
-            f"documents file {str(p)!r} is not UTF-8 text (invalid byte at offset {err.start}); convert it to UTF-8"
-        ) from err
-    if "\x00" in text:
-        raise ValueError(f"documents file {str(p)!r} contains NUL bytes: it looks binary, not text")
+    lines = text_lines(p, what="documents file", max_bytes=MAX_DOCS_BYTES)  # gzip, UTF-8, no NUL
     passages: list[str] = []
-    if name.endswith((".jsonl", ".jsonl.gz", ".ndjson")):
-        for lineno, line in enumerate(text.splitlines(), start=1):
+    if p.name.lower().endswith((".jsonl", ".jsonl.gz", ".ndjson")):
+        for lineno, line in lines:
             if not line.strip():
                 continue
             try:
@@ -83,7 +68,7 @@ def load_passages(path: str | Path) -> list[str]:
                     'string "text" field'
                 )
     else:
-        passages = re.split(r"\n\s*\n", text)
+        passages = re.split(r"\n\s*\n", "\n".join(line for _, line in lines))
     out = [x for x in dict.fromkeys(" ".join(passage.split()) for passage in passages) if x]
     if len(out) < MIN_PASSAGES:
         raise ValueError(

@@ -24,6 +24,8 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any, Literal, overload
 
+from .._io import read_regular_file
+
 __all__ = [
     "MAX_SAMPLE_BYTES",
     "SAMPLES",
@@ -143,13 +145,9 @@ def _read_json_gz(path: Path) -> dict[str, Any]:
             f"sample file not found: {str(path)!r}; reinstall the package, or build one with "
             "python -m benchmarks.build_samples --source DIR --out DIR (from a clone of the repository)"
         )
-    size = path.stat().st_size
-    if size > MAX_SAMPLE_BYTES:
-        raise ValueError(
-            f"sample file {str(path)!r} is {size} bytes, above the {MAX_SAMPLE_BYTES}-byte limit"
-        )
+    data = read_regular_file(path, max_bytes=MAX_SAMPLE_BYTES, what="sample file", error=ValueError)
     try:
-        with gzip.GzipFile(fileobj=io.BytesIO(path.read_bytes())) as gz:
+        with gzip.GzipFile(fileobj=io.BytesIO(data)) as gz:
             raw = gz.read(MAX_SAMPLE_BYTES + 1)
         if len(raw) > MAX_SAMPLE_BYTES:
             raise ValueError(f"sample file {str(path)!r} decompresses to more than {MAX_SAMPLE_BYTES} bytes")

@@ -1,4 +1,4 @@
-"""CLI helpers: tqdm progress bar, regular-file check for --docs, tables."""
+"""CLI helpers: tqdm progress bar, the regular-file check of --docs, tables."""
 
 from __future__ import annotations
 
@@ -11,7 +11,8 @@ import pytest
 from gold_panning_integrations import GoldPanner
 from gold_panning_integrations._console import Progress, format_table, progress_quiet
 from gold_panning_integrations.cli import EXIT_ERROR, build_parser, main
-from gold_panning_integrations.cli.commands._util import regular_file
+from gold_panning_integrations.cli.commands import run as run_command
+from gold_panning_integrations.cli.commands.run import load_documents
 from gold_panning_integrations.profiles import DetectorProfile, resolved_profile
 
 
@@ -78,42 +79,28 @@ def test_verbose_defaults_to_zero_with_a_subcommand() -> None:
     assert build_parser().parse_args(["evaluate"]).verbose == 0
 
 
-# ------------------------------------------------------------ regular_file / --docs
-def test_regular_file_returns_the_path(tmp_path: Path) -> None:
-    f = tmp_path / "d.txt"
-    f.write_text("a\n")
-    assert regular_file(f, what="--docs") == f
-
-
-def test_regular_file_refuses_a_folder(tmp_path: Path) -> None:
-    with pytest.raises(IsADirectoryError, match=r"--docs: '.*' is a folder; pass a file"):
-        regular_file(tmp_path, what="--docs")
-
-
-def test_regular_file_refuses_a_fifo_without_opening_it(tmp_path: Path) -> None:
+# ------------------------------------------------------------ --docs: a regular file of sane size
+def test_docs_a_folder_fifo_or_device_is_refused_before_reading(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match=r"--docs '.*' is a directory; pass a regular file"):
+        load_documents(tmp_path)
     fifo = tmp_path / "pipe"
     os.mkfifo(fifo)
-    with pytest.raises(ValueError, match="is not a regular file"):
-        regular_file(fifo, what="--docs")
-
-
-def test_regular_file_refuses_a_symlink_to_a_device(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match=r"is a FIFO \(named pipe\); pass a regular file"):
+        load_documents(fifo)
     link = tmp_path / "zero.jsonl"
     link.symlink_to("/dev/zero")
-    with pytest.raises(ValueError, match="is not a regular file"):
-        regular_file(link, what="--docs")
+    with pytest.raises(ValueError, match="is a device; pass a regular file"):
+        load_documents(link)
 
 
-def test_regular_file_missing(tmp_path: Path) -> None:
-    with pytest.raises(FileNotFoundError, match="--docs: no such file"):
-        regular_file(tmp_path / "nope.jsonl", what="--docs")
-
-
-def test_regular_file_size_cap(tmp_path: Path) -> None:
+def test_docs_missing_or_too_large(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    with pytest.raises(FileNotFoundError, match=r"--docs: no such file: '.*nope.jsonl'"):
+        load_documents(tmp_path / "nope.jsonl")
     f = tmp_path / "big.txt"
     f.write_text("12345")
-    with pytest.raises(ValueError, match="5 bytes, more than the 4-byte limit"):
-        regular_file(f, what="--docs", max_bytes=4)
+    monkeypatch.setattr(run_command, "MAX_DOCS_BYTES", 4)
+    with pytest.raises(ValueError, match="has 5 bytes, more than the 4 read"):
+        load_documents(f)
 
 
 def test_run_docs_folder_is_one_clear_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -121,7 +108,7 @@ def test_run_docs_folder_is_one_clear_line(tmp_path: Path, capsys: pytest.Captur
     lines = capsys.readouterr().err.splitlines()
     assert code == EXIT_ERROR
     assert len(lines) == 1
-    assert "is a folder; pass a file" in lines[0]
+    assert "is a directory; pass a regular file" in lines[0]
 
 
 # ------------------------------------------------------------ tables and labels

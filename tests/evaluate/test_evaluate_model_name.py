@@ -70,7 +70,7 @@ def test_embedded_profile_by_task_and_by_name() -> None:
     smol = "SmolLM2-135M-Instruct"
     assert C.embedded_profile("nq", smol, mode="answer") == "smollm2-135m-nq-labelled"
     assert C.embedded_profile("kv", smol, mode="answer") == "smollm2-135m-kv"
-    assert C.embedded_profile("beir", smol, mode="answer") == C.EMBEDDED_COLLECTION_PROFILE
+    assert C.embedded_profile("beir", smol, mode="answer") == "smollm2-135m-nq-labelled"
     assert C.embedded_profile("litm-kv", smol, mode="answer") == C.EMBEDDED_PROFILE == "smollm2-135m-kv"
     qwen = "Qwen2.5 Coder 0.5B Instruct AWQ"
     # passages (NQ, the collections): the profile measured on NQ passages, with its map

@@ -1,11 +1,11 @@
-"""Reader options are declared once (readers/_options.py): one declaration reaches every
-reader's constructor, docstring and the commands' flags."""
+"""Reader options are declared once (readers/_options.py): each reader's constructor names
+the options it takes, with the declared defaults, and the declaration reaches its docstring,
+its checks and the commands' flags."""
 
 from __future__ import annotations
 
 import argparse
 import inspect
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -15,7 +15,7 @@ from llama_index.core.llms import MockLLM
 
 from gold_panning_integrations.cli import build_parser
 from gold_panning_integrations.readers._cli_args import add_reader_arguments, make_reader
-from gold_panning_integrations.readers._options import READER_OPTIONS, reader_option, remove_reader_option
+from gold_panning_integrations.readers._options import READER_OPTIONS
 from gold_panning_integrations.readers.chat_model import ChatModelReader
 from gold_panning_integrations.readers.llama_index_llm import LlamaIndexLLMReader
 from gold_panning_integrations.readers.local import LocalReader
@@ -42,59 +42,69 @@ def _build(cls: type, tmp_path: Path, **options: Any) -> Any:
     return LocalReader(_gguf(tmp_path), **options)
 
 
-@pytest.fixture
-def probe_option() -> Iterator[str]:
-    def check(value: Any) -> int:
-        if not isinstance(value, int) or value < 0:
-            raise ValueError(f"probe_window must be an integer >= 0, got {value!r}")
-        return value
-
-    reader_option(
-        "probe_window",
-        default=7,
-        annotation="int",
-        check=check,
-        doc="A probe option declared by the test: the window of the probe.",
-        flag="--probe-window",
-        type=int,
-        help="the probe's window (declared by a test)",
-    )
-    yield "probe_window"
-    remove_reader_option("probe_window")
+def _declared_params(cls: type) -> dict[str, inspect.Parameter]:
+    return {n: p for n, p in inspect.signature(cls).parameters.items() if n in READER_OPTIONS}
 
 
 @pytest.mark.parametrize("cls", READERS, ids=lambda c: c.__name__)
-def test_one_declaration_reaches_every_reader(cls: type, probe_option: str, tmp_path: Path) -> None:
-    params = inspect.signature(cls).parameters
-    assert params[probe_option].default == 7
-    assert params[probe_option].kind is inspect.Parameter.KEYWORD_ONLY
-    assert "probe_window: A probe option declared by the test" in (cls.__doc__ or "")
-    reader = _build(cls, tmp_path, probe_window=3)
-    assert reader.probe_window == 3
-    assert _build(cls, tmp_path).probe_window == 7  # the declared default
-    with pytest.raises(ValueError, match="probe_window must be an integer >= 0, got -1"):
-        _build(cls, tmp_path, probe_window=-1)
+def test_signature_defaults_agree_with_the_declarations(cls: type) -> None:
+    """A reader names its options as keyword-only parameters (what an IDE and help() show);
+    each default is the declared one, or the reader's own ``option_defaults``."""
+    params = _declared_params(cls)
+    assert params, cls
+    assert all(p.kind is inspect.Parameter.KEYWORD_ONLY for p in params.values())
+    overrides = getattr(cls, "option_defaults", {})
+    assert {n: p.default for n, p in params.items()} == {
+        n: overrides.get(n, READER_OPTIONS[n].default) for n in params
+    }
+    assert set(overrides) <= set(READER_OPTIONS)
 
 
-def test_the_declared_option_is_on_help_and_reaches_the_reader(probe_option: str) -> None:
+def test_an_option_has_one_type_in_every_reader() -> None:
+    types: dict[str, set[str]] = {}
+    for cls in READERS:
+        for name, p in _declared_params(cls).items():
+            types.setdefault(name, set()).add(p.annotation)
+    # LocalReader's max_attempts=None: 1 at temperature 0, else 3
+    assert {n: t for n, t in types.items() if len(t) > 1} == {"max_attempts": {"int", "int | None"}}
+    assert set(types) == set(READER_OPTIONS)  # every declared option is taken by some reader
+
+
+@pytest.mark.parametrize("cls", READERS, ids=lambda c: c.__name__)
+def test_the_declarations_reach_every_reader(cls: type, tmp_path: Path) -> None:
+    """The declared doc is in the reader's ``Args:``; the declared check runs."""
+    for name in _declared_params(cls):
+        assert f"{name}: {READER_OPTIONS[name].doc[:30]}" in " ".join((cls.__doc__ or "").split())
+    assert _build(cls, tmp_path, max_attempts=2).max_attempts == 2
+    with pytest.raises(ValueError, match="max_attempts"):
+        _build(cls, tmp_path, max_attempts=0)
+    with pytest.raises(TypeError, match="unexpected keyword argument 'probe_window'"):
+        _build(cls, tmp_path, probe_window=1)
+
+
+def test_every_flag_is_on_help_and_reaches_the_reader() -> None:
     run = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction)).choices["run"]
-    assert "--probe-window" in run.format_help()
+    flags = [o.flag for o in READER_OPTIONS.values() if o.flag is not None]
+    assert len(flags) >= 8
+    assert [f for f in flags if f not in run.format_help()] == []
     parser = argparse.ArgumentParser()
     add_reader_arguments(parser)
     args = parser.parse_args(
-        ["--reader", "openai", "--model", "m", "--base-url", "http://x/v1", "--probe-window", "5"]
+        [
+            "--reader",
+            "openai",
+            "--model",
+            "m",
+            "--base-url",
+            "http://x/v1",
+            "--timeout",
+            "5",
+            "--max-attempts",
+            "2",
+        ]
     )
-    assert make_reader(args).probe_window == 5
-
-
-def test_withdrawn_option_is_gone(probe_option: str) -> None:
-    remove_reader_option(probe_option)
-    assert probe_option not in inspect.signature(OpenAIReader).parameters
-    assert "probe_window" not in (OpenAIReader.__doc__ or "")
-    with pytest.raises(
-        TypeError, match=r"OpenAIReader.__init__\(\) got an unexpected keyword argument 'probe_window'"
-    ):
-        OpenAIReader(model="m", base_url="http://x/v1", probe_window=1)
+    reader = make_reader(args)
+    assert (reader.timeout, reader.max_attempts) == (5.0, 2)
 
 
 def test_signatures_keep_the_names_and_defaults_users_call() -> None:

@@ -67,9 +67,9 @@ def test_load_plain_text_split_on_blank_lines(tmp_path: Path) -> None:
     [
         (b'{"text": 3}\n', "d.jsonl", r"line 1 must be a JSON string or an object"),
         (b'"a"\n{oops\n', "d.jsonl", r"line 2 is not JSON"),
-        (b"caf\xe9\n\nbar", "d.txt", r"not UTF-8 text \(invalid byte at offset 3\)"),
+        (b"caf\xe9\n\nbar", "d.txt", r"line 1 is not UTF-8 \(invalid byte at column 4\)"),
         (b"only one passage", "d.txt", r"holds 1 distinct passage\(s\); at least 2"),
-        (b"\x00\x01\x02\n\nabc", "d.bin", r"contains NUL bytes"),
+        (b"\x00\x01\x02\n\nabc", "d.bin", r"line 1 holds a NUL byte"),
     ],
 )
 def test_bad_docs_files_are_one_clear_error(tmp_path: Path, content: bytes, name: str, pattern: str) -> None:

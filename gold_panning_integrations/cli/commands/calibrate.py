@@ -393,16 +393,11 @@ def _command_line(args: argparse.Namespace) -> str:
 
 def plot_profile(profile: Any, path: str | Path) -> Path:
     """Save a PNG of TPR, FPR and diagnosticity by position (needs the ``plot`` extra)."""
-    try:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError as err:
-        from ...errors import MissingExtraError
-
-        raise MissingExtraError("matplotlib", "plot", "Plotting a profile") from err
     import numpy as np
+
+    from ...plots import pyplot, save_figure
+
+    plt = pyplot("Plotting a profile")
 
     x = np.arange(1, profile.n_positions + 1)
     fig, ax = plt.subplots(figsize=(6.4, 3.6))
@@ -418,8 +413,4 @@ def plot_profile(profile: Any, path: str | Path) -> Path:
     ax.set_ylim(0, 1)
     ax.set_title(f"{profile.model} on {profile.task} (n={profile.n_positions})")
     ax.legend(loc="upper center", ncol=3, fontsize=8)
-    fig.tight_layout()
-    p = Path(path)
-    fig.savefig(p, dpi=120)
-    plt.close(fig)
-    return p
+    return save_figure(plt, fig, path)

@@ -25,6 +25,8 @@ EMBEDDED_PROFILE = "smollm2-135m-kv"
 """The embedded model's bundled profile for ``--demo kv`` (key-value facts)."""
 EMBEDDED_PASSAGES_PROFILE = "smollm2-135m-nq-labelled"
 """The embedded model's bundled profile for ``--docs`` and ``--demo nq`` (passages)."""
+MAX_DOCS_BYTES = 512 * 2**20
+"""Largest ``--docs`` file read (512 MiB); a folder, FIFO or device is refused unopened."""
 DEMO_OPTIONS = {"retriever_prior": "none"}
 """Engine options the demos set unless given: their documents come in no retriever order."""
 
@@ -109,12 +111,15 @@ def _options_text(options: Any) -> str:
 def load_documents(path: str | Path) -> tuple[list[str], list[dict[str, Any]]]:
     """Texts and metadata from ``.jsonl`` (``text`` field; other fields are metadata) or
     any other file read as one document per non-empty line."""
-    from ._util import regular_file
+    from ..._io import read_regular_file
 
-    p = regular_file(path, what="--docs")
+    p = Path(path)
+    if not p.exists():
+        raise FileNotFoundError(f"--docs: no such file: {str(p)!r}")
+    raw = read_regular_file(p, max_bytes=MAX_DOCS_BYTES, what="--docs", error=ValueError)
     texts: list[str] = []
     meta: list[dict[str, Any]] = []
-    lines = p.read_text(encoding="utf-8").splitlines()
+    lines = raw.decode("utf-8").splitlines()
     if p.suffix.lower() == ".jsonl":
         for i, line in enumerate(lines, start=1):
             if not line.strip():
