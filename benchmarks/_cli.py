@@ -48,6 +48,11 @@ BENCHMARKS: tuple[Benchmark, ...] = (
         "engine and simulator speed and memory, against np.argsort measured in the same run",
     ),
     Benchmark(
+        "query-path",
+        "benchmarks.query_path",
+        "one GoldPanningRetriever.invoke traced: package files, functions, calls, frames at the model call",
+    ),
+    Benchmark(
         "efficiency",
         "benchmarks.efficiency",
         "calls, tokens and rounds to reach PSC's final F1, per feature (simulated model)",

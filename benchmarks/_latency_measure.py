@@ -292,7 +292,7 @@ async def _gather(
 def engine_time(
     ns: Sequence[int], *, rounds: int = 4, profile: Any = "lost-in-the-middle", repeat: int = 15
 ) -> list[dict[str, Any]]:
-    """The engine's own time per query: one :class:`~..engine.panner.Panner` run of
+    """The engine's own time per query: one :class:`~gold_panning_integrations.GoldPanner` run of
     ``rounds`` rounds with a reader that answers at once, at each ``n`` of ``ns``; the
     median over ``repeat`` batches of at least 0.1 s each (:func:`.engine.time_call`), so a
     stall of a shared machine moves a batch, not the median.
@@ -302,7 +302,7 @@ def engine_time(
         built once, and a run of a panner built for the query (what an integration does).
     """
     from benchmarks._readers import FirstCitingReader
-    from gold_panning_integrations.engine.panner import Panner
+    from gold_panning_integrations.panning import GoldPanner
     from gold_panning_integrations.profiles import load_profile
 
     from .engine import time_call
@@ -312,10 +312,10 @@ def engine_time(
 
     def one(n: int) -> dict[str, Any]:
         docs = [f"document {i}" for i in range(n)]
-        panner = Panner(reader, prof, rounds=rounds, prompts_per_round=1, retriever_prior="none", rng=0)
+        panner = GoldPanner(reader, prof, rounds=rounds, prompts_per_round=1, retriever_prior="none", rng=0)
         run = time_call(lambda: panner.run("question", docs), repeat=repeat, min_batch_seconds=0.1)
         built = time_call(
-            lambda: Panner(
+            lambda: GoldPanner(
                 reader, prof, rounds=rounds, prompts_per_round=1, retriever_prior="none", rng=0
             ).run("question", docs),
             repeat=repeat,

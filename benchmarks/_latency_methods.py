@@ -47,7 +47,7 @@ class LatencyMethod:
         name: Name on the command line (``--methods``).
         label: Name in the report.
         kind: ``"base"`` (the input order, no call), ``"panning"`` (our
-            :class:`~..engine.panner.Panner` with ``options``) or ``"peer"`` (a peer
+            :class:`~gold_panning_integrations.GoldPanner` with ``options``) or ``"peer"`` (a peer
             reranker through its own package, :func:`._methods.peer_methods`).
         options: :class:`~..engine.config.PanningConfig` options laid over the defaults
             (``"panning"`` only).
@@ -121,18 +121,18 @@ def panning_calls(
     method: LatencyMethod, reader: Any, *, profile: Any, seed: int
 ) -> tuple[QueryFn, AsyncQueryFn]:
     """``(sync, async)`` query functions of a panning method: a fresh
-    :class:`~..engine.panner.Panner` per query, its generator seeded by ``(seed,
+    :class:`~gold_panning_integrations.GoldPanner` per query, its generator seeded by ``(seed,
     query index, method)``, so both paths send the same prompts. The panners start from
     the flat prior (``retriever_prior="none"``) unless the method's options say
     otherwise."""
-    from gold_panning_integrations.engine.panner import Panner
+    from gold_panning_integrations.panning import GoldPanner
 
     code = [m.name for m in METHODS].index(method.name) if method.name in _BY_NAME else len(METHODS)
     options = {"retriever_prior": "none", **method.options}
 
     def panner(inst: CompareInstance) -> Any:
         rng = np.random.default_rng([seed, inst.index, code])
-        return Panner(reader, profile, rng=rng, on_failure="fallback", **options)
+        return GoldPanner(reader, profile, rng=rng, on_failure="fallback", **options)
 
     def outcome(result: Any) -> MethodOutcome:
         return MethodOutcome(

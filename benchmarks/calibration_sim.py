@@ -4,7 +4,7 @@ calibrated advantage a cheap profile keeps.
 Both studies run the code users run: :class:`~gold_panning_integrations.calibration.Calibrator`
 with a profile-driven simulated reader (budgeted or fixed layout), and
 :func:`~gold_panning_integrations.calibration.traces.learn_profile` on traces of
-:class:`~gold_panning_integrations.engine.panner.Panner` runs. Profiles are judged by
+:class:`~gold_panning_integrations.GoldPanner` runs. Profiles are judged by
 :func:`~gold_panning_integrations.engine.simulator.simulate`: the simulated model cites with
 the *true* rates while GP-Belief places and updates with the *estimated* ones; every
 comparison uses the same seed, so needles and citation draws are shared (paired).
@@ -36,8 +36,8 @@ import numpy as np
 from gold_panning_integrations.calibration import Calibrator
 from gold_panning_integrations.calibration.traces import learn_profile, trace_record
 from gold_panning_integrations.engine.curves import resample_curve
-from gold_panning_integrations.engine.panner import Panner
 from gold_panning_integrations.engine.simulator import SimulatedReader, simulate
+from gold_panning_integrations.panning import GoldPanner
 from gold_panning_integrations.profiles import DetectorProfile, load_profile
 from gold_panning_integrations.tasks.base import TaskInstance
 
@@ -188,7 +188,7 @@ def simulated_traces(
     rng = np.random.default_rng(seed)
     out = []
     reader = SimulatedReader(true, relevant=lambda d: d == "GOLD", rng=rng)
-    panner = Panner(
+    panner = GoldPanner(
         reader, profile=start, rounds=rounds, prompts_per_round=1, retriever_prior="none", rng=rng
     )
     for _ in range(queries):
@@ -336,7 +336,7 @@ def real_comparison(
         inst = held.make(n, gold_position=gold_pos, rng=np.random.default_rng(inst_seed))
         rec: dict[str, Any] = {"instance": i, "gold": gold_pos, "question": inst.question, "hits": {}}
         for name, prof in profiles.items():
-            panner = Panner(
+            panner = GoldPanner(
                 cached,
                 profile=prof,
                 rounds=rounds,

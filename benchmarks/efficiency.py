@@ -1,7 +1,7 @@
 """``python -m benchmarks efficiency``: calls, prompt tokens and sequential rounds to match
 PSC, for PSC, the paper's GP-Belief, and GP-Belief with each of our features.
 
-Runs the real :class:`~gold_panning_integrations.engine.panner.Panner` (not the
+Runs the real :class:`~gold_panning_integrations.GoldPanner` (not the
 batch simulator) so every feature is measured through the code users run (the library's
 defaults: robust likelihood, ``shuffle_top``, the empty-prompt mixture with level
 adaptation; "gp-belief (paper)" switches them off), against a
@@ -24,9 +24,9 @@ from numpy.typing import NDArray
 
 from benchmarks._readers import PROMPT_OVERHEAD, TOKENS_PER_DOC, TokenCountingReader
 from gold_panning_integrations.engine.config import PAPER_UPDATE
-from gold_panning_integrations.engine.panner import Panner
 from gold_panning_integrations.engine.priors import DEFAULT_HEAD_DECAY, rank_prior_probs
 from gold_panning_integrations.evaluate._scoring import per_round_hits
+from gold_panning_integrations.panning import GoldPanner
 
 __all__ = ["VARIANTS", "Variant", "expected_calibration_error", "register", "run_efficiency"]
 
@@ -187,7 +187,7 @@ def run_efficiency(
                 order = trng.permutation(n) if v.shuffle else np.arange(n)
                 shown_docs = [docs[j] for j in order]
                 reader = TokenCountingReader(profile, {docs[needle]}, rng=trng)
-                panner = Panner(
+                panner = GoldPanner(
                     reader,
                     profile=profile,
                     rounds=rounds,

@@ -7,7 +7,7 @@ than the milliseconds do:
 
 * **engine round** at ``N`` documents: placement scores (GP-Belief), the greedy
   assignment of documents to positions, and the Bayesian update, on arrays of size
-  ``N``; and a full :class:`~gold_panning_integrations.engine.panner.Panner` round
+  ``N``; and a full :class:`~gold_panning_integrations.GoldPanner` round
   (planning, prompt order, the call of a trivial in-memory reader, validation, update,
   trace) per round of an 8-round run.
 * **simulator throughput**: wall time of ``simulate`` for 5,000 trials x ``N = 100`` x
@@ -37,9 +37,9 @@ from benchmarks._readers import FirstCitingReader
 from gold_panning_integrations.engine.assignment import assign, position_order
 from gold_panning_integrations.engine.beliefs import log_likelihood_ratios, update_log_odds
 from gold_panning_integrations.engine.curves import resample_curve
-from gold_panning_integrations.engine.panner import Panner
 from gold_panning_integrations.engine.policies import score_documents
 from gold_panning_integrations.engine.simulator import simulate
+from gold_panning_integrations.panning import GoldPanner
 from gold_panning_integrations.profiles import DetectorProfile, load_profile
 
 __all__ = [
@@ -197,7 +197,7 @@ def panner_round(n: int, *, rounds: int = 8, repeat: int = 5, seed: int = 0) -> 
         see :func:`time_pair`).
     """
     docs = [f"document {i}" for i in range(n)]
-    panner = Panner(
+    panner = GoldPanner(
         FirstCitingReader(),
         profile=load_profile(_PROFILE),
         rounds=rounds,
@@ -224,7 +224,7 @@ def profile_panner(n: int, *, rounds: int = 8, top: int = 12) -> list[dict[str, 
         ``[{"function", "calls", "own_ms_per_round", "cum_ms_per_round"}]``.
     """
     docs = [f"document {i}" for i in range(n)]
-    panner = Panner(
+    panner = GoldPanner(
         FirstCitingReader(),
         profile=load_profile(_PROFILE),
         rounds=rounds,

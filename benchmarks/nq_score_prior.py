@@ -26,11 +26,11 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-import gold_panning_integrations.engine.panner as panner_module
+import gold_panning_integrations.panning as panner_module
 from gold_panning_integrations.cli import main as cli_main
-from gold_panning_integrations.engine.panner import Panner
 from gold_panning_integrations.engine.priors import DEFAULT_SCORE_TEMPERATURE
 from gold_panning_integrations.ir.collection import read_run
+from gold_panning_integrations.panning import GoldPanner
 
 
 def _flag(argv: Sequence[str], name: str, default: str | None = None) -> str:
@@ -79,7 +79,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         Path(_flag(args, "--data")), Path(_flag(args, "--run")), int(_flag(args, "--n", "20"))
     )
 
-    class ScorePriorPanner(Panner):
+    class ScorePriorPanner(GoldPanner):
         def __init__(self, *a: Any, **kw: Any) -> None:
             # BM25 over NQ passages: the retriever DEFAULT_SCORE_TEMPERATURE was fitted for, so
             # the score prior is read at that fitted temperature (not bounded) unless given.
@@ -96,11 +96,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             return super().run(question, documents, **{**options, "scores": scores})
 
     # evaluate imports the panner class when it builds each method: swap it for this run only
-    panner_module.__dict__["Panner"] = ScorePriorPanner
+    panner_module.__dict__["GoldPanner"] = ScorePriorPanner
     try:
         return int(cli_main(args) or 0)
     finally:
-        panner_module.__dict__["Panner"] = Panner
+        panner_module.__dict__["GoldPanner"] = GoldPanner
 
 
 if __name__ == "__main__":

@@ -40,8 +40,8 @@ from gold_panning_integrations import DetectorProfile
 from gold_panning_integrations.calibration.metrics import auroc, ece, summarize
 from gold_panning_integrations.calibration.traces import LearnResult, learn_profile, trace_record
 from gold_panning_integrations.engine.config import PanningConfig
-from gold_panning_integrations.engine.panner import Panner
 from gold_panning_integrations.engine.simulator import SimulatedReader, simulate
+from gold_panning_integrations.panning import GoldPanner
 
 __all__ = [
     "AUROC_FLOOR",
@@ -75,12 +75,12 @@ AUROC_FLOOR = 0.95
 def labelled_traces(
     *, queries: int, seed: int, expected_relevant: float = WRONG_MASS
 ) -> list[dict[str, Any]]:
-    """``queries`` labelled trace records of :class:`Panner` runs (library defaults, flat
+    """``queries`` labelled trace records of :class:`GoldPanner` runs (library defaults, flat
     prior, told ``expected_relevant``) over :data:`N` documents, 0/1/2 relevant with
     :data:`COUNTS`, read by a :class:`SimulatedReader` that follows :data:`PROFILE`."""
     rng = np.random.default_rng(seed)
     reader = SimulatedReader(PROFILE, relevant=lambda d: str(d).startswith("GOLD"), rng=rng)
-    panner = Panner(
+    panner = GoldPanner(
         reader, profile=PROFILE, retriever_prior="none", expected_relevant=expected_relevant, rng=rng
     )
     out = []

@@ -23,8 +23,8 @@ from typing import Any
 import numpy as np
 
 from benchmarks._readers import CachedReader
-from gold_panning_integrations.engine.panner import Panner
 from gold_panning_integrations.evaluate._scoring import per_round_hits
+from gold_panning_integrations.panning import GoldPanner
 
 __all__ = ["main", "register", "run_real"]
 
@@ -90,7 +90,7 @@ def run_real(
                     progress(done)
                 continue
             prng = np.random.default_rng([seed, i, pi])
-            panner = Panner(
+            panner = GoldPanner(
                 cached,
                 profile=profile,
                 rounds=rounds,

@@ -30,9 +30,9 @@ from numpy.typing import NDArray
 
 from benchmarks._readers import CachedReader
 from gold_panning_integrations.engine.beliefs import sigmoid
-from gold_panning_integrations.engine.panner import Panner
 from gold_panning_integrations.engine.priors import rank_prior_probs
 from gold_panning_integrations.evaluate._scoring import per_round_hits
+from gold_panning_integrations.panning import GoldPanner
 
 from .efficiency import expected_calibration_error
 
@@ -113,7 +113,7 @@ def run_real_efficiency(
             elif v == "ours + stop@0.9 + prune":
                 opts = {"stop_at": 0.9, "prune_below": 0.05}
             prng = np.random.default_rng([seed, i, vi])
-            panner = Panner(
+            panner = GoldPanner(
                 cached,
                 profile=profile,
                 rounds=rounds,

@@ -71,9 +71,9 @@ _LLAMA_INDEX = ("llama_index", "llama-index-core", "llama-index")
 # Loaded on first access: name -> (module, None or the framework it needs: (top-level module
 # it imports, PyPI package, extra)).
 _LAZY: dict[str, tuple[str, tuple[str, str, str] | None]] = {
-    "GoldPanningRetriever": (".integrations.langchain", _LANGCHAIN),
-    "GoldPanningCompressor": (".integrations.langchain", _LANGCHAIN),
-    "GoldPanningPostprocessor": (".integrations.llama_index", _LLAMA_INDEX),
+    "GoldPanningRetriever": (".integrations.langchain_rerankers", _LANGCHAIN),
+    "GoldPanningCompressor": (".integrations.langchain_rerankers", _LANGCHAIN),
+    "GoldPanningPostprocessor": (".integrations.llama_index_postprocessor", _LLAMA_INDEX),
     "OpenAIReader": (".readers", None),
     "ChatModelReader": (".readers", _LANGCHAIN),
     "LlamaIndexLLMReader": (".readers", _LLAMA_INDEX),

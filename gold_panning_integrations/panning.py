@@ -1,35 +1,49 @@
-"""The public :class:`GoldPanner`: the engine's panner
-(:class:`~gold_panning_integrations.engine.panner.Panner`, which never imports
-:mod:`gold_panning_integrations.profiles`) with the profile and the reader resolved at the
-edge, once, by the rules every entry point follows, and each run's question and documents
-checked there (:func:`check_question`, :func:`check_documents`) before any model call."""
+"""The one panner class, :class:`GoldPanner`: the reader, the profile and the options
+resolved once, at construction (by the rules every entry point follows); each query
+(:meth:`GoldPanner.run`, :meth:`GoldPanner.arun`) checked (:func:`check_question`,
+:func:`check_documents`) and then panned by the engine's loop
+(:class:`~gold_panning_integrations.engine.panner.PanningRun`) with the per-query
+options alone (``k``, scores, priors, the reader's keywords)."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+import numpy as np
 from typing_extensions import Unpack
 
 from .engine.config import PanningConfig
-from .engine.panner import Panner, RunOptions
+from .engine.panner import (
+    PanningResult,
+    PanningRun,
+    RunOptions,
+    _retriever_prior,
+    aread_round,
+    check_profile,
+    read_round,
+    score_temperature,
+)
+from .engine.reading import query_scope
+from .engine.relevance import recalibration_of
 from .engine.reranked import RerankHit, check_top_n, reranked
-from .engine.seeding import RngOption, check_rng_option
+from .engine.rounds import DecisionRates
+from .engine.seeding import RngOption, check_rng_option, derived_rng
 from .errors import InvalidInputError
 from .profiles import DetectorProfile, resolved_profile
 from .profiles._lookup import TaskKind
-
-if TYPE_CHECKING:
-    from .engine.panner import _Run
 
 __all__ = ["GoldPanner", "PanningConfig", "RerankHit", "check_documents", "check_question", "short_repr"]
 
 _LISTED = 5
 """How many further bad documents' indices :func:`check_documents` lists."""
 
+_NO_OPTIONS: Mapping[str, Any] = {}
 
-class GoldPanner(Panner):
+
+class GoldPanner:
     """Bayesian active search for the relevant documents of one question.
 
     Each round the panner scores documents by their belief (``policy="belief"``),
@@ -45,6 +59,10 @@ class GoldPanner(Panner):
     empty one is allowed), else one :class:`~gold_panning_integrations.errors.InvalidInputError`
     naming the value (:func:`check_question`, :func:`check_documents`).
 
+    The reader and the profile are resolved here, once; build one panner and run it for
+    every query (concurrent queries share no state but the reader's limits). The options
+    are readable as attributes (``panner.rounds``, ``panner.k``).
+
     Args:
         reader: A reader (``read``/``aread`` of the
             :class:`~gold_panning_integrations.engine.reading.Reader` protocol), a
@@ -58,7 +76,8 @@ class GoldPanner(Panner):
             the reader recommends for itself (its ``recommended_profile``; for a bundled
             profile of the reader's own model, that model's one measured on ``task``'s
             documents), else the generic ``lost-in-the-middle`` profile with a one-time
-            warning (:func:`~gold_panning_integrations.profiles.resolved_profile`).
+            warning (:func:`~gold_panning_integrations.profiles.resolved_profile`). It may
+            set options (:meth:`PanningConfig.with_profile`).
         config: A :class:`PanningConfig`; None for the defaults.
         seed: The seed of each run's random stream (placements, labels, tie-breaks), as on
             the adapters and ``gold-panning run --seed``: None (default): derived from the
@@ -69,11 +88,13 @@ class GoldPanner(Panner):
         task: What the documents are, for the profile rule when ``profile`` is None:
             ``"passages"`` (retrieved text, as the integrations pan; the default) or
             ``"kv"`` (one-sentence key-value facts, the calibration task).
-        **options: Any :class:`PanningConfig` field (``rounds=4, k=1, ...``).
+        **options: Any :class:`PanningConfig` field (``rounds=4, k=1, ...``), laid over
+            ``config``.
 
     Raises:
         ProfileError: the name or file is not a valid profile (the message says which).
-        TypeError: the reader cannot be used as one (the message says what is needed).
+        TypeError: the reader cannot be used as one, or the profile object has no
+            ``tpr``/``fpr`` (the message says what is needed).
         ValueError: an option is out of range (the message names it and its value).
         InvalidInputError: ``seed`` and ``rng`` are both given.
     """
@@ -94,8 +115,7 @@ class GoldPanner(Panner):
                 f"give seed= or rng=, not both (got seed={seed!r}, rng={rng!r}): they are one option, "
                 "the seed of the random stream; seed is its name on the adapters and `gold-panning run`"
             )
-        if seed is not None:
-            rng = check_rng_option(seed, name="seed")
+        rng = check_rng_option(rng if seed is None else seed, name="rng" if seed is None else "seed")
         if reader is not None:
             from .readers import as_reader
 
@@ -106,13 +126,113 @@ class GoldPanner(Panner):
             label = f"{getattr(profile, 'model', 'custom')} ({getattr(profile, 'task', 'unknown')})"
         self.profile_label = label
         """How reports name the profile in use (:class:`~.profiles.ResolvedProfile`)."""
-        super().__init__(reader, profile, config, rng=rng, **options)
+        self.profile = check_profile(profile)
+        self.reader = reader
+        self.config = PanningConfig.from_options(config, **options).with_profile(profile)
+        self.evidence_temperature = self.config.resolved("evidence_temperature")
+        self.geometry = DecisionRates(
+            profile.tpr,
+            profile.fpr,
+            config=self.config,
+            temperature=self.evidence_temperature,
+            abstention=getattr(profile, "abstention_map", None),
+        )
+        # None: each run derives its own stream from its input (:mod:`.engine.seeding`)
+        self.rng = None if rng is None else np.random.default_rng(None if isinstance(rng, str) else rng)
+        self.recalibration = recalibration_of(profile)
+        self.score_temperature = score_temperature(self.config, profile)
+        self._by_k: dict[int | None, PanningConfig] = {self.config.k: self.config}
 
-    def _start(self, method: str, question: str, documents: Sequence[Any], options: RunOptions) -> _Run:
-        """The engine's start of a run, after :func:`check_question` and :func:`check_documents`."""
+    def __getattr__(self, name: str) -> Any:
+        # Read access to the options as attributes (panner.rounds, panner.k, ...).
+        if name != "config" and "config" in self.__dict__ and hasattr(self.config, name):
+            return getattr(self.config, name)
+        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+
+    def _config(self, k: int | None) -> PanningConfig:
+        """The panner's config with ``k`` (checked once per value, then kept)."""
+        config = self._by_k.get(k)
+        if config is None:
+            if len(self._by_k) > 64:  # many distinct k: keep the panner's own only
+                self._by_k = {self.config.k: self.config}
+            config = self._by_k[k] = replace(self.config, k=k)
+        return config
+
+    def _start(
+        self, method: str, question: str, documents: Sequence[Any], options: RunOptions
+    ) -> tuple[PanningRun, Mapping[str, Any]]:
+        """The run of one call of :meth:`run` (``method="read"``) or :meth:`arun`, after
+        :func:`check_question` and :func:`check_documents`, and the reader's keywords."""
         check_question(question)
         check_documents(documents)
-        return super()._start(method, question, documents, options)
+        unknown = sorted(set(options) - set(RunOptions.__annotations__))
+        if unknown:
+            raise TypeError(f"GoldPanner.run/arun got unexpected keyword argument(s) {', '.join(unknown)}")
+        if self.reader is None or not hasattr(self.reader, method):
+            sync = method == "read"
+            raise TypeError(
+                f"GoldPanner.{'run' if sync else 'arun'} needs a reader with "
+                f"{'a' if sync else 'an async'} {method}(question, documents, *, labels) method"
+            )
+        k = options.get("k")
+        config = self.config if k is None else self._config(k)
+        rng = options.get("rng")
+        if rng is None:  # the panner's stream, else one derived from the input
+            rng = self.rng if self.rng is not None else derived_rng(question, documents)
+        prior_probs, prior_log_odds = options.get("prior_probs"), options.get("prior_log_odds")
+        if prior_probs is None and prior_log_odds is None:
+            prior_probs = _retriever_prior(
+                config, len(documents), options.get("scores"), self.score_temperature
+            )
+        run = PanningRun(
+            len(documents),
+            config=config,
+            geometry=self.geometry,
+            recalibration=self.recalibration,
+            reader=self.reader,
+            prior_probs=prior_probs,
+            prior_log_odds=prior_log_odds,
+            rng=rng,
+            truth=options.get("truth"),
+        )
+        return run, options.get("reader_options") or _NO_OPTIONS
+
+    def run(self, question: str, documents: Sequence[Any], **options: Unpack[RunOptions]) -> PanningResult:
+        """Pan ``n`` ``documents`` (in the base retriever's order) for ``question`` with the
+        synchronous reader.
+
+        Args (the keyword options are :class:`~.engine.panner.RunOptions`, all optional):
+            k: Override of the panner's ``k`` for this call.
+            scores: The retriever's score per document (None where unknown), ``(n,)``;
+                for ``retriever_prior="auto"`` (the default) and ``"score"``.
+            prior_probs: Prior probabilities, ``(n,)``; replace the retriever prior.
+            prior_log_odds: Prior log-odds, ``(n,)``; replace the retriever prior.
+            rng: Generator for this call (default: the panner's, else derived).
+            truth: Relevance labels, ``(n,)``, for the ``oracle`` policy.
+            reader_options: Keyword arguments of every ``read`` call of this query (e.g.
+                ``{"config": {"callbacks": ...}}`` for a LangChain chat-model reader, so its
+                model calls nest under the caller's run).
+
+        Raises:
+            InvalidInputError: the question or the documents are not text.
+            FatalReaderError: the reader reported a permanent failure; the run ends at once.
+            AllRoundsFailedError: every round failed and ``on_failure="raise"``.
+        """
+        run, extra = self._start("read", question, documents, options)
+        with query_scope():  # one query: the reader's per-query state (its deadline)
+            while (plan := run.next_round()) is not None:
+                run.observe(plan, read_round(self.reader, question, documents, plan.windows, extra))
+        return run.result()
+
+    async def arun(
+        self, question: str, documents: Sequence[Any], **options: Unpack[RunOptions]
+    ) -> PanningResult:
+        """Asynchronous :meth:`run` (``reader.aread``; a round's prompts sent concurrently)."""
+        run, extra = self._start("aread", question, documents, options)
+        with query_scope():  # as in run
+            while (plan := run.next_round()) is not None:
+                run.observe(plan, await aread_round(self.reader, question, documents, plan.windows, extra))
+        return run.result()
 
     def rerank(
         self,

@@ -17,20 +17,20 @@ ROOT = Path(__file__).resolve().parents[1]
 NEEDS_FRAMEWORK = [
     (
         "GoldPanningRetriever",
-        "gold_panning_integrations.integrations.langchain",
+        "gold_panning_integrations.integrations.langchain_rerankers",
         "langchain_core",
         "langchain",
     ),
     (
         "GoldPanningCompressor",
-        "gold_panning_integrations.integrations.langchain",
+        "gold_panning_integrations.integrations.langchain_rerankers",
         "langchain_core",
         "langchain",
     ),
     ("ChatModelReader", "gold_panning_integrations.readers.chat_model", "langchain_core", "langchain"),
     (
         "GoldPanningPostprocessor",
-        "gold_panning_integrations.integrations.llama_index",
+        "gold_panning_integrations.integrations.llama_index_postprocessor",
         "llama_index",
         "llama-index",
     ),
@@ -66,8 +66,8 @@ def test_missing_framework_names_the_pip_command(
 @pytest.mark.parametrize(
     ("module", "framework", "extra"),
     [
-        ("gold_panning_integrations.integrations.langchain", "langchain_core", "langchain"),
-        ("gold_panning_integrations.integrations.llama_index", "llama_index", "llama-index"),
+        ("gold_panning_integrations.integrations.langchain_rerankers", "langchain_core", "langchain"),
+        ("gold_panning_integrations.integrations.llama_index_postprocessor", "llama_index", "llama-index"),
     ],
 )
 def test_importing_the_integration_module_directly(
@@ -82,7 +82,7 @@ def test_importing_the_integration_module_directly(
 
 def test_missing_extra_is_an_import_error(monkeypatch: pytest.MonkeyPatch) -> None:
     # code written as `except ImportError` around an optional integration keeps working
-    _without(monkeypatch, "llama_index", "gold_panning_integrations.integrations.llama_index")
+    _without(monkeypatch, "llama_index", "gold_panning_integrations.integrations.llama_index_postprocessor")
     with pytest.raises(ImportError, match="llama-index-core"):
         from gold_panning_integrations import GoldPanningPostprocessor  # noqa: F401
 
@@ -100,7 +100,7 @@ def test_base_import_loads_no_framework() -> None:
         "import sys\n"
         "import gold_panning_integrations as g\n"
         "import gold_panning_integrations.readers, gold_panning_integrations.profiles\n"
-        "import gold_panning_integrations.integrations._base, gold_panning_integrations.cli\n"
+        "import gold_panning_integrations.integrations._framework_base, gold_panning_integrations.cli\n"
         "g.GoldPanner, g.DetectorProfile, g.SimulatedReader, g.OpenAIReader\n"
         "bad = sorted(m for m in sys.modules if m.split('.')[0] in "
         "('langchain', 'langchain_core', 'llama_index', 'llama_cpp', 'matplotlib'))\n"

@@ -1,4 +1,5 @@
-"""The numpy engine: beliefs, policies, assignment, one round (batch), the panning loop, simulation.
+"""The numpy engine: beliefs, policies, assignment, one round (batch), the panning loop's
+parts, simulation (the one panner class, ``GoldPanner``, drives them).
 
 Imports numpy only (never langchain, llama_index or openai).
 """
@@ -7,7 +8,6 @@ from .assignment import assign, diagnosticity, position_order, shown_order
 from .beliefs import initial_log_odds, log_likelihood_ratios, sigmoid, update_log_odds
 from .config import PanningConfig
 from .curves import grid_positions, interpolate_grid, resample_curve
-from .panner import Panner
 from .policies import POLICIES, binary_entropy, score_documents, vote_ranking
 from .reading import Reader, Reading
 from .result import PanningResult, ProfileLike, RoundTrace
@@ -16,7 +16,6 @@ from .simulator import Attack, PolicyCurve, SimulatedReader, SimulationResult, s
 __all__ = [
     "POLICIES",
     "Attack",
-    "Panner",
     "PanningConfig",
     "PanningResult",
     "PolicyCurve",

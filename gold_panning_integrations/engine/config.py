@@ -2,7 +2,7 @@
 
 Each option is a field declared by :func:`option` (default, check, doc);
 :meth:`PanningConfig.options` lists the declarations (:class:`OptionSpec`), from which the
-class docstring, the adapters' fields (:mod:`gold_panning_integrations.integrations._base`)
+class docstring, the adapters' fields (:mod:`gold_panning_integrations.integrations._framework_base`)
 and the CLI's flags (:mod:`gold_panning_integrations.cli.commands._config_args`) derive.
 """
 
@@ -581,9 +581,17 @@ class PanningConfig:
             return self
         # Every value is checked already: skip dataclasses.replace's second full check.
         filled = copy.copy(self)
+        filled.__dict__.pop("profile_resolved", None)  # the copy's own, computed anew
         for name, value in fill.items():
             object.__setattr__(filled, name, value)
         return filled
+
+    @functools.cached_property
+    def profile_resolved(self) -> bool:
+        """True when no option is left to the profile (:meth:`with_profile` has filled
+        them in, or each was set): ``with_profile`` would return this config unchanged.
+        Computed once per config (the mixture's rates ask it at every update)."""
+        return all(getattr(self, spec.name) is not None for spec in _profile_specs())
 
     def to_dict(self) -> dict[str, Any]:
         """The options as a plain dict (JSON-ready)."""

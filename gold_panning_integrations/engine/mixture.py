@@ -33,15 +33,11 @@ from __future__ import annotations
 
 import math
 from functools import lru_cache
-from typing import TYPE_CHECKING
 
 import numpy as np
 from numpy.typing import NDArray
 
 from .config import PanningConfig
-
-if TYPE_CHECKING:
-    from .rounds import BatchState, DecisionRates
 
 __all__ = [
     "SUSPECT_AT",
@@ -56,8 +52,6 @@ __all__ = [
     "self_citing_mixture",
     "self_citing_rate",
     "self_citing_share",
-    "suspected_shares",
-    "suspicion",
 ]
 
 SUSPECT_AT = 0.5
@@ -106,12 +100,18 @@ def flat_evidence(
 def lead_rate(config: PanningConfig, n: int) -> float:
     """``a = min(false_leads / (n - k), 0.5)``, ``k`` the config's focus: the probability
     that one irrelevant document is a false lead."""
-    config = config.with_profile(None)  # a config not resolved against a profile: defaults
+    config = _resolved(config)
     irrelevant = n - config.focus
     leads = config.resolved("false_leads")
     if leads == 0.0 or irrelevant <= 0:
         return 0.0
     return min(leads / irrelevant, 0.5)
+
+
+def _resolved(config: PanningConfig) -> PanningConfig:
+    """``config`` resolved against no profile (the defaults) unless it is resolved already:
+    the panner and simulate resolve it up front, so this is a flag read there."""
+    return config if config.profile_resolved else config.with_profile(None)
 
 
 def self_citing_rate(config: PanningConfig, n: int) -> float:
@@ -197,42 +197,8 @@ def mixed_evidence(
 
 def mixture_rates(config: PanningConfig, n: int) -> tuple[float, float, float]:
     """``(a, b, s)``: false-lead, blind and self-citing rates of ``config`` for ``n`` documents."""
-    resolved = config.with_profile(None)  # the panner and simulate resolve it up front: a no-op there
+    resolved = _resolved(config)
     return lead_rate(resolved, n), resolved.resolved("blind_rate"), self_citing_rate(resolved, n)
-
-
-def suspicion(
-    state: BatchState, config: PanningConfig, geometry: DecisionRates, *, row: int | None = None
-) -> NDArray[np.float64] | None:
-    """:func:`self_citing_share` of every document, shape ``(B, n)`` (of run ``row`` only:
-    ``(n,)``); None when ``config.self_citing`` is 0."""
-    a, b, s = mixture_rates(config, state.log_odds.shape[1])
-    if s == 0.0:
-        return None
-    sl = slice(None) if row is None else row
-    t = geometry.temperature
-    flat = flat_evidence(state.counts[sl], state.times_shown[sl], state.irrelevant[sl], temperature=t)
-    return self_citing_share(
-        state.prior_log_odds[sl],
-        state.evidence[sl],
-        flat,
-        false_lead_rate=a,
-        blind_rate=b,
-        self_citing=s,
-        profile_evidence=state.relevant[sl] - state.irrelevant[sl],
-    )
-
-
-def suspected_shares(
-    state: BatchState, config: PanningConfig, geometry: DecisionRates
-) -> NDArray[np.float64] | None:
-    """Self-citing shares at least :data:`TEST_AT` (others 0), shape ``(B, n)``; None when
-    none is."""
-    share = suspicion(state, config, geometry)
-    if share is None or not (share >= TEST_AT).any():
-        return None
-    share[share < TEST_AT] = 0.0
-    return share
 
 
 def _terms(

@@ -1,9 +1,10 @@
-"""The panning loop: plan, ask the reader, update, stop; one result type.
+"""The panning loop's parts: one run's state (plan, observe, result) and a round's reading.
 
-:class:`Panner` runs the batch functions of :mod:`.rounds` with a batch of one and the
-stop rules of :mod:`.stopping`; :class:`_Run` holds one run's state, so :meth:`Panner.run`
-and :meth:`Panner.arun` share every line but the reader call. Profile names and a user's
-own reader are resolved at the edge (:class:`gold_panning_integrations.GoldPanner`).
+:class:`PanningRun` runs the batch functions of :mod:`.rounds` with a batch of one and
+the stop rules of :mod:`.stopping`; :func:`read_round` and :func:`aread_round` send a
+round's prompts to the reader. The one panner class,
+:class:`gold_panning_integrations.GoldPanner`, resolves the profile and the reader once
+and drives a :class:`PanningRun` per query with them; this module imports neither.
 """
 
 from __future__ import annotations
@@ -12,13 +13,12 @@ import contextvars
 import logging
 import math
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, TypedDict
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
-from typing_extensions import Unpack
 
 from ..errors import AllRoundsFailedError
 from . import stopping
@@ -28,8 +28,8 @@ from .config import PanningConfig
 from .mixture import evidence_swing
 from .policies import vote_ranking
 from .priors import BOUND_SHARE, retriever_prior_probs
-from .reading import Reading, query_scope, reader_failure
-from .relevance import recalibrate, recalibration_of, select
+from .reading import Reading, reader_failure
+from .relevance import recalibrate, select
 from .result import PanningResult, ProfileLike, RoundTrace, StopReason
 from .rounds import (
     BatchState,
@@ -43,16 +43,18 @@ from .rounds import (
     suspected_shares,
     suspicion,
 )
-from .seeding import RngOption, check_rng_option, derived_rng
 
 __all__ = [
-    "Panner",
     "PanningConfig",
     "PanningResult",
+    "PanningRun",
     "ProfileLike",
     "RoundTrace",
     "RunOptions",
     "StopReason",
+    "aread_round",
+    "read_round",
+    "score_temperature",
     "takes_concurrent_calls",
 ]
 
@@ -128,15 +130,19 @@ class _Plan:
         return _Plan(tuple(w for w in self.windows if w.prompt < count), self.active)
 
 
-class _Run:
-    """Mutable state of one panning run; the reader calls happen outside."""
+class PanningRun:
+    """Mutable state of one panning run over ``n`` documents; the reader calls happen
+    outside (:func:`read_round`). ``geometry`` and ``recalibration`` are the panner's,
+    built once from its profile; ``reader`` names the reader in warnings."""
 
     def __init__(
         self,
-        panner: Panner,
         n: int,
         *,
         config: PanningConfig,
+        geometry: DecisionRates,
+        recalibration: Any,
+        reader: Any,
         prior_probs: ArrayLike | None,
         prior_log_odds: ArrayLike | None,
         rng: np.random.Generator,
@@ -145,9 +151,9 @@ class _Run:
         self.cfg = config
         self.n = n
         self.rng = rng
-        self.reader = panner.reader
-        self.geometry = panner.geometry
-        self.recalibration = panner.recalibration
+        self.reader = reader
+        self.geometry = geometry
+        self.recalibration = recalibration
         self.truth = None if truth is None else np.asarray(truth, dtype=bool).reshape(-1)
         if self.truth is not None and self.truth.shape != (n,):
             raise ValueError(f"truth must have shape ({n},), got {self.truth.shape}")
@@ -419,7 +425,7 @@ def _take(documents: Sequence[Any], idx: NDArray[np.intp]) -> list[Any]:
 
 
 class RunOptions(TypedDict, total=False):
-    """The keyword options of :meth:`Panner.run` and :meth:`Panner.arun` (documented there)."""
+    """The keyword options of ``GoldPanner.run`` and ``arun`` (documented there)."""
 
     k: int | None
     scores: Sequence[float | None] | None
@@ -427,190 +433,105 @@ class RunOptions(TypedDict, total=False):
     prior_log_odds: ArrayLike | None
     rng: np.random.Generator | None
     truth: ArrayLike | None
+    reader_options: Mapping[str, Any] | None
 
 
-class Panner:
-    """Bayesian active search for the relevant documents of one question (engine-internal:
-    :class:`gold_panning_integrations.GoldPanner` resolves profile names and readers).
-
-    Args:
-        reader: A :class:`~.reading.Reader` (``read`` for :meth:`run`, ``aread`` for
-            :meth:`arun`); None when only the planning helpers are used.
-        profile: Any object with per-position ``tpr``/``fpr`` (a ``DetectorProfile``);
-            it may set options (:meth:`PanningConfig.with_profile`).
-        config: A :class:`PanningConfig`; None for the defaults.
-        rng: None: each run's stream derived from its input (:mod:`.seeding`);
-            ``"fresh"``: fresh entropy; an int or a Generator: one stream for all runs.
-        **options: :class:`PanningConfig` fields replacing ``config``'s values.
-    """
-
-    def __init__(
-        self,
-        reader: Any = None,
-        profile: ProfileLike | None = None,
-        config: PanningConfig | None = None,
-        *,
-        rng: RngOption = None,
-        **options: Any,
-    ) -> None:
-        if profile is None or not hasattr(profile, "tpr") or not hasattr(profile, "fpr"):
-            raise TypeError(
-                "profile must have per-position tpr and fpr (e.g. a DetectorProfile), got "
-                f"{type(profile).__name__}; for a bundled name or a path use "
-                "gold_panning_integrations.GoldPanner, which resolves it"
-            )
-        if len(profile.tpr) < 1 or len(profile.tpr) != len(profile.fpr):
-            raise ValueError(
-                f"profile needs tpr and fpr of equal length >= 1, got {len(profile.tpr)} and {len(profile.fpr)}"
-            )
-        self.config = PanningConfig.from_options(config, **options).with_profile(profile)
-        self.reader = reader
-        self.profile = profile
-        self.evidence_temperature = self.config.resolved("evidence_temperature")
-        self.geometry = DecisionRates(
-            profile.tpr,
-            profile.fpr,
-            config=self.config,
-            temperature=self.evidence_temperature,
-            abstention=getattr(profile, "abstention_map", None),
+def _read_one(
+    reader: Any, question: str, documents: Sequence[Any], window: _Window, options: Mapping[str, Any]
+) -> Reading:
+    """One prompt through ``reader.read`` (with ``options``, the query's reader keywords);
+    any error but a fatal one becomes a failed reading (its traceback at DEBUG; the
+    query's one warning names it)."""
+    try:
+        reading: Reading = reader.read(
+            question, _take(documents, window.docs), labels=window.labels.tolist(), **options
         )
-        rng = check_rng_option(rng)  # None: each run derives its own stream
-        self.rng = None if rng is None else np.random.default_rng(None if isinstance(rng, str) else rng)
-        self.recalibration = recalibration_of(profile)
-        self.score_temperature = _score_temperature(self.config, profile)
+    except Exception as err:  # noqa: BLE001 - a reader must not crash the run: record, go on
+        return reader_failure(err, logger, level=logging.DEBUG)
+    return reading
 
-    def __getattr__(self, name: str) -> Any:
-        # Read access to the options as attributes (panner.rounds, panner.k, ...).
-        if name != "config" and "config" in self.__dict__ and hasattr(self.config, name):
-            return getattr(self.config, name)
-        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
 
-    def _start(
-        self,
-        method: str,
-        question: str,
-        documents: Sequence[Any],
-        options: RunOptions,
-    ) -> _Run:
-        """The run of one call of :meth:`run` (``method="read"``) or :meth:`arun`."""
-        unknown = sorted(set(options) - set(RunOptions.__annotations__))
-        if unknown:
-            raise TypeError(f"Panner.run/arun got unexpected keyword argument(s) {', '.join(unknown)}")
-        k, rng = options.get("k"), options.get("rng")
-        prior_probs, prior_log_odds = options.get("prior_probs"), options.get("prior_log_odds")
-        if self.reader is None or not hasattr(self.reader, method):
-            sync = method == "read"
-            raise TypeError(
-                f"GoldPanner.{'run' if sync else 'arun'} needs a reader with "
-                f"{'a' if sync else 'an async'} {method}(question, documents, *, labels) method"
-            )
-        config = self.config if k is None else replace(self.config, k=k)
-        n = len(documents)
-        if rng is None:  # the panner's stream, else one derived from the input
-            rng = self.rng if self.rng is not None else derived_rng(question, documents)
-        if prior_probs is None and prior_log_odds is None:
-            prior_probs = _retriever_prior(config, n, options.get("scores"), self.score_temperature)
-        return _Run(
-            self,
-            n,
-            config=config,
-            prior_probs=prior_probs,
-            prior_log_odds=prior_log_odds,
-            rng=rng,
-            truth=options.get("truth"),
+async def _aread_one(
+    reader: Any, question: str, documents: Sequence[Any], window: _Window, options: Mapping[str, Any]
+) -> Reading:
+    """Asynchronous :func:`_read_one` (``reader.aread``)."""
+    try:
+        reading: Reading = await reader.aread(
+            question, _take(documents, window.docs), labels=window.labels.tolist(), **options
         )
+    except Exception as err:  # noqa: BLE001 - as in _read_one
+        return reader_failure(err, logger, level=logging.DEBUG)
+    return reading
 
-    def run(self, question: str, documents: Sequence[Any], **options: Unpack[RunOptions]) -> PanningResult:
-        """Pan ``n`` ``documents`` (in the base retriever's order) for ``question`` with the
-        synchronous reader.
 
-        Args (the keyword options are :class:`RunOptions`, all optional):
-            k: Override of the panner's ``k`` for this call.
-            scores: The retriever's score per document (None where unknown), ``(n,)``;
-                for ``retriever_prior="auto"`` (the default) and ``"score"``.
-            prior_probs: Prior probabilities, ``(n,)``; replace the retriever prior.
-            prior_log_odds: Prior log-odds, ``(n,)``; replace the retriever prior.
-            rng: Generator for this call (default: the panner's, else derived).
-            truth: Relevance labels, ``(n,)``, for the ``oracle`` policy.
-
-        Raises:
-            FatalReaderError: the reader reported a permanent failure; the run ends at once.
-            AllRoundsFailedError: every round failed and ``on_failure="raise"``.
-        """
-        run = self._start("read", question, documents, options)
-        with query_scope():  # one query: the reader's per-query state (its deadline)
-            while (plan := run.next_round()) is not None:
-                run.observe(plan, self._read_round(question, documents, plan.windows))
-        return run.result()
-
-    def _read_one(self, question: str, documents: Sequence[Any], window: _Window) -> Reading:
-        """One prompt through ``reader.read``; any error but a fatal one becomes a failed
-        reading (its traceback at DEBUG; the query's one warning names it)."""
-        try:
-            reading: Reading = self.reader.read(
-                question, _take(documents, window.docs), labels=window.labels.tolist()
-            )
-        except Exception as err:  # noqa: BLE001 - a reader must not crash the run: record, go on
-            return reader_failure(err, logger, level=logging.DEBUG)
-        return reading
-
-    async def _aread_one(self, question: str, documents: Sequence[Any], window: _Window) -> Reading:
-        """Asynchronous :meth:`_read_one` (``reader.aread``)."""
-        try:
-            reading: Reading = await self.reader.aread(
-                question, _take(documents, window.docs), labels=window.labels.tolist()
-            )
-        except Exception as err:  # noqa: BLE001 - as in _read_one
-            return reader_failure(err, logger, level=logging.DEBUG)
-        return reading
-
-    def _read_round(
-        self, question: str, documents: Sequence[Any], windows: Sequence[_Window]
-    ) -> list[Reading]:
-        """A round's prompts through ``reader.read``, one reading per window: in threads
-        beside this one when :func:`takes_concurrent_calls`, else one after another. A
-        :class:`FatalReaderError` is raised once the running prompts finished; prompts not
-        yet started are cancelled."""
-        if len(windows) == 1 or not takes_concurrent_calls(self.reader):
-            return [self._read_one(question, documents, w) for w in windows]
-        futures = [
-            in_daemon_thread(contextvars.copy_context().run, self._read_one, question, documents, w)
-            for w in windows[1:]
-        ]
-        try:
-            first = self._read_one(question, documents, windows[0])
-        except BaseException as err:
-            settle(futures, err)
-            raise
-        readings = [first]
-        for i, f in enumerate(futures):
-            try:
-                readings.append(f.result())
-            except BaseException as err:
-                settle(futures[i + 1 :], err)
-                raise
+def read_round(
+    reader: Any,
+    question: str,
+    documents: Sequence[Any],
+    windows: Sequence[_Window],
+    options: Mapping[str, Any],
+) -> list[Reading]:
+    """A round's prompts through ``reader.read``, one reading per window: in threads
+    beside this one when :func:`takes_concurrent_calls`, else one after another. A
+    :class:`FatalReaderError` is raised once the running prompts finished; prompts not
+    yet started are cancelled."""
+    if len(windows) == 1 or not takes_concurrent_calls(reader):
+        readings = []
+        for w in windows:
+            readings.append(_read_one(reader, question, documents, w, options))
         return readings
+    futures = [
+        in_daemon_thread(contextvars.copy_context().run, _read_one, reader, question, documents, w, options)
+        for w in windows[1:]
+    ]
+    try:
+        first = _read_one(reader, question, documents, windows[0], options)
+    except BaseException as err:
+        settle(futures, err)
+        raise
+    readings = [first]
+    for i, f in enumerate(futures):
+        try:
+            readings.append(f.result())
+        except BaseException as err:
+            settle(futures[i + 1 :], err)
+            raise
+    return readings
 
-    async def _aread_round(
-        self, question: str, documents: Sequence[Any], windows: Sequence[_Window]
-    ) -> list[Reading]:
-        """A round's prompts through ``reader.aread``, gathered (one prompt: awaited)."""
-        if len(windows) == 1:
-            return [await self._aread_one(question, documents, windows[0])]
-        return await gather_all(self._aread_one(question, documents, w) for w in windows)
 
-    async def arun(
-        self, question: str, documents: Sequence[Any], **options: Unpack[RunOptions]
-    ) -> PanningResult:
-        """Asynchronous :meth:`run` (``reader.aread``; a round's prompts sent concurrently)."""
-        run = self._start("aread", question, documents, options)
-        with query_scope():  # as in run
-            while (plan := run.next_round()) is not None:
-                run.observe(plan, await self._aread_round(question, documents, plan.windows))
-        return run.result()
+async def aread_round(
+    reader: Any,
+    question: str,
+    documents: Sequence[Any],
+    windows: Sequence[_Window],
+    options: Mapping[str, Any],
+) -> list[Reading]:
+    """A round's prompts through ``reader.aread``, gathered (one prompt: awaited)."""
+    if len(windows) == 1:
+        return [await _aread_one(reader, question, documents, windows[0], options)]
+    return await gather_all(_aread_one(reader, question, documents, w, options) for w in windows)
 
 
-def _score_temperature(config: PanningConfig, profile: Any) -> float | None:
+def check_profile(profile: Any) -> ProfileLike:
+    """``profile`` when it has per-position ``tpr`` and ``fpr`` of one length >= 1.
+
+    Raises:
+        TypeError: it has no ``tpr``/``fpr``.
+        ValueError: they are empty or of different lengths.
+    """
+    if profile is None or not hasattr(profile, "tpr") or not hasattr(profile, "fpr"):
+        raise TypeError(
+            "profile must have per-position tpr and fpr (e.g. a DetectorProfile), a bundled "
+            f"profile name or a path, got {type(profile).__name__}"
+        )
+    if len(profile.tpr) < 1 or len(profile.tpr) != len(profile.fpr):
+        raise ValueError(
+            f"profile needs tpr and fpr of equal length >= 1, got {len(profile.tpr)} and {len(profile.fpr)}"
+        )
+    return profile  # type: ignore[no-any-return]
+
+
+def score_temperature(config: PanningConfig, profile: Any) -> float | None:
     """The score prior's temperature: the option, else the profile's ``prior_temperature``
     (fitted for its retriever), else None (not known: ``auto`` reads the order only)."""
     if config.prior_temperature is not None:

@@ -74,7 +74,7 @@ class Reading:
 class Reader(Protocol):
     """The one reader protocol the panner calls.
 
-    * ``read(question, documents, *, labels) -> Reading`` (for ``Panner.run``) and/or
+    * ``read(question, documents, *, labels) -> Reading`` (for ``GoldPanner.run``) and/or
       ``async aread(...)`` (for ``arun``): ``documents`` in prompt order, ``labels[i]``
       (distinct positive ints, drawn at random: :func:`~.labels.label_range`) names
       ``documents[i]``; ``Reading.cited`` holds 0-based *positions*. Return

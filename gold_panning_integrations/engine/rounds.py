@@ -22,13 +22,13 @@ from .config import PanningConfig
 from .curves import resample_curve
 from .labels import LABELS_PER_DOCUMENT, MIN_LABEL_DIGITS, draw_labels, label_range
 from .mixture import (
+    TEST_AT,
     flat_evidence,
     lead_rate,
     mixed_evidence,
     mixture_rates,
     move_suspects,
-    suspected_shares,
-    suspicion,
+    self_citing_share,
 )
 from .policies import score_documents
 
@@ -586,3 +586,37 @@ def observe_round(
     state.counts += cited & updated
     state.times_shown += apply
     return upd
+
+
+def suspicion(
+    state: BatchState, config: PanningConfig, geometry: DecisionRates, *, row: int | None = None
+) -> NDArray[np.float64] | None:
+    """:func:`~.mixture.self_citing_share` of every document, shape ``(B, n)`` (of run ``row`` only:
+    ``(n,)``); None when ``config.self_citing`` is 0."""
+    a, b, s = mixture_rates(config, state.log_odds.shape[1])
+    if s == 0.0:
+        return None
+    sl = slice(None) if row is None else row
+    t = geometry.temperature
+    flat = flat_evidence(state.counts[sl], state.times_shown[sl], state.irrelevant[sl], temperature=t)
+    return self_citing_share(
+        state.prior_log_odds[sl],
+        state.evidence[sl],
+        flat,
+        false_lead_rate=a,
+        blind_rate=b,
+        self_citing=s,
+        profile_evidence=state.relevant[sl] - state.irrelevant[sl],
+    )
+
+
+def suspected_shares(
+    state: BatchState, config: PanningConfig, geometry: DecisionRates
+) -> NDArray[np.float64] | None:
+    """Self-citing shares at least :data:`~.mixture.TEST_AT` (others 0), shape ``(B, n)``; None when
+    none is."""
+    share = suspicion(state, config, geometry)
+    if share is None or not (share >= TEST_AT).any():
+        return None
+    share[share < TEST_AT] = 0.0
+    return share

@@ -6,7 +6,7 @@ trials at once through the round functions the panner runs (:mod:`.rounds`,
 :mod:`.stopping`) and returns F1 per round with a 95% confidence interval.
 
 ``rng`` is split into ``(needles, model, policy, ties)``: one trial equals
-``Panner(SimulatedReader(..., rng=model), rng=policy)`` draw for draw (pinned by a test).
+``GoldPanner(SimulatedReader(..., rng=model), rng=policy)`` draw for draw (pinned by a test).
 Obeying an attack is drawn from a child spawned off ``model``, so runs with and without an
 attack share their citation draws.
 """

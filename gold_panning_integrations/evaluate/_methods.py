@@ -188,7 +188,7 @@ def panning_method(
     the panner selects (at most ``n - 1``, :func:`~._instances.query_k`);
     ``on_result(result, instance)`` gets every finished result (``--traces``). The
     generator is seeded by ``seed``, the instance and the method's place in :data:`ALL_METHODS`."""
-    from ..engine.panner import Panner
+    from ..panning import GoldPanner
 
     if name not in PANNING_METHODS:
         raise ValueError(f"{name!r} is not a panning method; choose one of {', '.join(PANNING)}")
@@ -206,7 +206,7 @@ def panning_method(
             **({} if spec.rank_prior else {"retriever_prior": "none"}),
             **spec.options,
         }
-        panner = Panner(reader, profile=profile, k=kq, on_failure="fallback", rng=rng, **options)
+        panner = GoldPanner(reader, profile=profile, k=kq, on_failure="fallback", rng=rng, **options)
         # The first stage's scores, where it gave them: the default prior ("auto") reads
         # them, else the rank.
         res = panner.run(inst.question, inst.documents, scores=list(inst.scores) or None)

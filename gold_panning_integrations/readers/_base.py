@@ -47,7 +47,7 @@ from ._prompt import (
     template_labels,
     truncate,
 )
-from ._retry import RetryPolicy, with_retries
+from ._retry import RetryPolicy, retry_steps
 
 __all__ = [
     "DEFAULT_MAX_CONCURRENCY",
@@ -427,8 +427,7 @@ class BaseReader:
         (the queue's wait, this reader's own, is given back once the request is admitted)."""
         if self.rate_limit.active:
             self._prepare(asynchronous=asynchronous)
-        acquire = self.rate_limit.aacquire if asynchronous else self.rate_limit.acquire
-        entry = yield functools.partial(acquire, self._token_estimate(prompt))
+        entry = yield from self.rate_limit._acquiring(self._token_estimate(prompt), asynchronous)
         if queued is not None:
             queued[0].queued(queued[1])
         before = (usage.prompt_tokens, usage.completion_tokens)
@@ -520,9 +519,9 @@ class BaseReader:
         options: dict[str, Any],
         asynchronous: bool,
     ) -> Steps[Reading]:
-        """One reading for :meth:`read` and :meth:`aread` (:mod:`.._steps`): the prompt, the
-        cache (a file cache in a worker thread on the async path), then attempts under
-        the retry policy."""
+        """One reading for :meth:`read` and :meth:`aread` (:mod:`.._steps`, one driver for
+        all of it): the prompt, the cache (a file cache in a worker thread on the async
+        path), then attempts under the retry policy (:func:`._retry.retry_steps`)."""
         try:
             prompt = self.prompt(question, documents, labels=labels)
         except DocumentsDoNotFitError as err:  # no call can succeed: a failed reading, no retry
@@ -536,49 +535,50 @@ class BaseReader:
             return hit
         replies: list[Reply] = []
         deadline = self._deadline()
-
-        def attempt(usage: Usage) -> Reading:
-            with attempting(deadline):
-                return run_steps(self._attempt_steps(prompt, usage, options, replies, False, deadline))
-
-        async def aattempt(usage: Usage) -> Reading:
-            with attempting(deadline):
-                return await arun_steps(self._attempt_steps(prompt, usage, options, replies, True, deadline))
-
-        retried = functools.partial(
-            with_retries,
-            aattempt if asynchronous else attempt,
+        reading = yield from retry_steps(
+            functools.partial(
+                self._attempt_steps,
+                prompt,
+                options=options,
+                replies=replies,
+                asynchronous=asynchronous,
+                deadline=deadline,
+            ),
             policy=RetryPolicy(self.max_attempts, self.wait),
             what=repr(self),
             deadline=deadline,
+            asynchronous=asynchronous,
         )
-        reading = _with_cut(self._check_mode((yield retried)), prompt)
+        reading = _with_cut(self._check_mode(reading), prompt)
         return (yield _in_thread_if(off_loop, self._to_cache, key, replies, reading))
 
     def _attempt_steps(
         self,
         prompt: Prompt,
         usage: Usage,
+        *,
         options: dict[str, Any],
         replies: list[Reply],
         asynchronous: bool,
         deadline: Deadline | None = None,
     ) -> Steps[Reading]:
         """One attempt: a concurrency slot, the call, the reply validated (raises when
-        malformed, so the attempt is retried); a reply moves the query's ``deadline``."""
-        usage.calls += 1
-        left = None if deadline is None else deadline.remaining()  # None: the clock starts at the send
-        queued = None if deadline is None or left is None else (deadline, left)
-        yield from self.call_limit.acquiring(asynchronous)
-        try:
-            reply = yield from self._reply_steps(prompt, usage, options, asynchronous, queued)
-        finally:
-            self.call_limit.release()
-        if deadline is not None:
-            deadline.replied()
-        reading = self._reading(reply, prompt)
-        replies.append(reply)
-        return reading
+        malformed, so the attempt is retried); a reply moves the query's ``deadline``,
+        which the attempt's calls see (:func:`._deadline.attempting`)."""
+        with attempting(deadline):
+            usage.calls += 1
+            left = None if deadline is None else deadline.remaining()  # None: the clock starts at the send
+            queued = None if deadline is None or left is None else (deadline, left)
+            yield from self.call_limit.acquiring(asynchronous)
+            try:
+                reply = yield from self._reply_steps(prompt, usage, options, asynchronous, queued)
+            finally:
+                self.call_limit.release()
+            if deadline is not None:
+                deadline.replied()
+            reading = self._reading(reply, prompt)
+            replies.append(reply)
+            return reading
 
     def _read(
         self, question: str, documents: Sequence[Any], labels: Sequence[int] | None, **options: Any

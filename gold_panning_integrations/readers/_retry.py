@@ -16,13 +16,15 @@ import functools
 import inspect
 import logging
 import math
+import sys
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 from tenacity import (
-    AsyncRetrying,
+    DoAttempt,
+    DoSleep,
     RetryCallState,
     Retrying,
     retry_if_exception,
@@ -46,6 +48,7 @@ __all__ = [
     "check_max_attempts",
     "make_wait",
     "retry_after",
+    "retry_steps",
     "wait_retry_after",
     "with_retries",
 ]
@@ -223,15 +226,58 @@ class _Run:
     def fatal(self, err: FatalReaderError) -> FatalReaderError:
         return FatalReaderError(f"{self.what}: {err}", status_code=err.status_code)
 
-    def steps(self, retrying: Retrying | AsyncRetrying, once: Callable[[], Any]) -> Steps[Reading]:
-        """``once`` under ``retrying``, then the reading finished, failed or raised as fatal."""
-        try:
-            reading = yield functools.partial(retrying, once)
-        except FatalReaderError as err:
-            raise self.fatal(err) from err
-        except ReaderError as err:
-            return self.failed(err)
-        return self.finish(reading)
+
+def retry_steps(
+    attempt: Callable[[Usage], Steps[Reading]],
+    *,
+    policy: RetryPolicy,
+    what: str = "reader",
+    deadline: Deadline | None = None,
+    asynchronous: bool = False,
+) -> Steps[Reading]:
+    """Attempts under the retry policy, as a core of :mod:`.._steps`: each attempt's own
+    steps run inline (``attempt(usage)``, one model call plus parsing, adding calls and
+    tokens to ``usage`` and raising on failure) and each wait between attempts is a
+    yielded sleep, so one driver runs the whole reading (tenacity decides: stop, wait,
+    retry). ``what`` names the reader in messages; ``deadline`` (None: none) is the
+    query's: no attempt starts, and no retry wait is slept, past it. Returns the reading
+    with ``attempts`` and the summed tokens filled in, or a failed reading; a
+    FatalReaderError (prefixed with ``what``) or MissingExtraError is raised."""
+    run = _Run(policy, what, deadline)
+    retrying = Retrying(**run.options(time.sleep))
+    sleep = policy.sleep or (asyncio.sleep if asynchronous else time.sleep)
+    retrying.begin()
+    state = RetryCallState(retry_object=retrying, fn=None, args=(), kwargs={})
+    try:
+        while True:
+            do = retrying.iter(retry_state=state)
+            if isinstance(do, DoAttempt):
+                try:
+                    run.check_deadline()
+                    run.count += 1
+                    try:
+                        reading = yield from attempt(run.usage)
+                    except Exception as err:  # classify everything a model call may raise
+                        raise run.classified(err) from err
+                except Exception:  # noqa: BLE001 - tenacity decides: retry, or raise it below
+                    state.set_exception(sys.exc_info())  # type: ignore[arg-type]
+                else:
+                    state.set_result(reading)
+            elif isinstance(do, DoSleep):
+                state.prepare_for_next_attempt()
+                yield functools.partial(sleep, float(do))
+            else:
+                return run.finish(do)
+    except FatalReaderError as err:
+        raise run.fatal(err) from err
+    except ReaderError as err:
+        return run.failed(err)
+
+
+def _called(attempt: Callable[[Usage], Any], usage: Usage) -> Steps[Reading]:
+    """One attempt made by calling ``attempt(usage)`` (awaited on the async path)."""
+    reading: Reading = yield functools.partial(attempt, usage)
+    return reading
 
 
 def with_retries(
@@ -241,38 +287,17 @@ def with_retries(
     what: str = "reader",
     deadline: Deadline | None = None,
 ) -> Any:
-    """Run ``attempt`` until it returns, retrying transient errors and malformed output;
-    a coroutine function ``attempt`` gives an awaitable, a plain one the reading.
-
-    ``attempt`` is one model call plus parsing, ``(usage) -> Reading``, adding calls and
-    tokens to ``usage`` and raising on failure; ``what`` names the reader in messages;
-    ``deadline`` (None: none) is the query's: no attempt starts, and no retry wait is
-    slept, past it. The result has ``attempts`` and the summed tokens filled in, or is a
-    failed reading; a FatalReaderError (prefixed with ``what``) or MissingExtraError is
-    raised.
-    """
-    run = _Run(policy, what, deadline)
-    if inspect.iscoroutinefunction(attempt):
-
-        async def aonce() -> Reading:
-            run.check_deadline()
-            run.count += 1
-            try:
-                return await attempt(run.usage)  # type: ignore[misc]
-            except Exception as err:  # classify everything a model call may raise
-                raise run.classified(err) from err
-
-        return arun_steps(run.steps(AsyncRetrying(**run.options(asyncio.sleep)), aonce))
-
-    def once() -> Reading:
-        run.check_deadline()
-        run.count += 1
-        try:
-            return attempt(run.usage)  # type: ignore[return-value]
-        except Exception as err:  # classify everything a model call may raise
-            raise run.classified(err) from err
-
-    return run_steps(run.steps(Retrying(**run.options(time.sleep)), once))
+    """:func:`retry_steps` for an ``attempt`` callable, ``(usage) -> Reading``: a
+    coroutine function ``attempt`` gives an awaitable, a plain one the reading."""
+    asynchronous = inspect.iscoroutinefunction(attempt)
+    steps = retry_steps(
+        functools.partial(_called, attempt),
+        policy=policy,
+        what=what,
+        deadline=deadline,
+        asynchronous=asynchronous,
+    )
+    return arun_steps(steps) if asynchronous else run_steps(steps)
 
 
 def call_with_retries(

@@ -21,8 +21,8 @@ from benchmarks import _latency_methods
 from benchmarks import latency as L
 from benchmarks._cli import main as cli_main
 from benchmarks._loopback import LoopbackServer
-from gold_panning_integrations.engine.panner import Panner
 from gold_panning_integrations.evaluate._instances import make_instances
+from gold_panning_integrations.panning import GoldPanner
 from gold_panning_integrations.profiles import DetectorProfile
 
 N = 6
@@ -237,8 +237,10 @@ def test_cancelling_a_gather_of_queries_leaves_no_task_and_no_request_open() -> 
         reader = L.make_reader(server.base_url, max_concurrency=3, timeout=30.0)
         try:
 
-            def panner(i: int) -> Panner:
-                return Panner(reader, PERFECT, rng=np.random.default_rng(i), retriever_prior="none", **FLOOD)
+            def panner(i: int) -> GoldPanner:
+                return GoldPanner(
+                    reader, PERFECT, rng=np.random.default_rng(i), retriever_prior="none", **FLOOD
+                )
 
             flight = asyncio.gather(
                 *(panner(i).arun(x.question, x.documents) for i, x in enumerate(instances[:12]))

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import benchmarks.nq_score_prior as nsp
-import gold_panning_integrations.engine.panner as panner_module
+import gold_panning_integrations.panning as panner_module
 from benchmarks.nq_strata import main, stratum
 from gold_panning_integrations import DetectorProfile
 from gold_panning_integrations.engine.priors import score_prior_probs
@@ -158,7 +158,7 @@ def test_score_prior_script_reads_scores_and_swaps_the_panner(
     def fake_cli(argv: list[str]) -> int:
         profile = DetectorProfile.bundled("lost-in-the-middle")
         reader = SimulatedReader(profile, set(), rng=0)
-        res = panner_module.Panner(reader, profile=profile, k=1, rounds=1).run(
+        res = panner_module.GoldPanner(reader, profile=profile, k=1, rounds=1).run(
             "who?", ["a", "b", "c"], prior_probs=[0.9, 0.05, 0.05]
         )
         seen["prior"] = res.prior_log_odds
@@ -171,7 +171,7 @@ def test_score_prior_script_reads_scores_and_swaps_the_panner(
     s = np.array([10.0, 9.9, 0.0])
     p = score_prior_probs(s / s.std(), k=1, temperature=0.5)  # the default prior_temperature
     np.testing.assert_allclose(seen["prior"], np.log(p / (1 - p)), rtol=1e-6)
-    assert panner_module.Panner is nsp.Panner  # put back
+    assert panner_module.GoldPanner is nsp.GoldPanner  # put back
 
 
 def test_against_another_run_of_the_method(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -200,7 +200,7 @@ def test_score_prior_script_passes_engine_options(tmp_path: Path, monkeypatch: p
     def fake_cli(argv: list[str]) -> int:
         profile = DetectorProfile.bundled("lost-in-the-middle")
         seen["argv"] = list(argv)
-        seen["self_citing"] = panner_module.Panner(
+        seen["self_citing"] = panner_module.GoldPanner(
             SimulatedReader(profile, set(), rng=0), profile=profile
         ).self_citing
         return 0

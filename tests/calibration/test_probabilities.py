@@ -40,7 +40,7 @@ from gold_panning_integrations.calibration.traces import TraceWriter, read_trace
 from gold_panning_integrations.engine.config import PanningConfig
 from gold_panning_integrations.engine.relevance import RecalibrationMap, p_none, select
 from gold_panning_integrations.errors import ProfileError
-from gold_panning_integrations.integrations.llama_index import PanningEndEvent
+from gold_panning_integrations.integrations.llama_index_postprocessor import PanningEndEvent
 
 
 def _pan(docs: list[str], **options: Any) -> Any:

@@ -17,8 +17,8 @@ from gold_panning_integrations.calibration.traces import (
     trace_record,
 )
 from gold_panning_integrations.cli import main as cli_main
-from gold_panning_integrations.engine.panner import Panner
 from gold_panning_integrations.engine.simulator import SimulatedReader
+from gold_panning_integrations.panning import GoldPanner
 from gold_panning_integrations.profiles import DetectorProfile, RateCounts, load_profile
 
 
@@ -28,7 +28,7 @@ def _panned(n: int = 6, *, seed: int = 0, rounds: int = 3):  # type: ignore[no-u
     reader = SimulatedReader(prof, relevant=lambda d: d == "GOLD", rng=rng)
     docs = [f"d{i}" for i in range(n)]
     docs[2] = "GOLD"
-    return Panner(reader, profile=prof, rounds=rounds, retriever_prior="none", rng=rng).run("q", docs)
+    return GoldPanner(reader, profile=prof, rounds=rounds, retriever_prior="none", rng=rng).run("q", docs)
 
 
 def test_trace_record_mirrors_the_result() -> None:
@@ -266,9 +266,9 @@ def _mixture_traces(blind: float, leads: float, queries: int, seed: int) -> list
         def __init__(self, reads_relevant: np.ndarray) -> None:
             self.reads_relevant = reads_relevant
 
-        def read(self, question: str, documents: list[int], **kw: object) -> Reading:
+        def read(self, question: str, documents: list[str], **kw: object) -> Reading:
             p = prof.resample(len(documents))
-            rates = np.where(self.reads_relevant[list(documents)], p.tpr_array, p.fpr_array)
+            rates = np.where(self.reads_relevant[[int(d) for d in documents]], p.tpr_array, p.fpr_array)
             return Reading(cited=tuple(int(i) for i in np.flatnonzero(rng.random(len(documents)) < rates)))
 
     out = []
@@ -276,8 +276,9 @@ def _mixture_traces(blind: float, leads: float, queries: int, seed: int) -> list
         gold = int(rng.integers(10))
         reads = rng.random(10) < leads / 9
         reads[gold] = rng.random() >= blind
-        res = Panner(Reader(reads), profile=prof, rounds=6, retriever_prior="none", rng=rng).run(
-            "q", list(range(10))
+        res = GoldPanner(Reader(reads), profile=prof, rounds=6, retriever_prior="none", rng=rng).run(
+            "q",
+            [str(i) for i in range(10)],  # document i's text is its index
         )
         out.append(trace_record(res, relevant=[gold]))
     return out
@@ -342,9 +343,9 @@ def test_cli_from_labelled_traces_reports_and_stores_the_mixture(
     assert prof.silent_rate == round(min(max((seen - expected) / (prompts - expected), 0.0), 0.99), 4)
     assert prof.expected_relevant == 1.0  # one relevant document in each of the 40 queries
     # the panner picks the measured values up unless told otherwise
-    panner = Panner(_NoReader(), profile=prof)
+    panner = GoldPanner(_NoReader(), profile=prof)
     assert (panner.config.blind_rate, panner.config.false_leads) == (prof.blind_rate, prof.false_leads)
-    assert Panner(_NoReader(), profile=prof, blind_rate=0.1).config.blind_rate == 0.1
+    assert GoldPanner(_NoReader(), profile=prof, blind_rate=0.1).config.blind_rate == 0.1
 
 
 class _NoReader:
@@ -417,7 +418,7 @@ def test_degenerate_labelled_traces_stay_valid() -> None:
     ]
     res = learn_profile([empty, everything, *base[2:]], load_profile("lost-in-the-middle").resample(10))
     assert res.mixture is not None
-    cfg = Panner(_NoReader(), profile=res.profile).config
+    cfg = GoldPanner(_NoReader(), profile=res.profile).config
     assert 0.0 < cfg.blind_rate < 1.0 and cfg.false_leads > 0.0
     assert np.isfinite(res.profile.tpr_array).all() and np.isfinite(res.profile.fpr_array).all()
     # only relevant labels (every document relevant): counted, but no mixture to measure
@@ -443,7 +444,7 @@ def test_labelled_simulated_traces_learn_the_rates_and_a_near_zero_mixture() -> 
 
 def test_labels_of_an_empty_result() -> None:
     prof = load_profile("lost-in-the-middle")
-    empty = Panner(_NoReader(), profile=prof).run("q", [])
+    empty = GoldPanner(_NoReader(), profile=prof).run("q", [])
     assert trace_record(empty, relevant=[])["relevant"] == []
     with pytest.raises(ValueError, match=r"indices \(this result has no documents\), got 0"):
         trace_record(empty, relevant=[0])
@@ -463,9 +464,9 @@ def test_each_prompt_of_a_round_records_its_own_citations() -> None:
             return Reading(cited=(documents.index("b"),) if self.calls % 3 == 1 else ())
 
     prof = DetectorProfile(n_positions=3, tpr=[0.9, 0.6, 0.3], fpr=[0.1, 0.1, 0.1])
-    res = Panner(FirstPromptOnly(), prof, rounds=1, prompts_per_round=3, retriever_prior="none", rng=0).run(
-        "q", ["a", "b", "c"]
-    )
+    res = GoldPanner(
+        FirstPromptOnly(), prof, rounds=1, prompts_per_round=3, retriever_prior="none", rng=0
+    ).run("q", ["a", "b", "c"])
     prompts = trace_record(res)["rounds"][0]["prompts"]
     assert [p["cited"] for p in prompts] == [[1], [], []]
     assert all(sorted(p["docs"]) == [0, 1, 2] for p in prompts)

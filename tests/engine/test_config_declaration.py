@@ -82,7 +82,7 @@ def test_config_is_keyword_only() -> None:
 
 # ------------------------------------------------------------------- the adapters
 def test_adapter_fields_are_generated_from_the_declaration() -> None:
-    from gold_panning_integrations.integrations._base import (
+    from gold_panning_integrations.integrations._framework_base import (
         ADAPTER_OWN_OPTIONS,
         ENGINE_OPTIONS,
         PanningOptions,

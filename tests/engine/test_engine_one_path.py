@@ -25,7 +25,6 @@ from gold_panning_integrations import (
     simulate,
 )
 from gold_panning_integrations.engine import Attack
-from gold_panning_integrations.engine import Panner as EngineGoldPanner
 from gold_panning_integrations.engine.simulator import Mistakes
 
 PROFILE = DetectorProfile.bundled("lost-in-the-middle")
@@ -224,11 +223,6 @@ def test_run_k_override_is_validated_too() -> None:
 
 
 # ------------------------------------------------------------------ edges
-def test_engine_panner_refuses_a_profile_name() -> None:
-    with pytest.raises(TypeError, match="gold_panning_integrations.GoldPanner, which resolves it"):
-        EngineGoldPanner(None, "lost-in-the-middle")  # type: ignore[arg-type]
-
-
 def test_edge_panner_resolves_the_readers_recommended_profile() -> None:
     class Recommends:
         recommended_profile = "smollm2-135m-kv"

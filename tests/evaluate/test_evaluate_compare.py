@@ -909,17 +909,17 @@ def test_without_evidence_the_rank_prior_returns_the_base_order(method: str) -> 
 def test_rank_prior_is_given_to_the_panner_only_where_promised(
     method: str, ranked: bool, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from gold_panning_integrations.engine import panner as P
+    from gold_panning_integrations import panning as P
 
     seen: list[Any] = []
-    real_run = P.Panner.run
+    real_run = P.GoldPanner.run
 
     def run(self: Any, question: str, documents: Any, **kw: Any) -> Any:
         res = real_run(self, question, documents, **kw)
         seen.append(res.prior_log_odds)
         return res
 
-    monkeypatch.setattr(P.Panner, "run", run)
+    monkeypatch.setattr(P.GoldPanner, "run", run)
     fn = C.panning_method(method, _FailingReader(), profile="smollm2-135m-kv", rounds=1, seed=0)
     fn(C.make_instances("kv", n=20, instances=1, seed=0)[0])
     # the rank prior decreases over the top 10 (head_decay 0.6, head_floor 0.2): first > tenth
@@ -930,11 +930,11 @@ def test_the_first_stages_scores_reach_the_default_prior(monkeypatch: pytest.Mon
     # An instance with scores (a run file's, BM25's): with a temperature fitted for the
     # retriever (the profile's prior_temperature, 0.5 here) the default prior ("auto") is
     # the softmax over the scores at that temperature, not the rank prior.
-    from gold_panning_integrations.engine import panner as P
+    from gold_panning_integrations import panning as P
     from gold_panning_integrations.engine.priors import score_prior_probs
 
     seen: list[Any] = []
-    real_run = P.Panner.run
+    real_run = P.GoldPanner.run
 
     def run(self: Any, question: str, documents: Any, **kw: Any) -> Any:
         seen.append(kw.get("scores"))
@@ -942,7 +942,7 @@ def test_the_first_stages_scores_reach_the_default_prior(monkeypatch: pytest.Mon
         seen.append(res.prior_log_odds)
         return res
 
-    monkeypatch.setattr(P.Panner, "run", run)
+    monkeypatch.setattr(P.GoldPanner, "run", run)
     inst = C.make_instances("kv", n=6, instances=1, seed=0)[0]
     scores = (9.0, 2.0, 2.0, 1.0, 1.0, 0.5)  # the first document far ahead
     inst = C.CompareInstance(inst.question, inst.documents, inst.gold, scores=scores)

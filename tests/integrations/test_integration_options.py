@@ -137,7 +137,7 @@ def test_on_result_error_is_logged_and_documents_survive(
     def broken(result: PanningResult) -> None:
         raise OSError("disk full")
 
-    with caplog.at_level(logging.ERROR, logger="gold_panning_integrations.integrations._base"):
+    with caplog.at_level(logging.ERROR, logger="gold_panning_integrations.integrations._framework_base"):
         _, result = run(ScriptedReader(), profile=TWO, rounds=2, prompts_per_round=1, on_result=broken)
     assert result.calls == 2
     assert "on_result callback" in caplog.text
@@ -295,7 +295,7 @@ def test_config_reaches_the_engine_and_adapter_fields_override_it(run: Runner) -
 
     paper = PanningConfig.paper(rounds=7)
     adapter, result = run(ScriptedReader(), profile=TWO, rounds=2, config=paper, seed=1)
-    panner = adapter._panner(1)
+    panner = adapter._get_engine()
     assert panner.config.shuffle_top == 0
     assert panner.config.robust is False
     assert panner.config.empty_prompts == "evidence"
@@ -314,7 +314,7 @@ def test_every_engine_option_is_a_field_and_reaches_the_engine(run: Runner) -> N
     # Engine options the adapters did not declare before (robust, shuffle_top) are fields
     # now, generated from PanningConfig, and override the config's values.
     adapter, result = run(ScriptedReader(), profile=TWO, rounds=1, robust=False, shuffle_top=0, seed=1)
-    panner = adapter._panner(1)
+    panner = adapter._get_engine()
     assert panner.config.robust is False
     assert panner.config.shuffle_top == 0
     assert result.calls == panner.config.prompts_per_round  # one round

@@ -24,7 +24,6 @@ from langchain_core.runnables import ConfigurableField, Runnable
 
 import gold_panning_integrations.readers as readers_module
 from gold_panning_integrations import GoldPanningCompressor, GoldPanningRetriever
-from gold_panning_integrations.integrations._base import resolve_reader
 
 
 class CompressionRetriever(BaseRetriever):
@@ -215,7 +214,7 @@ def test_adapter_hands_runnables_to_as_reader(
     # it goes to readers.as_reader unchanged, which decides.
     seen: list[Any] = []
     monkeypatch.setattr(readers_module, "as_reader", lambda obj: seen.append(obj) or ScriptedReader())
-    resolve_reader(runnable)
+    GoldPanningCompressor(reader=runnable, profile="lost-in-the-middle")._get_engine()
     assert seen == [runnable]
 
 

@@ -491,23 +491,27 @@ class ConfigReaderWithoutLabels:
         return Reading(cited=())
 
 
-def test_callbacks_wrapper_passes_config_and_labels() -> None:
-    from gold_panning_integrations.integrations.langchain import _with_callbacks
-
+def test_the_runs_callbacks_reach_a_reader_that_takes_config_with_its_labels() -> None:
+    # The retriever passes its run's child callbacks per query, as the reader's
+    # ``config=`` keyword (reader_options of GoldPanner.run); nothing wraps the reader.
     reader = ConfigReader()
-    _with_callbacks(reader, ["handler"], method="read").read("q", ["a", "b"], labels=[2, 1])
-    assert reader.calls == [{"config": {"callbacks": ["handler"]}, "labels": [2, 1]}]
+    r = _retriever(_docs(2), reader, rounds=1, prompts_per_round=1)
+    r.invoke("q")
+    (call,) = reader.calls
+    assert len(call["labels"]) == 2 and len(set(call["labels"])) == 2
+    callbacks = call["config"]["callbacks"]
+    assert type(callbacks).__name__ == "CallbackManager"
+    assert r._get_engine().reader is reader  # the user's reader, not a wrapper
 
 
-def test_callbacks_wrapper_drops_labels_a_reader_cannot_take(caplog: pytest.LogCaptureFixture) -> None:
-    # The reader is adapted to the protocol once, at the edge (as the adapters resolve
-    # it); the callbacks wrapper then passes config= through the adaptation.
-    from gold_panning_integrations.integrations.langchain import _with_callbacks
-    from gold_panning_integrations.readers import as_reader
-
+def test_config_passes_through_the_adaptation_of_a_reader_without_labels(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    # The reader is adapted to the protocol once, when the engine is built; the run's
+    # config= then passes through the adaptation, query after query.
     reader = ConfigReaderWithoutLabels()
-    wrapped = _with_callbacks(as_reader(reader), ["handler"], method="read")
-    wrapped.read("q", ["a"], labels=[1])
-    wrapped.read("q", ["a"], labels=[1])
+    r = _retriever(_docs(1), reader, rounds=1, prompts_per_round=1)
+    r.invoke("q")
+    r.invoke("q")
     assert reader.calls == 2
     assert caplog.text.count("takes no 'labels' argument") == 1

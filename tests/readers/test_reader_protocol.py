@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from gold_panning_integrations import DetectorProfile, GoldPanner, Reading
-from gold_panning_integrations.engine import Panner, Reader
+from gold_panning_integrations.engine import Reader
 from gold_panning_integrations.readers import as_reader
 from gold_panning_integrations.readers._adapt import AdaptedReader, adapt_template
 
@@ -103,14 +103,6 @@ def test_an_object_that_is_no_reader_is_refused_saying_what_is_needed() -> None:
         as_reader(42)
     with pytest.raises(TypeError, match="cannot use a"):
         GoldPanner(object(), PROFILE)
-
-
-def test_the_engine_passes_labels_to_any_reader_it_is_given() -> None:
-    # The engine does not adapt: a reader that takes no labels fails its readings there
-    # (the edge, GoldPanner or as_reader, is where readers are adapted).
-    res = Panner(Unlabelled(), PROFILE, rounds=1, on_failure="fallback").run("q", DOCS)
-    assert res.rounds[0].failed
-    assert "unexpected keyword argument 'labels'" in (res.rounds[0].readings[0].error or "")
 
 
 def test_a_callable_template_without_labels_numbers_itself() -> None:

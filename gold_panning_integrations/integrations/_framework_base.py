@@ -1,11 +1,12 @@
-"""The framework integrations' shared base (LangChain retriever and compressor, LlamaIndex
+"""The framework adapters' shared base (LangChain retriever and compressor, LlamaIndex
 postprocessor); nothing here imports LangChain or LlamaIndex.
 
 :class:`PanningOptions` is the mixin of their pydantic fields, generated from the one
 declaration of every engine option (``PanningConfig.options()``) and validated by building
 the ``PanningConfig`` they describe. On first use it builds one
-:class:`~gold_panning_integrations.panning.GoldPanner`, the edge that adapts the reader and
-resolves the profile once; each query then gets a fresh panner from it.
+:class:`~gold_panning_integrations.GoldPanner` (reader adapted, profile resolved, options
+laid over the config), kept until a field it was built from is set again; each query
+passes only its own options (``k``, scores, the framework's run config) to it.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 import threading
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Literal
@@ -46,7 +47,6 @@ __all__ = [
     "P_NONE_KEY",
     "RANK_KEY",
     "RELEVANCE_KEY",
-    "PanQuery",
     "PanningOptions",
     "Ranked",
     "check_count",
@@ -55,10 +55,10 @@ __all__ = [
     "describe",
     "describe_object",
     "empty_result",
+    "given_reader",
     "model_name",
     "ranked",
     "reader_repr",
-    "resolve_reader",
 ]
 
 logger = logging.getLogger(__name__)
@@ -145,17 +145,16 @@ def describe_object(obj: Any) -> dict[str, Any]:
     return out
 
 
-def resolve_reader(obj: Any) -> Any:
-    """:func:`gold_panning_integrations.readers.as_reader` of ``obj``, imported here so that
-    the adapters import no reader back-end until one is needed."""
+def given_reader(obj: Any) -> Any:
+    """``obj``, the user's reader argument, unless it is None (a TypeError that says what
+    to pass); :class:`~gold_panning_integrations.GoldPanner` adapts it
+    (:func:`~gold_panning_integrations.readers.as_reader`)."""
     if obj is None:
         raise TypeError(
             "no reader given: pass a reader (an object with read/aread), a LangChain chat "
             "model, a LlamaIndex LLM, or 'local' for the embedded model"
         )
-    from ..readers import as_reader
-
-    return as_reader(obj)
+    return obj
 
 
 def model_name(reader: Any) -> str:
@@ -174,27 +173,6 @@ def model_name(reader: Any) -> str:
             if isinstance(value, str) and value:
                 return value
     return type(reader).__name__
-
-
-@dataclass(frozen=True)
-class PanQuery:
-    """One query's inputs to the engine, as an adapter hands them over.
-
-    Attributes:
-        question: The query text.
-        texts: Document texts in the base retriever's order, shape ``(n,)``.
-        k: The engine's ``k`` (None: no count limit).
-        scores: The retriever's score per document (None where unknown), shape ``(n,)``,
-            for ``retriever_prior="auto"`` (the default) and ``"score"``; None: no scores.
-        reader: A reader for this query only (e.g. with the run's callbacks bound);
-            None: the adapter's resolved reader.
-    """
-
-    question: str
-    texts: list[str]
-    k: int | None
-    scores: Sequence[float | None] | None = None
-    reader: Any = None
 
 
 @dataclass(frozen=True)
@@ -268,6 +246,9 @@ else:
 ENGINE_OPTIONS = tuple(name for name in _EngineOptions.model_fields if name not in BaseModel.model_fields)
 """Names of the engine options every adapter takes as fields."""
 
+_ENGINE_FIELDS = frozenset({*ENGINE_OPTIONS, "profile", "config", "seed", "reader", "llm"})
+"""The fields an adapter's engine is built from: setting one builds it again."""
+
 
 class PanningOptions(_EngineOptions):
     """Panning options shared by the adapters (a pydantic mixin; not used on its own).
@@ -299,7 +280,7 @@ class PanningOptions(_EngineOptions):
     trace writer; runs in the caller's thread, and an exception it raises is logged, not
     raised. Not serialised."""
 
-    _edge: Any = PrivateAttr(default=None)
+    _engine: Any = PrivateAttr(default=None)
     _reader_lock: Any = PrivateAttr(default_factory=threading.Lock)
 
     @model_validator(mode="after")
@@ -375,20 +356,45 @@ class PanningOptions(_EngineOptions):
         """The user's reader argument (overridden by each adapter)."""
         raise NotImplementedError
 
-    def _get_edge(self) -> GoldPanner:
-        """The ``GoldPanner`` built once from the user's reader and profile: the one edge
-        that resolves both, so ``"local"`` loads one model and every later query uses the
-        same profile (kept in ``self.profile``)."""
-        edge: GoldPanner | None = self._edge
-        if edge is None:
+    def __setattr__(self, name: str, value: Any) -> None:
+        """Set a field; one the engine is built from (the model, ``profile``, ``config``,
+        ``seed``, an engine option) drops the engine, built again on the next query."""
+        super().__setattr__(name, value)
+        if name in _ENGINE_FIELDS:
+            self._engine = None
+
+    def model_copy(self, *, update: Mapping[str, Any] | None = None, deep: bool = False) -> Any:
+        """pydantic's copy; one that ``update``s a field the engine is built from builds
+        its own engine on its first query."""
+        copy = super().model_copy(update=update, deep=deep)
+        if update and _ENGINE_FIELDS.intersection(update):
+            copy._engine = None
+        return copy
+
+    def _get_engine(self) -> GoldPanner:
+        """The ``GoldPanner`` built once from the user's reader, profile and options: the
+        one edge that resolves them, so ``"local"`` loads one model and every later query
+        uses the same profile (kept in ``self.profile``)."""
+        engine: GoldPanner | None = self._engine
+        if engine is None:
             with self._reader_lock:
-                edge = self._edge
-                if edge is None:
-                    edge = GoldPanner(resolve_reader(self._reader_source()), self.profile, seed=self.seed)
-                    if isinstance(edge.profile, DetectorProfile):  # what the profile rule returns
-                        self.profile = edge.profile
-                    self._edge = edge
-        return edge
+                engine = self._engine
+                if engine is None:
+                    # k None: no count limit unless a query passes its own (the adapters always do)
+                    config = self.panning_config(None)
+                    engine = GoldPanner(
+                        given_reader(self._reader_source()), self.profile, config, seed=self.seed
+                    )
+                    if isinstance(engine.profile, DetectorProfile):  # what the profile rule returns
+                        self.profile = engine.profile
+                    self._engine = engine
+        return engine
+
+    def _stream(self) -> np.random.Generator | None:
+        """This query's random stream: with an int ``seed``, the stream it starts (every
+        query the same, so a repeated query repeats its prompts); else None, the engine's
+        rule (derived from the input, or fresh entropy)."""
+        return None if self.seed is None or isinstance(self.seed, str) else np.random.default_rng(self.seed)
 
     def _notify(self, result: PanningResult) -> PanningResult:
         """Hand ``result`` to ``on_result`` (its errors are logged, never raised); ``result``."""
@@ -401,23 +407,3 @@ class PanningOptions(_EngineOptions):
                 "on_result callback %r raised; the panned documents are returned anyway", self.on_result
             )
         return result
-
-    def _panner(self, k: int | None, reader: Any = None) -> GoldPanner:
-        """A fresh panner per query (concurrent queries share no state): the edge's reader
-        (or ``reader``) and profile, :meth:`panning_config` for this ``k``."""
-        edge = self._get_edge()
-        return GoldPanner(
-            edge.reader if reader is None else reader, edge.profile, self.panning_config(k), seed=self.seed
-        )
-
-    def _run(self, query: PanQuery) -> PanningResult:
-        """Pan one query with the synchronous reader, then call ``on_result``."""
-        return self._notify(
-            self._panner(query.k, query.reader).run(query.question, query.texts, scores=query.scores)
-        )
-
-    async def _arun(self, query: PanQuery) -> PanningResult:
-        """Pan one query with the reader's ``aread`` (no threads), then call ``on_result``."""
-        return self._notify(
-            await self._panner(query.k, query.reader).arun(query.question, query.texts, scores=query.scores)
-        )

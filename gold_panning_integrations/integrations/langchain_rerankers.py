@@ -22,7 +22,6 @@ Example::
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Sequence
 from copy import deepcopy
 from typing import Any, NamedTuple, TypedDict
@@ -53,21 +52,20 @@ except ImportError as err:  # only when langchain-core itself is missing
         "The LangChain integration (GoldPanningRetriever, GoldPanningCompressor)",
     ) from err
 
-from pydantic import ConfigDict, field_serializer, field_validator
+from pydantic import ConfigDict, PrivateAttr, field_serializer, field_validator
 from typing_extensions import Unpack
 
-from .._steps import Steps, arun_steps, run_steps
 from ..engine import PanningConfig, PanningResult
 from ..engine.reranked import RerankHit, check_top_n, reranked
 from ..panning import check_question
-from ._base import (
+from ..readers._adapt import accepts
+from ._framework_base import (
     P_NONE_KEY,
     PANNED_KEY,
     POSTERIOR_KEY,
     RANK_KEY,
     RELEVANCE_KEY,
     PanningOptions,
-    PanQuery,
     check_count,
     check_items,
     check_limit,
@@ -84,34 +82,6 @@ _RESULT_SINK = "_gold_panning_result_sink"
 """Private invoke keyword through which :meth:`GoldPanningRetriever.pan` gets the result."""
 
 _DOCUMENTS = "langchain_core Document objects (Document(page_content=..., metadata=...))"
-
-
-class _ConfiguredReader:
-    """Hands the run's child callbacks to a reader whose ``read``/``aread`` take ``config=``
-    (the LangChain chat-model reader), so model calls nest under the run in traces; other
-    attributes pass through."""
-
-    def __init__(self, reader: Any, config: RunnableConfig) -> None:
-        self._reader = reader
-        self._config = config
-
-    def read(self, question: str, documents: Sequence[str], *, labels: Sequence[int]) -> Any:
-        return self._reader.read(question, documents, labels=labels, config=self._config)
-
-    async def aread(self, question: str, documents: Sequence[str], *, labels: Sequence[int]) -> Any:
-        return await self._reader.aread(question, documents, labels=labels, config=self._config)
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._reader, name)
-
-
-def _with_callbacks(reader: Any, callbacks: Any, *, method: str) -> Any:
-    """``reader``, handing ``callbacks`` to the model calls when its ``method`` takes ``config=``."""
-    from ..readers._adapt import accepts
-
-    if callbacks is None or not accepts(reader, method, "config"):
-        return reader
-    return _ConfiguredReader(reader, {"callbacks": callbacks})
 
 
 class PannedDocuments(NamedTuple):
@@ -152,6 +122,8 @@ class _LangChainPanning(PanningOptions):
     score_key: str = "score"
     """Metadata key holding the base retriever's score, read by the default ``retriever_prior='auto'`` (and ``'score'``)."""
 
+    _config_keyword: dict[str, Any] = PrivateAttr(default_factory=dict)
+
     def _reader_source(self) -> Any:
         return self.reader
 
@@ -178,20 +150,36 @@ class _LangChainPanning(PanningOptions):
             out.append(docs[r.index].model_copy(update={"metadata": meta}))
         return out
 
-    def _pan_steps(
-        self, query: str, docs: Sequence[Document], k: int | None, callbacks: Callbacks, asynchronous: bool
-    ) -> Steps[PanningResult]:
-        """Pan ``docs`` (checked to be Documents) for ``query`` (see :mod:`.._steps`); model
-        calls report to ``callbacks`` when the reader is a LangChain chat model."""
-        if not docs:
-            return empty_result(self.panning_config(k).policy)
-        reader = _with_callbacks(
-            self._get_edge().reader, callbacks, method="aread" if asynchronous else "read"
-        )
-        scores = [d.metadata.get(self.score_key) for d in docs]
-        panned = PanQuery(query, [d.page_content for d in docs], k, scores, reader)
-        result: PanningResult = yield functools.partial(self._arun if asynchronous else self._run, panned)
-        return result
+    def _empty(self) -> PanningResult:
+        """The result for no documents: no call made."""
+        return empty_result(self.panning_config().policy)
+
+    def _query(
+        self, docs: Sequence[Document], callbacks: Callbacks, method: str
+    ) -> tuple[Any, list[str], dict[str, Any]]:
+        """The engine and ``run``/``arun``'s arguments for ``docs`` (checked to be
+        Documents): their texts, and the scores, the random stream and reader keywords: model calls report
+        to ``callbacks`` when the reader's ``method`` takes a run ``config`` (the LangChain
+        chat-model reader)."""
+        engine = self._get_engine()
+        options: dict[str, Any] = {
+            "scores": [d.metadata.get(self.score_key) for d in docs],
+            "rng": self._stream(),
+        }
+        if callbacks is not None and self._takes_config(engine, method):
+            options["reader_options"] = {"config": {"callbacks": callbacks}}
+        return engine, [d.page_content for d in docs], options
+
+    def _takes_config(self, engine: Any, method: str) -> bool:
+        """Whether the reader's ``method`` of ``engine`` takes a run ``config`` (asked once
+        per engine and method)."""
+        known = self._config_keyword
+        if known.get("engine") is not engine:
+            known.clear()
+            known["engine"] = engine
+        if method not in known:
+            known[method] = accepts(engine.reader, method, "config")
+        return bool(known[method])
 
 
 class GoldPanningRetriever(BaseRetriever, _LangChainPanning):
@@ -250,11 +238,19 @@ class GoldPanningRetriever(BaseRetriever, _LangChainPanning):
     def _get_relevant_documents(
         self, query: str, *, run_manager: CallbackManagerForRetrieverRun, k: int | None = None, **kwargs: Any
     ) -> list[Document]:
-        """Retrieve with the base retriever, pan, return the top ``k`` documents.
+        """Retrieve with the base retriever, pan, return the top ``k`` documents (the query
+        is checked before the base retriever runs).
 
         Extra keyword arguments are passed to the base retriever.
         """
-        return run_steps(self._retrieve_steps(query, run_manager, k, kwargs, asynchronous=False))
+        kk, sink = self._per_query(query, k, kwargs)
+        found = self.base_retriever.invoke(query, config={"callbacks": run_manager.get_child()}, **kwargs)
+        docs = self._base_documents(found)
+        if not docs:
+            return self._retrieved(docs, self._empty(), run_manager, sink)
+        engine, texts, options = self._query(docs, run_manager.get_child(), "read")
+        result = self._notify(engine.run(query, texts, k=kk, **options))
+        return self._retrieved(docs, result, run_manager, sink)
 
     async def _aget_relevant_documents(
         self,
@@ -265,22 +261,31 @@ class GoldPanningRetriever(BaseRetriever, _LangChainPanning):
         **kwargs: Any,
     ) -> list[Document]:
         """Asynchronous retrieval: ``ainvoke`` on the base retriever, ``aread`` on the reader."""
-        return await arun_steps(self._retrieve_steps(query, run_manager, k, kwargs, asynchronous=True))
+        kk, sink = self._per_query(query, k, kwargs)
+        found = await self.base_retriever.ainvoke(
+            query, config={"callbacks": run_manager.get_child()}, **kwargs
+        )
+        docs = self._base_documents(found)
+        if not docs:
+            return self._retrieved(docs, self._empty(), run_manager, sink)
+        engine, texts, options = self._query(docs, run_manager.get_child(), "aread")
+        result = self._notify(await engine.arun(query, texts, k=kk, **options))
+        await run_manager.on_text(describe(result))
+        return self._retrieved(docs, result, None, sink)
 
-    def _retrieve_steps(
-        self, query: str, run_manager: Any, k: int | None, kwargs: dict[str, Any], asynchronous: bool
-    ) -> Steps[list[Document]]:
-        """:meth:`_get_relevant_documents` and its async twin, written once (:mod:`.._steps`);
-        the query is checked before the base retriever runs."""
+    def _per_query(self, query: str, k: int | None, kwargs: dict[str, Any]) -> tuple[int | None, Any]:
+        """The query checked, this call's ``k`` and the result sink of :meth:`pan` (taken
+        out of the base retriever's ``kwargs``)."""
         check_question(query)
-        kk = check_limit(self.k if k is None else k, name="k")
-        sink = kwargs.pop(_RESULT_SINK, None)
-        invoke = self.base_retriever.ainvoke if asynchronous else self.base_retriever.invoke
-        config: RunnableConfig = {"callbacks": run_manager.get_child()}
-        docs = self._base_documents((yield functools.partial(invoke, query, config=config, **kwargs)))
-        result = yield from self._pan_steps(query, docs, kk, run_manager.get_child(), asynchronous)
-        if docs:
-            yield functools.partial(run_manager.on_text, describe(result))
+        return check_limit(self.k if k is None else k, name="k"), kwargs.pop(_RESULT_SINK, None)
+
+    def _retrieved(
+        self, docs: list[Document], result: PanningResult, run_manager: Any, sink: Any
+    ) -> list[Document]:
+        """The documents to return; the one-line summary to ``run_manager.on_text`` (sync
+        path; None: reported already) when anything was panned, the result to ``sink``."""
+        if docs and run_manager is not None:
+            run_manager.on_text(describe(result))
         if sink is not None:
             sink.append(result)
         return self._to_documents(docs, result)
@@ -341,24 +346,47 @@ class GoldPanningCompressor(BaseDocumentCompressor, _LangChainPanning):
         options are :class:`PanOptions`. ``result.posteriors`` / ``ranking`` index
         ``documents``; no documents: an empty result, no call.
         """
-        return run_steps(self._compress_steps(documents, query, dict(options), asynchronous=False))
+        docs, n, manager, start = self._compressing(documents, query, dict(options), asynchronous=False)
+        run = manager.on_chain_start(*start[0], **start[1])
+        try:
+            result, config = self._empty() if not docs else None, None
+            if result is None:
+                engine, texts, run_options = self._query(docs, run.get_child(), "read")
+                result = self._notify(engine.run(query, texts, k=n, **run_options))
+                config = engine.config  # its min_relevance and recall_target, resolved once
+            out = self._to_documents(docs, result, every=n is None, config=config)
+        except BaseException as err:
+            run.on_chain_error(err)
+            raise
+        run.on_chain_end({"documents": out})
+        return PannedDocuments(out, result)
 
     async def apan(
         self, documents: Sequence[Document], query: str, **options: Unpack[PanOptions]
     ) -> PannedDocuments:
         """Asynchronous :meth:`pan` (the reader's ``aread``)."""
-        return await arun_steps(self._compress_steps(documents, query, dict(options), asynchronous=True))
+        docs, n, manager, start = self._compressing(documents, query, dict(options), asynchronous=True)
+        run = await manager.on_chain_start(*start[0], **start[1])
+        try:
+            result, config = self._empty() if not docs else None, None
+            if result is None:
+                engine, texts, run_options = self._query(docs, run.get_child(), "aread")
+                result = self._notify(await engine.arun(query, texts, k=n, **run_options))
+                config = engine.config  # its min_relevance and recall_target, resolved once
+            out = self._to_documents(docs, result, every=n is None, config=config)
+        except BaseException as err:
+            await run.on_chain_error(err)
+            raise
+        await run.on_chain_end({"documents": out})
+        return PannedDocuments(out, result)
 
-    def _compress_steps(
-        self,
-        documents: Sequence[Document],
-        query: str,
-        options: dict[str, Any],
-        asynchronous: bool,
-    ) -> Steps[PannedDocuments]:
-        """:meth:`pan` and :meth:`apan`, written once (:mod:`.._steps`): one chain run
-        around the panning, ended with the documents or the error. ``top_n`` None: this
-        compressor's; None there: every document."""
+    def _compressing(
+        self, documents: Sequence[Document], query: str, options: dict[str, Any], *, asynchronous: bool
+    ) -> tuple[list[Document], int | None, Any, tuple[tuple[Any, ...], dict[str, Any]]]:
+        """What :meth:`pan` and :meth:`apan` check first: the query, ``top_n`` (None: this
+        compressor's; None there: every document), the documents; then the callback
+        manager of the run's config and the arguments of its ``on_chain_start`` (one chain
+        run around the panning, ended with the documents or the error)."""
         check_question(query)
         top_n, callbacks = options.pop("top_n", None), options.pop("callbacks", None)
         n = self.top_n if top_n is None else top_n
@@ -366,21 +394,11 @@ class GoldPanningCompressor(BaseDocumentCompressor, _LangChainPanning):
         docs = check_items(documents, Document, source="compress_documents was given", what=_DOCUMENTS)
         config = _run_config(callbacks, options)
         managers = get_async_callback_manager_for_config if asynchronous else get_callback_manager_for_config
-        manager = yield functools.partial(
-            managers(config).on_chain_start,
-            None,
-            {"query": query, "documents": len(docs), "top_n": n},
-            name=config.get("run_name") or type(self).__name__,
-            run_id=config.pop("run_id", None),
+        start = (
+            (None, {"query": query, "documents": len(docs), "top_n": n}),
+            {"name": config.get("run_name") or type(self).__name__, "run_id": config.pop("run_id", None)},
         )
-        try:
-            result = yield from self._pan_steps(query, docs, n, manager.get_child(), asynchronous)
-            out = self._to_documents(docs, result, every=n is None, config=self.panning_config())
-        except BaseException as err:
-            yield functools.partial(manager.on_chain_error, err)
-            raise
-        yield functools.partial(manager.on_chain_end, {"documents": out})
-        return PannedDocuments(out, result)
+        return docs, n, managers(config), start
 
     def compress_documents(
         self, documents: Sequence[Document], query: str, callbacks: Callbacks | None = None, **kwargs: Any

@@ -17,8 +17,7 @@ Needs the ``llama-index`` extra (``pip install "gold-panning-integrations[llama-
 
 from __future__ import annotations
 
-import functools
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any, NamedTuple
 
 from ..errors import InvalidInputError, MissingExtraError
@@ -40,13 +39,11 @@ except ImportError as err:  # only when llama-index-core itself is missing
         "llama-index-core", "llama-index", "The LlamaIndex integration (GoldPanningPostprocessor)"
     ) from err
 
-from .._steps import Steps, arun_steps, run_steps
 from ..engine import PanningResult
 from ..engine.reranked import RerankHit, check_top_n, reranked
 from ..panning import check_question
-from ._base import (
+from ._framework_base import (
     PanningOptions,
-    PanQuery,
     check_items,
     check_limit,
     empty_result,
@@ -201,33 +198,61 @@ class GoldPanningPostprocessor(BaseNodePostprocessor, PanningOptions):
         ``result.posteriors`` / ``result.ranking`` index ``nodes`` in the given order.
         With no nodes the result is empty (``stop_reason="no-documents"``), no call made.
         """
-        return run_steps(self._pan_steps(nodes, query, top_n, self._run))
+        query_bundle, n = self._prepare(nodes, query, top_n)
+        if not nodes:
+            return self._empty(n)
+        with self.callback_manager.event(
+            CBEventType.RERANKING, payload=self._payload(nodes, query_bundle, n)
+        ) as event:
+            engine, texts, options = self._query(nodes)
+            result = self._notify(engine.run(query_bundle.query_str, texts, k=n, **options))
+            out = self._ranked(nodes, result, event)
+        return self._report(out, result)
 
     async def apan(self, nodes: Nodes, query: QueryLike, *, top_n: int | None = None) -> PannedNodes:
         """Asynchronous :meth:`pan`: awaits the reader's ``aread`` (no threads)."""
-        return await arun_steps(self._pan_steps(nodes, query, top_n, self._arun))
-
-    def _pan_steps(
-        self, nodes: Nodes, query: QueryLike, top_n: int | None, run: Callable[[PanQuery], Any]
-    ) -> Steps[PannedNodes]:
-        """:meth:`pan` and :meth:`apan`, written once (see :mod:`.._steps`); ``run`` pans
-        one query (:meth:`_run` or :meth:`_arun`)."""
         query_bundle, n = self._prepare(nodes, query, top_n)
         if not nodes:
-            dispatcher.event(ReRankEndEvent(nodes=[]))
-            return PannedNodes([], empty_result(self.panning_config(n).policy))
-        payload: dict[str, Any] = {
+            return self._empty(n)
+        with self.callback_manager.event(
+            CBEventType.RERANKING, payload=self._payload(nodes, query_bundle, n)
+        ) as event:
+            engine, texts, options = self._query(nodes)
+            result = self._notify(await engine.arun(query_bundle.query_str, texts, k=n, **options))
+            out = self._ranked(nodes, result, event)
+        return self._report(out, result)
+
+    def _query(self, nodes: Nodes) -> tuple[Any, list[str], dict[str, Any]]:
+        """The engine and ``run``/``arun``'s arguments for ``nodes``: their texts (with
+        the metadata ``metadata_mode`` shows), their scores and the random stream."""
+        texts = [node.node.get_content(metadata_mode=self.metadata_mode) for node in nodes]
+        return self._get_engine(), texts, {"scores": [x.score for x in nodes], "rng": self._stream()}
+
+    def _empty(self, n: int | None) -> PannedNodes:
+        """No nodes: an empty result, no call made."""
+        dispatcher.event(ReRankEndEvent(nodes=[]))
+        return PannedNodes([], empty_result(self.panning_config(n).policy))
+
+    def _payload(self, nodes: Nodes, query_bundle: QueryBundle, n: int | None) -> dict[str, Any]:
+        """The legacy ``RERANKING`` callback's start payload."""
+        return {
             EventPayload.NODES: list(nodes),
             EventPayload.MODEL_NAME: model_name(self._reader_source()),
             EventPayload.QUERY_STR: query_bundle.query_str,
             EventPayload.TOP_K: n,
         }
-        with self.callback_manager.event(CBEventType.RERANKING, payload=payload) as event:
-            texts = [node.node.get_content(metadata_mode=self.metadata_mode) for node in nodes]
-            panned = PanQuery(query_bundle.query_str, texts, n, [node.score for node in nodes])
-            result: PanningResult = yield functools.partial(run, panned)
-            out = [NodeWithScore(node=nodes[r.index].node, score=r.posterior) for r in ranked(result)]
-            event.on_end(payload={EventPayload.NODES: out, P_NONE_PAYLOAD: result.p_none})
+
+    @staticmethod
+    def _ranked(nodes: Nodes, result: PanningResult, event: Any) -> list[NodeWithScore]:
+        """The top nodes of ``result`` (score: the posterior), reported to the legacy
+        callback's ``event``."""
+        out = [NodeWithScore(node=nodes[r.index].node, score=r.posterior) for r in ranked(result)]
+        event.on_end(payload={EventPayload.NODES: out, P_NONE_PAYLOAD: result.p_none})
+        return out
+
+    @staticmethod
+    def _report(out: list[NodeWithScore], result: PanningResult) -> PannedNodes:
+        """``out`` and ``result``, reported to the dispatcher."""
         dispatcher.event(ReRankEndEvent(nodes=out))
         dispatcher.event(PanningEndEvent(p_none=result.p_none, returned=len(out), panned=result.panned))
         return PannedNodes(out, result)
