@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from gold_panning_integrations import _io, profiles
+from gold_panning_integrations import _io
 
 
 class _Mine(Exception):
@@ -49,7 +49,3 @@ def test_missing_directory_and_fifo_say_what_was_found(tmp_path: Path) -> None:
         with pytest.raises(_Mine, match=r"is a FIFO \(named pipe\)"):
             _io.read_regular_file(fifo, max_bytes=10, what="notes", error=_Mine)
 
-
-def test_profiles_still_exports_the_reader() -> None:
-    assert profiles.read_regular_file is _io.read_regular_file
-    assert profiles.open_regular_file is _io.open_regular_file

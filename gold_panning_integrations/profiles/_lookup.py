@@ -22,7 +22,7 @@ import logging
 import re
 from typing import Literal, NamedTuple, get_args
 
-from . import DetectorProfile, bundled_profiles
+from .detector_profile import DetectorProfile, bundled_profiles
 
 __all__ = [
     "TASK_KINDS",
