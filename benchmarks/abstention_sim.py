@@ -91,7 +91,7 @@ def _summary(runs: list[tuple[Any, list[int]]]) -> dict[str, float]:
     top1 = float(np.mean(y[some, np.argmax(p[some], axis=1)]))
     return {
         "ece": ece(p.ravel(), y.ravel()),
-        "p_none_auroc": auroc(p_none, none),
+        "p_none_auroc": float("nan") if (a := auroc(p_none, none)) is None else a,
         "top1": top1,
         "p_none|none": float(p_none[none].mean()),
         "p_none|some": float(p_none[some].mean()),

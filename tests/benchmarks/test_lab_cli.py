@@ -33,6 +33,8 @@ def test_table_lists_every_bench_module() -> None:
     assert sorted(b.name for b in lab_cli.BENCHMARKS) == commands
     scripts = {p.stem for p in public} - {c.replace("-", "_") for c in commands}
     assert scripts == {
+        "abstention_profiles",
+        "abstention_sim",
         "build_samples",
         "calibration_sim",
         "probabilities_check",
