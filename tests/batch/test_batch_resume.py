@@ -104,7 +104,9 @@ def test_sigterm_and_ctrl_c_stop_with_one_line_and_keep_the_finished_questions(
     questions = write_questions(tmp_path / "questions.jsonl", 16)
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     out = tmp_path / "stopped"
-    with FakeOpenAIServer(default=model(0.05)) as srv:
+    # 0.25 s a call: the 16 questions take several seconds, so a test process starved of
+    # CPU on a busy machine still signals the job before it has finished them all
+    with FakeOpenAIServer(default=model(0.25)) as srv:
         job = subprocess.Popen(
             _command(srv.base_url, questions, out), env=env, cwd=ROOT, stderr=subprocess.PIPE, text=True
         )
