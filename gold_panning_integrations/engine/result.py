@@ -301,6 +301,7 @@ class PanningResult:
                     "prompt_tokens": r.prompt_tokens,
                     "completion_tokens": r.completion_tokens,
                     "answers": [x.answer for x in r.readings if x.answer],
+                    "abstain_p": [x.abstain_p for x in r.readings],
                     "seconds": round(r.seconds, 4),
                     "posteriors": [round(float(p), 6) for p in r.posteriors],
                     "suspicion": None if r.suspicion is None else [round(float(x), 6) for x in r.suspicion],
