@@ -47,6 +47,10 @@ def _command(base_url: str, questions: Path, out: Path) -> list[str]:
     ]
 
 
+def _default_sigint() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def _finished(checkpoint: Path) -> set[int]:
     """The questions a checkpoint holds (a line cut by the kill is not one)."""
     done = set()
@@ -104,11 +108,16 @@ def test_sigterm_and_ctrl_c_stop_with_one_line_and_keep_the_finished_questions(
     questions = write_questions(tmp_path / "questions.jsonl", 16)
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     out = tmp_path / "stopped"
-    # 0.25 s a call: the 16 questions take several seconds, so a test process starved of
-    # CPU on a busy machine still signals the job before it has finished them all
-    with FakeOpenAIServer(default=model(0.25)) as srv:
+    with FakeOpenAIServer(default=model(0.05)) as srv:
         job = subprocess.Popen(
-            _command(srv.base_url, questions, out), env=env, cwd=ROOT, stderr=subprocess.PIPE, text=True
+            _command(srv.base_url, questions, out),
+            env=env,
+            cwd=ROOT,
+            stderr=subprocess.PIPE,
+            text=True,
+            # an earlier test in this worker may leave SIGINT ignored, and an ignored SIGINT
+            # is inherited (the job then finished all 16 and exited 0): start it as a shell would
+            preexec_fn=_default_sigint,  # noqa: PLW1509 (one signal call, no locks)
         )
         deadline = time.monotonic() + 120
         while time.monotonic() < deadline and job.poll() is None:
