@@ -448,9 +448,11 @@ ABSTAIN_CLIP = 1e-4
 
 
 def abstention_evidence(abstain_p: ArrayLike, abstention_map: tuple[float, float]) -> NDArray[np.float64]:
-    """Nats a prompt's first-token probability of the way out adds to every document it
-    showed: ``slope * logit(p) + offset`` for ``(slope, offset) = abstention_map``,
-    elementwise (any shape; ``p`` clipped to ``[1e-4, 1 - 1e-4]``, NaN -> 0: no reading).
+    """What a prompt's first-token probability ``p`` of the way out says, in nats: the
+    log-likelihood ratio of "a shown document is relevant" against "none is", ``slope *
+    logit(p) + offset`` for ``(slope, offset) = abstention_map``, elementwise (any shape;
+    ``p`` clipped to ``[1e-4, 1 - 1e-4]``, NaN -> 0: no reading). How it is shared among
+    the shown documents: :func:`_abstention_update`.
 
     Example: ``(slope, offset) = (-0.5, -1.0)``, ``p = 0.8``: ``-0.5 * log 4 - 1 = -1.693``.
     """
