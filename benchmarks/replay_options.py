@@ -22,7 +22,7 @@ defaults always come first), on the calibration traces and, when given, the test
 
 ``rescore`` writes a copy of a trace file whose prior is the first stage's scores
 (``retriever_prior="score"`` at ``--prior-temperature``; ``--retriever-prior rank`` for the
-rank prior)
+rank prior; ``--score-map PROFILE`` for that profile's score map)
 instead of the one it was panned with; the traces carry no
 question ids, so they are matched, in order, to the panning rows of the ``evaluate``
 checkpoint that wrote them, and the scores come from that checkpoint's run file.
@@ -50,7 +50,7 @@ from gold_panning_integrations.calibration.traces import read_traces
 from gold_panning_integrations.cli.commands._config_args import add_config_arguments, given_options
 from gold_panning_integrations.engine.beliefs import logit, sigmoid
 from gold_panning_integrations.engine.config import PanningConfig
-from gold_panning_integrations.engine.panner import _retriever_prior
+from gold_panning_integrations.engine.panner import _retriever_prior, score_map_of
 from gold_panning_integrations.engine.priors import DEFAULT_SCORE_TEMPERATURE
 from gold_panning_integrations.ir.collection import read_run
 from gold_panning_integrations.ir.ranking_metrics import per_query_metrics
@@ -195,14 +195,21 @@ def rescore(args: argparse.Namespace) -> int:
     # fitted for: the score prior is written at that fitted temperature (not bounded), as a
     # profile fitted on these traces would give it, unless --prior-temperature says otherwise.
     temperature = DEFAULT_SCORE_TEMPERATURE if config.prior_temperature is None else config.prior_temperature
+    score_map = None
+    if args.score_map is not None:
+        score_map = score_map_of(config, load_profile(args.score_map))
+        if score_map is None:
+            raise SystemExit(f"replay_options: the profile {args.score_map} has no score_map")
     with open(args.out, "w", encoding="utf-8") as out:
         for trace, q in zip(traces, qids):
             n = int(trace["n"])
             s = [scores[q][d] for d in run.candidates[q][:n]]
-            prior = _retriever_prior(config, n, s, temperature)
+            prior = _retriever_prior(config, n, s, temperature, score_map)
             assert prior is not None  # "score" with n finite scores, or "rank"
             out.write(json.dumps({**trace, "prior_log_odds": logit(prior).round(6).tolist()}) + "\n")
     what = f"score prior (temperature {temperature:g})" if args.retriever_prior == "score" else "rank prior"
+    if score_map is not None:
+        what = f"score map of {args.score_map}"
     print(f"{len(traces)} traces with the {what} -> {args.out}")
     return 0
 
@@ -240,6 +247,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         only=("retriever_prior", "prior_temperature"),
         defaults={"retriever_prior": "score"},
         title="the prior to write (rank: the library's, not a profile's head decay)",
+    )
+    r.add_argument(
+        "--score-map",
+        default=None,
+        help="a profile (name or path) whose score_map writes the prior instead (queries off its scale: as without)",
     )
     r.add_argument("--out", type=Path, required=True)
     args = ap.parse_args(argv)

@@ -15,18 +15,30 @@ deviations) by stratum: the first candidate relevant, a lower one relevant, none
 
     python -m benchmarks.score_prior_fit nq-heldout --split calibration \\
         --run nq-heldout/run-calibration-bm25.trec --run nq-heldout/run-calibration-minilm.trec
+
+It also fits the profile's ``score_map`` on every query of each run, those without a
+relevant candidate included (:func:`fit_score_map_on`: the scores' level, which the
+softmax ignores), and prints it as JSON; with ``--heldout-split test --heldout-run RUN``
+it reports, on that split, what the map's prior alone says: its per-document ECE and the
+AUROC of its ``p_none`` for "no relevant candidate".
+
+    python -m benchmarks.score_prior_fit nq-heldout --run nq-heldout/run-calibration-bm25-quarter-none.trec \\
+        --heldout-split test --heldout-run nq-heldout/run-test-bm25-quarter-none.trec
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import numpy as np
 from numpy.typing import NDArray
 
-from gold_panning_integrations.engine.priors import rank_prior_probs, score_prior_probs
+from gold_panning_integrations.calibration.metrics import summarize
+from gold_panning_integrations.calibration.traces import fit_score_map_on
+from gold_panning_integrations.engine.priors import ScoreMap, rank_prior_probs, score_prior_probs
 from gold_panning_integrations.ir.collection import load_beir
 
 GRID = tuple(round(float(t), 2) for t in np.arange(0.2, 3.01, 0.05))
@@ -84,6 +96,38 @@ def first_gaps(
     return out
 
 
+def map_rows(
+    qrels: Mapping[str, Mapping[str, int]],
+    candidates: Mapping[str, Sequence[str]],
+    scores: Mapping[str, Sequence[float]],
+    *,
+    level: int = 1,
+) -> tuple[list[NDArray[np.float64]], list[NDArray[np.float64]]]:
+    """Every query's scores ``(n,)`` and 0/1 labels ``(n,)``, with or without a relevant one."""
+    s_out, y_out = [], []
+    for q, docs in candidates.items():
+        s_out.append(np.asarray(scores[q], dtype=np.float64))
+        y_out.append(np.array([float(qrels.get(q, {}).get(d, 0) >= level) for d in docs]))
+    return s_out, y_out
+
+
+def heldout_report(
+    score_map: ScoreMap, scores: Sequence[NDArray[np.float64]], labels: Sequence[NDArray[np.float64]]
+) -> str:
+    """The map's prior alone on held-out queries: per-document ECE, ``p_none`` AUROC."""
+    pairs = []
+    for s, y in zip(scores, labels):
+        p = score_map.probabilities(s)
+        if p is not None:
+            pairs.append((p, y))
+    summary = summarize(pairs)
+    return (
+        f"held out: {len(pairs)} of {len(scores)} queries on the map's scale; prior alone: per-document ECE "
+        f"{summary.ece:.4f}, p_none AUROC {summary.p_none_auroc:.3f}, mean prior mass "
+        f"{np.mean([p.sum() for p, _ in pairs]):.3f} against {np.mean([y.sum() for _, y in pairs]):.3f} relevant"
+    )
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument(
@@ -95,6 +139,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     ap.add_argument("--depth", type=int, default=10, help="candidates per query (default 10)")
     ap.add_argument("--level", type=int, default=1, help="lowest grade counted relevant (default 1)")
+    ap.add_argument("--heldout-split", default=None, help="a split to report the fitted score map on")
+    ap.add_argument("--heldout-run", default=None, help="that split's run file (one --run only)")
     args = ap.parse_args(argv)
     for run in args.run:
         c = load_beir(args.folder, split=args.split, run=run, depth=args.depth)
@@ -119,6 +165,16 @@ def main(argv: Sequence[str] | None = None) -> int:
                 if v
             )
         )
+        fitted = fit_score_map_on(*map_rows(c.qrels, c.candidates, c.candidate_scores, level=args.level))
+        if fitted is None:
+            print("score map: too few queries to fit one")
+        else:
+            print(f"score map: {json.dumps(fitted[0].to_dict())} ({fitted[1]['queries']} queries)")
+            if args.heldout_split and args.heldout_run:
+                h = load_beir(args.folder, split=args.heldout_split, run=args.heldout_run, depth=args.depth)
+                assert h.candidates is not None and h.candidate_scores is not None
+                rows_h = map_rows(h.qrels, h.candidates, h.candidate_scores, level=args.level)
+                print(heldout_report(fitted[0], *rows_h))
         print()
     return 0
 

@@ -24,6 +24,7 @@ from .engine.panner import (
     aread_round,
     check_profile,
     read_round,
+    score_map_of,
     score_temperature,
 )
 from .engine.reading import query_scope
@@ -141,6 +142,7 @@ class GoldPanner:
         self.rng = None if rng is None else np.random.default_rng(None if isinstance(rng, str) else rng)
         self.recalibration = recalibration_of(profile)
         self.score_temperature = score_temperature(self.config, profile)
+        self.score_map = score_map_of(self.config, profile)
         self._by_k: dict[int | None, PanningConfig] = {self.config.k: self.config}
 
     def __getattr__(self, name: str) -> Any:
@@ -182,7 +184,7 @@ class GoldPanner:
         prior_probs, prior_log_odds = options.get("prior_probs"), options.get("prior_log_odds")
         if prior_probs is None and prior_log_odds is None:
             prior_probs = _retriever_prior(
-                config, len(documents), options.get("scores"), self.score_temperature
+                config, len(documents), options.get("scores"), self.score_temperature, self.score_map
             )
         run = PanningRun(
             len(documents),
@@ -194,6 +196,7 @@ class GoldPanner:
             prior_log_odds=prior_log_odds,
             rng=rng,
             truth=options.get("truth"),
+            scores=options.get("scores"),
         )
         return run, options.get("reader_options") or _NO_OPTIONS
 

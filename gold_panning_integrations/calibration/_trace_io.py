@@ -44,7 +44,7 @@ def trace_record(
         ``{"type": "trace", "version", "n", "k", "policy", "prior_log_odds",
         "posteriors", "rounds": [{"round", "prompts": [{"docs", "positions", "span",
         "cited", "failed"}]}]}`` (a prompt also ``"abstain_p"`` when its reading had
-        one), plus ``"raw_posteriors"`` (the update's posteriors
+        one), plus ``"scores"`` (the base retriever's, when every document had one) and ``"raw_posteriors"`` (the update's posteriors
         before the profile's recalibration map) when a map was applied; ``docs``/``cited`` are input indices, ``positions``
         the prompt positions of ``docs`` (same order), ``span`` the number of positions
         the prompt's profile had (relative depth of position ``j`` is ``j / (span - 1)``).
@@ -84,6 +84,9 @@ def trace_record(
         "posteriors": [round(float(p), 6) for p in result.posteriors],
         "rounds": rounds,
     }
+    scores = getattr(result, "scores", None)
+    if scores is not None and np.all(np.isfinite(scores)):  # what a score map is fitted on
+        record["scores"] = [float(x) for x in scores]
     raw = getattr(result, "raw_log_odds", None)
     if raw is not None:  # a recalibrated result: the update's own posteriors too
         record["raw_posteriors"] = [round(float(1.0 / (1.0 + np.exp(-x))), 6) for x in raw]

@@ -27,7 +27,7 @@ from .beliefs import initial_log_odds, sigmoid
 from .config import PanningConfig
 from .mixture import evidence_swing
 from .policies import vote_ranking
-from .priors import BOUND_SHARE, retriever_prior_probs
+from .priors import BOUND_SHARE, ScoreMap, retriever_prior_probs
 from .reading import Reading, reader_failure
 from .relevance import recalibrate, select
 from .result import PanningResult, ProfileLike, RoundTrace, StopReason
@@ -147,8 +147,10 @@ class PanningRun:
         prior_log_odds: ArrayLike | None,
         rng: np.random.Generator,
         truth: ArrayLike | None,
+        scores: Sequence[float | None] | None = None,
     ) -> None:
         self.cfg = config
+        self.scores = _recorded_scores(scores, n)
         self.n = n
         self.rng = rng
         self.reader = reader
@@ -416,7 +418,20 @@ class PanningRun:
             k=self.n if cfg.k is None else min(cfg.k, self.n),
             prior_log_odds=self.state.prior_log_odds[0].copy(),
             suspicion=suspicion(self.state, self.cfg, self.geometry, row=0),
+            scores=self.scores,
         )
+
+
+def _recorded_scores(scores: Sequence[float | None] | None, n: int) -> NDArray[np.float64] | None:
+    """The retriever's ``scores`` as a result records them: shape ``(n,)``, NaN where one is
+    missing or not a finite number; None when none were given (or not one per document)."""
+    if scores is None or len(scores) != n or n == 0:
+        return None
+    out = np.full(n, np.nan)
+    for i, v in enumerate(scores):
+        if isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v):
+            out[i] = float(v)
+    return out
 
 
 def _take(documents: Sequence[Any], idx: NDArray[np.intp]) -> list[Any]:
@@ -552,12 +567,31 @@ def score_temperature(config: PanningConfig, profile: Any) -> float | None:
     return float(value)
 
 
+def score_map_of(config: PanningConfig, profile: Any) -> ScoreMap | None:
+    """The profile's :class:`~.priors.ScoreMap` (fitted for its retriever), unless the
+    options set ``prior_temperature`` (which asks for the softmax) or the profile has none."""
+    value = getattr(profile, "score_map", None)
+    if config.prior_temperature is not None or value is None:
+        return None
+    if isinstance(value, ScoreMap):
+        return value
+    try:
+        return ScoreMap.from_dict(value)
+    except ValueError as err:
+        raise ValueError(f"the profile's score_map is not usable: {err}; fix or remove it") from err
+
+
 def _retriever_prior(
-    config: PanningConfig, n: int, scores: Sequence[float | None] | None, temperature: float | None
+    config: PanningConfig,
+    n: int,
+    scores: Sequence[float | None] | None,
+    temperature: float | None,
+    score_map: ScoreMap | None = None,
 ) -> NDArray[np.float64] | None:
     """The prior of ``config.retriever_prior`` over ``n`` documents (None: flat), with the
-    score prior's ``temperature`` (None: not known); a prior not fitted for the retriever
-    is bounded by :data:`~.priors.BOUND_SHARE` of :func:`~.mixture.evidence_swing`."""
+    score prior's ``temperature`` (None: not known) or the profile's ``score_map``; a
+    prior not fitted for the retriever is bounded by :data:`~.priors.BOUND_SHARE` of
+    :func:`~.mixture.evidence_swing`."""
     if scores is not None and len(scores) != n:
         raise ValueError(f"scores must have one entry per document ({n}), got {len(scores)}")
     return retriever_prior_probs(
@@ -568,6 +602,7 @@ def _retriever_prior(
         head_decay=config.resolved("prior_head_decay"),
         scores=scores if config.retriever_prior in ("score", "auto") else None,
         temperature=temperature,
+        score_map=score_map,
         max_gap=BOUND_SHARE * evidence_swing(config, n),
     )
 

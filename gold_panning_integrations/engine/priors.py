@@ -2,14 +2,18 @@
 
 :func:`retriever_prior_probs` is what the panner applies for
 ``PanningConfig.retriever_prior``: a rank prior that decays geometrically inside the top 10
-(:func:`rank_prior_probs`), or a softmax over the scores (:func:`score_prior_probs`).
+(:func:`rank_prior_probs`), a softmax over the scores (:func:`score_prior_probs`), or,
+with a profile fitted for the retriever, its :class:`ScoreMap` from each score and rank to a
+probability (whose sum, the expected number of relevant candidates, then varies per query).
 """
 
 from __future__ import annotations
 
 import logging
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -21,6 +25,7 @@ __all__ = [
     "DEFAULT_HEAD_FLOOR",
     "DEFAULT_SCORE_TEMPERATURE",
     "MAX_PRIOR",
+    "ScoreMap",
     "bounded_prior",
     "rank_prior_probs",
     "retriever_prior_probs",
@@ -55,6 +60,82 @@ retriever's scores have another scale."""
 DEFAULT_HEAD_DECAY = 0.6
 """Ratio between consecutive ranks inside the top 10 of the default rank prior (at 10
 documents: 0.34 for the first, 0.21 for the second, 0.023 for the tenth)."""
+
+
+@dataclass(frozen=True)
+class ScoreMap:
+    """A retriever's scores as prior probabilities, fitted on labelled queries of that
+    retriever (:func:`~gold_panning_integrations.calibration.traces.fit_score_map`) and
+    stored in a detector profile: the document at 0-based rank ``r`` with score ``s`` is
+    relevant with probability ``sigmoid(score * s + log_rank * log(1 + r) + offset)``.
+
+    Unlike the softmax of :func:`score_prior_probs`, this reads the scores' level: a query
+    whose best candidate scores low gets a small prior mass, so ``p_none`` starts high.
+    A level means something only on the scale it was fitted on: :meth:`probabilities`
+    declines a query whose top score lies outside ``[low, high]``, the range of the top
+    scores of the fitting queries (another retriever's scores, e.g. a cosine similarity
+    read through a BM25 map).
+
+    Attributes:
+        score: Log-odds per unit of score (finite).
+        log_rank: Log-odds per unit of ``log(1 + rank)`` (finite).
+        offset: Log-odds at score 0, rank 0 (finite).
+        low: Lowest top score of the fitting queries (finite).
+        high: Highest top score of the fitting queries (finite, >= ``low``).
+    """
+
+    score: float
+    log_rank: float
+    offset: float
+    low: float
+    high: float
+
+    def __post_init__(self) -> None:
+        for name in ("score", "log_rank", "offset", "low", "high"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+                raise ValueError(f"a score map's {name} must be a finite number, got {value!r:.40}")
+            object.__setattr__(self, name, float(value))
+        if self.low > self.high:
+            raise ValueError(f"a score map's low ({self.low}) must not exceed its high ({self.high})")
+
+    def covers(self, scores: ArrayLike) -> bool:
+        """Whether the top of ``scores`` (shape ``(n,)``, n >= 1) lies in ``[low, high]``."""
+        top = float(np.max(np.asarray(scores, dtype=np.float64)))
+        return self.low <= top <= self.high
+
+    def probabilities(self, scores: ArrayLike) -> NDArray[np.float64] | None:
+        """Prior probability of each document, shape ``(n,)``, for finite ``scores`` in
+        the retriever's order (rank 0 first), each in ``[1e-6, MAX_PRIOR]``; None when
+        :meth:`covers` says the scores are off the fitted scale (or there are none)."""
+        s = np.asarray(scores, dtype=np.float64).reshape(-1)
+        if s.size == 0 or not self.covers(s):
+            return None
+        z = self.score * s + self.log_rank * np.log1p(np.arange(s.size, dtype=np.float64)) + self.offset
+        return np.clip(1.0 / (1.0 + np.exp(-z)), 1e-6, MAX_PRIOR)
+
+    def to_dict(self) -> dict[str, float]:
+        """JSON-ready: ``{"score", "log_rank", "offset", "low", "high"}``."""
+        return {
+            "score": self.score,
+            "log_rank": self.log_rank,
+            "offset": self.offset,
+            "low": self.low,
+            "high": self.high,
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> ScoreMap:
+        """The map of :meth:`to_dict`; ValueError naming the missing or bad field otherwise."""
+        if not isinstance(data, Mapping):
+            raise ValueError(f"a score map must be an object, got {data!r:.60}")  # noqa: TRY004 - a profile's ValueError
+        fields = ("score", "log_rank", "offset", "low", "high")
+        missing, extra = [f for f in fields if f not in data], sorted(set(data) - set(fields))
+        if missing or extra:
+            raise ValueError(
+                f"a score map has the fields {', '.join(fields)}; missing {missing}, unknown {extra}"
+            )
+        return cls(**{f: data[f] for f in fields})
 
 
 def _to_expected_k(weights: NDArray[np.float64], k: float) -> NDArray[np.float64]:
@@ -192,6 +273,44 @@ def _scores_follow_the_order(scores: Sequence[float | None]) -> bool:
     return False
 
 
+_warned_off_scale = False
+
+
+def _warn_off_scale(score_map: ScoreMap, scores: Sequence[float | None]) -> None:
+    """Once per process: the scores are not on the scale the profile's score map was fitted on."""
+    global _warned_off_scale
+    if not _warned_off_scale:
+        _warned_off_scale = True
+        top = max(float(s) for s in scores if s is not None)
+        logger.warning(
+            "the profile's score map was fitted on top scores in [%.4g, %.4g] and this query's top score is "
+            "%.4g: another retriever's scale, so the map is not used. Fit one for this retriever "
+            "(gold-panning calibrate --from-traces on traces that record its scores)",
+            score_map.low,
+            score_map.high,
+            top,
+        )
+
+
+def _mapped_prior(
+    score_map: ScoreMap, scores: Sequence[float | None], temperature: float | None, *, follow: bool
+) -> NDArray[np.float64] | None:
+    """The prior read through ``score_map`` (see :func:`retriever_prior_probs`), or None:
+    the scores do not follow the order (when ``follow``) or are off the map's scale."""
+    if follow and not _scores_follow_the_order(scores):
+        return None
+    s = np.asarray(scores, dtype=np.float64)
+    mapped = score_map.probabilities(s)
+    if mapped is None:
+        _warn_off_scale(score_map, scores)
+        return None
+    if temperature is None or s.size < AUTO_MIN_SCORED or float(s.std()) <= 0.0:
+        return mapped
+    # The map reads the level (how many relevant to expect); the softmax fitted for the
+    # same retriever shares that mass out.
+    return score_prior_probs(s / float(s.std()), k=float(mapped.sum()), temperature=temperature)
+
+
 def retriever_prior_probs(
     n: int,
     *,
@@ -201,6 +320,7 @@ def retriever_prior_probs(
     head_decay: float = DEFAULT_HEAD_DECAY,
     scores: Sequence[float | None] | None = None,
     temperature: float | None = None,
+    score_map: ScoreMap | None = None,
     max_gap: float = math.inf,
 ) -> NDArray[np.float64] | None:
     """Prior probability of relevance for ``n`` documents in the base retriever's order,
@@ -212,7 +332,12 @@ def retriever_prior_probs(
     fitted for this retriever; None: not known) ``"score"``. ``"auto"`` reads the scores
     only with a known ``temperature`` and where :data:`AUTO_MIN_SCORED` documents or more
     have usable scores that never rise along the order (else the rank); ``"score"`` without
-    a temperature uses :data:`DEFAULT_SCORE_TEMPERATURE`. A prior not fitted for this
+    a temperature uses :data:`DEFAULT_SCORE_TEMPERATURE`. With a ``score_map`` (fitted
+    for this retriever) both read the scores through it instead, from one document up, where
+    it :meth:`~ScoreMap.covers` them (else, with a warning once per process, as without it):
+    the prior's mass is then the sum of the map's probabilities, not ``k``, and with a known
+    ``temperature`` (and :data:`AUTO_MIN_SCORED` documents or more) the softmax shares that
+    mass out; without one the map's probabilities are the prior. A prior not fitted for this
     retriever (the rank prior; scores without a known temperature) is
     :func:`bounded_prior` at ``max_gap`` nats. Returns shape ``(n,)``, or None for the flat
     prior.
@@ -221,6 +346,15 @@ def retriever_prior_probs(
         raise ValueError(f"retriever_prior must be 'auto', 'rank', 'score' or 'none', got {mode!r}")
     if n == 0 or mode == "none":
         return None
+    if (
+        score_map is not None
+        and mode in ("auto", "score")
+        and scores is not None
+        and _usable_scores(scores, n)
+    ):
+        mapped = _mapped_prior(score_map, scores, temperature, follow=mode == "auto")
+        if mapped is not None:
+            return mapped
     if mode == "score" or (mode == "auto" and temperature is not None and n >= AUTO_MIN_SCORED):
         if (
             scores is not None

@@ -145,6 +145,9 @@ class PanningResult:
             (its citations fit one rate at every position better than the profile's
             curve), shape ``(n,)``; its posterior was discounted by as much. None when
             ``self_citing`` is 0.
+        scores: The base retriever's scores as given (NaN where a document had none),
+            shape ``(n,)``; None: none given. Traces record them, so that ``calibrate
+            --from-traces`` can fit the profile's score map for this retriever.
     """
 
     posteriors: NDArray[np.float64]
@@ -162,6 +165,7 @@ class PanningResult:
     prior_log_odds: NDArray[np.float64] | None = None
     raw_log_odds: NDArray[np.float64] | None = None
     suspicion: NDArray[np.float64] | None = None
+    scores: NDArray[np.float64] | None = None
 
     @property
     def p_none(self) -> float:

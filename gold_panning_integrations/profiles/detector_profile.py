@@ -21,6 +21,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from .._io import read_regular_file
 from ..engine.assignment import diagnosticity
 from ..engine.curves import interpolate_grid, resample_curve
+from ..engine.priors import ScoreMap
 from ..engine.relevance import RecalibrationMap
 from ..errors import ProfileError
 from ._checks import (
@@ -137,7 +138,7 @@ class DetectorProfile(_Model):
     relevant document with probability ``tpr[j]`` and an irrelevant one with ``fpr[j]``.
     The values learned for the reader and its retriever (``blind_rate``, ``false_leads``,
     ``prior_head_decay``, ``evidence_temperature``, ``expected_relevant``, ``silent_rate``,
-    ``prior_temperature``; None: not measured) are the panner's
+    ``prior_temperature``, ``score_map``; None: not measured) are the panner's
     when its options leave them to the profile.
     """
 
@@ -184,6 +185,14 @@ class DetectorProfile(_Model):
     """Softness (> 0, in standard deviations of the scores) of the score prior for the
     retriever the traces came from, fitted on labelled traces. Without it,
     ``retriever_prior="auto"`` reads only the retriever's order."""
+    score_map: dict[str, float] | None = None
+    """The base retriever's scores as prior probabilities, fitted for the retriever the
+    traces came from (``calibrate --from-traces`` on traces that record its scores):
+    ``{"score", "log_rank", "offset", "low", "high"}``
+    (:class:`~gold_panning_integrations.engine.priors.ScoreMap`). It reads the scores'
+    level, so a query whose candidates all score low starts with a high ``p_none``; used by
+    ``retriever_prior="auto"`` before ``prior_temperature``, and only for queries whose top
+    score lies in ``[low, high]``. None: not measured."""
     abstention_map: tuple[float, float] | None = None
     """``(slope, offset)``: what a prompt's first-token probability ``p`` of the way out
     (:attr:`~gold_panning_integrations.engine.reading.Reading.abstain_p`) tells, as
@@ -206,6 +215,16 @@ class DetectorProfile(_Model):
         if value is not None and not all(math.isfinite(v) for v in value):
             raise ValueError(f"abstention_map must be two finite numbers (slope, offset), got {value!r}")
         return value
+
+    @field_validator("score_map", mode="before")
+    @classmethod
+    def _score_map(cls, value: Any) -> Any:
+        """A valid :class:`~gold_panning_integrations.engine.priors.ScoreMap` as a dict, or None."""
+        if value is None:
+            return None
+        if isinstance(value, ScoreMap):
+            return value.to_dict()
+        return ScoreMap.from_dict(value).to_dict()  # ValueError names the bad field
 
     @field_validator("recalibration", mode="before")
     @classmethod

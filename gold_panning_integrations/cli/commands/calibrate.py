@@ -310,6 +310,15 @@ def _from_traces(args: argparse.Namespace, out: Path) -> int:
             f"{fit['queries']} labelled queries ({fit['with_relevant']} with a relevant document): a reply "
             "that starts the way out is read as evidence that nothing it was shown is relevant"
         )
+    map_fit = profile.extra.get("score_map_fit")
+    if profile.score_map is not None and map_fit is not None:
+        smap = profile.score_map
+        print(
+            f"score_map: log-odds {smap['score']:.3f} per unit of score, {smap['log_rank']:.3f} per log(1 + rank), "
+            f"offset {smap['offset']:.3f}, fitted on {map_fit['candidates']} candidates of {map_fit['queries']} labelled queries "
+            f"({map_fit['relevant']} relevant), for top scores in [{smap['low']:.4g}, {smap['high']:.4g}]: the prior reads "
+            "this retriever's scores, level included (use the profile with this retriever only)"
+        )
     print(
         f"wrote {saved} (learned from {res.queries} traces, {res.sightings} document sightings; "
         f"EM {res.iterations} iterations{'' if res.converged else ', not converged'})"
