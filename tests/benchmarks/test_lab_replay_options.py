@@ -174,3 +174,27 @@ def test_compare_refuses_a_prior_option_it_would_ignore(name: str) -> None:
     defaults' row under another name."""
     with pytest.raises(SystemExit, match="rescore --retriever-prior/--prior-temperature"):
         option_set(name)
+
+
+def test_rescore_writes_a_profiles_score_map(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # logit p = 1 * score + 0 * log(1 + rank) - 1: scores 2, 1, 0 give log-odds 1, 0, -1
+    # (three documents: fewer than the softmax needs, so the map's own probabilities).
+    profile = PROFILE.model_copy(
+        update={"score_map": {"score": 1.0, "log_rank": 0.0, "offset": -1.0, "low": 0.0, "high": 5.0}}
+    )
+    path = profile.save(tmp_path / "mapped.json")
+    traces = tmp_path / "t.jsonl"
+    traces.write_text(json.dumps(_trace([0], [0])) + "\n", encoding="utf-8")
+    ck = tmp_path / "ck.jsonl"
+    ck.write_text(json.dumps({"type": "row", "qid": "q1", "method": "gp-defaults"}) + "\n", encoding="utf-8")
+    run = tmp_path / "run.trec"
+    run.write_text("q1 Q0 a 1 2 bm25\nq1 Q0 b 2 1 bm25\nq1 Q0 c 3 0 bm25\n", encoding="utf-8")
+    out = tmp_path / "out.jsonl"
+    args = ["rescore", str(traces), "--checkpoint", str(ck), "--run", str(run), "--out", str(out)]
+    assert main([*args, "--score-map", str(path)]) == 0
+    assert json.loads(out.read_text(encoding="utf-8"))["prior_log_odds"] == pytest.approx(
+        [1.0, 0.0, -1.0], abs=1e-6
+    )
+    assert "score map of" in capsys.readouterr().out
+    with pytest.raises(SystemExit, match="has no score_map"):
+        main([*args, "--score-map", str(PROFILE.save(tmp_path / "plain.json"))])

@@ -9,7 +9,16 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from benchmarks.score_prior_fit import first_gaps, labelled, log_likelihood, main, rank_log_likelihood
+from benchmarks.score_prior_fit import (
+    first_gaps,
+    heldout_report,
+    labelled,
+    log_likelihood,
+    main,
+    map_rows,
+    rank_log_likelihood,
+)
+from gold_panning_integrations.engine.priors import ScoreMap
 
 
 def test_likelihood_of_the_relevant_candidates_by_hand() -> None:
@@ -72,3 +81,19 @@ def test_main_prints_the_fit_and_the_rank_prior(tmp_path: Path, capsys: pytest.C
     assert "2 queries with a relevant candidate (split calibration)" in out
     assert "(ML)" in out and "| rank prior (defaults) |" in out
     assert "first " in out and "slice " in out
+    assert "score map: too few queries to fit one" in out  # 2 queries, 20 needed
+
+
+def test_the_score_maps_held_out_report_by_hand() -> None:
+    # logit p = score - 2 (log_rank 0): q1 scores (3, 2) give p (0.7311, 0.5), p_none
+    # 0.1345; q2 scores (1, 0) give (0.2689, 0.1192), p_none 0.6439; q2 has nothing
+    # relevant, so the AUROC of p_none is 1. Prior mass: mean of 1.2311 and 0.3881.
+    score_map = ScoreMap(score=1.0, log_rank=0.0, offset=-2.0, low=0.0, high=5.0)
+    scores, labels = map_rows(
+        {"q1": {"a": 1}}, {"q1": ("a", "b"), "q2": ("c", "d")}, {"q1": (3.0, 2.0), "q2": (1.0, 0.0)}
+    )
+    assert [y.tolist() for y in labels] == [[1.0, 0.0], [0.0, 0.0]]
+    out = heldout_report(score_map, scores, labels)
+    assert "2 of 2 queries on the map's scale" in out
+    assert "p_none AUROC 1.000" in out
+    assert "mean prior mass 0.810 against 0.500 relevant" in out
