@@ -20,7 +20,8 @@ It also fits the profile's ``score_map`` on every query of each run, those witho
 relevant candidate included (:func:`fit_score_map_on`: the scores' level, which the
 softmax ignores), and prints it as JSON; with ``--heldout-split test --heldout-run RUN``
 it reports, on that split, what the map's prior alone says: its per-document ECE and the
-AUROC of its ``p_none`` for "no relevant candidate".
+AUROC of its ``p_none`` for "no relevant candidate", beside that of the softmax prior
+alone (``--softmax-temperature``, ``--softmax-mass``: the bundled NQ profiles' 0.5, 0.75).
 
     python -m benchmarks.score_prior_fit nq-heldout --run nq-heldout/run-calibration-bm25-quarter-none.trec \\
         --heldout-split test --heldout-run nq-heldout/run-test-bm25-quarter-none.trec
@@ -111,6 +112,23 @@ def map_rows(
     return s_out, y_out
 
 
+def softmax_none_auroc(
+    scores: Sequence[NDArray[np.float64]],
+    labels: Sequence[NDArray[np.float64]],
+    *,
+    temperature: float,
+    mass: float,
+) -> float | None:
+    """``p_none``'s AUROC from the softmax prior alone (scores over their standard deviation
+    at ``temperature``, summing to ``mass``): what the shape of the scores says."""
+    pairs = [
+        (score_prior_probs(s / s.std(), k=mass, temperature=temperature), y)
+        for s, y in zip(scores, labels)
+        if s.size > 1 and s.std() > 0
+    ]
+    return summarize(pairs).p_none_auroc
+
+
 def heldout_report(
     score_map: ScoreMap, scores: Sequence[NDArray[np.float64]], labels: Sequence[NDArray[np.float64]]
 ) -> str:
@@ -141,6 +159,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--level", type=int, default=1, help="lowest grade counted relevant (default 1)")
     ap.add_argument("--heldout-split", default=None, help="a split to report the fitted score map on")
     ap.add_argument("--heldout-run", default=None, help="that split's run file (one --run only)")
+    ap.add_argument(
+        "--softmax-temperature", type=float, default=0.5, help="the softmax compared (default 0.5)"
+    )
+    ap.add_argument("--softmax-mass", type=float, default=0.75, help="its prior mass (default 0.75)")
     args = ap.parse_args(argv)
     for run in args.run:
         c = load_beir(args.folder, split=args.split, run=run, depth=args.depth)
@@ -175,6 +197,13 @@ def main(argv: Sequence[str] | None = None) -> int:
                 assert h.candidates is not None and h.candidate_scores is not None
                 rows_h = map_rows(h.qrels, h.candidates, h.candidate_scores, level=args.level)
                 print(heldout_report(fitted[0], *rows_h))
+                shape = softmax_none_auroc(
+                    *rows_h, temperature=args.softmax_temperature, mass=args.softmax_mass
+                )
+                print(
+                    f"the softmax prior alone (temperature {args.softmax_temperature:g}, mass "
+                    f"{args.softmax_mass:g}): p_none AUROC {shape:.3f}"
+                )
         print()
     return 0
 

@@ -17,6 +17,7 @@ from benchmarks.score_prior_fit import (
     main,
     map_rows,
     rank_log_likelihood,
+    softmax_none_auroc,
 )
 from gold_panning_integrations.engine.priors import ScoreMap
 
@@ -97,3 +98,14 @@ def test_the_score_maps_held_out_report_by_hand() -> None:
     assert "2 of 2 queries on the map's scale" in out
     assert "p_none AUROC 1.000" in out
     assert "mean prior mass 0.810 against 0.500 relevant" in out
+
+
+def test_the_softmax_prior_reads_the_shape_not_the_level() -> None:
+    # Same mass, 0.75: a peaked query puts it on one candidate (p_none near 0.25), a flat
+    # one spreads it (p_none (1 - 0.25)^3 = 0.42): the flat one reads as "nothing here",
+    # whatever its level, so a flat emptied query is told apart (AUROC 1), a peaked one not (0).
+    peaked, flat = np.array([10.0, 0.0, 0.0]), np.array([1.0, 1.0 - 1e-9, 1.0 - 2e-9])
+    y_rel, y_none = np.array([1.0, 0.0, 0.0]), np.zeros(3)
+    told = softmax_none_auroc([peaked, flat], [y_rel, y_none], temperature=0.5, mass=0.75)
+    missed = softmax_none_auroc([peaked + 100.0, flat], [y_none, y_rel], temperature=0.5, mass=0.75)
+    assert (told, missed) == (1.0, 0.0)

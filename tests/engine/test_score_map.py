@@ -205,3 +205,40 @@ def test_traces_record_the_scores_and_calibrate_fits_the_map_from_them() -> None
     # A result without scores (or with a missing one) records none.
     unscored = trace_record(panner.run("q?", ["a", "b"], scores=[1.0, None]))
     assert "scores" not in unscored
+
+
+def test_calibrate_from_traces_fits_and_prints_the_map(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from gold_panning_integrations.cli import main as cli_main
+
+    profile = DetectorProfile.bundled("lost-in-the-middle")
+    scores, labels = _synthetic(30, seed=3)
+    panner = GoldPanner(Silent(), profile, rng=0, rounds=1, prompts_per_round=1)
+    path = tmp_path / "labelled.jsonl"
+    path.write_text(
+        "".join(
+            json.dumps(
+                trace_record(
+                    panner.run("q?", [f"d{i}" for i in range(10)], scores=list(s)),
+                    relevant=np.flatnonzero(y).tolist(),
+                )
+            )
+            + "\n"
+            for s, y in zip(scores, labels)
+        ),
+        encoding="utf-8",
+    )
+    out = tmp_path / "mine.json"
+    assert (
+        cli_main(
+            ["calibrate", "--from-traces", str(path), "--prior", "lost-in-the-middle", "--out", str(out)]
+        )
+        == 0
+    )
+    printed = capsys.readouterr().out
+    fitted = fit_score_map_on(scores, labels)
+    assert fitted is not None
+    assert load_profile(out).score_map == fitted[0].to_dict()
+    assert f"score_map: log-odds {fitted[0].score:.3f} per unit of score" in printed
+    assert "fitted on 300 candidates of 30 labelled queries" in printed
