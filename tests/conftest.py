@@ -25,7 +25,7 @@ class RecordingWait:
         self.errors: list[BaseException | None] = []
 
     def __call__(self, retry_state: RetryCallState) -> float:
-        from gold_panning_integrations.readers._retry import retry_after
+        from gold_panning_integrations.readers._prompt import retry_after
 
         self.retry_afters.append(retry_after(retry_state))
         self.errors.append(retry_state.outcome.exception() if retry_state.outcome else None)

@@ -21,9 +21,7 @@ from typing import TYPE_CHECKING, Any
 from ..engine.reading import Reader, Reading
 from ..engine.simulator import SimulatedReader
 from ._adapt import adapt_reader
-from ._base import BaseReader
 from ._cache import ReplyCache
-from ._limit import RateLimit
 from ._prompt import (
     DEFAULT_TEMPLATE,
     SYSTEM_PROMPT,
@@ -37,8 +35,9 @@ from ._prompt import (
     render_prompt,
     sanitize_text,
     validate_labels,
+    wait_retry_after,
 )
-from ._retry import wait_retry_after
+from ._reader_base import BaseReader, RateLimit
 
 if TYPE_CHECKING:
     from .chat_model import ChatModelReader

@@ -7,6 +7,11 @@ this round map back to 0-based positions; anything else is dropped and counted, 
 mapped to another document, and an ambiguous reply (a repeated JSON key, more unknown
 numbers than shown labels) is malformed. docs/when-things-go-wrong.md lists the label
 forms read and what each bad reply becomes.
+
+The retry options' checks and the default wait (:class:`wait_retry_after`, which honours
+Retry-After, else backs off) sit here too, beside the other option checks: the reader
+options (:mod:`._options`) check them and the reader base
+(:func:`._reader_base.retry_steps`) runs them, so they sit below both.
 """
 
 from __future__ import annotations
@@ -14,13 +19,15 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
+import math
 import numbers
 import re
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from pydantic import BaseModel, Field
+from tenacity import RetryCallState, wait_exponential_jitter, wait_fixed
 
 from ..engine.reading import Reading
 from ..errors import CitationParseError
@@ -30,30 +37,36 @@ __all__ = [
     "DATA_RULE",
     "DEFAULT_TEMPLATE",
     "MAX_RAW_CHARS",
+    "MAX_RETRY_AFTER",
     "MAX_SCAN_CHARS",
     "SYSTEM_PROMPT",
     "TRUNCATION_MARKER",
     "Citations",
     "ParsedCitations",
     "PromptTemplate",
+    "Wait",
     "as_label",
     "attach_raw",
     "check_echo",
     "check_labels",
+    "check_max_attempts",
     "check_max_chars_per_doc",
     "check_optional_int",
     "citation_json_schema",
     "clip_document",
     "extract_json",
     "loads_strict",
+    "make_wait",
     "parse_citations",
     "reading_from_citations",
     "render_document",
     "render_documents",
     "render_prompt",
+    "retry_after",
     "sanitize_text",
     "truncate",
     "validate_labels",
+    "wait_retry_after",
 ]
 
 logger = logging.getLogger(__name__)
@@ -525,3 +538,66 @@ def reading_from_citations(
         duplicate_labels=parsed.duplicates,
         extra={"mode": "cite", **(extra or {})},
     )
+
+
+# ------------------------------------------------------------------- the retry options
+MAX_RETRY_AFTER = 120.0
+"""Longest Retry-After (seconds) the default wait honours; longer values are capped."""
+
+Wait = Callable[[RetryCallState], float]
+"""A tenacity wait strategy, or any callable ``(retry_state) -> seconds``."""
+
+
+def retry_after(retry_state: RetryCallState) -> float | None:
+    """The Retry-After (seconds) of the exception that ended the last attempt, if any."""
+    outcome = retry_state.outcome
+    if outcome is None or not outcome.failed:
+        return None
+    value = getattr(outcome.exception(), "retry_after", None)
+    return float(value) if value is not None else None
+
+
+@dataclass(frozen=True)
+class wait_retry_after:
+    """Wait the server's Retry-After when it gave one, else ``fallback``.
+
+    Args:
+        fallback: Wait without a Retry-After; default exponential backoff with jitter
+            (0.5 s, 1 s, 2 s, ... up to 20 s).
+        max_wait: Cap on an honoured Retry-After, in seconds.
+    """
+
+    fallback: Wait = field(
+        default_factory=lambda: wait_exponential_jitter(multiplier=0.5, max=20.0, jitter=0.5)
+    )
+    max_wait: float = MAX_RETRY_AFTER
+
+    def __call__(self, retry_state: RetryCallState) -> float:
+        ra = retry_after(retry_state)
+        if ra is not None:
+            return min(max(ra, 0.0), self.max_wait)
+        return float(self.fallback(retry_state))
+
+
+def make_wait(wait: Wait | float | None) -> Wait:
+    """Normalise a ``wait=`` option: None -> :class:`wait_retry_after`, a number ->
+    fixed seconds, a callable (tenacity strategy or ``(retry_state) -> seconds``) as is."""
+    if wait is None:
+        return wait_retry_after()
+    if isinstance(wait, (int, float)) and not isinstance(wait, bool):
+        if wait < 0 or not math.isfinite(wait):
+            raise ValueError(f"wait must be a non-negative number of seconds, got {wait!r}")
+        return wait_fixed(float(wait))
+    if callable(wait):
+        return wait
+    raise TypeError(
+        f"wait must be None, seconds, a tenacity wait strategy or a callable (retry_state) -> seconds; "
+        f"got {type(wait).__name__}"
+    )
+
+
+def check_max_attempts(max_attempts: int) -> int:
+    """Validate ``max_attempts`` (an integer >= 1)."""
+    if isinstance(max_attempts, bool) or not isinstance(max_attempts, int) or max_attempts < 1:
+        raise ValueError(f"max_attempts must be an integer >= 1, got {max_attempts!r}")
+    return max_attempts

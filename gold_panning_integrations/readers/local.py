@@ -20,8 +20,6 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from ..errors import MissingExtraError, ReaderError
-from ._base import MESSAGE_OVERHEAD_TOKENS, BaseReader, Prompt, Reply
-from ._errors import Usage
 from ._gguf import GGUFError, read_gguf_metadata
 from ._native import check_llama_runs_here
 from ._options import (
@@ -35,6 +33,7 @@ from ._options import (
     given_options,
 )
 from ._prompt import citation_json_schema
+from ._reader_base import MESSAGE_OVERHEAD_TOKENS, BaseReader, Prompt, Reply, Usage
 from .answer import abstain_probability
 
 __all__ = [

@@ -10,8 +10,6 @@ from typing import Any
 import pytest
 
 from gold_panning_integrations import GoldPanner
-from gold_panning_integrations.readers._base import MESSAGE_OVERHEAD_TOKENS, BaseReader, Prompt, Reply
-from gold_panning_integrations.readers._errors import Usage
 from gold_panning_integrations.readers._fit_context import (
     CharTokenizer,
     DocumentsDoNotFitError,
@@ -20,6 +18,13 @@ from gold_panning_integrations.readers._fit_context import (
 )
 from gold_panning_integrations.readers._options import DEFAULT_CONTEXT_TOKENS
 from gold_panning_integrations.readers._prompt import TRUNCATION_MARKER
+from gold_panning_integrations.readers._reader_base import (
+    MESSAGE_OVERHEAD_TOKENS,
+    BaseReader,
+    Prompt,
+    Reply,
+    Usage,
+)
 
 
 class WordTokenizer:
