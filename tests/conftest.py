@@ -103,9 +103,9 @@ def needle_reader() -> Any:
 @pytest.fixture
 def unlabelled_warning_reset(monkeypatch: pytest.MonkeyPatch) -> None:
     """Re-arm the one-time "takes no 'labels' argument" warnings of the reader adapter."""
-    from gold_panning_integrations.readers import _adapt
+    from gold_panning_integrations.readers import _reader_base
 
-    monkeypatch.setattr(_adapt, "_WARNED", set())
+    monkeypatch.setattr(_reader_base, "_WARNED", set())
 
 
 @pytest.fixture

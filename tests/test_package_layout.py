@@ -14,10 +14,11 @@ import gold_panning_integrations
 
 PACKAGE = Path(gold_panning_integrations.__file__).parent
 MAX_MODULE_LINES = 700
-LONGER_MODULES = {"readers/_reader_base.py": 1400}
+LONGER_MODULES = {"readers/_reader_base.py": 1500, "readers/_prompt.py": 800}
 """Modules on a query's path held whole on purpose (issue 40: the path read in one sitting,
 at most three reader modules on it), with their own limit: the reader base with the
-machinery of its calls (step drivers, retries, the query's deadline, limits)."""
+machinery of its calls (step drivers, retries, the query's deadline, limits, the adapter
+for a user's reader), and the prompt with its fitting and parsing."""
 
 
 def _modules(sub: str = "") -> list[Path]:

@@ -20,7 +20,6 @@ from typing import TYPE_CHECKING, Any
 
 from ..engine.reading import Reader, Reading
 from ..engine.simulator import SimulatedReader
-from ._adapt import adapt_reader
 from ._cache import ReplyCache
 from ._prompt import (
     DEFAULT_TEMPLATE,
@@ -37,7 +36,7 @@ from ._prompt import (
     validate_labels,
     wait_retry_after,
 )
-from ._reader_base import BaseReader, RateLimit
+from ._reader_base import BaseReader, RateLimit, adapt_reader
 
 if TYPE_CHECKING:
     from .chat_model import ChatModelReader
@@ -98,7 +97,7 @@ def _is_instance_of(obj: Any, module: str, cls: str) -> bool:
 
 def as_reader(obj: Any, **kwargs: Any) -> Any:
     """The reader for ``obj``: a reader (an object with ``read`` and/or ``aread``) as is,
-    or adapted once when they take no ``labels`` (:class:`~._adapt.AdaptedReader`); a
+    or adapted once when they take no ``labels`` (:class:`~._reader_base.AdaptedReader`); a
     LangChain chat model or a Runnable wrapping one in a :class:`ChatModelReader`; a
     LlamaIndex ``LLM`` in a :class:`LlamaIndexLLMReader`; ``"local"``: a
     :class:`LocalReader`. ``kwargs`` are the wrapping reader's options.

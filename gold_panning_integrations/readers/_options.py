@@ -377,7 +377,7 @@ _declare(
     doc="The prompt budget in tokens, reply included (the model's context window, or less to bound "
     f"cost); default {DEFAULT_CONTEXT_TOKENS:,}. A prompt whose documents would not fit (after the "
     'fixed text and ``max_tokens``) has them cut evenly, marked ``" [...]"`` and counted in '
-    "``Reading.documents_cut`` and ``Reading.chars_cut`` (:mod:`._fit_context`; lengths "
+    "``Reading.documents_cut`` and ``Reading.chars_cut`` (:func:`._prompt.fit_documents`; lengths "
     "estimated at 3 characters per token where the reader has no tokenizer), with one warning per "
     "query, instead of a failed call or a huge one. Raise it for a model with a longer context; None: "
     "no fitting (documents go out whole).",

