@@ -10,7 +10,7 @@ from typing import Any
 
 from gold_panning_integrations.engine.reading import Reading
 from gold_panning_integrations.engine.simulator import SimulatedReader
-from gold_panning_integrations.readers._adapt import adapt_reader
+from gold_panning_integrations.readers._reader_base import adapt_reader
 
 __all__ = ["PROMPT_OVERHEAD", "TOKENS_PER_DOC", "CachedReader", "FirstCitingReader", "TokenCountingReader"]
 
@@ -41,7 +41,7 @@ class CachedReader:
 
     ``labels`` (the label each document is shown under) is part of the key, since it
     changes the prompt. The wrapped reader is adapted to the reader protocol once, here
-    (:func:`~gold_panning_integrations.readers._adapt.adapt_reader`: a reader whose ``read`` takes no labels is called
+    (:func:`~gold_panning_integrations.readers._reader_base.adapt_reader`: a reader whose ``read`` takes no labels is called
     without them).
     """
 

@@ -3,7 +3,7 @@
 the tests mirror it, module basenames are unique, no lab module is in the package
 and the package never imports the lab (the repository's ``benchmarks/``, not installed), and
 no module grows past :data:`MAX_MODULE_LINES` lines (split it along a seam, into
-``_``-prefixed helper modules)."""
+``_``-prefixed helper modules) except the few :data:`LONGER_MODULES`."""
 
 from __future__ import annotations
 
@@ -14,6 +14,11 @@ import gold_panning_integrations
 
 PACKAGE = Path(gold_panning_integrations.__file__).parent
 MAX_MODULE_LINES = 700
+LONGER_MODULES = {"readers/_reader_base.py": 1500, "readers/_prompt.py": 800}
+"""Modules on a query's path held whole on purpose (issue 40: the path read in one sitting,
+at most three reader modules on it), with their own limit: the reader base with the
+machinery of its calls (step drivers, retries, the query's deadline, limits, the adapter
+for a user's reader), and the prompt with its fitting and parsing."""
 
 
 def _modules(sub: str = "") -> list[Path]:
@@ -82,7 +87,7 @@ def test_no_module_is_longer_than_the_limit() -> None:
     modules = _modules()
     assert len(modules) > 50
     lines = {str(p.relative_to(PACKAGE)): len(p.read_text(encoding="utf-8").splitlines()) for p in modules}
-    assert {name: n for name, n in lines.items() if n > MAX_MODULE_LINES} == {}
+    assert {name: n for name, n in lines.items() if n > LONGER_MODULES.get(name, MAX_MODULE_LINES)} == {}
 
 
 # ------------------------------------------------------------ the lab stays out of the wheel
@@ -150,7 +155,7 @@ def test_the_top_level_is_grouped_by_subject() -> None:
     packages = {p.parent.name for p in PACKAGE.glob("*/__init__.py")} - {"_data"}
     assert packages == SUBPACKAGES
     top = {p.stem for p in PACKAGE.glob("*.py")}
-    assert top == {"__init__", "errors", "panning", "plots", "_console", "_io", "_steps"}
+    assert top == {"__init__", "errors", "panning", "plots", "_console", "_io"}
 
 
 def test_module_basenames_are_unique() -> None:

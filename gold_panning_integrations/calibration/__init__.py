@@ -33,11 +33,11 @@ import numpy as np
 from numpy.typing import NDArray
 
 from .._io import check_same_run
-from .._steps import Steps, arun_steps, run_steps
 from ..engine._concurrency import gather_all
 from ..engine.reading import Reading, reader_failure
 from ..errors import CheckpointError
 from ..profiles import DetectorProfile
+from ..readers._reader_base import Steps, arun_steps, run_steps
 from ..tasks.base import TaskBuilder
 from ._checkpoint import CheckpointLock, read_checkpoint
 from ._fit import (
@@ -409,7 +409,7 @@ class Calibrator:
     def _trial(
         self, spec: TrialSpec, read: Callable[..., Any], done: dict[str, dict[str, Any]]
     ) -> Steps[None]:
-        """One trial (the ``read`` call yielded, :mod:`.._steps`), then recorded: written to
+        """One trial (the ``read`` call yielded, :func:`~..readers._reader_base.run_steps`), then recorded: written to
         the checkpoint, added to ``done``, progress told."""
         inst, s0 = self._instance(spec), time.perf_counter()
         try:

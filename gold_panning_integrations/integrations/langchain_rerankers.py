@@ -58,7 +58,7 @@ from typing_extensions import Unpack
 from ..engine import PanningConfig, PanningResult
 from ..engine.reranked import RerankHit, check_top_n, reranked
 from ..panning import check_question
-from ..readers._adapt import accepts
+from ..readers._reader_base import accepts
 from ._framework_base import (
     P_NONE_KEY,
     PANNED_KEY,

@@ -20,10 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..engine.reading import Reader, Reading
 from ..engine.simulator import SimulatedReader
-from ._adapt import adapt_reader
-from ._base import BaseReader
 from ._cache import ReplyCache
-from ._limit import RateLimit
 from ._prompt import (
     DEFAULT_TEMPLATE,
     SYSTEM_PROMPT,
@@ -37,8 +34,9 @@ from ._prompt import (
     render_prompt,
     sanitize_text,
     validate_labels,
+    wait_retry_after,
 )
-from ._retry import wait_retry_after
+from ._reader_base import BaseReader, RateLimit, adapt_reader
 
 if TYPE_CHECKING:
     from .chat_model import ChatModelReader
@@ -99,7 +97,7 @@ def _is_instance_of(obj: Any, module: str, cls: str) -> bool:
 
 def as_reader(obj: Any, **kwargs: Any) -> Any:
     """The reader for ``obj``: a reader (an object with ``read`` and/or ``aread``) as is,
-    or adapted once when they take no ``labels`` (:class:`~._adapt.AdaptedReader`); a
+    or adapted once when they take no ``labels`` (:class:`~._reader_base.AdaptedReader`); a
     LangChain chat model or a Runnable wrapping one in a :class:`ChatModelReader`; a
     LlamaIndex ``LLM`` in a :class:`LlamaIndexLLMReader`; ``"local"``: a
     :class:`LocalReader`. ``kwargs`` are the wrapping reader's options.

@@ -1,7 +1,7 @@
 """The reply cache (a reader's opt-in ``cache=``, docs/usage.md): a prompt asked again of
 the same model with the same options is answered without a model call.
 
-The key is a SHA-256 of the reader's :meth:`~._base.BaseReader._cache_identity` and the
+The key is a SHA-256 of the reader's :meth:`~._reader_base.BaseReader._cache_identity` and the
 rendered messages; only validated replies are stored, under the hash. A :class:`ReplyCache`
 is a bounded LRU map in memory and, given a file, SQLite on disk (a lock within a
 process, SQLite's file locking across processes); a disk error mid-run is logged once

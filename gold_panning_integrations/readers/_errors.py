@@ -1,4 +1,4 @@
-"""How a reader's failure is classified, and what its calls cost.
+"""How a reader's failure is classified.
 
 :func:`classify_error` maps an attempt's exception, by the SDKs' own exception types
 (``openai``, ``httpx``), into the package's errors: **transient** (429 with its
@@ -6,7 +6,7 @@ Retry-After, 408/409, 5xx, timeouts, dropped connections, malformed bodies) and
 **malformed output** (``CitationParseError``) are retried (:func:`is_retryable`); other
 4xx (a prompt too long), a refusal or an unexpected error are a plain ``ReaderError``, a
 failed reading; 401/403/404, a closed port, a redirect elsewhere or a redirect loop are
-**fatal** (``FatalReaderError``), raised at once. :class:`Usage` is what one reading spent.
+**fatal** (``FatalReaderError``), raised at once.
 """
 
 from __future__ import annotations
@@ -19,14 +19,12 @@ import json
 import math
 import sys
 import time
-from dataclasses import dataclass
 from typing import Any
 
 from ..errors import CitationParseError, FatalReaderError, ReaderError, TransientReaderError
 
 __all__ = [
     "RedirectRefused",
-    "Usage",
     "classify_error",
     "is_retryable",
     "parse_retry_after",
@@ -207,32 +205,3 @@ def classify_error(err: BaseException) -> ReaderError:
 def is_retryable(err: BaseException) -> bool:
     """True for transient errors and malformed output (see the module docstring)."""
     return isinstance(err, (TransientReaderError, CitationParseError))
-
-
-# ------------------------------------------------------------------------------- usage
-def _as_count(value: Any) -> int | None:
-    if isinstance(value, bool) or value is None:
-        return None
-    try:
-        n = int(value)
-    except (TypeError, ValueError):
-        return None
-    return n if n >= 0 else None
-
-
-@dataclass
-class Usage:
-    """Model calls and tokens spent on one reading, across all its attempts (each attempt
-    adds to it; :func:`._retry.with_retries` writes the totals into the reading)."""
-
-    calls: int = 0
-    prompt_tokens: int | None = None
-    completion_tokens: int | None = None
-
-    def add(self, prompt_tokens: Any, completion_tokens: Any) -> None:
-        """Add the tokens one call reported (None or non-integers are ignored)."""
-        pt, ct = _as_count(prompt_tokens), _as_count(completion_tokens)
-        if pt is not None:
-            self.prompt_tokens = (self.prompt_tokens or 0) + pt
-        if ct is not None:
-            self.completion_tokens = (self.completion_tokens or 0) + ct

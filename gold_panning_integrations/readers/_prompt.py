@@ -1,5 +1,6 @@
-"""Prompt rendering, the citation schema, strict citation parsing, and turning a
-reply into a :class:`~gold_panning_integrations.engine.reading.Reading`.
+"""Prompt rendering, fitting the documents into the model's context, the citation schema,
+strict citation parsing, and turning a reply into a
+:class:`~gold_panning_integrations.engine.reading.Reading`.
 
 Documents are shown under the panner's labels (``labels[i]`` names ``documents[i]``;
 None: ``1..m``) and the model is asked for ``{"cited": [labels]}``. Only labels shown
@@ -7,53 +8,89 @@ this round map back to 0-based positions; anything else is dropped and counted, 
 mapped to another document, and an ambiguous reply (a repeated JSON key, more unknown
 numbers than shown labels) is malformed. docs/when-things-go-wrong.md lists the label
 forms read and what each bad reply becomes.
+
+A user's callable prompt template is fitted to the renderer once: one that takes no
+``labels`` becomes a :class:`NumberedTemplate` (its replies are read under ``1..m``).
+:func:`takes_keyword` is the one place that reads a signature (:func:`~.as_reader` adapts a
+user's reader with it too).
+
+Fitting the context: the room left after the prompt's fixed text and the reply is shared
+evenly among the documents (:func:`even_share`); longer ones are cut to the share and end
+with :data:`TRUNCATION_MARKER`, and the number cut is reported instead of a call that
+fails (docs/usage.md, "Long documents"). Lengths are counted with the model's tokenizer
+when there is one, else at :data:`CHARS_PER_TOKEN` characters per token, low on purpose
+(BPE tokenizers run at about 4 on English) so that the estimate errs on fitting.
+
+The retry options' checks and the default wait (:class:`wait_retry_after`, which honours
+Retry-After, else backs off) sit here too, beside the other option checks: the reader
+options (:mod:`._options`) check them and the reader base
+(:func:`._reader_base.retry_steps`) runs them, so they sit below both.
 """
 
 from __future__ import annotations
 
 import contextlib
+import inspect
 import json
 import logging
+import math
 import numbers
 import re
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, field
+from typing import Any, Protocol
 
 from pydantic import BaseModel, Field
+from tenacity import RetryCallState, wait_exponential_jitter, wait_fixed
 
 from ..engine.reading import Reading
-from ..errors import CitationParseError
-from ._adapt import adapt_template
+from ..errors import CitationParseError, ReaderError
 
 __all__ = [
+    "CHARS_PER_TOKEN",
     "DATA_RULE",
     "DEFAULT_TEMPLATE",
     "MAX_RAW_CHARS",
+    "MAX_RETRY_AFTER",
     "MAX_SCAN_CHARS",
+    "MIN_TOKENS_PER_DOCUMENT",
     "SYSTEM_PROMPT",
     "TRUNCATION_MARKER",
+    "CharTokenizer",
     "Citations",
+    "DocumentsDoNotFitError",
+    "Fitted",
+    "NumberedTemplate",
     "ParsedCitations",
     "PromptTemplate",
+    "Tokenizer",
+    "Wait",
+    "adapt_template",
     "as_label",
     "attach_raw",
     "check_echo",
     "check_labels",
+    "check_max_attempts",
     "check_max_chars_per_doc",
     "check_optional_int",
     "citation_json_schema",
     "clip_document",
+    "even_share",
     "extract_json",
+    "fit_documents",
     "loads_strict",
+    "make_wait",
     "parse_citations",
     "reading_from_citations",
     "render_document",
     "render_documents",
     "render_prompt",
+    "retry_after",
     "sanitize_text",
+    "takes_keyword",
     "truncate",
     "validate_labels",
+    "wait_retry_after",
 ]
 
 logger = logging.getLogger(__name__)
@@ -237,6 +274,61 @@ def render_documents(
     )
 
 
+# ------------------------------------------------------------------------- templates
+_TAKES: dict[tuple[Any, str], bool] = {}
+
+
+def takes_keyword(fn: Any, name: str) -> bool:
+    """Whether ``fn`` accepts the keyword ``name`` (or ``**kwargs``; not when its
+    signature cannot be read); cached per function."""
+    key = (getattr(fn, "__func__", fn), name)
+    with contextlib.suppress(KeyError, TypeError):
+        return _TAKES[key]
+    try:
+        params = inspect.signature(fn).parameters.values()
+        ok = any(
+            (p.name == name and p.kind is not inspect.Parameter.POSITIONAL_ONLY)
+            or p.kind is inspect.Parameter.VAR_KEYWORD
+            for p in params
+        )
+    except (TypeError, ValueError):
+        ok = False
+    with contextlib.suppress(TypeError):  # an unhashable callable: not cached
+        _TAKES[key] = ok
+    return ok
+
+
+class NumberedTemplate:
+    """A callable prompt template that takes no ``labels``: it numbers the documents
+    ``1..m`` itself, so citations are read against ``1..m`` (``numbers_itself``)."""
+
+    numbers_itself = True
+
+    def __init__(self, template: Callable[..., str]) -> None:
+        self.template = template
+
+    def __call__(
+        self, question: str, documents: Sequence[str], *, labels: Sequence[int] | None = None
+    ) -> str:
+        return self.template(question, documents)
+
+    def __repr__(self) -> str:
+        return f"NumberedTemplate({self.template!r})"
+
+
+def adapt_template(template: Any) -> Any:
+    """``template`` as the prompt renderer calls it: a callable that takes no ``labels``
+    becomes a :class:`NumberedTemplate`; strings, None and label-taking callables are
+    returned as they are."""
+    if (
+        callable(template)
+        and not isinstance(template, NumberedTemplate)
+        and not takes_keyword(template, "labels")
+    ):
+        return NumberedTemplate(template)
+    return template
+
+
 def template_labels(template: PromptTemplate | None, labels: tuple[int, ...]) -> tuple[int, ...]:
     """The labels a prompt rendered with ``template`` actually shows: ``labels``, except
     for a callable template without a ``labels`` parameter, which numbers ``1..m``."""
@@ -276,6 +368,112 @@ def render_prompt(
             f"prompt template has an unknown placeholder {err}; use {{question}}, {{documents}}, {{n}}, "
             "{labels}, {allowed} and double braces for literal ones"
         ) from err
+
+
+# ---------------------------------------------------------------------- fitting the context
+CHARS_PER_TOKEN = 3.0
+"""Characters per token assumed when no tokenizer is at hand."""
+
+MIN_TOKENS_PER_DOCUMENT = 16
+"""Fewest tokens of its own text a cut document keeps; a smaller share is an error."""
+
+
+class DocumentsDoNotFitError(ReaderError, ValueError):
+    """The context leaves too little room for the prompt's documents (the message says
+    how much, and what to change)."""
+
+
+class Tokenizer(Protocol):
+    """What fitting needs of a tokenizer."""
+
+    def count(self, text: str) -> int:
+        """Tokens of ``text`` (no begin-of-sequence token)."""
+
+    def head(self, text: str, tokens: int) -> str:
+        """The text of the first ``tokens`` tokens of ``text`` (a character cut in two is dropped)."""
+
+
+class CharTokenizer:
+    """The estimate used without a tokenizer: one token per :data:`CHARS_PER_TOKEN`
+    characters (the last one partial)."""
+
+    def __init__(self, chars_per_token: float = CHARS_PER_TOKEN) -> None:
+        if not chars_per_token > 0:
+            raise ValueError(f"chars_per_token must be > 0, got {chars_per_token!r}")
+        self.chars_per_token = chars_per_token
+
+    def count(self, text: str) -> int:
+        return math.ceil(len(text) / self.chars_per_token)
+
+    def head(self, text: str, tokens: int) -> str:
+        return text[: int(tokens * self.chars_per_token)]
+
+
+@dataclass(frozen=True)
+class Fitted:
+    """Documents as they fit: ``texts`` (shape ``(m,)``, whitespace runs collapsed as in
+    a prompt; cut ones end with the marker), how many were ``cut``, the ``share`` each
+    cut one got (tokens, marker included; None when nothing was cut) and the characters
+    the cuts ``removed`` from the documents' text (the marker not counted)."""
+
+    texts: tuple[str, ...]
+    cut: int
+    share: int | None
+    removed: int = 0
+
+
+def even_share(lengths: Sequence[int], budget: int) -> int | None:
+    """The largest share ``c`` with ``sum(min(l, c) for l in lengths) <= budget``, or None
+    when every length fits (water-filling: ``even_share([10, 100, 100], 110) == 50``)."""
+    if sum(lengths) <= budget:
+        return None
+    left = max(budget, 0)
+    ordered = sorted(lengths)
+    for i, length in enumerate(ordered):
+        share = left // (len(ordered) - i)
+        if length > share:
+            return share
+        left -= length
+    return left  # pragma: no cover - unreachable: the sum exceeds the budget
+
+
+def fit_documents(
+    documents: Sequence[str],
+    budget: int,
+    *,
+    tokenizer: Tokenizer | None = None,
+    marker: str = TRUNCATION_MARKER,
+    context: int | None = None,
+) -> Fitted:
+    """Cut ``documents`` evenly so that together they take at most ``budget`` tokens.
+
+    ``documents`` are texts in prompt order, shape ``(m,)``; ``tokenizer`` None means
+    :class:`CharTokenizer`'s estimate; ``marker`` ends a cut document (its tokens count
+    toward the share); ``context`` (tokens) is named in the error, DocumentsDoNotFitError,
+    raised when a cut document would keep fewer than :data:`MIN_TOKENS_PER_DOCUMENT`.
+    """
+    tok = tokenizer if tokenizer is not None else CharTokenizer()
+    texts = [" ".join(str(d).split()) for d in documents]
+    lengths = [tok.count(t) for t in texts]
+    share = even_share(lengths, budget)
+    if share is None:
+        return Fitted(tuple(texts), 0, None)
+    keep = share - tok.count(marker)
+    if keep < MIN_TOKENS_PER_DOCUMENT:
+        raise DocumentsDoNotFitError(
+            f"{len(texts)} documents get {max(budget, 0)} tokens of the model's "
+            + (f"{context}-token " if context is not None else "")
+            + "context together "
+            f"(about {max(keep, 0)} each after the cut marker; at least {MIN_TOKENS_PER_DOCUMENT} needed): "
+            "show fewer documents per prompt (max_docs_per_prompt=...), shorten the question or the "
+            "template, or use a model with a longer context (context_tokens=...)"
+        )
+    kept = [
+        text if length <= share else tok.head(text, keep).rstrip() for text, length in zip(texts, lengths)
+    ]
+    out = tuple(k if length <= share else k + marker for k, length in zip(kept, lengths))
+    removed = sum(len(text) - len(k) for text, k in zip(texts, kept))
+    return Fitted(out, sum(length > share for length in lengths), share, removed)
 
 
 # --------------------------------------------------------------------------- parsing
@@ -525,3 +723,66 @@ def reading_from_citations(
         duplicate_labels=parsed.duplicates,
         extra={"mode": "cite", **(extra or {})},
     )
+
+
+# ------------------------------------------------------------------- the retry options
+MAX_RETRY_AFTER = 120.0
+"""Longest Retry-After (seconds) the default wait honours; longer values are capped."""
+
+Wait = Callable[[RetryCallState], float]
+"""A tenacity wait strategy, or any callable ``(retry_state) -> seconds``."""
+
+
+def retry_after(retry_state: RetryCallState) -> float | None:
+    """The Retry-After (seconds) of the exception that ended the last attempt, if any."""
+    outcome = retry_state.outcome
+    if outcome is None or not outcome.failed:
+        return None
+    value = getattr(outcome.exception(), "retry_after", None)
+    return float(value) if value is not None else None
+
+
+@dataclass(frozen=True)
+class wait_retry_after:
+    """Wait the server's Retry-After when it gave one, else ``fallback``.
+
+    Args:
+        fallback: Wait without a Retry-After; default exponential backoff with jitter
+            (0.5 s, 1 s, 2 s, ... up to 20 s).
+        max_wait: Cap on an honoured Retry-After, in seconds.
+    """
+
+    fallback: Wait = field(
+        default_factory=lambda: wait_exponential_jitter(multiplier=0.5, max=20.0, jitter=0.5)
+    )
+    max_wait: float = MAX_RETRY_AFTER
+
+    def __call__(self, retry_state: RetryCallState) -> float:
+        ra = retry_after(retry_state)
+        if ra is not None:
+            return min(max(ra, 0.0), self.max_wait)
+        return float(self.fallback(retry_state))
+
+
+def make_wait(wait: Wait | float | None) -> Wait:
+    """Normalise a ``wait=`` option: None -> :class:`wait_retry_after`, a number ->
+    fixed seconds, a callable (tenacity strategy or ``(retry_state) -> seconds``) as is."""
+    if wait is None:
+        return wait_retry_after()
+    if isinstance(wait, (int, float)) and not isinstance(wait, bool):
+        if wait < 0 or not math.isfinite(wait):
+            raise ValueError(f"wait must be a non-negative number of seconds, got {wait!r}")
+        return wait_fixed(float(wait))
+    if callable(wait):
+        return wait
+    raise TypeError(
+        f"wait must be None, seconds, a tenacity wait strategy or a callable (retry_state) -> seconds; "
+        f"got {type(wait).__name__}"
+    )
+
+
+def check_max_attempts(max_attempts: int) -> int:
+    """Validate ``max_attempts`` (an integer >= 1)."""
+    if isinstance(max_attempts, bool) or not isinstance(max_attempts, int) or max_attempts < 1:
+        raise ValueError(f"max_attempts must be an integer >= 1, got {max_attempts!r}")
+    return max_attempts

@@ -21,8 +21,6 @@ from langchain_core.runnables.config import merge_configs
 
 from ..engine.reading import Reading
 from ..errors import CitationParseError
-from ._base import BaseReader, Prompt, Reply, content_text, token_counts
-from ._errors import Usage
 from ._options import (
     DEFAULT_CONTEXT_TOKENS,
     DEFAULT_MAX_CONCURRENCY,
@@ -36,6 +34,7 @@ from ._options import (
     given_options,
 )
 from ._prompt import Citations, attach_raw
+from ._reader_base import BaseReader, Prompt, Reply, Usage, content_text, token_counts
 
 __all__ = ["ChatModelReader", "is_chat_runnable", "raw_tool_arguments"]
 
@@ -46,7 +45,7 @@ Config = RunnableConfig | None
 
 
 def _text_of(message: Any) -> str | None:
-    """Text content of a chat message (:func:`._base.content_text`)."""
+    """Text content of a chat message (:func:`._reader_base.content_text`)."""
     return content_text(getattr(message, "content", message))
 
 

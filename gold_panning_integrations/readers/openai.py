@@ -1,7 +1,8 @@
 """Reader for any OpenAI-compatible chat-completions endpoint (OpenAI, vLLM, llama.cpp's
-server, Ollama) through the official ``openai`` client, its own retries off (:mod:`._retry`
-is the one retry layer), ``timeout`` a deadline for the whole request and for the query
-(:mod:`._deadline`) and no redirect to another host (:mod:`._http`).
+server, Ollama) through the official ``openai`` client, its own retries off
+(:func:`._reader_base.retry_steps` is the one retry layer), ``timeout`` a deadline for the
+whole request and for the query (:class:`._reader_base.Deadline`) and no redirect to
+another host (:mod:`._http`).
 
 With ``response_format="auto"`` the reader asks for ``json_schema``, then ``json_object``,
 then plain text, while the server rejects the stricter form (:func:`_is_format_rejection`);
@@ -23,11 +24,8 @@ from typing import Any, ClassVar
 
 from typing_extensions import Self
 
-from .._steps import Steps, arun_steps, run_steps
 from ..errors import CitationParseError, FatalReaderError, ReaderError
-from ._base import BaseReader, Prompt, Reply, content_text
-from ._deadline import Deadline, QueryDeadlineError, current_deadline
-from ._errors import Usage, classify_error
+from ._errors import classify_error
 from ._http import deadline, make_async_http_client, make_http_client
 from ._options import (
     DEFAULT_CONTEXT_TOKENS,
@@ -43,6 +41,19 @@ from ._options import (
     given_options,
 )
 from ._prompt import attach_raw, citation_json_schema, truncate
+from ._reader_base import (
+    BaseReader,
+    Deadline,
+    Prompt,
+    QueryDeadlineError,
+    Reply,
+    Steps,
+    Usage,
+    arun_steps,
+    content_text,
+    current_deadline,
+    run_steps,
+)
 from .answer import abstain_probability
 
 __all__ = ["RESPONSE_FORMATS", "OpenAIReader", "forget_endpoint_formats"]
@@ -434,7 +445,7 @@ class OpenAIReader(BaseReader):
         asynchronous: bool,
         queued: tuple[Deadline, float] | None = None,
     ) -> Steps[Reply]:
-        """One chat completion for both paths (:mod:`.._steps`) at the endpoint's
+        """One chat completion for both paths (:func:`._reader_base.run_steps`) at the endpoint's
         response-format level, again one level down while the server rejects the format.
         Each request is admitted by the rate limit and settled when it completes, with the
         tokens the server reported for it; ``queued`` as in :meth:`BaseReader._reply_steps`.

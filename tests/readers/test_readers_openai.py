@@ -34,8 +34,8 @@ from gold_panning_integrations.errors import (
 )
 from gold_panning_integrations.readers import OpenAIReader
 from gold_panning_integrations.readers._errors import classify_error, parse_retry_after
-from gold_panning_integrations.readers._prompt import MAX_RAW_CHARS
-from gold_panning_integrations.readers._retry import MAX_RETRY_AFTER, call_with_retries, wait_retry_after
+from gold_panning_integrations.readers._prompt import MAX_RAW_CHARS, MAX_RETRY_AFTER, wait_retry_after
+from gold_panning_integrations.readers._reader_base import call_with_retries
 
 DOCS = ["Lyon is in France.", "The capital of France is Paris.", "Berlin is in Germany."]
 Q = "What is the capital of France?"
@@ -141,7 +141,7 @@ def test_a_timeout_ends_the_reading_at_its_deadline(
     scripted_reader: Any, recording_wait: Any, openai_server: FakeOpenAIServer
 ) -> None:
     """A request that times out used the reading's whole deadline (``timeout``, one per
-    query: test_readers_deadline.py): no retry, one request, a failed reading saying so."""
+    query: test_reader_base_deadline.py): no retry, one request, a failed reading saying so."""
     reader = scripted_reader(delay(30), cite(2), timeout=0.5, wait=recording_wait)
     reading = reader.read(Q, DOCS)
     assert reading.failed and reading.attempts == 1 and len(openai_server.requests) == 1

@@ -120,7 +120,7 @@ def _source(args: argparse.Namespace) -> Any:
 def _reader(args: argparse.Namespace) -> Any:
     """The reader of the reader options, with ``--max-concurrency`` calls in flight."""
     from ...readers._cli_args import make_reader
-    from ...readers._limit import CallLimit
+    from ...readers._reader_base import CallLimit
 
     reader = make_reader(args)
     limit = args.max_concurrency

@@ -18,9 +18,7 @@ from gold_panning_integrations import AllRoundsFailedError, GoldPanner
 from gold_panning_integrations.engine.reading import Reading, current_query, query_scope
 from gold_panning_integrations.errors import TransientReaderError
 from gold_panning_integrations.readers import OpenAIReader
-from gold_panning_integrations.readers._deadline import Deadline
-from gold_panning_integrations.readers._errors import Usage
-from gold_panning_integrations.readers._retry import RetryPolicy, with_retries
+from gold_panning_integrations.readers._reader_base import Deadline, RetryPolicy, Usage, with_retries
 
 pytest.importorskip("openai")  # imported once, here: the timings below are the endpoint's
 

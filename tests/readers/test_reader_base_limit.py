@@ -15,9 +15,13 @@ from openai_server import FakeOpenAIServer, cite, delay, status
 from gold_panning_integrations import DetectorProfile, GoldPanner
 from gold_panning_integrations.errors import TransientReaderError
 from gold_panning_integrations.readers import BaseReader, ChatModelReader, OpenAIReader
-from gold_panning_integrations.readers._base import DEFAULT_MAX_CONCURRENCY, Prompt, Reply
-from gold_panning_integrations.readers._errors import Usage
-from gold_panning_integrations.readers._limit import CallLimit
+from gold_panning_integrations.readers._reader_base import (
+    DEFAULT_MAX_CONCURRENCY,
+    CallLimit,
+    Prompt,
+    Reply,
+    Usage,
+)
 
 PROFILE = DetectorProfile.bundled("lost-in-the-middle")
 

@@ -25,8 +25,7 @@ from gold_panning_integrations.readers import (
     OpenAIReader,
     as_reader,
 )
-from gold_panning_integrations.readers._errors import Usage
-from gold_panning_integrations.readers._retry import RetryPolicy, with_retries
+from gold_panning_integrations.readers._reader_base import RetryPolicy, Usage, with_retries
 
 DOCS = ["Lyon is in France.", "The capital of France is Paris.", "Berlin is in Germany."]
 Q = "What is the capital of France?"
