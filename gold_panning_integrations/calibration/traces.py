@@ -17,7 +17,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from ..engine.beliefs import DEFAULT_EPS, log_likelihood_ratios, sigmoid
-from ..engine.curves import grid_positions as default_grid
+from ..engine.positions import grid_positions as default_grid
 from ..engine.priors import ScoreMap
 from ..profiles import DetectorProfile, RateCounts
 from ._fit import rate_counts

@@ -4,11 +4,18 @@ parts, simulation (the one panner class, ``GoldPanner``, drives them).
 Imports numpy only (never langchain, llama_index or openai).
 """
 
-from .assignment import assign, diagnosticity, position_order, shown_order
 from .beliefs import initial_log_odds, log_likelihood_ratios, sigmoid, update_log_odds
 from .config import PanningConfig
-from .curves import grid_positions, interpolate_grid, resample_curve
 from .policies import POLICIES, binary_entropy, score_documents, vote_ranking
+from .positions import (
+    assign,
+    diagnosticity,
+    grid_positions,
+    interpolate_grid,
+    position_order,
+    resample_curve,
+    shown_order,
+)
 from .reading import Reader, Reading
 from .result import PanningResult, ProfileLike, RoundTrace
 from .simulator import Attack, PolicyCurve, SimulatedReader, SimulationResult, simulate

@@ -16,10 +16,8 @@ from dataclasses import dataclass, field
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from .assignment import position_order
 from .beliefs import log_likelihood_ratios, logit, sigmoid
 from .config import PanningConfig
-from .curves import resample_curve
 from .labels import LABELS_PER_DOCUMENT, MIN_LABEL_DIGITS, draw_labels, label_range
 from .mixture import (
     TEST_AT,
@@ -31,6 +29,7 @@ from .mixture import (
     self_citing_share,
 )
 from .policies import score_documents
+from .positions import position_order, resample_curve
 
 __all__ = [
     "DRAW_TEMPERATURE",

@@ -23,8 +23,8 @@ from numpy.typing import ArrayLike, NDArray
 
 from .beliefs import DEFAULT_EPS, PriorSpec, initial_log_odds, logit, sigmoid
 from .config import PanningConfig
-from .curves import resample_curve
 from .policies import POLICIES
+from .positions import resample_curve
 from .reading import Reading
 from .rounds import BatchState, DecisionRates, active_mask, observe_round, plan_round
 from .stopping import threshold_reached

@@ -19,8 +19,7 @@ from numpy.typing import ArrayLike, NDArray
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from .._io import read_regular_file
-from ..engine.assignment import diagnosticity
-from ..engine.curves import interpolate_grid, resample_curve
+from ..engine.positions import diagnosticity, interpolate_grid, resample_curve
 from ..engine.priors import ScoreMap
 from ..engine.relevance import RecalibrationMap
 from ..errors import ProfileError
