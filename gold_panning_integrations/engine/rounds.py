@@ -18,7 +18,6 @@ from numpy.typing import ArrayLike, NDArray
 
 from .beliefs import log_likelihood_ratios, logit, sigmoid
 from .config import PanningConfig
-from .labels import LABELS_PER_DOCUMENT, MIN_LABEL_DIGITS, draw_labels, label_range
 from .mixture import (
     TEST_AT,
     flat_evidence,
@@ -30,11 +29,10 @@ from .mixture import (
 )
 from .policies import score_documents
 from .positions import position_order, resample_curve
+from .reading import draw_labels
 
 __all__ = [
     "DRAW_TEMPERATURE",
-    "LABELS_PER_DOCUMENT",
-    "MIN_LABEL_DIGITS",
     "ROBUST_SCALE",
     "ROBUST_SHIFT",
     "BatchState",
@@ -42,8 +40,6 @@ __all__ = [
     "Placement",
     "Rates",
     "active_mask",
-    "draw_labels",
-    "label_range",
     "lead_rate",
     "mixed_evidence",
     "observe_round",

@@ -33,8 +33,8 @@ from pydantic import (
 
 from ..engine import PanningResult
 from ..engine.config import PanningConfig
+from ..engine.reading import check_rng_option
 from ..engine.relevance import select
-from ..engine.seeding import check_rng_option
 from ..errors import InvalidInputError
 from ..panning import GoldPanner, short_repr
 from ..profiles import DetectorProfile, load_profile
