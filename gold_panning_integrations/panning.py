@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 from typing_extensions import Unpack
 
+from .engine.beliefs import recalibration_of
 from .engine.config import PanningConfig
 from .engine.panner import (
     PanningResult,
@@ -28,7 +29,6 @@ from .engine.panner import (
     score_temperature,
 )
 from .engine.reading import RngOption, check_rng_option, derived_rng, query_scope
-from .engine.relevance import recalibration_of
 from .engine.reranked import RerankHit, check_top_n, reranked
 from .engine.rounds import DecisionRates
 from .errors import InvalidInputError

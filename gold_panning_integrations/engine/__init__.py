@@ -1,12 +1,24 @@
-"""The numpy engine: beliefs, policies, assignment, one round (batch), the panning loop's
-parts, simulation (the one panner class, ``GoldPanner``, drives them).
+"""The numpy engine: beliefs and the functions of them (:mod:`.beliefs`), the options
+(:mod:`.config`), retriever priors (:mod:`.priors`), positions and their matching
+(:mod:`.positions`), what a reader is given and returns (:mod:`.reading`), one round, batched
+(:mod:`.rounds`), the panning loop's parts (:mod:`.panner`), the one result type
+(:mod:`.result`), simulation (:mod:`.simulator`); the one panner class, ``GoldPanner``,
+drives them.
 
 Imports numpy only (never langchain, llama_index or openai).
 """
 
-from .beliefs import initial_log_odds, log_likelihood_ratios, sigmoid, update_log_odds
+from .beliefs import (
+    POLICIES,
+    binary_entropy,
+    initial_log_odds,
+    log_likelihood_ratios,
+    score_documents,
+    sigmoid,
+    update_log_odds,
+    vote_ranking,
+)
 from .config import PanningConfig
-from .policies import POLICIES, binary_entropy, score_documents, vote_ranking
 from .positions import (
     assign,
     diagnosticity,

@@ -1,7 +1,7 @@
 """The panning loop's parts: one run's state (plan, observe, result) and a round's reading.
 
 :class:`PanningRun` runs the batch functions of :mod:`.rounds` with a batch of one and
-the stop rules of :mod:`.stopping`; :func:`read_round` and :func:`aread_round` send a
+the stop rules of :mod:`.beliefs`; :func:`read_round` and :func:`aread_round` send a
 round's prompts to the reader. The one panner class,
 :class:`gold_panning_integrations.GoldPanner`, resolves the profile and the reader once
 and drives a :class:`PanningRun` per query with them; this module imports neither.
@@ -21,21 +21,29 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from ..errors import AllRoundsFailedError
-from . import stopping
 from ._concurrency import gather_all, in_daemon_thread, settle
-from .beliefs import initial_log_odds, sigmoid
+from .beliefs import (
+    call_budget_exceeded,
+    gain_too_small,
+    initial_log_odds,
+    recalibrate,
+    rounds_done,
+    select,
+    selected_confidence,
+    sigmoid,
+    threshold_reached,
+    token_budget_exceeded,
+    vote_ranking,
+)
 from .config import PanningConfig
-from .mixture import evidence_swing
-from .policies import vote_ranking
 from .priors import BOUND_SHARE, ScoreMap, retriever_prior_probs
-from .reading import Reading, reader_failure
-from .relevance import recalibrate, select
+from .reading import Reading, draw_labels, reader_failure
 from .result import PanningResult, ProfileLike, RoundTrace, StopReason
 from .rounds import (
     BatchState,
     DecisionRates,
     active_mask,
-    draw_labels,
+    evidence_swing,
     observe_round,
     place,
     plan_round,
@@ -246,12 +254,12 @@ class PanningRun:
             return None
         cfg = self.cfg
         done = len(self.traces)
-        if stopping.rounds_done(done, cfg.rounds):
+        if rounds_done(done, cfg.rounds):
             self.stop_reason = "rounds"
             return None
         if (
             cfg.stop_at is not None
-            and stopping.threshold_reached(
+            and threshold_reached(
                 self.state.log_odds, k=cfg.focus, stop_at=cfg.stop_at, done=done, min_rounds=cfg.min_rounds
             )[0]
         ):
@@ -259,7 +267,7 @@ class PanningRun:
             return None
         plan = self.plan()
         calls = sum(t.calls for t in self.traces) if cfg.max_calls is not None else 0
-        if stopping.call_budget_exceeded(calls, len(plan.windows), cfg.max_calls):
+        if call_budget_exceeded(calls, len(plan.windows), cfg.max_calls):
             # Send the round's first prompts (with all their windows) that still fit.
             per_prompt = len(plan.windows) // cfg.prompts_per_round
             fit = (int(cfg.max_calls or 0) - calls) // per_prompt
@@ -267,7 +275,7 @@ class PanningRun:
                 self.stop_reason = "call-budget"
                 return None
             plan = plan.first_prompts(fit)
-        if cfg.max_prompt_tokens is not None and stopping.token_budget_exceeded(
+        if cfg.max_prompt_tokens is not None and token_budget_exceeded(
             sum(t.prompt_tokens for t in self.traces),
             sum(len(w) for t in self.traces for w in t.windows),
             sum(w.docs.size for w in plan.windows),
@@ -275,7 +283,7 @@ class PanningRun:
         ):
             self.stop_reason = "token-budget"
             return None
-        if cfg.min_gain is not None and stopping.gain_too_small(
+        if cfg.min_gain is not None and gain_too_small(
             self._expected_gain(plan), min_gain=cfg.min_gain, done=done, min_rounds=cfg.min_rounds
         ):
             self.stop_reason = "converged"
@@ -351,8 +359,8 @@ class PanningRun:
             q = b * g.tpr[pos] + (1.0 - b) * g.fpr[pos]  # predictive citation probability
             cited = rng.random((samples, w.docs.size)) < q
             lo[:, w.docs] += np.where(cited, g.llr_cited[pos], g.llr_missed[pos])
-        after = float(np.mean(stopping.selected_confidence(lo, self.cfg.focus)))
-        return after - float(stopping.selected_confidence(lo0, self.cfg.focus))
+        after = float(np.mean(selected_confidence(lo, self.cfg.focus)))
+        return after - float(selected_confidence(lo0, self.cfg.focus))
 
     def _warn_once(self) -> None:
         """One warning line for the query: the documents cut to fit the reader's context

@@ -21,13 +21,11 @@ from typing import Any, Literal
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from .beliefs import DEFAULT_EPS, PriorSpec, initial_log_odds, logit, sigmoid
+from .beliefs import DEFAULT_EPS, POLICIES, PriorSpec, initial_log_odds, logit, sigmoid, threshold_reached
 from .config import PanningConfig
-from .policies import POLICIES
 from .positions import resample_curve
 from .reading import Reading
 from .rounds import BatchState, DecisionRates, active_mask, observe_round, plan_round
-from .stopping import threshold_reached
 
 __all__ = ["Attack", "Mistakes", "PolicyCurve", "SimulatedReader", "SimulationResult", "simulate"]
 
