@@ -34,7 +34,7 @@ from numpy.typing import NDArray
 
 from .._io import check_same_run
 from .._steps import Steps, arun_steps, run_steps
-from ..engine._concurrency import gather_all
+from ..engine.panner import gather_all
 from ..engine.reading import Reading, reader_failure
 from ..errors import CheckpointError
 from ..profiles import DetectorProfile

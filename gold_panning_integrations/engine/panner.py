@@ -2,26 +2,29 @@
 
 :class:`PanningRun` runs the batch functions of :mod:`.rounds` with a batch of one and
 the stop rules of :mod:`.beliefs`; :func:`read_round` and :func:`aread_round` send a
-round's prompts to the reader. The one panner class,
+round's prompts to the reader: in daemon threads (sync path) or gathered tasks (async
+path), never leaving a call behind the run that made it. The one panner class,
 :class:`gold_panning_integrations.GoldPanner`, resolves the profile and the reader once
 and drives a :class:`PanningRun` per query with them; this module imports neither.
 """
 
 from __future__ import annotations
 
+import asyncio
 import contextvars
 import logging
 import math
+import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from concurrent.futures import Future, wait
 from dataclasses import dataclass, replace
-from typing import Any, TypedDict
+from typing import Any, TypedDict, TypeVar
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from ..errors import AllRoundsFailedError
-from ._concurrency import gather_all, in_daemon_thread, settle
 from .beliefs import (
     call_budget_exceeded,
     gain_too_small,
@@ -61,12 +64,17 @@ __all__ = [
     "RunOptions",
     "StopReason",
     "aread_round",
+    "gather_all",
+    "in_daemon_thread",
     "read_round",
     "score_temperature",
+    "settle",
     "takes_concurrent_calls",
 ]
 
 logger = logging.getLogger(__name__)
+
+T = TypeVar("T")
 
 
 def _abstain_of(reading: Reading) -> NDArray[np.float64] | None:
@@ -621,3 +629,44 @@ def takes_concurrent_calls(reader: Any) -> bool:
     not be thread-safe; ``aread`` calls are always gathered)."""
     limit = getattr(reader, "max_concurrency", 1)
     return limit is None or (isinstance(limit, int) and not isinstance(limit, bool) and limit > 1)
+
+
+# ------------------------------------------------------------------------------ prompts at once
+def in_daemon_thread(fn: Callable[..., Any], *args: Any) -> Future[Any]:
+    """Run ``fn(*args)`` in a new daemon thread; its future. Not a ThreadPoolExecutor,
+    whose workers Python joins at exit: after Ctrl-C a running call would hold the
+    process for its whole deadline. Readers bound their own calls in flight."""
+    future: Future[Any] = Future()
+
+    def work() -> None:
+        if not future.set_running_or_notify_cancel():
+            return
+        try:
+            future.set_result(fn(*args))
+        except BaseException as err:  # noqa: BLE001 - handed to the waiting caller
+            future.set_exception(err)
+
+    threading.Thread(target=work, daemon=True, name="gold-panning-prompt").start()
+    return future
+
+
+def settle(futures: Sequence[Future[Any]], err: BaseException) -> None:
+    """Cancel the futures not started and wait for the running ones, so no call outlives
+    its run; after an interrupt, running calls are left to end on their own."""
+    for f in futures:
+        f.cancel()
+    if not isinstance(err, KeyboardInterrupt):
+        wait(futures)
+
+
+async def gather_all(coros: Iterable[Awaitable[T]]) -> list[T]:
+    """``asyncio.gather`` that, when one raises or the caller is cancelled, cancels and
+    awaits the others before the error propagates."""
+    tasks = [asyncio.ensure_future(c) for c in coros]
+    try:
+        return list(await asyncio.gather(*tasks))
+    except BaseException:
+        for t in tasks:
+            t.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        raise
