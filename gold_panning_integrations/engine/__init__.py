@@ -2,8 +2,8 @@
 (:mod:`.config`), retriever priors (:mod:`.priors`), positions and their matching
 (:mod:`.positions`), what a reader is given and returns (:mod:`.reading`), one round, batched
 (:mod:`.rounds`), the panning loop's parts (:mod:`.panner`), the one result type
-(:mod:`.result`), simulation (:mod:`.simulator`); the one panner class, ``GoldPanner``,
-drives them.
+(:mod:`.result`) and its reranking pairs (:mod:`.reranked`), simulation
+(:mod:`.simulator`); the one panner class, ``GoldPanner``, drives them.
 
 Imports numpy only (never langchain, llama_index or openai).
 """

@@ -102,6 +102,8 @@ __all__ = [
     "vote_ranking",
 ]
 
+
+# ------------------------------------------------------------------------------ the update
 DEFAULT_EPS = 1e-3
 """Default clamp for rates: the largest single-round update is ``log(0.999/0.001) = 6.9``."""
 

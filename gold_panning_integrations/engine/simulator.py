@@ -2,8 +2,8 @@
 
 :class:`SimulatedReader` cites each shown document with its position's TPR (relevant) or
 FPR (irrelevant), optionally obeying an :class:`Attack`. :func:`simulate` runs thousands of
-trials at once through the round functions the panner runs (:mod:`.rounds`,
-:mod:`.stopping`) and returns F1 per round with a 95% confidence interval.
+trials at once through the round functions the panner runs (:mod:`.rounds`, the stop
+rules of :mod:`.beliefs`) and returns F1 per round with a 95% confidence interval.
 
 ``rng`` is split into ``(needles, model, policy, ties)``: one trial equals
 ``GoldPanner(SimulatedReader(..., rng=model), rng=policy)`` draw for draw (pinned by a test).
