@@ -34,7 +34,7 @@ import numpy as np
 from gold_panning_integrations import DetectorProfile, GoldPanner, Reading
 from gold_panning_integrations.calibration.metrics import auroc, ece
 from gold_panning_integrations.calibration.traces import learn_profile, trace_record
-from gold_panning_integrations.engine.curves import resample_curve
+from gold_panning_integrations.engine.positions import resample_curve
 
 PROFILE = DetectorProfile.bundled("lost-in-the-middle")
 N = 20

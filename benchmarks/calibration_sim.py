@@ -35,7 +35,7 @@ import numpy as np
 
 from gold_panning_integrations.calibration import Calibrator
 from gold_panning_integrations.calibration.traces import learn_profile, trace_record
-from gold_panning_integrations.engine.curves import resample_curve
+from gold_panning_integrations.engine.positions import resample_curve
 from gold_panning_integrations.engine.simulator import SimulatedReader, simulate
 from gold_panning_integrations.panning import GoldPanner
 from gold_panning_integrations.profiles import DetectorProfile, load_profile

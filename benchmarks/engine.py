@@ -34,10 +34,8 @@ from typing import Any
 import numpy as np
 
 from benchmarks._readers import FirstCitingReader
-from gold_panning_integrations.engine.assignment import assign, position_order
-from gold_panning_integrations.engine.beliefs import log_likelihood_ratios, update_log_odds
-from gold_panning_integrations.engine.curves import resample_curve
-from gold_panning_integrations.engine.policies import score_documents
+from gold_panning_integrations.engine.beliefs import log_likelihood_ratios, score_documents, update_log_odds
+from gold_panning_integrations.engine.positions import assign, position_order, resample_curve
 from gold_panning_integrations.engine.simulator import simulate
 from gold_panning_integrations.panning import GoldPanner
 from gold_panning_integrations.profiles import DetectorProfile, load_profile

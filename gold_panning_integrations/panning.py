@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 from typing_extensions import Unpack
 
+from .engine.beliefs import recalibration_of
 from .engine.config import PanningConfig
 from .engine.panner import (
     PanningResult,
@@ -27,11 +28,9 @@ from .engine.panner import (
     score_map_of,
     score_temperature,
 )
-from .engine.reading import query_scope
-from .engine.relevance import recalibration_of
+from .engine.reading import RngOption, check_rng_option, derived_rng, query_scope
 from .engine.reranked import RerankHit, check_top_n, reranked
 from .engine.rounds import DecisionRates
-from .engine.seeding import RngOption, check_rng_option, derived_rng
 from .errors import InvalidInputError
 from .profiles import DetectorProfile, resolved_profile
 from .profiles._lookup import TaskKind
@@ -138,7 +137,7 @@ class GoldPanner:
             temperature=self.evidence_temperature,
             abstention=getattr(profile, "abstention_map", None),
         )
-        # None: each run derives its own stream from its input (:mod:`.engine.seeding`)
+        # None: each run derives its own stream from its input (:func:`~.engine.reading.derived_rng`)
         self.rng = None if rng is None else np.random.default_rng(None if isinstance(rng, str) else rng)
         self.recalibration = recalibration_of(profile)
         self.score_temperature = score_temperature(self.config, profile)

@@ -172,7 +172,7 @@ def GoldPanner(*args: Any, **kwargs: Any) -> _GoldPanner:
     ``empty_prompts="evidence"``, ``adapt_level=False``, no document-level mixture) and the
     flat prior (``retriever_prior="none"``) unless given: the engine tests pin placements
     and updates by hand from the profile's own rates and a flat start (the shuffle is
-    tested in ``test_engine_labels.py``, the robust likelihood in ``test_engine_robust.py``,
+    tested in ``test_engine_reading.py``, the robust likelihood in ``test_engine_robust.py``,
     the retriever prior in ``test_engine_priors.py``), and, unless a config is given, the
     paper's rounds: one prompt each, 4 rounds (the hand-derived numbers count rounds as
     calls; prompts sent together are tested in ``test_engine_parallel.py``)."""

@@ -33,7 +33,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from .._io import check_same_run
-from ..engine._concurrency import gather_all
+from ..engine.panner import gather_all
 from ..engine.reading import Reading, reader_failure
 from ..errors import CheckpointError
 from ..profiles import DetectorProfile

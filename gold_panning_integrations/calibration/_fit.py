@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from ..engine.curves import grid_positions
+from ..engine.positions import grid_positions
 from ..profiles import DetectorProfile, RateCounts
 
 __all__ = [

@@ -3,7 +3,7 @@
 A monotone map fitted on labelled traces (:func:`fit_map`: ``platt``, logistic regression
 on the log-odds; ``isotonic``, pool-adjacent-violators, any monotone shape) turns the
 engine's posterior log-odds into probabilities; the panner applies it to every probability
-it reports (:class:`~gold_panning_integrations.engine.relevance.RecalibrationMap`). Traces
+it reports (:class:`~gold_panning_integrations.engine.beliefs.RecalibrationMap`). Traces
 panned with another profile are replayed through the new one first (:func:`replay_log_odds`).
 :func:`cross_validate` scores the maps on held-out queries; docs/probabilities.md has the
 numbers that chose the default and the rationale.
@@ -19,9 +19,8 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 from scipy.optimize import isotonic_regression, minimize
 
-from ..engine.beliefs import logit, sigmoid
+from ..engine.beliefs import MAP_KINDS, RecalibrationMap, logit, sigmoid
 from ..engine.config import PanningConfig
-from ..engine.relevance import MAP_KINDS, RecalibrationMap
 from ..engine.rounds import BatchState, DecisionRates, observe_round
 from .metrics import adaptive_ece, brier, ece
 

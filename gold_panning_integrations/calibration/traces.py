@@ -17,7 +17,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from ..engine.beliefs import DEFAULT_EPS, log_likelihood_ratios, sigmoid
-from ..engine.curves import grid_positions as default_grid
+from ..engine.positions import grid_positions as default_grid
 from ..profiles import DetectorProfile, RateCounts
 from ._fit import rate_counts
 from ._trace_io import TRACE_VERSION, TraceWriter, check_relevant, read_traces, trace_record

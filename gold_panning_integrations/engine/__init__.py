@@ -1,14 +1,33 @@
-"""The numpy engine: beliefs, policies, assignment, one round (batch), the panning loop's
-parts, simulation (the one panner class, ``GoldPanner``, drives them).
+"""The numpy engine: beliefs and the functions of them (:mod:`.beliefs`), the options
+(:mod:`.config`), retriever priors (:mod:`.priors`), positions and their matching
+(:mod:`.positions`), what a reader is given and returns (:mod:`.reading`), one round, batched
+(:mod:`.rounds`), the panning loop's parts (:mod:`.panner`), the one result type
+(:mod:`.result`) and its reranking pairs (:mod:`.reranked`), simulation
+(:mod:`.simulator`); the one panner class, ``GoldPanner``, drives them.
 
 Imports numpy only (never langchain, llama_index or openai).
 """
 
-from .assignment import assign, diagnosticity, position_order, shown_order
-from .beliefs import initial_log_odds, log_likelihood_ratios, sigmoid, update_log_odds
+from .beliefs import (
+    POLICIES,
+    binary_entropy,
+    initial_log_odds,
+    log_likelihood_ratios,
+    score_documents,
+    sigmoid,
+    update_log_odds,
+    vote_ranking,
+)
 from .config import PanningConfig
-from .curves import grid_positions, interpolate_grid, resample_curve
-from .policies import POLICIES, binary_entropy, score_documents, vote_ranking
+from .positions import (
+    assign,
+    diagnosticity,
+    grid_positions,
+    interpolate_grid,
+    position_order,
+    resample_curve,
+    shown_order,
+)
 from .reading import Reader, Reading
 from .result import PanningResult, ProfileLike, RoundTrace
 from .simulator import Attack, PolicyCurve, SimulatedReader, SimulationResult, simulate

@@ -21,8 +21,7 @@ from dataclasses import asdict, dataclass, fields, replace
 from types import MappingProxyType
 from typing import Any, Literal
 
-from .beliefs import DEFAULT_EPS, PriorSpec
-from .policies import POLICIES
+from .beliefs import DEFAULT_EPS, POLICIES, PriorSpec
 from .priors import DEFAULT_HEAD_DECAY, DEFAULT_SCORE_TEMPERATURE
 
 __all__ = [

@@ -1,41 +1,52 @@
 """The panning loop's parts: one run's state (plan, observe, result) and a round's reading.
 
 :class:`PanningRun` runs the batch functions of :mod:`.rounds` with a batch of one and
-the stop rules of :mod:`.stopping`; :func:`read_round` and :func:`aread_round` send a
-round's prompts to the reader. The one panner class,
+the stop rules of :mod:`.beliefs`; :func:`read_round` and :func:`aread_round` send a
+round's prompts to the reader: in daemon threads (sync path) or gathered tasks (async
+path), never leaving a call behind the run that made it. The one panner class,
 :class:`gold_panning_integrations.GoldPanner`, resolves the profile and the reader once
 and drives a :class:`PanningRun` per query with them; this module imports neither.
 """
 
 from __future__ import annotations
 
+import asyncio
 import contextvars
 import logging
 import math
+import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from concurrent.futures import Future, wait
 from dataclasses import dataclass, replace
-from typing import Any, TypedDict
+from typing import Any, TypedDict, TypeVar
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from ..errors import AllRoundsFailedError
-from . import stopping
-from ._concurrency import gather_all, in_daemon_thread, settle
-from .beliefs import initial_log_odds, sigmoid
+from .beliefs import (
+    call_budget_exceeded,
+    gain_too_small,
+    initial_log_odds,
+    recalibrate,
+    rounds_done,
+    select,
+    selected_confidence,
+    sigmoid,
+    threshold_reached,
+    token_budget_exceeded,
+    vote_ranking,
+)
 from .config import PanningConfig
-from .mixture import evidence_swing
-from .policies import vote_ranking
 from .priors import BOUND_SHARE, ScoreMap, retriever_prior_probs
-from .reading import Reading, reader_failure
-from .relevance import recalibrate, select
+from .reading import Reading, draw_labels, reader_failure
 from .result import PanningResult, ProfileLike, RoundTrace, StopReason
 from .rounds import (
     BatchState,
     DecisionRates,
     active_mask,
-    draw_labels,
+    evidence_swing,
     observe_round,
     place,
     plan_round,
@@ -53,12 +64,17 @@ __all__ = [
     "RunOptions",
     "StopReason",
     "aread_round",
+    "gather_all",
+    "in_daemon_thread",
     "read_round",
     "score_temperature",
+    "settle",
     "takes_concurrent_calls",
 ]
 
 logger = logging.getLogger(__name__)
+
+T = TypeVar("T")
 
 
 def _abstain_of(reading: Reading) -> NDArray[np.float64] | None:
@@ -246,12 +262,12 @@ class PanningRun:
             return None
         cfg = self.cfg
         done = len(self.traces)
-        if stopping.rounds_done(done, cfg.rounds):
+        if rounds_done(done, cfg.rounds):
             self.stop_reason = "rounds"
             return None
         if (
             cfg.stop_at is not None
-            and stopping.threshold_reached(
+            and threshold_reached(
                 self.state.log_odds, k=cfg.focus, stop_at=cfg.stop_at, done=done, min_rounds=cfg.min_rounds
             )[0]
         ):
@@ -259,7 +275,7 @@ class PanningRun:
             return None
         plan = self.plan()
         calls = sum(t.calls for t in self.traces) if cfg.max_calls is not None else 0
-        if stopping.call_budget_exceeded(calls, len(plan.windows), cfg.max_calls):
+        if call_budget_exceeded(calls, len(plan.windows), cfg.max_calls):
             # Send the round's first prompts (with all their windows) that still fit.
             per_prompt = len(plan.windows) // cfg.prompts_per_round
             fit = (int(cfg.max_calls or 0) - calls) // per_prompt
@@ -267,7 +283,7 @@ class PanningRun:
                 self.stop_reason = "call-budget"
                 return None
             plan = plan.first_prompts(fit)
-        if cfg.max_prompt_tokens is not None and stopping.token_budget_exceeded(
+        if cfg.max_prompt_tokens is not None and token_budget_exceeded(
             sum(t.prompt_tokens for t in self.traces),
             sum(len(w) for t in self.traces for w in t.windows),
             sum(w.docs.size for w in plan.windows),
@@ -275,7 +291,7 @@ class PanningRun:
         ):
             self.stop_reason = "token-budget"
             return None
-        if cfg.min_gain is not None and stopping.gain_too_small(
+        if cfg.min_gain is not None and gain_too_small(
             self._expected_gain(plan), min_gain=cfg.min_gain, done=done, min_rounds=cfg.min_rounds
         ):
             self.stop_reason = "converged"
@@ -351,8 +367,8 @@ class PanningRun:
             q = b * g.tpr[pos] + (1.0 - b) * g.fpr[pos]  # predictive citation probability
             cited = rng.random((samples, w.docs.size)) < q
             lo[:, w.docs] += np.where(cited, g.llr_cited[pos], g.llr_missed[pos])
-        after = float(np.mean(stopping.selected_confidence(lo, self.cfg.focus)))
-        return after - float(stopping.selected_confidence(lo0, self.cfg.focus))
+        after = float(np.mean(selected_confidence(lo, self.cfg.focus)))
+        return after - float(selected_confidence(lo0, self.cfg.focus))
 
     def _warn_once(self) -> None:
         """One warning line for the query: the documents cut to fit the reader's context
@@ -591,7 +607,7 @@ def _retriever_prior(
     """The prior of ``config.retriever_prior`` over ``n`` documents (None: flat), with the
     score prior's ``temperature`` (None: not known) or the profile's ``score_map``; a
     prior not fitted for the retriever is bounded by :data:`~.priors.BOUND_SHARE` of
-    :func:`~.mixture.evidence_swing`."""
+    :func:`~.rounds.evidence_swing`."""
     if scores is not None and len(scores) != n:
         raise ValueError(f"scores must have one entry per document ({n}), got {len(scores)}")
     return retriever_prior_probs(
@@ -613,3 +629,44 @@ def takes_concurrent_calls(reader: Any) -> bool:
     not be thread-safe; ``aread`` calls are always gathered)."""
     limit = getattr(reader, "max_concurrency", 1)
     return limit is None or (isinstance(limit, int) and not isinstance(limit, bool) and limit > 1)
+
+
+# ------------------------------------------------------------------------------ prompts at once
+def in_daemon_thread(fn: Callable[..., Any], *args: Any) -> Future[Any]:
+    """Run ``fn(*args)`` in a new daemon thread; its future. Not a ThreadPoolExecutor,
+    whose workers Python joins at exit: after Ctrl-C a running call would hold the
+    process for its whole deadline. Readers bound their own calls in flight."""
+    future: Future[Any] = Future()
+
+    def work() -> None:
+        if not future.set_running_or_notify_cancel():
+            return
+        try:
+            future.set_result(fn(*args))
+        except BaseException as err:  # noqa: BLE001 - handed to the waiting caller
+            future.set_exception(err)
+
+    threading.Thread(target=work, daemon=True, name="gold-panning-prompt").start()
+    return future
+
+
+def settle(futures: Sequence[Future[Any]], err: BaseException) -> None:
+    """Cancel the futures not started and wait for the running ones, so no call outlives
+    its run; after an interrupt, running calls are left to end on their own."""
+    for f in futures:
+        f.cancel()
+    if not isinstance(err, KeyboardInterrupt):
+        wait(futures)
+
+
+async def gather_all(coros: Iterable[Awaitable[T]]) -> list[T]:
+    """``asyncio.gather`` that, when one raises or the caller is cancelled, cancels and
+    awaits the others before the error propagates."""
+    tasks = [asyncio.ensure_future(c) for c in coros]
+    try:
+        return list(await asyncio.gather(*tasks))
+    except BaseException:
+        for t in tasks:
+            t.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        raise

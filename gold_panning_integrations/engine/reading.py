@@ -1,20 +1,51 @@
-"""What a reader returns for one prompt (:class:`Reading`), the reader protocol the
-panner calls, and the query a reading belongs to (:func:`query_scope`). Readers do all
-I/O; the engine never does."""
+"""The engine's side of a reader: the labels documents are shown under, what a reader
+returns for one prompt (:class:`Reading`), the reader protocol the panner calls, and the
+query a reading belongs to (:func:`query_scope`) with its random stream
+(:func:`derived_rng`). Readers do all I/O; the engine never does.
+
+Labels are distinct random numbers per prompt, from at least :data:`LABELS_PER_DOCUMENT`
+numbers per document shown, so a number a document writes ("cite document 1") is almost
+never a label on screen.
+
+Same input, same output: with no seed, the panner's generator is seeded by a SHA-256
+digest of the input, so a repeated query repeats its prompts and ranking (and a reply
+cache can serve it); ``rng="fresh"`` on the panner, ``seed="fresh"`` on the adapters draw
+fresh entropy.
+"""
 
 from __future__ import annotations
 
 import contextlib
 import contextvars
+import hashlib
 import logging
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol, TypeVar, runtime_checkable
+from typing import Any, Literal, Protocol, TypeVar, runtime_checkable
+
+import numpy as np
+from numpy.typing import NDArray
 
 from ..errors import FatalReaderError
 
-__all__ = ["Query", "Reader", "Reading", "current_query", "query_scope", "reader_failure"]
+__all__ = [
+    "FRESH",
+    "LABELS_PER_DOCUMENT",
+    "MIN_LABEL_DIGITS",
+    "Query",
+    "Reader",
+    "Reading",
+    "RngOption",
+    "check_rng_option",
+    "current_query",
+    "derived_rng",
+    "draw_labels",
+    "input_digest",
+    "label_range",
+    "query_scope",
+    "reader_failure",
+]
 
 T = TypeVar("T")
 
@@ -76,7 +107,7 @@ class Reader(Protocol):
 
     * ``read(question, documents, *, labels) -> Reading`` (for ``GoldPanner.run``) and/or
       ``async aread(...)`` (for ``arun``): ``documents`` in prompt order, ``labels[i]``
-      (distinct positive ints, drawn at random: :func:`~.labels.label_range`) names
+      (distinct positive ints, drawn at random: :func:`label_range`) names
       ``documents[i]``; ``Reading.cited`` holds 0-based *positions*. Return
       ``Reading.failure(...)`` for model-side problems; any other exception becomes a
       failed reading, except :class:`~gold_panning_integrations.errors.FatalReaderError`,
@@ -159,3 +190,118 @@ def current_query() -> Query | None:
     """The query being run (:func:`query_scope`), or None outside one (a reader called
     directly: each reading is then its own query)."""
     return _QUERY.get()
+
+
+# ------------------------------------------------------------------------------ the query's random stream
+FRESH: Literal["fresh"] = "fresh"
+"""The spelling that asks for fresh entropy on every run instead of a derived stream."""
+
+RngOption = np.random.Generator | int | Literal["fresh"] | None
+"""What ``rng=`` / ``seed=`` accept: a Generator or an int (a fixed stream), ``"fresh"``
+(fresh entropy) or None (derived from the question and the documents)."""
+
+_DOMAIN = b"gold-panning/rng/v1"
+
+
+def _text(value: Any) -> bytes:
+    """UTF-8 of ``value``'s text (``str(value)`` for a non-string); any string hashes."""
+    s = value if isinstance(value, str) else str(value)
+    return s.encode("utf-8", errors="surrogatepass")
+
+
+def input_digest(question: Any, documents: Sequence[Any]) -> bytes:
+    """SHA-256 (32 bytes) of ``question`` and ``documents``, each part length-prefixed
+    after a version tag so no two inputs share an encoding. A non-string document is
+    hashed by its ``str()``: give it a stable ``__str__`` (or pass a seed)."""
+    h = hashlib.sha256(_DOMAIN)
+    h.update(len(documents).to_bytes(8, "big"))
+    for part in (question, *documents):
+        data = _text(part)
+        h.update(len(data).to_bytes(8, "big"))
+        h.update(data)
+    return h.digest()
+
+
+def derived_rng(question: Any, documents: Sequence[Any]) -> np.random.Generator:
+    """A generator seeded by :func:`input_digest`: the same stream for the same input on
+    every platform."""
+    return np.random.default_rng(int.from_bytes(input_digest(question, documents), "big"))
+
+
+def check_rng_option(value: Any, *, name: str = "rng") -> RngOption:
+    """``value`` if it is a Generator, an int (not a bool), ``"fresh"`` or None; else a
+    ``ValueError`` naming ``name`` and the value."""
+    if value is None or isinstance(value, np.random.Generator):
+        return value
+    if isinstance(value, str) and value == FRESH:
+        return FRESH
+    if isinstance(value, (int, np.integer)) and not isinstance(value, bool) and value >= 0:
+        return int(value)
+    raise ValueError(
+        f"{name} must be a non-negative int (a fixed stream), a numpy Generator, 'fresh' "
+        f"(fresh entropy on every run) or None (derived from the question and the documents), "
+        f"got {value!r}"
+    )
+
+
+# ------------------------------------------------------------------------------ labels
+LABELS_PER_DOCUMENT = 100
+"""Size of the label space per document shown (a number written anywhere is a label on
+screen with probability at most 1/100)."""
+MIN_LABEL_DIGITS = 3
+"""Fewest digits of a label (``100..999`` for the smallest prompts)."""
+
+
+def label_range(size: int) -> tuple[int, int]:
+    """The range ``[10**(d-1), 10**d - 1]`` the labels of a prompt of ``size`` documents
+    are drawn from, ``d`` the fewest digits (>= :data:`MIN_LABEL_DIGITS`) giving
+    :data:`LABELS_PER_DOCUMENT` numbers per document; one length, so a piece of a label
+    is never another. 1-9 documents: ``(100, 999)``; 10-90: ``(1000, 9999)``."""
+    if isinstance(size, bool) or not isinstance(size, (int, np.integer)) or size < 0:
+        raise ValueError(f"size must be an integer >= 0 (documents in one prompt), got {size!r}")
+    digits = MIN_LABEL_DIGITS
+    while 9 * 10 ** (digits - 1) < LABELS_PER_DOCUMENT * int(size):
+        digits += 1
+    return 10 ** (digits - 1), 10**digits - 1
+
+
+def draw_labels(rng: np.random.Generator, sizes: NDArray[np.intp], width: int) -> NDArray[np.int64]:
+    """Labels, shape ``(B, width)``: row ``b`` holds ``sizes[b]`` distinct numbers drawn
+    uniformly from :func:`label_range` ``(sizes[b])``, then 0s. One uniform per slot
+    (``rng.random((B, width))``); a slot repeating an earlier one in its row draws again."""
+    keys = rng.random((sizes.size, width))
+    if sizes.size == 1 and int(sizes[0]) == width:
+        # The panner's case (a batch of one, no padding): a set tells whether any repeats.
+        lo, hi = label_range(width)
+        labels = lo + np.floor(keys * (hi - lo + 1)).astype(np.int64)
+        if len(set(labels[0].tolist())) == width:
+            return labels
+        low = np.array([lo], dtype=np.int64)
+        span = np.array([hi - lo + 1], dtype=np.int64)
+        pad = np.zeros((1, width), dtype=bool)
+    else:
+        pad = np.arange(width)[None, :] >= sizes[:, None]
+        low = np.empty(sizes.size, dtype=np.int64)
+        span = np.empty(sizes.size, dtype=np.int64)
+        for s in np.unique(sizes):
+            lo, hi = label_range(int(s))
+            low[sizes == s], span[sizes == s] = lo, hi - lo + 1
+        labels = low[:, None] + np.floor(keys * span[:, None]).astype(np.int64)
+        labels[pad] = 0
+    while True:
+        again = _repeats(labels) & ~pad
+        if not again.any():
+            return labels
+        rows = np.nonzero(again)[0]
+        labels[again] = low[rows] + np.floor(rng.random(rows.size) * span[rows]).astype(np.int64)
+
+
+def _repeats(labels: NDArray[np.int64]) -> NDArray[np.bool_]:
+    """Entries equal to an earlier entry of their row, shape ``labels.shape``."""
+    order = np.argsort(labels, axis=1, kind="stable")
+    ranked = np.take_along_axis(labels, order, axis=1)
+    same = np.zeros(labels.shape, dtype=bool)
+    same[:, 1:] = ranked[:, 1:] == ranked[:, :-1]
+    out = np.zeros(labels.shape, dtype=bool)
+    np.put_along_axis(out, order, same, axis=1)
+    return out

@@ -10,9 +10,8 @@ from typing import Any, Literal, Protocol
 import numpy as np
 from numpy.typing import NDArray
 
-from .mixture import SUSPECT_AT
+from .beliefs import SUSPECT_AT, p_none
 from .reading import Reading
-from .relevance import p_none
 
 __all__ = ["PanningResult", "ProfileLike", "RoundTrace", "StopReason"]
 
@@ -129,7 +128,7 @@ class PanningResult:
         ranking: Input indices best first, shape ``(n,)``: by posterior (stable), or by
             citation count for the ``random`` (PSC) policy.
         selected: The documents returned, best first, shape ``(s,)``, ``s <= min(k,
-            n)``: :func:`~.relevance.select` of ``ranking``.
+            n)``: :func:`~.beliefs.select` of ``ranking``.
         citation_counts: Times each document was cited, shape ``(n,)``.
         rounds: Per-round trace.
         calls: Prompts sent (retries are counted in each reading's ``attempts``).
@@ -169,7 +168,7 @@ class PanningResult:
 
     @property
     def p_none(self) -> float:
-        """Probability that no candidate is relevant (:func:`~.relevance.p_none`)."""
+        """Probability that no candidate is relevant (:func:`~.beliefs.p_none`)."""
         return float(p_none(self.posteriors))
 
     @property

@@ -4,38 +4,39 @@ The panner calls these functions with a batch of one, :func:`~.simulator.simulat
 thousands of trials. A round is :func:`active_mask` (pruning); :func:`plan_round` per
 prompt (score, rank, ``spread``, ``shuffle_top``, match to positions, draw labels); the
 reader's citations; :func:`observe_round` per prompt, in prompt order (the update, read
-through :func:`mixed_evidence`). The policy generator's draws come in a fixed order
-(scores, shuffle, labels), so a batch of one consumes it exactly as the panner does.
+through :func:`~.beliefs.mixed_evidence`). The policy generator's draws come in a fixed
+order (scores, shuffle, labels), so a batch of one consumes it exactly as the panner does.
+
+The mixture's rates for a config (:func:`mixture_rates`: ``a``, ``b`` and ``s`` of the
+mixture in :mod:`.beliefs`) are here too, beside the code that reads a config.
 """
 
 from __future__ import annotations
 
 import functools
+import math
 from dataclasses import dataclass, field
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from .assignment import position_order
-from .beliefs import log_likelihood_ratios, logit, sigmoid
-from .config import PanningConfig
-from .curves import resample_curve
-from .labels import LABELS_PER_DOCUMENT, MIN_LABEL_DIGITS, draw_labels, label_range
-from .mixture import (
+from .beliefs import (
     TEST_AT,
     flat_evidence,
-    lead_rate,
+    log_likelihood_ratios,
+    logit,
     mixed_evidence,
-    mixture_rates,
     move_suspects,
+    score_documents,
     self_citing_share,
+    sigmoid,
 )
-from .policies import score_documents
+from .config import PanningConfig
+from .positions import position_order, resample_curve
+from .reading import draw_labels
 
 __all__ = [
     "DRAW_TEMPERATURE",
-    "LABELS_PER_DOCUMENT",
-    "MIN_LABEL_DIGITS",
     "ROBUST_SCALE",
     "ROBUST_SHIFT",
     "BatchState",
@@ -43,13 +44,13 @@ __all__ = [
     "Placement",
     "Rates",
     "active_mask",
-    "draw_labels",
-    "label_range",
+    "evidence_swing",
     "lead_rate",
-    "mixed_evidence",
+    "mixture_rates",
     "observe_round",
     "plan_round",
     "robust_rates",
+    "self_citing_rate",
     "suspected_shares",
     "suspicion",
 ]
@@ -593,7 +594,7 @@ def observe_round(
 def suspicion(
     state: BatchState, config: PanningConfig, geometry: DecisionRates, *, row: int | None = None
 ) -> NDArray[np.float64] | None:
-    """:func:`~.mixture.self_citing_share` of every document, shape ``(B, n)`` (of run ``row`` only:
+    """:func:`~.beliefs.self_citing_share` of every document, shape ``(B, n)`` (of run ``row`` only:
     ``(n,)``); None when ``config.self_citing`` is 0."""
     a, b, s = mixture_rates(config, state.log_odds.shape[1])
     if s == 0.0:
@@ -615,10 +616,60 @@ def suspicion(
 def suspected_shares(
     state: BatchState, config: PanningConfig, geometry: DecisionRates
 ) -> NDArray[np.float64] | None:
-    """Self-citing shares at least :data:`~.mixture.TEST_AT` (others 0), shape ``(B, n)``; None when
+    """Self-citing shares at least :data:`~.beliefs.TEST_AT` (others 0), shape ``(B, n)``; None when
     none is."""
     share = suspicion(state, config, geometry)
     if share is None or not (share >= TEST_AT).any():
         return None
     share[share < TEST_AT] = 0.0
     return share
+
+
+# ------------------------------------------------------------------------------ the mixture's rates
+def lead_rate(config: PanningConfig, n: int) -> float:
+    """``a = min(false_leads / (n - k), 0.5)``, ``k`` the config's focus: the probability
+    that one irrelevant document is a false lead."""
+    config = _resolved(config)
+    irrelevant = n - config.focus
+    leads = config.resolved("false_leads")
+    if leads == 0.0 or irrelevant <= 0:
+        return 0.0
+    return min(leads / irrelevant, 0.5)
+
+
+def _resolved(config: PanningConfig) -> PanningConfig:
+    """``config`` resolved against no profile (the defaults) unless it is resolved already:
+    the panner and simulate resolve it up front, so this is a flag read there."""
+    return config if config.profile_resolved else config.with_profile(None)
+
+
+def self_citing_rate(config: PanningConfig, n: int) -> float:
+    """``s = min(self_citing / (n - k), 0.45)``: the probability that one irrelevant
+    document is a self-citing passage (0.45 leaves room beside :func:`lead_rate`).
+
+    0 with ``empty_prompts="skip"``: its looks are conditioned on a citation, so a relevant
+    document cited whenever anything is would look flat."""
+    irrelevant = n - config.focus
+    if config.self_citing == 0.0 or irrelevant <= 0 or config.empty_prompts == "skip":
+        return 0.0
+    return min(float(config.self_citing) / irrelevant, 0.45)
+
+
+def evidence_swing(config: PanningConfig, n: int) -> float:
+    """The most that consistent evidence can move one document against another, in nats:
+    ``log((1 - b) / a) - log(b / (1 - a))``, a document cited in every prompt against one
+    never cited (``inf`` when ``a`` or ``b`` is 0: the paper's unbounded update).
+
+    Example: ``a = 0.25 / 7``, ``b = 0.1``: ``log(0.9 / 0.0357) - log(0.1 / 0.9643) = 3.227
+    + 2.266 = 5.493``.
+    """
+    a, b, _ = mixture_rates(config, n)
+    if a <= 0.0 or b <= 0.0:
+        return math.inf
+    return math.log((1.0 - b) / a) - math.log(b / (1.0 - a))
+
+
+def mixture_rates(config: PanningConfig, n: int) -> tuple[float, float, float]:
+    """``(a, b, s)``: false-lead, blind and self-citing rates of ``config`` for ``n`` documents."""
+    resolved = _resolved(config)
+    return lead_rate(resolved, n), resolved.resolved("blind_rate"), self_citing_rate(resolved, n)

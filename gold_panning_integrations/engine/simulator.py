@@ -2,8 +2,8 @@
 
 :class:`SimulatedReader` cites each shown document with its position's TPR (relevant) or
 FPR (irrelevant), optionally obeying an :class:`Attack`. :func:`simulate` runs thousands of
-trials at once through the round functions the panner runs (:mod:`.rounds`,
-:mod:`.stopping`) and returns F1 per round with a 95% confidence interval.
+trials at once through the round functions the panner runs (:mod:`.rounds`, the stop
+rules of :mod:`.beliefs`) and returns F1 per round with a 95% confidence interval.
 
 ``rng`` is split into ``(needles, model, policy, ties)``: one trial equals
 ``GoldPanner(SimulatedReader(..., rng=model), rng=policy)`` draw for draw (pinned by a test).
@@ -21,13 +21,11 @@ from typing import Any, Literal
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from .beliefs import DEFAULT_EPS, PriorSpec, initial_log_odds, logit, sigmoid
+from .beliefs import DEFAULT_EPS, POLICIES, PriorSpec, initial_log_odds, logit, sigmoid, threshold_reached
 from .config import PanningConfig
-from .curves import resample_curve
-from .policies import POLICIES
+from .positions import resample_curve
 from .reading import Reading
 from .rounds import BatchState, DecisionRates, active_mask, observe_round, plan_round
-from .stopping import threshold_reached
 
 __all__ = ["Attack", "Mistakes", "PolicyCurve", "SimulatedReader", "SimulationResult", "simulate"]
 

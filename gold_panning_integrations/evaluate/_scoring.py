@@ -13,8 +13,8 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from ..engine.beliefs import vote_ranking
 from ..engine.panner import PanningResult
-from ..engine.policies import vote_ranking
 from ..ir.ranking_metrics import (
     bootstrap_interval,
     metric_names,

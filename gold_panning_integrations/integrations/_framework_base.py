@@ -32,9 +32,9 @@ from pydantic import (
 )
 
 from ..engine import PanningResult
+from ..engine.beliefs import select
 from ..engine.config import PanningConfig
-from ..engine.relevance import select
-from ..engine.seeding import check_rng_option
+from ..engine.reading import check_rng_option
 from ..errors import InvalidInputError
 from ..panning import GoldPanner, short_repr
 from ..profiles import DetectorProfile, load_profile

@@ -19,10 +19,9 @@ from numpy.typing import ArrayLike, NDArray
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from .._io import read_regular_file
-from ..engine.assignment import diagnosticity
-from ..engine.curves import interpolate_grid, resample_curve
+from ..engine.beliefs import RecalibrationMap
+from ..engine.positions import diagnosticity, interpolate_grid, resample_curve
 from ..engine.priors import ScoreMap
-from ..engine.relevance import RecalibrationMap
 from ..errors import ProfileError
 from ._checks import (
     LEARNED_RANGES,
@@ -203,7 +202,7 @@ class DetectorProfile(_Model):
     """Monotone map from the panner's posterior log-odds to calibrated probabilities,
     learned from labelled traces (``gold-panning calibrate --from-traces``):
     ``{"kind": "platt", "slope", "intercept"}`` or ``{"kind": "isotonic", "x", "y"}``
-    (:class:`~gold_panning_integrations.engine.relevance.RecalibrationMap`). Applied to
+    (:class:`~gold_panning_integrations.engine.beliefs.RecalibrationMap`). Applied to
     every probability the panner reports. None: the posteriors as the update gives them."""
     extra: dict[str, Any] = Field(default_factory=dict)
     """Free-form metadata (how a value was fitted, calibration seeds, ...)."""

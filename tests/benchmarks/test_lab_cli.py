@@ -47,6 +47,7 @@ def test_table_lists_every_bench_module() -> None:
         "nq_strata",
         "replay_ndcg",
         "replay_options",
+        "score_map_replay",
         "score_prior_fit",
         "scripted_readers",
     }

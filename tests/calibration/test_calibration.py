@@ -20,7 +20,7 @@ from gold_panning_integrations.calibration import (
     count_outcomes,
     estimate_rates,
 )
-from gold_panning_integrations.engine.curves import grid_positions
+from gold_panning_integrations.engine.positions import grid_positions
 from gold_panning_integrations.engine.reading import Reading
 
 

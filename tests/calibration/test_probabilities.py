@@ -37,8 +37,8 @@ from gold_panning_integrations.calibration.recalibration import (
     replay_log_odds,
 )
 from gold_panning_integrations.calibration.traces import TraceWriter, read_traces
+from gold_panning_integrations.engine.beliefs import RecalibrationMap, p_none, select
 from gold_panning_integrations.engine.config import PanningConfig
-from gold_panning_integrations.engine.relevance import RecalibrationMap, p_none, select
 from gold_panning_integrations.errors import ProfileError
 from gold_panning_integrations.integrations.llama_index_postprocessor import PanningEndEvent
 

@@ -1,4 +1,5 @@
-"""Beliefs in log-odds: the Bayesian update pinned by hand, clamping, priors, stability.
+"""Beliefs in log-odds: the Bayesian update pinned by hand, clamping, priors, stability;
+the stop rules, pure functions of them (numbers in, decision out).
 
 The observation model: a document shown at position j adds log(TPR_j / FPR_j) to its
 log-odds when cited and log((1 - TPR_j) / (1 - FPR_j)) when shown and not cited.
@@ -21,7 +22,17 @@ from gold_panning_integrations.engine import (
     sigmoid,
     update_log_odds,
 )
-from gold_panning_integrations.engine.beliefs import DEFAULT_EPS, clamp_rates, logit
+from gold_panning_integrations.engine.beliefs import (
+    DEFAULT_EPS,
+    call_budget_exceeded,
+    clamp_rates,
+    gain_too_small,
+    logit,
+    rounds_done,
+    selected_confidence,
+    threshold_reached,
+    token_budget_exceeded,
+)
 
 # A three-position profile used throughout:
 #   position:      0     1     2
@@ -313,3 +324,53 @@ def test_binary_entropy_is_finite_at_extremes() -> None:
         h = binary_entropy(np.array([-1000.0, 1000.0, -1e308, 1e308]))
     assert np.all(np.isfinite(h))
     assert h.tolist() == [0.0, 0.0, 0.0, 0.0]
+
+
+# ------------------------------------------------------------ stop rules: numbers in, decision out
+def test_selected_confidence_is_the_mean_posterior_of_the_top_k() -> None:
+    lo = np.array([[0.0, math.log(3.0), math.log(9.0)]])  # posteriors 0.5, 0.75, 0.9
+    assert selected_confidence(lo, 2)[0] == pytest.approx((0.75 + 0.9) / 2)
+
+
+def test_selected_confidence_with_k_above_n_averages_everything() -> None:
+    lo = np.array([0.0, math.log(3.0)])
+    assert float(selected_confidence(lo, 5)) == pytest.approx(0.625)
+
+
+def test_threshold_waits_for_min_rounds() -> None:
+    lo = np.array([[math.log(9.0), 0.0]])  # top posterior 0.9
+    assert not threshold_reached(lo, k=1, stop_at=0.8, done=1, min_rounds=2)[0]
+    assert threshold_reached(lo, k=1, stop_at=0.8, done=2, min_rounds=2)[0]
+
+
+def test_threshold_is_per_trial() -> None:
+    lo = np.array([[math.log(9.0)], [0.0]])
+    assert threshold_reached(lo, k=1, stop_at=0.8, done=1, min_rounds=1).tolist() == [True, False]
+
+
+def test_call_budget_counts_the_planned_prompts() -> None:
+    assert call_budget_exceeded(3, 2, 4)
+    assert not call_budget_exceeded(3, 1, 4)
+    assert not call_budget_exceeded(30, 1, None)
+
+
+def test_token_budget_extrapolates_tokens_per_shown_document() -> None:
+    # 100 tokens for 10 shown documents: 10 per document; 5 more -> 150.
+    assert token_budget_exceeded(100, 10, 5, 149)
+    assert not token_budget_exceeded(100, 10, 5, 150)
+
+
+def test_token_budget_never_stops_the_first_round() -> None:
+    assert not token_budget_exceeded(0, 0, 100, 1)
+
+
+def test_gain_rule_needs_min_rounds_and_a_small_gain() -> None:
+    assert gain_too_small(0.001, min_gain=0.005, done=1, min_rounds=1)
+    assert not gain_too_small(0.001, min_gain=0.005, done=0, min_rounds=1)
+    assert not gain_too_small(0.01, min_gain=0.005, done=3, min_rounds=1)
+    assert not gain_too_small(0.0, min_gain=None, done=3, min_rounds=1)
+
+
+def test_rounds_done() -> None:
+    assert rounds_done(4, 4)
+    assert not rounds_done(3, 4)

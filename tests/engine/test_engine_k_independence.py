@@ -1,7 +1,7 @@
 """The probability is a measurement (issue 42): what a document's posterior says does not
 depend on how many documents were asked for (``k`` only selects), and silence is evidence.
 Also the worked examples of :func:`~gold_panning_integrations.engine.priors.bounded_prior`
-and :func:`~gold_panning_integrations.engine.mixture.evidence_swing`."""
+and :func:`~gold_panning_integrations.engine.rounds.evidence_swing`."""
 
 from __future__ import annotations
 
@@ -12,8 +12,8 @@ import numpy as np
 import pytest
 
 from gold_panning_integrations import DetectorProfile, GoldPanner, PanningConfig, Reading, bundled_profiles
-from gold_panning_integrations.engine.mixture import evidence_swing
 from gold_panning_integrations.engine.priors import BOUND_SHARE, MAX_PRIOR, bounded_prior
+from gold_panning_integrations.engine.rounds import evidence_swing
 
 QUESTION = "where is the needle?"
 DOCS = [f"passage {i}" for i in range(8)]

@@ -108,7 +108,7 @@ scenario = st.fixed_dictionaries(
 def _resampled(sc: dict) -> bool:
     """Whether the panner resamples the profile: asked for, or needed because the
     profile is shorter than a prompt (without resampling the panner refuses that case,
-    which test_engine_assignment covers)."""
+    which test_engine_positions covers)."""
     tpr, _ = sc["profile"]
     n, budget = sc["n"], sc["budget"]
     shown_max = n if budget is None else min(n, budget)

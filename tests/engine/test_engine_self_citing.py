@@ -1,7 +1,7 @@
 """The self-citing hypothesis: a passage cited at one rate wherever it sits (an obeyed "cite
 this passage") is told apart from a relevant document, whose citations follow the profile's
 curve. Numbers are worked by hand in the comments (the module docstring of
-``engine/mixture.py`` derives the formulas)."""
+``engine/beliefs.py`` derives the formulas)."""
 
 from __future__ import annotations
 
@@ -12,12 +12,11 @@ import numpy as np
 import pytest
 
 from gold_panning_integrations import DetectorProfile, GoldPanner, PanningConfig, Reading
-from gold_panning_integrations.engine.mixture import (
+from gold_panning_integrations.engine.beliefs import (
     flat_log_likelihood,
     mixed_evidence,
     move_suspects,
     self_citing_mixture,
-    self_citing_rate,
 )
 from gold_panning_integrations.engine.priors import rank_prior_probs
 from gold_panning_integrations.engine.rounds import (
@@ -25,6 +24,7 @@ from gold_panning_integrations.engine.rounds import (
     DecisionRates,
     observe_round,
     plan_round,
+    self_citing_rate,
     suspicion,
 )
 from gold_panning_integrations.engine.simulator import Attack, simulate

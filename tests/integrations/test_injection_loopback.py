@@ -35,16 +35,15 @@ from doubles import shown_documents
 from openai_server import Behaviour, FakeOpenAIServer, RecordedRequest, dynamic, ok
 
 from gold_panning_integrations import GoldPanner, PanningConfig
-from gold_panning_integrations.engine.beliefs import log_likelihood_ratios, logit
-from gold_panning_integrations.engine.mixture import (
-    evidence_swing,
+from gold_panning_integrations.engine.beliefs import (
     flat_evidence,
     flat_log_likelihood,
+    log_likelihood_ratios,
+    logit,
     mixed_evidence,
-    mixture_rates,
 )
 from gold_panning_integrations.engine.priors import rank_prior_probs
-from gold_panning_integrations.engine.rounds import DecisionRates
+from gold_panning_integrations.engine.rounds import DecisionRates, evidence_swing, mixture_rates
 from gold_panning_integrations.profiles import resolve_profile
 from gold_panning_integrations.readers import OpenAIReader
 
@@ -518,7 +517,7 @@ def engine_reading_accuracy(
     and the passage shown at ``slots`` in every prompt, swapped every other one (as in
     :func:`oracle_accuracy`), each read on its own as the update reads it: the bundled
     profile's decision rates at 10 positions, the rank prior, and the mixture of
-    ``engine/mixture.py`` with ``false_leads`` and ``self_citing`` per query (``a`` and
+    ``engine/beliefs.py`` with ``false_leads`` and ``self_citing`` per query (``a`` and
     ``s`` from :func:`mixture_rates` with ``k=1``, the default ``blind_rate``). Other
     documents are left out, so this is what the reading could reach with the best placement
     the observer knows of."""
