@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from gold_panning_integrations.engine.reading import Reading
+from gold_panning_integrations.engine.records import Reading
 from gold_panning_integrations.engine.simulator import SimulatedReader
 from gold_panning_integrations.readers._reader_base import adapt_reader
 

@@ -20,7 +20,7 @@ from numpy.typing import ArrayLike, NDArray
 from gold_panning_integrations.engine.config import PanningConfig
 from gold_panning_integrations.engine.positions import resample_curve
 from gold_panning_integrations.engine.priors import rank_prior_probs
-from gold_panning_integrations.engine.reading import label_range
+from gold_panning_integrations.engine.records import label_range
 from gold_panning_integrations.engine.simulator import Attack, Mistakes, SimulationResult
 from gold_panning_integrations.profiles import DetectorProfile, bundled_profiles
 

@@ -25,7 +25,7 @@ from typing import IO, Any
 
 import numpy as np
 
-from gold_panning_integrations.engine.reading import draw_labels
+from gold_panning_integrations.engine.records import draw_labels
 from gold_panning_integrations.readers.local import LocalReader
 from gold_panning_integrations.tasks.kv import KVTask
 

@@ -28,7 +28,7 @@ from .engine.panner import (
     score_map_of,
     score_temperature,
 )
-from .engine.reading import RngOption, check_rng_option, derived_rng, query_scope
+from .engine.records import RngOption, check_rng_option, derived_rng, query_scope
 from .engine.reranked import RerankHit, check_top_n, reranked
 from .engine.rounds import DecisionRates
 from .errors import InvalidInputError
@@ -65,7 +65,7 @@ class GoldPanner:
 
     Args:
         reader: A reader (``read``/``aread`` of the
-            :class:`~gold_panning_integrations.engine.reading.Reader` protocol), a
+            :class:`~gold_panning_integrations.engine.records.Reader` protocol), a
             LangChain chat model, a LlamaIndex LLM, or ``"local"`` for the embedded model;
             adapted once by :func:`~gold_panning_integrations.readers.as_reader` (a
             ``read`` without ``labels`` is wrapped, with one warning). None: only the
@@ -137,7 +137,7 @@ class GoldPanner:
             temperature=self.evidence_temperature,
             abstention=getattr(profile, "abstention_map", None),
         )
-        # None: each run derives its own stream from its input (:func:`~.engine.reading.derived_rng`)
+        # None: each run derives its own stream from its input (:func:`~.engine.records.derived_rng`)
         self.rng = None if rng is None else np.random.default_rng(None if isinstance(rng, str) else rng)
         self.recalibration = recalibration_of(profile)
         self.score_temperature = score_temperature(self.config, profile)

@@ -236,7 +236,7 @@ def test_check_reading_counts_valid_citing_and_gold_readings() -> None:
     import json
     import re
 
-    from gold_panning_integrations.engine.reading import Reading
+    from gold_panning_integrations.engine.records import Reading
 
     spec = importlib.util.spec_from_file_location("check_reading", ROOT / "examples" / "check_reading.py")
     assert spec is not None and spec.loader is not None
@@ -280,7 +280,7 @@ def _example_module(name: str) -> Any:
 def test_injection_check_counts_an_obeyed_injection_and_restores_the_prompts() -> None:
     from langchain_core.language_models import FakeListChatModel
 
-    from gold_panning_integrations.engine.reading import Reading
+    from gold_panning_integrations.engine.records import Reading
     from gold_panning_integrations.readers import SYSTEM_PROMPT, ChatModelReader
 
     module = _example_module("injection_check")

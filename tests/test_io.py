@@ -48,4 +48,3 @@ def test_missing_directory_and_fifo_say_what_was_found(tmp_path: Path) -> None:
         os.mkfifo(fifo)
         with pytest.raises(_Mine, match=r"is a FIFO \(named pipe\)"):
             _io.read_regular_file(fifo, max_bytes=10, what="notes", error=_Mine)
-

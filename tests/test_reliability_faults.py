@@ -68,7 +68,7 @@ from gold_panning_integrations import (
     PanningResult,
 )
 from gold_panning_integrations.engine.priors import rank_prior_probs
-from gold_panning_integrations.engine.reading import label_range
+from gold_panning_integrations.engine.records import label_range
 from gold_panning_integrations.readers import OpenAIReader
 from gold_panning_integrations.readers._prompt import retry_after
 

@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from ..engine.result import PanningResult
+from ..engine.records import PanningResult
 from ._inputs import Question
 
 __all__ = [

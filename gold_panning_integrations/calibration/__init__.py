@@ -34,7 +34,7 @@ from numpy.typing import NDArray
 
 from .._io import check_same_run
 from ..engine.panner import gather_all
-from ..engine.reading import Reading, reader_failure
+from ..engine.records import Reading, reader_failure
 from ..errors import CheckpointError
 from ..profiles import DetectorProfile
 from ..readers._reader_base import Steps, arun_steps, run_steps

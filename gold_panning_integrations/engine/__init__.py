@@ -28,8 +28,7 @@ from .positions import (
     resample_curve,
     shown_order,
 )
-from .reading import Reader, Reading
-from .result import PanningResult, ProfileLike, RoundTrace
+from .records import PanningResult, ProfileLike, Reader, Reading, RoundTrace
 from .simulator import Attack, PolicyCurve, SimulatedReader, SimulationResult, simulate
 
 __all__ = [

@@ -40,8 +40,7 @@ from .beliefs import (
 )
 from .config import PanningConfig
 from .priors import BOUND_SHARE, ScoreMap, retriever_prior_probs
-from .reading import Reading, draw_labels, reader_failure
-from .result import PanningResult, ProfileLike, RoundTrace, StopReason
+from .records import PanningResult, ProfileLike, Reading, RoundTrace, StopReason, draw_labels, reader_failure
 from .rounds import (
     BatchState,
     DecisionRates,

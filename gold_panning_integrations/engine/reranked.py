@@ -12,7 +12,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from .result import PanningResult
+from .records import PanningResult
 
 __all__ = ["RerankHit", "check_top_n", "reranked"]
 

@@ -33,7 +33,7 @@ from .beliefs import (
 )
 from .config import PanningConfig
 from .positions import position_order, resample_curve
-from .reading import draw_labels
+from .records import draw_labels
 
 __all__ = [
     "DRAW_TEMPERATURE",

@@ -24,7 +24,7 @@ from numpy.typing import ArrayLike, NDArray
 from .beliefs import DEFAULT_EPS, POLICIES, PriorSpec, initial_log_odds, logit, sigmoid, threshold_reached
 from .config import PanningConfig
 from .positions import resample_curve
-from .reading import Reading
+from .records import Reading
 from .rounds import BatchState, DecisionRates, active_mask, observe_round, plan_round
 
 __all__ = ["Attack", "Mistakes", "PolicyCurve", "SimulatedReader", "SimulationResult", "simulate"]

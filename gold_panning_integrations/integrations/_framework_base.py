@@ -34,7 +34,7 @@ from pydantic import (
 from ..engine import PanningResult
 from ..engine.beliefs import select
 from ..engine.config import PanningConfig
-from ..engine.reading import check_rng_option
+from ..engine.records import check_rng_option
 from ..errors import InvalidInputError
 from ..panning import GoldPanner, short_repr
 from ..profiles import DetectorProfile, load_profile

@@ -194,7 +194,7 @@ class DetectorProfile(_Model):
     score lies in ``[low, high]``. None: not measured."""
     abstention_map: tuple[float, float] | None = None
     """``(slope, offset)``: what a prompt's first-token probability ``p`` of the way out
-    (:attr:`~gold_panning_integrations.engine.reading.Reading.abstain_p`) tells, as
+    (:attr:`~gold_panning_integrations.engine.records.Reading.abstain_p`) tells, as
     ``slope * logit(p) + offset`` nats added to the evidence of every document the prompt
     showed, fitted per query on labelled traces that carry it (``calibrate
     --from-traces``). None: not measured, and the reading is not used."""

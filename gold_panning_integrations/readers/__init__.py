@@ -18,7 +18,7 @@ import sys
 from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
-from ..engine.reading import Reader, Reading
+from ..engine.records import Reader, Reading
 from ..engine.simulator import SimulatedReader
 from ._cache import ReplyCache
 from ._prompt import (

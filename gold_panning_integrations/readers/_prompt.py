@@ -1,6 +1,6 @@
 """Prompt rendering, fitting the documents into the model's context, the citation schema,
 strict citation parsing, and turning a reply into a
-:class:`~gold_panning_integrations.engine.reading.Reading`.
+:class:`~gold_panning_integrations.engine.records.Reading`.
 
 Documents are shown under the panner's labels (``labels[i]`` names ``documents[i]``;
 None: ``1..m``) and the model is asked for ``{"cited": [labels]}``. Only labels shown
@@ -43,7 +43,7 @@ from typing import Any, Protocol
 from pydantic import BaseModel, Field
 from tenacity import RetryCallState, wait_exponential_jitter, wait_fixed
 
-from ..engine.reading import Reading
+from ..engine.records import Reading
 from ..errors import CitationParseError, ReaderError
 
 __all__ = [

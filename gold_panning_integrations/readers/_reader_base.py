@@ -8,7 +8,7 @@ and a :class:`Reply`). Everything else is here or in :mod:`._prompt`: option che
 sanitising, labels, fitting the context (:func:`._prompt.fit_documents`), retries
 (:func:`retry_steps`) within the query's deadline (:class:`Deadline`), the
 structured-to-text fallback, replies read into a
-:class:`~gold_panning_integrations.engine.reading.Reading` in cite or answer mode, the
+:class:`~gold_panning_integrations.engine.records.Reading` in cite or answer mode, the
 shared limits (:class:`CallLimit`, :class:`RateLimit`) and the reply cache (:mod:`._cache`).
 
 **One core, two drivers**: an operation written once, for the sync and the async path.
@@ -22,7 +22,7 @@ awaits the result when it is awaitable. The core picks the sync or async callee 
 **One deadline per query**: how long a reader's endpoint may keep a query waiting. A
 reader with a ``timeout`` (:class:`~.openai.OpenAIReader`) gives each query one
 :class:`Deadline` of ``timeout`` seconds, shared by every round, prompt and attempt of
-the query (:func:`~gold_panning_integrations.engine.reading.current_query`; a reader
+the query (:func:`~gold_panning_integrations.engine.records.current_query`; a reader
 called outside the panner makes each reading its own query). Each attempt gets what is
 left of it (at most ``timeout``); no retry starts, and no retry wait is slept, once it has
 passed; a prompt of a later round is then not sent at all. A reply from the endpoint moves
@@ -49,7 +49,7 @@ is logged at DEBUG: a query's failures are summed up once, by the panner.
 :class:`Usage` is what one reading spent.
 
 **A user's reader** not built on the base: the engine calls every reader as the
-:class:`~gold_panning_integrations.engine.reading.Reader` protocol declares and never looks
+:class:`~gold_panning_integrations.engine.records.Reader` protocol declares and never looks
 at a signature; a reader whose ``read``/``aread`` takes no ``labels`` becomes an
 :class:`AdaptedReader` (one warning per class and method; its readings say they were shown
 under ``1..m``), as a callable prompt template that takes none becomes a
@@ -84,7 +84,7 @@ from tenacity import (
 )
 from tenacity.stop import stop_base
 
-from ..engine.reading import Reading, current_query
+from ..engine.records import Reading, current_query
 from ..errors import CitationParseError, FatalReaderError, MissingExtraError, ReaderError
 from ._cache import ReplyCache, cache_key
 from ._errors import classify_error, is_retryable

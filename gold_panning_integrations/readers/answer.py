@@ -23,7 +23,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..engine.reading import Reading
+from ..engine.records import Reading
 from ._prompt import check_max_chars_per_doc, clip_document, truncate
 
 __all__ = [

@@ -19,7 +19,7 @@ from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 from langchain_core.runnables import Runnable, RunnableConfig
 from langchain_core.runnables.config import merge_configs
 
-from ..engine.reading import Reading
+from ..engine.records import Reading
 from ..errors import CitationParseError
 from ._options import (
     DEFAULT_CONTEXT_TOKENS,

@@ -127,7 +127,7 @@ class OpenAIReader(BaseReader):
         max_tokens: Completion budget per call.
         extra_body: Extra JSON fields sent with every request (e.g. Ollama's ``options``).
         logprobs: In answer mode, ask for the first token's ``top_logprobs`` (20) and read
-            :attr:`~..engine.reading.Reading.abstain_p` from them; the engine uses it when
+            :attr:`~..engine.records.Reading.abstain_p` from them; the engine uses it when
             the profile has an ``abstention_map`` (fitted by ``calibrate --from-traces`` on
             traces recorded with this on). The server must support ``logprobs`` (OpenAI,
             vLLM, llama.cpp's server).

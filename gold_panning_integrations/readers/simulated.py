@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from ..engine.reading import Reading
+from ..engine.records import Reading
 from ..engine.simulator import SimulatedReader
 
 __all__ = ["LexicalSimulatedReader"]

@@ -33,7 +33,7 @@ def _local(base_url: str, questions: Path, out: Path, *extra: str) -> list[dict[
 def test_record_fields_are_the_records_keys() -> None:
     import numpy as np
 
-    from gold_panning_integrations.engine.result import PanningResult
+    from gold_panning_integrations.engine.records import PanningResult
 
     result = PanningResult(
         posteriors=np.array([0.2, 0.7]),

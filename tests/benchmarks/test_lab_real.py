@@ -12,7 +12,7 @@ import pytest
 from benchmarks._cli import main as lab_main
 from benchmarks._readers import CachedReader
 from gold_panning_integrations.cli import EXIT_ERROR
-from gold_panning_integrations.engine.reading import Reading
+from gold_panning_integrations.engine.records import Reading
 
 
 class _WithLabels:

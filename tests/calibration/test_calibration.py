@@ -21,7 +21,7 @@ from gold_panning_integrations.calibration import (
     estimate_rates,
 )
 from gold_panning_integrations.engine.positions import grid_positions
-from gold_panning_integrations.engine.reading import Reading
+from gold_panning_integrations.engine.records import Reading
 
 
 class ScriptedReader:

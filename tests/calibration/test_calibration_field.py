@@ -18,7 +18,7 @@ from gold_panning_integrations.calibration import (
     next_grid_index,
 )
 from gold_panning_integrations.cli import main as cli_main
-from gold_panning_integrations.engine.reading import Reading
+from gold_panning_integrations.engine.records import Reading
 from gold_panning_integrations.errors import CheckpointError, FatalReaderError
 from gold_panning_integrations.profiles import DetectorProfile
 

@@ -257,7 +257,7 @@ def _mixture_traces(blind: float, leads: float, queries: int, seed: int) -> list
     """Labelled traces of a simulated reader that is blind to the gold of a share
     ``blind`` of the queries (cites it at FPR) and has ``leads`` false leads per query
     on average (irrelevant documents cited at TPR), 10 documents, 6 rounds."""
-    from gold_panning_integrations.engine.reading import Reading
+    from gold_panning_integrations.engine.records import Reading
 
     prof = load_profile("lost-in-the-middle").resample(10)
     rng = np.random.default_rng(seed)

@@ -19,7 +19,7 @@ from gold_panning_integrations import (
     GoldPanningRetriever,
     Reading,
 )
-from gold_panning_integrations.engine.reading import check_rng_option, derived_rng, input_digest
+from gold_panning_integrations.engine.records import check_rng_option, derived_rng, input_digest
 
 DOCS = [f"Passage {i} about topic {i % 3}." for i in range(8)]
 

@@ -891,7 +891,7 @@ class _FailingReader:
     """Every reading fails: the panner gathers no evidence."""
 
     def read(self, question: str, documents: Any, **kw: Any) -> Any:
-        from gold_panning_integrations.engine.reading import Reading
+        from gold_panning_integrations.engine.records import Reading
 
         return Reading.failure("no model")
 

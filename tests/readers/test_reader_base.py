@@ -17,7 +17,7 @@ from openai_server import FakeOpenAIServer, RecordedRequest, dynamic, ok
 from pydantic import Field
 
 from gold_panning_integrations import GoldPanner
-from gold_panning_integrations.engine.reading import Reading
+from gold_panning_integrations.engine.records import Reading
 from gold_panning_integrations.readers import (
     BaseReader,
     ChatModelReader,

@@ -15,7 +15,7 @@ import pytest
 from openai_server import FakeOpenAIServer, cite, delay, status
 
 from gold_panning_integrations import AllRoundsFailedError, GoldPanner
-from gold_panning_integrations.engine.reading import Reading, current_query, query_scope
+from gold_panning_integrations.engine.records import Reading, current_query, query_scope
 from gold_panning_integrations.errors import TransientReaderError
 from gold_panning_integrations.readers import OpenAIReader
 from gold_panning_integrations.readers._reader_base import Deadline, RetryPolicy, Usage, with_retries

@@ -25,7 +25,7 @@ from openai_server import (
 )
 
 from gold_panning_integrations import GoldPanner
-from gold_panning_integrations.engine.reading import Reading
+from gold_panning_integrations.engine.records import Reading
 from gold_panning_integrations.errors import (
     CitationParseError,
     FatalReaderError,

@@ -11,7 +11,7 @@ import pytest
 
 from gold_panning_integrations import DetectorProfile, GoldPanner, Reading
 from gold_panning_integrations.engine import reading as engine_reading
-from gold_panning_integrations.engine.reading import draw_labels, label_range
+from gold_panning_integrations.engine.records import draw_labels, label_range
 from gold_panning_integrations.errors import CitationParseError
 from gold_panning_integrations.readers._prompt import reading_from_citations
 
