@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from gold_panning_integrations import DetectorProfile, GoldPanner, Reading
-from gold_panning_integrations.engine import reading as engine_reading
+from gold_panning_integrations.engine import records as engine_records
 from gold_panning_integrations.engine.records import draw_labels, label_range
 from gold_panning_integrations.errors import CitationParseError
 from gold_panning_integrations.readers._prompt import reading_from_citations
@@ -94,8 +94,8 @@ def test_draw_labels_takes_each_rows_range_from_its_own_size() -> None:
 
 def test_draw_labels_redraws_repeats_into_uniform_distinct_labels(monkeypatch: pytest.MonkeyPatch) -> None:
     # A space of 9 numbers for 9 documents: almost every row repeats a number at first.
-    monkeypatch.setattr(engine_reading, "MIN_LABEL_DIGITS", 1)
-    monkeypatch.setattr(engine_reading, "LABELS_PER_DOCUMENT", 1)
+    monkeypatch.setattr(engine_records, "MIN_LABEL_DIGITS", 1)
+    monkeypatch.setattr(engine_records, "LABELS_PER_DOCUMENT", 1)
     assert label_range(9) == (1, 9)
     rows = 45_000
     labels = draw_labels(np.random.default_rng(1), np.full(rows, 9, dtype=np.intp), 9)
