@@ -42,6 +42,7 @@ from gold_panning_integrations.calibration.traces import read_traces
 from gold_panning_integrations.engine.beliefs import logit, sigmoid
 from gold_panning_integrations.engine.config import PanningConfig
 from gold_panning_integrations.engine.panner import _retriever_prior, score_map_of, score_temperature
+from gold_panning_integrations.ir.collection import read_qrels, read_run
 from gold_panning_integrations.ir.ranking_metrics import per_query_metrics
 from gold_panning_integrations.profiles import load_profile
 
@@ -60,24 +61,6 @@ def questions(sets: Sequence[tuple[Path, Path]], method: str) -> dict[str, dict[
         for t, q in zip(traces, qids):
             out.setdefault(q, t)
     return out
-
-
-def read_run(path: Path) -> dict[str, list[tuple[str, float]]]:
-    """Query id -> ``(document id, score)`` in the run's order."""
-    run: dict[str, list[tuple[str, float]]] = {}
-    for line in path.read_text(encoding="utf-8").splitlines():
-        q, _, doc, _, score, _ = line.split()
-        run.setdefault(q, []).append((doc, float(score)))
-    return run
-
-
-def read_qrels(path: Path) -> dict[str, dict[str, int]]:
-    """BEIR qrels TSV (header ``query-id corpus-id score``) -> query -> document -> grade."""
-    qrels: dict[str, dict[str, int]] = {}
-    for line in path.read_text(encoding="utf-8").splitlines()[1:]:
-        q, doc, grade = line.split("\t")
-        qrels.setdefault(q, {})[doc] = int(grade)
-    return qrels
 
 
 def auroc(scores: NDArray[np.float64], positive: NDArray[np.bool_]) -> float:
@@ -161,7 +144,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--draws", type=int, default=2000, help="bootstrap draws (default 2000)")
     args = ap.parse_args(argv)
     traces = questions([tuple(s) for s in args.set], args.method)
-    run, qrels = read_run(args.run), read_qrels(args.qrels)
+    depth = max(int(t["n"]) for t in traces.values())
+    first_stage = read_run(args.run, depth=depth, queries=set(traces))
+    run = {q: list(zip(docs, first_stage.scores[q])) for q, docs in first_stage.candidates.items()}
+    qrels, _ = read_qrels(args.qrels)
     emptied = set(args.emptied.read_text(encoding="utf-8").split())
     print(
         "| profile | questions | per-document ECE | p_none AUROC [95% CI] | nDCG@10 (vs the run's order) | mean p_none |"

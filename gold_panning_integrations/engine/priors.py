@@ -9,6 +9,7 @@ probability (whose sum, the expected number of relevant candidates, then varies 
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import math
 from collections.abc import Mapping, Sequence
@@ -65,7 +66,7 @@ documents: 0.34 for the first, 0.21 for the second, 0.023 for the tenth)."""
 @dataclass(frozen=True)
 class ScoreMap:
     """A retriever's scores as prior probabilities, fitted on labelled queries of that
-    retriever (:func:`~gold_panning_integrations.calibration.traces.fit_score_map`) and
+    retriever (:func:`~gold_panning_integrations.calibration.score_maps.fit_score_map`) and
     stored in a detector profile: the document at 0-based rank ``r`` with score ``s`` is
     relevant with probability ``sigmoid(score * s + log_rank * log(1 + r) + offset)``.
 
@@ -91,8 +92,8 @@ class ScoreMap:
     high: float
 
     def __post_init__(self) -> None:
-        for name in ("score", "log_rank", "offset", "low", "high"):
-            value = getattr(self, name)
+        for f in dataclasses.fields(self):
+            name, value = f.name, getattr(self, f.name)
             if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
                 raise ValueError(f"a score map's {name} must be a finite number, got {value!r:.40}")
             object.__setattr__(self, name, float(value))
@@ -116,26 +117,20 @@ class ScoreMap:
 
     def to_dict(self) -> dict[str, float]:
         """JSON-ready: ``{"score", "log_rank", "offset", "low", "high"}``."""
-        return {
-            "score": self.score,
-            "log_rank": self.log_rank,
-            "offset": self.offset,
-            "low": self.low,
-            "high": self.high,
-        }
+        return dataclasses.asdict(self)
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> ScoreMap:
         """The map of :meth:`to_dict`; ValueError naming the missing or bad field otherwise."""
         if not isinstance(data, Mapping):
             raise ValueError(f"a score map must be an object, got {data!r:.60}")  # noqa: TRY004 - a profile's ValueError
-        fields = ("score", "log_rank", "offset", "low", "high")
-        missing, extra = [f for f in fields if f not in data], sorted(set(data) - set(fields))
+        names = [f.name for f in dataclasses.fields(cls)]
+        missing, extra = [f for f in names if f not in data], sorted(set(data) - set(names))
         if missing or extra:
             raise ValueError(
-                f"a score map has the fields {', '.join(fields)}; missing {missing}, unknown {extra}"
+                f"a score map has the fields {', '.join(names)}; missing {missing}, unknown {extra}"
             )
-        return cls(**{f: data[f] for f in fields})
+        return cls(**{f: data[f] for f in names})
 
 
 def _to_expected_k(weights: NDArray[np.float64], k: float) -> NDArray[np.float64]:
