@@ -28,7 +28,14 @@ from ._job import (
     run_scores,
     write_outputs,
 )
-from ._run import arerank_question, arerank_stream, default_in_flight, question_record, question_rng
+from ._run import (
+    arerank_question,
+    arerank_stream,
+    default_in_flight,
+    question_k,
+    question_record,
+    question_rng,
+)
 
 __all__ = [
     "CHECKPOINT_NAME",
@@ -46,6 +53,7 @@ __all__ = [
     "arerank_stream",
     "default_in_flight",
     "question_from_object",
+    "question_k",
     "question_record",
     "question_rng",
     "rerank_job",

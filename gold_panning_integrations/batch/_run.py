@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from .._streams import method_rng, query_k
 from ..engine.records import PanningResult
 from ._inputs import Question
 
@@ -40,18 +41,12 @@ def question_rng(question: Question, seed: int | None) -> np.random.Generator | 
     instance at the same position for :data:`EVALUATE_METHOD` (``[seed, index, method]``);
     None: the panner derives it from the question's text and candidates (the same input
     gives the same output wherever and in whatever order it runs)."""
-    if seed is None:
-        return None
-    from ..evaluate._methods import ALL_METHODS
-
-    return np.random.default_rng([int(seed), question.index, ALL_METHODS.index(EVALUATE_METHOD)])
+    return None if seed is None else method_rng(seed, question.index, EVALUATE_METHOD)
 
 
 def question_k(k: int | None, n: int) -> int | None:
     """The engine's ``k`` for a question of ``n`` candidates: ``k`` at most ``n - 1`` and
     at least 1, as ``evaluate`` pans (None stays None: no count limit)."""
-    from ..evaluate._instances import query_k
-
     return None if k is None else query_k(k, n)
 
 
