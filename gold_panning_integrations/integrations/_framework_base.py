@@ -390,12 +390,6 @@ class PanningOptions(_EngineOptions):
                     self._engine = engine
         return engine
 
-    def _stream(self) -> np.random.Generator | None:
-        """This query's random stream: with an int ``seed``, the stream it starts (every
-        query the same, so a repeated query repeats its prompts); else None, the engine's
-        rule (derived from the input, or fresh entropy)."""
-        return None if self.seed is None or isinstance(self.seed, str) else np.random.default_rng(self.seed)
-
     def _notify(self, result: PanningResult) -> PanningResult:
         """Hand ``result`` to ``on_result`` (its errors are logged, never raised); ``result``."""
         if self.on_result is None:

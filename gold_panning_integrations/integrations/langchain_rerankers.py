@@ -158,14 +158,11 @@ class _LangChainPanning(PanningOptions):
         self, docs: Sequence[Document], callbacks: Callbacks, method: str
     ) -> tuple[Any, list[str], dict[str, Any]]:
         """The engine and ``run``/``arun``'s arguments for ``docs`` (checked to be
-        Documents): their texts, and the scores, the random stream and reader keywords: model calls report
+        Documents): their texts, and the scores and reader keywords: model calls report
         to ``callbacks`` when the reader's ``method`` takes a run ``config`` (the LangChain
         chat-model reader)."""
         engine = self._get_engine()
-        options: dict[str, Any] = {
-            "scores": [d.metadata.get(self.score_key) for d in docs],
-            "rng": self._stream(),
-        }
+        options: dict[str, Any] = {"scores": [d.metadata.get(self.score_key) for d in docs]}
         if callbacks is not None and self._takes_config(engine, method):
             options["reader_options"] = {"config": {"callbacks": callbacks}}
         return engine, [d.page_content for d in docs], options

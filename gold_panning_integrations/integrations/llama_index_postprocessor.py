@@ -224,9 +224,10 @@ class GoldPanningPostprocessor(BaseNodePostprocessor, PanningOptions):
 
     def _query(self, nodes: Nodes) -> tuple[Any, list[str], dict[str, Any]]:
         """The engine and ``run``/``arun``'s arguments for ``nodes``: their texts (with
-        the metadata ``metadata_mode`` shows), their scores and the random stream."""
+        the metadata ``metadata_mode`` shows) and their scores (the random stream is the
+        engine's: :attr:`seed`)."""
         texts = [node.node.get_content(metadata_mode=self.metadata_mode) for node in nodes]
-        return self._get_engine(), texts, {"scores": [x.score for x in nodes], "rng": self._stream()}
+        return self._get_engine(), texts, {"scores": [x.score for x in nodes]}
 
     def _empty(self, n: int | None) -> PannedNodes:
         """No nodes: an empty result, no call made."""
