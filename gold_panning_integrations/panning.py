@@ -29,7 +29,7 @@ from .engine.panner import (
     score_temperature,
 )
 from .engine.records import RngOption, check_rng_option, derived_rng, query_scope
-from .engine.reranked import RerankHit, check_top_n, reranked
+from .engine.reranked import RerankHit, check_top_n, document_text, reranked
 from .engine.rounds import DecisionRates
 from .errors import InvalidInputError
 from .profiles import DetectorProfile, resolved_profile
@@ -251,31 +251,46 @@ class GoldPanner:
 
     def rerank(
         self,
-        query: str,
         documents: Sequence[Any],
+        query: str,
         *,
         top_n: int | None = None,
         **options: Unpack[RunOptions],
     ) -> list[RerankHit]:
-        """Pan ``documents`` for ``query`` (:meth:`run`, whose keyword options it takes)
-        and return ``(index, relevance_score)`` pairs, best first: the first ``top_n``
-        of the ranking (None: every document), each with its posterior probability of
-        relevance (:func:`~.engine.reranked.reranked`), as scoring rerankers such as
-        LangChain's ``CohereRerank.rerank`` return them."""
+        """``documents`` reranked for ``query``, the shape of LangChain's
+        ``CohereRerank.rerank``: ``[{"index": i, "relevance_score": p}, ...]``, best first,
+        the first ``top_n`` of the ranking (None or -1: every document), each with its
+        posterior probability of relevance (:func:`~.engine.reranked.reranked`).
+
+        A document is a text or a ``{"text": ...}`` dict (Cohere's form; other fields are not
+        read); the keyword options are :meth:`run`'s.
+
+        Raises:
+            ValueError: ``top_n`` is not an int >= 1, None or -1.
+            InvalidInputError: as :meth:`run`, or a dict without a ``"text"`` string.
+        """
         top_n = check_top_n(top_n)
-        return reranked(self.run(query, documents, **options), top_n=top_n)
+        return reranked(self.run(query, _texts(documents), **options), top_n=top_n)
 
     async def arerank(
         self,
-        query: str,
         documents: Sequence[Any],
+        query: str,
         *,
         top_n: int | None = None,
         **options: Unpack[RunOptions],
     ) -> list[RerankHit]:
         """Asynchronous :meth:`rerank` (:meth:`arun`, the reader's ``aread``)."""
         top_n = check_top_n(top_n)
-        return reranked(await self.arun(query, documents, **options), top_n=top_n)
+        return reranked(await self.arun(query, _texts(documents), **options), top_n=top_n)
+
+
+def _texts(documents: Any) -> Any:
+    """Cohere's ``{"text": ...}`` dicts as their texts (:func:`~.engine.reranked.document_text`);
+    anything else as given, for :func:`check_documents` to check."""
+    if isinstance(documents, (str, bytes, Mapping)) or not isinstance(documents, Sequence):
+        return documents
+    return [document_text(d, i) for i, d in enumerate(documents)]
 
 
 def short_repr(value: Any, limit: int = 60) -> str:

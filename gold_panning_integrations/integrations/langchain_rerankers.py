@@ -16,13 +16,13 @@ Example::
     # documents you already hold, or inside a compression pipeline:
     compressor = GoldPanningCompressor(reader=chat_model, top_n=3)
     best = compressor.compress_documents(docs, "who got the first nobel prize in physics")
-    # (index, relevance_score) pairs, best first, as CohereRerank.rerank returns them:
+    # [{"index": i, "relevance_score": p}, ...] best first, as CohereRerank.rerank returns them:
     hits = compressor.rerank(docs, "who got the first nobel prize in physics", top_n=3)
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from copy import deepcopy
 from typing import Any, NamedTuple, TypedDict
 from uuid import UUID
@@ -56,7 +56,7 @@ from pydantic import ConfigDict, PrivateAttr, field_serializer, field_validator
 from typing_extensions import Unpack
 
 from ..engine import PanningConfig, PanningResult
-from ..engine.reranked import RerankHit, check_top_n, reranked
+from ..engine.reranked import RerankHit, check_top_n, document_text, reranked
 from ..panning import check_question
 from ..readers._reader_base import accepts
 from ._framework_base import (
@@ -412,21 +412,32 @@ class GoldPanningCompressor(BaseDocumentCompressor, _LangChainPanning):
         return (await self.apan(documents, query, callbacks=callbacks, **kwargs)).documents
 
     def rerank(
-        self, documents: Sequence[Document | str], query: str, *, top_n: int | None = None, **kwargs: Any
+        self,
+        documents: Sequence[Document | str | Mapping[str, Any]],
+        query: str,
+        *,
+        top_n: int | None = None,
+        **kwargs: Any,
     ) -> list[RerankHit]:
-        """``documents`` (Documents or texts) reranked for ``query``: ``(index,
-        relevance_score)`` pairs, best first, as LangChain's ``CohereRerank.rerank``
-        returns them (``hit["index"]``, ``hit["relevance_score"]`` work too).
+        """``documents`` reranked for ``query``, as LangChain's ``CohereRerank.rerank``:
+        ``[{"index": i, "relevance_score": p}, ...]``, best first, the first ``top_n`` (None
+        or -1: every document).
 
-        The pairs are :meth:`pan`'s ranking and posteriors for the same ``top_n``, cut
-        to ``top_n`` (None: every document, panned as ``compress_documents`` pans them);
-        ``min_relevance`` does not cut them. Keyword arguments as for :meth:`pan`.
+        A document is a ``Document``, a text, or a ``{"text": ...}`` dict (its other fields
+        become the Document's metadata, so a ``"score"`` is read as the retriever's). The
+        dicts are :meth:`pan`'s ranking and posteriors; ``min_relevance`` does not cut
+        them. Keyword arguments as for :meth:`pan` (the run's ``callbacks``, ``tags``, ...).
         """
         top_n = check_top_n(top_n)
         return reranked(self.pan(_documents(documents), query, top_n=top_n, **kwargs).result, top_n=top_n)
 
     async def arerank(
-        self, documents: Sequence[Document | str], query: str, *, top_n: int | None = None, **kwargs: Any
+        self,
+        documents: Sequence[Document | str | Mapping[str, Any]],
+        query: str,
+        *,
+        top_n: int | None = None,
+        **kwargs: Any,
     ) -> list[RerankHit]:
         """Asynchronous :meth:`rerank` (awaits the reader's ``aread``)."""
         top_n = check_top_n(top_n)
@@ -435,11 +446,19 @@ class GoldPanningCompressor(BaseDocumentCompressor, _LangChainPanning):
 
 
 def _documents(items: Any) -> Any:
-    """Texts as Documents (``CohereRerank.rerank`` takes both); anything else as given,
-    for :meth:`GoldPanningCompressor.pan` to check."""
-    if isinstance(items, (str, bytes)) or not isinstance(items, Sequence):
+    """Texts and ``{"text": ...}`` dicts as Documents (``CohereRerank.rerank`` takes all
+    three); anything else as given, for :meth:`GoldPanningCompressor.pan` to check."""
+    if isinstance(items, (str, bytes, Mapping)) or not isinstance(items, Sequence):
         return items
-    return [Document(page_content=d) if isinstance(d, str) else d for d in items]
+    out = []
+    for i, d in enumerate(items):
+        if isinstance(d, str):
+            d = Document(page_content=d)
+        elif isinstance(d, Mapping):
+            meta = {k: v for k, v in d.items() if k != "text"}
+            d = Document(page_content=document_text(d, i), metadata=meta)
+        out.append(d)
+    return out
 
 
 _RUN_KEYS = frozenset(PanOptions.__annotations__) - {"top_n", "callbacks"}

@@ -10,14 +10,14 @@ Example::
 
     nodes, result = panning.pan(retrieved_nodes, "who got the first nobel prize in physics")
     result.rounds          # per-round trace
-    hits = panning.rerank(retrieved_nodes, "who got the first nobel prize in physics")  # (index, score)
+    hits = panning.rerank(retrieved_nodes, "who got the first nobel prize in physics")  # [{"index", "relevance_score"}]
 
 Needs the ``llama-index`` extra (``pip install "gold-panning-integrations[llama-index]"``).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, NamedTuple
 
 from ..errors import InvalidInputError, MissingExtraError
@@ -31,7 +31,7 @@ try:
     from llama_index.core.instrumentation.events.rerank import ReRankEndEvent, ReRankStartEvent
     from llama_index.core.llms import LLM
     from llama_index.core.postprocessor.types import BaseNodePostprocessor
-    from llama_index.core.schema import MetadataMode, NodeWithScore, QueryBundle, TextNode
+    from llama_index.core.schema import BaseNode, MetadataMode, NodeWithScore, QueryBundle, TextNode
 except ImportError as err:  # only when llama-index-core itself is missing
     if not (err.name or "").startswith("llama_index"):
         raise
@@ -40,7 +40,7 @@ except ImportError as err:  # only when llama-index-core itself is missing
     ) from err
 
 from ..engine import PanningResult
-from ..engine.reranked import RerankHit, check_top_n, reranked
+from ..engine.reranked import RerankHit, check_top_n, document_text, reranked
 from ..panning import check_question
 from ._framework_base import (
     PanningOptions,
@@ -259,25 +259,34 @@ class GoldPanningPostprocessor(BaseNodePostprocessor, PanningOptions):
         return PannedNodes(out, result)
 
     def rerank(
-        self, nodes: Sequence[NodeWithScore | str], query: QueryLike, *, top_n: int | None = None
+        self,
+        documents: Sequence[NodeWithScore | BaseNode | str | Mapping[str, Any]],
+        query: QueryLike,
+        *,
+        top_n: int | None = None,
     ) -> list[RerankHit]:
-        """``nodes`` (NodeWithScore objects or texts) reranked for ``query``: ``(index,
-        relevance_score)`` pairs, best first, the shape of LangChain's ``CohereRerank.rerank``
-        (``hit["index"]``, ``hit["relevance_score"]`` work too).
+        """``documents`` reranked for ``query``, the shape of LangChain's ``CohereRerank.rerank``:
+        ``[{"index": i, "relevance_score": p}, ...]``, best first, the first ``top_n`` (None
+        or -1: every node).
 
-        The pairs are :meth:`pan`'s ranking and posteriors for the same ``top_n``, cut to
-        ``top_n`` (None: every node, panned as ``postprocess_nodes`` pans them);
-        ``min_relevance`` does not cut them.
+        A document is a ``NodeWithScore``, a node, a text, or a ``{"text": ...}`` dict (its
+        ``"score"``, when given, is the retriever's; its other fields become the node's
+        metadata, not shown to the reader). The dicts are :meth:`pan`'s ranking and posteriors; ``min_relevance``
+        does not cut them.
         """
         top_n = check_top_n(top_n)
-        return reranked(self.pan(_nodes(nodes), query, top_n=top_n).result, top_n=top_n)
+        return reranked(self.pan(_nodes(documents), query, top_n=top_n).result, top_n=top_n)
 
     async def arerank(
-        self, nodes: Sequence[NodeWithScore | str], query: QueryLike, *, top_n: int | None = None
+        self,
+        documents: Sequence[NodeWithScore | BaseNode | str | Mapping[str, Any]],
+        query: QueryLike,
+        *,
+        top_n: int | None = None,
     ) -> list[RerankHit]:
         """Asynchronous :meth:`rerank` (awaits the reader's ``aread``)."""
         top_n = check_top_n(top_n)
-        return reranked((await self.apan(_nodes(nodes), query, top_n=top_n)).result, top_n=top_n)
+        return reranked((await self.apan(_nodes(documents), query, top_n=top_n)).result, top_n=top_n)
 
     def _postprocess_nodes(
         self, nodes: list[NodeWithScore], query_bundle: QueryBundle | None = None
@@ -292,8 +301,27 @@ class GoldPanningPostprocessor(BaseNodePostprocessor, PanningOptions):
 
 
 def _nodes(items: Any) -> Any:
-    """Texts as ``NodeWithScore`` objects without a score; anything else as given, for
-    :meth:`GoldPanningPostprocessor.pan` to check."""
-    if isinstance(items, (str, bytes)) or not isinstance(items, Sequence):
+    """Texts, nodes and ``{"text": ...}`` dicts as ``NodeWithScore`` objects; anything else
+    as given, for :meth:`GoldPanningPostprocessor.pan` to check."""
+    if isinstance(items, (str, bytes, Mapping)) or not isinstance(items, Sequence):
         return items
-    return [NodeWithScore(node=TextNode(text=n), score=None) if isinstance(n, str) else n for n in items]
+    out = []
+    for i, n in enumerate(items):
+        if isinstance(n, str):
+            n = NodeWithScore(node=TextNode(text=n), score=None)
+        elif isinstance(n, BaseNode):
+            n = NodeWithScore(node=n, score=None)
+        elif isinstance(n, Mapping):
+            score = n.get("score")
+            meta = {k: v for k, v in n.items() if k not in ("text", "score")}
+            score = float(score) if isinstance(score, (int, float)) and not isinstance(score, bool) else None
+            keys = list(meta)  # kept on the node, not shown to the reader (Cohere reads "text" only)
+            node = TextNode(
+                text=document_text(n, i),
+                metadata=meta,
+                excluded_llm_metadata_keys=keys,
+                excluded_embed_metadata_keys=keys,
+            )
+            n = NodeWithScore(node=node, score=score)
+        out.append(n)
+    return out
