@@ -41,6 +41,7 @@ from ..profiles import DetectorProfile, load_profile
 
 __all__ = [
     "ADAPTER_OWN_OPTIONS",
+    "CUT_KEY",
     "ENGINE_OPTIONS",
     "PANNED_KEY",
     "POSTERIOR_KEY",
@@ -76,6 +77,10 @@ PANNED_KEY = "gold_panning_panned"
 P_NONE_KEY = "gold_panning_p_none"
 """Metadata key of the probability that none of the query's candidates is relevant (the
 same float on every returned document; :attr:`PanningResult.p_none`)."""
+CUT_KEY = "gold_panning_cut"
+"""Metadata key of the prompts in which the reader showed the document cut to fit the model's
+context (an int; 0: always whole), as :attr:`PanningResult.times_cut` counts them: its
+posterior rests on what the model saw of it."""
 RELEVANCE_KEY = "relevance_score"
 """Metadata key LangChain's scoring rerankers (``CohereRerank``, ``FlashrankRerank``) use
 for their score; here the posterior again, so code written for them reads ours

@@ -60,6 +60,7 @@ from ..engine.reranked import RerankHit, check_top_n, document_text, reranked
 from ..panning import check_question
 from ..readers._reader_base import accepts
 from ._framework_base import (
+    CUT_KEY,
     P_NONE_KEY,
     PANNED_KEY,
     POSTERIOR_KEY,
@@ -141,11 +142,14 @@ class _LangChainPanning(PanningOptions):
     ) -> list[Document]:
         """Copies of the selected documents (``every``: of all that ``config``'s
         ``min_relevance`` and ``recall_target`` keep), best first, with the panning keys
-        added to a deep copy of their metadata (the caller's documents stay unchanged)."""
+        added to a deep copy of their metadata (the caller's documents stay unchanged),
+        ``gold_panning_cut`` among them: in how many prompts the reader showed the document
+        cut to fit the model's context."""
         out = []
+        cut = result.times_cut
         for r in ranked(result, every=every, config=config):
             keys = {POSTERIOR_KEY: r.posterior, RANK_KEY: r.rank, PANNED_KEY: result.panned}
-            keys |= {P_NONE_KEY: result.p_none, RELEVANCE_KEY: r.posterior}
+            keys |= {P_NONE_KEY: result.p_none, RELEVANCE_KEY: r.posterior, CUT_KEY: int(cut[r.index])}
             meta = {**deepcopy(docs[r.index].metadata), **keys}
             out.append(docs[r.index].model_copy(update={"metadata": meta}))
         return out
@@ -187,8 +191,9 @@ class GoldPanningRetriever(BaseRetriever, _LangChainPanning):
     citations update a posterior probability of relevance per document. ``invoke``
     returns the top ``k`` documents as copies with ``gold_panning_posterior``,
     ``relevance_score`` (the same float, LangChain rerankers' key), ``gold_panning_rank``
-    (1-based), ``gold_panning_panned`` and ``gold_panning_p_none`` added to their
-    metadata; with ``min_relevance`` fewer than ``k``, or none.
+    (1-based), ``gold_panning_panned``, ``gold_panning_p_none`` and ``gold_panning_cut``
+    (prompts in which the reader showed the document cut to fit the model's context; 0:
+    always whole) added to their metadata; with ``min_relevance`` fewer than ``k``, or none.
 
     :meth:`pan` / :meth:`apan` also return the full
     :class:`~gold_panning_integrations.PanningResult`, which goes to ``on_result`` too; a

@@ -43,6 +43,7 @@ from ..engine import PanningResult
 from ..engine.reranked import RerankHit, check_top_n, document_text, reranked
 from ..panning import check_question
 from ._framework_base import (
+    CUT_KEY,
     PanningOptions,
     check_items,
     check_limit,
@@ -111,10 +112,12 @@ class GoldPanningPostprocessor(BaseNodePostprocessor, PanningOptions):
     likeliest sit where the model's citation is most informative (its detector profile);
     citations update a posterior probability of relevance per node. Returns the ``top_n``
     nodes as new ``NodeWithScore`` objects whose ``score`` is the posterior (the input is
-    not modified); with ``min_relevance`` fewer, or none. ``p_none`` (no node relevant) is
-    on :meth:`pan`'s result, in the ``GoldPanningEndEvent`` sent after ``ReRankEndEvent``
-    and in the legacy ``RERANKING`` callback's end payload, not in node metadata (which the
-    response LLM reads). :meth:`pan` / :meth:`apan` also return the full
+    not modified; a node the reader showed cut to fit the model's context is a copy whose
+    metadata holds ``gold_panning_cut``, the prompts it was cut in, a key hidden from the
+    response LLM and the embeddings); with ``min_relevance`` fewer, or none. ``p_none``
+    (no node relevant) is on :meth:`pan`'s result, in the ``GoldPanningEndEvent`` sent
+    after ``ReRankEndEvent`` and in the legacy ``RERANKING`` callback's end payload, not in
+    node metadata (which the response LLM reads). :meth:`pan` / :meth:`apan` also return the full
     :class:`~gold_panning_integrations.PanningResult`.
 
     Give the model as ``llm`` or ``reader``, not both; with neither, ``llm`` is
@@ -246,8 +249,13 @@ class GoldPanningPostprocessor(BaseNodePostprocessor, PanningOptions):
     @staticmethod
     def _ranked(nodes: Nodes, result: PanningResult, event: Any) -> list[NodeWithScore]:
         """The top nodes of ``result`` (score: the posterior), reported to the legacy
-        callback's ``event``."""
-        out = [NodeWithScore(node=nodes[r.index].node, score=r.posterior) for r in ranked(result)]
+        callback's ``event``; a node the reader showed cut is a copy that says so
+        (:func:`_marked_cut`)."""
+        cut = result.times_cut
+        out = [
+            NodeWithScore(node=_marked_cut(nodes[r.index].node, int(cut[r.index])), score=r.posterior)
+            for r in ranked(result)
+        ]
         event.on_end(payload={EventPayload.NODES: out, P_NONE_PAYLOAD: result.p_none})
         return out
 
@@ -298,6 +306,20 @@ class GoldPanningPostprocessor(BaseNodePostprocessor, PanningOptions):
         self, nodes: list[NodeWithScore], query_bundle: QueryBundle | None = None
     ) -> list[NodeWithScore]:
         return (await self.apan(nodes, query_bundle)).nodes
+
+
+def _marked_cut(node: BaseNode, times: int) -> BaseNode:
+    """``node`` itself when the reader showed it whole; else a copy whose metadata says in
+    how many prompts it was cut to fit the model's context (``gold_panning_cut``), a key
+    kept out of what the response LLM and the embeddings read."""
+    if not times:
+        return node
+    copy = node.model_copy(deep=True)
+    copy.metadata[CUT_KEY] = times
+    for keys in (copy.excluded_llm_metadata_keys, copy.excluded_embed_metadata_keys):
+        if CUT_KEY not in keys:
+            keys.append(CUT_KEY)
+    return copy
 
 
 def _nodes(items: Any) -> Any:
