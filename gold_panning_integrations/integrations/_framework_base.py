@@ -361,6 +361,11 @@ class PanningOptions(_EngineOptions):
         """The user's reader argument (overridden by each adapter)."""
         raise NotImplementedError
 
+    def _reported(self, reader: Any) -> Any:
+        """``reader`` as the engine calls it: each adapter wraps a reader that does not report
+        its model calls to the adapter's framework (:mod:`._model_calls`); here, as given."""
+        return reader
+
     def __setattr__(self, name: str, value: Any) -> None:
         """Set a field; one the engine is built from (the model, ``profile``, ``config``,
         ``seed``, an engine option) drops the engine, built again on the next query."""
@@ -379,7 +384,8 @@ class PanningOptions(_EngineOptions):
     def _get_engine(self) -> GoldPanner:
         """The ``GoldPanner`` built once from the user's reader, profile and options: the
         one edge that resolves them, so ``"local"`` loads one model and every later query
-        uses the same profile (kept in ``self.profile``)."""
+        uses the same profile (kept in ``self.profile``); its reader reports each model
+        call to the framework (:meth:`_reported`)."""
         engine: GoldPanner | None = self._engine
         if engine is None:
             with self._reader_lock:
@@ -390,6 +396,7 @@ class PanningOptions(_EngineOptions):
                     engine = GoldPanner(
                         given_reader(self._reader_source()), self.profile, config, seed=self.seed
                     )
+                    engine.reader = self._reported(engine.reader)
                     if isinstance(engine.profile, DetectorProfile):  # what the profile rule returns
                         self.profile = engine.profile
                     self._engine = engine

@@ -76,6 +76,7 @@ from ._framework_base import (
     ranked,
     reader_repr,
 )
+from ._model_calls import names_parameter
 
 __all__ = ["GoldPanningCompressor", "GoldPanningRetriever", "PanOptions", "PannedDocuments", "RerankHit"]
 
@@ -128,6 +129,16 @@ class _LangChainPanning(PanningOptions):
     def _reader_source(self) -> Any:
         return self.reader
 
+    def _reported(self, reader: Any) -> Any:
+        """A reader that reports no LangChain runs of its own wrapped, so each model call is a
+        chat-model child run with its tokens (:mod:`._langchain_calls`); a chat-model reader
+        (one whose ``read`` takes the run ``config``) already reports its calls."""
+        if names_parameter(reader, "config"):
+            return reader
+        from ._langchain_calls import LangChainReportedReader
+
+        return LangChainReportedReader(reader)
+
     @field_serializer("reader")
     def _dump_reader(self, reader: Any) -> Any:
         return describe_object(reader)  # it holds clients and locks: dump what identifies it
@@ -163,8 +174,8 @@ class _LangChainPanning(PanningOptions):
     ) -> tuple[Any, list[str], dict[str, Any]]:
         """The engine and ``run``/``arun``'s arguments for ``docs`` (checked to be
         Documents): their texts, and the scores and reader keywords: model calls report
-        to ``callbacks`` when the reader's ``method`` takes a run ``config`` (the LangChain
-        chat-model reader)."""
+        to ``callbacks`` through the run ``config`` the reader's ``method`` takes (a
+        chat-model reader's own, or the wrapper of :meth:`_reported`)."""
         engine = self._get_engine()
         options: dict[str, Any] = {"scores": [d.metadata.get(self.score_key) for d in docs]}
         if callbacks is not None and self._takes_config(engine, method):

@@ -170,6 +170,18 @@ class GoldPanningPostprocessor(BaseNodePostprocessor, PanningOptions):
     def _reader_source(self) -> Any:
         return self.llm if self.llm is not None else self.reader
 
+    def _reported(self, reader: Any) -> Any:
+        """A reader that is not a LlamaIndex LLM's wrapped, so each model call is an LLM span
+        with its events and tokens (:mod:`._llama_index_calls`); a LlamaIndex LLM reports
+        its own calls."""
+        from ..readers.llama_index_llm import LlamaIndexLLMReader
+
+        if isinstance(reader, LlamaIndexLLMReader):
+            return reader
+        from ._llama_index_calls import LlamaIndexReportedReader
+
+        return LlamaIndexReportedReader(reader, callback_manager=lambda: self.callback_manager)
+
     def _repr_fields(self) -> dict[str, Any]:
         return {"reader": reader_repr(self._reader_source()), "top_n": repr(self.top_n)}
 
