@@ -4,6 +4,8 @@
   streamed) or a TREC run file with the queries and the corpus;
 * :mod:`._run`: one question's random stream and record, and the scheduler that keeps
   questions in flight within the reader's shared limits;
+* :mod:`._ledger`: what a checkpoint's records depend on (the reader, profile, engine
+  options, seed and input), compared on every rerun;
 * :mod:`._job`: the local job, its checkpoint (resumable after any stop) and its outputs
   (``rerank.jsonl``, ``run.trec``, ``summary.json``);
 * :mod:`.ray`: the same job on a Ray cluster (``map_batches``, extra ``ray``).
