@@ -23,6 +23,7 @@ __all__ = [
     "JsonlQuestions",
     "Question",
     "RunQuestions",
+    "fingerprint_pairs",
     "input_fingerprint",
     "question_from_object",
 ]
@@ -90,9 +91,24 @@ def input_fingerprint(questions: Iterable[Question]) -> tuple[int, str]:
     """``(count, SHA-256)`` of the questions' fingerprints in input order (by index): the
     same input gives the same hash whatever order the questions are read in (a Ray
     Dataset's rows come in any order)."""
-    fps = sorted((q.index, q.fingerprint()) for q in questions)
+    return fingerprint_pairs((q.index, q.fingerprint()) for q in questions)
+
+
+def fingerprint_pairs(pairs: Iterable[tuple[int, str]]) -> tuple[int, str]:
+    """:func:`input_fingerprint` of the questions' ``(index, fingerprint)`` pairs.
+
+    Raises:
+        ValueError: Two questions share an index (each needs its own position).
+    """
+    fps = sorted(pairs)
     h = hashlib.sha256()
+    last = None
     for index, fp in fps:
+        if index == last:
+            raise ValueError(
+                f"two questions have index {index}; each question needs its own position in the input"
+            )
+        last = index
         h.update(f"{index}:{fp}\n".encode("ascii"))
     return len(fps), h.hexdigest()
 

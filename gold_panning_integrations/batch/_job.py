@@ -218,6 +218,19 @@ class RerankCheckpoint:
             )
         return self.keep_fallbacks or not row[2]
 
+    def done_at(self, index: int, fingerprint: str) -> bool:
+        """:meth:`done` for the question at ``index`` with ``fingerprint`` (the Ray path's
+        rows, before they are questions); one made on other input is an error."""
+        row = self._rows.get(index)
+        if row is None:
+            return False
+        if row[0] != fingerprint:
+            raise CheckpointError(
+                f"checkpoint {str(self.path)!r} holds question #{index} made on other input; rerun with "
+                "the same input, or pass another checkpoint folder"
+            )
+        return self.keep_fallbacks or not row[2]
+
     def _append(self, obj: Mapping[str, Any] | bytes) -> int:
         """Write one line at the end (one write, flushed); its byte offset."""
         assert self._fh is not None
