@@ -221,7 +221,7 @@ class _Reranker:
             wait_exponential_jitter,
         )
 
-        wait = wait_exponential_jitter(initial=self.backoff, max=30.0, jitter=self.backoff)
+        wait = wait_exponential_jitter(multiplier=self.backoff, max=30.0, jitter=self.backoff)
         retrying = AsyncRetrying(
             stop=stop_after_attempt(self.attempts),
             wait=wait if self.backoff > 0 else (lambda _: 0.0),

@@ -50,7 +50,7 @@ class LlamaIndexReportedReader(ReportedReader):
         ]
         model = {"model": self.model, "class_name": type(self.reader).__name__}
         dispatcher.event(LLMChatStartEvent(messages=messages, additional_kwargs={}, model_dict=model))
-        payload = {EventPayload.MESSAGES: messages, EventPayload.SERIALIZED: model}
+        payload: dict[str, Any] = {EventPayload.MESSAGES: messages, EventPayload.SERIALIZED: model}
         return messages, self.callback_manager.on_event_start(CBEventType.LLM, payload=payload)
 
     def _end(self, messages: list[ChatMessage], event_id: str, reading: Reading) -> None:
@@ -60,7 +60,7 @@ class LlamaIndexReportedReader(ReportedReader):
             raw={"model": self.model, "usage": usage, "attempts": reading.attempts, "failed": reading.failed},
             additional_kwargs=dict(usage),
         )
-        payload = {EventPayload.MESSAGES: messages, EventPayload.RESPONSE: response}
+        payload: dict[str, Any] = {EventPayload.MESSAGES: messages, EventPayload.RESPONSE: response}
         self.callback_manager.on_event_end(CBEventType.LLM, payload=payload, event_id=event_id)
         dispatcher.event(LLMChatEndEvent(messages=messages, response=response))
 

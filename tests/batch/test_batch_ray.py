@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -198,3 +199,80 @@ def test_ray_keeps_what_finished_records_failures_and_a_rerun_asks_only_them(tmp
     lines = (folder / "checkpoint.jsonl").read_text(encoding="utf-8").splitlines()
     assert json.loads(lines[0])["type"] == "meta" and len(lines) == 1 + n + len(bad)
     assert [r["qid"] for r in again] == [f"q{i}" for i in range(n)]
+
+
+def test_a_batch_run_again_asks_only_what_it_had_not_finished(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """What makes Ray's own retries safe (a task run again after its batch raised, an actor
+    restarted after a crash): the worker reads the checkpoint before it asks anything. The
+    checkpoint's storage fails once, after 4 questions of a batch of 9 were written: the
+    batch raises; run again (as Ray runs it) by the same worker and by a new one, it asks
+    only the 5 others, and its output is the uninterrupted run's."""
+    from gold_panning_integrations.batch import _shared_log
+    from gold_panning_integrations.batch._job import CHECKPOINT_NAME, RerankCheckpoint
+    from gold_panning_integrations.batch.ray import _open_checkpoint, _panner
+
+    questions = write_questions(tmp_path / "q.jsonl", 9)
+    rows = [q.as_row() for q in JsonlQuestions(questions)]
+    folder = tmp_path / "ck"
+    real_append = _shared_log.SharedCheckpoint.append
+    written: list[int] = []
+
+    def flaky(self: Any, question: Question, record: Any) -> None:
+        if len(written) == 4:
+            written.append(-1)
+            raise OSError("the shared storage went away")
+        real_append(self, question, record)
+        written.append(question.index)
+
+    with FakeOpenAIServer(default=model()) as srv:
+        options: dict[str, Any] = {
+            "reader": {"model": "m", "base_url": srv.base_url},
+            "profile": "lost-in-the-middle",
+        }
+        local = _local(srv.base_url, questions, tmp_path / "local", "--seed", "2")
+
+        class Rows:  # the driver's view of the dataset: its rows, once
+            def iter_batches(self, **_: Any) -> Any:
+                yield pa.Table.from_pylist(rows)
+
+        _open_checkpoint(
+            Rows(),
+            folder,
+            _panner(options["reader"], 3, "lost-in-the-middle", {}),
+            seed=2,
+            restart=False,
+            keep_fallbacks=False,
+        )
+        path = str(folder / CHECKPOINT_NAME)
+        worker = R._Reranker(
+            **options, max_concurrency=3, config={}, seed=2, in_flight=2, checkpoint=path, backoff=0
+        )
+        monkeypatch.setattr(_shared_log.SharedCheckpoint, "append", flaky)
+        srv.clear()
+        with pytest.raises(OSError, match="went away"):
+            worker(pa.Table.from_pylist(rows))
+        first = Counter(question_of(r) for r in srv.requests)
+        finished = set(written) - {-1}
+        assert len(finished) == 4
+        srv.clear()
+        again = worker(pa.Table.from_pylist(rows)).to_pylist()  # Ray runs the batch again
+        # (a request the raising batch had in flight is cut when its task is cancelled: no question)
+        asked = Counter(q for q in (question_of(r) for r in srv.requests) if q is not None)
+        srv.clear()
+        fresh = R._Reranker(
+            **options, max_concurrency=3, config={}, seed=2, in_flight=2, checkpoint=path, backoff=0
+        )
+        restarted = fresh(pa.Table.from_pylist(rows)).to_pylist()  # an actor restarted after a crash
+        assert srv.requests == []
+    assert not set(asked) & finished and set(asked) == set(range(9)) - finished
+    assert all(n == 6 for n in asked.values()) and set(first) >= finished
+    assert again == restarted == local
+    ck = RerankCheckpoint(
+        folder / CHECKPOINT_NAME, json.loads((folder / CHECKPOINT_NAME).read_text().splitlines()[0])
+    )
+    try:
+        assert len(ck) == 9
+    finally:
+        ck.close()
