@@ -16,29 +16,13 @@ LangChain and LlamaIndex reports are the subclasses in :mod:`._langchain_calls` 
 
 from __future__ import annotations
 
-import inspect
 import json
 from collections.abc import Callable, Sequence
 from typing import Any
 
 from ..engine.records import Reading
 
-__all__ = ["ReportedReader", "names_parameter", "prompt_messages", "reply_text", "token_usage"]
-
-
-def names_parameter(reader: Any, name: str) -> bool:
-    """Whether the reader's ``read`` or ``aread`` names the parameter ``name`` (a
-    ``**kwargs`` does not count: such a reader only passes keywords on), looking through a
-    reader adapted for its labels (``.reader``)."""
-    inner = getattr(reader, "reader", None) if type(reader).__name__ == "AdaptedReader" else reader
-    for method in ("read", "aread"):
-        fn = getattr(inner, method, None)
-        try:
-            if fn is not None and name in inspect.signature(fn).parameters:
-                return True
-        except (TypeError, ValueError):
-            continue
-    return False
+__all__ = ["ReportedReader", "prompt_messages", "reply_text", "token_usage"]
 
 
 def prompt_messages(

@@ -76,7 +76,6 @@ from ._framework_base import (
     ranked,
     reader_repr,
 )
-from ._model_calls import names_parameter
 
 __all__ = ["GoldPanningCompressor", "GoldPanningRetriever", "PanOptions", "PannedDocuments", "RerankHit"]
 
@@ -131,9 +130,10 @@ class _LangChainPanning(PanningOptions):
 
     def _reported(self, reader: Any) -> Any:
         """A reader that reports no LangChain runs of its own wrapped, so each model call is a
-        chat-model child run with its tokens (:mod:`._langchain_calls`); a chat-model reader
-        (one whose ``read`` takes the run ``config``) already reports its calls."""
-        if names_parameter(reader, "config"):
+        chat-model child run with its tokens (:mod:`._langchain_calls`); a reader whose
+        ``read``/``aread`` takes the run ``config`` (the chat-model reader) is handed the run
+        and reports its calls itself."""
+        if accepts(reader, "read", "config") or accepts(reader, "aread", "config"):
             return reader
         from ._langchain_calls import LangChainReportedReader
 
