@@ -47,7 +47,7 @@ from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from ..errors import MissingExtraError, ReaderError
+from ..errors import FatalReaderError, MissingExtraError, ReaderError
 from ._inputs import DEFAULT_DEPTH, JsonlQuestions, Question, fingerprint_pairs, question_from_object
 from ._job import CHECKPOINT_NAME, RerankCheckpoint
 from ._ledger import job_ledger
@@ -56,7 +56,9 @@ from ._run import afallback_record, arerank_question, arerank_stream, default_in
 __all__ = [
     "MAX_BATCH_SIZE",
     "RECORD_FIELDS",
+    "RETRIED",
     "default_batch_size",
+    "endpoint_refused",
     "questions_dataset",
     "record_schema",
     "records",
@@ -87,7 +89,21 @@ MAX_BATCH_SIZE = 1024
 
 RETRIED = (ReaderError, OSError, asyncio.TimeoutError)
 """What a question is asked again for: the reader's failures (an endpoint down, every round
-failed, a permanent error such as a refused connection) and the network's."""
+failed, a refused connection) and the network's; but not an endpoint that answered that the
+request itself is wrong (:func:`endpoint_refused`)."""
+
+
+def endpoint_refused(err: BaseException) -> bool:
+    """Whether ``err`` is the endpoint saying no to every request alike (a permanent error
+    with an HTTP status: authentication 401, permission 403, unknown model or path 404, a
+    redirect): asking again cannot help, and recording every question as a fallback would only
+    hide it, so the job stops with that message. A refused connection has no status: the
+    endpoint is down, and the question is asked again."""
+    return isinstance(err, FatalReaderError) and err.status_code is not None
+
+
+def _retried(err: BaseException) -> bool:
+    return isinstance(err, RETRIED) and not endpoint_refused(err)
 
 
 def _ray() -> Any:
@@ -216,7 +232,7 @@ class _Reranker:
         fallback record (:func:`~._run.afallback_record`) when it still does."""
         from tenacity import (
             AsyncRetrying,
-            retry_if_exception_type,
+            retry_if_exception,
             stop_after_attempt,
             wait_exponential_jitter,
         )
@@ -225,7 +241,7 @@ class _Reranker:
         retrying = AsyncRetrying(
             stop=stop_after_attempt(self.attempts),
             wait=wait if self.backoff > 0 else (lambda _: 0.0),
-            retry=retry_if_exception_type(RETRIED),
+            retry=retry_if_exception(_retried),
             reraise=True,
         )
         try:
@@ -233,6 +249,8 @@ class _Reranker:
                 with attempt:
                     return await arerank_question(self.panner, question, seed=self.seed)
         except RETRIED as err:
+            if endpoint_refused(err):
+                raise
             logger.warning(
                 "question %r failed %d times (%s: %s); recorded as a fallback, asked again on the next run",
                 question.qid,
@@ -349,13 +367,15 @@ def rerank_dataset(
             finished question is appended to its ``checkpoint.jsonl`` at once, and a call on
             a folder with one asks only the questions missing there and its fallbacks. The
             ledger is checked here, before any call (the rows are read once for the input's
-            fingerprint); the local command's ``--out`` folder is the same format. None: no
+            fingerprint, and a ``reader`` function is called once here, for the reader's
+            settings); the local command's ``--out`` folder is the same format. None: no
             checkpoint (a stopped job starts over).
         restart: Set the folder's checkpoint aside (renamed, kept) and start anew.
         keep_fallbacks: Keep the checkpoint's fallback records instead of asking them again.
         question_attempts: Times a question is asked while its endpoint fails (a reader
             error, every round failed, a refused connection), before it is recorded as a
-            fallback.
+            fallback. An endpoint that refuses the request itself (HTTP 401, 403, 404: a key,
+            a model name) stops the job with its message instead (:func:`endpoint_refused`).
         backoff: Seconds before the second attempt, doubling (with as much jitter) up to 30 s;
             0: none (tests).
 

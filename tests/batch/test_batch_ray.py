@@ -276,3 +276,29 @@ def test_a_batch_run_again_asks_only_what_it_had_not_finished(
         assert len(ck) == 9
     finally:
         ck.close()
+
+
+def test_an_endpoint_that_refuses_the_request_stops_the_worker_instead_of_faking_fallbacks() -> None:
+    """A wrong key (HTTP 401) is the same for every question: asking again or recording
+    fallbacks would hide it, so the batch raises with the endpoint's message at once; a
+    refused connection (no HTTP status: the endpoint is down) is asked again."""
+    from gold_panning_integrations.errors import FatalReaderError
+
+    assert R.endpoint_refused(FatalReaderError("authentication failed", status_code=401))
+    assert not R.endpoint_refused(FatalReaderError("connection refused: nothing is listening there"))
+    rows = [Question(0, "q0", "what is question 0?", ("a", "b"), ("x", "y")).as_row()]
+    with FakeOpenAIServer(default=status(401, message="bad key")) as srv:
+        worker = R._Reranker(
+            reader={"model": "m", "base_url": srv.base_url, "max_attempts": 1},
+            max_concurrency=2,
+            profile="lost-in-the-middle",
+            config={},
+            seed=None,
+            in_flight=None,
+            question_attempts=3,
+            backoff=0,
+        )
+        with pytest.raises(FatalReaderError, match="authentication failed"):
+            worker(pa.Table.from_pylist(rows))
+        # asked once (its first round's 3 prompts at most go out together), not 3 times
+        assert 1 <= len(srv.requests) <= 3
