@@ -77,6 +77,11 @@ BENCHMARKS: tuple[Benchmark, ...] = (
         "benchmarks.rerank_throughput",
         "gold-panning rerank's questions per second beside the endpoint's capacity, and memory (minutes)",
     ),
+    Benchmark(
+        "rerank-ray-faults",
+        "benchmarks.rerank_ray_faults",
+        "rerank on Ray with its endpoint killed and restarted: what survives, the rerun, calls in flight",
+    ),
 )
 """Every ``python -m benchmarks`` sub-command, in the order ``--help`` lists them."""
 

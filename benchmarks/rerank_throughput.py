@@ -72,8 +72,9 @@ def _serve(conn: Any, questions: list[tuple[str, list[str]]], options: dict[str,
     )
     with server:
         conn.send(server.base_url)
+        cpu0 = time.process_time()
         conn.recv()
-        conn.send(server.stats().as_dict())
+        conn.send({**server.stats().as_dict(), "cpu_seconds": time.process_time() - cpu0})
     conn.close()
 
 
@@ -118,7 +119,8 @@ def run_rerank_throughput(
     Returns:
         ``{"questions", "n", "latency", "capacity", "max_concurrency", "in_flight",
         "calls_per_question", "ideal_qps", "achieved_qps", "share_of_ideal", "steady_qps",
-        "job_cpu_ms_per_call", "seconds",
+        "job_cpu_ms_per_call", "job_cores" (CPU seconds per second of the run), "cpus", "load":
+        {"start", "end"} (the 1, 5 and 15-minute load averages), "seconds",
         "calls", "server", "rss_mb": {"start", "warm" (after the first question), "middle", "end"}}``.
     """
     from gold_panning_integrations.batch import JsonlQuestions, arerank_job, default_in_flight
@@ -165,6 +167,7 @@ def run_rerank_throughput(
                     if done >= mark and mark not in marks:
                         marks[mark] = time.perf_counter()
 
+            load0 = _load()
             cpu0 = time.process_time()
             job = asyncio.run(
                 arerank_job(
@@ -172,6 +175,7 @@ def run_rerank_throughput(
                 )
             )
             cpu = time.process_time() - cpu0
+            load1 = _load()
             rss["end"] = rss_bytes()
             parent.send("stop")
             stats = parent.recv() if parent.poll(30) else {}
@@ -202,14 +206,42 @@ def run_rerank_throughput(
         "share_of_ideal": round(achieved / ideal, 3),
         "steady_qps": None if steady is None else round(steady, 3),
         "job_cpu_ms_per_call": round(1000 * cpu / max(1, job.totals["calls"]), 2),
+        "job_cores": round(cpu / job.seconds, 2) if job.seconds > 0 else None,
+        "cpus": os.cpu_count(),
+        "load": {"start": load0, "end": load1},
         "seconds": round(job.seconds, 2),
         "calls": job.totals["calls"],
         "not_panned": job.totals["not_panned"],
         "server": {
-            k: stats.get(k) for k in ("requests", "answered", "max_serving", "errors", "unknown_question")
+            k: stats.get(k)
+            for k in ("requests", "answered", "max_serving", "errors", "unknown_question", "cpu_seconds")
         },
         "rss_mb": {k: round(v / 2**20, 1) for k, v in rss.items()},
     }
+
+
+def _load() -> list[float] | None:
+    """The machine's load average over 1, 5 and 15 minutes (None where the platform has none)."""
+    try:
+        return [round(x, 2) for x in os.getloadavg()]
+    except (AttributeError, OSError):
+        return None
+
+
+def _endpoint_cores(r: dict[str, Any]) -> str:
+    cpu = (r.get("server") or {}).get("cpu_seconds")
+    return "unknown" if cpu is None or not r.get("seconds") else f"{cpu / r['seconds']:.2f} of a core"
+
+
+def _shown_load(r: dict[str, Any]) -> str:
+    load = r.get("load") or {}
+    start, end = load.get("start"), load.get("end")
+    if not start or not end:
+        return "machine load: unknown"
+    return (
+        f"machine load {start[0]:.2f} at the start, {end[0]:.2f} at the end (1-minute averages; 5-minute "
+        f"{end[1]:.2f}) on {r.get('cpus')} CPUs"
+    )
 
 
 def format_report(r: dict[str, Any]) -> str:
@@ -228,11 +260,13 @@ def format_report(r: dict[str, Any]) -> str:
             ),
             (
                 f"  achieved {r['achieved_qps']:8.2f} questions/s  = {r['share_of_ideal']:.1%} of the ideal "
-                f"({r['seconds']} s, {r['calls']} calls; most served at once: {r['server']['max_serving']})"
+                f"({r['seconds']} s, {r['calls']} calls; most served at once: {r['server']['max_serving']}); "
+                + _shown_load(r)
             ),
             (
                 f"  between a tenth and nine tenths of the questions: {r['steady_qps']} questions/s; the job's "
-                f"CPU: {r['job_cpu_ms_per_call']} ms per call"
+                f"CPU: {r['job_cpu_ms_per_call']} ms per call, {r.get('job_cores')} of a core; the endpoint's: "
+                + _endpoint_cores(r)
             ),
             (
                 f"  memory (RSS, MB): start {rss['start']}, after the first question {rss.get('warm')}, middle "

@@ -9,9 +9,9 @@ without their framework that access raises :class:`MissingExtraError` with the e
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from .engine import PanningResult, Reading, RoundTrace, SimulatedReader, simulate
+from .engine import PanningResult, Reading, RoundTrace
 from .errors import (
     AllRoundsFailedError,
     CheckpointError,
@@ -28,6 +28,9 @@ from .errors import (
 )
 from .panning import GoldPanner, PanningConfig
 from .profiles import DetectorProfile, bundled_profiles, load_profile
+
+if TYPE_CHECKING:
+    from .engine.simulator import SimulatedReader, simulate
 
 __version__ = "0.6.0.dev0"
 
@@ -79,6 +82,8 @@ _LAZY: dict[str, tuple[str, tuple[str, str, str] | None]] = {
     "LlamaIndexLLMReader": (".readers", _LLAMA_INDEX),
     "LocalReader": (".readers", None),
     "as_reader": (".readers", None),
+    "SimulatedReader": (".engine.simulator", None),
+    "simulate": (".engine.simulator", None),
 }
 
 

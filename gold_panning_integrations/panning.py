@@ -29,7 +29,7 @@ from .engine.panner import (
     score_temperature,
 )
 from .engine.records import RngOption, check_rng_option, derived_rng, query_scope
-from .engine.reranked import RerankHit, check_top_n, reranked
+from .engine.reranked import RerankHit, check_top_n, document_text, reranked
 from .engine.rounds import DecisionRates
 from .errors import InvalidInputError
 from .profiles import DetectorProfile, resolved_profile
@@ -82,8 +82,10 @@ class GoldPanner:
         seed: The seed of each run's random stream (placements, labels, tie-breaks), as on
             the adapters and ``gold-panning run --seed``: None (default): derived from the
             question and the documents' text, so the same query gives the same prompts
-            and ranking; ``"fresh"``: fresh entropy on every run; an int (or a
-            ``numpy.random.Generator``): one stream for this panner's runs.
+            and ranking; an int: every run starts that seed's stream anew, so the same call
+            twice gives the same output (as on the adapters); ``"fresh"``: fresh entropy on
+            every run; a ``numpy.random.Generator``: one stream that this panner's runs
+            continue (each run draws where the last stopped).
         rng: The same option under the engine's name; give ``seed`` or ``rng``, not both.
         task: What the documents are, for the profile rule when ``profile`` is None:
             ``"passages"`` (retrieved text, as the integrations pan; the default) or
@@ -137,8 +139,16 @@ class GoldPanner:
             temperature=self.evidence_temperature,
             abstention=getattr(profile, "abstention_map", None),
         )
-        # None: each run derives its own stream from its input (:func:`~.engine.records.derived_rng`)
-        self.rng = None if rng is None else np.random.default_rng(None if isinstance(rng, str) else rng)
+        # None: each run derives its own stream from its input (:func:`~.engine.records.derived_rng`);
+        # an int: each run starts the stream of that seed anew, so a repeated call repeats
+        self.seed: int | None = rng if isinstance(rng, int) else None
+        """The int seed every run starts its stream from (None: see :attr:`rng`)."""
+        self.rng: np.random.Generator | None = (
+            None
+            if rng is None or isinstance(rng, int)
+            else np.random.default_rng(None if rng == "fresh" else rng)
+        )
+        """The one stream this panner's runs continue (a Generator given, or ``"fresh"``), else None."""
         self.recalibration = recalibration_of(profile)
         self.score_temperature = score_temperature(self.config, profile)
         self.score_map = score_map_of(self.config, profile)
@@ -178,8 +188,11 @@ class GoldPanner:
         k = options.get("k")
         config = self.config if k is None else self._config(k)
         rng = options.get("rng")
-        if rng is None:  # the panner's stream, else one derived from the input
-            rng = self.rng if self.rng is not None else derived_rng(question, documents)
+        if rng is None:  # the seed's stream anew, the panner's stream, else one derived from the input
+            if self.seed is not None:
+                rng = np.random.default_rng(self.seed)
+            else:
+                rng = self.rng if self.rng is not None else derived_rng(question, documents)
         prior_probs, prior_log_odds = options.get("prior_probs"), options.get("prior_log_odds")
         if prior_probs is None and prior_log_odds is None:
             prior_probs = _retriever_prior(
@@ -238,31 +251,46 @@ class GoldPanner:
 
     def rerank(
         self,
-        query: str,
         documents: Sequence[Any],
+        query: str,
         *,
         top_n: int | None = None,
         **options: Unpack[RunOptions],
     ) -> list[RerankHit]:
-        """Pan ``documents`` for ``query`` (:meth:`run`, whose keyword options it takes)
-        and return ``(index, relevance_score)`` pairs, best first: the first ``top_n``
-        of the ranking (None: every document), each with its posterior probability of
-        relevance (:func:`~.engine.reranked.reranked`), as scoring rerankers such as
-        LangChain's ``CohereRerank.rerank`` return them."""
+        """``documents`` reranked for ``query``, the shape of LangChain's
+        ``CohereRerank.rerank``: ``[{"index": i, "relevance_score": p}, ...]``, best first,
+        the first ``top_n`` of the ranking (None or -1: every document), each with its
+        posterior probability of relevance (:func:`~.engine.reranked.reranked`).
+
+        A document is a text or a ``{"text": ...}`` dict (Cohere's form; other fields are not
+        read); the keyword options are :meth:`run`'s.
+
+        Raises:
+            ValueError: ``top_n`` is not an int >= 1, None or -1.
+            InvalidInputError: as :meth:`run`, or a dict without a ``"text"`` string.
+        """
         top_n = check_top_n(top_n)
-        return reranked(self.run(query, documents, **options), top_n=top_n)
+        return reranked(self.run(query, _texts(documents), **options), top_n=top_n)
 
     async def arerank(
         self,
-        query: str,
         documents: Sequence[Any],
+        query: str,
         *,
         top_n: int | None = None,
         **options: Unpack[RunOptions],
     ) -> list[RerankHit]:
         """Asynchronous :meth:`rerank` (:meth:`arun`, the reader's ``aread``)."""
         top_n = check_top_n(top_n)
-        return reranked(await self.arun(query, documents, **options), top_n=top_n)
+        return reranked(await self.arun(query, _texts(documents), **options), top_n=top_n)
+
+
+def _texts(documents: Any) -> Any:
+    """Cohere's ``{"text": ...}`` dicts as their texts (:func:`~.engine.reranked.document_text`);
+    anything else as given, for :func:`check_documents` to check."""
+    if isinstance(documents, (str, bytes, Mapping)) or not isinstance(documents, Sequence):
+        return documents
+    return [document_text(d, i) for i, d in enumerate(documents)]
 
 
 def short_repr(value: Any, limit: int = 60) -> str:

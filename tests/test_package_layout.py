@@ -155,7 +155,7 @@ def test_the_top_level_is_grouped_by_subject() -> None:
     packages = {p.parent.name for p in PACKAGE.glob("*/__init__.py")} - {"_data"}
     assert packages == SUBPACKAGES
     top = {p.stem for p in PACKAGE.glob("*.py")}
-    assert top == {"__init__", "errors", "panning", "plots", "_console", "_io"}
+    assert top == {"__init__", "errors", "panning", "plots", "_console", "_io", "_streams"}
 
 
 def test_module_basenames_are_unique() -> None:

@@ -4,6 +4,8 @@
   streamed) or a TREC run file with the queries and the corpus;
 * :mod:`._run`: one question's random stream and record, and the scheduler that keeps
   questions in flight within the reader's shared limits;
+* :mod:`._ledger`: what a checkpoint's records depend on (the reader, profile, engine
+  options, seed and input), compared on every rerun;
 * :mod:`._job`: the local job, its checkpoint (resumable after any stop) and its outputs
   (``rerank.jsonl``, ``run.trec``, ``summary.json``);
 * :mod:`.ray`: the same job on a Ray cluster (``map_batches``, extra ``ray``).
@@ -28,7 +30,14 @@ from ._job import (
     run_scores,
     write_outputs,
 )
-from ._run import arerank_question, arerank_stream, default_in_flight, question_record, question_rng
+from ._run import (
+    arerank_question,
+    arerank_stream,
+    default_in_flight,
+    question_k,
+    question_record,
+    question_rng,
+)
 
 __all__ = [
     "CHECKPOINT_NAME",
@@ -46,6 +55,7 @@ __all__ = [
     "arerank_stream",
     "default_in_flight",
     "question_from_object",
+    "question_k",
     "question_record",
     "question_rng",
     "rerank_job",

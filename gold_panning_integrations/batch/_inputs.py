@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import math
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -18,7 +18,15 @@ from ..errors import CollectionError
 from ..ir.collection import _is_id, _rag_passages, read_queries, run_candidates
 from ..ir.files import _where, json_object, text_lines
 
-__all__ = ["DEFAULT_DEPTH", "JsonlQuestions", "Question", "RunQuestions", "question_from_object"]
+__all__ = [
+    "DEFAULT_DEPTH",
+    "JsonlQuestions",
+    "Question",
+    "RunQuestions",
+    "fingerprint_pairs",
+    "input_fingerprint",
+    "question_from_object",
+]
 
 DEFAULT_DEPTH = 20
 """Candidates reranked per question unless ``depth`` says otherwise (as ``evaluate``'s ``--depth``)."""
@@ -77,6 +85,32 @@ class Question:
             documents=tuple(str(d) for d in row["documents"]),
             scores=None if scores is None else tuple(float(s) for s in scores),
         )
+
+
+def input_fingerprint(questions: Iterable[Question]) -> tuple[int, str]:
+    """``(count, SHA-256)`` of the questions' fingerprints in input order (by index): the
+    same input gives the same hash whatever order the questions are read in (a Ray
+    Dataset's rows come in any order)."""
+    return fingerprint_pairs((q.index, q.fingerprint()) for q in questions)
+
+
+def fingerprint_pairs(pairs: Iterable[tuple[int, str]]) -> tuple[int, str]:
+    """:func:`input_fingerprint` of the questions' ``(index, fingerprint)`` pairs.
+
+    Raises:
+        ValueError: Two questions share an index (each needs its own position).
+    """
+    fps = sorted(pairs)
+    h = hashlib.sha256()
+    last = None
+    for index, fp in fps:
+        if index == last:
+            raise ValueError(
+                f"two questions have index {index}; each question needs its own position in the input"
+            )
+        last = index
+        h.update(f"{index}:{fp}\n".encode("ascii"))
+    return len(fps), h.hexdigest()
 
 
 def _passage_scores(passages: list[Any], where: str) -> tuple[float, ...] | None:
@@ -151,8 +185,9 @@ class JsonlQuestions:
     (:func:`question_from_object`), streamed: iterating reads the file again, one line at
     a time, so a file of any length reranks in flat memory.
 
-    Constructing it reads the file once to check every line and count the questions (a bad
-    line fails before any model call).
+    Constructing it reads the file once to check every line, count the questions and take
+    their :func:`input_fingerprint` (:attr:`fingerprint`; a bad line fails before any model
+    call).
     """
 
     what = "questions file"
@@ -163,22 +198,21 @@ class JsonlQuestions:
         self.path = Path(path)
         self.depth = depth
         seen: set[str] = set()
-        count = 0
-        for q in self._read():
-            if q.qid in seen:
-                raise CollectionError(
-                    f"{_where(self.what, self.path)} repeats the question id {q.qid!r}; ids must be unique"
-                )
-            seen.add(q.qid)
-            count += 1
+
+        def checked() -> Iterator[Question]:
+            for q in self._read():
+                if q.qid in seen:
+                    raise CollectionError(
+                        f"{_where(self.what, self.path)} repeats the question id {q.qid!r}; ids must be unique"
+                    )
+                seen.add(q.qid)
+                yield q
+
+        count, self.fingerprint = input_fingerprint(checked())
         if not count:
             raise CollectionError(f"{_where(self.what, self.path)} holds no question")
         self.count = count
         self.left_out: dict[str, str] = {}
-
-    def describe(self) -> dict[str, Any]:
-        """What a checkpoint records of the input."""
-        return {"kind": "jsonl", "depth": self.depth}
 
     def _read(self) -> Iterator[Question]:
         index = 0
@@ -245,11 +279,7 @@ class RunQuestions:
             )
             for i, q in enumerate(q for q in texts if q in first.candidates)
         ]
-        self.count = len(self.questions)
-
-    def describe(self) -> dict[str, Any]:
-        """What a checkpoint records of the input."""
-        return {"kind": "run", "depth": self.depth}
+        self.count, self.fingerprint = input_fingerprint(self.questions)
 
     def __iter__(self) -> Iterator[Question]:
         return iter(self.questions)

@@ -6,7 +6,11 @@ in input order (:func:`write_outputs`): ``rerank.jsonl``, ``run.trec`` and
 
 A job that stops for any reason (Ctrl-C, SIGTERM, SIGKILL, a dead endpoint) is resumed by
 running it again with the same folder: the checkpoint's questions are not asked again, and
-the outputs equal an uninterrupted run's (the records hold no timings).
+the outputs equal an uninterrupted run's (the records hold no timings). The checkpoint's
+first line is the job's ledger (:mod:`._ledger`): a rerun with any setting a record depends
+on changed is refused, naming each; ``restart`` sets the file aside and starts anew. A
+fallback record (the endpoint failed) is provisional: a rerun asks it again unless
+``keep_fallbacks``.
 """
 
 from __future__ import annotations
@@ -21,10 +25,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any, Protocol
 
-from .._io import atomic_text_file, check_same_run, checkpoint_lines
+from .._io import atomic_text_file, checkpoint_lines
 from ..errors import CheckpointError
 from ..ir.runfile import write_text_atomic
-from ._inputs import Question
+from ._inputs import Question, input_fingerprint
+from ._ledger import CHECKPOINT_FORMAT, LEDGER_KEYS, is_provisional, job_ledger, ledger_differences
 from ._run import arerank_stream, default_in_flight
 
 __all__ = [
@@ -37,6 +42,7 @@ __all__ = [
     "QuestionSource",
     "RerankCheckpoint",
     "arerank_job",
+    "question_line",
     "rerank_job",
     "run_lines",
     "run_scores",
@@ -45,21 +51,16 @@ __all__ = [
 
 logger = logging.getLogger("gold_panning_integrations.rerank")
 
-CHECKPOINT_FORMAT = 1
-"""The checkpoint's layout: a meta line, then ``{"type": "question", "index", "fingerprint", "record"}``."""
 CHECKPOINT_NAME = "checkpoint.jsonl"
 JSONL_NAME = "rerank.jsonl"
 RUN_NAME = "run.trec"
 SUMMARY_NAME = "summary.json"
 
-_META_KEYS = ("format", "version", "input", "model", "mode", "profile", "config", "seed")
-"""What a checkpoint must share with the job resuming it (``version``: an option's meaning
-can change between versions)."""
-
 
 class QuestionSource(Protocol):
     """Questions in input order, re-iterable (:class:`~._inputs.JsonlQuestions`,
-    :class:`~._inputs.RunQuestions`, or a list), with their count."""
+    :class:`~._inputs.RunQuestions`, or a list), with their count (and, when it has one,
+    their ``fingerprint``: :func:`~._inputs.input_fingerprint`)."""
 
     def __iter__(self) -> Iterator[Question]: ...
 
@@ -67,23 +68,49 @@ class QuestionSource(Protocol):
 
 
 # ================================================================================ checkpoint
+def question_line(question: Question, record: Mapping[str, Any]) -> bytes:
+    """The checkpoint line of a finished ``question`` with its ``record`` (UTF-8, ``\\n``)."""
+    line = {
+        "type": "question",
+        "index": question.index,
+        "fingerprint": question.fingerprint(),
+        "record": record,
+    }
+    return (json.dumps(line) + "\n").encode("utf-8")
+
+
 class RerankCheckpoint:
-    """The job's JSONL checkpoint: a meta line with the job's settings, then one line per
-    finished question, appended and flushed as it finishes (a SIGKILL loses at most the
-    questions in flight; a line cut by the kill is dropped and its question reruns).
+    """The job's JSONL checkpoint: its ledger on the first line (:mod:`._ledger`), then one
+    line per finished question, appended and flushed as it finishes (a SIGKILL loses at most
+    the questions in flight; a line cut by the kill is dropped and its question reruns). A
+    question recorded twice (a fallback asked again) counts by its last line.
 
     The file is locked while open (``<path>.lock``; a second job on it fails at once).
 
     Args:
         path: The checkpoint file (created when absent).
-        meta: The job's settings (:data:`_META_KEYS`), checked against an existing file's.
+        meta: The job's ledger (:func:`~._ledger.job_ledger`), checked against the file's.
+        restart: Set an existing file aside (renamed ``<name>.<UTC time>.replaced``, never
+            deleted) and start anew.
+        keep_fallbacks: Count fallback records (:func:`~._ledger.is_provisional`) as done;
+            by default their questions are asked again.
+        hint: How the refusal names the way to start anew (the CLI's flag).
 
     Raises:
-        CheckpointError: Another job holds it, it was made with other settings, or a line
-            other than the last is corrupt; the message says what to do.
+        CheckpointError: Another job holds it, it was made with other settings (the message
+            names each, old -> new, and the way to start anew), or a line other than the
+            last is corrupt.
     """
 
-    def __init__(self, path: str | Path, meta: Mapping[str, Any]) -> None:
+    def __init__(
+        self,
+        path: str | Path,
+        meta: Mapping[str, Any],
+        *,
+        restart: bool = False,
+        keep_fallbacks: bool = False,
+        hint: str = "restart=True",
+    ) -> None:
         from ..calibration._checkpoint import CheckpointLock
 
         self.path = Path(path)
@@ -92,19 +119,22 @@ class RerankCheckpoint:
             raise CheckpointError(
                 f"checkpoint {str(self.path)!r} is not a regular file; pass another --out folder"
             )
-        self._meta = json.loads(json.dumps({k: meta.get(k) for k in _META_KEYS}))
+        self._meta = json.loads(json.dumps({k: meta.get(k) for k in LEDGER_KEYS}))
+        self.keep_fallbacks = keep_fallbacks
         advice = "wait for it to finish (a rerun then finds its questions done) or pass another --out folder"
         self._lock = CheckpointLock(self.path, holder="rerank job", advice=advice).acquire()
-        self._rows: dict[int, tuple[str, int]] = {}  # index -> (fingerprint, byte offset of its line)
+        self._rows: dict[int, tuple[str, int, bool]] = {}  # index -> (fingerprint, offset, provisional)
         self._fh: IO[bytes] | None = None
+        self.set_aside: Path | None = None
         try:
+            if restart and self.path.exists():
+                stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
+                self.set_aside = self.path.with_name(f"{self.path.name}.{stamp}.replaced")
+                self.path.rename(self.set_aside)
+                logger.info("--restart: %s set aside as %s", self.path, self.set_aside)
             old = self._read()
             if old is not None:
-                advice = (
-                    "rerun with the same input and options, or pass another --out folder (or delete it to "
-                    "start over)"
-                )
-                check_same_run(self.path, old, self._meta, _META_KEYS, what="job", advice=advice, sep="; ")
+                self._check_ledger(old, hint)
             self._fh = self.path.open("ab")
             self._size = self._fh.tell()
             if old is None:
@@ -112,6 +142,17 @@ class RerankCheckpoint:
         except BaseException:
             self.close()
             raise
+
+    def _check_ledger(self, old: Mapping[str, Any], hint: str) -> None:
+        differ = ledger_differences(old, self._meta)
+        if differ:
+            raise CheckpointError(
+                f"checkpoint {str(self.path)!r} holds records made with other settings, which this run "
+                f"would mix with its own; {len(differ)} setting(s) differ (in the file -> now): "
+                + "; ".join(differ)
+                + f". Rerun with the file's settings to resume it, or pass {hint} to set the file aside "
+                "(kept, renamed) and ask every question anew, or pass another --out folder"
+            )
 
     def _corrupt(self, lineno: int, why: object) -> CheckpointError:
         return CheckpointError(
@@ -138,14 +179,14 @@ class RerankCheckpoint:
                 if obj.get("type") == "meta":
                     meta = obj
                 elif obj.get("type") == "question":
-                    index, fp = obj.get("index"), obj.get("fingerprint")
+                    index, fp, record = obj.get("index"), obj.get("fingerprint"), obj.get("record")
                     if isinstance(index, bool) or not isinstance(index, int) or not isinstance(fp, str):
                         raise self._corrupt(
                             lineno, "a question line needs an integer index and a fingerprint"
                         )
-                    if not isinstance(obj.get("record"), dict):
+                    if not isinstance(record, dict):
                         raise self._corrupt(lineno, "a question line needs its record")
-                    self._rows[index] = (fp, start)
+                    self._rows[index] = (fp, start, is_provisional(record))
                 else:
                     raise CheckpointError(
                         f"checkpoint {str(self.path)!r} line {lineno} is not a rerank job's line (type "
@@ -156,11 +197,17 @@ class RerankCheckpoint:
         return meta
 
     def __len__(self) -> int:
-        """Questions finished so far."""
-        return len(self._rows)
+        """Questions done: recorded, fallbacks only with ``keep_fallbacks``."""
+        return sum(1 for _, _, provisional in self._rows.values() if self.keep_fallbacks or not provisional)
+
+    @property
+    def fallbacks(self) -> int:
+        """Questions whose record is a fallback (:func:`~._ledger.is_provisional`)."""
+        return sum(1 for _, _, provisional in self._rows.values() if provisional)
 
     def done(self, question: Question) -> bool:
-        """Whether ``question`` is finished here (one made on another input is an error)."""
+        """Whether ``question`` is done here: recorded, and not a fallback unless
+        ``keep_fallbacks`` (one made on another input is an error)."""
         row = self._rows.get(question.index)
         if row is None:
             return False
@@ -169,12 +216,25 @@ class RerankCheckpoint:
                 f"checkpoint {str(self.path)!r} holds question #{question.index} made on other input (now "
                 f"{question.qid!r}); rerun with the same input, or pass another --out folder"
             )
-        return True
+        return self.keep_fallbacks or not row[2]
 
-    def _append(self, obj: Mapping[str, Any]) -> int:
+    def done_at(self, index: int, fingerprint: str) -> bool:
+        """:meth:`done` for the question at ``index`` with ``fingerprint`` (the Ray path's
+        rows, before they are questions); one made on other input is an error."""
+        row = self._rows.get(index)
+        if row is None:
+            return False
+        if row[0] != fingerprint:
+            raise CheckpointError(
+                f"checkpoint {str(self.path)!r} holds question #{index} made on other input; rerun with "
+                "the same input, or pass another checkpoint folder"
+            )
+        return self.keep_fallbacks or not row[2]
+
+    def _append(self, obj: Mapping[str, Any] | bytes) -> int:
         """Write one line at the end (one write, flushed); its byte offset."""
         assert self._fh is not None
-        data = (json.dumps(obj) + "\n").encode("utf-8")
+        data = obj if isinstance(obj, bytes) else (json.dumps(obj) + "\n").encode("utf-8")
         start = self._size
         self._fh.write(data)
         self._fh.flush()
@@ -182,12 +242,10 @@ class RerankCheckpoint:
         return start
 
     def write(self, question: Question, record: Mapping[str, Any]) -> None:
-        """Record ``question`` as finished with its ``record``."""
-        fp = question.fingerprint()
-        start = self._append(
-            {"type": "question", "index": question.index, "fingerprint": fp, "record": record}
-        )
-        self._rows[question.index] = (fp, start)
+        """Record ``question`` as finished with its ``record`` (a later line of the same
+        question replaces an earlier one)."""
+        start = self._append(question_line(question, record))
+        self._rows[question.index] = (question.fingerprint(), start, is_provisional(record))
 
     def records(self, count: int) -> Iterator[dict[str, Any]]:
         """The records of questions ``0 .. count - 1``, in input order, read back one at a
@@ -246,16 +304,20 @@ _TOTALS = ("calls", "attempts", "prompt_tokens", "completion_tokens", "cache_hit
 
 def write_outputs(records: Iterable[Mapping[str, Any]], out: str | Path, *, tag: str) -> dict[str, Any]:
     """Write ``rerank.jsonl`` (the records, one a line) and ``run.trec`` (:func:`run_lines`)
-    under ``out``, streamed and each atomically; returns the records' totals
-    (``questions``, ``not_panned`` and the sums of :data:`_TOTALS`)."""
+    under ``out``, streamed and each atomically; returns the records' totals:
+    ``questions``, ``panned`` (records with evidence), ``fallback`` (the endpoint failed:
+    :func:`~._ledger.is_provisional`, in the first stage's order), ``not_panned`` (every
+    record without evidence, fallbacks included) and the sums of :data:`_TOTALS`."""
     root = Path(out)
     root.mkdir(parents=True, exist_ok=True)
-    totals = dict.fromkeys(("questions", "not_panned", *_TOTALS), 0)
+    totals = dict.fromkeys(("questions", "panned", "fallback", "not_panned", *_TOTALS), 0)
     with atomic_text_file(root / JSONL_NAME) as jl, atomic_text_file(root / RUN_NAME) as run:
         for rec in records:
             jl.write(json.dumps(rec) + "\n")
             run.write(run_lines(rec, tag=tag))
             totals["questions"] += 1
+            totals["panned"] += int(bool(rec.get("panned", True)))
+            totals["fallback"] += int(is_provisional(rec))
             totals["not_panned"] += int(not rec.get("panned", True))
             for k in _TOTALS:
                 totals[k] += int(rec.get(k) or 0)
@@ -271,7 +333,7 @@ class JobResult:
         out: The output folder.
         questions: Questions in the input (all in the outputs).
         resumed: Questions taken from the checkpoint of an earlier run.
-        ran: Questions reranked by this run.
+        ran: Questions reranked by this run (fallbacks of an earlier run asked again included).
         seconds: Wall time of this run's reranking.
         totals: The outputs' totals (:func:`write_outputs`).
         files: The files written, relative to ``out``.
@@ -292,24 +354,12 @@ class JobResult:
 
 
 def job_meta(source: Any, panner: Any, *, seed: int | None) -> dict[str, Any]:
-    """The settings a checkpoint records (:data:`_META_KEYS`)."""
-    from .. import __version__
-
-    reader = panner.reader
-    describe = getattr(source, "describe", None)
-    return {
-        "format": CHECKPOINT_FORMAT,
-        "version": __version__,
-        "input": {
-            **(describe() if callable(describe) else {"kind": type(source).__name__}),
-            "questions": len(source),
-        },
-        "model": getattr(reader, "model_name", None) or type(reader).__name__,
-        "mode": getattr(reader, "mode", None),
-        "profile": getattr(panner, "profile_label", None),
-        "config": panner.config.to_dict(),
-        "seed": seed,
-    }
+    """The ledger a checkpoint records (:func:`~._ledger.job_ledger`), with the input's
+    fingerprint (``source.fingerprint``, else taken by reading the questions once)."""
+    fingerprint = getattr(source, "fingerprint", None)
+    if not isinstance(fingerprint, str):
+        _, fingerprint = input_fingerprint(source)
+    return job_ledger(panner, seed=seed, questions=len(source), fingerprint=fingerprint)
 
 
 async def arerank_job(
@@ -321,6 +371,9 @@ async def arerank_job(
     in_flight: int | None = None,
     tag: str = "gold-panning",
     progress: Callable[[int], None] | None = None,
+    restart: bool = False,
+    keep_fallbacks: bool = False,
+    restart_hint: str = "restart=True",
 ) -> JobResult:
     """Rerank every question of ``source`` with ``panner`` (a ``GoldPanner``) into the
     folder ``out``, resuming from its checkpoint (see the module docstring).
@@ -337,9 +390,14 @@ async def arerank_job(
         in_flight: Questions reranked at once (default :func:`~._run.default_in_flight`).
         tag: The run file's tag (one word).
         progress: Called with the number of finished questions (resumed ones included).
+        restart: Set the folder's checkpoint aside (renamed, kept) and ask every question anew.
+        keep_fallbacks: Keep the checkpoint's fallback records (questions whose endpoint
+            failed) instead of asking them again.
+        restart_hint: How a refusal names the way to start anew (the CLI: ``--restart``).
 
     Raises:
-        CheckpointError: The folder holds another job's checkpoint (see the message).
+        CheckpointError: The folder's checkpoint was made with other settings (the message
+            names each, old -> new) or is in use by another job.
         AllRoundsFailedError, FatalReaderError: A question failed (after the questions in
             flight finished and were recorded); rerun to resume.
     """
@@ -349,11 +407,20 @@ async def arerank_job(
     if root.exists() and not root.is_dir():
         raise ValueError(f"--out {str(root)!r} is a file; pass a folder")
     count = len(source)
-    ck = RerankCheckpoint(root / CHECKPOINT_NAME, job_meta(source, panner, seed=seed))
+    meta = job_meta(source, panner, seed=seed)
+    ck = RerankCheckpoint(
+        root / CHECKPOINT_NAME, meta, restart=restart, keep_fallbacks=keep_fallbacks, hint=restart_hint
+    )
     try:
-        resumed = len(ck)
-        if resumed:
-            logger.info("resuming: %d of %d questions are in %s", resumed, count, ck.path)
+        resumed, again = len(ck), 0 if keep_fallbacks else ck.fallbacks
+        if resumed or again:
+            logger.info(
+                "resuming: %d of %d questions are in %s; %d fallback(s) asked again",
+                resumed,
+                count,
+                ck.path,
+                again,
+            )
         done = resumed
         if progress is not None:
             progress(done)
@@ -384,6 +451,7 @@ async def arerank_job(
         "questions": count,
         "resumed": resumed,
         "ran": ran,
+        "fallbacks_asked_again": again,
         "seconds": round(seconds, 3),
         "questions_per_second": None
         if result.questions_per_second is None

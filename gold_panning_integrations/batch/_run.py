@@ -9,16 +9,19 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable, Sequence
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
 
-from ..engine.records import PanningResult
+from .._streams import method_rng, query_k
+from ..engine.records import PanningResult, Reading
 from ._inputs import Question
 
 __all__ = [
     "EVALUATE_METHOD",
+    "afallback_record",
     "arerank_question",
     "arerank_stream",
     "default_in_flight",
@@ -40,18 +43,12 @@ def question_rng(question: Question, seed: int | None) -> np.random.Generator | 
     instance at the same position for :data:`EVALUATE_METHOD` (``[seed, index, method]``);
     None: the panner derives it from the question's text and candidates (the same input
     gives the same output wherever and in whatever order it runs)."""
-    if seed is None:
-        return None
-    from ..evaluate._methods import ALL_METHODS
-
-    return np.random.default_rng([int(seed), question.index, ALL_METHODS.index(EVALUATE_METHOD)])
+    return None if seed is None else method_rng(seed, question.index, EVALUATE_METHOD)
 
 
 def question_k(k: int | None, n: int) -> int | None:
     """The engine's ``k`` for a question of ``n`` candidates: ``k`` at most ``n - 1`` and
     at least 1, as ``evaluate`` pans (None stays None: no count limit)."""
-    from ..evaluate._instances import query_k
-
     return None if k is None else query_k(k, n)
 
 
@@ -102,6 +99,40 @@ async def arerank_question(panner: Any, question: Question, *, seed: int | None)
     return question_record(question, result)
 
 
+class _Unanswered:
+    """A reader whose every reading failed with ``error``, no call made: what the engine's
+    fallback is made of when the endpoint never answered (:func:`fallback_record`)."""
+
+    max_concurrency = None
+    recommended_profile = None
+
+    def __init__(self, error: str) -> None:
+        self.error = error
+        self.model_name = "unanswered"
+
+    def read(self, question: str, documents: Sequence[Any], *, labels: Sequence[int]) -> Reading:
+        return Reading.failure(self.error, attempts=0)
+
+    async def aread(self, question: str, documents: Sequence[Any], *, labels: Sequence[int]) -> Reading:
+        return Reading.failure(self.error, attempts=0)
+
+
+async def afallback_record(
+    panner: Any, question: Question, *, seed: int | None, error: str
+) -> dict[str, Any]:
+    """The record of ``question`` when its endpoint failed for good: the engine's fallback
+    (``on_failure="fallback"``: the prior's order and probabilities, ``panned`` false,
+    ``stop_reason`` ``"all-rounds-failed"``) with ``panner``'s profile, options and the
+    question's stream, no call counted (``calls`` and ``attempts`` 0). Provisional: a rerun
+    asks it again (:func:`~._ledger.is_provisional`)."""
+    from ..panning import GoldPanner
+
+    failed = GoldPanner(_Unanswered(error), panner.profile, replace(panner.config, on_failure="fallback"))
+    record = await arerank_question(failed, question, seed=seed)
+    record.update(calls=0, attempts=0)
+    return record
+
+
 def default_in_flight(reader: Any) -> int:
     """Questions kept in flight by default: twice the reader's ``max_concurrency`` (64
     without a limit), so that its calls never wait for a question to plan its next round."""
@@ -117,10 +148,12 @@ async def arerank_stream(
     in_flight: int,
     on_record: Callable[[Question, dict[str, Any]], None],
     skip: Callable[[Question], bool] | None = None,
+    rerank: Callable[[Question], Awaitable[dict[str, Any]]] | None = None,
 ) -> int:
     """Rerank ``questions`` with at most ``in_flight`` of them at once (their calls share
     the reader's limits), handing each record to ``on_record`` as it finishes (in the
-    order they finish). ``skip(question)`` True leaves a question out (already done).
+    order they finish). ``skip(question)`` True leaves a question out (already done);
+    ``rerank(question)`` makes a question's record (default :func:`arerank_question`).
 
     The questions are read lazily: at most ``in_flight`` are held. When a question raises,
     no new one starts; the others in flight finish (their records are handed over), then
@@ -138,6 +171,8 @@ async def arerank_stream(
     done_count = 0
 
     async def one(q: Question) -> tuple[Question, dict[str, Any]]:
+        if rerank is not None:
+            return q, await rerank(q)
         return q, await arerank_question(panner, q, seed=seed)
 
     try:

@@ -5,8 +5,13 @@
 (:mod:`.result`) and its reranking pairs (:mod:`.reranked`), simulation
 (:mod:`.simulator`); the one panner class, ``GoldPanner``, drives them.
 
-Imports numpy only (never langchain, llama_index or openai).
+Imports numpy only (never langchain, llama_index or openai). The simulator's names load on
+first access: a query's path (and ``gold-panning rerank``) never imports it.
 """
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
 
 from .beliefs import (
     POLICIES,
@@ -29,7 +34,9 @@ from .positions import (
     shown_order,
 )
 from .records import PanningResult, ProfileLike, Reader, Reading, RoundTrace
-from .simulator import Attack, PolicyCurve, SimulatedReader, SimulationResult, simulate
+
+if TYPE_CHECKING:
+    from .simulator import Attack, PolicyCurve, SimulatedReader, SimulationResult, simulate
 
 __all__ = [
     "POLICIES",
@@ -59,3 +66,13 @@ __all__ = [
     "update_log_odds",
     "vote_ranking",
 ]
+
+_SIMULATOR = frozenset({"Attack", "PolicyCurve", "SimulatedReader", "SimulationResult", "simulate"})
+
+
+def __getattr__(name: str) -> Any:
+    if name in _SIMULATOR:
+        from . import simulator
+
+        return getattr(simulator, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

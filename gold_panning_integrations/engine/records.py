@@ -78,6 +78,8 @@ class Reading:
         extra: Free-form reader-specific diagnostics.
         documents_cut: Documents of the prompt cut to fit the model's context.
         chars_cut: Characters those cuts removed from the documents' text, summed.
+        cut_at: Which ones: their positions in the prompt (indices into the documents as
+            shown), ascending; ``len(cut_at) == documents_cut`` for a reader that says.
         labels: The labels the documents were shown under, shape ``(m,)``, when not the
             panner's (a reader that takes no labels shows ``1..m``); None: the panner's.
         cached: True: a reply-cache hit (no model call, ``attempts`` 0); False: a miss
@@ -103,6 +105,7 @@ class Reading:
     documents_cut: int = 0
     chars_cut: int = 0
     abstain_p: float | None = None
+    cut_at: tuple[int, ...] = ()
 
     @classmethod
     def failure(cls, error: str, *, attempts: int = 1, raw: str | None = None) -> Reading:
@@ -529,6 +532,18 @@ class PanningResult:
     def chars_cut(self) -> int:
         """Characters those cuts removed from the documents' text, summed over every prompt."""
         return sum(x.chars_cut for r in self.rounds for x in r.readings)
+
+    @property
+    def times_cut(self) -> NDArray[np.int64]:
+        """Prompts in which each document was shown cut to fit the model's context, shape
+        ``(n,)`` (0: always shown whole), from the readings' :attr:`Reading.cut_at`."""
+        out = np.zeros(self.posteriors.shape[0], dtype=np.int64)
+        for r in self.rounds:
+            for window, reading in zip(r.windows, r.readings):
+                for position in reading.cut_at:
+                    if 0 <= position < len(window):
+                        out[window[position]] += 1
+        return out
 
     @property
     def seconds(self) -> float:

@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from .._streams import query_k
 from ..ir.collection import FORMATS, Collection
 from ..ir.first_stage import first_stage
 
@@ -136,11 +137,6 @@ def choose_gp_k(
         f"({med:g}; range {min(counts)}-{max(counts)} over {len(counts)} queries)"
     ) + (f", kept within 1..{cap}" if k != rounded else "")
     return GPKChoice(k, how)
-
-
-def query_k(k: int, n: int) -> int:
-    """The ``k`` a query with ``n`` candidates pans with: ``k``, at most ``n - 1``, at least 1."""
-    return max(1, min(k, n - 1))
 
 
 def collection_instances(

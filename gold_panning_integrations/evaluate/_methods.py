@@ -14,8 +14,9 @@ from typing import Any
 
 import numpy as np
 
+from .._streams import METHODS, method_rng, query_k
 from ..engine.config import SETTINGS, PanningConfig
-from ._instances import CompareInstance, query_k
+from ._instances import CompareInstance
 
 __all__ = [
     "ALL_METHODS",
@@ -94,7 +95,9 @@ PANNING_METHODS: dict[str, PanningSpec] = {
 PANNING: tuple[str, ...] = tuple(PANNING_METHODS)
 OURS: tuple[str, ...] = ("base", *PANNING)
 PEER_METHODS = ("langchain-listwise", "llamaindex-llmrerank", "llamaindex-rankgpt")
-ALL_METHODS: tuple[str, ...] = OURS + PEER_METHODS
+ALL_METHODS: tuple[str, ...] = METHODS
+"""Every method, in the order their random streams follow (:data:`.._streams.METHODS`, which
+``gold-panning rerank --seed`` shares; ``OURS + PEER_METHODS``)."""
 DEFAULT_METHODS: tuple[str, ...] = tuple(
     m for m in ALL_METHODS if m not in PANNING_METHODS or PANNING_METHODS[m].default
 )
@@ -185,7 +188,7 @@ def panning_method(
     """One of our methods (an entry of :data:`PANNING_METHODS`) as ``instance -> outcome``.
 
     ``profile`` is a profile object, a bundled name or a path; ``k`` the relevant documents
-    the panner selects (at most ``n - 1``, :func:`~._instances.query_k`);
+    the panner selects (at most ``n - 1``, :func:`~.._streams.query_k`);
     ``on_result(result, instance)`` gets every finished result (``--traces``). The
     generator is seeded by ``seed``, the instance and the method's place in :data:`ALL_METHODS`."""
     from ..panning import GoldPanner
@@ -199,7 +202,7 @@ def panning_method(
         profile = load_profile(profile)
 
     def run(inst: CompareInstance) -> MethodOutcome:
-        rng = np.random.default_rng([seed, inst.index, ALL_METHODS.index(name)])
+        rng = method_rng(seed, inst.index, name)
         kq = query_k(k, len(inst.documents))
         options = {
             "rounds": rounds,

@@ -41,6 +41,7 @@ from ..profiles import DetectorProfile, load_profile
 
 __all__ = [
     "ADAPTER_OWN_OPTIONS",
+    "CUT_KEY",
     "ENGINE_OPTIONS",
     "PANNED_KEY",
     "POSTERIOR_KEY",
@@ -76,6 +77,10 @@ PANNED_KEY = "gold_panning_panned"
 P_NONE_KEY = "gold_panning_p_none"
 """Metadata key of the probability that none of the query's candidates is relevant (the
 same float on every returned document; :attr:`PanningResult.p_none`)."""
+CUT_KEY = "gold_panning_cut"
+"""Metadata key of the prompts in which the reader showed the document cut to fit the model's
+context (an int; 0: always whole), as :attr:`PanningResult.times_cut` counts them: its
+posterior rests on what the model saw of it."""
 RELEVANCE_KEY = "relevance_score"
 """Metadata key LangChain's scoring rerankers (``CohereRerank``, ``FlashrankRerank``) use
 for their score; here the posterior again, so code written for them reads ours
@@ -356,6 +361,11 @@ class PanningOptions(_EngineOptions):
         """The user's reader argument (overridden by each adapter)."""
         raise NotImplementedError
 
+    def _reported(self, reader: Any) -> Any:
+        """``reader`` as the engine calls it: each adapter wraps a reader that does not report
+        its model calls to the adapter's framework (:mod:`._model_calls`); here, as given."""
+        return reader
+
     def __setattr__(self, name: str, value: Any) -> None:
         """Set a field; one the engine is built from (the model, ``profile``, ``config``,
         ``seed``, an engine option) drops the engine, built again on the next query."""
@@ -374,7 +384,8 @@ class PanningOptions(_EngineOptions):
     def _get_engine(self) -> GoldPanner:
         """The ``GoldPanner`` built once from the user's reader, profile and options: the
         one edge that resolves them, so ``"local"`` loads one model and every later query
-        uses the same profile (kept in ``self.profile``)."""
+        uses the same profile (kept in ``self.profile``); its reader reports each model
+        call to the framework (:meth:`_reported`)."""
         engine: GoldPanner | None = self._engine
         if engine is None:
             with self._reader_lock:
@@ -385,16 +396,11 @@ class PanningOptions(_EngineOptions):
                     engine = GoldPanner(
                         given_reader(self._reader_source()), self.profile, config, seed=self.seed
                     )
+                    engine.reader = self._reported(engine.reader)
                     if isinstance(engine.profile, DetectorProfile):  # what the profile rule returns
                         self.profile = engine.profile
                     self._engine = engine
         return engine
-
-    def _stream(self) -> np.random.Generator | None:
-        """This query's random stream: with an int ``seed``, the stream it starts (every
-        query the same, so a repeated query repeats its prompts); else None, the engine's
-        rule (derived from the input, or fresh entropy)."""
-        return None if self.seed is None or isinstance(self.seed, str) else np.random.default_rng(self.seed)
 
     def _notify(self, result: PanningResult) -> PanningResult:
         """Hand ``result`` to ``on_result`` (its errors are logged, never raised); ``result``."""

@@ -16,13 +16,13 @@ Example::
     # documents you already hold, or inside a compression pipeline:
     compressor = GoldPanningCompressor(reader=chat_model, top_n=3)
     best = compressor.compress_documents(docs, "who got the first nobel prize in physics")
-    # (index, relevance_score) pairs, best first, as CohereRerank.rerank returns them:
+    # [{"index": i, "relevance_score": p}, ...] best first, as CohereRerank.rerank returns them:
     hits = compressor.rerank(docs, "who got the first nobel prize in physics", top_n=3)
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from copy import deepcopy
 from typing import Any, NamedTuple, TypedDict
 from uuid import UUID
@@ -56,10 +56,11 @@ from pydantic import ConfigDict, PrivateAttr, field_serializer, field_validator
 from typing_extensions import Unpack
 
 from ..engine import PanningConfig, PanningResult
-from ..engine.reranked import RerankHit, check_top_n, reranked
+from ..engine.reranked import RerankHit, check_top_n, document_text, reranked
 from ..panning import check_question
 from ..readers._reader_base import accepts
 from ._framework_base import (
+    CUT_KEY,
     P_NONE_KEY,
     PANNED_KEY,
     POSTERIOR_KEY,
@@ -127,6 +128,17 @@ class _LangChainPanning(PanningOptions):
     def _reader_source(self) -> Any:
         return self.reader
 
+    def _reported(self, reader: Any) -> Any:
+        """A reader that reports no LangChain runs of its own wrapped, so each model call is a
+        chat-model child run with its tokens (:mod:`._langchain_calls`); a reader whose
+        ``read``/``aread`` takes the run ``config`` (the chat-model reader) is handed the run
+        and reports its calls itself."""
+        if accepts(reader, "read", "config") or accepts(reader, "aread", "config"):
+            return reader
+        from ._langchain_calls import LangChainReportedReader
+
+        return LangChainReportedReader(reader)
+
     @field_serializer("reader")
     def _dump_reader(self, reader: Any) -> Any:
         return describe_object(reader)  # it holds clients and locks: dump what identifies it
@@ -141,11 +153,14 @@ class _LangChainPanning(PanningOptions):
     ) -> list[Document]:
         """Copies of the selected documents (``every``: of all that ``config``'s
         ``min_relevance`` and ``recall_target`` keep), best first, with the panning keys
-        added to a deep copy of their metadata (the caller's documents stay unchanged)."""
+        added to a deep copy of their metadata (the caller's documents stay unchanged),
+        ``gold_panning_cut`` among them: in how many prompts the reader showed the document
+        cut to fit the model's context."""
         out = []
+        cut = result.times_cut
         for r in ranked(result, every=every, config=config):
             keys = {POSTERIOR_KEY: r.posterior, RANK_KEY: r.rank, PANNED_KEY: result.panned}
-            keys |= {P_NONE_KEY: result.p_none, RELEVANCE_KEY: r.posterior}
+            keys |= {P_NONE_KEY: result.p_none, RELEVANCE_KEY: r.posterior, CUT_KEY: int(cut[r.index])}
             meta = {**deepcopy(docs[r.index].metadata), **keys}
             out.append(docs[r.index].model_copy(update={"metadata": meta}))
         return out
@@ -158,14 +173,11 @@ class _LangChainPanning(PanningOptions):
         self, docs: Sequence[Document], callbacks: Callbacks, method: str
     ) -> tuple[Any, list[str], dict[str, Any]]:
         """The engine and ``run``/``arun``'s arguments for ``docs`` (checked to be
-        Documents): their texts, and the scores, the random stream and reader keywords: model calls report
-        to ``callbacks`` when the reader's ``method`` takes a run ``config`` (the LangChain
-        chat-model reader)."""
+        Documents): their texts, and the scores and reader keywords: model calls report
+        to ``callbacks`` through the run ``config`` the reader's ``method`` takes (a
+        chat-model reader's own, or the wrapper of :meth:`_reported`)."""
         engine = self._get_engine()
-        options: dict[str, Any] = {
-            "scores": [d.metadata.get(self.score_key) for d in docs],
-            "rng": self._stream(),
-        }
+        options: dict[str, Any] = {"scores": [d.metadata.get(self.score_key) for d in docs]}
         if callbacks is not None and self._takes_config(engine, method):
             options["reader_options"] = {"config": {"callbacks": callbacks}}
         return engine, [d.page_content for d in docs], options
@@ -190,8 +202,9 @@ class GoldPanningRetriever(BaseRetriever, _LangChainPanning):
     citations update a posterior probability of relevance per document. ``invoke``
     returns the top ``k`` documents as copies with ``gold_panning_posterior``,
     ``relevance_score`` (the same float, LangChain rerankers' key), ``gold_panning_rank``
-    (1-based), ``gold_panning_panned`` and ``gold_panning_p_none`` added to their
-    metadata; with ``min_relevance`` fewer than ``k``, or none.
+    (1-based), ``gold_panning_panned``, ``gold_panning_p_none`` and ``gold_panning_cut``
+    (prompts in which the reader showed the document cut to fit the model's context; 0:
+    always whole) added to their metadata; with ``min_relevance`` fewer than ``k``, or none.
 
     :meth:`pan` / :meth:`apan` also return the full
     :class:`~gold_panning_integrations.PanningResult`, which goes to ``on_result`` too; a
@@ -415,21 +428,32 @@ class GoldPanningCompressor(BaseDocumentCompressor, _LangChainPanning):
         return (await self.apan(documents, query, callbacks=callbacks, **kwargs)).documents
 
     def rerank(
-        self, documents: Sequence[Document | str], query: str, *, top_n: int | None = None, **kwargs: Any
+        self,
+        documents: Sequence[Document | str | Mapping[str, Any]],
+        query: str,
+        *,
+        top_n: int | None = None,
+        **kwargs: Any,
     ) -> list[RerankHit]:
-        """``documents`` (Documents or texts) reranked for ``query``: ``(index,
-        relevance_score)`` pairs, best first, as LangChain's ``CohereRerank.rerank``
-        returns them (``hit["index"]``, ``hit["relevance_score"]`` work too).
+        """``documents`` reranked for ``query``, as LangChain's ``CohereRerank.rerank``:
+        ``[{"index": i, "relevance_score": p}, ...]``, best first, the first ``top_n`` (None
+        or -1: every document).
 
-        The pairs are :meth:`pan`'s ranking and posteriors for the same ``top_n``, cut
-        to ``top_n`` (None: every document, panned as ``compress_documents`` pans them);
-        ``min_relevance`` does not cut them. Keyword arguments as for :meth:`pan`.
+        A document is a ``Document``, a text, or a ``{"text": ...}`` dict (its other fields
+        become the Document's metadata, so a ``"score"`` is read as the retriever's). The
+        dicts are :meth:`pan`'s ranking and posteriors; ``min_relevance`` does not cut
+        them. Keyword arguments as for :meth:`pan` (the run's ``callbacks``, ``tags``, ...).
         """
         top_n = check_top_n(top_n)
         return reranked(self.pan(_documents(documents), query, top_n=top_n, **kwargs).result, top_n=top_n)
 
     async def arerank(
-        self, documents: Sequence[Document | str], query: str, *, top_n: int | None = None, **kwargs: Any
+        self,
+        documents: Sequence[Document | str | Mapping[str, Any]],
+        query: str,
+        *,
+        top_n: int | None = None,
+        **kwargs: Any,
     ) -> list[RerankHit]:
         """Asynchronous :meth:`rerank` (awaits the reader's ``aread``)."""
         top_n = check_top_n(top_n)
@@ -438,11 +462,19 @@ class GoldPanningCompressor(BaseDocumentCompressor, _LangChainPanning):
 
 
 def _documents(items: Any) -> Any:
-    """Texts as Documents (``CohereRerank.rerank`` takes both); anything else as given,
-    for :meth:`GoldPanningCompressor.pan` to check."""
-    if isinstance(items, (str, bytes)) or not isinstance(items, Sequence):
+    """Texts and ``{"text": ...}`` dicts as Documents (``CohereRerank.rerank`` takes all
+    three); anything else as given, for :meth:`GoldPanningCompressor.pan` to check."""
+    if isinstance(items, (str, bytes, Mapping)) or not isinstance(items, Sequence):
         return items
-    return [Document(page_content=d) if isinstance(d, str) else d for d in items]
+    out = []
+    for i, d in enumerate(items):
+        if isinstance(d, str):
+            d = Document(page_content=d)
+        elif isinstance(d, Mapping):
+            meta = {k: v for k, v in d.items() if k != "text"}
+            d = Document(page_content=document_text(d, i), metadata=meta)
+        out.append(d)
+    return out
 
 
 _RUN_KEYS = frozenset(PanOptions.__annotations__) - {"top_n", "callbacks"}

@@ -10,14 +10,14 @@ Example::
 
     nodes, result = panning.pan(retrieved_nodes, "who got the first nobel prize in physics")
     result.rounds          # per-round trace
-    hits = panning.rerank(retrieved_nodes, "who got the first nobel prize in physics")  # (index, score)
+    hits = panning.rerank(retrieved_nodes, "who got the first nobel prize in physics")  # [{"index", "relevance_score"}]
 
 Needs the ``llama-index`` extra (``pip install "gold-panning-integrations[llama-index]"``).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, NamedTuple
 
 from ..errors import InvalidInputError, MissingExtraError
@@ -31,7 +31,7 @@ try:
     from llama_index.core.instrumentation.events.rerank import ReRankEndEvent, ReRankStartEvent
     from llama_index.core.llms import LLM
     from llama_index.core.postprocessor.types import BaseNodePostprocessor
-    from llama_index.core.schema import MetadataMode, NodeWithScore, QueryBundle, TextNode
+    from llama_index.core.schema import BaseNode, MetadataMode, NodeWithScore, QueryBundle, TextNode
 except ImportError as err:  # only when llama-index-core itself is missing
     if not (err.name or "").startswith("llama_index"):
         raise
@@ -40,9 +40,10 @@ except ImportError as err:  # only when llama-index-core itself is missing
     ) from err
 
 from ..engine import PanningResult
-from ..engine.reranked import RerankHit, check_top_n, reranked
+from ..engine.reranked import RerankHit, check_top_n, document_text, reranked
 from ..panning import check_question
 from ._framework_base import (
+    CUT_KEY,
     PanningOptions,
     check_items,
     check_limit,
@@ -111,10 +112,12 @@ class GoldPanningPostprocessor(BaseNodePostprocessor, PanningOptions):
     likeliest sit where the model's citation is most informative (its detector profile);
     citations update a posterior probability of relevance per node. Returns the ``top_n``
     nodes as new ``NodeWithScore`` objects whose ``score`` is the posterior (the input is
-    not modified); with ``min_relevance`` fewer, or none. ``p_none`` (no node relevant) is
-    on :meth:`pan`'s result, in the ``GoldPanningEndEvent`` sent after ``ReRankEndEvent``
-    and in the legacy ``RERANKING`` callback's end payload, not in node metadata (which the
-    response LLM reads). :meth:`pan` / :meth:`apan` also return the full
+    not modified; a node the reader showed cut to fit the model's context is a copy whose
+    metadata holds ``gold_panning_cut``, the prompts it was cut in, a key hidden from the
+    response LLM and the embeddings); with ``min_relevance`` fewer, or none. ``p_none``
+    (no node relevant) is on :meth:`pan`'s result, in the ``GoldPanningEndEvent`` sent
+    after ``ReRankEndEvent`` and in the legacy ``RERANKING`` callback's end payload, not in
+    node metadata (which the response LLM reads). :meth:`pan` / :meth:`apan` also return the full
     :class:`~gold_panning_integrations.PanningResult`.
 
     Give the model as ``llm`` or ``reader``, not both; with neither, ``llm`` is
@@ -166,6 +169,18 @@ class GoldPanningPostprocessor(BaseNodePostprocessor, PanningOptions):
 
     def _reader_source(self) -> Any:
         return self.llm if self.llm is not None else self.reader
+
+    def _reported(self, reader: Any) -> Any:
+        """A reader that is not a LlamaIndex LLM's wrapped, so each model call is an LLM span
+        with its events and tokens (:mod:`._llama_index_calls`); a LlamaIndex LLM reports
+        its own calls."""
+        from ..readers.llama_index_llm import LlamaIndexLLMReader
+
+        if isinstance(reader, LlamaIndexLLMReader):
+            return reader
+        from ._llama_index_calls import LlamaIndexReportedReader
+
+        return LlamaIndexReportedReader(reader, callback_manager=lambda: self.callback_manager)
 
     def _repr_fields(self) -> dict[str, Any]:
         return {"reader": reader_repr(self._reader_source()), "top_n": repr(self.top_n)}
@@ -224,9 +239,10 @@ class GoldPanningPostprocessor(BaseNodePostprocessor, PanningOptions):
 
     def _query(self, nodes: Nodes) -> tuple[Any, list[str], dict[str, Any]]:
         """The engine and ``run``/``arun``'s arguments for ``nodes``: their texts (with
-        the metadata ``metadata_mode`` shows), their scores and the random stream."""
+        the metadata ``metadata_mode`` shows) and their scores (the random stream is the
+        engine's: :attr:`seed`)."""
         texts = [node.node.get_content(metadata_mode=self.metadata_mode) for node in nodes]
-        return self._get_engine(), texts, {"scores": [x.score for x in nodes], "rng": self._stream()}
+        return self._get_engine(), texts, {"scores": [x.score for x in nodes]}
 
     def _empty(self, n: int | None) -> PannedNodes:
         """No nodes: an empty result, no call made."""
@@ -245,8 +261,13 @@ class GoldPanningPostprocessor(BaseNodePostprocessor, PanningOptions):
     @staticmethod
     def _ranked(nodes: Nodes, result: PanningResult, event: Any) -> list[NodeWithScore]:
         """The top nodes of ``result`` (score: the posterior), reported to the legacy
-        callback's ``event``."""
-        out = [NodeWithScore(node=nodes[r.index].node, score=r.posterior) for r in ranked(result)]
+        callback's ``event``; a node the reader showed cut is a copy that says so
+        (:func:`_marked_cut`)."""
+        cut = result.times_cut
+        out = [
+            NodeWithScore(node=_marked_cut(nodes[r.index].node, int(cut[r.index])), score=r.posterior)
+            for r in ranked(result)
+        ]
         event.on_end(payload={EventPayload.NODES: out, P_NONE_PAYLOAD: result.p_none})
         return out
 
@@ -258,25 +279,34 @@ class GoldPanningPostprocessor(BaseNodePostprocessor, PanningOptions):
         return PannedNodes(out, result)
 
     def rerank(
-        self, nodes: Sequence[NodeWithScore | str], query: QueryLike, *, top_n: int | None = None
+        self,
+        documents: Sequence[NodeWithScore | BaseNode | str | Mapping[str, Any]],
+        query: QueryLike,
+        *,
+        top_n: int | None = None,
     ) -> list[RerankHit]:
-        """``nodes`` (NodeWithScore objects or texts) reranked for ``query``: ``(index,
-        relevance_score)`` pairs, best first, the shape of LangChain's ``CohereRerank.rerank``
-        (``hit["index"]``, ``hit["relevance_score"]`` work too).
+        """``documents`` reranked for ``query``, the shape of LangChain's ``CohereRerank.rerank``:
+        ``[{"index": i, "relevance_score": p}, ...]``, best first, the first ``top_n`` (None
+        or -1: every node).
 
-        The pairs are :meth:`pan`'s ranking and posteriors for the same ``top_n``, cut to
-        ``top_n`` (None: every node, panned as ``postprocess_nodes`` pans them);
-        ``min_relevance`` does not cut them.
+        A document is a ``NodeWithScore``, a node, a text, or a ``{"text": ...}`` dict (its
+        ``"score"``, when given, is the retriever's; its other fields become the node's
+        metadata, not shown to the reader). The dicts are :meth:`pan`'s ranking and posteriors; ``min_relevance``
+        does not cut them.
         """
         top_n = check_top_n(top_n)
-        return reranked(self.pan(_nodes(nodes), query, top_n=top_n).result, top_n=top_n)
+        return reranked(self.pan(_nodes(documents), query, top_n=top_n).result, top_n=top_n)
 
     async def arerank(
-        self, nodes: Sequence[NodeWithScore | str], query: QueryLike, *, top_n: int | None = None
+        self,
+        documents: Sequence[NodeWithScore | BaseNode | str | Mapping[str, Any]],
+        query: QueryLike,
+        *,
+        top_n: int | None = None,
     ) -> list[RerankHit]:
         """Asynchronous :meth:`rerank` (awaits the reader's ``aread``)."""
         top_n = check_top_n(top_n)
-        return reranked((await self.apan(_nodes(nodes), query, top_n=top_n)).result, top_n=top_n)
+        return reranked((await self.apan(_nodes(documents), query, top_n=top_n)).result, top_n=top_n)
 
     def _postprocess_nodes(
         self, nodes: list[NodeWithScore], query_bundle: QueryBundle | None = None
@@ -290,9 +320,42 @@ class GoldPanningPostprocessor(BaseNodePostprocessor, PanningOptions):
         return (await self.apan(nodes, query_bundle)).nodes
 
 
+def _marked_cut(node: BaseNode, times: int) -> BaseNode:
+    """``node`` itself when the reader showed it whole; else a copy whose metadata says in
+    how many prompts it was cut to fit the model's context (``gold_panning_cut``), a key
+    kept out of what the response LLM and the embeddings read."""
+    if not times:
+        return node
+    copy = node.model_copy(deep=True)
+    copy.metadata[CUT_KEY] = times
+    for keys in (copy.excluded_llm_metadata_keys, copy.excluded_embed_metadata_keys):
+        if CUT_KEY not in keys:
+            keys.append(CUT_KEY)
+    return copy
+
+
 def _nodes(items: Any) -> Any:
-    """Texts as ``NodeWithScore`` objects without a score; anything else as given, for
-    :meth:`GoldPanningPostprocessor.pan` to check."""
-    if isinstance(items, (str, bytes)) or not isinstance(items, Sequence):
+    """Texts, nodes and ``{"text": ...}`` dicts as ``NodeWithScore`` objects; anything else
+    as given, for :meth:`GoldPanningPostprocessor.pan` to check."""
+    if isinstance(items, (str, bytes, Mapping)) or not isinstance(items, Sequence):
         return items
-    return [NodeWithScore(node=TextNode(text=n), score=None) if isinstance(n, str) else n for n in items]
+    out = []
+    for i, n in enumerate(items):
+        if isinstance(n, str):
+            n = NodeWithScore(node=TextNode(text=n), score=None)
+        elif isinstance(n, BaseNode):
+            n = NodeWithScore(node=n, score=None)
+        elif isinstance(n, Mapping):
+            score = n.get("score")
+            meta = {k: v for k, v in n.items() if k not in ("text", "score")}
+            score = float(score) if isinstance(score, (int, float)) and not isinstance(score, bool) else None
+            keys = list(meta)  # kept on the node, not shown to the reader (Cohere reads "text" only)
+            node = TextNode(
+                text=document_text(n, i),
+                metadata=meta,
+                excluded_llm_metadata_keys=keys,
+                excluded_embed_metadata_keys=keys,
+            )
+            n = NodeWithScore(node=node, score=score)
+        out.append(n)
+    return out

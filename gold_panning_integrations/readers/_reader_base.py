@@ -818,6 +818,8 @@ class Prompt:
     holds them cut."""
     chars_cut: int = 0
     """Characters those cuts removed from the documents' text."""
+    cut_at: tuple[int, ...] = ()
+    """The positions (in ``documents``) of the documents cut."""
 
     def as_dicts(self) -> list[dict[str, str]]:
         """The two chat messages as OpenAI-style ``{"role", "content"}`` dicts."""
@@ -925,10 +927,12 @@ class BaseReader:
         docs = tuple(sanitize_text(d) for d in documents)
         q = sanitize_text(question)
         labs = check_labels(labels, len(docs))
-        docs, cut, chars = self._fit(q, docs, labs)
+        fitted, cut, chars = self._fit(q, docs, labs)
+        at = tuple(i for i, (a, b) in enumerate(zip(docs, fitted)) if " ".join(a.split()) != b) if cut else ()
+        docs = fitted
         system, user = self._render(q, docs, labs)
         if self.mode == "answer":
-            return Prompt(q, docs, labs, system, user, cut, chars)
+            return Prompt(q, docs, labs, system, user, cut, chars, at)
         shown = template_labels(self.template, labs)
         if shown != labs and not self._warned_template:
             self._warned_template = True
@@ -937,7 +941,7 @@ class BaseReader:
                 "instead of the panner's per-round labels; add a labels keyword to the template",
                 self,
             )
-        return Prompt(q, docs, shown, system, user, cut, chars)
+        return Prompt(q, docs, shown, system, user, cut, chars, at)
 
     def _render(self, question: str, docs: Sequence[str], labels: tuple[int, ...]) -> tuple[str, str]:
         """The system and user messages of one prompt in this reader's mode."""
@@ -1234,7 +1238,7 @@ class BaseReader:
         off_loop = asynchronous and self.cache is not None and self.cache.path is not None
         hit = yield _in_thread_if(off_loop, self._from_cache, key, prompt)
         if hit is not None:
-            return hit
+            return _with_cut(hit, prompt)
         replies: list[Reply] = []
         deadline = self._deadline()
         reading = yield from retry_steps(
@@ -1347,7 +1351,9 @@ def _with_cut(reading: Reading, prompt: Prompt) -> Reading:
     """``reading`` counting the cuts that fitted ``prompt`` (failed readings too)."""
     if not prompt.documents_cut:
         return reading
-    return replace(reading, documents_cut=prompt.documents_cut, chars_cut=prompt.chars_cut)
+    return replace(
+        reading, documents_cut=prompt.documents_cut, chars_cut=prompt.chars_cut, cut_at=prompt.cut_at
+    )
 
 
 def _in_thread_if(off_loop: bool, fn: Any, *args: Any) -> Any:

@@ -12,6 +12,7 @@ import subprocess
 import sys
 from collections import Counter
 from pathlib import Path
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -60,12 +61,19 @@ def questions(tmp_path: Path) -> Path:
 
 
 @pytest.fixture
-def full(tmp_path: Path, questions: Path) -> Path:
+def srv() -> Iterator[FakeOpenAIServer]:
+    """The endpoint of a test's runs (one URL: the checkpoint's ledger records it)."""
+    with FakeOpenAIServer(default=model()) as server:
+        yield server
+
+
+@pytest.fixture
+def full(tmp_path: Path, questions: Path, srv: FakeOpenAIServer) -> Path:
     """An uninterrupted run's folder."""
     out = tmp_path / "full"
-    with FakeOpenAIServer(default=model()) as srv:
-        assert main(_args(srv.base_url, questions, out)) == 0
-        assert _asked(srv) == dict.fromkeys(range(N), 6)  # 2 rounds x 3 prompts, no other request
+    assert main(_args(srv.base_url, questions, out)) == 0
+    assert _asked(srv) == dict.fromkeys(range(N), 6)  # 2 rounds x 3 prompts, no other request
+    srv.clear()
     return out
 
 
@@ -122,14 +130,15 @@ def _keep_first(checkpoint: Path, k: int) -> set[int]:
     return {json.loads(line)["index"] for line in lines[1 : 1 + k]}
 
 
-def test_a_resumed_run_asks_no_finished_question_again(tmp_path: Path, questions: Path, full: Path) -> None:
+def test_a_resumed_run_asks_no_finished_question_again(
+    tmp_path: Path, questions: Path, full: Path, srv: FakeOpenAIServer
+) -> None:
     out = tmp_path / "resumed"
     out.mkdir()
     (out / "checkpoint.jsonl").write_bytes((full / "checkpoint.jsonl").read_bytes())
     done = _keep_first(out / "checkpoint.jsonl", 5)
-    with FakeOpenAIServer(default=model()) as srv:
-        assert main(_args(srv.base_url, questions, out)) == 0
-        assert _asked(srv) == {i: 6 for i in range(N) if i not in done}
+    assert main(_args(srv.base_url, questions, out)) == 0
+    assert _asked(srv) == {i: 6 for i in range(N) if i not in done}
     assert (out / "rerank.jsonl").read_bytes() == (full / "rerank.jsonl").read_bytes()
     assert (out / "run.trec").read_bytes() == (full / "run.trec").read_bytes()
     summary = json.loads((out / "summary.json").read_text(encoding="utf-8"))
@@ -137,7 +146,7 @@ def test_a_resumed_run_asks_no_finished_question_again(tmp_path: Path, questions
 
 
 def test_a_cut_last_line_is_dropped_and_its_question_reruns(
-    tmp_path: Path, questions: Path, full: Path
+    tmp_path: Path, questions: Path, full: Path, srv: FakeOpenAIServer
 ) -> None:
     out = tmp_path / "cut"
     out.mkdir()
@@ -147,20 +156,18 @@ def test_a_cut_last_line_is_dropped_and_its_question_reruns(
     data = ck.read_bytes()
     last = data.rstrip(b"\n").rsplit(b"\n", 1)[1]
     ck.write_bytes(data[: len(data) - len(last) // 2 - 1])  # the 4th question's line cut mid-way
-    with FakeOpenAIServer(default=model()) as srv:
-        assert main(_args(srv.base_url, questions, out)) == 0
-        cut = json.loads(last)["index"]
-        assert _asked(srv) == {i: 6 for i in range(N) if i not in done or i == cut}
+    assert main(_args(srv.base_url, questions, out)) == 0
+    cut = json.loads(last)["index"]
+    assert _asked(srv) == {i: 6 for i in range(N) if i not in done or i == cut}
     assert (out / "rerank.jsonl").read_bytes() == (full / "rerank.jsonl").read_bytes()
 
 
 def test_a_checkpoint_of_other_settings_is_refused(
-    tmp_path: Path, questions: Path, full: Path, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, questions: Path, full: Path, srv: FakeOpenAIServer, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    with FakeOpenAIServer(default=model()) as srv:
-        assert main(_args(srv.base_url, questions, full, "--rounds", "3")) == 2
-        assert srv.requests == []
-    assert "belongs to another job (config:" in capsys.readouterr().err
+    assert main(_args(srv.base_url, questions, full, "--rounds", "3")) == 2
+    assert srv.requests == []
+    assert "config.rounds (--rounds): 2 -> 3" in capsys.readouterr().err
 
 
 def test_a_second_job_on_the_same_folder_is_refused(tmp_path: Path) -> None:
@@ -196,20 +203,22 @@ def _fails_on(bad: int) -> Any:
 
 
 def test_a_question_that_fails_stops_the_job_and_a_rerun_finishes_it(
-    tmp_path: Path, questions: Path, full: Path, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, questions: Path, full: Path, srv: FakeOpenAIServer, capsys: pytest.CaptureFixture[str]
 ) -> None:
     out = tmp_path / "failing"
-    with FakeOpenAIServer(default=_fails_on(7)) as srv:
-        code = main(_args(srv.base_url, questions, out, "--max-attempts", "1", "--questions-in-flight", "2"))
-        first = _asked(srv)
+    srv.default = _fails_on(7)
+    once = ("--max-attempts", "1")  # no retry: the failing question fails at once
+    code = main(_args(srv.base_url, questions, out, *once, "--questions-in-flight", "2"))
+    first = _asked(srv)
     assert code == 2
     assert "every panning round failed" in capsys.readouterr().err
     assert not (out / "rerank.jsonl").exists()
     done = {json.loads(line)["index"] for line in (out / "checkpoint.jsonl").read_text().splitlines()[1:]}
     assert 7 not in done and set(range(7)) <= done  # in input order, two at a time: 0..6 finished first
-    with FakeOpenAIServer(default=model()) as srv:
-        assert main(_args(srv.base_url, questions, out)) == 0
-        assert set(_asked(srv)) == set(range(N)) - done
+    srv.default = model()
+    srv.clear()
+    assert main(_args(srv.base_url, questions, out, *once)) == 0
+    assert set(_asked(srv)) == set(range(N)) - done
     assert 7 in first
     assert (out / "rerank.jsonl").read_bytes() == (full / "rerank.jsonl").read_bytes()
 

@@ -44,6 +44,13 @@ def test_the_report_prints_the_rate_beside_the_ideal(report: dict[str, Any]) -> 
     text = B.format_report(report)
     assert f"ideal    {report['ideal_qps']:8.2f} questions/s  = 4 / (6 calls x 0.02 s)" in text
     assert f"achieved {report['achieved_qps']:8.2f} questions/s" in text
+    # the share of the ideal with the machine's load beside it, on the same line
+    start, end = report["load"]["start"], report["load"]["end"]
+    assert len(start) == len(end) == 3 and report["cpus"] >= 1
+    achieved = next(line for line in text.splitlines() if "achieved" in line)
+    assert f"{report['share_of_ideal']:.1%} of the ideal" in achieved
+    assert f"machine load {start[0]:.2f} at the start, {end[0]:.2f} at the end" in achieved
+    assert report["server"]["cpu_seconds"] > 0 and report["job_cores"] > 0
     assert "memory (RSS, MB): start" in text
 
 

@@ -88,13 +88,19 @@ def test_fresh_draws_new_labels_each_run() -> None:
     assert _labels(panner.run("q", DOCS)) != _labels(panner.run("q", DOCS))
 
 
-def test_an_int_seed_is_one_stream_for_the_panner() -> None:
-    """As before: an int seeds one generator that the panner's runs share."""
+def test_an_int_seed_starts_its_stream_anew_on_every_run() -> None:
+    """An int is the seed of every run's stream (issue 49: it used to seed one generator
+    that the panner's runs shared, so the same call twice differed); a Generator is the
+    caller's one stream, which the runs continue."""
     a = GoldPanner(LabelRecorder(), "lost-in-the-middle", rounds=2, rng=7)
-    b = GoldPanner(LabelRecorder(), "lost-in-the-middle", rounds=2, rng=7)
     first = [_labels(a.run("q", DOCS)), _labels(a.run("q", DOCS))]
-    assert first == [_labels(b.run("q", DOCS)), _labels(b.run("q", DOCS))]
-    assert first[0] != first[1]
+    assert first[0] == first[1]
+    assert (
+        _labels(GoldPanner(LabelRecorder(), "lost-in-the-middle", rounds=2, rng=7).run("q", DOCS)) == first[0]
+    )
+    shared = GoldPanner(LabelRecorder(), "lost-in-the-middle", rounds=2, rng=np.random.default_rng(7))
+    assert [_labels(shared.run("q", DOCS)), _labels(shared.run("q", DOCS))][0] == first[0]
+    assert _labels(shared.run("q", DOCS)) != first[0]
 
 
 def test_seed_is_the_panners_name_for_rng_too() -> None:

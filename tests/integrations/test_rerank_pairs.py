@@ -1,60 +1,98 @@
-"""``rerank()`` on the engine, the LangChain compressor and the LlamaIndex postprocessor:
-``(index, relevance_score)`` pairs best first, the shape of LangChain's ``CohereRerank.rerank``,
-equal to ``run()``'s / ``pan()``'s ranking and probabilities."""
+"""One ``rerank`` everywhere, the one LangChain's ``CohereRerank.rerank`` users call:
+``rerank(documents, query, *, top_n=None)`` (keywords in any order) on the engine, the
+LangChain compressor and the LlamaIndex postprocessor, returning
+``[{"index": i, "relevance_score": p}, ...]`` best first (plain dicts: ``json.dumps`` and
+``hit.get("index")`` work), ``top_n`` None or -1 for every document, texts and
+``{"text": ...}`` dicts accepted as Cohere accepts them; equal to ``run()``'s / ``pan()``'s
+ranking and probabilities."""
 
 from __future__ import annotations
+
+import json
 
 import pytest
 from doubles import ScriptedReader, make_docs, make_nodes
 
-from gold_panning_integrations import GoldPanner, GoldPanningCompressor, GoldPanningPostprocessor
-from gold_panning_integrations.engine.reranked import RerankHit, reranked
+from gold_panning_integrations import (
+    GoldPanner,
+    GoldPanningCompressor,
+    GoldPanningPostprocessor,
+    InvalidInputError,
+)
+from gold_panning_integrations.engine.reranked import reranked
 
 QUESTION = "where is the needle?"
 N = 8
 
 
-def _pairs(result: object, top_n: int | None = None) -> list[tuple[int, float]]:
+def _hits(result: object, top_n: int | None = None) -> list[dict[str, object]]:
+    """The reranking of a result, written out by hand: ranking cut to ``top_n``, posteriors."""
     ranking = list(result.ranking)[:top_n]  # type: ignore[attr-defined]
-    return [(int(i), float(result.posteriors[i])) for i in ranking]  # type: ignore[attr-defined]
+    return [{"index": int(i), "relevance_score": float(result.posteriors[i])} for i in ranking]  # type: ignore[attr-defined]
 
 
-def test_a_hit_is_a_pair_with_names_and_cohere_keys() -> None:
-    hit = RerankHit(2, 0.75)
-    index, score = hit
-    assert (index, score) == (2, 0.75) == (hit.index, hit.relevance_score) == (hit[0], hit[1])
-    assert (hit["index"], hit["relevance_score"]) == (2, 0.75)
-    assert hit._asdict() == {"index": 2, "relevance_score": 0.75}
-    with pytest.raises(KeyError):
-        hit["score"]
+def _texts(needle_at: int) -> list[str]:
+    return [d.page_content for d in make_docs(N, needle_at=needle_at)]
 
 
-def test_engine_rerank_is_the_runs_ranking_with_posteriors() -> None:
-    texts = [d.page_content for d in make_docs(N, needle_at=5)]
+def test_the_engine_takes_cohere_order_and_returns_cohere_dicts() -> None:
+    texts = _texts(5)
     panner = GoldPanner(ScriptedReader(), "lost-in-the-middle")
     result = panner.run(QUESTION, texts)
-    hits = panner.rerank(QUESTION, texts)
-    assert hits == _pairs(result)
-    assert hits[0].index == 5 and 0.5 < hits[0].relevance_score < 1.0
-    assert (
-        len({round(h.relevance_score, 12) for h in hits}) > 2
-    )  # the probabilities are the result's, not ranks
-    assert panner.rerank(QUESTION, texts, top_n=3) == _pairs(result, 3)
-    assert panner.rerank(QUESTION, texts, top_n=100) == hits
+    hits = panner.rerank(texts, QUESTION)  # CohereRerank.rerank(documents, query)
+    assert hits == _hits(result)
+    assert all(type(h) is dict for h in hits)
+    assert json.loads(json.dumps(hits)) == hits  # serialises as Cohere's results do
+    assert hits[0].get("index") == 5 and 0.5 < hits[0]["relevance_score"] < 1.0
+    assert len({round(h["relevance_score"], 12) for h in hits}) > 2  # probabilities, not ranks
+    # keywords in any order, as Cohere users write them
+    assert panner.rerank(query=QUESTION, documents=texts, top_n=3) == _hits(result, 3)
+    assert panner.rerank(top_n=3, documents=texts, query=QUESTION) == _hits(result, 3)
+    assert panner.rerank(texts, QUESTION, top_n=100) == hits
     assert reranked(result, top_n=1) == hits[:1]
 
 
+@pytest.mark.parametrize("everything", [None, -1])
+def test_none_and_minus_one_mean_every_document(everything: int | None) -> None:
+    texts = _texts(2)
+    panner = GoldPanner(ScriptedReader(), "lost-in-the-middle")
+    assert len(panner.rerank(texts, QUESTION, top_n=everything)) == N
+    compressor = GoldPanningCompressor(reader=ScriptedReader(), profile="lost-in-the-middle", top_n=2)
+    assert len(compressor.rerank(make_docs(N, needle_at=2), QUESTION, top_n=everything)) == N
+    post = GoldPanningPostprocessor(reader=ScriptedReader(), profile="lost-in-the-middle", top_n=2)
+    assert len(post.rerank(make_nodes(N, needle_at=2), QUESTION, top_n=everything)) == N
+
+
+def test_text_dicts_are_read_as_cohere_reads_them() -> None:
+    texts = _texts(3)
+    dicts = [{"text": t, "source": f"s{i}"} for i, t in enumerate(texts)]
+    panner = GoldPanner(ScriptedReader(), "lost-in-the-middle")
+    assert panner.rerank(dicts, QUESTION) == panner.rerank(texts, QUESTION)
+    compressor = GoldPanningCompressor(reader=ScriptedReader(), profile="lost-in-the-middle", top_n=None)
+    assert compressor.rerank(dicts, QUESTION) == compressor.rerank(texts, QUESTION)
+    post = GoldPanningPostprocessor(reader=ScriptedReader(), profile="lost-in-the-middle", top_n=None)
+    assert post.rerank(dicts, QUESTION) == post.rerank(texts, QUESTION)
+    with pytest.raises(InvalidInputError, match=r'document 1 is a dict without a "text" string'):
+        panner.rerank([{"text": "a"}, {"body": "b"}], QUESTION)
+
+
 async def test_engine_arerank_equals_rerank() -> None:
-    texts = [d.page_content for d in make_docs(N, needle_at=2)]
+    texts = _texts(2)
     panner = GoldPanner(ScriptedReader(), "lost-in-the-middle")
-    assert await panner.arerank(QUESTION, texts, top_n=4) == panner.rerank(QUESTION, texts, top_n=4)
+    assert await panner.arerank(texts, QUESTION, top_n=4) == panner.rerank(texts, QUESTION, top_n=4)
+    assert await panner.arerank(query=QUESTION, documents=texts) == panner.rerank(texts, QUESTION)
 
 
-@pytest.mark.parametrize("top_n", [0, -1, 1.5, True, "3"])
+@pytest.mark.parametrize("top_n", [0, -2, 1.5, True, "3"])
 def test_a_bad_top_n_is_refused_before_any_call(top_n: object) -> None:
-    panner = GoldPanner(ScriptedReader(), "lost-in-the-middle")
+    reader = ScriptedReader()
+    panner = GoldPanner(reader, "lost-in-the-middle")
+    with pytest.raises(ValueError, match=r"top_n must be an int >= 1 .*, or None or -1 \(all of them\)"):
+        panner.rerank(["a", "b"], QUESTION, top_n=top_n)  # type: ignore[arg-type]
+    compressor = GoldPanningCompressor(reader=reader, profile="lost-in-the-middle")
     with pytest.raises(ValueError, match="top_n must be an int >= 1"):
-        panner.rerank(QUESTION, ["a", "b"], top_n=top_n)  # type: ignore[arg-type]
+        compressor.rerank(["a", "b"], QUESTION, top_n=top_n)  # type: ignore[arg-type]
+    assert reader.sync_calls == 0
 
 
 @pytest.mark.parametrize("top_n", [None, 2, 5])
@@ -63,12 +101,12 @@ def test_compressor_rerank_matches_pan(top_n: int | None) -> None:
     compressor = GoldPanningCompressor(reader=ScriptedReader(), top_n=3, profile="lost-in-the-middle")
     panned = compressor.pan(docs, QUESTION, top_n=top_n)
     hits = compressor.rerank(docs, QUESTION, top_n=top_n)
-    assert hits == _pairs(panned.result, top_n)
+    assert hits == _hits(panned.result, top_n)
     assert len(hits) == (N if top_n is None else top_n)
     # the documents pan() returns carry the same scores, in the same order
     for doc, hit in zip(panned.documents, hits):
-        assert doc.metadata["relevance_score"] == hit.relevance_score
-        assert doc.metadata["i"] == hit.index
+        assert doc.metadata["relevance_score"] == hit["relevance_score"]
+        assert doc.metadata["i"] == hit["index"]
 
 
 async def test_compressor_takes_texts_and_arerank_equals_rerank() -> None:
@@ -76,11 +114,9 @@ async def test_compressor_takes_texts_and_arerank_equals_rerank() -> None:
     compressor = GoldPanningCompressor(reader=ScriptedReader(), top_n=None, profile="lost-in-the-middle")
     hits = compressor.rerank(docs, QUESTION)
     assert compressor.rerank([d.page_content for d in docs], QUESTION) == hits
+    assert compressor.rerank(query=QUESTION, documents=docs) == hits
     assert await compressor.arerank(docs, QUESTION) == hits
-    # the shape of CohereRerank.rerank's results
-    cohere = [{"index": h["index"], "relevance_score": h["relevance_score"]} for h in hits]
-    assert cohere == [{"index": i, "relevance_score": p} for i, p in hits]
-    assert cohere[0]["index"] == 1
+    assert hits[0]["index"] == 1
 
 
 @pytest.mark.parametrize("top_n", [None, 3])
@@ -89,21 +125,24 @@ def test_postprocessor_rerank_matches_pan(top_n: int | None) -> None:
     post = GoldPanningPostprocessor(reader=ScriptedReader(), top_n=2, profile="lost-in-the-middle")
     panned = post.pan(nodes, QUESTION, top_n=top_n)
     hits = post.rerank(nodes, QUESTION, top_n=top_n)
-    assert hits == _pairs(panned.result, top_n)
-    assert [n.score for n in panned.nodes] == [h.relevance_score for h in hits[: len(panned.nodes)]]
+    assert hits == _hits(panned.result, top_n)
+    assert [n.score for n in panned.nodes] == [h["relevance_score"] for h in hits[: len(panned.nodes)]]
 
 
-async def test_postprocessor_takes_texts_and_arerank_equals_rerank() -> None:
+async def test_postprocessor_takes_texts_and_nodes_and_arerank_equals_rerank() -> None:
     nodes = make_nodes(N, needle_at=7)
     post = GoldPanningPostprocessor(reader=ScriptedReader(), top_n=N, profile="lost-in-the-middle")
     hits = post.rerank(nodes, QUESTION)
     assert post.rerank([n.node.get_content() for n in nodes], QUESTION) == hits
+    assert post.rerank([n.node for n in nodes], QUESTION) == hits
+    assert post.rerank(query=QUESTION, documents=nodes) == hits
     assert await post.arerank(nodes, QUESTION) == hits
-    assert hits[0].index == 7 and len(hits) == N
+    assert hits[0]["index"] == 7 and len(hits) == N
 
 
-def test_empty_input_gives_no_pairs() -> None:
+def test_empty_input_gives_no_hits() -> None:
     compressor = GoldPanningCompressor(reader=ScriptedReader(), profile="lost-in-the-middle")
     assert compressor.rerank([], QUESTION) == []
     post = GoldPanningPostprocessor(reader=ScriptedReader(), profile="lost-in-the-middle")
     assert post.rerank([], QUESTION) == []
+    assert GoldPanner(ScriptedReader(), "lost-in-the-middle").rerank([], QUESTION) == []

@@ -65,6 +65,19 @@ def register(sub: Any) -> None:
         "rankings (default: derived from each question's text and candidates)",
     )
     p.add_argument(
+        "--restart",
+        action="store_true",
+        help="start anew in --out: its checkpoint is set aside (renamed checkpoint.jsonl.<time>.replaced, "
+        "kept) and every question is asked again; needed to change a setting the checkpoint's records "
+        "depend on",
+    )
+    p.add_argument(
+        "--keep-fallbacks",
+        action="store_true",
+        help="keep the checkpoint's fallback records (questions whose endpoint failed, recorded with "
+        "--on-failure fallback) instead of asking them again",
+    )
+    p.add_argument(
         "--questions-in-flight",
         type=_positive,
         default=None,
@@ -158,6 +171,9 @@ def main(args: argparse.Namespace) -> int:
                 in_flight=args.questions_in_flight,
                 tag=args.tag,
                 progress=bar.update,
+                restart=args.restart,
+                keep_fallbacks=args.keep_fallbacks,
+                restart_hint="--restart",
             )
         )
     except BaseException:
@@ -169,12 +185,18 @@ def main(args: argparse.Namespace) -> int:
         bar.close()
     t = job.totals
     qps = job.questions_per_second
+    fallback = (
+        f", {t['fallback']} fallback (the endpoint failed: in the first stage's order, asked again on the "
+        "next run)"
+        if t["fallback"]
+        else ""
+    )
     print(
         f"rerank: {job.questions} questions ({job.resumed} from the checkpoint, {job.ran} reranked now"
         + (f" in {job.seconds:.1f} s, {qps:.2f} questions/s" if qps else "")
-        + f"); {t['calls']} calls, {t['prompt_tokens']} prompt and {t['completion_tokens']} completion tokens, "
-        f"{t['cache_hits']} cache hits, {t['not_panned']} not panned; model {reader.model_name}, profile "
-        f"{panner.profile_label}"
+        + f"); {t['panned']} panned{fallback}; {t['calls']} calls, {t['prompt_tokens']} prompt and "
+        f"{t['completion_tokens']} completion tokens, {t['cache_hits']} cache hits; model {reader.model_name}, "
+        f"profile {panner.profile_label}"
     )
     print(f"rerank: wrote {job.out / 'run.trec'}, {job.out / 'rerank.jsonl'} and {job.out / 'summary.json'}")
     return 0
