@@ -122,7 +122,9 @@ def measure(
         server.wait_idle(timeout=5.0)
         requests = server.stats().requests
     p50 = statistics.median(seconds)
-    return Figure(protocol, mode, tuple(round(s, 4) for s in seconds), round(p50, 4), round(p50 / latency, 3), requests)
+    return Figure(
+        protocol, mode, tuple(round(s, 4) for s in seconds), round(p50, 4), round(p50 / latency, 3), requests
+    )
 
 
 def register(subparsers: Any) -> None:
@@ -130,9 +132,15 @@ def register(subparsers: Any) -> None:
     p.add_argument("--queries", type=int, default=8, help="queries through one reader (default 8)")
     p.add_argument("--prompts", type=int, default=8, help="prompts sent at once per query (default 8)")
     p.add_argument("--documents", type=int, default=20, help="documents per query (default 20)")
-    p.add_argument("--latency", type=float, default=0.4, help="seconds the endpoint takes per call (default 0.4)")
     p.add_argument(
-        "--modes", nargs="+", choices=MODES, default=list(MODES), help="which ways to run the queries (default all)"
+        "--latency", type=float, default=0.4, help="seconds the endpoint takes per call (default 0.4)"
+    )
+    p.add_argument(
+        "--modes",
+        nargs="+",
+        choices=MODES,
+        default=list(MODES),
+        help="which ways to run the queries (default all)",
     )
     p.add_argument("--json", action="store_true", help="print JSON instead of a table")
     p.set_defaults(func=main)

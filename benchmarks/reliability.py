@@ -88,7 +88,12 @@ def _faulted(*codes: int, retry_after: float = 1.0) -> dict[str, Any]:
         reading = reader.read(QUESTION, DOCS)
         seconds = time.perf_counter() - t0
         requests = server.stats().requests - before
-    return {"seconds": round(seconds, 2), "attempts": reading.attempts, "requests": requests, "failed": reading.failed}
+    return {
+        "seconds": round(seconds, 2),
+        "attempts": reading.attempts,
+        "requests": requests,
+        "failed": reading.failed,
+    }
 
 
 def _rate_limit(requests: int, period: float, readings: int) -> dict[str, Any]:
@@ -160,7 +165,9 @@ def measure(faults: Sequence[str] = FAULTS, *, hang_timeout: float = 2.0) -> dic
 
 def register(subparsers: Any) -> None:
     p = subparsers.add_parser("reliability", description=__doc__)
-    p.add_argument("--faults", nargs="+", choices=FAULTS, default=list(FAULTS), help="which faults (default all)")
+    p.add_argument(
+        "--faults", nargs="+", choices=FAULTS, default=list(FAULTS), help="which faults (default all)"
+    )
     p.add_argument("--json", action="store_true", help="print JSON instead of a table")
     p.set_defaults(func=main)
 

@@ -4,14 +4,15 @@ The top-level package imports no framework: ``GoldPanningRetriever`` and
 ``GoldPanningCompressor`` (LangChain, extra ``langchain``), ``GoldPanningPostprocessor``
 (LlamaIndex, extra ``llama-index``) and the framework readers are loaded on first access;
 without their framework that access raises :class:`MissingExtraError` with the exact
-``pip install`` line.
+``pip install`` line. The simulator (``simulate``, ``SimulatedReader``) is loaded on first
+access too: importing the reranker loads none of the lab.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from .engine import PanningResult, Reading, RoundTrace, SimulatedReader, simulate
+from .engine import PanningResult, Reading, RoundTrace
 from .errors import (
     AllRoundsFailedError,
     CheckpointError,
@@ -79,6 +80,8 @@ _LAZY: dict[str, tuple[str, tuple[str, str, str] | None]] = {
     "LlamaIndexLLMReader": (".readers", _LLAMA_INDEX),
     "LocalReader": (".readers", None),
     "as_reader": (".readers", None),
+    "SimulatedReader": (".engine.simulator", None),
+    "simulate": (".engine.simulator", None),
 }
 
 

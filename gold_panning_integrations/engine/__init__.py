@@ -5,8 +5,11 @@
 (:mod:`.result`) and its reranking pairs (:mod:`.reranked`), simulation
 (:mod:`.simulator`); the one panner class, ``GoldPanner``, drives them.
 
-Imports numpy only (never langchain, llama_index or openai).
+Imports numpy only (never langchain, llama_index or openai). The simulator's names are
+loaded on first access: importing the engine does not load the lab's batch simulator.
 """
+
+from typing import Any
 
 from .beliefs import (
     POLICIES,
@@ -29,7 +32,6 @@ from .positions import (
     shown_order,
 )
 from .records import PanningResult, ProfileLike, Reader, Reading, RoundTrace
-from .simulator import Attack, PolicyCurve, SimulatedReader, SimulationResult, simulate
 
 __all__ = [
     "POLICIES",
@@ -59,3 +61,13 @@ __all__ = [
     "update_log_odds",
     "vote_ranking",
 ]
+
+_SIMULATOR = ("Attack", "PolicyCurve", "SimulatedReader", "SimulationResult", "simulate")
+
+
+def __getattr__(name: str) -> Any:
+    if name in _SIMULATOR:
+        from . import simulator
+
+        return getattr(simulator, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
