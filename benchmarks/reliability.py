@@ -148,14 +148,23 @@ def _cancel(after: float) -> dict[str, Any]:
     }
 
 
-def measure(faults: Sequence[str] = FAULTS, *, hang_timeout: float = 2.0) -> dict[str, dict[str, Any]]:
-    """The figures of each fault in ``faults`` (see the module docstring), by name."""
+def measure(
+    faults: Sequence[str] = FAULTS,
+    *,
+    hang_timeout: float = 2.0,
+    retry_after: float = 1.0,
+    rate: tuple[int, float, int] = (5, 0.5, 20),
+    cancel_after: float = 0.3,
+) -> dict[str, dict[str, Any]]:
+    """The figures of each fault in ``faults`` (see the module docstring), by name; the
+    knobs are the docstring's figures (``rate``: requests per window, the window in
+    seconds, readings)."""
     runs = {
         "hang": lambda: _hang(hang_timeout),
-        "429": lambda: _faulted(429),
+        "429": lambda: _faulted(429, retry_after=retry_after),
         "500": lambda: _faulted(500, 500),
-        "rate limit": lambda: _rate_limit(5, 0.5, 20),
-        "cancel": lambda: _cancel(0.3),
+        "rate limit": lambda: _rate_limit(*rate),
+        "cancel": lambda: _cancel(cancel_after),
     }
     unknown = sorted(set(faults) - set(runs))
     if unknown:

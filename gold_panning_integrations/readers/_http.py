@@ -26,7 +26,7 @@ from typing import Any
 
 from ._errors import RedirectRefused
 
-__all__ = ["MAX_REDIRECTS", "make_async_http_client", "make_http_client", "request_deadline"]
+__all__ = ["MAX_REDIRECTS", "make_async_http_client", "make_http_client", "request_deadline", "tls_context"]
 
 logger = logging.getLogger(__name__)
 
@@ -163,9 +163,17 @@ def make_http_client(base_url: str, *, timeout: float) -> Any:
     )
 
 
-def make_async_http_client(base_url: str, *, timeout: float) -> Any:
+def tls_context() -> Any:
+    """The TLS context the SDK's httpx makes by default (``httpx.create_ssl_context()``:
+    its CA bundle, ``SSL_CERT_FILE``), made once so that clients made later share it."""
+    return _httpx_module().create_ssl_context()
+
+
+def make_async_http_client(base_url: str, *, timeout: float, tls: Any = None) -> Any:
     """The asynchronous HTTP client for ``openai.AsyncOpenAI(http_client=...)``:
-    same-origin redirects only (the deadline is ``asyncio.wait_for`` around the call)."""
+    same-origin redirects only (the deadline is ``asyncio.wait_for`` around the call).
+    ``tls``: a :func:`tls_context` to use instead of loading the CA bundle again (a reader
+    makes a client per event loop; loading the bundle takes tens of milliseconds)."""
     import openai
 
     httpx = _httpx_module()
@@ -174,7 +182,8 @@ def make_async_http_client(base_url: str, *, timeout: float) -> Any:
     async def acheck(request: Any) -> None:
         check(request)
 
-    return openai.DefaultAsyncHttpxClient(event_hooks={"request": [acheck]}, **_redirects(timeout))
+    verify = {} if tls is None else {"verify": tls}
+    return openai.DefaultAsyncHttpxClient(event_hooks={"request": [acheck]}, **verify, **_redirects(timeout))
 
 
 def _redirects(timeout: float) -> dict[str, Any]:

@@ -26,7 +26,7 @@ from typing_extensions import Self
 
 from ..errors import CitationParseError, FatalReaderError, ReaderError
 from ._errors import classify_error
-from ._http import make_async_http_client, make_http_client, request_deadline
+from ._http import make_async_http_client, make_http_client, request_deadline, tls_context
 from ._limits import Deadline, QueryDeadlineError
 from ._options import (
     DEFAULT_CONTEXT_TOKENS,
@@ -186,6 +186,7 @@ class OpenAIReader(BaseReader):
         # Clients this reader creates are kept per event loop: an AsyncOpenAI connection
         # pool cannot be reused once the loop that opened it is closed (asyncio.run twice).
         self._loop_clients: weakref.WeakKeyDictionary[Any, Any] = weakref.WeakKeyDictionary()
+        self._tls: Any = None
         self.query_seconds = self.timeout
 
     # ------------------------------------------------------------------ clients
@@ -216,13 +217,18 @@ class OpenAIReader(BaseReader):
     def _new_client(self, asynchronous: bool) -> Any:
         import openai
 
-        make = make_async_http_client if asynchronous else make_http_client
+        if asynchronous:  # one per event loop, all with one TLS context (loaded once)
+            if self._tls is None:
+                self._tls = tls_context()
+            http_client = make_async_http_client(self.url, timeout=self.timeout, tls=self._tls)
+        else:
+            http_client = make_http_client(self.url, timeout=self.timeout)
         return (openai.AsyncOpenAI if asynchronous else openai.OpenAI)(
             api_key=self._api_key or self._resolve_key(None, self.base_url),
             base_url=self.url,
             timeout=self.timeout,
             max_retries=0,
-            http_client=make(self.url, timeout=self.timeout),
+            http_client=http_client,
         )
 
     @property
