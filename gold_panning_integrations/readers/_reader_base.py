@@ -330,7 +330,7 @@ class BaseReader:
     def _fit(
         self, question: str, docs: tuple[str, ...], labels: tuple[int, ...], system: str, user: str
     ) -> tuple[tuple[str, ...], int, int] | None:
-        """``docs`` cut evenly to fit :meth:`_context_limit` (:func:`._prompt.fit_documents`),
+        """``docs`` cut evenly to fit :meth:`_context_limit` (:func:`._fitting.fit_documents`),
         how many were cut and the characters removed; None when nothing is cut (no context
         known, a callable template, or the documents fit). ``system``/``user``: the prompt
         rendered with ``docs`` whole."""
