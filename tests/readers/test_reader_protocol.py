@@ -64,7 +64,7 @@ def test_an_unlabelled_reader_is_wrapped_once_with_one_warning(
     caplog: pytest.LogCaptureFixture, unlabelled_warning_reset: None
 ) -> None:
     reader = Unlabelled()
-    with caplog.at_level(logging.WARNING, logger="gold_panning_integrations.readers._reader_base"):
+    with caplog.at_level(logging.WARNING, logger="gold_panning_integrations.readers._adapted"):
         adapted = as_reader(reader)
         assert isinstance(adapted, AdaptedReader) and as_reader(adapted) is adapted
         res = GoldPanner(reader, PROFILE, rounds=2, rng=0, prompts_per_round=1).run("q", DOCS)
