@@ -1,28 +1,20 @@
 """Limits and deadlines: how long and how often a reader may keep its endpoint busy.
 
-* **The retry policy**: attempts (``max_attempts``) and the wait between them (``wait``,
-  :func:`make_wait`; by default :class:`wait_retry_after`, which honours the server's
-  Retry-After, else backs off). A reader runs it with tenacity's ``Retrying`` and
-  ``AsyncRetrying`` as documented (``for attempt in Retrying(...): with attempt: ...``);
-  :func:`stop_at_deadline` is the stop that ends the retries at the query's deadline.
-* **The query's deadline** (:class:`Deadline`): how long a reader's endpoint may keep one
-  query waiting. A reader with a ``timeout`` (:class:`~.openai.OpenAIReader`) gives each
-  query one deadline of ``timeout`` seconds, shared by every round, prompt and attempt of
-  the query (:func:`~gold_panning_integrations.engine.records.current_query`; a reader
-  called outside the panner makes each reading its own query). Each request gets what is
-  left of it (at most ``timeout``); no retry starts, and no retry wait is slept, once it has
-  passed; a prompt of a later round is then not sent at all. A reply moves the deadline to
-  ``timeout`` after it, so a slow endpoint that answers within ``timeout`` keeps a long
-  query going; time spent queued behind the reader's own limits (calls in flight, requests
-  per minute) is not the endpoint's and does not count. An endpoint that never answers
-  thus costs a query about ``timeout`` seconds, not rounds x attempts x ``timeout``.
+* **The retry policy**: ``max_attempts`` attempts and the ``wait`` between them
+  (:func:`make_wait`; by default :class:`wait_retry_after`: the server's Retry-After, else
+  backoff), run by the reader base on tenacity's ``Retrying``/``AsyncRetrying``, with
+  :class:`stop_at_deadline` ending the retries at the query's deadline.
+* **The query's deadline** (:class:`Deadline`, :func:`query_deadline`): ``timeout``
+  seconds without a reply for a whole query, shared by its rounds, prompts and attempts;
+  a reply moves it, time queued behind the reader's own limits does not count (the
+  ``timeout`` option's doc in :mod:`._options` says what a user sees).
 * **The rate limit** (:class:`RateLimit`): requests and tokens per minute over a sliding
-  window, held where the provider counts them (a request occupies the window until it
-  completes), shared by every query through the reader, threads and event loops alike.
+  window, held where the provider counts them, shared by every query, threads and event
+  loops alike.
+* **Waiting for a slot** (:class:`Waiter`) of the reader's limit on calls in flight
+  (:class:`~._reader_base.CallLimit`, which every reading takes, beside the reading).
 
-The limit on calls in flight (``max_concurrency``), which every reading takes a slot of,
-is the reader base's own (:class:`~._reader_base.CallLimit`). Every wait here (the retry
-wait's sleep, the rate limit's) is injectable, so tests never sleep.
+Every wait is injectable (a retry's ``sleep``, the rate limit's), so tests never sleep.
 """
 
 from __future__ import annotations
