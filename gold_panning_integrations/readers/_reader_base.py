@@ -573,10 +573,12 @@ class BaseReader:
             return Reading.failure(f"{type(err).__name__}: {err}", attempts=0)
         if not prompt.documents:  # nothing cited, no model call
             return Reading(cited=(), attempts=0, extra={"skipped": "no documents"})
-        key = None if self.cache is None else cache_key(self._cache_identity(), prompt.as_dicts())
-        hit = None if key is None else cached_reading(self.cache, key, prompt, self._reading)  # type: ignore[arg-type]
-        if hit is not None:
-            return hit
+        cache, key = self.cache, ""
+        if cache is not None:
+            key = cache_key(self._cache_identity(), prompt.as_dicts())
+            hit = cached_reading(cache, key, prompt, self._reading)
+            if hit is not None:
+                return hit
         deadline = None if self.query_seconds is None else self._deadline()
         usage, replies = Usage(), []
         try:
@@ -607,7 +609,7 @@ class BaseReader:
             reading = self._done(failed_reading(repr(self), err, usage, deadline), None, prompt)
         else:
             reading = self._done(reading, usage, prompt)
-        return reading if key is None else stored_reading(self.cache, key, replies, reading)  # type: ignore[arg-type]
+        return reading if cache is None else stored_reading(cache, key, replies, reading)
 
     async def _aread(
         self, question: str, documents: Sequence[Any], labels: Sequence[int] | None, **options: Any
@@ -619,11 +621,12 @@ class BaseReader:
             return Reading.failure(f"{type(err).__name__}: {err}", attempts=0)
         if not prompt.documents:  # nothing cited, no model call
             return Reading(cited=(), attempts=0, extra={"skipped": "no documents"})
-        key = None if self.cache is None else cache_key(self._cache_identity(), prompt.as_dicts())
-        on_disk = self.cache is not None and self.cache.path is not None
-        if key is not None:
-            args = (self.cache, key, prompt, self._reading)
-            hit = await asyncio.to_thread(cached_reading, *args) if on_disk else cached_reading(*args)  # type: ignore[arg-type]
+        cache, key = self.cache, ""
+        on_disk = cache is not None and cache.path is not None  # a file: read and written off the loop
+        if cache is not None:
+            key = cache_key(self._cache_identity(), prompt.as_dicts())
+            args = (cache, key, prompt, self._reading)
+            hit = await asyncio.to_thread(cached_reading, *args) if on_disk else cached_reading(*args)
             if hit is not None:
                 return hit
         deadline = None if self.query_seconds is None else self._deadline()
@@ -656,11 +659,11 @@ class BaseReader:
             reading = self._done(failed_reading(repr(self), err, usage, deadline), None, prompt)
         else:
             reading = self._done(reading, usage, prompt)
-        if key is None:
+        if cache is None:
             return reading
         if on_disk:
-            return await asyncio.to_thread(stored_reading, self.cache, key, replies, reading)  # type: ignore[arg-type]
-        return stored_reading(self.cache, key, replies, reading)  # type: ignore[arg-type]
+            return await asyncio.to_thread(stored_reading, cache, key, replies, reading)
+        return stored_reading(cache, key, replies, reading)
 
     def read(
         self, question: str, documents: Sequence[Any], *, labels: Sequence[int] | None = None
