@@ -53,6 +53,12 @@ BENCHMARKS: tuple[Benchmark, ...] = (
         "one GoldPanningRetriever.invoke traced: package files, functions, calls, frames at the model call",
     ),
     Benchmark(
+        "async-path",
+        "benchmarks.async_path",
+        "one reader, 8 prompts at once per query on a 0.4 s loopback endpoint: sync, async in one loop, "
+        "asyncio.run per query, over HTTP/1.0 and 1.1",
+    ),
+    Benchmark(
         "efficiency",
         "benchmarks.efficiency",
         "calls, tokens and rounds to reach PSC's final F1, per feature (simulated model)",
@@ -71,6 +77,11 @@ BENCHMARKS: tuple[Benchmark, ...] = (
         "latency",
         "benchmarks.latency",
         "seconds per query beside the peers on a loopback server with a per-call latency (minutes)",
+    ),
+    Benchmark(
+        "reliability",
+        "benchmarks.reliability",
+        "a reader against a loopback endpoint that hangs, answers 429 or 500, rate-limits or is cancelled",
     ),
     Benchmark(
         "rerank-throughput",

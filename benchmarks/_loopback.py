@@ -39,6 +39,7 @@ import select
 import socket
 import threading
 import time
+from collections import deque
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -61,6 +62,7 @@ from ._peer_formats import (
 __all__ = [
     "MAX_BODY_BYTES",
     "OVERFLOW",
+    "PROTOCOLS",
     "LoopbackServer",
     "LoopbackStats",
     "PositionBiasedModel",
@@ -72,6 +74,10 @@ logger = logging.getLogger(__name__)
 Overflow = Literal["queue", "429"]
 OVERFLOW: tuple[str, ...] = ("queue", "429")
 """What the server does with a request above its capacity: wait for a slot, or answer 429."""
+
+Protocol = Literal["HTTP/1.0", "HTTP/1.1"]
+PROTOCOLS: tuple[str, ...] = ("HTTP/1.0", "HTTP/1.1")
+"""The HTTP versions the server speaks: 1.0 closes each connection, 1.1 keeps it alive."""
 
 MAX_BODY_BYTES = 16 * 2**20
 """Largest request body read (bytes); a longer one is answered 413."""
@@ -207,7 +213,7 @@ class LoopbackStats:
         answered: Requests answered 200 (the model calls).
         rejected: Requests answered 429 (over capacity).
         errors: Requests answered with another error (unknown format, 503 after the
-            queue deadline, bad body).
+            queue deadline, bad body, a fault of :meth:`LoopbackServer.fail_next`).
         prompt_tokens: Prompt tokens of the answered calls (:func:`count_tokens`).
         completion_tokens: Completion tokens of the answered calls.
         unknown_question: Answered calls whose question was never declared relevant
@@ -366,6 +372,12 @@ class _Handler(BaseHTTPRequestHandler):
                 {"error": {"message": "the loopback server does not stream; send stream=false", "code": 400}},
             )
             return
+        fault = owner._fault()
+        if fault is not None:
+            owner._count(errors=1)
+            headers = owner._retry_headers() if fault in (429, 503) else []
+            reply(fault, {"error": {"message": f"scripted fault (HTTP {fault})", "code": fault}}, headers)
+            return
         slot = owner._take_slot()
         state["slot"] = slot == "ok"
         if slot == "429":
@@ -418,6 +430,12 @@ class _Handler(BaseHTTPRequestHandler):
         )
 
 
+class _Http10Handler(_Handler):
+    """:class:`_Handler` speaking HTTP/1.0: the connection is closed after each response."""
+
+    protocol_version = "HTTP/1.0"
+
+
 class _Server(ThreadingHTTPServer):
     daemon_threads = True
     request_queue_size = 1024  # a flood of connections must not overflow the listen backlog
@@ -438,6 +456,8 @@ class LoopbackServer(ServedInThread):
         queue_timeout: Longest wait for a slot with ``overflow="queue"`` (seconds,
             ``> 0``); past it the request is answered 503.
         model_name: Name listed by ``GET /v1/models``.
+        protocol: ``"HTTP/1.1"`` (keep-alive: a client reuses its connections) or
+            ``"HTTP/1.0"`` (each connection closed after its response).
     """
 
     _stopping: threading.Event
@@ -452,6 +472,7 @@ class LoopbackServer(ServedInThread):
         retry_after: float = 1.0,
         queue_timeout: float = 600.0,
         model_name: str = "loopback-position-biased",
+        protocol: Protocol = "HTTP/1.1",
     ) -> None:
         if not (isinstance(latency, (int, float)) and math.isfinite(latency) and latency >= 0):
             raise ValueError(f"latency must be a finite number of seconds >= 0, got {latency!r}")
@@ -472,14 +493,35 @@ class LoopbackServer(ServedInThread):
         self.retry_after = float(retry_after)
         self.queue_timeout = float(queue_timeout)
         self.model_name = model_name
+        if protocol not in PROTOCOLS:
+            raise ValueError(f"protocol must be 'HTTP/1.0' or 'HTTP/1.1', got {protocol!r}")
+        self.protocol = protocol
         self._lock = threading.Lock()
         self._slots = threading.Condition(self._lock)
         self._stats = LoopbackStats()
         self._stopping = threading.Event()
+        self._faults: deque[int] = deque()
+        self._arrivals: list[float] = []
 
     # --------------------------------------------------------------- bookkeeping
+    def fail_next(self, *codes: int) -> None:
+        """Answer the next ``len(codes)`` requests with these HTTP statuses, in order (a
+        429 or 503 with ``Retry-After``), before any slot or latency: a scripted fault."""
+        with self._lock:
+            self._faults.extend(int(c) for c in codes)
+
+    def _fault(self) -> int | None:
+        with self._lock:
+            return self._faults.popleft() if self._faults else None
+
+    def arrivals(self) -> list[float]:
+        """When each request arrived (``time.monotonic()`` seconds), in arrival order."""
+        with self._lock:
+            return list(self._arrivals)
+
     def _arrive(self) -> None:
         with self._lock:
+            self._arrivals.append(time.monotonic())
             s = self._stats
             s.requests += 1
             s.open += 1
@@ -562,4 +604,5 @@ class LoopbackServer(ServedInThread):
 
     # ----------------------------------------------------------------- lifecycle
     def _new_server(self) -> _Server:
-        return _Server(("127.0.0.1", 0), _Handler)
+        handler = _Handler if self.protocol == "HTTP/1.1" else _Http10Handler
+        return _Server(("127.0.0.1", 0), handler)

@@ -10,7 +10,7 @@ from typing import Any
 
 from gold_panning_integrations.engine.records import Reading
 from gold_panning_integrations.engine.simulator import SimulatedReader
-from gold_panning_integrations.readers._reader_base import adapt_reader
+from gold_panning_integrations.readers._adapted import adapt_reader
 
 __all__ = ["PROMPT_OVERHEAD", "TOKENS_PER_DOC", "CachedReader", "FirstCitingReader", "TokenCountingReader"]
 

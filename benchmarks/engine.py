@@ -487,6 +487,14 @@ def register(subparsers: Any) -> None:
     )
     p.add_argument("--json", action="store_true", help="print one JSON object instead of tables")
     p.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
+    p.add_argument(
+        "--ns",
+        type=int,
+        nargs="+",
+        default=[100, 1000, 100_000],
+        metavar="N",
+        help="document counts of the per-round timings (default 100 1000 100000; e.g. 20 for a query's overhead)",
+    )
     p.add_argument("--no-memory", action="store_true", help="skip the 5,000 x N=1,000 memory run")
     p.add_argument(
         "--cprofile",
@@ -501,7 +509,7 @@ def main(args: argparse.Namespace) -> int:
     from gold_panning_integrations._console import print_json
 
     res = run_engine_bench(
-        seed=args.seed, memory=not args.no_memory, cprofile=True if args.cprofile else None
+        ns=args.ns, seed=args.seed, memory=not args.no_memory, cprofile=True if args.cprofile else None
     )
     if args.json:
         print_json({"command": "python -m benchmarks engine", **res})

@@ -4,7 +4,8 @@ The top-level package imports no framework: ``GoldPanningRetriever`` and
 ``GoldPanningCompressor`` (LangChain, extra ``langchain``), ``GoldPanningPostprocessor``
 (LlamaIndex, extra ``llama-index``) and the framework readers are loaded on first access;
 without their framework that access raises :class:`MissingExtraError` with the exact
-``pip install`` line.
+``pip install`` line. The simulator (``simulate``, ``SimulatedReader``) is loaded on first
+access too: importing the reranker loads none of the lab.
 """
 
 from __future__ import annotations

@@ -16,7 +16,14 @@ import numpy as np
 from typing_extensions import Unpack
 
 from .engine.beliefs import recalibration_of
-from .engine.config import PanningConfig
+from .engine.config import (
+    EmptyPromptRule,
+    OnFailure,
+    PanningConfig,
+    PriorSpec,
+    RetrieverPrior,
+    Spread,
+)
 from .engine.panner import (
     PanningResult,
     PanningRun,
@@ -28,7 +35,7 @@ from .engine.panner import (
     score_map_of,
     score_temperature,
 )
-from .engine.records import RngOption, check_rng_option, derived_rng, query_scope
+from .engine.records import Seed, check_rng_option, derived_rng, query_scope
 from .engine.reranked import RerankHit, check_top_n, document_text, reranked
 from .engine.rounds import DecisionRates
 from .errors import InvalidInputError
@@ -41,6 +48,18 @@ _LISTED = 5
 """How many further bad documents' indices :func:`check_documents` lists."""
 
 _NO_OPTIONS: Mapping[str, Any] = {}
+
+
+class _FromConfig:
+    """The default of every :class:`GoldPanner` option: ``config``'s value, else
+    :class:`PanningConfig`'s default (declared once, there)."""
+
+    def __repr__(self) -> str:
+        return "<from config>"
+
+
+FROM_CONFIG: Any = _FromConfig()
+_OPTIONS = frozenset(spec.name for spec in PanningConfig.options())
 
 
 class GoldPanner:
@@ -90,8 +109,10 @@ class GoldPanner:
         task: What the documents are, for the profile rule when ``profile`` is None:
             ``"passages"`` (retrieved text, as the integrations pan; the default) or
             ``"kv"`` (one-sentence key-value facts, the calibration task).
-        **options: Any :class:`PanningConfig` field (``rounds=4, k=1, ...``), laid over
-            ``config``.
+        rounds, prompts_per_round, ...: Every :class:`PanningConfig` option, by name
+            (listed below, each with its default), laid over ``config``; one left out
+            takes ``config``'s value, else :class:`PanningConfig`'s default (declared
+            there, once).
 
     Raises:
         ProfileError: the name or file is not a valid profile (the message says which).
@@ -107,10 +128,42 @@ class GoldPanner:
         profile: DetectorProfile | str | Path | Any | None = None,
         config: PanningConfig | None = None,
         *,
-        seed: RngOption = None,
-        rng: RngOption = None,
+        seed: Seed = None,
+        rng: Seed = None,
         task: TaskKind = "passages",
-        **options: Any,
+        rounds: int = FROM_CONFIG,
+        prompts_per_round: int = FROM_CONFIG,
+        spread: Spread = FROM_CONFIG,
+        k: int | None = FROM_CONFIG,
+        policy: str = FROM_CONFIG,
+        max_docs_per_prompt: int | None = FROM_CONFIG,
+        windows: bool = FROM_CONFIG,
+        prior: PriorSpec = FROM_CONFIG,
+        retriever_prior: RetrieverPrior = FROM_CONFIG,
+        prior_top10_recall: float = FROM_CONFIG,
+        prior_head_decay: float | None = FROM_CONFIG,
+        expected_relevant: float | None = FROM_CONFIG,
+        min_relevance: float | None = FROM_CONFIG,
+        recall_target: float | None = FROM_CONFIG,
+        prior_temperature: float | None = FROM_CONFIG,
+        stop_at: float | None = FROM_CONFIG,
+        min_gain: float | None = FROM_CONFIG,
+        min_rounds: int = FROM_CONFIG,
+        max_calls: int | None = FROM_CONFIG,
+        max_prompt_tokens: int | None = FROM_CONFIG,
+        prune_below: float | None = FROM_CONFIG,
+        evidence_temperature: float | None = FROM_CONFIG,
+        on_failure: OnFailure = FROM_CONFIG,
+        eps: float = FROM_CONFIG,
+        resample_profile: bool = FROM_CONFIG,
+        shuffle_top: int = FROM_CONFIG,
+        robust: bool = FROM_CONFIG,
+        empty_prompts: EmptyPromptRule = FROM_CONFIG,
+        silent_rate: float | None = FROM_CONFIG,
+        adapt_level: bool = FROM_CONFIG,
+        false_leads: float | None = FROM_CONFIG,
+        blind_rate: float | None = FROM_CONFIG,
+        self_citing: float = FROM_CONFIG,
     ) -> None:
         if seed is not None and rng is not None:
             raise InvalidInputError(
@@ -130,7 +183,8 @@ class GoldPanner:
         """How reports name the profile in use (:class:`~.profiles.ResolvedProfile`)."""
         self.profile = check_profile(profile)
         self.reader = reader
-        self.config = PanningConfig.from_options(config, **options).with_profile(profile)
+        given = {name: v for name, v in locals().items() if name in _OPTIONS and v is not FROM_CONFIG}
+        self.config = PanningConfig.from_options(config, **given).with_profile(profile)
         self.evidence_temperature = self.config.resolved("evidence_temperature")
         self.geometry = DecisionRates(
             profile.tpr,
@@ -359,3 +413,14 @@ def check_documents(documents: Any) -> Sequence[str]:
         f"document {bad[0]} is not text: {type(first).__name__} {short_repr(first)}; {hint}. "
         f"Every document must be a str (an empty string is allowed){more}"
     )
+
+
+def _options_doc() -> str:
+    """The options' part of :class:`GoldPanner`'s docstring, from their declarations."""
+    lines = ["", "    Panning options (keyword-only; :class:`PanningConfig` documents each in full):"]
+    for spec in PanningConfig.options():
+        lines.append(f"        {spec.name}: {spec.summary} (default ``{spec.default!r}``).")
+    return "\n".join(lines) + "\n"
+
+
+GoldPanner.__doc__ = (GoldPanner.__doc__ or "").rstrip() + "\n" + _options_doc()

@@ -25,7 +25,7 @@ class RecordingWait:
         self.errors: list[BaseException | None] = []
 
     def __call__(self, retry_state: RetryCallState) -> float:
-        from gold_panning_integrations.readers._prompt import retry_after
+        from gold_panning_integrations.readers._limits import retry_after
 
         self.retry_afters.append(retry_after(retry_state))
         self.errors.append(retry_state.outcome.exception() if retry_state.outcome else None)
@@ -103,9 +103,9 @@ def needle_reader() -> Any:
 @pytest.fixture
 def unlabelled_warning_reset(monkeypatch: pytest.MonkeyPatch) -> None:
     """Re-arm the one-time "takes no 'labels' argument" warnings of the reader adapter."""
-    from gold_panning_integrations.readers import _reader_base
+    from gold_panning_integrations.readers import _adapted
 
-    monkeypatch.setattr(_reader_base, "_WARNED", set())
+    monkeypatch.setattr(_adapted, "_WARNED", set())
 
 
 @pytest.fixture

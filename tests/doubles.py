@@ -34,6 +34,9 @@ from llama_index.core.schema import NodeWithScore, TextNode
 from gold_panning_integrations import DetectorProfile, Reading
 from gold_panning_integrations import GoldPanner as _GoldPanner
 from gold_panning_integrations.engine.config import PAPER_UPDATE
+from gold_panning_integrations.readers import BaseReader
+from gold_panning_integrations.readers._limits import Deadline
+from gold_panning_integrations.readers._prompt import Prompt, Reply, Usage
 from gold_panning_integrations.tasks.base import TaskInstance
 
 NEEDLE = "The needle is in the haystack."
@@ -324,3 +327,44 @@ def embedded_model_available() -> bool:
     except MissingExtraError:
         return False
     return True
+
+
+class ScriptedAttempts(BaseReader):
+    """A reader whose every attempt is ``attempt(usage) -> Reading`` (awaited on
+    ``aread``; raise to fail the attempt): the reader base's retry policy, deadline and
+    bookkeeping around scripted attempts, with the waits' ``sleep``/``asleep`` injected.
+    The base counts each attempt in ``usage.calls`` before making it."""
+
+    def __init__(
+        self,
+        attempt: Callable[[Usage], Any],
+        *,
+        deadline: Deadline | None = None,
+        sleep: Callable[[float], None] | None = None,
+        asleep: Callable[[float], Any] | None = None,
+        **options: Any,
+    ) -> None:
+        super().__init__(**options)
+        self.attempt = attempt
+        self.fixed_deadline = deadline
+        self.query_seconds = None if deadline is None else deadline.seconds
+        if sleep is not None:
+            self.sleep = sleep
+        if asleep is not None:
+            self.asleep = asleep
+
+    @property
+    def model_name(self) -> str:
+        return "scripted"
+
+    def _deadline(self) -> Deadline | None:
+        return self.fixed_deadline
+
+    def _reply(self, prompt: Prompt, usage: Usage, options: Any, deadline: Any, left: Any) -> Reply:
+        return Reply(value=self.attempt(usage))
+
+    async def _areply(self, prompt: Prompt, usage: Usage, options: Any, deadline: Any, left: Any) -> Reply:
+        return Reply(value=await self.attempt(usage))
+
+    def _reading(self, reply: Reply, prompt: Prompt) -> Reading:
+        return reply.value  # type: ignore[no-any-return]

@@ -70,7 +70,7 @@ from gold_panning_integrations import (
 from gold_panning_integrations.engine.priors import rank_prior_probs
 from gold_panning_integrations.engine.records import label_range
 from gold_panning_integrations.readers import OpenAIReader
-from gold_panning_integrations.readers._prompt import retry_after
+from gold_panning_integrations.readers._limits import retry_after
 
 QUESTION = "What is the vault code?"
 NEEDLE = "The vault code is 4417."

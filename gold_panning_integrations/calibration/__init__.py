@@ -19,7 +19,6 @@ trial to a JSONL file (flushed and fsynced), resumes from it, and locks it
 from __future__ import annotations
 
 import asyncio
-import functools
 import json
 import logging
 import os
@@ -37,7 +36,6 @@ from ..engine.panner import gather_all
 from ..engine.records import Reading, reader_failure
 from ..errors import CheckpointError
 from ..profiles import DetectorProfile
-from ..readers._reader_base import Steps, arun_steps, run_steps
 from ..tasks.base import TaskBuilder
 from ._checkpoint import CheckpointLock, read_checkpoint
 from ._fit import (
@@ -406,16 +404,29 @@ class Calibrator:
             counts=counts,
         )
 
-    def _trial(
-        self, spec: TrialSpec, read: Callable[..., Any], done: dict[str, dict[str, Any]]
-    ) -> Steps[None]:
-        """One trial (the ``read`` call yielded, :func:`~..readers._reader_base.run_steps`), then recorded: written to
-        the checkpoint, added to ``done``, progress told."""
+    def _trial(self, spec: TrialSpec, done: dict[str, dict[str, Any]]) -> None:
+        """One trial through the reader's ``read``, then recorded (:meth:`_recorded`)."""
         inst, s0 = self._instance(spec), time.perf_counter()
         try:
-            reading = yield functools.partial(read, inst.question, inst.documents)
+            reading = self.reader.read(inst.question, inst.documents)
         except Exception as err:  # noqa: BLE001 - a reader must not end the run
             reading = reader_failure(err, logger, f"trial {spec.trial_id}: ")
+        self._recorded(spec, inst, reading, s0, done)
+
+    async def _atrial(self, spec: TrialSpec, done: dict[str, dict[str, Any]]) -> None:
+        """One trial through the reader's ``aread``, then recorded (:meth:`_recorded`)."""
+        inst, s0 = self._instance(spec), time.perf_counter()
+        try:
+            reading = await self.reader.aread(inst.question, inst.documents)
+        except Exception as err:  # noqa: BLE001 - a reader must not end the run
+            reading = reader_failure(err, logger, f"trial {spec.trial_id}: ")
+        self._recorded(spec, inst, reading, s0, done)
+
+    def _recorded(
+        self, spec: TrialSpec, inst: Any, reading: Any, s0: float, done: dict[str, dict[str, Any]]
+    ) -> None:
+        """A trial's reading recorded: written to the checkpoint, added to ``done``,
+        progress told."""
         rec = self._record(spec, inst, reading, time.perf_counter() - s0)
         self._write(rec)
         done[spec.trial_id] = rec
@@ -442,7 +453,7 @@ class Calibrator:
         try:
             for batch in self._batches(done, limit, resumed, 1):
                 for spec in batch:
-                    run_steps(self._trial(spec, self.reader.read, done))
+                    self._trial(spec, done)
         finally:
             self._close()
         return self._finish(done, resumed, t0)
@@ -459,7 +470,7 @@ class Calibrator:
 
         async def one(spec: TrialSpec) -> None:
             async with sem:  # one event-loop thread: checkpoint writes never interleave
-                await arun_steps(self._trial(spec, self.reader.aread, done))
+                await self._atrial(spec, done)
 
         try:
             for batch in self._batches(done, limit, resumed, self.concurrency):

@@ -6,7 +6,8 @@
 (:mod:`.simulator`); the one panner class, ``GoldPanner``, drives them.
 
 Imports numpy only (never langchain, llama_index or openai). The simulator's names load on
-first access: a query's path (and ``gold-panning rerank``) never imports it.
+first access: importing the engine, a query's path and ``gold-panning rerank`` never load the
+lab's batch simulator.
 """
 
 from __future__ import annotations

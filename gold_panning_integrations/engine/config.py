@@ -1,7 +1,7 @@
 """Every panning option once: a frozen :class:`PanningConfig`, validated once.
 
 Each option is a field declared by :func:`option` (default, check, doc);
-:meth:`PanningConfig.options` lists the declarations (:class:`OptionSpec`), from which the
+:meth:`PanningConfig.options` lists the declarations (:class:`PanningOption`), from which the
 class docstring, the adapters' fields (:mod:`gold_panning_integrations.integrations._framework_base`)
 and the CLI's flags (:mod:`gold_panning_integrations.cli.commands._config_args`) derive.
 """
@@ -34,8 +34,8 @@ __all__ = [
     "SETTINGS",
     "EmptyPromptRule",
     "OnFailure",
-    "OptionSpec",
     "PanningConfig",
+    "PanningOption",
     "RetrieverPrior",
     "Spread",
     "option",
@@ -165,7 +165,7 @@ def option(
     profile_default: Any = None,
 ) -> Any:
     """Declare one :class:`PanningConfig` option as a dataclass field (the attributes of
-    :class:`OptionSpec`; ``doc``'s first sentence is the CLI's help). ``check`` defaults
+    :class:`PanningOption`; ``doc``'s first sentence is the CLI's help). ``check`` defaults
     to one of ``choices``."""
     if check is None:
         if choices is None:
@@ -181,7 +181,7 @@ def option(
 
 
 @dataclass(frozen=True)
-class OptionSpec:
+class PanningOption:
     """The declaration of one :class:`PanningConfig` option, as adapters and the CLI read it.
 
     Attributes:
@@ -513,7 +513,7 @@ class PanningConfig:
                 spec.validate(value)
 
     @classmethod
-    def options(cls) -> tuple[OptionSpec, ...]:
+    def options(cls) -> tuple[PanningOption, ...]:
         """The declaration of every option, in declaration order."""
         return _specs()
 
@@ -613,10 +613,10 @@ class PanningConfig:
 
 
 @functools.cache
-def _specs() -> tuple[OptionSpec, ...]:
+def _specs() -> tuple[PanningOption, ...]:
     hints = typing.get_type_hints(PanningConfig, globalns=globals())
     return tuple(
-        OptionSpec(
+        PanningOption(
             name=f.name,
             default=f.default,
             doc=f.metadata["doc"],
@@ -630,7 +630,7 @@ def _specs() -> tuple[OptionSpec, ...]:
 
 
 @functools.cache
-def _profile_specs() -> tuple[OptionSpec, ...]:
+def _profile_specs() -> tuple[PanningOption, ...]:
     return tuple(s for s in _specs() if s.profile_default is not None)
 
 

@@ -328,8 +328,8 @@ class PanningRun:
         self.traces.append(
             RoundTrace(
                 round=len(self.traces) + 1,
-                windows=tuple(tuple(w.docs.tolist()) for w in plan.windows),
-                positions=tuple(tuple(w.shown_positions.tolist()) for w in plan.windows),
+                windows=tuple([tuple(w.docs.tolist()) for w in plan.windows]),
+                positions=tuple([tuple(w.shown_positions.tolist()) for w in plan.windows]),
                 readings=tuple(validated),
                 cited=tuple(sorted(cited_all)),
                 failed=all(r.failed for r in validated),
@@ -337,10 +337,12 @@ class PanningRun:
                 seconds=seconds,
                 active=plan.active,
                 labels=tuple(
-                    tuple(w.labels.tolist()) if r.labels is None else tuple(r.labels)
-                    for w, r in zip(plan.windows, validated)
+                    [
+                        tuple(w.labels.tolist()) if r.labels is None else tuple(r.labels)
+                        for w, r in zip(plan.windows, validated)
+                    ]
                 ),
-                prompt_index=tuple(w.prompt for w in plan.windows),
+                prompt_index=tuple([w.prompt for w in plan.windows]),
                 suspicion=suspicion(self.state, self.cfg, self.geometry, row=0),
             )
         )

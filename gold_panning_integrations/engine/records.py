@@ -43,8 +43,8 @@ __all__ = [
     "Query",
     "Reader",
     "Reading",
-    "RngOption",
     "RoundTrace",
+    "Seed",
     "StopReason",
     "check_rng_option",
     "current_query",
@@ -208,17 +208,11 @@ def current_query() -> Query | None:
 FRESH: Literal["fresh"] = "fresh"
 """The spelling that asks for fresh entropy on every run instead of a derived stream."""
 
-RngOption = np.random.Generator | int | Literal["fresh"] | None
+Seed = np.random.Generator | int | Literal["fresh"] | None
 """What ``rng=`` / ``seed=`` accept: a Generator or an int (a fixed stream), ``"fresh"``
 (fresh entropy) or None (derived from the question and the documents)."""
 
 _DOMAIN = b"gold-panning/rng/v1"
-
-
-def _text(value: Any) -> bytes:
-    """UTF-8 of ``value``'s text (``str(value)`` for a non-string); any string hashes."""
-    s = value if isinstance(value, str) else str(value)
-    return s.encode("utf-8", errors="surrogatepass")
 
 
 def input_digest(question: Any, documents: Sequence[Any]) -> bytes:
@@ -227,8 +221,8 @@ def input_digest(question: Any, documents: Sequence[Any]) -> bytes:
     hashed by its ``str()``: give it a stable ``__str__`` (or pass a seed)."""
     h = hashlib.sha256(_DOMAIN)
     h.update(len(documents).to_bytes(8, "big"))
-    for part in (question, *documents):
-        data = _text(part)
+    for part in (question, *documents):  # UTF-8 of the text (any string hashes)
+        data = (part if isinstance(part, str) else str(part)).encode("utf-8", errors="surrogatepass")
         h.update(len(data).to_bytes(8, "big"))
         h.update(data)
     return h.digest()
@@ -240,7 +234,7 @@ def derived_rng(question: Any, documents: Sequence[Any]) -> np.random.Generator:
     return np.random.default_rng(int.from_bytes(input_digest(question, documents), "big"))
 
 
-def check_rng_option(value: Any, *, name: str = "rng") -> RngOption:
+def check_rng_option(value: Any, *, name: str = "rng") -> Seed:
     """``value`` if it is a Generator, an int (not a bool), ``"fresh"`` or None; else a
     ``ValueError`` naming ``name`` and the value."""
     if value is None or isinstance(value, np.random.Generator):

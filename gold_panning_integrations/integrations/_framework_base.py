@@ -1,7 +1,7 @@
 """The framework adapters' shared base (LangChain retriever and compressor, LlamaIndex
 postprocessor); nothing here imports LangChain or LlamaIndex.
 
-:class:`PanningOptions` is the mixin of their pydantic fields, generated from the one
+:class:`PanningFields` is the mixin of their pydantic fields, generated from the one
 declaration of every engine option (``PanningConfig.options()``) and validated by building
 the ``PanningConfig`` they describe. On first use it builds one
 :class:`~gold_panning_integrations.GoldPanner` (reader adapted, profile resolved, options
@@ -48,7 +48,7 @@ __all__ = [
     "P_NONE_KEY",
     "RANK_KEY",
     "RELEVANCE_KEY",
-    "PanningOptions",
+    "PanningFields",
     "Ranked",
     "check_count",
     "check_items",
@@ -255,7 +255,7 @@ _ENGINE_FIELDS = frozenset({*ENGINE_OPTIONS, "profile", "config", "seed", "reade
 """The fields an adapter's engine is built from: setting one builds it again."""
 
 
-class PanningOptions(_EngineOptions):
+class PanningFields(_EngineOptions):
     """Panning options shared by the adapters (a pydantic mixin; not used on its own).
 
     Every ``PanningConfig`` option but ``k`` is a field of the same name, default and doc,
@@ -289,7 +289,7 @@ class PanningOptions(_EngineOptions):
     _reader_lock: Any = PrivateAttr(default_factory=threading.Lock)
 
     @model_validator(mode="after")
-    def _engine_options_are_valid(self) -> PanningOptions:
+    def _engine_options_are_valid(self) -> PanningFields:
         """The engine options make a valid ``PanningConfig`` (its messages name the option)."""
         if self.panning_config().policy == "oracle":
             raise ValueError(
@@ -344,7 +344,7 @@ class PanningOptions(_EngineOptions):
             model, task, size = self.profile.model, self.profile.task, self.profile.n_positions
             profile = f"DetectorProfile(model={model!r}, task={task!r}, n_positions={size})"
         parts = {**self._repr_fields(), "profile": profile}
-        for name, field in PanningOptions.model_fields.items():
+        for name, field in PanningFields.model_fields.items():
             if name in ("profile", "on_result") or name in parts:
                 continue
             value = getattr(self, name)

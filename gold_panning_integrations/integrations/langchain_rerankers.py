@@ -58,7 +58,7 @@ from typing_extensions import Unpack
 from ..engine import PanningConfig, PanningResult
 from ..engine.reranked import RerankHit, check_top_n, document_text, reranked
 from ..panning import check_question
-from ..readers._reader_base import accepts
+from ..readers._adapted import accepts
 from ._framework_base import (
     CUT_KEY,
     P_NONE_KEY,
@@ -66,7 +66,7 @@ from ._framework_base import (
     POSTERIOR_KEY,
     RANK_KEY,
     RELEVANCE_KEY,
-    PanningOptions,
+    PanningFields,
     check_count,
     check_items,
     check_limit,
@@ -109,7 +109,7 @@ class PanOptions(TypedDict, total=False):
     """``run_name``, ``tags``, ``metadata``, ``run_id``: the panning run's own config."""
 
 
-class _LangChainPanning(PanningOptions):
+class _LangChainPanning(PanningFields):
     """What the retriever and the compressor share: the reader field, scores from metadata,
     panning a list of Documents and the mapping back to Documents. Not used on its own."""
 

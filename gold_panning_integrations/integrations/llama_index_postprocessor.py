@@ -44,7 +44,7 @@ from ..engine.reranked import RerankHit, check_top_n, document_text, reranked
 from ..panning import check_question
 from ._framework_base import (
     CUT_KEY,
-    PanningOptions,
+    PanningFields,
     check_items,
     check_limit,
     empty_result,
@@ -105,7 +105,7 @@ class PannedNodes(NamedTuple):
     """The full panning result: posteriors of every input node, per-round trace."""
 
 
-class GoldPanningPostprocessor(BaseNodePostprocessor, PanningOptions):
+class GoldPanningPostprocessor(BaseNodePostprocessor, PanningFields):
     """Rerank retrieved nodes by Gold Panning with an LLM reader.
 
     The nodes are shown to the reader over a few rounds, each time ordered so that the

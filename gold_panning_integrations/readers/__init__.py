@@ -9,7 +9,8 @@
 * :class:`SimulatedReader` — follows a detector profile exactly (tests, ablations).
 
 :func:`as_reader` turns whatever the user passed into a reader of the :class:`Reader`
-protocol, once, at the edge. Importing this package imports no framework.
+protocol, once, at the edge. Importing this package imports no framework, and the
+simulator (:class:`SimulatedReader`) only on first access.
 """
 
 from __future__ import annotations
@@ -19,8 +20,9 @@ from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
 from ..engine.records import Reader, Reading
-from ..engine.simulator import SimulatedReader
+from ._adapted import adapt_reader
 from ._cache import ReplyCache
+from ._limits import RateLimit, wait_retry_after
 from ._prompt import (
     DEFAULT_TEMPLATE,
     SYSTEM_PROMPT,
@@ -34,11 +36,11 @@ from ._prompt import (
     render_prompt,
     sanitize_text,
     validate_labels,
-    wait_retry_after,
 )
-from ._reader_base import BaseReader, RateLimit, adapt_reader
+from ._reader_base import BaseReader
 
 if TYPE_CHECKING:
+    from ..engine.simulator import SimulatedReader
     from .chat_model import ChatModelReader
     from .llama_index_llm import LlamaIndexLLMReader
     from .local import LocalReader
@@ -72,6 +74,7 @@ __all__ = [
 ]
 
 _LAZY = {
+    "SimulatedReader": "..engine.simulator",
     "OpenAIReader": ".openai",
     "ChatModelReader": ".chat_model",
     "LlamaIndexLLMReader": ".llama_index_llm",
@@ -97,7 +100,7 @@ def _is_instance_of(obj: Any, module: str, cls: str) -> bool:
 
 def as_reader(obj: Any, **kwargs: Any) -> Any:
     """The reader for ``obj``: a reader (an object with ``read`` and/or ``aread``) as is,
-    or adapted once when they take no ``labels`` (:class:`~._reader_base.AdaptedReader`); a
+    or adapted once when they take no ``labels`` (:class:`~._adapted.AdaptedReader`); a
     LangChain chat model or a Runnable wrapping one in a :class:`ChatModelReader`; a
     LlamaIndex ``LLM`` in a :class:`LlamaIndexLLMReader`; ``"local"``: a
     :class:`LocalReader`. ``kwargs`` are the wrapping reader's options.

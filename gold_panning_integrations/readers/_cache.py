@@ -17,12 +17,16 @@ import os
 import sqlite3
 import threading
 from collections import OrderedDict
+from collections.abc import Callable
+from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Any
 
-from ..errors import InvalidInputError
+from ..engine.records import Reading
+from ..errors import CitationParseError, InvalidInputError
+from ._prompt import Prompt, Reply
 
-__all__ = ["CACHE_FORMAT", "ReplyCache", "cache_key", "make_cache"]
+__all__ = ["CACHE_FORMAT", "ReplyCache", "cache_key", "cached_reading", "make_cache", "stored_reading"]
 
 logger = logging.getLogger(__name__)
 
@@ -222,3 +226,46 @@ def make_cache(cache: Any) -> ReplyCache | None:
     raise InvalidInputError(
         f"cache must be None, True (in memory), a file path or a ReplyCache, got {type(cache).__name__}"
     )
+
+
+# ------------------------------------------------------------------ a reader's readings
+def cached_reading(
+    cache: ReplyCache, key: str, prompt: Prompt, read: Callable[[Reply, Prompt], Reading]
+) -> Reading | None:
+    """The reading of the reply cached under ``key`` for ``prompt`` (``read``: the
+    reader's reply -> reading; ``attempts`` 0, no tokens, ``cached`` True), counted as a
+    hit; None, counted as a miss, when none is stored or it no longer validates."""
+    stored = cache.get(key) or {}
+    reply = Reply(
+        stored.get("text"),
+        stored.get("value"),
+        stored.get("finish_reason"),
+        stored.get("extra") or {},
+        stored.get("abstain_p"),
+    )
+    try:
+        reading = read(reply, prompt) if stored else None
+    except CitationParseError:  # stored under other validation options: ask again
+        reading = None
+    cache.count(hit=reading is not None)
+    if reading is None:
+        return None
+    return replace(
+        reading,
+        attempts=0,
+        prompt_tokens=None,
+        completion_tokens=None,
+        cached=True,
+        extra={**reading.extra, "cache": "hit"},
+        documents_cut=prompt.documents_cut,
+        chars_cut=prompt.chars_cut,
+        cut_at=prompt.cut_at,
+    )
+
+
+def stored_reading(cache: ReplyCache, key: str, replies: list[Reply], reading: Reading) -> Reading:
+    """``reading`` marked a miss (``cached`` False), the last of ``replies`` stored under
+    ``key`` when the reading succeeded."""
+    if replies and not reading.failed:
+        cache.put(key, asdict(replies[-1]))
+    return replace(reading, cached=False)

@@ -6,7 +6,8 @@ Retry-After, 408/409, 5xx, timeouts, dropped connections, malformed bodies) and
 **malformed output** (``CitationParseError``) are retried (:func:`is_retryable`); other
 4xx (a prompt too long), a refusal or an unexpected error are a plain ``ReaderError``, a
 failed reading; 401/403/404, a closed port, a redirect elsewhere or a redirect loop are
-**fatal** (``FatalReaderError``), raised at once.
+**fatal** (``FatalReaderError``), raised at once. :func:`failed_reading` is the failed
+reading a reading's last error ends in.
 """
 
 from __future__ import annotations
@@ -21,11 +22,16 @@ import sys
 import time
 from typing import Any
 
+from ..engine.records import Reading
 from ..errors import CitationParseError, FatalReaderError, ReaderError, TransientReaderError
+from ._limits import Deadline
+from ._prompt import Usage
 
 __all__ = [
     "RedirectRefused",
+    "classified",
     "classify_error",
+    "failed_reading",
     "is_retryable",
     "parse_retry_after",
 ]
@@ -205,3 +211,37 @@ def classify_error(err: BaseException) -> ReaderError:
 def is_retryable(err: BaseException) -> bool:
     """True for transient errors and malformed output (see the module docstring)."""
     return isinstance(err, (TransientReaderError, CitationParseError))
+
+
+def classified(err: Exception) -> ReaderError:
+    """:func:`classify_error` of ``err``, carrying its raw model output."""
+    new = classify_error(err)
+    raw = getattr(err, "raw", None)
+    if raw is not None:
+        new.raw = raw  # type: ignore[attr-defined]
+    return new
+
+
+def failed_reading(what: str, err: ReaderError, usage: Usage, deadline: Deadline | None) -> Reading:
+    """The failed reading of a reading whose attempts (``usage``: calls and tokens) ended
+    with ``err``, its error naming the reader (``what``), the attempts when ``err`` was
+    retried, and the query's ``deadline`` when it had passed."""
+    retryable = is_retryable(err)
+    n = usage.calls
+    gave_up = f"gave up after {n} attempt{'s' if n != 1 else ''}: " if retryable else ""
+    late = ""
+    if retryable and deadline is not None and deadline.passed:
+        late = (
+            f" (no reply within timeout={deadline.seconds:g} s, the query's deadline: "
+            "no retry, and the query's later prompts are not sent)"
+        )
+    return Reading(
+        cited=(),
+        failed=True,
+        error=f"{what}: {gave_up}{err}{late}",
+        raw=getattr(err, "raw", None),
+        attempts=n,
+        prompt_tokens=usage.prompt_tokens,
+        completion_tokens=usage.completion_tokens,
+        extra={"error_type": type(err).__name__, "retryable": retryable},
+    )

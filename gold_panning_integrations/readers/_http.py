@@ -3,7 +3,7 @@ no redirects to another host.
 
 * **Deadline**: an httpx timeout bounds each socket operation, not the request (a server
   dripping bytes holds it indefinitely). The synchronous client's streams cut every
-  socket timeout to the time left before :func:`deadline` and then raise the transport's
+  socket timeout to the time left before :func:`request_deadline` and then raise the transport's
   ``ReadTimeout`` (retried); the asynchronous reader uses ``asyncio.wait_for`` instead.
 * **Redirects**: a redirect to another origin would re-send the question and documents
   there; a request hook refuses it (:class:`._errors.RedirectRefused`, fatal), and at most
@@ -26,7 +26,7 @@ from typing import Any
 
 from ._errors import RedirectRefused
 
-__all__ = ["MAX_REDIRECTS", "deadline", "make_async_http_client", "make_http_client"]
+__all__ = ["MAX_REDIRECTS", "make_async_http_client", "make_http_client", "request_deadline", "tls_context"]
 
 logger = logging.getLogger(__name__)
 
@@ -53,7 +53,7 @@ _DEADLINE: contextvars.ContextVar[_Deadline | None] = contextvars.ContextVar("gp
 
 
 @contextlib.contextmanager
-def deadline(seconds: float) -> Iterator[None]:
+def request_deadline(seconds: float) -> Iterator[None]:
     """Requests made inside this block by clients from :func:`make_http_client` end within
     ``seconds`` of their first network operation."""
     token = _DEADLINE.set(_Deadline(float(seconds)))
@@ -96,7 +96,7 @@ def _same_origin_hook(base_url: str, httpx: Any) -> Any:
 
 def _deadline_backend(core: Any, inner: Any) -> Any:
     """``inner`` (an httpcore sync network backend) with every socket timeout cut to the
-    time left before the current :func:`deadline`."""
+    time left before the current :func:`request_deadline`."""
 
     def bounded(timeout: float | None) -> float | None:
         budget = _DEADLINE.get()
@@ -163,9 +163,17 @@ def make_http_client(base_url: str, *, timeout: float) -> Any:
     )
 
 
-def make_async_http_client(base_url: str, *, timeout: float) -> Any:
+def tls_context() -> Any:
+    """The TLS context the SDK's httpx makes by default (``httpx.create_ssl_context()``:
+    its CA bundle, ``SSL_CERT_FILE``), made once so that clients made later share it."""
+    return _httpx_module().create_ssl_context()
+
+
+def make_async_http_client(base_url: str, *, timeout: float, tls: Any = None) -> Any:
     """The asynchronous HTTP client for ``openai.AsyncOpenAI(http_client=...)``:
-    same-origin redirects only (the deadline is ``asyncio.wait_for`` around the call)."""
+    same-origin redirects only (the deadline is ``asyncio.wait_for`` around the call).
+    ``tls``: a :func:`tls_context` to use instead of loading the CA bundle again (a reader
+    makes a client per event loop; loading the bundle takes tens of milliseconds)."""
     import openai
 
     httpx = _httpx_module()
@@ -174,7 +182,8 @@ def make_async_http_client(base_url: str, *, timeout: float) -> Any:
     async def acheck(request: Any) -> None:
         check(request)
 
-    return openai.DefaultAsyncHttpxClient(event_hooks={"request": [acheck]}, **_redirects(timeout))
+    verify = {} if tls is None else {"verify": tls}
+    return openai.DefaultAsyncHttpxClient(event_hooks={"request": [acheck]}, **verify, **_redirects(timeout))
 
 
 def _redirects(timeout: float) -> dict[str, Any]:

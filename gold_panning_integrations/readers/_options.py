@@ -20,14 +20,8 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from ._cache import ReplyCache, make_cache
-from ._prompt import (
-    PromptTemplate,
-    Wait,
-    check_max_attempts,
-    check_max_chars_per_doc,
-    check_optional_int,
-    make_wait,
-)
+from ._limits import Wait, check_max_attempts, check_optional_int, make_wait
+from ._prompt import PromptTemplate, check_max_chars_per_doc
 from .answer import AnswerAttribution
 
 __all__ = [
@@ -303,7 +297,7 @@ _declare(
     default=None,
     check=_check_wait,
     doc="Wait between attempts: None (honour Retry-After, else exponential backoff), seconds, a "
-    "tenacity wait strategy or ``(retry_state) -> seconds`` (:func:`._prompt.make_wait`); inject "
+    "tenacity wait strategy or ``(retry_state) -> seconds`` (:func:`._limits.make_wait`); inject "
     "``0`` in tests.",
 )
 _declare(
@@ -341,7 +335,7 @@ _declare(
     doc="The most requests this reader sends in any 60-second window where the provider counts them "
     "(at the server, however late a request arrives: a request holds its place from when it leaves "
     "until 60 s after it completes), shared by every query through it (sync and async alike); "
-    "further calls wait (:class:`._reader_base.RateLimit`). None: no limit.",
+    "further calls wait (:class:`._limits.RateLimit`). None: no limit.",
     flag="--requests-per-minute",
     type=_positive_int,
     help="most requests to --reader openai in any 60-second window (default: no limit)",
@@ -377,7 +371,7 @@ _declare(
     doc="The prompt budget in tokens, reply included (the model's context window, or less to bound "
     f"cost); default {DEFAULT_CONTEXT_TOKENS:,}. A prompt whose documents would not fit (after the "
     'fixed text and ``max_tokens``) has them cut evenly, marked ``" [...]"`` and counted in '
-    "``Reading.documents_cut`` and ``Reading.chars_cut`` (:func:`._prompt.fit_documents`; lengths "
+    "``Reading.documents_cut`` and ``Reading.chars_cut`` (:func:`._fitting.fit_documents`; lengths "
     "estimated at 3 characters per token where the reader has no tokenizer), with one warning per "
     "query, instead of a failed call or a huge one. Raise it for a model with a longer context; None: "
     "no fitting (documents go out whole).",
@@ -417,7 +411,7 @@ _declare(
     base=False,
     doc="Seconds the endpoint may keep a query waiting without a reply: each request ends within "
     "it (connection, upload, the server's reply, however slowly it is sent), and the query's "
-    "requests share one deadline (:class:`._reader_base.Deadline`): each attempt gets what is left, "
+    "requests share one deadline (:class:`._limits.Deadline`): each attempt gets what is left, "
     "no retry starts once it has passed and later prompts of the query are not sent, so an endpoint that "
     "never answers costs a query about ``timeout`` seconds and one failed reading per prompt. A "
     "reply moves the deadline to ``timeout`` after it (a slow endpoint that answers within it "

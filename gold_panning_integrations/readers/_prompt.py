@@ -1,96 +1,65 @@
-"""Prompt rendering, fitting the documents into the model's context, the citation schema,
-strict citation parsing, and turning a reply into a
-:class:`~gold_panning_integrations.engine.records.Reading`.
+"""A prompt and its reply: rendering, the citation schema, strict citation parsing, and
+turning a reply into a :class:`~gold_panning_integrations.engine.records.Reading`.
 
 Documents are shown under the panner's labels (``labels[i]`` names ``documents[i]``;
 None: ``1..m``) and the model is asked for ``{"cited": [labels]}``. Only labels shown
 this round map back to 0-based positions; anything else is dropped and counted, never
 mapped to another document, and an ambiguous reply (a repeated JSON key, more unknown
 numbers than shown labels) is malformed. docs/when-things-go-wrong.md lists the label
-forms read and what each bad reply becomes.
-
-A user's callable prompt template is fitted to the renderer once: one that takes no
-``labels`` becomes a :class:`NumberedTemplate` (its replies are read under ``1..m``).
-:func:`takes_keyword` is the one place that reads a signature (:func:`~.as_reader` adapts a
-user's reader with it too).
-
-Fitting the context: the room left after the prompt's fixed text and the reply is shared
-evenly among the documents (:func:`even_share`); longer ones are cut to the share and end
-with :data:`TRUNCATION_MARKER`, and the number cut is reported instead of a call that
-fails (docs/usage.md, "Long documents"). Lengths are counted with the model's tokenizer
-when there is one, else at :data:`CHARS_PER_TOKEN` characters per token, low on purpose
-(BPE tokenizers run at about 4 on English) so that the estimate errs on fitting.
-
-The retry options' checks and the default wait (:class:`wait_retry_after`, which honours
-Retry-After, else backs off) sit here too, beside the other option checks: the reader
-options (:mod:`._options`) check them and the reader base
-(:func:`._reader_base.retry_steps`) runs them, so they sit below both.
+forms read and what each bad reply becomes. Fitting long documents into the context is
+:mod:`._fitting`'s; a callable template is adapted by :mod:`._adapted`.
 """
 
 from __future__ import annotations
 
 import contextlib
-import inspect
 import json
 import logging
-import math
 import numbers
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any
 
 from pydantic import BaseModel, Field
-from tenacity import RetryCallState, wait_exponential_jitter, wait_fixed
 
 from ..engine.records import Reading
-from ..errors import CitationParseError, ReaderError
+from ..errors import CitationParseError
 
 __all__ = [
-    "CHARS_PER_TOKEN",
     "DATA_RULE",
     "DEFAULT_TEMPLATE",
     "MAX_RAW_CHARS",
-    "MAX_RETRY_AFTER",
     "MAX_SCAN_CHARS",
-    "MIN_TOKENS_PER_DOCUMENT",
     "SYSTEM_PROMPT",
     "TRUNCATION_MARKER",
-    "CharTokenizer",
     "Citations",
-    "DocumentsDoNotFitError",
-    "Fitted",
-    "NumberedTemplate",
     "ParsedCitations",
+    "Prompt",
     "PromptTemplate",
-    "Tokenizer",
-    "Wait",
-    "adapt_template",
+    "Reply",
+    "Usage",
     "as_label",
     "attach_raw",
     "check_echo",
     "check_labels",
-    "check_max_attempts",
     "check_max_chars_per_doc",
-    "check_optional_int",
     "citation_json_schema",
     "clip_document",
-    "even_share",
+    "content_text",
     "extract_json",
-    "fit_documents",
     "loads_strict",
-    "make_wait",
     "parse_citations",
     "reading_from_citations",
     "render_document",
     "render_documents",
     "render_prompt",
-    "retry_after",
+    "render_user",
     "sanitize_text",
-    "takes_keyword",
+    "sanitize_texts",
+    "token_counts",
     "truncate",
     "validate_labels",
-    "wait_retry_after",
 ]
 
 logger = logging.getLogger(__name__)
@@ -181,6 +150,17 @@ def sanitize_text(text: Any) -> str:
     return s
 
 
+def sanitize_texts(texts: Sequence[Any]) -> list[str]:
+    """:func:`sanitize_text` of each of ``texts`` (one check for them all when every one
+    encodes as it is)."""
+    out = [t if isinstance(t, str) else str(t) for t in texts]
+    try:
+        "".join(out).encode("utf-8")
+    except UnicodeEncodeError:
+        return [sanitize_text(t) for t in out]
+    return out
+
+
 def truncate(text: Any, limit: int = MAX_RAW_CHARS) -> str | None:
     """``text`` as a string cut to ``limit`` characters (with a marker), None stays None."""
     if text is None:
@@ -198,19 +178,13 @@ def attach_raw(err: BaseException, raw: Any) -> BaseException:
     return err
 
 
-def check_optional_int(value: Any, minimum: int, rule: str) -> int | None:
-    """``value`` when it is None or an int >= ``minimum``, else ``ValueError(f"{rule}, got
-    {value!r}")``."""
-    if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < minimum):
-        raise ValueError(f"{rule}, got {value!r}")
-    return value
-
-
 def check_max_chars_per_doc(value: int | None) -> int | None:
     """Validate a ``max_chars_per_doc`` option: None (no limit) or an integer >= 1."""
-    return check_optional_int(
-        value, 1, "max_chars_per_doc must be an integer >= 1 (characters per document) or None"
-    )
+    if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
+        raise ValueError(
+            f"max_chars_per_doc must be an integer >= 1 (characters per document) or None, got {value!r}"
+        )
+    return value
 
 
 def clip_document(text: Any, max_chars: int | None = None) -> str:
@@ -243,21 +217,19 @@ def check_labels(labels: Sequence[Any] | None, m: int) -> tuple[int, ...]:
 
 
 def _labels_text(labels: Sequence[int]) -> str:
-    return ", ".join(str(x) for x in sorted(labels))
+    """The labels, ascending, comma-separated (the template's ``{labels}``)."""
+    return ", ".join(map(str, sorted(labels)))
 
 
-def _allowed_text(labels: Sequence[int]) -> str:
-    """The labels shown, as the phrase the default template uses."""
-    if tuple(sorted(labels)) == tuple(range(1, len(labels) + 1)):
-        return f"numbers from 1 to {len(labels)}"
-    return f"these numbers: {_labels_text(labels)}"
+_DOCUMENT = "<document {label}>\n{text}\n</document {label}>"
+"""One document marked as data (:func:`render_document`)."""
 
 
 def render_document(text: Any, label: int, *, max_chars_per_doc: int | None = None) -> str:
     """One document marked as data: ``<document L>``, its text on one line (see
     :func:`clip_document`), ``</document L>`` (a document cannot close its own block: it
     does not know the label)."""
-    return f"<document {label}>\n{clip_document(text, max_chars_per_doc)}\n</document {label}>"
+    return _DOCUMENT.format(label=label, text=clip_document(text, max_chars_per_doc))
 
 
 def render_documents(
@@ -269,72 +241,16 @@ def render_documents(
     """Documents (texts, shape ``(m,)``) under their labels (shape ``(m,)``; None:
     ``1..m``), each as :func:`render_document` shows it, separated by blank lines."""
     labs = check_labels(labels, len(documents))
-    return "\n\n".join(
-        render_document(d, lab, max_chars_per_doc=max_chars_per_doc) for lab, d in zip(labs, documents)
-    )
+    return _block(documents, labs, check_max_chars_per_doc(max_chars_per_doc))
 
 
-# ------------------------------------------------------------------------- templates
-_TAKES: dict[tuple[Any, str], bool] = {}
-
-
-def takes_keyword(fn: Any, name: str) -> bool:
-    """Whether ``fn`` accepts the keyword ``name`` (or ``**kwargs``; not when its
-    signature cannot be read); cached per function."""
-    key = (getattr(fn, "__func__", fn), name)
-    with contextlib.suppress(KeyError, TypeError):
-        return _TAKES[key]
-    try:
-        params = inspect.signature(fn).parameters.values()
-        ok = any(
-            (p.name == name and p.kind is not inspect.Parameter.POSITIONAL_ONLY)
-            or p.kind is inspect.Parameter.VAR_KEYWORD
-            for p in params
-        )
-    except (TypeError, ValueError):
-        ok = False
-    with contextlib.suppress(TypeError):  # an unhashable callable: not cached
-        _TAKES[key] = ok
-    return ok
-
-
-class NumberedTemplate:
-    """A callable prompt template that takes no ``labels``: it numbers the documents
-    ``1..m`` itself, so citations are read against ``1..m`` (``numbers_itself``)."""
-
-    numbers_itself = True
-
-    def __init__(self, template: Callable[..., str]) -> None:
-        self.template = template
-
-    def __call__(
-        self, question: str, documents: Sequence[str], *, labels: Sequence[int] | None = None
-    ) -> str:
-        return self.template(question, documents)
-
-    def __repr__(self) -> str:
-        return f"NumberedTemplate({self.template!r})"
-
-
-def adapt_template(template: Any) -> Any:
-    """``template`` as the prompt renderer calls it: a callable that takes no ``labels``
-    becomes a :class:`NumberedTemplate`; strings, None and label-taking callables are
-    returned as they are."""
-    if (
-        callable(template)
-        and not isinstance(template, NumberedTemplate)
-        and not takes_keyword(template, "labels")
-    ):
-        return NumberedTemplate(template)
-    return template
-
-
-def template_labels(template: PromptTemplate | None, labels: tuple[int, ...]) -> tuple[int, ...]:
-    """The labels a prompt rendered with ``template`` actually shows: ``labels``, except
-    for a callable template without a ``labels`` parameter, which numbers ``1..m``."""
-    if getattr(adapt_template(template), "numbers_itself", False):
-        return tuple(range(1, len(labels) + 1))
-    return labels
+def _block(documents: Sequence[str], labels: Sequence[int], max_chars: int | None) -> str:
+    """:func:`render_documents` of checked ``labels`` and ``max_chars``."""
+    if max_chars is None:
+        texts = [" ".join(str(d).split()) for d in documents]
+    else:
+        texts = [clip_document(d, max_chars) for d in documents]
+    return "\n\n".join([_DOCUMENT.format(label=lab, text=t) for lab, t in zip(labels, texts)])
 
 
 def render_prompt(
@@ -349,19 +265,35 @@ def render_prompt(
     ``labels`` (shape ``(m,)``; None: ``1..m``) in ``template`` (see
     :data:`PromptTemplate`), ``max_chars_per_doc`` as the reader option of that name."""
     labs = check_labels(labels, len(documents))
+    return render_user(question, documents, labs, template, check_max_chars_per_doc(max_chars_per_doc))
+
+
+def render_user(
+    question: str,
+    documents: Sequence[str],
+    labels: tuple[int, ...],
+    template: PromptTemplate | None,
+    max_chars_per_doc: int | None,
+) -> str:
+    """:func:`render_prompt` of checked ``labels`` and ``max_chars_per_doc`` (a reader's)."""
     if callable(template):
-        return adapt_template(template)(question, documents, labels=labs)  # type: ignore[no-any-return]
+        from ._adapted import adapt_template
+
+        return adapt_template(template)(question, documents, labels=labels)  # type: ignore[no-any-return]
     tpl = DEFAULT_TEMPLATE if template is None else template
-    body = render_documents(
-        documents, labels=labs, max_chars_per_doc=check_max_chars_per_doc(max_chars_per_doc)
-    )
+    ordered = sorted(labels)
+    shown = ", ".join(map(str, ordered))
     try:
         return tpl.format(
             question=question,
-            documents=body,
+            documents=_block(documents, labels, max_chars_per_doc),
             n=len(documents),
-            labels=_labels_text(labs),
-            allowed=_allowed_text(labs),
+            labels=shown,
+            allowed=(
+                f"numbers from 1 to {len(labels)}"
+                if ordered == list(range(1, len(labels) + 1))
+                else f"these numbers: {shown}"
+            ),
         )
     except (KeyError, IndexError) as err:
         raise ValueError(
@@ -370,110 +302,108 @@ def render_prompt(
         ) from err
 
 
-# ---------------------------------------------------------------------- fitting the context
-CHARS_PER_TOKEN = 3.0
-"""Characters per token assumed when no tokenizer is at hand."""
-
-MIN_TOKENS_PER_DOCUMENT = 16
-"""Fewest tokens of its own text a cut document keeps; a smaller share is an error."""
-
-
-class DocumentsDoNotFitError(ReaderError, ValueError):
-    """The context leaves too little room for the prompt's documents (the message says
-    how much, and what to change)."""
-
-
-class Tokenizer(Protocol):
-    """What fitting needs of a tokenizer."""
-
-    def count(self, text: str) -> int:
-        """Tokens of ``text`` (no begin-of-sequence token)."""
-
-    def head(self, text: str, tokens: int) -> str:
-        """The text of the first ``tokens`` tokens of ``text`` (a character cut in two is dropped)."""
-
-
-class CharTokenizer:
-    """The estimate used without a tokenizer: one token per :data:`CHARS_PER_TOKEN`
-    characters (the last one partial)."""
-
-    def __init__(self, chars_per_token: float = CHARS_PER_TOKEN) -> None:
-        if not chars_per_token > 0:
-            raise ValueError(f"chars_per_token must be > 0, got {chars_per_token!r}")
-        self.chars_per_token = chars_per_token
-
-    def count(self, text: str) -> int:
-        return math.ceil(len(text) / self.chars_per_token)
-
-    def head(self, text: str, tokens: int) -> str:
-        return text[: int(tokens * self.chars_per_token)]
-
-
+# ------------------------------------------------------------------ the prompt and its reply
 @dataclass(frozen=True)
-class Fitted:
-    """Documents as they fit: ``texts`` (shape ``(m,)``, whitespace runs collapsed as in
-    a prompt; cut ones end with the marker), how many were ``cut``, the ``share`` each
-    cut one got (tokens, marker included; None when nothing was cut) and the characters
-    the cuts ``removed`` from the documents' text (the marker not counted)."""
+class Prompt:
+    """One round's prompt, rendered once and shared by every attempt: the question and
+    ``documents`` (texts in prompt order, sanitised, as shown, shape ``(m,)``), the
+    ``labels`` they are shown under (shape ``(m,)``: the panner's, or ``1..m`` for a
+    callable template that numbers documents itself), the system and user messages."""
 
-    texts: tuple[str, ...]
-    cut: int
-    share: int | None
-    removed: int = 0
+    question: str
+    documents: tuple[str, ...]
+    labels: tuple[int, ...]
+    system: str
+    user: str
+    documents_cut: int = 0
+    """Documents cut to fit the model's context (:func:`._fitting.fit_documents`); ``documents``
+    holds them cut."""
+    chars_cut: int = 0
+    """Characters those cuts removed from the documents' text."""
+    cut_at: tuple[int, ...] = ()
+    """The positions (in ``documents``) of the documents cut, ascending."""
+
+    def as_dicts(self) -> list[dict[str, str]]:
+        """The two chat messages as OpenAI-style ``{"role", "content"}`` dicts."""
+        return [{"role": "system", "content": self.system}, {"role": "user", "content": self.user}]
 
 
-def even_share(lengths: Sequence[int], budget: int) -> int | None:
-    """The largest share ``c`` with ``sum(min(l, c) for l in lengths) <= budget``, or None
-    when every length fits (water-filling: ``even_share([10, 100, 100], 110) == 50``)."""
-    if sum(lengths) <= budget:
+@dataclass
+class Reply:
+    """What one model call gave back, before validation: its ``text``, or the decoded
+    structured ``value`` (validated instead), the ``finish_reason`` (``"length"`` adds a
+    hint to parse errors), ``extra`` diagnostics for ``Reading.extra`` and ``abstain_p``
+    (:attr:`Reading.abstain_p`, from the first token's probabilities when the endpoint
+    returned them)."""
+
+    text: str | None = None
+    value: Any = None
+    finish_reason: str | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+    abstain_p: float | None = None
+
+
+def _as_count(value: Any) -> int | None:
+    if isinstance(value, bool) or value is None:
         return None
-    left = max(budget, 0)
-    ordered = sorted(lengths)
-    for i, length in enumerate(ordered):
-        share = left // (len(ordered) - i)
-        if length > share:
-            return share
-        left -= length
-    return left  # pragma: no cover - unreachable: the sum exceeds the budget
+    try:
+        n = int(value)
+    except (TypeError, ValueError):
+        return None
+    return n if n >= 0 else None
 
 
-def fit_documents(
-    documents: Sequence[str],
-    budget: int,
-    *,
-    tokenizer: Tokenizer | None = None,
-    marker: str = TRUNCATION_MARKER,
-    context: int | None = None,
-) -> Fitted:
-    """Cut ``documents`` evenly so that together they take at most ``budget`` tokens.
+@dataclass
+class Usage:
+    """Model calls and tokens spent on one reading, across all its attempts (each attempt
+    adds to it; the reading reports the totals)."""
 
-    ``documents`` are texts in prompt order, shape ``(m,)``; ``tokenizer`` None means
-    :class:`CharTokenizer`'s estimate; ``marker`` ends a cut document (its tokens count
-    toward the share); ``context`` (tokens) is named in the error, DocumentsDoNotFitError,
-    raised when a cut document would keep fewer than :data:`MIN_TOKENS_PER_DOCUMENT`.
-    """
-    tok = tokenizer if tokenizer is not None else CharTokenizer()
-    texts = [" ".join(str(d).split()) for d in documents]
-    lengths = [tok.count(t) for t in texts]
-    share = even_share(lengths, budget)
-    if share is None:
-        return Fitted(tuple(texts), 0, None)
-    keep = share - tok.count(marker)
-    if keep < MIN_TOKENS_PER_DOCUMENT:
-        raise DocumentsDoNotFitError(
-            f"{len(texts)} documents get {max(budget, 0)} tokens of the model's "
-            + (f"{context}-token " if context is not None else "")
-            + "context together "
-            f"(about {max(keep, 0)} each after the cut marker; at least {MIN_TOKENS_PER_DOCUMENT} needed): "
-            "show fewer documents per prompt (max_docs_per_prompt=...), shorten the question or the "
-            "template, or use a model with a longer context (context_tokens=...)"
-        )
-    kept = [
-        text if length <= share else tok.head(text, keep).rstrip() for text, length in zip(texts, lengths)
+    calls: int = 0
+    prompt_tokens: int | None = None
+    completion_tokens: int | None = None
+
+    def add(self, prompt_tokens: Any, completion_tokens: Any) -> None:
+        """Add the tokens one call reported (None or non-integers are ignored)."""
+        pt = None if prompt_tokens is None else _as_count(prompt_tokens)
+        ct = None if completion_tokens is None else _as_count(completion_tokens)
+        if pt is not None:
+            self.prompt_tokens = (self.prompt_tokens or 0) + pt
+        if ct is not None:
+            self.completion_tokens = (self.completion_tokens or 0) + ct
+
+    def tokens(self) -> tuple[int | None, int | None]:
+        """``(prompt_tokens, completion_tokens)`` reported so far (for :meth:`tokens_since`)."""
+        return self.prompt_tokens, self.completion_tokens
+
+    def tokens_since(self, before: tuple[int | None, int | None]) -> int | None:
+        """Tokens reported since :meth:`tokens` gave ``before`` (None: none were reported)."""
+        pt, ct = before
+        if self.prompt_tokens == pt and self.completion_tokens == ct:
+            return None
+        return (self.prompt_tokens or 0) - (pt or 0) + (self.completion_tokens or 0) - (ct or 0)
+
+
+def token_counts(usage: dict[str, Any]) -> tuple[Any, Any]:
+    """``(prompt, completion)`` tokens of a usage mapping (``prompt_tokens`` before
+    ``input_tokens``, ``completion_tokens`` before ``output_tokens``); None where absent."""
+    return (
+        usage.get("prompt_tokens", usage.get("input_tokens")),
+        usage.get("completion_tokens", usage.get("output_tokens")),
+    )
+
+
+def content_text(content: Any) -> str | None:
+    """Message content as text: a string as is, the text parts of a list joined (strings,
+    ``{"type": "text", "text": ...}`` dicts, objects with a ``text`` string), else ``str``."""
+    if content is None or isinstance(content, str):
+        return content
+    if not isinstance(content, list):
+        return str(content)
+    parts = [
+        p.get("text") if isinstance(p, dict) and p.get("type") in (None, "text") else getattr(p, "text", p)
+        for p in content
     ]
-    out = tuple(k if length <= share else k + marker for k, length in zip(kept, lengths))
-    removed = sum(len(text) - len(k) for text, k in zip(texts, kept))
-    return Fitted(out, sum(length > share for length in lengths), share, removed)
+    return "".join(text for text in parts if isinstance(text, str))
 
 
 # --------------------------------------------------------------------------- parsing
@@ -656,9 +586,8 @@ def check_echo(text: str, documents: Sequence[str], labels: Sequence[int] | None
     block (models or mocks that echo the prompt would otherwise "cite" its labels)."""
     if len(documents) == 0 or not text:
         return
-    first_label = [labels[0]] if labels is not None else None
     # 80 characters: enough to recognise an echo, and found when max_chars_per_doc cut it.
-    first = render_documents([documents[0]], labels=first_label)[:80]
+    first = render_document(documents[0], 1 if labels is None else labels[0])[:80]
     if len(first) >= 8 and first in text:
         raise CitationParseError("the model echoed the prompt instead of answering")
 
@@ -723,66 +652,3 @@ def reading_from_citations(
         duplicate_labels=parsed.duplicates,
         extra={"mode": "cite", **(extra or {})},
     )
-
-
-# ------------------------------------------------------------------- the retry options
-MAX_RETRY_AFTER = 120.0
-"""Longest Retry-After (seconds) the default wait honours; longer values are capped."""
-
-Wait = Callable[[RetryCallState], float]
-"""A tenacity wait strategy, or any callable ``(retry_state) -> seconds``."""
-
-
-def retry_after(retry_state: RetryCallState) -> float | None:
-    """The Retry-After (seconds) of the exception that ended the last attempt, if any."""
-    outcome = retry_state.outcome
-    if outcome is None or not outcome.failed:
-        return None
-    value = getattr(outcome.exception(), "retry_after", None)
-    return float(value) if value is not None else None
-
-
-@dataclass(frozen=True)
-class wait_retry_after:
-    """Wait the server's Retry-After when it gave one, else ``fallback``.
-
-    Args:
-        fallback: Wait without a Retry-After; default exponential backoff with jitter
-            (0.5 s, 1 s, 2 s, ... up to 20 s).
-        max_wait: Cap on an honoured Retry-After, in seconds.
-    """
-
-    fallback: Wait = field(
-        default_factory=lambda: wait_exponential_jitter(multiplier=0.5, max=20.0, jitter=0.5)
-    )
-    max_wait: float = MAX_RETRY_AFTER
-
-    def __call__(self, retry_state: RetryCallState) -> float:
-        ra = retry_after(retry_state)
-        if ra is not None:
-            return min(max(ra, 0.0), self.max_wait)
-        return float(self.fallback(retry_state))
-
-
-def make_wait(wait: Wait | float | None) -> Wait:
-    """Normalise a ``wait=`` option: None -> :class:`wait_retry_after`, a number ->
-    fixed seconds, a callable (tenacity strategy or ``(retry_state) -> seconds``) as is."""
-    if wait is None:
-        return wait_retry_after()
-    if isinstance(wait, (int, float)) and not isinstance(wait, bool):
-        if wait < 0 or not math.isfinite(wait):
-            raise ValueError(f"wait must be a non-negative number of seconds, got {wait!r}")
-        return wait_fixed(float(wait))
-    if callable(wait):
-        return wait
-    raise TypeError(
-        f"wait must be None, seconds, a tenacity wait strategy or a callable (retry_state) -> seconds; "
-        f"got {type(wait).__name__}"
-    )
-
-
-def check_max_attempts(max_attempts: int) -> int:
-    """Validate ``max_attempts`` (an integer >= 1)."""
-    if isinstance(max_attempts, bool) or not isinstance(max_attempts, int) or max_attempts < 1:
-        raise ValueError(f"max_attempts must be an integer >= 1, got {max_attempts!r}")
-    return max_attempts

@@ -20,10 +20,11 @@ import difflib
 import re
 import unicodedata
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from ..engine.records import Reading
+from ..errors import CitationParseError
 from ._prompt import check_max_chars_per_doc, clip_document, truncate
 
 __all__ = [
@@ -312,3 +313,30 @@ def reading_from_answer(
         completion_tokens=completion_tokens,
         extra=info,
     )
+
+
+def answer_user_message(
+    question: str, documents: Sequence[str], template: Any, max_chars_per_doc: int | None
+) -> str:
+    """A reader's answer-mode user message: a callable ``template``'s
+    ``template(question, documents)``, else :func:`render_answer_prompt`."""
+    if callable(template):
+        return str(template(question, list(documents)))
+    return render_answer_prompt(question, documents, template=template, max_chars_per_doc=max_chars_per_doc)
+
+
+def reading_from_reply(
+    text: str | None,
+    documents: Sequence[str],
+    *,
+    question: str,
+    attribution: AnswerAttribution | None,
+    extra: dict[str, Any],
+    abstain_p: float | None,
+) -> Reading:
+    """:func:`reading_from_answer` of a reply's ``text`` with the first token's
+    ``abstain_p``; CitationParseError (retried) when the model returned no text."""
+    if text is None or not text.strip():
+        raise CitationParseError("the model returned no text")
+    reading = reading_from_answer(text, documents, question=question, attribution=attribution, extra=extra)
+    return replace(reading, abstain_p=abstain_p)

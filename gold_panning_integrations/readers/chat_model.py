@@ -33,8 +33,8 @@ from ._options import (
     declared_options,
     given_options,
 )
-from ._prompt import Citations, attach_raw
-from ._reader_base import BaseReader, Prompt, Reply, Usage, content_text, token_counts
+from ._prompt import Citations, Prompt, Reply, Usage, attach_raw, content_text, token_counts
+from ._reader_base import BaseReader
 
 __all__ = ["ChatModelReader", "is_chat_runnable", "raw_tool_arguments"]
 
@@ -45,7 +45,7 @@ Config = RunnableConfig | None
 
 
 def _text_of(message: Any) -> str | None:
-    """Text content of a chat message (:func:`._reader_base.content_text`)."""
+    """Text content of a chat message (:func:`._prompt.content_text`)."""
     return content_text(getattr(message, "content", message))
 
 
@@ -187,8 +187,11 @@ class ChatModelReader(BaseReader):
     @property
     def model_name(self) -> str:
         """The chat model's ``model_name``/``model`` attribute, else its class name."""
-        names = (getattr(self._inner, attr, None) for attr in ("model_name", "model"))
-        return next((name for name in names if isinstance(name, str) and name), type(self._inner).__name__)
+        for attr in ("model_name", "model"):
+            name = getattr(self._inner, attr, None)
+            if isinstance(name, str) and name:
+                return name
+        return type(self._inner).__name__
 
     @property
     def base_url(self) -> str | None:
@@ -245,7 +248,7 @@ class ChatModelReader(BaseReader):
     @staticmethod
     def _text_reply(message: Any, usage: Usage) -> Reply:
         usage.add(*_usage_of(message))
-        return Reply(text=_text_of(message), extra={"structured": False})
+        return Reply(text=content_text(getattr(message, "content", message)), extra={"structured": False})
 
     @staticmethod
     def _structured_reply(out: Any, usage: Usage) -> Reply:
@@ -304,10 +307,12 @@ class ChatModelReader(BaseReader):
     ) -> Reading:
         """:meth:`BaseReader.read` through ``invoke``; ``config`` (callbacks, tags)
         is merged over the reader's own."""
-        return self._read(question, documents, labels, config=self._config(config))
+        merged = self.config if config is None else config if self.config is None else self._config(config)
+        return self._read(question, documents, labels, config=merged)
 
     async def aread(
         self, question: str, documents: Sequence[Any], *, labels: Labels = None, config: Config = None
     ) -> Reading:
         """Asynchronous :meth:`read` (``ainvoke``)."""
-        return await self._aread(question, documents, labels, config=self._config(config))
+        merged = self.config if config is None else config if self.config is None else self._config(config)
+        return await self._aread(question, documents, labels, config=merged)

@@ -13,7 +13,6 @@
 from __future__ import annotations
 
 import contextlib
-import functools
 import json
 import logging
 from collections.abc import Mapping
@@ -39,8 +38,8 @@ from ._options import (
     declared_options,
     given_options,
 )
-from ._prompt import attach_raw, loads_strict
-from ._reader_base import BaseReader, Prompt, Reply, Steps, Usage, arun_steps, run_steps, token_counts
+from ._prompt import Prompt, Reply, Usage, attach_raw, loads_strict, token_counts
+from ._reader_base import BaseReader
 
 __all__ = ["CitationsOutput", "LlamaIndexLLMReader", "raw_tool_arguments"]
 
@@ -260,26 +259,41 @@ class LlamaIndexLLMReader(BaseReader):
         return self._chat_reply(await self.llm.achat(self._messages(prompt)), usage)
 
     def _call_structured(self, prompt: Prompt, usage: Usage, **options: Any) -> Reply:
-        return run_steps(self._structured_steps(prompt, usage, asynchronous=False))
-
-    async def _acall_structured(self, prompt: Prompt, usage: Usage, **options: Any) -> Reply:
-        return await arun_steps(self._structured_steps(prompt, usage, asynchronous=True))
-
-    def _structured_steps(self, prompt: Prompt, usage: Usage, *, asynchronous: bool) -> Steps[Reply]:
-        """One structured call for both paths (:func:`._reader_base.run_steps`): the ``Citations`` tool
-        (:meth:`_calls_tools`), else ``structured_predict``."""
-        tools = self._calls_tools()
+        """One structured call: the ``Citations`` tool (:meth:`_calls_tools`), else
+        ``structured_predict``."""
         llm: Any = self.llm
+        tools = self._calls_tools()
         try:
             if tools:
-                chat = llm.achat_with_tools if asynchronous else llm.chat_with_tools
-                out = yield functools.partial(chat, **self._tool_kwargs(prompt))
+                out = llm.chat_with_tools(**self._tool_kwargs(prompt))
             else:
-                predict = llm.astructured_predict if asynchronous else llm.structured_predict
-                messages = {"gp_system_message": prompt.system, "gp_user_message": prompt.user}
-                out = yield functools.partial(predict, CitationsOutput, self._prompt_template, **messages)
+                out = llm.structured_predict(
+                    CitationsOutput, self._prompt_template, **self._predicted(prompt)
+                )
         except (ValidationError, ValueError, TypeError) as err:
-            raise CitationParseError(
-                f"structured output could not be parsed: {type(err).__name__}: {err}"
-            ) from err
+            raise _unparsed(err) from err
         return self._tool_reply(out, usage) if tools else self._structured_reply(out)
+
+    async def _acall_structured(self, prompt: Prompt, usage: Usage, **options: Any) -> Reply:
+        """Asynchronous :meth:`_call_structured` (``achat_with_tools``, ``astructured_predict``)."""
+        llm: Any = self.llm
+        tools = self._calls_tools()
+        try:
+            if tools:
+                out = await llm.achat_with_tools(**self._tool_kwargs(prompt))
+            else:
+                out = await llm.astructured_predict(
+                    CitationsOutput, self._prompt_template, **self._predicted(prompt)
+                )
+        except (ValidationError, ValueError, TypeError) as err:
+            raise _unparsed(err) from err
+        return self._tool_reply(out, usage) if tools else self._structured_reply(out)
+
+    @staticmethod
+    def _predicted(prompt: Prompt) -> dict[str, str]:
+        """The ``structured_predict`` template's variables: the prompt's two messages."""
+        return {"gp_system_message": prompt.system, "gp_user_message": prompt.user}
+
+
+def _unparsed(err: Exception) -> CitationParseError:
+    return CitationParseError(f"structured output could not be parsed: {type(err).__name__}: {err}")

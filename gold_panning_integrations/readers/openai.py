@@ -1,8 +1,9 @@
 """Reader for any OpenAI-compatible chat-completions endpoint (OpenAI, vLLM, llama.cpp's
-server, Ollama) through the official ``openai`` client, its own retries off
-(:func:`._reader_base.retry_steps` is the one retry layer), ``timeout`` a deadline for the
-whole request and for the query (:class:`._reader_base.Deadline`) and no redirect to
-another host (:mod:`._http`).
+server, Ollama) through the official ``openai`` client, its own retries off (the reader
+base's retry policy is the one retry layer), ``timeout`` a deadline for the whole request
+and for the query (:class:`._limits.Deadline`) and no redirect to another host
+(:mod:`._http`). The asynchronous client is made per event loop (a connection pool
+belongs to the loop that opened it), so ``asyncio.run`` may be called once per query.
 
 With ``response_format="auto"`` the reader asks for ``json_schema``, then ``json_object``,
 then plain text, while the server rejects the stricter form (:func:`_is_format_rejection`);
@@ -13,7 +14,6 @@ with one warning.
 from __future__ import annotations
 
 import asyncio
-import functools
 import logging
 import math
 import os
@@ -26,7 +26,8 @@ from typing_extensions import Self
 
 from ..errors import CitationParseError, FatalReaderError, ReaderError
 from ._errors import classify_error
-from ._http import deadline, make_async_http_client, make_http_client
+from ._http import make_async_http_client, make_http_client, request_deadline, tls_context
+from ._limits import Deadline, QueryDeadlineError
 from ._options import (
     DEFAULT_CONTEXT_TOKENS,
     DEFAULT_MAX_CONCURRENCY,
@@ -40,20 +41,8 @@ from ._options import (
     declared_options,
     given_options,
 )
-from ._prompt import attach_raw, citation_json_schema, truncate
-from ._reader_base import (
-    BaseReader,
-    Deadline,
-    Prompt,
-    QueryDeadlineError,
-    Reply,
-    Steps,
-    Usage,
-    arun_steps,
-    content_text,
-    current_deadline,
-    run_steps,
-)
+from ._prompt import Prompt, Reply, Usage, attach_raw, citation_json_schema, content_text, truncate
+from ._reader_base import BaseReader
 from .answer import abstain_probability
 
 __all__ = ["RESPONSE_FORMATS", "OpenAIReader", "forget_endpoint_formats"]
@@ -197,6 +186,8 @@ class OpenAIReader(BaseReader):
         # Clients this reader creates are kept per event loop: an AsyncOpenAI connection
         # pool cannot be reused once the loop that opened it is closed (asyncio.run twice).
         self._loop_clients: weakref.WeakKeyDictionary[Any, Any] = weakref.WeakKeyDictionary()
+        self._tls: Any = None
+        self.query_seconds = self.timeout
 
     # ------------------------------------------------------------------ clients
     @staticmethod
@@ -226,13 +217,18 @@ class OpenAIReader(BaseReader):
     def _new_client(self, asynchronous: bool) -> Any:
         import openai
 
-        make = make_async_http_client if asynchronous else make_http_client
+        if asynchronous:  # one per event loop, all with one TLS context (loaded once)
+            if self._tls is None:
+                self._tls = tls_context()
+            http_client = make_async_http_client(self.url, timeout=self.timeout, tls=self._tls)
+        else:
+            http_client = make_http_client(self.url, timeout=self.timeout)
         return (openai.AsyncOpenAI if asynchronous else openai.OpenAI)(
             api_key=self._api_key or self._resolve_key(None, self.base_url),
             base_url=self.url,
             timeout=self.timeout,
             max_retries=0,
-            http_client=make(self.url, timeout=self.timeout),
+            http_client=http_client,
         )
 
     @property
@@ -272,13 +268,6 @@ class OpenAIReader(BaseReader):
     def _repr_fields(self) -> str:
         return f", base_url={self.url!r}"
 
-    def _prepare(self, *, asynchronous: bool) -> None:
-        # the client is created (openai imported) before the request is admitted
-        if asynchronous:
-            self.async_client  # noqa: B018 - the running loop's client
-        else:
-            self.client  # noqa: B018
-
     def _cache_identity(self) -> dict[str, Any]:
         return {
             **super()._cache_identity(),
@@ -310,13 +299,9 @@ class OpenAIReader(BaseReader):
             return {"type": "json_object"}
         return None
 
-    def _deadline_seconds(self) -> float:
-        return self.timeout
-
-    def _seconds(self) -> float:
-        """What this request may take: ``timeout``, or less when the query's deadline is
-        nearer (QueryDeadlineError when it has passed)."""
-        deadline = current_deadline()
+    def _seconds(self, deadline: Deadline | None) -> float:
+        """What this request may take: ``timeout``, or less when the query's ``deadline``
+        is nearer (QueryDeadlineError when it has passed)."""
         if deadline is None:
             return self.timeout
         left = deadline.left()
@@ -418,51 +403,36 @@ class OpenAIReader(BaseReader):
         )
 
     def _call(self, prompt: Prompt, usage: Usage, **options: Any) -> Reply:
-        return run_steps(self._call_steps(prompt, usage, asynchronous=False))
+        return self._reply(prompt, usage, options, None, None)
 
     async def _acall(self, prompt: Prompt, usage: Usage, **options: Any) -> Reply:
-        return await arun_steps(self._call_steps(prompt, usage, asynchronous=True))
+        return await self._areply(prompt, usage, options, None, None)
 
-    def _reply_steps(
+    def _reply(
         self,
         prompt: Prompt,
         usage: Usage,
-        options: dict[str, Any],
-        asynchronous: bool,
-        queued: tuple[Deadline, float] | None = None,
-    ) -> Steps[Reply]:
-        """One chat completion (:meth:`_call_steps`: each request it sends is admitted by
-        the rate limit and settled when it completes)."""
-        if self.rate_limit.active:
-            self._prepare(asynchronous=asynchronous)
-        return (yield from self._call_steps(prompt, usage, asynchronous=asynchronous, queued=queued))
-
-    def _call_steps(
-        self,
-        prompt: Prompt,
-        usage: Usage,
-        *,
-        asynchronous: bool,
-        queued: tuple[Deadline, float] | None = None,
-    ) -> Steps[Reply]:
-        """One chat completion for both paths (:func:`._reader_base.run_steps`) at the endpoint's
-        response-format level, again one level down while the server rejects the format.
-        Each request is admitted by the rate limit and settled when it completes, with the
-        tokens the server reported for it; ``queued`` as in :meth:`BaseReader._reply_steps`.
-        The client is made before the deadline starts."""
-        level = self._level_now()
-        acquire = self.rate_limit.aacquire if asynchronous else self.rate_limit.acquire
-        send = self._asend if asynchronous else self._send
-        create = (self.async_client if asynchronous else self.client).chat.completions.create
+        options: Mapping[str, Any],
+        deadline: Deadline | None,
+        left: float | None,
+    ) -> Reply:
+        """One chat completion at the endpoint's response-format level, again one level
+        down while the server rejects the format. Each request is admitted by the rate
+        limit and settled when it completes, with the tokens the server reported for it;
+        it ends within what is left of the query's ``deadline`` (``left`` as in
+        :meth:`BaseReader._reply`). The client is made before the request is admitted."""
+        level, limit = self._level_now(), self.rate_limit
+        create = self.client.chat.completions.create
         while True:
-            entry = yield functools.partial(acquire, self._token_estimate(prompt))
-            if queued is not None:  # the wait in the reader's own queue is not the endpoint's
-                queued[0].queued(queued[1])
-                queued = None
-            before = (usage.prompt_tokens, usage.completion_tokens)
+            entry = limit.acquire(self._token_estimate(prompt)) if limit.active else None
+            if left is not None:  # the wait in the reader's own queue is not the endpoint's
+                deadline.queued(left)  # type: ignore[union-attr]
+                left = None
+            before = usage.tokens()
             try:
-                seconds = self._seconds()
-                resp = yield functools.partial(send, create, self._kwargs(prompt.as_dicts(), level, seconds))
+                kwargs = self._kwargs(prompt.as_dicts(), level, self._seconds(deadline))
+                with request_deadline(kwargs["timeout"]):
+                    resp = create(**kwargs)
             except Exception as err:
                 if level is None or not _is_format_rejection(err):
                     raise
@@ -470,14 +440,39 @@ class OpenAIReader(BaseReader):
             else:
                 return self._to_reply(resp, usage, level)
             finally:
-                self.rate_limit.settle(entry, self._spent(before, usage))
+                if entry is not None:
+                    limit.settle(entry, usage.tokens_since(before))
 
-    def _send(self, create: Any, kwargs: dict[str, Any]) -> Any:
-        with deadline(kwargs["timeout"]):
-            return create(**kwargs)
-
-    async def _asend(self, create: Any, kwargs: dict[str, Any]) -> Any:
-        return await asyncio.wait_for(create(**kwargs), kwargs["timeout"])
+    async def _areply(
+        self,
+        prompt: Prompt,
+        usage: Usage,
+        options: Mapping[str, Any],
+        deadline: Deadline | None,
+        left: float | None,
+    ) -> Reply:
+        """Asynchronous :meth:`_reply` (the running event loop's client; the request's
+        deadline is ``asyncio.wait_for``)."""
+        level, limit = self._level_now(), self.rate_limit
+        create = self.async_client.chat.completions.create
+        while True:
+            entry = await limit.aacquire(self._token_estimate(prompt)) if limit.active else None
+            if left is not None:
+                deadline.queued(left)  # type: ignore[union-attr]
+                left = None
+            before = usage.tokens()
+            try:
+                kwargs = self._kwargs(prompt.as_dicts(), level, self._seconds(deadline))
+                resp = await asyncio.wait_for(create(**kwargs), kwargs["timeout"])
+            except Exception as err:
+                if level is None or not _is_format_rejection(err):
+                    raise
+                level = self._downgrade(level, err, usage)
+            else:
+                return self._to_reply(resp, usage, level)
+            finally:
+                if entry is not None:
+                    limit.settle(entry, usage.tokens_since(before))
 
     # ------------------------------------------------------------------ cleanup
     def close(self) -> None:

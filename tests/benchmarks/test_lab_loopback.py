@@ -382,6 +382,7 @@ def test_our_reader_waits_out_a_429_and_gets_its_answer() -> None:
         model([0.0, 1.0, 0.0, 0.0]), latency=1.0, capacity=1, overflow="429", retry_after=0.3
     ) as srv:
         reader = OpenAIReader(model="m", base_url=srv.base_url, max_attempts=20, max_concurrency=None)
+        assert reader.client is not None  # made (openai imported) before the server is busy, not during
         t = threading.Thread(target=lambda: post(srv.base_url, ours([1, 2, 3, 4])))
         t.start()
         assert _poll(lambda: srv.stats().serving == 1)

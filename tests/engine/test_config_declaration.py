@@ -11,7 +11,7 @@ import typing
 import pytest
 
 from gold_panning_integrations import PanningConfig
-from gold_panning_integrations.engine.config import OptionSpec
+from gold_panning_integrations.engine.config import PanningOption
 
 
 def _names() -> list[str]:
@@ -70,7 +70,7 @@ def test_prune_below_is_not_a_posterior_floor() -> None:
 
 def test_option_spec_validate_names_the_option() -> None:
     spec = next(s for s in PanningConfig.options() if s.name == "rounds")
-    assert isinstance(spec, OptionSpec)
+    assert isinstance(spec, PanningOption)
     with pytest.raises(ValueError, match=r"rounds must be an int >= 1, got 0"):
         spec.validate(0)
 
@@ -85,14 +85,14 @@ def test_adapter_fields_are_generated_from_the_declaration() -> None:
     from gold_panning_integrations.integrations._framework_base import (
         ADAPTER_OWN_OPTIONS,
         ENGINE_OPTIONS,
-        PanningOptions,
+        PanningFields,
     )
 
     assert set(ENGINE_OPTIONS) == set(_names()) - ADAPTER_OWN_OPTIONS == set(_names()) - {"k"}
     for s in PanningConfig.options():
         if s.name in ADAPTER_OWN_OPTIONS:
             continue
-        field = PanningOptions.model_fields[s.name]
+        field = PanningFields.model_fields[s.name]
         assert field.default == s.default, s.name
         assert field.description == s.doc, s.name
 
@@ -277,3 +277,27 @@ def test_named_settings_are_options_laid_over_the_defaults() -> None:
 def test_the_defaults_send_two_rounds_of_three_prompts() -> None:
     config = PanningConfig()
     assert (config.rounds, config.prompts_per_round, config.spread) == (2, 3, "draw")
+
+
+# ------------------------------------------------------------------- the panner's signature
+def test_the_panner_names_every_option_in_its_signature() -> None:
+    """``GoldPanner`` takes each ``PanningConfig`` option as a keyword-only parameter of the
+    same name, in declaration order, so an IDE and ``help()`` show them: an option added
+    to ``PanningConfig`` fails here until it is listed. Each defaults to ``config``'s value
+    (the defaults are declared once, in ``PanningConfig``)."""
+    import inspect
+    import pydoc
+
+    from gold_panning_integrations import GoldPanner
+    from gold_panning_integrations.panning import FROM_CONFIG
+
+    params = inspect.signature(GoldPanner).parameters
+    own = ("reader", "profile", "config", "seed", "rng", "task")
+    assert [n for n in params if n not in own] == _names()
+    assert all(params[n].kind is inspect.Parameter.KEYWORD_ONLY for n in _names())
+    assert all(params[n].default is FROM_CONFIG for n in _names())
+    assert not any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values())
+    shown = pydoc.render_doc(GoldPanner, renderer=pydoc.plaintext)
+    assert [n for n in _names() if f"{n}: " not in shown] == []
+    panner = GoldPanner(None, "lost-in-the-middle", PanningConfig(rounds=5, k=2), k=None)
+    assert (panner.config.rounds, panner.config.k, panner.config.spread) == (5, None, "draw")

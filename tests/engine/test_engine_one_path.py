@@ -206,9 +206,13 @@ def test_keyword_options_override_a_config() -> None:
     assert (panner.config.rounds, panner.config.k) == (3, 2)
 
 
-def test_unknown_option_is_a_type_error_listing_the_valid_ones() -> None:
+def test_unknown_option_is_a_type_error_naming_it() -> None:
+    # GoldPanner names every option in its signature (issue 50): a misspelt one is Python's
+    # own TypeError (and an IDE's or mypy's warning before it runs); the config lists them.
+    with pytest.raises(TypeError, match=r"unexpected keyword argument 'roundz'"):
+        GoldPanner(None, PROFILE, roundz=3)  # type: ignore[call-arg]
     with pytest.raises(TypeError, match=r"unknown panning option\(s\) roundz; valid options: .*rounds"):
-        GoldPanner(None, PROFILE, roundz=3)
+        PanningConfig.from_options(roundz=3)
 
 
 def test_bad_k_through_the_panner_names_the_value() -> None:

@@ -165,7 +165,7 @@ def test_a_reader_without_labels_is_called_without_them_and_warned_once(
     caplog: pytest.LogCaptureFixture, unlabelled_warning_reset: None
 ) -> None:
     reader = NoLabels()
-    with caplog.at_level(logging.WARNING, logger="gold_panning_integrations.readers._reader_base"):
+    with caplog.at_level(logging.WARNING, logger="gold_panning_integrations.readers._adapted"):
         res = GoldPanner(reader, PROFILE, rounds=3, rng=0, prompts_per_round=1).run("q", DOCS)
         GoldPanner(reader, PROFILE, rounds=1, rng=0, prompts_per_round=1).run("q", DOCS)
     assert reader.calls == 4

@@ -11,21 +11,15 @@ import pytest
 from doubles import embedded_model_available
 
 from gold_panning_integrations import GoldPanner
-from gold_panning_integrations.readers._options import DEFAULT_CONTEXT_TOKENS
-from gold_panning_integrations.readers._prompt import (
-    TRUNCATION_MARKER,
+from gold_panning_integrations.readers._fitting import (
     CharTokenizer,
     DocumentsDoNotFitError,
     even_share,
     fit_documents,
 )
-from gold_panning_integrations.readers._reader_base import (
-    MESSAGE_OVERHEAD_TOKENS,
-    BaseReader,
-    Prompt,
-    Reply,
-    Usage,
-)
+from gold_panning_integrations.readers._options import DEFAULT_CONTEXT_TOKENS
+from gold_panning_integrations.readers._prompt import TRUNCATION_MARKER, Prompt, Reply, Usage
+from gold_panning_integrations.readers._reader_base import MESSAGE_OVERHEAD_TOKENS, BaseReader
 
 
 class WordTokenizer:

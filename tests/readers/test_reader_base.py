@@ -9,7 +9,7 @@ import json
 from typing import Any
 
 import pytest
-from doubles import shown_documents
+from doubles import ScriptedAttempts, shown_documents
 from langchain_core.language_models import FakeListChatModel
 from llama_index.core.llms import CustomLLM, LLMMetadata
 from llama_index.core.llms.callbacks import llm_completion_callback
@@ -25,7 +25,7 @@ from gold_panning_integrations.readers import (
     OpenAIReader,
     as_reader,
 )
-from gold_panning_integrations.readers._reader_base import RetryPolicy, Usage, with_retries
+from gold_panning_integrations.readers._prompt import Usage
 
 DOCS = ["Lyon is in France.", "The capital of France is Paris.", "Berlin is in Germany."]
 Q = "What is the capital of France?"
@@ -74,10 +74,9 @@ def test_repr_is_one_short_line() -> None:
     )
 
 
-def test_one_retry_wrapper_for_sync_and_async() -> None:
+def test_one_retry_policy_for_sync_and_async() -> None:
     def flaky_sync(usage: Usage) -> Reading:
-        usage.calls += 1
-        if usage.calls == 1:
+        if usage.calls == 1:  # the reader counts each attempt before making it
             raise TimeoutError("slow")
         return Reading(cited=(1,))
 
@@ -89,8 +88,8 @@ def test_one_retry_wrapper_for_sync_and_async() -> None:
     async def asleep(s: float) -> None:
         slept.append(s)
 
-    sync = with_retries(flaky_sync, policy=RetryPolicy(3, 0.5, slept.append))
-    asy = asyncio.run(with_retries(flaky_async, policy=RetryPolicy(3, 0.5, asleep)))
+    sync = ScriptedAttempts(flaky_sync, max_attempts=3, wait=0.5, sleep=slept.append).read(Q, DOCS)
+    asy = asyncio.run(ScriptedAttempts(flaky_async, max_attempts=3, wait=0.5, asleep=asleep).aread(Q, DOCS))
     assert (sync.cited, sync.attempts) == ((1,), 2)
     assert (asy.cited, asy.attempts) == ((1,), 2)
     assert slept == [0.5, 0.5]

@@ -12,13 +12,15 @@ import time
 from typing import Any
 
 import pytest
+from doubles import ScriptedAttempts
 from openai_server import FakeOpenAIServer, cite, delay, status
 
 from gold_panning_integrations import AllRoundsFailedError, GoldPanner
 from gold_panning_integrations.engine.records import Reading, current_query, query_scope
 from gold_panning_integrations.errors import TransientReaderError
 from gold_panning_integrations.readers import OpenAIReader
-from gold_panning_integrations.readers._reader_base import Deadline, RetryPolicy, Usage, with_retries
+from gold_panning_integrations.readers._limits import Deadline
+from gold_panning_integrations.readers._prompt import Usage
 
 pytest.importorskip("openai")  # imported once, here: the timings below are the endpoint's
 
@@ -72,7 +74,6 @@ def _hanging(clock: Clock, deadline: Deadline, seconds: float) -> Any:
     takes ``seconds`` of the fake clock and then times out."""
 
     def attempt(usage: Usage) -> Reading:
-        usage.calls += 1
         assert deadline.left() > 0
         clock.now += seconds
         raise TransientReaderError("request timed out")
@@ -86,8 +87,10 @@ def test_retries_stop_at_the_deadline() -> None:
     passed: 2 attempts, not 5, and the error names the deadline."""
     clock = Clock()
     deadline = Deadline(2.5, clock=clock)
-    policy = RetryPolicy(5, 0.5, sleep=clock.sleep)
-    reading = with_retries(_hanging(clock, deadline, 1.0), policy=policy, what="R", deadline=deadline)
+    attempts = ScriptedAttempts(
+        _hanging(clock, deadline, 1.0), max_attempts=5, wait=0.5, sleep=clock.sleep, deadline=deadline
+    )
+    reading = attempts.read(Q, DOCS)
     assert reading.failed and reading.attempts == 2
     assert clock.now == 2.5
     assert "gave up after 2 attempts" in reading.error and "timeout=2.5 s" in reading.error
@@ -98,8 +101,10 @@ def test_no_wait_is_slept_past_the_deadline() -> None:
     clock = Clock()
     deadline = Deadline(2.0, clock=clock)
     slept: list[float] = []
-    policy = RetryPolicy(3, 30.0, sleep=slept.append)
-    reading = with_retries(_hanging(clock, deadline, 1.0), policy=policy, what="R", deadline=deadline)
+    attempts = ScriptedAttempts(
+        _hanging(clock, deadline, 1.0), max_attempts=3, wait=30.0, sleep=slept.append, deadline=deadline
+    )
+    reading = attempts.read(Q, DOCS)
     assert reading.failed and reading.attempts == 1 and slept == []
 
 
@@ -114,7 +119,7 @@ def test_a_reading_after_the_deadline_is_not_attempted() -> None:
         calls.append(1)
         return Reading(cited=(0,))
 
-    reading = with_retries(attempt, policy=RetryPolicy(3, 0), what="R", deadline=deadline)
+    reading = ScriptedAttempts(attempt, max_attempts=3, wait=0, deadline=deadline).read(Q, DOCS)
     assert reading.failed and reading.attempts == 0 and calls == []
     assert "QueryDeadlineError" == reading.extra["error_type"]
     assert "deadline passed" in reading.error and "not sent" in reading.error

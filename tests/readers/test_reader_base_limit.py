@@ -15,13 +15,9 @@ from openai_server import FakeOpenAIServer, cite, delay, status
 from gold_panning_integrations import DetectorProfile, GoldPanner
 from gold_panning_integrations.errors import TransientReaderError
 from gold_panning_integrations.readers import BaseReader, ChatModelReader, OpenAIReader
-from gold_panning_integrations.readers._reader_base import (
-    DEFAULT_MAX_CONCURRENCY,
-    CallLimit,
-    Prompt,
-    Reply,
-    Usage,
-)
+from gold_panning_integrations.readers._options import DEFAULT_MAX_CONCURRENCY
+from gold_panning_integrations.readers._prompt import Prompt, Reply, Usage
+from gold_panning_integrations.readers._reader_base import CallLimit
 
 PROFILE = DetectorProfile.bundled("lost-in-the-middle")
 

@@ -22,7 +22,7 @@ import pytest
 from openai_server import FakeOpenAIServer, ok
 
 from gold_panning_integrations import GoldPanner
-from gold_panning_integrations.readers._reader_base import RateLimit
+from gold_panning_integrations.readers._limits import RateLimit
 from gold_panning_integrations.readers.openai import OpenAIReader
 
 

@@ -14,8 +14,7 @@ import pytest
 from gold_panning_integrations import DetectorProfile, GoldPanner, Reading
 from gold_panning_integrations.engine import Reader
 from gold_panning_integrations.readers import as_reader
-from gold_panning_integrations.readers._prompt import adapt_template
-from gold_panning_integrations.readers._reader_base import AdaptedReader
+from gold_panning_integrations.readers._adapted import AdaptedReader, adapt_template
 
 PROFILE = DetectorProfile.bundled("lost-in-the-middle")
 DOCS = [f"d{i}" for i in range(5)]
@@ -65,7 +64,7 @@ def test_an_unlabelled_reader_is_wrapped_once_with_one_warning(
     caplog: pytest.LogCaptureFixture, unlabelled_warning_reset: None
 ) -> None:
     reader = Unlabelled()
-    with caplog.at_level(logging.WARNING, logger="gold_panning_integrations.readers._reader_base"):
+    with caplog.at_level(logging.WARNING, logger="gold_panning_integrations.readers._adapted"):
         adapted = as_reader(reader)
         assert isinstance(adapted, AdaptedReader) and as_reader(adapted) is adapted
         res = GoldPanner(reader, PROFILE, rounds=2, rng=0, prompts_per_round=1).run("q", DOCS)
@@ -129,8 +128,8 @@ def test_only_the_edge_adapter_inspects_signatures() -> None:
             for node in ast.walk(ast.parse(p.read_text()))
         )
     )
-    # readers/_prompt.py holds the edge adapter's one check (takes_keyword: a template's, and
+    # readers/_adapted.py holds the edge adapter's one check (takes_keyword: a template's, and
     # through adapt_reader a user's reader's); readers/_options.py reads the four readers'
     # own constructors once, to add the declared options to their signatures
     # (documentation); nothing decides behaviour by a signature
-    assert inspecting == ["readers/_options.py", "readers/_prompt.py"]
+    assert inspecting == ["readers/_adapted.py", "readers/_options.py"]

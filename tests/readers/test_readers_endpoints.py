@@ -5,6 +5,7 @@ redirect loop, CLI flags for the deadline and the attempts."""
 from __future__ import annotations
 
 import argparse
+import asyncio
 import socket
 import time
 from typing import Any
@@ -213,3 +214,28 @@ def test_a_connection_failure_names_its_underlying_cause() -> None:
         classified = classify_error(err)
     assert isinstance(classified, TransientReaderError)
     assert str(classified) == "connection failed: Connection error. ([Errno -2] Name or service not known)"
+
+
+def test_each_event_loop_gets_its_own_client_and_every_one_shares_one_tls_context(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """``asyncio.run`` per query: a connection pool belongs to the loop that opened it, so
+    each loop gets its own ``AsyncOpenAI``; the CA bundle is loaded once for all of them."""
+    from gold_panning_integrations.readers import openai as openai_reader
+
+    made: list[object] = []
+    real = openai_reader.tls_context
+
+    def counted() -> object:
+        made.append(real())
+        return made[-1]
+
+    monkeypatch.setattr(openai_reader, "tls_context", counted)
+    reader = openai_reader.OpenAIReader(model="m", base_url="http://127.0.0.1:9/v1", api_key="k")
+
+    async def client() -> tuple[object, object]:
+        return reader.async_client, reader.async_client
+
+    (a, same), (b, _) = asyncio.run(client()), asyncio.run(client())
+    assert a is same and a is not b
+    assert len(made) == 1 and reader._tls is made[0]

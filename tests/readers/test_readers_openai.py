@@ -6,7 +6,7 @@ import json
 from typing import Any
 
 import pytest
-from doubles import shown_documents
+from doubles import ScriptedAttempts, shown_documents
 from openai_server import (
     FakeOpenAIServer,
     RecordedRequest,
@@ -34,8 +34,8 @@ from gold_panning_integrations.errors import (
 )
 from gold_panning_integrations.readers import OpenAIReader
 from gold_panning_integrations.readers._errors import classify_error, parse_retry_after
-from gold_panning_integrations.readers._prompt import MAX_RAW_CHARS, MAX_RETRY_AFTER, wait_retry_after
-from gold_panning_integrations.readers._reader_base import call_with_retries
+from gold_panning_integrations.readers._limits import MAX_RETRY_AFTER, wait_retry_after
+from gold_panning_integrations.readers._prompt import MAX_RAW_CHARS
 
 DOCS = ["Lyon is in France.", "The capital of France is Paris.", "Berlin is in Germany."]
 Q = "What is the capital of France?"
@@ -103,7 +103,9 @@ def test_default_wait_honours_retry_after_capped() -> None:
             raise err
         return Reading(cited=(0,))
 
-    reading = call_with_retries(attempt, max_attempts=3, wait=wait_retry_after(), sleep=slept.append)
+    reading = ScriptedAttempts(attempt, max_attempts=3, wait=wait_retry_after(), sleep=slept.append).read(
+        Q, DOCS
+    )
     assert slept == [7.0, MAX_RETRY_AFTER]
     assert reading.attempts == 3 and reading.cited == (0,)
 
@@ -118,9 +120,9 @@ def test_default_wait_falls_back_without_retry_after() -> None:
             raise err
         return Reading()
 
-    call_with_retries(
+    ScriptedAttempts(
         attempt, max_attempts=2, wait=wait_retry_after(fallback=lambda s: 0.25), sleep=slept.append
-    )
+    ).read(Q, DOCS)
     assert slept == [0.25]
 
 

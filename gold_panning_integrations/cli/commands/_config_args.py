@@ -8,7 +8,7 @@ import argparse
 from collections.abc import Callable, Collection, Mapping
 from typing import Any
 
-from ...engine.config import OptionSpec, PanningConfig
+from ...engine.config import PanningConfig, PanningOption
 
 __all__ = ["add_config_arguments", "flag", "given_options"]
 
@@ -40,7 +40,7 @@ def int_at_least(low: int, *, words: tuple[str, ...] = ()) -> Callable[[str], An
     return parse
 
 
-def _parse(spec: OptionSpec) -> Callable[[str], Any]:
+def _parse(spec: PanningOption) -> Callable[[str], Any]:
     """argparse ``type=`` for ``spec``: the text as the option's type, checked by the
     option's own check (the message says what the value must be)."""
 
@@ -63,7 +63,7 @@ def _parse(spec: OptionSpec) -> Callable[[str], Any]:
     return parse
 
 
-def _help(spec: OptionSpec, default: Any) -> str:
+def _help(spec: PanningOption, default: Any) -> str:
     shown: Any = default
     if default is None:
         shown = "None" if spec.profile_default is None else f"the profile's, else {spec.profile_default:g}"
