@@ -83,10 +83,14 @@ class LangChainReportedReader(ReportedReader):
         )
 
     def _manager(self, report: Any, factory: Any) -> Any:
+        """The run's callback manager, or None when nothing would see the run (no callbacks
+        given, or none configured: no handler, no tracer), so the call is made as is, without
+        rendering its messages again for nobody."""
         callbacks = report.get("callbacks") if isinstance(report, dict) else None
         if callbacks is None:
             return None
-        return factory.configure(inheritable_callbacks=callbacks, local_metadata=self._ls_params())
+        manager = factory.configure(inheritable_callbacks=callbacks, local_metadata=self._ls_params())
+        return manager if manager.handlers else None
 
     def _call(
         self,

@@ -109,6 +109,33 @@ def test_the_compressors_run_has_each_call_as_a_child_with_its_usage() -> None:
         }
 
 
+def test_with_nothing_listening_a_call_is_made_as_is() -> None:
+    # No callbacks and no tracer: the wrapper renders no messages and starts no run for
+    # nobody (the query path stays lean); with a handler, every call is a run.
+    with _server() as srv:
+        reader = _reader(srv.base_url)
+        rendered: list[int] = []
+        prompt = reader.prompt
+
+        def counted(*args: Any, **kwargs: Any) -> Any:
+            rendered.append(1)
+            return prompt(*args, **kwargs)
+
+        reader.prompt = counted  # type: ignore[method-assign]
+        retriever = GoldPanningRetriever(
+            base_retriever=ListRetriever(docs=make_docs(8, needle_at=3)),
+            reader=reader,
+            profile="lost-in-the-middle",
+        )
+        retriever.invoke(QUESTION)
+        alone = len(rendered)
+        calls = Calls()
+        retriever.invoke(QUESTION, config={"callbacks": [calls]})
+        sent = len(srv.requests)
+    assert sent == 2 * CALLS and alone == CALLS  # each call's own prompt, none for a report
+    assert len(rendered) - alone == 2 * CALLS and len(calls.started) == CALLS  # reported: rendered again
+
+
 def test_a_chat_model_reader_is_not_reported_twice() -> None:
     calls = Calls()
     compressor = GoldPanningCompressor(reader=SmallestLabelChatModel(), profile="lost-in-the-middle")
