@@ -41,7 +41,7 @@ class CachedReader:
 
     ``labels`` (the label each document is shown under) is part of the key, since it
     changes the prompt. The wrapped reader is adapted to the reader protocol once, here
-    (:func:`~gold_panning_integrations.readers._reader_base.adapt_reader`: a reader whose ``read`` takes no labels is called
+    (:func:`~gold_panning_integrations.readers._adapted.adapt_reader`: a reader whose ``read`` takes no labels is called
     without them).
     """
 
