@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import time
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -201,6 +202,19 @@ def test_ray_keeps_what_finished_records_failures_and_a_rerun_asks_only_them(tmp
     assert [r["qid"] for r in again] == [f"q{i}" for i in range(n)]
 
 
+def _settled(srv: FakeOpenAIServer, quiet: float = 0.5, timeout: float = 10.0) -> list[Any]:
+    """The server's requests once none has arrived for ``quiet`` seconds (at most ``timeout``)."""
+    deadline = time.monotonic() + timeout
+    seen = srv.requests
+    while time.monotonic() < deadline:
+        time.sleep(quiet)
+        now = srv.requests
+        if len(now) == len(seen):
+            return now
+        seen = now
+    return seen
+
+
 def test_a_batch_run_again_asks_only_what_it_had_not_finished(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -253,7 +267,9 @@ def test_a_batch_run_again_asks_only_what_it_had_not_finished(
         srv.clear()
         with pytest.raises(OSError, match="went away"):
             worker(pa.Table.from_pylist(rows))
-        first = Counter(question_of(r) for r in srv.requests)
+        # a request the raising batch sent just before it raised is recorded by the server's
+        # thread, on a loaded machine sometimes after clear(): wait until none arrives
+        first = Counter(question_of(r) for r in _settled(srv))
         finished = set(written) - {-1}
         assert len(finished) == 4
         srv.clear()
@@ -267,7 +283,7 @@ def test_a_batch_run_again_asks_only_what_it_had_not_finished(
         restarted = fresh(pa.Table.from_pylist(rows)).to_pylist()  # an actor restarted after a crash
         assert srv.requests == []
     assert not set(asked) & finished and set(asked) == set(range(9)) - finished
-    assert all(n == 6 for n in asked.values()) and set(first) >= finished
+    assert all(n == 6 for n in asked.values()) and set(first) >= finished, (asked, first)
     assert again == restarted == local
     ck = RerankCheckpoint(
         folder / CHECKPOINT_NAME, json.loads((folder / CHECKPOINT_NAME).read_text().splitlines()[0])
