@@ -25,6 +25,8 @@ from .engine.panner import (
     aread_round,
     check_profile,
     read_round,
+    rank_map_of,
+    rank_shape_of,
     score_map_of,
     score_temperature,
 )
@@ -124,11 +126,21 @@ class GoldPanner:
             profile, label = resolved_profile(profile, reader=reader, task=task)
         else:  # any object with tpr/fpr
             label = f"{getattr(profile, 'model', 'custom')} ({getattr(profile, 'task', 'unknown')})"
-        self.profile_label = label
+        self.reader = reader
+        self._options = PanningConfig.from_options(config, **options)
+        # None: each run derives its own stream from its input (:func:`~.engine.records.derived_rng`)
+        self.rng = None if rng is None else np.random.default_rng(None if isinstance(rng, str) else rng)
+        self._learner: Any = None
+        self.use_profile(profile, label=label)
+
+    def use_profile(self, profile: Any, *, label: str | None = None) -> None:
+        """Pan the next queries with ``profile`` (any object with ``tpr``/``fpr``): the
+        options left to the profile, the decision rates, the maps of the prior and the
+        recalibration map are derived from it again; the options given stay."""
+        self.profile_label = label or f"{getattr(profile, 'model', 'custom')} ({getattr(profile, 'task', 'unknown')})"
         """How reports name the profile in use (:class:`~.profiles.ResolvedProfile`)."""
         self.profile = check_profile(profile)
-        self.reader = reader
-        self.config = PanningConfig.from_options(config, **options).with_profile(profile)
+        self.config = self._options.with_profile(profile)
         self.evidence_temperature = self.config.resolved("evidence_temperature")
         self.geometry = DecisionRates(
             profile.tpr,
@@ -137,12 +149,33 @@ class GoldPanner:
             temperature=self.evidence_temperature,
             abstention=getattr(profile, "abstention_map", None),
         )
-        # None: each run derives its own stream from its input (:func:`~.engine.records.derived_rng`)
-        self.rng = None if rng is None else np.random.default_rng(None if isinstance(rng, str) else rng)
         self.recalibration = recalibration_of(profile)
         self.score_temperature = score_temperature(self.config, profile)
         self.score_map = score_map_of(self.config, profile)
+        self.rank_map = rank_map_of(self._options, profile)
+        self.rank_shape = rank_shape_of(self._options, profile)
         self._by_k: dict[int | None, PanningConfig] = {self.config.k: self.config}
+
+    def learn_from_traffic(self, *, every: int = 50, window: int = 1000) -> Any:
+        """Opt in to learning this panner's profile from the queries it pans, without labels:
+        from the :data:`~.calibration.unlabelled.MIN_UNLABELLED_QUERIES`-th query on, every
+        ``every`` queries the profile is learned again from the last ``window`` queries'
+        traces (:func:`~.calibration.unlabelled.learn_unlabelled`, starting from the
+        profile in use now) and used for the next ones (:meth:`use_profile`). Returns the
+        :class:`~.calibration.unlabelled.TrafficLearner` (its ``fits`` tell what was learned)."""
+        from .calibration.unlabelled import TrafficLearner
+
+        self._learner = TrafficLearner(self.profile, every=every, window=window)
+        return self._learner
+
+    def _learned(self, result: PanningResult) -> PanningResult:
+        """``result``, after the traffic learner (if any) saw it and maybe refitted the profile."""
+        learner = self._learner
+        if learner is not None:
+            profile = learner.observe(result)
+            if profile is not None:
+                self.use_profile(profile, label=f"learned from {learner.queries} queries' traffic")
+        return result
 
     def __getattr__(self, name: str) -> Any:
         # Read access to the options as attributes (panner.rounds, panner.k, ...).
@@ -183,7 +216,14 @@ class GoldPanner:
         prior_probs, prior_log_odds = options.get("prior_probs"), options.get("prior_log_odds")
         if prior_probs is None and prior_log_odds is None:
             prior_probs = _retriever_prior(
-                config, len(documents), options.get("scores"), self.score_temperature, self.score_map
+                config,
+                len(documents),
+                options.get("scores"),
+                self.score_temperature,
+                self.score_map,
+                self.rank_map,
+                self.rank_shape,
+                mass_given=self._options.expected_relevant is not None,
             )
         run = PanningRun(
             len(documents),
@@ -224,7 +264,7 @@ class GoldPanner:
         with query_scope():  # one query: the reader's per-query state (its deadline)
             while (plan := run.next_round()) is not None:
                 run.observe(plan, read_round(self.reader, question, documents, plan.windows, extra))
-        return run.result()
+        return self._learned(run.result())
 
     async def arun(
         self, question: str, documents: Sequence[Any], **options: Unpack[RunOptions]
@@ -234,7 +274,7 @@ class GoldPanner:
         with query_scope():  # as in run
             while (plan := run.next_round()) is not None:
                 run.observe(plan, await aread_round(self.reader, question, documents, plan.windows, extra))
-        return run.result()
+        return self._learned(run.result())
 
     def rerank(
         self,

@@ -78,6 +78,7 @@ __all__ = [
     "binary_entropy",
     "call_budget_exceeded",
     "clamp_rates",
+    "content_free_log_likelihood",
     "flat_evidence",
     "flat_log_likelihood",
     "gain_too_small",
@@ -85,6 +86,9 @@ __all__ = [
     "log_likelihood_ratios",
     "logit",
     "mixed_evidence",
+    "mixture_log_likelihoods",
+    "profile_log_likelihood",
+    "reader_mixture",
     "move_suspects",
     "p_none",
     "recalibrate",
@@ -396,6 +400,120 @@ def move_suspects(
     low = np.argmin(np.where(shown[rows], tpr_at[rows], np.inf), axis=1)
     out[rows, who], out[rows, low] = positions[rows, low], positions[rows, who]
     return out
+
+
+# ------------------------------------------------------------------------------ the reader's fit
+CONTENT_FREE_LEVELS: NDArray[np.float64] = np.geomspace(0.002, 0.95, 16)
+"""The grid of mean citation rates ``m`` a content-free reader is integrated over (equal
+weights on a log scale: a reader that never cites and one that cites every slot are both
+plausible)."""
+
+CONTENT_FREE_CONCENTRATION = 1.0
+"""``kappa``: a content-free reader's rate at each position is ``Beta(kappa m, kappa (1 -
+m))``, so positions differ freely around its mean ``m`` (one position cited in every
+prompt, the others never, is as plausible as a flat rate)."""
+
+
+@lru_cache(maxsize=8)
+def _rising_logs(size: int) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.float64]]:
+    """``log Gamma(x + c) - log Gamma(x)`` for ``c < size`` at ``x = kappa m`` (shape
+    ``(L, size)``), at ``x = kappa (1 - m)`` (same) and at ``x = kappa`` (``(size,)``)."""
+    k = CONTENT_FREE_CONCENTRATION
+    c = np.arange(size - 1, dtype=np.float64)
+
+    def rising(x: NDArray[np.float64]) -> NDArray[np.float64]:
+        out = np.zeros(x.shape + (size,))
+        out[..., 1:] = np.cumsum(np.log(x[..., None] + c), axis=-1)
+        return out
+
+    m = CONTENT_FREE_LEVELS
+    return rising(k * m), rising(k * (1.0 - m)), rising(np.array(k))
+
+
+def content_free_log_likelihood(
+    cited: NDArray[np.integer] | NDArray[np.floating], shown: NDArray[np.integer] | NDArray[np.floating]
+) -> NDArray[np.float64]:
+    """``log P(replies | a content-free reader)``, shape ``(...)``, from the citations and
+    sightings per position (``cited <= shown``, counts, shape ``(..., K)``).
+
+    A content-free reader cites position ``j`` at its own rate ``r_j`` whatever document
+    sits there: ``r_j ~ Beta(kappa m, kappa (1 - m))``
+    (:data:`CONTENT_FREE_CONCENTRATION`), ``m`` uniform over :data:`CONTENT_FREE_LEVELS`.
+    Each position's sequence has probability ``B(kappa m + c, kappa (1 - m) + s - c) /
+    B(kappa m, kappa (1 - m))``; positions are independent given ``m``.
+
+    Example: one position, one sighting, cited: ``E[r] = mean(m)`` over the grid.
+    """
+    c = np.asarray(cited, dtype=np.intp)
+    s = np.asarray(shown, dtype=np.intp)
+    top = int(s.max(initial=0)) + 1
+    size = 1 << max(top, 16).bit_length()
+    up_a, up_b, up_k = _rising_logs(size)
+    # per level l: sum_j [rise_a(c_j) + rise_b(s_j - c_j) - rise_k(s_j)]
+    per = up_a[:, c] + up_b[:, s - c] - up_k[s]  # (L, ..., K)
+    total = per.sum(axis=-1)  # (L, ...)
+    lw = -math.log(CONTENT_FREE_LEVELS.size)
+    return np.asarray(np.logaddexp.reduce(total + lw, axis=0), dtype=np.float64)
+
+
+def mixture_log_likelihoods(
+    evidence: NDArray[np.float64],
+    *,
+    false_lead_rate: float,
+    blind_rate: float,
+    self_citing: float = 0.0,
+    flat: NDArray[np.float64] | None = None,
+    profile_evidence: NDArray[np.float64] | None = None,
+) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """``(log R1, log R0)``, each shape of ``evidence``: a document's readings' likelihood
+    if relevant and if not, each over their likelihood at the irrelevant rates, under the
+    mixture of the module (``R1 = (1 - b) e^E + b``, ``R0 = a e^E + 1 - a - s + s e^F``).
+    ``log R1 - log R0`` is :func:`self_citing_mixture` (:func:`mixed_evidence`)."""
+    if self_citing > 0.0 and flat is None:
+        raise ValueError("self_citing > 0 needs flat, the evidence of the flat-rate hypothesis")
+    if self_citing == 0.0:  # the common case, without the flat-rate term's arrays
+        a, b = false_lead_rate, blind_rate
+        if not (0.0 <= a < 1.0 and 0.0 <= b < 1.0):
+            raise ValueError(f"need 0 <= a < 1 and 0 <= b < 1; got a={a!r}, b={b!r}")
+        la, lb = (math.log(x) if x > 0.0 else -math.inf for x in (a, b))
+        e = np.asarray(evidence, dtype=np.float64)
+        return np.logaddexp(e + math.log1p(-b), lb), np.logaddexp(e + la, math.log1p(-a))
+    f = np.zeros(np.shape(evidence)) if flat is None else flat
+    rel, irr, log_sigma = _terms(evidence, f, profile_evidence, false_lead_rate, blind_rate, self_citing)
+    return rel, irr + np.logaddexp(0.0, log_sigma)
+
+
+def profile_log_likelihood(
+    prior_log_odds: NDArray[np.float64], log_r1: NDArray[np.float64], log_r0: NDArray[np.float64]
+) -> NDArray[np.float64]:
+    """``sum_i log(pi_i R1_i + (1 - pi_i) R0_i)`` over the last axis, shape ``(...)``: the
+    readings' likelihood under the profile over their likelihood were every document
+    irrelevant (documents independent given their relevance), ``pi = sigmoid(prior_log_odds)``."""
+    lo = np.asarray(prior_log_odds, dtype=np.float64)
+    log_pi = -np.logaddexp(0.0, -lo)
+    log_1m = -np.logaddexp(0.0, lo)
+    return np.asarray(np.logaddexp(log_pi + log_r1, log_1m + log_r0).sum(axis=-1), dtype=np.float64)
+
+
+def reader_mixture(
+    profile_log_odds: NDArray[np.float64],
+    prior_log_odds: NDArray[np.float64],
+    fit_log_odds: NDArray[np.float64],
+) -> NDArray[np.float64]:
+    """Log-odds of ``w sigmoid(profile_log_odds) + (1 - w) sigmoid(prior_log_odds)``,
+    elementwise (shape ``(..., n)``), ``w = sigmoid(fit_log_odds)`` (shape ``(...)``): the
+    posterior averaged over "the reader reads as its profile says" (weight ``w``) and "its
+    citations follow the positions" (the prior stands).
+
+    Example: ``w = 0.5``, posterior 0.9, prior 0.1: ``logit(0.5) = 0``.
+    """
+    lw = -np.logaddexp(0.0, -fit_log_odds)[..., None]  # log w
+    l1w = -np.logaddexp(0.0, fit_log_odds)[..., None]  # log (1 - w)
+    lp, lq = np.asarray(profile_log_odds), np.asarray(prior_log_odds)
+    # log p = -log(1 + e^-lo); log(1 - p) = -log(1 + e^lo)
+    yes = np.logaddexp(lw - np.logaddexp(0.0, -lp), l1w - np.logaddexp(0.0, -lq))
+    no = np.logaddexp(lw - np.logaddexp(0.0, lp), l1w - np.logaddexp(0.0, lq))
+    return np.asarray(yes - no, dtype=np.float64)
 
 
 # ------------------------------------------------------------------------------ placement policies

@@ -39,7 +39,14 @@ from .beliefs import (
     vote_ranking,
 )
 from .config import PanningConfig
-from .priors import BOUND_SHARE, ScoreMap, retriever_prior_probs
+from .priors import (
+    BOUND_SHARE,
+    DEFAULT_HEAD_DECAY,
+    DEFAULT_RANK_MAP,
+    RankMap,
+    ScoreMap,
+    retriever_prior_probs,
+)
 from .records import PanningResult, ProfileLike, Reading, RoundTrace, StopReason, draw_labels, reader_failure
 from .rounds import (
     BatchState,
@@ -50,6 +57,7 @@ from .rounds import (
     place,
     plan_round,
     rank_documents,
+    settle_round,
     suspected_shares,
     suspicion,
 )
@@ -65,6 +73,8 @@ __all__ = [
     "aread_round",
     "gather_all",
     "in_daemon_thread",
+    "rank_map_of",
+    "rank_shape_of",
     "read_round",
     "score_temperature",
     "settle",
@@ -164,6 +174,10 @@ class PanningRun:
         truth: ArrayLike | None,
         scores: Sequence[float | None] | None = None,
     ) -> None:
+        if prior_probs is None and prior_log_odds is None and config.prior == "uniform":
+            # every document at 0.5 is no probability a reply can be judged by: the
+            # reader's check (content_free) needs the base rate or the retriever's prior
+            config = replace(config, content_free=0.0)
         self.cfg = config
         self.scores = _recorded_scores(scores, n)
         self.n = n
@@ -323,8 +337,10 @@ class PanningRun:
                 abstain_p=abstain,
                 config=self.cfg,
                 geometry=self.geometry,
+                settle=False,
             )
             cited_all.extend(docs.tolist())
+        settle_round(self.state, self.cfg, self.geometry)
         self.traces.append(
             RoundTrace(
                 round=len(self.traces) + 1,
@@ -434,7 +450,19 @@ class PanningRun:
             prior_log_odds=self.state.prior_log_odds[0].copy(),
             suspicion=suspicion(self.state, self.cfg, self.geometry, row=0),
             scores=self.scores,
+            **self._fit(),
         )
+
+    def _fit(self) -> dict[str, Any]:
+        """``reader_fit`` and ``positional`` of the result (:class:`PanningResult`)."""
+        replies = self.state.replies
+        if not len(replies):
+            return {}
+        spoke = np.array([bool(s[0]) for s in replies.spoke])
+        if not spoke.any():
+            return {}
+        positional = self.state.positional[0]
+        return {"reader_fit": float(1.0 - positional[spoke].mean()), "positional": positional.copy()}
 
 
 def _recorded_scores(scores: Sequence[float | None] | None, n: int) -> NDArray[np.float64] | None:
@@ -596,30 +624,78 @@ def score_map_of(config: PanningConfig, profile: Any) -> ScoreMap | None:
         raise ValueError(f"the profile's score_map is not usable: {err}; fix or remove it") from err
 
 
+def rank_map_of(options: PanningConfig, profile: Any) -> RankMap:
+    """The rank map the prior reads (:class:`~.priors.RankMap`): the profile's
+    ``rank_map`` (learned from traces), else :data:`~.priors.DEFAULT_RANK_MAP`; with
+    ``expected_relevant`` set in ``options`` (the options as given, before the profile fills
+    them in), else on a profile without a rank map, shifted to that many relevant documents
+    among the first 10."""
+    value = getattr(profile, "rank_map", None)
+    base = DEFAULT_RANK_MAP
+    if value is not None:
+        try:
+            base = value if isinstance(value, RankMap) else RankMap.from_dict(value)
+        except ValueError as err:
+            raise ValueError(f"the profile's rank_map is not usable: {err}; fix or remove it") from err
+    mass = options.expected_relevant
+    if mass is None and value is None:
+        mass = getattr(profile, "expected_relevant", None)
+    return base if mass is None else base.with_mass(float(mass))
+
+
+def rank_shape_of(options: PanningConfig, profile: Any) -> tuple[float, float] | None:
+    """``(top10_recall, head_decay)`` of the rank prior's older shape
+    (:func:`~.priors.rank_prior_probs`) when ``options`` (as given, before the profile
+    fills them in) set either, or the profile has a ``prior_head_decay`` and no
+    ``rank_map``; else None: the rank map's own shape."""
+    decay = options.prior_head_decay
+    if decay is None and getattr(profile, "rank_map", None) is None:
+        decay = getattr(profile, "prior_head_decay", None)
+    if options.prior_top10_recall is None and decay is None:
+        return None
+    recall = 0.5 if options.prior_top10_recall is None else float(options.prior_top10_recall)
+    return recall, DEFAULT_HEAD_DECAY if decay is None else float(decay)
+
+
 def _retriever_prior(
     config: PanningConfig,
     n: int,
     scores: Sequence[float | None] | None,
     temperature: float | None,
     score_map: ScoreMap | None = None,
+    rank_map: RankMap | None = None,
+    rank_shape: tuple[float, float] | None = None,
+    mass_given: bool = False,
 ) -> NDArray[np.float64] | None:
-    """The prior of ``config.retriever_prior`` over ``n`` documents (None: flat), with the
-    score prior's ``temperature`` (None: not known) or the profile's ``score_map``; a
-    prior not fitted for the retriever is bounded by :data:`~.priors.BOUND_SHARE` of
-    :func:`~.rounds.evidence_swing`."""
+    """The prior of ``config.retriever_prior`` over ``n`` documents (None: the flat
+    ``uniform`` prior), with the score prior's ``temperature`` (None: not known), the
+    profile's ``score_map`` and ``rank_map`` (:func:`rank_map_of`; None: the mass of
+    ``config``), and the older rank shape where ``rank_shape`` (:func:`rank_shape_of`)
+    says so; a prior not fitted for the retriever is bounded by
+    :data:`~.priors.BOUND_SHARE` of :func:`~.rounds.evidence_swing`. The flat
+    ``base-rate`` prior is the rank map's :meth:`~.priors.RankMap.flat`, or, with
+    ``mass_given`` (``expected_relevant`` set in the options), that mass spread over the
+    ``n`` documents."""
     if scores is not None and len(scores) != n:
         raise ValueError(f"scores must have one entry per document ({n}), got {len(scores)}")
-    return retriever_prior_probs(
+    probs = retriever_prior_probs(
         n,
         k=config.prior_mass,
         mode=config.retriever_prior,
-        top10_recall=config.prior_top10_recall,
-        head_decay=config.resolved("prior_head_decay"),
+        top10_recall=0.5 if rank_shape is None else rank_shape[0],
+        head_decay=DEFAULT_HEAD_DECAY if rank_shape is None else rank_shape[1],
+        rank_shape=rank_shape is not None,
         scores=scores if config.retriever_prior in ("score", "auto") else None,
         temperature=temperature,
         score_map=score_map,
+        rank_map=rank_map,
         max_gap=BOUND_SHARE * evidence_swing(config, n),
     )
+    if probs is None and rank_map is not None and config.prior == "base-rate" and n > 0:
+        # the flat prior: with the mass set, min(m / n, 0.5) each (initial_log_odds); else
+        # the rank map's chance that none is relevant, spread evenly
+        return None if mass_given else rank_map.flat(n)
+    return probs
 
 
 def takes_concurrent_calls(reader: Any) -> bool:

@@ -10,6 +10,7 @@ probability (whose sum, the expected number of relevant candidates, then varies 
 from __future__ import annotations
 
 import dataclasses
+import functools
 import logging
 import math
 from collections.abc import Mapping, Sequence
@@ -25,7 +26,9 @@ __all__ = [
     "DEFAULT_HEAD_DECAY",
     "DEFAULT_HEAD_FLOOR",
     "DEFAULT_SCORE_TEMPERATURE",
+    "DEFAULT_RANK_MAP",
     "MAX_PRIOR",
+    "RankMap",
     "ScoreMap",
     "bounded_prior",
     "rank_prior_probs",
@@ -131,6 +134,90 @@ class ScoreMap:
                 f"a score map has the fields {', '.join(names)}; missing {missing}, unknown {extra}"
             )
         return cls(**{f: data[f] for f in names})
+
+
+@dataclass(frozen=True)
+class RankMap:
+    """The base retriever's order as prior probabilities that do not depend on how many
+    candidates there are: the document at 0-based rank ``r`` is relevant with probability
+    ``sigmoid(offset + log_rank * log(1 + r))``, whether the retriever returned 1 candidate
+    or 50. So one candidate starts at the first rank's probability, not at a mass spread
+    over one, and ``p_none`` starts at ``prod_r (1 - p_r)``, which falls as candidates are
+    added, less and less. Fitted on traces (labelled or not, :mod:`~gold_panning_integrations.calibration.traces`)
+    into a profile's ``rank_map``.
+
+    Attributes:
+        log_rank: Log-odds per unit of ``log(1 + rank)`` (finite, <= 0: later ranks are
+            not likelier).
+        offset: Log-odds at rank 0 (finite).
+    """
+
+    log_rank: float
+    offset: float
+
+    def __post_init__(self) -> None:
+        for f in dataclasses.fields(self):
+            name, value = f.name, getattr(self, f.name)
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+                raise ValueError(f"a rank map's {name} must be a finite number, got {value!r:.40}")
+            object.__setattr__(self, name, float(value))
+        if self.log_rank > 0:
+            raise ValueError(f"a rank map's log_rank must be <= 0 (later ranks no likelier), got {self.log_rank}")
+
+    def probabilities(self, n: int) -> NDArray[np.float64]:
+        """Prior probability of ranks ``0 .. n-1``, shape ``(n,)``, each in ``[1e-6, MAX_PRIOR]``."""
+        z = self.offset + self.log_rank * np.log1p(np.arange(n, dtype=np.float64))
+        return np.clip(1.0 / (1.0 + np.exp(-z)), 1e-6, MAX_PRIOR)
+
+    def mass(self, n: int) -> float:
+        """Expected number of relevant documents among the first ``n``."""
+        return float(self.probabilities(n).sum())
+
+    def flat(self, n: int) -> NDArray[np.float64]:
+        """``n`` equal prior probabilities with the same chance that none is relevant as
+        the first ``n`` ranks: ``1 - prod_r (1 - p_r) ** (1 / n)``, shape ``(n,)``."""
+        if n == 0:
+            return np.zeros(0)
+        log_none = float(np.log1p(-self.probabilities(n)).sum())
+        return np.full(n, float(np.clip(-np.expm1(log_none / n), 1e-6, MAX_PRIOR)))
+
+    def with_mass(self, mass: float, n: int = 10) -> RankMap:
+        """This map's shape with the offset that puts ``mass`` (> 0) relevant documents in
+        expectation among the first ``n`` (bisection; capped where every rank is at
+        :data:`MAX_PRIOR`)."""
+        if not mass > 0:
+            raise ValueError(f"mass must be > 0, got {mass!r}")
+        lo, hi = -40.0, 40.0
+        for _ in range(80):
+            mid = (lo + hi) / 2.0
+            if RankMap(self.log_rank, mid).mass(n) < mass:
+                lo = mid
+            else:
+                hi = mid
+        return RankMap(self.log_rank, (lo + hi) / 2.0)
+
+    def to_dict(self) -> dict[str, float]:
+        """JSON-ready: ``{"log_rank", "offset"}``."""
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> RankMap:
+        """The map of :meth:`to_dict`; ValueError naming the missing or bad field otherwise."""
+        if not isinstance(data, Mapping):
+            raise ValueError(f"a rank map must be an object, got {data!r:.60}")  # noqa: TRY004 - a profile's ValueError
+        names = [f.name for f in dataclasses.fields(cls)]
+        missing, extra = [f for f in names if f not in data], sorted(set(data) - set(names))
+        if missing or extra:
+            raise ValueError(f"a rank map has the fields {', '.join(names)}; missing {missing}, unknown {extra}")
+        return cls(**{f: data[f] for f in names})
+
+
+DEFAULT_RANK_MAP = RankMap(log_rank=-2.4407, offset=-0.4679)
+"""The rank map of a retriever and reader we know nothing about: even odds that the first
+10 candidates hold something relevant (``p_none`` 0.50 at 10; 0.62 for one candidate, 0.49
+at 20), spread over the ranks with the slope of BM25's rank over the Natural Questions
+calibration questions (docs/probabilities.md). A profile's ``expected_relevant`` (or the
+option) sets the expected count among the first 10 with the same slope."""
 
 
 def _to_expected_k(weights: NDArray[np.float64], k: float) -> NDArray[np.float64]:
@@ -240,6 +327,13 @@ def bounded_prior(probs: ArrayLike, *, max_gap: float) -> NDArray[np.float64]:
     return np.clip(out, 1e-6, MAX_PRIOR)
 
 
+@functools.lru_cache(maxsize=256)
+def _bounded_rank_prior(rank_map: RankMap, n: int, max_gap: float) -> NDArray[np.float64]:
+    """:func:`bounded_prior` of the rank map's first ``n`` probabilities, kept per map, ``n``
+    and bound (the same for every query of that size)."""
+    return bounded_prior(rank_map.probabilities(n), max_gap=max_gap)
+
+
 def _usable_scores(scores: Sequence[float | None], n: int) -> bool:
     """Whether ``scores`` holds one finite number per document (bools are not scores)."""
     return len(scores) == n and all(
@@ -316,6 +410,8 @@ def retriever_prior_probs(
     scores: Sequence[float | None] | None = None,
     temperature: float | None = None,
     score_map: ScoreMap | None = None,
+    rank_map: RankMap | None = None,
+    rank_shape: bool = False,
     max_gap: float = math.inf,
 ) -> NDArray[np.float64] | None:
     """Prior probability of relevance for ``n`` documents in the base retriever's order,
@@ -334,8 +430,12 @@ def retriever_prior_probs(
     ``temperature`` (and :data:`AUTO_MIN_SCORED` documents or more) the softmax shares that
     mass out; without one the map's probabilities are the prior. A prior not fitted for this
     retriever (the rank prior; scores without a known temperature) is
-    :func:`bounded_prior` at ``max_gap`` nats. Returns shape ``(n,)``, or None for the flat
-    prior.
+    :func:`bounded_prior` at ``max_gap`` nats. With a ``rank_map`` the rank prior is its
+    probabilities and the score prior's mass is its :meth:`~RankMap.mass` over ``n``
+    (``k`` is not used): the prior does not assume how many candidates there are; with
+    ``rank_shape`` the rank prior is :func:`rank_prior_probs` of ``top10_recall`` and
+    ``head_decay`` carrying the map's mass over ``n``. Returns shape ``(n,)``, or None for the
+    flat prior.
     """
     if mode not in ("auto", "rank", "score", "none"):
         raise ValueError(f"retriever_prior must be 'auto', 'rank', 'score' or 'none', got {mode!r}")
@@ -360,13 +460,19 @@ def retriever_prior_probs(
             spread = float(s.std())
             if spread <= 0.0:
                 return None
+            mass = k if rank_map is None else rank_map.mass(n)
             if temperature is not None:
-                return score_prior_probs(s / spread, k=k, temperature=temperature)
-            p = score_prior_probs(s / spread, k=k, temperature=DEFAULT_SCORE_TEMPERATURE)
+                return score_prior_probs(s / spread, k=mass, temperature=temperature)
+            p = score_prior_probs(s / spread, k=mass, temperature=DEFAULT_SCORE_TEMPERATURE)
             return bounded_prior(p, max_gap=max_gap)
         if mode == "score":
             logger.warning(
                 "retriever_prior='score' but not every document has a finite score; using the rank prior instead"
             )
+    if rank_map is not None and rank_shape:
+        p = rank_prior_probs(n, k=rank_map.mass(n), top10_recall=top10_recall, head_decay=head_decay)
+        return bounded_prior(p, max_gap=max_gap)
+    if rank_map is not None:
+        return _bounded_rank_prior(rank_map, n, max_gap).copy()
     p = rank_prior_probs(n, k=k, top10_recall=top10_recall, head_decay=head_decay)
     return bounded_prior(p, max_gap=max_gap)

@@ -34,6 +34,7 @@ from .beliefs import (
 from .config import PanningConfig
 from .positions import position_order, resample_curve
 from .records import draw_labels
+from .replies import Replies, reply_posterior
 
 __all__ = [
     "DRAW_TEMPERATURE",
@@ -51,6 +52,7 @@ __all__ = [
     "plan_round",
     "robust_rates",
     "self_citing_rate",
+    "settle_round",
     "suspected_shares",
     "suspicion",
 ]
@@ -218,10 +220,18 @@ class BatchState:
     ``relevant``/``irrelevant`` (summed log-likelihoods at the profile's own rates, kept
     for ``self_citing``). Per run, shape ``(B,)``: citations ``observed`` and
     ``predicted`` (level adaptation), over the replies that cited something.
+
+    The reader's fit: ``replies`` keeps each prompt's readings (:class:`Replies`), and
+    ``positional`` (``(B, R)``) the probability that reply ``r`` followed the positions, not
+    the documents (:func:`weigh_replies`); ``evidence`` is each reply's evidence weighted
+    by the probability that it read the documents.
     """
 
     log_odds: NDArray[np.float64]
     prior_log_odds: NDArray[np.float64]
+    replies: Replies = field(init=False)
+    positional: NDArray[np.float64] = field(init=False)
+    unsettled: NDArray[np.bool_] = field(init=False)
     evidence: NDArray[np.float64] = field(init=False)
     abstained: NDArray[np.float64] = field(init=False)
     relevant: NDArray[np.float64] = field(init=False)
@@ -233,6 +243,9 @@ class BatchState:
 
     def __post_init__(self) -> None:
         b, n = self.log_odds.shape
+        self.replies = Replies()
+        self.positional = np.zeros((b, 0))
+        self.unsettled = np.zeros(b, dtype=bool)
         self.evidence = np.zeros((b, n))
         self.abstained = np.zeros((b, n))
         self.relevant = np.zeros((b, n))
@@ -420,25 +433,38 @@ def _mixture_missed(
     read_ok: NDArray[np.bool_] | None,
     silent_rate: float,
     temperature: float,
+    by_position: bool = False,
 ) -> NDArray[np.float64]:
     """Miss log-likelihood ratios, shape ``(B, n)``, when a reply is silent with
     probability ``pi = silent_rate`` (the profile's, measured on labelled traces) whatever
     the prompt holds. In an empty prompt, with ``D`` the chance that no shown document is
-    cited when none is relevant, document ``i`` gets ``log((pi + (1-pi) (1-t_i) D /
-    (1-f_i)) / (pi + (1-pi) D))``; other prompts' misses are ``missed``. ``clamped``
-    rates and their ``log1m``: ``(2, B, n)``; ``read_ok``: ``(B,)`` or None (all).
+    cited when none is relevant, every shown document gets ``log((pi + (1-pi) u D) / (pi
+    + (1-pi) D))`` with ``u`` the mean of ``(1-t_j) / (1-f_j)`` over the prompt's positions:
+    an empty reply says that nothing the reader recognised was shown, not where, so it
+    weighs every document it showed alike (read per position, it would sink whatever sat
+    where the reader reads best: the retriever's best documents, under ``belief``). Other
+    prompts' misses are ``missed``. ``clamped`` rates and their ``log1m``: ``(2, B, n)``;
+    ``read_ok``: ``(B,)`` or None (all). ``by_position`` (``empty_prompts="by-position"``):
+    each document's own ``(1-t_i) / (1-f_i)`` instead of the mean, as the reader's
+    likelihood has it (the rule that learning a profile reads replies by).
 
     Example: ``pi = 0.1``, one shown document at ``t = 0.8``, ``f = 0.1``: ``D = 0.9``,
-    ``log((0.1 + 0.9 * 0.2) / (0.1 + 0.9 * 0.9)) = log(0.28 / 0.91) = -1.179`` (the paper's
-    miss, ``pi = 0``: ``log(0.2 / 0.9) = -1.504``).
+    ``log((0.1 + 0.9 * 0.2) / (0.1 + 0.9 * 0.9)) = log(0.28 / 0.91) = -1.179`` (``pi =
+    0``: ``log(0.2 / 0.9) = -1.504``, the paper's miss).
     """
     empty = n_cited == 0 if read_ok is None else read_ok & (n_cited == 0)
-    if not empty.any() or silent_rate == 0.0:
-        return missed / temperature  # no empty prompt, or silence explains none: the usual miss
+    if not empty.any() or (by_position and silent_rate == 0.0):
+        return missed / temperature  # no empty prompt (or no silence to mix in): the usual miss
     log_d = np.add.reduce(_where0(shown, log1m[1]), axis=1, keepdims=True)
     d = np.exp(log_d)
     one_minus = 1.0 - clamped
-    p_empty_if = one_minus[0] / one_minus[1] * d  # empty prompt if document i is the relevant one
+    # Empty if a shown document is the relevant one, wherever it sits: the mean over the
+    # prompt's positions, so an empty reply weighs every document it showed alike.
+    ratio = _where0(shown, one_minus[0] / one_minus[1])
+    mean_ratio = np.add.reduce(ratio, axis=1, keepdims=True) / np.maximum(
+        np.add.reduce(shown, axis=1, keepdims=True), 1
+    )
+    p_empty_if = (one_minus[0] / one_minus[1] if by_position else mean_ratio) * d
     pi = silent_rate
     mixed = np.log(pi + (1.0 - pi) * p_empty_if) - np.log(pi + (1.0 - pi) * d)
     return np.where(empty[:, None], mixed, missed) / temperature
@@ -504,12 +530,18 @@ def observe_round(
     abstain_p: NDArray[np.float64] | None = None,
     config: PanningConfig,
     geometry: DecisionRates,
+    settle: bool = True,
 ) -> NDArray[np.bool_]:
     """The Bayesian update of ``state``, in place, by one prompt per run: ``positions``
     and ``cited`` per document (``(B, n)``, -1 = not shown), ``sizes`` shown, ``ok``
     (reading succeeded; None: all) and ``abstain_p`` (the way out's first-token
     probability, NaN: none; read through ``geometry.abstention`` when both are given) per
     run (``(B,)``). Returns the runs updated, ``(B,)``.
+
+    With ``content_free > 0`` every reply so far is weighed again
+    (:func:`~.replies.reply_posterior`) when ``settle`` is true; the panner and the
+    simulator pass ``settle=False`` for all but a round's last prompt (:func:`settle_round`
+    after it), so a round of prompts sent together is weighed once.
     """
     shown = positions >= 0
     cited = cited & shown
@@ -543,26 +575,67 @@ def observe_round(
     clamped, log_r, log1m = _clamped_logs(rates, geometry.config.eps)
     llr_c = (log_r[0] - log_r[1]) / temperature
     missed = log1m[0] - log1m[1]
-    if config.empty_prompts == "mixture":
+    if config.empty_prompts in ("mixture", "by-position"):
         if config.eps != geometry.config.eps:
             clamped, _, log1m = _clamped_logs(rates, config.eps)
             missed = log1m[0] - log1m[1]
         llr_m = _mixture_missed(
-            clamped, log1m, missed, shown, n_cited, read_ok, config.resolved("silent_rate"), temperature
+            clamped,
+            log1m,
+            missed,
+            shown,
+            n_cited,
+            read_ok,
+            config.resolved("silent_rate"),
+            temperature,
+            by_position=config.empty_prompts == "by-position",
         )
     else:
         llr_m = missed / temperature
     delta = np.where(cited, llr_c, llr_m)
     updated = upd[:, None]
     apply = shown & updated
-    state.evidence = np.add(state.evidence, _where0(apply, delta))
+    reply_delta = _where0(apply, delta)
+    a, b_rate, s = mixture_rates(config, state.log_odds.shape[1])
+    omega = _resolved(config).resolved("content_free")
+    fitted = None
+    if omega > 0.0:
+        spoke = upd & (n_cited > 0)
+        # the reply's log-likelihood were every shown document irrelevant (cited at FPR);
+        # a reply that cites something is not silent
+        base = np.add.reduce(_where0(apply, np.where(cited, log_r[1], log1m[1])), axis=1)
+        if config.empty_prompts != "evidence" and config.resolved("silent_rate") > 0.0:
+            base = base + math.log1p(-config.resolved("silent_rate"))
+        state.unsettled |= upd
+        state.replies.add(
+            delta=reply_delta,
+            shown=apply,
+            cited=cited & apply,
+            rates=clamped,
+            slots=_slots(positions, sizes),
+            spoke=spoke,
+            base=base / temperature,
+        )
+        if settle:
+            fitted, state.positional, state.evidence = reply_posterior(
+                state.replies,
+                state.prior_log_odds,
+                content_free=omega,
+                false_lead_rate=a,
+                blind_rate=b_rate,
+                previous=state.positional,
+            )
+            state.unsettled[:] = False
+        else:  # until the round settles: the new reply read, the earlier ones as weighed last
+            state.evidence = np.add(state.evidence, reply_delta)
+    else:
+        state.evidence = np.add(state.evidence, reply_delta)
     if abstain_p is not None and geometry.abstention is not None:
         # fitted on labels, blind spots included: added outside the mixture's bounds
         lam = abstention_evidence(abstain_p, geometry.abstention)
         state.abstained = np.add(
             state.abstained, _where0(apply, _abstention_update(state.log_odds, shown, lam))
         )
-    a, b_rate, s = mixture_rates(config, state.log_odds.shape[1])
     flat = None
     profile_evidence = None
     if s > 0.0:  # log L_R and log L_I at the profile's own rates, for the flat-rate hypothesis
@@ -573,22 +646,78 @@ def observe_round(
         counts, seen = state.counts + (cited & updated), state.times_shown + apply
         flat = flat_evidence(counts, seen, state.irrelevant, temperature=temperature)
         profile_evidence = state.relevant - state.irrelevant
-    state.log_odds = np.add(
-        state.prior_log_odds,
-        mixed_evidence(
-            state.evidence,
-            false_lead_rate=a,
-            blind_rate=b_rate,
-            self_citing=s,
-            flat=flat,
-            profile_evidence=profile_evidence,
-        ),
-    )
+    if fitted is not None and s == 0.0:
+        state.log_odds = fitted
+    else:
+        state.log_odds = np.add(
+            state.prior_log_odds,
+            mixed_evidence(
+                state.evidence,
+                false_lead_rate=a,
+                blind_rate=b_rate,
+                self_citing=s,
+                flat=flat,
+                profile_evidence=profile_evidence,
+            ),
+        )
     if state.abstained.any():
         state.log_odds += state.abstained
     state.counts += cited & updated
     state.times_shown += apply
     return upd
+
+
+def settle_round(state: BatchState, config: PanningConfig, geometry: DecisionRates) -> None:
+    """Weigh every reply of ``state`` again (:func:`~.replies.reply_posterior`) and set
+    its log-odds, for the runs that read a reply since they last settled: what the last
+    ``observe_round`` of a round does with ``settle=True``. A no-op when ``content_free`` is
+    0 or nothing was observed."""
+    omega = _resolved(config).resolved("content_free")
+    rows = np.flatnonzero(state.unsettled)
+    if omega == 0.0 or not len(state.replies) or rows.size == 0:
+        return
+    a, b_rate, s = mixture_rates(config, state.log_odds.shape[1])
+    every = rows.size == state.unsettled.size
+    replies = state.replies if every else state.replies.rows(rows)
+    previous = state.positional if every else state.positional[rows]
+    fitted, positional, evidence = reply_posterior(
+        replies,
+        state.prior_log_odds[rows],
+        content_free=omega,
+        false_lead_rate=a,
+        blind_rate=b_rate,
+        previous=previous,
+    )
+    r = positional.shape[1]
+    if state.positional.shape[1] < r:
+        grown = np.zeros((state.positional.shape[0], r))
+        grown[:, : state.positional.shape[1]] = state.positional
+        state.positional = grown
+    state.positional[rows] = positional
+    state.evidence[rows] = evidence
+    if s > 0.0:
+        t = geometry.temperature
+        fitted = state.prior_log_odds[rows] + mixed_evidence(
+            evidence,
+            false_lead_rate=a,
+            blind_rate=b_rate,
+            self_citing=s,
+            flat=flat_evidence(state.counts[rows], state.times_shown[rows], state.irrelevant[rows], temperature=t),
+            profile_evidence=state.relevant[rows] - state.irrelevant[rows],
+        )
+    state.log_odds[rows] = fitted + state.abstained[rows]
+    state.unsettled[rows] = False
+
+
+def _slots(positions: NDArray[np.intp], sizes: NDArray[np.intp]) -> NDArray[np.intp]:
+    """Each document's position read on ``n`` slots by its relative depth (``(B, n)``; -1:
+    not shown): a prompt of ``m`` documents puts position ``j`` on slot ``round(j (n - 1)
+    / (m - 1))``, so prompts of every size share one set of slots (a profile's own
+    positions beyond them, with ``resample_profile=False``, share the last)."""
+    n = positions.shape[1]
+    m = np.maximum(sizes - 1, 1)[:, None]
+    slot = np.minimum(np.rint(np.maximum(positions, 0) * (n - 1) / m).astype(np.intp), n - 1)
+    return np.where(positions >= 0, slot, -1)
 
 
 def suspicion(
