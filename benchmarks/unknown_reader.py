@@ -16,12 +16,14 @@ SmolLM2-135M and Qwen2.5-Coder-0.5B NQ profiles' rates.
     python -m benchmarks.unknown_reader            # the tables, about 10 s
     python -m benchmarks.unknown_reader --learn    # and the learned profiles, a few minutes
     python -m benchmarks.unknown_reader --before   # the update before issue 48 (content_free=0)
+    python -m benchmarks.unknown_reader --overhead # engine time per query, with and without the check
 """
 
 from __future__ import annotations
 
 import argparse
 import logging
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -78,15 +80,24 @@ class Row:
     questions: int
 
 
-def scripted_row(name: str, first: float, passages: Sequence[str], options: dict[str, Any], q: int = 60) -> Row:
-    """The issue's line for one reader over ``q`` questions per world."""
+def scripted_row(
+    name: str, first: float, passages: Sequence[str], options: dict[str, Any], q: int = 60, *, world: str = "uniform"
+) -> Row:
+    """The issue's line for one reader over ``q`` questions per world: with one relevant
+    passage at a rank drawn uniformly (``world="uniform"``), or as the default rank map
+    would draw the one relevant passage (``"prior"``: rank r in proportion to its odds)."""
     none_top, none_pn, right, one_top = [], [], 0, []
     for i in range(q):
         rng = np.random.default_rng(1000 + i)
         r0 = GoldPanner(Scripted(set(), first, rng), "lost-in-the-middle", **options).run(f"question {i}?", passages)
         none_top.append(float(r0.posteriors.max()))
         none_pn.append(float(r0.p_none))
-        g = int(rng.integers(len(passages)))
+        if world == "uniform":
+            g = int(rng.integers(len(passages)))
+        else:
+            odds = DEFAULT_RANK_MAP.probabilities(len(passages))
+            odds = odds / (1.0 - odds)
+            g = int(rng.choice(len(passages), p=odds / odds.sum()))
         r1 = GoldPanner(Scripted({passages[g]}, first, rng), "lost-in-the-middle", **options).run(
             f"question {i}?", passages
         )
@@ -178,17 +189,48 @@ def learned_rows(queries: int = 200) -> list[tuple[str, dict[str, float], dict[s
     return rows
 
 
+def overhead(queries: int = 200) -> tuple[float, float]:
+    """Engine milliseconds per query (2 rounds of 3 prompts, 20 passages, a reader that cites
+    one passage at once) with ``content_free=0`` and with the default check, measured in
+    one run, batches interleaved (the machine's load falls on both alike)."""
+    docs = [f"Passage number {i} about subject {i}." for i in range(20)]
+    panners = [
+        GoldPanner(Scripted({docs[3]}, 0.0, np.random.default_rng(0)), "lost-in-the-middle", **o)
+        for o in ({"content_free": 0.0}, {})
+    ]
+    spent = [0.0, 0.0]
+    for batch in range(10):
+        for j, panner in enumerate(panners if batch % 2 == 0 else panners[::-1]):
+            j = j if batch % 2 == 0 else 1 - j
+            start = time.perf_counter()
+            for i in range(queries // 10):
+                panner.run(f"question {batch}-{i}?", docs)
+            spent[j] += time.perf_counter() - start
+    return 1000 * spent[0] / queries, 1000 * spent[1] / queries
+
+
 def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--learn", action="store_true", help="also learn profiles from 200 questions of traffic")
     parser.add_argument("--before", action="store_true", help="the update without the reader's check (content_free=0)")
+    parser.add_argument("--overhead", action="store_true", help="engine time per query with and without the check")
+    parser.add_argument(
+        "--world",
+        choices=("uniform", "prior"),
+        default="uniform",
+        help="where the one relevant passage sits: a uniform rank (default) or the rank map's draw",
+    )
     args = parser.parse_args(argv)
     logging.disable(logging.WARNING)
+    if args.overhead:
+        off, on = overhead()
+        print(f"engine time per query (2 x 3 prompts, 20 passages): {off:.2f} ms without the check, {on:.2f} ms with it")
+        return
     options: dict[str, Any] = {"content_free": 0.0} if args.before else {}
     print("| reader | nothing relevant: top posterior / p_none | one relevant: right first / mean top posterior |")
     print("|---|---|---|")
     for name, first in (("silent", None), *READERS):
-        rows = [scripted_row(name, first or 0.0, p, options) for p in PASSAGES]
+        rows = [scripted_row(name, first or 0.0, p, options, world=args.world) for p in PASSAGES]
         none = " - ".join(f"{r.none_top:.2f}" for r in rows), " - ".join(f"{r.none_p_none:.2f}" for r in rows)
         if first is None:
             print(f"| {name} | {none[0]} / {none[1]} | - |")

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from numpy.typing import NDArray
 from typing_extensions import Unpack
 
 from .engine.beliefs import recalibration_of
@@ -24,9 +25,9 @@ from .engine.panner import (
     _retriever_prior,
     aread_round,
     check_profile,
-    read_round,
     rank_map_of,
     rank_shape_of,
+    read_round,
     score_map_of,
     score_temperature,
 )
@@ -137,7 +138,9 @@ class GoldPanner:
         """Pan the next queries with ``profile`` (any object with ``tpr``/``fpr``): the
         options left to the profile, the decision rates, the maps of the prior and the
         recalibration map are derived from it again; the options given stay."""
-        self.profile_label = label or f"{getattr(profile, 'model', 'custom')} ({getattr(profile, 'task', 'unknown')})"
+        self.profile_label = (
+            label or f"{getattr(profile, 'model', 'custom')} ({getattr(profile, 'task', 'unknown')})"
+        )
         """How reports name the profile in use (:class:`~.profiles.ResolvedProfile`)."""
         self.profile = check_profile(profile)
         self.config = self._options.with_profile(profile)
@@ -155,6 +158,30 @@ class GoldPanner:
         self.rank_map = rank_map_of(self._options, profile)
         self.rank_shape = rank_shape_of(self._options, profile)
         self._by_k: dict[int | None, PanningConfig] = {self.config.k: self.config}
+        self._priors: dict[int, NDArray[np.float64] | None] = {}
+
+    def _prior(
+        self, config: PanningConfig, n: int, scores: Sequence[float | None] | None
+    ) -> NDArray[np.float64] | None:
+        """The retriever prior of ``n`` documents (:func:`~.engine.panner._retriever_prior`);
+        without scores the same for every query of ``n`` documents, so kept per ``n``."""
+        if scores is not None and all(v is None for v in scores):
+            scores = None  # no document has one
+        if scores is None and n in self._priors:
+            return self._priors[n]
+        prior = _retriever_prior(
+            config,
+            n,
+            scores,
+            self.score_temperature,
+            self.score_map,
+            self.rank_map,
+            self.rank_shape,
+            mass_given=self._options.expected_relevant is not None,
+        )
+        if scores is None and len(self._priors) < 256:
+            self._priors[n] = prior
+        return prior
 
     def learn_from_traffic(self, *, every: int = 50, window: int = 1000) -> Any:
         """Opt in to learning this panner's profile from the queries it pans, without labels:
@@ -215,16 +242,7 @@ class GoldPanner:
             rng = self.rng if self.rng is not None else derived_rng(question, documents)
         prior_probs, prior_log_odds = options.get("prior_probs"), options.get("prior_log_odds")
         if prior_probs is None and prior_log_odds is None:
-            prior_probs = _retriever_prior(
-                config,
-                len(documents),
-                options.get("scores"),
-                self.score_temperature,
-                self.score_map,
-                self.rank_map,
-                self.rank_shape,
-                mass_given=self._options.expected_relevant is not None,
-            )
+            prior_probs = self._prior(config, len(documents), options.get("scores"))
         run = PanningRun(
             len(documents),
             config=config,

@@ -6,24 +6,29 @@ estimation of annotators' error rates without a gold standard, the rates are ide
 from the replies alone, by expectation-maximisation over the latent relevance.
 
 * **E-step**: every trace is replayed through the engine's own update
-  (:func:`~gold_panning_integrations.engine.rounds.observe_round`, batched over traces of one size) with the
-  current profile, from the prior the current rank map (or score map) gives it: each
-  document's posterior is its soft label, each reply's probability of having followed the
-  positions (:func:`~gold_panning_integrations.engine.replies.weigh_replies`) its weight,
-  and each empty reply's probability of having been silent for its own sake its weight
-  out of the rates.
-* **M-step**: per grid position, the expected citations and sightings of relevant and of
-  irrelevant documents over the replies that read them (Jeffreys-smoothed, blended with a
-  light prior from the starting profile); the silent rate is the expected share of
+  (:func:`~gold_panning_integrations.engine.rounds.observe_round`, batched over traces of
+  one size, a round's replies weighed together as the panner does) with the current
+  profile, from the prior the current rank map (or score map) gives it. Empty replies are
+  read at each document's own position (``empty_prompts="by-position"``), the reader's
+  likelihood as it generates them (the engine's default weighs them alike, for do-no-harm,
+  which biases the rates if learned through it). Each document's four classes (relevant
+  and read as such, a blind spot, a false lead, irrelevant) come from its evidence and its
+  prior; each reply's probability of having followed the positions
+  (:func:`~gold_panning_integrations.engine.replies.reply_posterior`) and each empty
+  reply's probability of having been silent for its own sake weigh it out of the rates.
+* **M-step**: per grid position, the expected citations and sightings of documents read
+  as relevant and as irrelevant over the replies that read them (Jeffreys-smoothed, with
+  a light prior from the starting profile); the silent rate is the expected share of
   silent replies; ``content_free`` the expected share of positional replies among those
-  that cite; the rank map (or, when every trace records scores, the score map) a logistic
-  regression of the soft labels.
+  that cite; ``false_leads`` and ``blind_rate`` the expected shares of their classes (with
+  :data:`MIXTURE_PRIOR_WEIGHT` pseudo-documents at the start's values); the rank map (and,
+  when every trace records scores, the score map) a logistic regression of the
+  probabilities of relevance.
 
-What labels alone can tell (a false lead: an irrelevant document the reader cites the way
-it cites an answer; a blind spot) is not identifiable here: the learned profile's
-probability is that of a document the reader recognises as relevant, and it sets
-``false_leads`` and ``blind_rate`` to 0 (docs/probabilities.md says what that costs on a
-real model).
+Without labels, a false lead (an irrelevant document the reader cites the way it cites an
+answer) and a blind spot are told from relevance only through the prior: they are weakly
+measured, and a reader whose mistakes repeat (docs/probabilities.md has the 0.5B model's
+figures) keeps more confidence in them than a profile fitted with labels.
 """
 
 from __future__ import annotations
@@ -37,7 +42,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from ..engine.beliefs import logit, sigmoid
+from ..engine.beliefs import logit
 from ..engine.config import DEFAULT_BLIND_RATE, DEFAULT_CONTENT_FREE, DEFAULT_FALSE_LEADS, PanningConfig
 from ..engine.panner import _retriever_prior
 from ..engine.positions import grid_positions as default_grid
@@ -192,7 +197,7 @@ class _Model:
             adapt_level=False,
             empty_prompts="by-position",
             silent_rate=self.silent_rate,
-            content_free=0.0 if "c" in __import__("os").environ.get("GPV", "") else self.content_free,
+            content_free=self.content_free,
         ).with_profile(None)
 
 
@@ -324,14 +329,16 @@ def learn_unlabelled(
         tpr=np.asarray(start.tpr, dtype=np.float64)[g],
         fpr=np.asarray(start.fpr, dtype=np.float64)[g],
         silent_rate=float(start.silent_rate if start.silent_rate is not None else 0.1),
-        content_free=float(np.clip(start.content_free if start.content_free is not None else DEFAULT_CONTENT_FREE, *_CLIP)),
+        content_free=float(
+            np.clip(start.content_free if start.content_free is not None else DEFAULT_CONTENT_FREE, *_CLIP)
+        ),
         rank_map=DEFAULT_RANK_MAP if start.rank_map is None else RankMap.from_dict(start.rank_map),
         score_map=None,
-        false_leads=0.0 if "z" in __import__("os").environ.get("GPV", "") else DEFAULT_FALSE_LEADS,
-        blind_rate=0.0 if "z" in __import__("os").environ.get("GPV", "") else DEFAULT_BLIND_RATE,
+        false_leads=DEFAULT_FALSE_LEADS if start.false_leads is None else float(start.false_leads),
+        blind_rate=DEFAULT_BLIND_RATE if start.blind_rate is None else float(start.blind_rate),
     )
     n_irrelevant = float(np.mean([q.n for q in queries])) - 1.0  # the lead rate's denominator (n - 1)
-    a0 = DEFAULT_FALSE_LEADS / max(n_irrelevant, 1.0)
+    a0, b0 = model.false_leads / max(n_irrelevant, 1.0), model.blind_rate  # their prior: the start's
     with_scores = all(q.scores is not None for q in queries)
     # Every sighting, flattened once: query, prompt, document, depth, cited.
     rows = [
@@ -349,6 +356,13 @@ def learn_unlabelled(
     reply = offsets[s_q] + s_p  # global reply index of each sighting
     n_replies = int(offsets[-1])
     reply_cites = np.bincount(reply, s_c.astype(np.float64), minlength=n_replies) > 0
+    right = np.minimum(left + 1, k - 1)
+
+    def acc(x: NDArray[np.float64]) -> NDArray[np.float64]:
+        """``x`` summed into the grid, each sighting split between its two grid positions."""
+        out = np.bincount(left, x * (1 - w_right), minlength=k)
+        return np.asarray(out + np.bincount(right, x * w_right, minlength=k), dtype=np.float64)
+
     t0, f0 = model.tpr.copy(), model.fpr.copy()
     converged = False
     it = 0
@@ -363,19 +377,13 @@ def learn_unlabelled(
         q_s = np.array([reads[qi][d] for qi, d in zip(s_q, s_d)])
         g_reply = np.concatenate(gamma) if gamma else np.zeros(0)
         # silence: an empty reply was silent for its own sake with this probability
-        t_s = model.tpr[left] * (1 - w_right) + model.tpr[np.minimum(left + 1, k - 1)] * w_right
-        f_s = model.fpr[left] * (1 - w_right) + model.fpr[np.minimum(left + 1, k - 1)] * w_right
+        t_s = model.tpr[left] * (1 - w_right) + model.tpr[right] * w_right
+        f_s = model.fpr[left] * (1 - w_right) + model.fpr[right] * w_right
         miss = np.log(np.clip(q_s * (1 - t_s) + (1 - q_s) * (1 - f_s), 1e-12, 1.0))
         log_quiet = np.bincount(reply, miss, minlength=n_replies)
         pi = model.silent_rate
         silent = np.where(reply_cites, 0.0, pi / (pi + (1 - pi) * np.exp(log_quiet)))
         weight = np.where(reply_cites, 1.0 - g_reply, 1.0 - silent)[reply]
-        right = np.minimum(left + 1, k - 1)
-
-        def acc(x: NDArray[np.float64]) -> NDArray[np.float64]:
-            out = np.bincount(left, x * (1 - w_right), minlength=k)
-            return np.asarray(out + np.bincount(right, x * w_right, minlength=k), dtype=np.float64)
-
         rel, irr = q_s * weight, (1 - q_s) * weight
         counts = (acc(rel * s_c), acc(rel), acc(irr * s_c), acc(irr))
         gc, gs, dc, ds = counts
@@ -385,15 +393,9 @@ def learn_unlabelled(
         silent_new = float(np.clip(silent.sum() / max(n_replies, 1), 0.0, 0.95))
         c_all = [np.concatenate([c[j] for c in classes]) for j in range(4)]
         w0 = MIXTURE_PRIOR_WEIGHT
-        blind_new = float((c_all[1].sum() + w0 * DEFAULT_BLIND_RATE) / (c_all[0].sum() + c_all[1].sum() + w0))
+        blind_new = float((c_all[1].sum() + w0 * b0) / (c_all[0].sum() + c_all[1].sum() + w0))
         a_new = float((c_all[2].sum() + w0 * a0) / (c_all[2].sum() + c_all[3].sum() + w0))
-        import os as _os  # EXPERIMENT
 
-        _v = _os.environ.get("GPV", "")
-        if "b" in _v:
-            blind_new = model.blind_rate
-        if "a" in _v:
-            a_new = a_rate
         spoke = reply_cites
         cf_new = float(np.clip(g_reply[spoke].mean() if spoke.any() else model.content_free, *_CLIP))
         rank_map = fit_rank_map_on(post) or model.rank_map
@@ -442,8 +444,9 @@ def learn_unlabelled(
         notes=(
             f"Learned without labels from {len(queries)} traced queries ({n_replies} replies) by EM over the "
             f"latent relevance ({it} iterations{', converged' if converged else ''}), starting from "
-            f"{start.model!r}/{start.task!r}. false_leads and blind_rate are 0: without labels a document "
-            "the reader keeps citing is read as relevant."
+            f"{start.model!r}/{start.task!r}. Without labels, false_leads and blind_rate are weakly "
+            "measured (a document the reader keeps citing looks relevant): label some queries to "
+            "measure them and fit a recalibration map."
         ),
         extra=extra,
         false_leads=round(model.false_leads, 4),
@@ -503,7 +506,10 @@ class TrafficLearner:
             self._traces.append(trace_record(result))
             del self._traces[: -self.window]
             self.queries += 1
-            due = self.queries >= MIN_UNLABELLED_QUERIES and (self.queries - MIN_UNLABELLED_QUERIES) % self.every == 0
+            due = (
+                self.queries >= MIN_UNLABELLED_QUERIES
+                and (self.queries - MIN_UNLABELLED_QUERIES) % self.every == 0
+            )
             if not due:
                 return None
             traces = list(self._traces)

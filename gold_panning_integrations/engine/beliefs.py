@@ -66,6 +66,17 @@ from typing import Any, Literal
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from .self_citing import (
+    SUSPECT_AT,
+    TEST_AT,
+    _terms,
+    flat_evidence,
+    flat_log_likelihood,
+    move_suspects,
+    self_citing_mixture,
+    self_citing_share,
+)
+
 __all__ = [
     "DEFAULT_EPS",
     "MAP_KINDS",
@@ -78,7 +89,6 @@ __all__ = [
     "binary_entropy",
     "call_budget_exceeded",
     "clamp_rates",
-    "content_free_log_likelihood",
     "flat_evidence",
     "flat_log_likelihood",
     "gain_too_small",
@@ -87,8 +97,6 @@ __all__ = [
     "logit",
     "mixed_evidence",
     "mixture_log_likelihoods",
-    "profile_log_likelihood",
-    "reader_mixture",
     "move_suspects",
     "p_none",
     "recalibrate",
@@ -218,49 +226,6 @@ def update_log_odds(
 
 
 # ------------------------------------------------------------------------------ the mixture
-SUSPECT_AT = 0.5
-"""Self-citing share from which a document is *suspected* (:attr:`PanningResult.suspected`)."""
-
-TEST_AT = 0.1
-"""Self-citing share from which a document is *in doubt*: shown at its prompt's lowest-TPR
-position (:func:`move_suspects`)."""
-
-
-@lru_cache(maxsize=32)
-def _log_beta_table(temperature: float, size: int) -> NDArray[np.float64]:
-    """``log B(1 + c/T, 1 + m/T)`` for ``c, m < size``, shape ``(size, size)``."""
-    x = np.arange(size) / temperature
-    lg = np.array([math.lgamma(1.0 + v) for v in x])
-    both = np.array([[math.lgamma(2.0 + a + b) for b in x] for a in x])
-    return lg[:, None] + lg[None, :] - both
-
-
-def flat_log_likelihood(
-    cited: NDArray[np.integer], missed: NDArray[np.integer], *, temperature: float = 1.0
-) -> NDArray[np.float64]:
-    """``log L_S``: the log-likelihood of ``cited`` citations and ``missed`` misses under a
-    rate ``rho ~ Uniform(0, 1)`` the same at every position, ``log B(1 + c/T, 1 + m/T)``,
-    elementwise (any shape; counts >= 0)."""
-    c = np.asarray(cited, dtype=np.intp)
-    m = np.asarray(missed, dtype=np.intp)
-    top = int(max(c.max(initial=0), m.max(initial=0))) + 1
-    size = 1 << max(top - 1, 7).bit_length()  # a power of two >= top: a few tables at most
-    return _log_beta_table(float(temperature), size)[c, m]
-
-
-def flat_evidence(
-    cited: NDArray[np.integer],
-    shown: NDArray[np.integer],
-    irrelevant_log_likelihood: NDArray[np.float64],
-    *,
-    temperature: float = 1.0,
-) -> NDArray[np.float64]:
-    """``F = log(L_S / L_I)`` per document, elementwise: ``cited`` and ``shown`` (``>=
-    cited``) counts and ``irrelevant_log_likelihood`` (``log L_I``, tempered), one shape."""
-    l_s = flat_log_likelihood(cited, np.subtract(shown, cited), temperature=temperature)
-    return l_s - np.asarray(irrelevant_log_likelihood, dtype=np.float64)
-
-
 @lru_cache(maxsize=64)
 def _mixture_logs(
     a: float, b: float, _a_key: str, _b_key: str
@@ -316,146 +281,6 @@ def mixed_evidence(
     return out
 
 
-def _terms(
-    evidence: NDArray[np.float64],
-    flat: NDArray[np.float64],
-    profile_evidence: NDArray[np.float64] | None,
-    a: float,
-    b: float,
-    s: float,
-) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.float64]]:
-    """``(log((1-b) e^E + b), log(a e^E + 1 - a - s), log sigma)`` with ``sigma = s e^F /
-    (a e^E' + 1 - a - s)``, ``E'`` the profile-scale evidence (``E`` when None)."""
-    if not (0.0 <= a and 0.0 <= b < 1.0 and 0.0 <= s and a + s < 1.0):
-        raise ValueError(f"need 0 <= a, 0 <= b < 1, 0 <= s and a + s < 1; got a={a!r}, b={b!r}, s={s!r}")
-    with np.errstate(divide="ignore"):  # -inf for a rate of 0
-        la, lb, l1b, lrest, ls = (float(x) for x in np.log([a, b, 1.0 - b, 1.0 - a - s, s]))
-    e = np.asarray(evidence, dtype=np.float64)
-    rel = np.logaddexp(l1b + e, lb)
-    irr = np.logaddexp(la + e, lrest)
-    irr_profile = irr if profile_evidence is None else np.logaddexp(la + profile_evidence, lrest)
-    return rel, irr, ls + np.asarray(flat, dtype=np.float64) - irr_profile
-
-
-def self_citing_mixture(
-    evidence: NDArray[np.float64],
-    flat: NDArray[np.float64],
-    *,
-    false_lead_rate: float,
-    blind_rate: float,
-    self_citing: float,
-    profile_evidence: NDArray[np.float64] | None = None,
-) -> NDArray[np.float64]:
-    """``log((1 - b) e^E + b) - log(a e^E + 1 - a - s) - log(1 + sigma)``, elementwise,
-    with ``sigma = s e^F / (a e^E' + 1 - a - s)``: ``E`` the evidence, ``F`` ``flat``
-    (:func:`flat_evidence`), ``E'`` ``profile_evidence`` (the evidence at the profile's own
-    rates when ``E`` used level-adapted ones; None: ``E``, and the formula is the module's).
-    ``a + s < 1``.
-
-    Module's example with ``a = 0.05``, ``b = 0.3``, ``s = 0.1``: ``log(0.9222 / 1.8203) =
-    -0.680``.
-    """
-    rel, irr, log_sigma = _terms(evidence, flat, profile_evidence, false_lead_rate, blind_rate, self_citing)
-    return rel - irr - np.logaddexp(0.0, log_sigma)
-
-
-def self_citing_share(
-    prior_log_odds: NDArray[np.float64],
-    evidence: NDArray[np.float64],
-    flat: NDArray[np.float64],
-    *,
-    false_lead_rate: float,
-    blind_rate: float,
-    self_citing: float,
-    profile_evidence: NDArray[np.float64] | None = None,
-) -> NDArray[np.float64]:
-    """Posterior probability that each document is a self-citing passage, elementwise:
-    ``(1 - pi) s e^F / (pi ((1-b) e^E + b) + (1 - pi) (a e^E + 1 - a - s + s e^F))``,
-    ``pi = sigmoid(prior_log_odds)`` (``profile_evidence`` as in
-    :func:`self_citing_mixture`); zeros when ``s = 0``. Module's example, ``pi = 0.5``: 0.338.
-    """
-    if self_citing == 0.0:
-        return np.zeros(np.shape(evidence))
-    rel, irr, log_sigma = _terms(evidence, flat, profile_evidence, false_lead_rate, blind_rate, self_citing)
-    lo = np.asarray(prior_log_odds, dtype=np.float64)
-    # log pi - log(1 - pi) = lo: weigh the relevant term by e^lo against the irrelevant ones.
-    flat_term = irr + log_sigma
-    total = np.logaddexp(lo + rel, irr + np.logaddexp(0.0, log_sigma))
-    return np.exp(flat_term - total)
-
-
-def move_suspects(
-    positions: NDArray[np.intp], tpr_at: NDArray[np.float64], suspects: NDArray[np.float64]
-) -> NDArray[np.intp]:
-    """A copy of ``positions`` (shape ``(B, n)``, -1 = not shown) in which each row's shown
-    document with the largest positive ``suspects`` swaps with the row's lowest-TPR
-    document (``tpr_at``: decision TPR at each position; ties: the first)."""
-    shown = positions >= 0
-    score = np.where(shown, suspects, 0.0)
-    rows = np.flatnonzero(score.max(axis=1, initial=0.0) > 0.0)
-    out = positions.copy()
-    if rows.size == 0:
-        return out
-    who = np.argmax(score[rows], axis=1)
-    low = np.argmin(np.where(shown[rows], tpr_at[rows], np.inf), axis=1)
-    out[rows, who], out[rows, low] = positions[rows, low], positions[rows, who]
-    return out
-
-
-# ------------------------------------------------------------------------------ the reader's fit
-CONTENT_FREE_LEVELS: NDArray[np.float64] = np.geomspace(0.002, 0.95, 16)
-"""The grid of mean citation rates ``m`` a content-free reader is integrated over (equal
-weights on a log scale: a reader that never cites and one that cites every slot are both
-plausible)."""
-
-CONTENT_FREE_CONCENTRATION = 1.0
-"""``kappa``: a content-free reader's rate at each position is ``Beta(kappa m, kappa (1 -
-m))``, so positions differ freely around its mean ``m`` (one position cited in every
-prompt, the others never, is as plausible as a flat rate)."""
-
-
-@lru_cache(maxsize=8)
-def _rising_logs(size: int) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.float64]]:
-    """``log Gamma(x + c) - log Gamma(x)`` for ``c < size`` at ``x = kappa m`` (shape
-    ``(L, size)``), at ``x = kappa (1 - m)`` (same) and at ``x = kappa`` (``(size,)``)."""
-    k = CONTENT_FREE_CONCENTRATION
-    c = np.arange(size - 1, dtype=np.float64)
-
-    def rising(x: NDArray[np.float64]) -> NDArray[np.float64]:
-        out = np.zeros(x.shape + (size,))
-        out[..., 1:] = np.cumsum(np.log(x[..., None] + c), axis=-1)
-        return out
-
-    m = CONTENT_FREE_LEVELS
-    return rising(k * m), rising(k * (1.0 - m)), rising(np.array(k))
-
-
-def content_free_log_likelihood(
-    cited: NDArray[np.integer] | NDArray[np.floating], shown: NDArray[np.integer] | NDArray[np.floating]
-) -> NDArray[np.float64]:
-    """``log P(replies | a content-free reader)``, shape ``(...)``, from the citations and
-    sightings per position (``cited <= shown``, counts, shape ``(..., K)``).
-
-    A content-free reader cites position ``j`` at its own rate ``r_j`` whatever document
-    sits there: ``r_j ~ Beta(kappa m, kappa (1 - m))``
-    (:data:`CONTENT_FREE_CONCENTRATION`), ``m`` uniform over :data:`CONTENT_FREE_LEVELS`.
-    Each position's sequence has probability ``B(kappa m + c, kappa (1 - m) + s - c) /
-    B(kappa m, kappa (1 - m))``; positions are independent given ``m``.
-
-    Example: one position, one sighting, cited: ``E[r] = mean(m)`` over the grid.
-    """
-    c = np.asarray(cited, dtype=np.intp)
-    s = np.asarray(shown, dtype=np.intp)
-    top = int(s.max(initial=0)) + 1
-    size = 1 << max(top, 16).bit_length()
-    up_a, up_b, up_k = _rising_logs(size)
-    # per level l: sum_j [rise_a(c_j) + rise_b(s_j - c_j) - rise_k(s_j)]
-    per = up_a[:, c] + up_b[:, s - c] - up_k[s]  # (L, ..., K)
-    total = per.sum(axis=-1)  # (L, ...)
-    lw = -math.log(CONTENT_FREE_LEVELS.size)
-    return np.asarray(np.logaddexp.reduce(total + lw, axis=0), dtype=np.float64)
-
-
 def mixture_log_likelihoods(
     evidence: NDArray[np.float64],
     *,
@@ -481,39 +306,6 @@ def mixture_log_likelihoods(
     f = np.zeros(np.shape(evidence)) if flat is None else flat
     rel, irr, log_sigma = _terms(evidence, f, profile_evidence, false_lead_rate, blind_rate, self_citing)
     return rel, irr + np.logaddexp(0.0, log_sigma)
-
-
-def profile_log_likelihood(
-    prior_log_odds: NDArray[np.float64], log_r1: NDArray[np.float64], log_r0: NDArray[np.float64]
-) -> NDArray[np.float64]:
-    """``sum_i log(pi_i R1_i + (1 - pi_i) R0_i)`` over the last axis, shape ``(...)``: the
-    readings' likelihood under the profile over their likelihood were every document
-    irrelevant (documents independent given their relevance), ``pi = sigmoid(prior_log_odds)``."""
-    lo = np.asarray(prior_log_odds, dtype=np.float64)
-    log_pi = -np.logaddexp(0.0, -lo)
-    log_1m = -np.logaddexp(0.0, lo)
-    return np.asarray(np.logaddexp(log_pi + log_r1, log_1m + log_r0).sum(axis=-1), dtype=np.float64)
-
-
-def reader_mixture(
-    profile_log_odds: NDArray[np.float64],
-    prior_log_odds: NDArray[np.float64],
-    fit_log_odds: NDArray[np.float64],
-) -> NDArray[np.float64]:
-    """Log-odds of ``w sigmoid(profile_log_odds) + (1 - w) sigmoid(prior_log_odds)``,
-    elementwise (shape ``(..., n)``), ``w = sigmoid(fit_log_odds)`` (shape ``(...)``): the
-    posterior averaged over "the reader reads as its profile says" (weight ``w``) and "its
-    citations follow the positions" (the prior stands).
-
-    Example: ``w = 0.5``, posterior 0.9, prior 0.1: ``logit(0.5) = 0``.
-    """
-    lw = -np.logaddexp(0.0, -fit_log_odds)[..., None]  # log w
-    l1w = -np.logaddexp(0.0, fit_log_odds)[..., None]  # log (1 - w)
-    lp, lq = np.asarray(profile_log_odds), np.asarray(prior_log_odds)
-    # log p = -log(1 + e^-lo); log(1 - p) = -log(1 + e^lo)
-    yes = np.logaddexp(lw - np.logaddexp(0.0, -lp), l1w - np.logaddexp(0.0, -lq))
-    no = np.logaddexp(lw - np.logaddexp(0.0, lp), l1w - np.logaddexp(0.0, lq))
-    return np.asarray(yes - no, dtype=np.float64)
 
 
 # ------------------------------------------------------------------------------ placement policies

@@ -42,10 +42,13 @@ from .config import PanningConfig
 from .priors import (
     BOUND_SHARE,
     DEFAULT_HEAD_DECAY,
-    DEFAULT_RANK_MAP,
     RankMap,
     ScoreMap,
+    rank_map_of,
+    rank_shape_of,
     retriever_prior_probs,
+    score_map_of,
+    score_temperature,
 )
 from .records import PanningResult, ProfileLike, Reading, RoundTrace, StopReason, draw_labels, reader_failure
 from .rounds import (
@@ -76,6 +79,7 @@ __all__ = [
     "rank_map_of",
     "rank_shape_of",
     "read_round",
+    "score_map_of",
     "score_temperature",
     "settle",
     "takes_concurrent_calls",
@@ -587,74 +591,6 @@ def check_profile(profile: Any) -> ProfileLike:
             f"profile needs tpr and fpr of equal length >= 1, got {len(profile.tpr)} and {len(profile.fpr)}"
         )
     return profile  # type: ignore[no-any-return]
-
-
-def score_temperature(config: PanningConfig, profile: Any) -> float | None:
-    """The score prior's temperature: the option, else the profile's ``prior_temperature``
-    (fitted for its retriever), else None (not known: ``auto`` reads the order only)."""
-    if config.prior_temperature is not None:
-        return float(config.prior_temperature)
-    value = getattr(profile, "prior_temperature", None)
-    if value is None:
-        return None
-    if (
-        isinstance(value, bool)
-        or not isinstance(value, (int, float))
-        or not math.isfinite(value)
-        or value <= 0
-    ):
-        raise ValueError(
-            f"the profile's prior_temperature must be a number > 0, got {value!r}; "
-            "fix or remove it, or pass prior_temperature explicitly"
-        )
-    return float(value)
-
-
-def score_map_of(config: PanningConfig, profile: Any) -> ScoreMap | None:
-    """The profile's :class:`~.priors.ScoreMap` (fitted for its retriever), unless the
-    options set ``prior_temperature`` (which asks for the softmax) or the profile has none."""
-    value = getattr(profile, "score_map", None)
-    if config.prior_temperature is not None or value is None:
-        return None
-    if isinstance(value, ScoreMap):
-        return value
-    try:
-        return ScoreMap.from_dict(value)
-    except ValueError as err:
-        raise ValueError(f"the profile's score_map is not usable: {err}; fix or remove it") from err
-
-
-def rank_map_of(options: PanningConfig, profile: Any) -> RankMap:
-    """The rank map the prior reads (:class:`~.priors.RankMap`): the profile's
-    ``rank_map`` (learned from traces), else :data:`~.priors.DEFAULT_RANK_MAP`; with
-    ``expected_relevant`` set in ``options`` (the options as given, before the profile fills
-    them in), else on a profile without a rank map, shifted to that many relevant documents
-    among the first 10."""
-    value = getattr(profile, "rank_map", None)
-    base = DEFAULT_RANK_MAP
-    if value is not None:
-        try:
-            base = value if isinstance(value, RankMap) else RankMap.from_dict(value)
-        except ValueError as err:
-            raise ValueError(f"the profile's rank_map is not usable: {err}; fix or remove it") from err
-    mass = options.expected_relevant
-    if mass is None and value is None:
-        mass = getattr(profile, "expected_relevant", None)
-    return base if mass is None else base.with_mass(float(mass))
-
-
-def rank_shape_of(options: PanningConfig, profile: Any) -> tuple[float, float] | None:
-    """``(top10_recall, head_decay)`` of the rank prior's older shape
-    (:func:`~.priors.rank_prior_probs`) when ``options`` (as given, before the profile
-    fills them in) set either, or the profile has a ``prior_head_decay`` and no
-    ``rank_map``; else None: the rank map's own shape."""
-    decay = options.prior_head_decay
-    if decay is None and getattr(profile, "rank_map", None) is None:
-        decay = getattr(profile, "prior_head_decay", None)
-    if options.prior_top10_recall is None and decay is None:
-        return None
-    recall = 0.5 if options.prior_top10_recall is None else float(options.prior_top10_recall)
-    return recall, DEFAULT_HEAD_DECAY if decay is None else float(decay)
 
 
 def _retriever_prior(

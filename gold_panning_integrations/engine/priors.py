@@ -15,25 +15,32 @@ import logging
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
+
+if TYPE_CHECKING:
+    from .config import PanningConfig
 
 __all__ = [
     "AUTO_MIN_SCORED",
     "BOUND_SHARE",
     "DEFAULT_HEAD_DECAY",
     "DEFAULT_HEAD_FLOOR",
-    "DEFAULT_SCORE_TEMPERATURE",
     "DEFAULT_RANK_MAP",
+    "DEFAULT_SCORE_TEMPERATURE",
     "MAX_PRIOR",
     "RankMap",
     "ScoreMap",
     "bounded_prior",
+    "rank_map_of",
     "rank_prior_probs",
+    "rank_shape_of",
     "retriever_prior_probs",
+    "score_map_of",
     "score_prior_probs",
+    "score_temperature",
 ]
 
 logger = logging.getLogger(__name__)
@@ -162,7 +169,9 @@ class RankMap:
                 raise ValueError(f"a rank map's {name} must be a finite number, got {value!r:.40}")
             object.__setattr__(self, name, float(value))
         if self.log_rank > 0:
-            raise ValueError(f"a rank map's log_rank must be <= 0 (later ranks no likelier), got {self.log_rank}")
+            raise ValueError(
+                f"a rank map's log_rank must be <= 0 (later ranks no likelier), got {self.log_rank}"
+            )
 
     def probabilities(self, n: int) -> NDArray[np.float64]:
         """Prior probability of ranks ``0 .. n-1``, shape ``(n,)``, each in ``[1e-6, MAX_PRIOR]``."""
@@ -208,7 +217,9 @@ class RankMap:
         names = [f.name for f in dataclasses.fields(cls)]
         missing, extra = [f for f in names if f not in data], sorted(set(data) - set(names))
         if missing or extra:
-            raise ValueError(f"a rank map has the fields {', '.join(names)}; missing {missing}, unknown {extra}")
+            raise ValueError(
+                f"a rank map has the fields {', '.join(names)}; missing {missing}, unknown {extra}"
+            )
         return cls(**{f: data[f] for f in names})
 
 
@@ -476,3 +487,72 @@ def retriever_prior_probs(
         return _bounded_rank_prior(rank_map, n, max_gap).copy()
     p = rank_prior_probs(n, k=k, top10_recall=top10_recall, head_decay=head_decay)
     return bounded_prior(p, max_gap=max_gap)
+
+
+# ------------------------------------------------------------------------------ the prior a profile gives
+def score_temperature(config: PanningConfig, profile: Any) -> float | None:
+    """The score prior's temperature: the option, else the profile's ``prior_temperature``
+    (fitted for its retriever), else None (not known: ``auto`` reads the order only)."""
+    if config.prior_temperature is not None:
+        return float(config.prior_temperature)
+    value = getattr(profile, "prior_temperature", None)
+    if value is None:
+        return None
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, (int, float))
+        or not math.isfinite(value)
+        or value <= 0
+    ):
+        raise ValueError(
+            f"the profile's prior_temperature must be a number > 0, got {value!r}; "
+            "fix or remove it, or pass prior_temperature explicitly"
+        )
+    return float(value)
+
+
+def score_map_of(config: PanningConfig, profile: Any) -> ScoreMap | None:
+    """The profile's :class:`~.priors.ScoreMap` (fitted for its retriever), unless the
+    options set ``prior_temperature`` (which asks for the softmax) or the profile has none."""
+    value = getattr(profile, "score_map", None)
+    if config.prior_temperature is not None or value is None:
+        return None
+    if isinstance(value, ScoreMap):
+        return value
+    try:
+        return ScoreMap.from_dict(value)
+    except ValueError as err:
+        raise ValueError(f"the profile's score_map is not usable: {err}; fix or remove it") from err
+
+
+def rank_map_of(options: PanningConfig, profile: Any) -> RankMap:
+    """The rank map the prior reads (:class:`~.priors.RankMap`): the profile's
+    ``rank_map`` (learned from traces), else :data:`~.priors.DEFAULT_RANK_MAP`; with
+    ``expected_relevant`` set in ``options`` (the options as given, before the profile fills
+    them in), else on a profile without a rank map, shifted to that many relevant documents
+    among the first 10."""
+    value = getattr(profile, "rank_map", None)
+    base = DEFAULT_RANK_MAP
+    if value is not None:
+        try:
+            base = value if isinstance(value, RankMap) else RankMap.from_dict(value)
+        except ValueError as err:
+            raise ValueError(f"the profile's rank_map is not usable: {err}; fix or remove it") from err
+    mass = options.expected_relevant
+    if mass is None and value is None:
+        mass = getattr(profile, "expected_relevant", None)
+    return base if mass is None else base.with_mass(float(mass))
+
+
+def rank_shape_of(options: PanningConfig, profile: Any) -> tuple[float, float] | None:
+    """``(top10_recall, head_decay)`` of the rank prior's older shape
+    (:func:`~.priors.rank_prior_probs`) when ``options`` (as given, before the profile
+    fills them in) set either, or the profile has a ``prior_head_decay`` and no
+    ``rank_map``; else None: the rank map's own shape."""
+    decay = options.prior_head_decay
+    if decay is None and getattr(profile, "rank_map", None) is None:
+        decay = getattr(profile, "prior_head_decay", None)
+    if options.prior_top10_recall is None and decay is None:
+        return None
+    recall = 0.5 if options.prior_top10_recall is None else float(options.prior_top10_recall)
+    return recall, DEFAULT_HEAD_DECAY if decay is None else float(decay)

@@ -37,15 +37,39 @@ kind the better explanation; a document cited wherever it is shown, the reading 
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field, fields
 from functools import lru_cache
+from typing import TYPE_CHECKING
 
 import numpy as np
-from numpy.typing import NDArray
+from numpy.typing import ArrayLike, NDArray
 
-from .beliefs import mixed_evidence, mixture_log_likelihoods, sigmoid
+from .beliefs import logit, mixed_evidence, sigmoid
+from .config import PanningConfig
+from .self_citing import flat_evidence
 
-__all__ = ["ENUMERATION_BUDGET", "EM_ROUNDS", "SLOT_STRENGTH", "Replies", "reply_posterior", "weigh_replies"]
+if TYPE_CHECKING:
+    from .rounds import BatchState, DecisionRates
+
+__all__ = [
+    "ABSTAIN_CLIP",
+    "EM_ROUNDS",
+    "ENUMERATION_BUDGET",
+    "SLOT_STRENGTH",
+    "Replies",
+    "abstention_evidence",
+    "abstention_update",
+    "empty_reply_misses",
+    "evidence_swing",
+    "lead_rate",
+    "mixture_rates",
+    "reply_posterior",
+    "reply_rates",
+    "self_citing_rate",
+    "settle_round",
+    "weigh_replies",
+]
 
 SLOT_STRENGTH = 2.0
 """``kappa``: pseudo-sightings behind the slot rates of positional replies."""
@@ -276,7 +300,10 @@ def reply_posterior(
     out_lo = np.empty((b, n))
     out_pos = np.where(open_, 0.0, kind)
     out_ev = np.empty((b, n))
-    patterns, group = np.unique(open_, axis=0, return_inverse=True)
+    if b == 1:  # one question (the panner): one group, no grouping to do
+        patterns, group = open_, np.zeros(1, dtype=np.intp)
+    else:
+        patterns, group = np.unique(open_, axis=0, return_inverse=True)
     for g, pattern in enumerate(patterns):
         rows = np.flatnonzero(group.reshape(-1) == g)
         opened = np.flatnonzero(pattern)
@@ -323,7 +350,11 @@ class _Stacked:
     slot_cited: NDArray[np.float64]
 
     def __init__(
-        self, replies: Replies, spoke: NDArray[np.bool_], delta: NDArray[np.float64], kind: NDArray[np.float64]
+        self,
+        replies: Replies,
+        spoke: NDArray[np.bool_],
+        delta: NDArray[np.float64],
+        kind: NDArray[np.float64],
     ) -> None:
         mask = spoke[:, :, None]
         object.__setattr__(self, "spoke", spoke)
@@ -391,3 +422,198 @@ def _summed(
     p_no = np.matmul(wv, 1.0 - yes)[:, 0, :]
     log_odds = np.log(np.maximum(p_yes, 1e-300)) - np.log(np.maximum(p_no, 1e-300))
     return log_odds, np.matmul(w, a), np.matmul(wv, e)[:, 0, :]
+
+
+# ------------------------------------------------------------------------------ empty replies and the way out
+def empty_reply_misses(
+    clamped: NDArray[np.float64],
+    log1m: NDArray[np.float64],
+    missed: NDArray[np.float64],
+    shown: NDArray[np.bool_],
+    n_cited: NDArray[np.int64],
+    read_ok: NDArray[np.bool_] | None,
+    silent_rate: float,
+    temperature: float,
+    by_position: bool = False,
+) -> NDArray[np.float64]:
+    """Miss log-likelihood ratios, shape ``(B, n)``, when a reply is silent with
+    probability ``pi = silent_rate`` (the profile's, measured on labelled traces) whatever
+    the prompt holds. In an empty prompt, with ``D`` the chance that no shown document is
+    cited when none is relevant, every shown document gets ``log((pi + (1-pi) u D) / (pi
+    + (1-pi) D))`` with ``u`` the mean of ``(1-t_j) / (1-f_j)`` over the prompt's positions:
+    an empty reply says that nothing the reader recognised was shown, not where, so it
+    weighs every document it showed alike (read per position, it would sink whatever sat
+    where the reader reads best: the retriever's best documents, under ``belief``). Other
+    prompts' misses are ``missed``. ``clamped`` rates and their ``log1m``: ``(2, B, n)``;
+    ``read_ok``: ``(B,)`` or None (all). ``by_position`` (``empty_prompts="by-position"``):
+    each document's own ``(1-t_i) / (1-f_i)`` instead of the mean, as the reader's
+    likelihood has it (the rule that learning a profile reads replies by).
+
+    Example: ``pi = 0.1``, one shown document at ``t = 0.8``, ``f = 0.1``: ``D = 0.9``,
+    ``log((0.1 + 0.9 * 0.2) / (0.1 + 0.9 * 0.9)) = log(0.28 / 0.91) = -1.179`` (``pi =
+    0``: ``log(0.2 / 0.9) = -1.504``, the paper's miss).
+    """
+    empty = n_cited == 0 if read_ok is None else read_ok & (n_cited == 0)
+    if not empty.any() or (by_position and silent_rate == 0.0):
+        return missed / temperature  # no empty prompt (or no silence to mix in): the usual miss
+    log_d = np.add.reduce(np.where(shown, log1m[1], 0.0), axis=1, keepdims=True)
+    d = np.exp(log_d)
+    one_minus = 1.0 - clamped
+    # Empty if a shown document is the relevant one, wherever it sits: the mean over the
+    # prompt's positions, so an empty reply weighs every document it showed alike.
+    ratio = np.where(shown, one_minus[0] / one_minus[1], 0.0)
+    mean_ratio = np.add.reduce(ratio, axis=1, keepdims=True) / np.maximum(
+        np.add.reduce(shown, axis=1, keepdims=True), 1
+    )
+    p_empty_if = (one_minus[0] / one_minus[1] if by_position else mean_ratio) * d
+    pi = silent_rate
+    mixed = np.log(pi + (1.0 - pi) * p_empty_if) - np.log(pi + (1.0 - pi) * d)
+    return np.where(empty[:, None], mixed, missed) / temperature
+
+
+ABSTAIN_CLIP = 1e-4
+"""Abstention probabilities are read within ``[ABSTAIN_CLIP, 1 - ABSTAIN_CLIP]``."""
+
+
+def abstention_evidence(abstain_p: ArrayLike, abstention_map: tuple[float, float]) -> NDArray[np.float64]:
+    """What a prompt's first-token probability ``p`` of the way out says, in nats: the
+    log-likelihood ratio of "a shown document is relevant" against "none is", ``slope *
+    logit(p) + offset`` for ``(slope, offset) = abstention_map``, elementwise (any shape;
+    ``p`` clipped to ``[1e-4, 1 - 1e-4]``, NaN -> 0: no reading). How it is shared among
+    the shown documents: :func:`_abstention_update`.
+
+    Example: ``(slope, offset) = (-0.5, -1.0)``, ``p = 0.8``: ``-0.5 * log 4 - 1 = -1.693``.
+    """
+    p = np.asarray(abstain_p, dtype=np.float64)
+    z = logit(np.clip(p, ABSTAIN_CLIP, 1.0 - ABSTAIN_CLIP))
+    return np.where(np.isnan(p), 0.0, abstention_map[0] * z + abstention_map[1])
+
+
+def abstention_update(
+    log_odds: NDArray[np.float64], shown: NDArray[np.bool_], lam: NDArray[np.float64]
+) -> NDArray[np.float64]:
+    """Each shown document's share of a prompt's abstention evidence, shape ``(B, n)``.
+
+    ``lam`` (``(B,)``, :func:`abstention_evidence`) is the log-likelihood ratio of "a shown
+    document is relevant" against "none is". Given document ``i`` relevant, some shown
+    document is; given it irrelevant, none is with ``q_i``, the current probability that
+    no *other* shown document is relevant (``prod (1 - p_j)``). So ``i``'s log-likelihood
+    ratio is ``-log(q_i e^-lam + 1 - q_i)``: ``lam`` when ``i`` is shown alone (``q_i =
+    1``), 0 when another document is surely relevant (``q_i = 0``), and never more than
+    ``-log(1 - q_i)``: "something here answers" raises every shown document only as far as
+    the others leave room.
+
+    Example: two shown documents at ``p = 0.5`` and ``lam = -2``: ``q = 0.5``, ``-log(0.5
+    e^2 + 0.5) = -1.4338`` each.
+    """
+    log_miss = np.log1p(-np.minimum(sigmoid(log_odds), 1.0 - 1e-12))
+    log_q = np.add.reduce(np.where(shown, log_miss, 0.0), axis=1, keepdims=True) - np.where(
+        shown, log_miss, 0.0
+    )
+    with np.errstate(divide="ignore"):
+        log_1mq = np.log(-np.expm1(log_q))  # log(1 - q), -inf when q = 1
+    return -np.logaddexp(log_q - lam[:, None], log_1mq)
+
+
+def settle_round(state: BatchState, config: PanningConfig, geometry: DecisionRates) -> None:
+    """Weigh every reply of ``state`` again (:func:`~.replies.reply_posterior`) and set
+    its log-odds, for the runs that read a reply since they last settled: what the last
+    ``observe_round`` of a round does with ``settle=True``. A no-op when ``content_free`` is
+    0 or nothing was observed."""
+    omega = reply_rates(config)[0]
+    rows = np.flatnonzero(state.unsettled)
+    if omega == 0.0 or not len(state.replies) or rows.size == 0:
+        return
+    a, b_rate, s = mixture_rates(config, state.log_odds.shape[1])
+    every = rows.size == state.unsettled.size
+    replies = state.replies if every else state.replies.rows(rows)
+    previous = state.positional if every else state.positional[rows]
+    fitted, positional, evidence = reply_posterior(
+        replies,
+        state.prior_log_odds[rows],
+        content_free=omega,
+        false_lead_rate=a,
+        blind_rate=b_rate,
+        previous=previous,
+    )
+    r = positional.shape[1]
+    if state.positional.shape[1] < r:
+        grown = np.zeros((state.positional.shape[0], r))
+        grown[:, : state.positional.shape[1]] = state.positional
+        state.positional = grown
+    state.positional[rows] = positional
+    state.evidence[rows] = evidence
+    if s > 0.0:
+        t = geometry.temperature
+        fitted = state.prior_log_odds[rows] + mixed_evidence(
+            evidence,
+            false_lead_rate=a,
+            blind_rate=b_rate,
+            self_citing=s,
+            flat=flat_evidence(
+                state.counts[rows], state.times_shown[rows], state.irrelevant[rows], temperature=t
+            ),
+            profile_evidence=state.relevant[rows] - state.irrelevant[rows],
+        )
+    state.log_odds[rows] = fitted + state.abstained[rows]
+    state.unsettled[rows] = False
+
+
+# ------------------------------------------------------------------------------ the mixture's rates
+def lead_rate(config: PanningConfig, n: int) -> float:
+    """``a = min(false_leads / (n - k), 0.5)``, ``k`` the config's focus: the probability
+    that one irrelevant document is a false lead."""
+    config = _resolved(config)
+    irrelevant = n - config.focus
+    leads = config.resolved("false_leads")
+    if leads == 0.0 or irrelevant <= 0:
+        return 0.0
+    return min(leads / irrelevant, 0.5)
+
+
+def _resolved(config: PanningConfig) -> PanningConfig:
+    """``config`` resolved against no profile (the defaults) unless it is resolved already:
+    the panner and simulate resolve it up front, so this is a flag read there."""
+    return config if config.profile_resolved else config.with_profile(None)
+
+
+def self_citing_rate(config: PanningConfig, n: int) -> float:
+    """``s = min(self_citing / (n - k), 0.45)``: the probability that one irrelevant
+    document is a self-citing passage (0.45 leaves room beside :func:`lead_rate`).
+
+    0 with ``empty_prompts="skip"``: its looks are conditioned on a citation, so a relevant
+    document cited whenever anything is would look flat."""
+    irrelevant = n - config.focus
+    if config.self_citing == 0.0 or irrelevant <= 0 or config.empty_prompts == "skip":
+        return 0.0
+    return min(float(config.self_citing) / irrelevant, 0.45)
+
+
+def evidence_swing(config: PanningConfig, n: int) -> float:
+    """The most that consistent evidence can move one document against another, in nats:
+    ``log((1 - b) / a) - log(b / (1 - a))``, a document cited in every prompt against one
+    never cited (``inf`` when ``a`` or ``b`` is 0: the paper's unbounded update).
+
+    Example: ``a = 0.25 / 7``, ``b = 0.1``: ``log(0.9 / 0.0357) - log(0.1 / 0.9643) = 3.227
+    + 2.266 = 5.493``.
+    """
+    a, b, _ = mixture_rates(config, n)
+    if a <= 0.0 or b <= 0.0:
+        return math.inf
+    return math.log((1.0 - b) / a) - math.log(b / (1.0 - a))
+
+
+@lru_cache(maxsize=256)
+def mixture_rates(config: PanningConfig, n: int) -> tuple[float, float, float]:
+    """``(a, b, s)``: false-lead, blind and self-citing rates of ``config`` for ``n`` documents
+    (kept per config and ``n``: the update asks at every prompt)."""
+    resolved = _resolved(config)
+    return lead_rate(resolved, n), resolved.resolved("blind_rate"), self_citing_rate(resolved, n)
+
+
+@lru_cache(maxsize=256)
+def reply_rates(config: PanningConfig) -> tuple[float, float]:
+    """``(content_free, silent_rate)`` of ``config``, resolved against no profile when it is
+    not resolved yet (kept per config: the update asks at every prompt)."""
+    resolved = _resolved(config)
+    return resolved.resolved("content_free"), resolved.resolved("silent_rate")

@@ -333,7 +333,9 @@ def _unlabelled(args: argparse.Namespace, traces: list[dict[str, Any]], prior: A
     from ..._console import format_table
     from ...calibration.unlabelled import NotEnoughTracesError, learn_unlabelled
 
-    print("no trace carries 'relevant' labels: learning the reader's rates, silence and prior without labels (EM)")
+    print(
+        "no trace carries 'relevant' labels: learning the reader's rates, silence and prior without labels (EM)"
+    )
     try:
         fit = learn_unlabelled(traces, prior)
     except NotEnoughTracesError as err:
@@ -341,11 +343,21 @@ def _unlabelled(args: argparse.Namespace, traces: list[dict[str, Any]], prior: A
     profile = fit.profile.model_copy(update={"notes": f"{_traces_command(args)}{fit.profile.notes}"})
     grid = profile.grid_positions or []
     rows = [
-        [pos, prior.tpr[pos], f"{profile.tpr[pos]:.3f} ± {fit.tpr_se[i]:.3f}", f"{fit.relevant_sightings[i]:.1f}",
-         prior.fpr[pos], f"{profile.fpr[pos]:.3f} ± {fit.fpr_se[i]:.3f}"]
+        [
+            pos,
+            prior.tpr[pos],
+            f"{profile.tpr[pos]:.3f} ± {fit.tpr_se[i]:.3f}",
+            f"{fit.relevant_sightings[i]:.1f}",
+            prior.fpr[pos],
+            f"{profile.fpr[pos]:.3f} ± {fit.fpr_se[i]:.3f}",
+        ]
         for i, pos in enumerate(grid)
     ]
-    print(format_table(["position", "TPR before", "TPR after", "relevant seen", "FPR before", "FPR after"], rows))
+    print(
+        format_table(
+            ["position", "TPR before", "TPR after", "relevant seen", "FPR before", "FPR after"], rows
+        )
+    )
     saved = _save(profile, out, checkpoint=None)
     if saved is None:
         return 2
