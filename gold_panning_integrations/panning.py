@@ -191,7 +191,13 @@ class GoldPanner:
         profile in use now) and used for the next ones (:meth:`use_profile`). Returns the
         :class:`~.calibration.unlabelled.TrafficLearner` (its ``fits`` tell what was learned)."""
         from .calibration.unlabelled import TrafficLearner
+        from .profiles import DetectorProfile
 
+        if not isinstance(self.profile, DetectorProfile):
+            raise TypeError(
+                "learn_from_traffic learns a DetectorProfile from the one in use; this panner's "
+                f"profile is a {type(self.profile).__name__}: pass a DetectorProfile, a bundled name or a path"
+            )
         self._learner = TrafficLearner(self.profile, every=every, window=window)
         return self._learner
 

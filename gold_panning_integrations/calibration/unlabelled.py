@@ -242,10 +242,10 @@ def _e_step(
                 ok = np.zeros(b, dtype=bool)
                 for row, ps in enumerate(prompts_of):
                     if j < len(ps):
-                        p = ps[j]
-                        positions[row, p.docs] = p.positions
-                        cited[row, p.docs[p.cited]] = True
-                        sizes[row] = p.span
+                        shown = ps[j]
+                        positions[row, shown.docs] = shown.positions
+                        cited[row, shown.docs[shown.cited]] = True
+                        sizes[row] = shown.span
                         ok[row] = True
                         columns[row].append(col)
                 observe_round(
@@ -374,8 +374,9 @@ def learn_unlabelled(
         classes = [_classes(lo, e, a_rate, model.blind_rate) for lo, e in zip(prior_lo, evidence)]
         post = [c[0] + c[1] for c in classes]  # relevant
         reads = [c[0] + c[2] for c in classes]  # read as relevant
-        q_s = np.array([reads[qi][d] for qi, d in zip(s_q, s_d)])
-        g_reply = np.concatenate(gamma) if gamma else np.zeros(0)
+        # (clipped: sums of probabilities can pass 1 by a rounding error, and counts must not go negative)
+        q_s = np.clip(np.array([reads[qi][d] for qi, d in zip(s_q, s_d)]), 0.0, 1.0)
+        g_reply = np.clip(np.concatenate(gamma), 0.0, 1.0) if gamma else np.zeros(0)
         # silence: an empty reply was silent for its own sake with this probability
         t_s = model.tpr[left] * (1 - w_right) + model.tpr[right] * w_right
         f_s = model.fpr[left] * (1 - w_right) + model.fpr[right] * w_right

@@ -15,13 +15,10 @@ import logging
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
-
-if TYPE_CHECKING:
-    from .config import PanningConfig
 
 __all__ = [
     "AUTO_MIN_SCORED",
@@ -223,12 +220,14 @@ class RankMap:
         return cls(**{f: data[f] for f in names})
 
 
-DEFAULT_RANK_MAP = RankMap(log_rank=-2.4407, offset=-0.4679)
+DEFAULT_RANK_MAP = RankMap(log_rank=-1.0, offset=-1.3802)
 """The rank map of a retriever and reader we know nothing about: even odds that the first
-10 candidates hold something relevant (``p_none`` 0.50 at 10; 0.62 for one candidate, 0.49
-at 20), spread over the ranks with the slope of BM25's rank over the Natural Questions
-calibration questions (docs/probabilities.md). A profile's ``expected_relevant`` (or the
-option) sets the expected count among the first 10 with the same slope."""
+10 candidates hold something relevant (``p_none`` 0.50 at 10; 0.80 for one candidate, 0.42
+at 20, 0.28 at 100), the odds of relevance falling as ``1 / (1 + rank)`` (the harmonic
+shape, which assumes no retriever's sharpness; BM25 on Natural Questions is sharper, slope
+-2.44, and the bundled NQ profiles carry that: docs/probabilities.md). A profile's
+``expected_relevant`` (or the option) sets the expected count among the first 10 with the
+same slope."""
 
 
 def _to_expected_k(weights: NDArray[np.float64], k: float) -> NDArray[np.float64]:
@@ -490,7 +489,21 @@ def retriever_prior_probs(
 
 
 # ------------------------------------------------------------------------------ the prior a profile gives
-def score_temperature(config: PanningConfig, profile: Any) -> float | None:
+class PriorOptions(Protocol):
+    """The options the prior reads (a :class:`~.config.PanningConfig` has them): declared
+    here so that the priors need not import the configuration."""
+
+    @property
+    def prior_temperature(self) -> float | None: ...
+    @property
+    def expected_relevant(self) -> float | None: ...
+    @property
+    def prior_head_decay(self) -> float | None: ...
+    @property
+    def prior_top10_recall(self) -> float | None: ...
+
+
+def score_temperature(config: PriorOptions, profile: Any) -> float | None:
     """The score prior's temperature: the option, else the profile's ``prior_temperature``
     (fitted for its retriever), else None (not known: ``auto`` reads the order only)."""
     if config.prior_temperature is not None:
@@ -511,7 +524,7 @@ def score_temperature(config: PanningConfig, profile: Any) -> float | None:
     return float(value)
 
 
-def score_map_of(config: PanningConfig, profile: Any) -> ScoreMap | None:
+def score_map_of(config: PriorOptions, profile: Any) -> ScoreMap | None:
     """The profile's :class:`~.priors.ScoreMap` (fitted for its retriever), unless the
     options set ``prior_temperature`` (which asks for the softmax) or the profile has none."""
     value = getattr(profile, "score_map", None)
@@ -525,7 +538,7 @@ def score_map_of(config: PanningConfig, profile: Any) -> ScoreMap | None:
         raise ValueError(f"the profile's score_map is not usable: {err}; fix or remove it") from err
 
 
-def rank_map_of(options: PanningConfig, profile: Any) -> RankMap:
+def rank_map_of(options: PriorOptions, profile: Any) -> RankMap:
     """The rank map the prior reads (:class:`~.priors.RankMap`): the profile's
     ``rank_map`` (learned from traces), else :data:`~.priors.DEFAULT_RANK_MAP`; with
     ``expected_relevant`` set in ``options`` (the options as given, before the profile fills
@@ -544,7 +557,7 @@ def rank_map_of(options: PanningConfig, profile: Any) -> RankMap:
     return base if mass is None else base.with_mass(float(mass))
 
 
-def rank_shape_of(options: PanningConfig, profile: Any) -> tuple[float, float] | None:
+def rank_shape_of(options: PriorOptions, profile: Any) -> tuple[float, float] | None:
     """``(top10_recall, head_decay)`` of the rank prior's older shape
     (:func:`~.priors.rank_prior_probs`) when ``options`` (as given, before the profile
     fills them in) set either, or the profile has a ``prior_head_decay`` and no

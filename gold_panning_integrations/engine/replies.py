@@ -40,17 +40,12 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field, fields
 from functools import lru_cache
-from typing import TYPE_CHECKING
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from .beliefs import logit, mixed_evidence, sigmoid
 from .config import PanningConfig
-from .self_citing import flat_evidence
-
-if TYPE_CHECKING:
-    from .rounds import BatchState, DecisionRates
 
 __all__ = [
     "ABSTAIN_CLIP",
@@ -67,7 +62,6 @@ __all__ = [
     "reply_posterior",
     "reply_rates",
     "self_citing_rate",
-    "settle_round",
     "weigh_replies",
 ]
 
@@ -199,8 +193,9 @@ def weigh_replies(
         w = 1.0 - g
         total = np.einsum("br,brn->bn", w, delta)
         loo = total[:, None, :] - w[:, :, None] * delta  # evidence from the other replies
-        p = sigmoid(prior + mixed_evidence(loo, false_lead_rate=false_lead_rate, blind_rate=blind_rate))
-        read = np.where(shown_s, np.logaddexp(np.log(p) + like_rel, np.log1p(-p) + like_irr), 0.0).sum(axis=2)
+        x = prior + mixed_evidence(loo, false_lead_rate=false_lead_rate, blind_rate=blind_rate)
+        log_p, log_1mp = -np.logaddexp(0.0, -x), -np.logaddexp(0.0, x)  # log p, log(1 - p), finite
+        read = np.where(shown_s, np.logaddexp(log_p + like_rel, log_1mp + like_irr), 0.0).sum(axis=2)
         # as positional: slot rates from the other positional replies
         cs = np.einsum("br,brk->bk", g, onehot_cited)
         ss = np.einsum("br,brk->bk", g, onehot_shown)
@@ -513,50 +508,6 @@ def abstention_update(
     with np.errstate(divide="ignore"):
         log_1mq = np.log(-np.expm1(log_q))  # log(1 - q), -inf when q = 1
     return -np.logaddexp(log_q - lam[:, None], log_1mq)
-
-
-def settle_round(state: BatchState, config: PanningConfig, geometry: DecisionRates) -> None:
-    """Weigh every reply of ``state`` again (:func:`~.replies.reply_posterior`) and set
-    its log-odds, for the runs that read a reply since they last settled: what the last
-    ``observe_round`` of a round does with ``settle=True``. A no-op when ``content_free`` is
-    0 or nothing was observed."""
-    omega = reply_rates(config)[0]
-    rows = np.flatnonzero(state.unsettled)
-    if omega == 0.0 or not len(state.replies) or rows.size == 0:
-        return
-    a, b_rate, s = mixture_rates(config, state.log_odds.shape[1])
-    every = rows.size == state.unsettled.size
-    replies = state.replies if every else state.replies.rows(rows)
-    previous = state.positional if every else state.positional[rows]
-    fitted, positional, evidence = reply_posterior(
-        replies,
-        state.prior_log_odds[rows],
-        content_free=omega,
-        false_lead_rate=a,
-        blind_rate=b_rate,
-        previous=previous,
-    )
-    r = positional.shape[1]
-    if state.positional.shape[1] < r:
-        grown = np.zeros((state.positional.shape[0], r))
-        grown[:, : state.positional.shape[1]] = state.positional
-        state.positional = grown
-    state.positional[rows] = positional
-    state.evidence[rows] = evidence
-    if s > 0.0:
-        t = geometry.temperature
-        fitted = state.prior_log_odds[rows] + mixed_evidence(
-            evidence,
-            false_lead_rate=a,
-            blind_rate=b_rate,
-            self_citing=s,
-            flat=flat_evidence(
-                state.counts[rows], state.times_shown[rows], state.irrelevant[rows], temperature=t
-            ),
-            profile_evidence=state.relevant[rows] - state.irrelevant[rows],
-        )
-    state.log_odds[rows] = fitted + state.abstained[rows]
-    state.unsettled[rows] = False
 
 
 # ------------------------------------------------------------------------------ the mixture's rates

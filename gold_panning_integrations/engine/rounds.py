@@ -45,7 +45,6 @@ from .replies import (
     reply_posterior,
     reply_rates,
     self_citing_rate,
-    settle_round,
 )
 
 __all__ = [
@@ -637,3 +636,47 @@ def suspected_shares(
         return None
     share[share < TEST_AT] = 0.0
     return share
+
+
+def settle_round(state: BatchState, config: PanningConfig, geometry: DecisionRates) -> None:
+    """Weigh every reply of ``state`` again (:func:`~.replies.reply_posterior`) and set
+    its log-odds, for the runs that read a reply since they last settled: what the last
+    ``observe_round`` of a round does with ``settle=True``. A no-op when ``content_free`` is
+    0 or nothing was observed."""
+    omega = reply_rates(config)[0]
+    rows = np.flatnonzero(state.unsettled)
+    if omega == 0.0 or not len(state.replies) or rows.size == 0:
+        return
+    a, b_rate, s = mixture_rates(config, state.log_odds.shape[1])
+    every = rows.size == state.unsettled.size
+    replies = state.replies if every else state.replies.rows(rows)
+    previous = state.positional if every else state.positional[rows]
+    fitted, positional, evidence = reply_posterior(
+        replies,
+        state.prior_log_odds[rows],
+        content_free=omega,
+        false_lead_rate=a,
+        blind_rate=b_rate,
+        previous=previous,
+    )
+    r = positional.shape[1]
+    if state.positional.shape[1] < r:
+        grown = np.zeros((state.positional.shape[0], r))
+        grown[:, : state.positional.shape[1]] = state.positional
+        state.positional = grown
+    state.positional[rows] = positional
+    state.evidence[rows] = evidence
+    if s > 0.0:
+        t = geometry.temperature
+        fitted = state.prior_log_odds[rows] + mixed_evidence(
+            evidence,
+            false_lead_rate=a,
+            blind_rate=b_rate,
+            self_citing=s,
+            flat=flat_evidence(
+                state.counts[rows], state.times_shown[rows], state.irrelevant[rows], temperature=t
+            ),
+            profile_evidence=state.relevant[rows] - state.irrelevant[rows],
+        )
+    state.log_odds[rows] = fitted + state.abstained[rows]
+    state.unsettled[rows] = False
