@@ -41,7 +41,13 @@ from gold_panning_integrations.calibration.recalibration import replay_log_odds
 from gold_panning_integrations.calibration.traces import read_traces
 from gold_panning_integrations.engine.beliefs import logit, sigmoid
 from gold_panning_integrations.engine.config import PanningConfig
-from gold_panning_integrations.engine.panner import _retriever_prior, score_map_of, score_temperature
+from gold_panning_integrations.engine.panner import (
+    _retriever_prior,
+    rank_map_of,
+    rank_shape_of,
+    score_map_of,
+    score_temperature,
+)
 from gold_panning_integrations.ir.collection import read_qrels, read_run
 from gold_panning_integrations.ir.ranking_metrics import per_query_metrics
 from gold_panning_integrations.profiles import load_profile
@@ -84,7 +90,15 @@ def replayed(
     for q, t in traces.items():
         n = int(t["n"])
         if rescore:
-            prior = _retriever_prior(config, n, [s for _, s in run[q][:n]], temperature, score_map)
+            prior = _retriever_prior(
+                config,
+                n,
+                [s for _, s in run[q][:n]],
+                temperature,
+                score_map,
+                rank_map_of(config, profile),
+                rank_shape_of(config, profile),
+            )
             t = {**t, "prior_log_odds": None if prior is None else logit(prior).tolist()}
         lo = replay_log_odds(t, profile)
         out[q] = recalibration.probabilities(lo) if recalibration is not None else sigmoid(lo)
@@ -131,7 +145,12 @@ def report(
 def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--before", required=True, help="the profile the traces were panned with")
-    ap.add_argument("--after", required=True, help="the profile to compare (its score_map, its map)")
+    ap.add_argument(
+        "--after",
+        required=True,
+        action="append",
+        help="a profile to compare (its score_map, rank_map and map); repeat for several",
+    )
     ap.add_argument(
         "--set", nargs=2, action="append", type=Path, required=True, metavar=("TRACES", "CHECKPOINT")
     )
@@ -155,7 +174,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     print("|---|---|---|---|---|---|")
     for name, path, rescore in (
         ("before: " + args.before, args.before, False),
-        ("after: " + args.after, args.after, True),
+        *(("after: " + after, after, True) for after in args.after),
     ):
         probs = replayed(load_profile(path), traces, run, rescore=rescore)
         print(report(name, probs, traces, run, qrels, emptied, args.draws))

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from numpy.typing import NDArray
 from typing_extensions import Unpack
 
 from .engine.beliefs import recalibration_of
@@ -31,6 +32,8 @@ from .engine.panner import (
     _retriever_prior,
     aread_round,
     check_profile,
+    rank_map_of,
+    rank_shape_of,
     read_round,
     score_map_of,
     score_temperature,
@@ -164,6 +167,7 @@ class GoldPanner:
         false_leads: float | None = FROM_CONFIG,
         blind_rate: float | None = FROM_CONFIG,
         self_citing: float = FROM_CONFIG,
+        content_free: float | None = FROM_CONFIG,
     ) -> None:
         if seed is not None and rng is not None:
             raise InvalidInputError(
@@ -179,20 +183,9 @@ class GoldPanner:
             profile, label = resolved_profile(profile, reader=reader, task=task)
         else:  # any object with tpr/fpr
             label = f"{getattr(profile, 'model', 'custom')} ({getattr(profile, 'task', 'unknown')})"
-        self.profile_label = label
-        """How reports name the profile in use (:class:`~.profiles.ResolvedProfile`)."""
-        self.profile = check_profile(profile)
         self.reader = reader
         given = {name: v for name, v in locals().items() if name in _OPTIONS and v is not FROM_CONFIG}
-        self.config = PanningConfig.from_options(config, **given).with_profile(profile)
-        self.evidence_temperature = self.config.resolved("evidence_temperature")
-        self.geometry = DecisionRates(
-            profile.tpr,
-            profile.fpr,
-            config=self.config,
-            temperature=self.evidence_temperature,
-            abstention=getattr(profile, "abstention_map", None),
-        )
+        self._options = PanningConfig.from_options(config, **given)
         # None: each run derives its own stream from its input (:func:`~.engine.records.derived_rng`);
         # an int: each run starts the stream of that seed anew, so a repeated call repeats
         self.seed: int | None = rng if isinstance(rng, int) else None
@@ -203,10 +196,84 @@ class GoldPanner:
             else np.random.default_rng(None if rng == "fresh" else rng)
         )
         """The one stream this panner's runs continue (a Generator given, or ``"fresh"``), else None."""
+        self._learner: Any = None
+        self.use_profile(profile, label=label)
+
+    def use_profile(self, profile: Any, *, label: str | None = None) -> None:
+        """Pan the next queries with ``profile`` (any object with ``tpr``/``fpr``): the
+        options left to the profile, the decision rates, the maps of the prior and the
+        recalibration map are derived from it again; the options given stay."""
+        self.profile_label = (
+            label or f"{getattr(profile, 'model', 'custom')} ({getattr(profile, 'task', 'unknown')})"
+        )
+        """How reports name the profile in use (:class:`~.profiles.ResolvedProfile`)."""
+        self.profile = check_profile(profile)
+        self.config = self._options.with_profile(profile)
+        self.evidence_temperature = self.config.resolved("evidence_temperature")
+        self.geometry = DecisionRates(
+            profile.tpr,
+            profile.fpr,
+            config=self.config,
+            temperature=self.evidence_temperature,
+            abstention=getattr(profile, "abstention_map", None),
+        )
         self.recalibration = recalibration_of(profile)
         self.score_temperature = score_temperature(self.config, profile)
         self.score_map = score_map_of(self.config, profile)
+        self.rank_map = rank_map_of(self._options, profile)
+        self.rank_shape = rank_shape_of(self._options, profile)
         self._by_k: dict[int | None, PanningConfig] = {self.config.k: self.config}
+        self._priors: dict[int, NDArray[np.float64] | None] = {}
+
+    def _prior(
+        self, config: PanningConfig, n: int, scores: Sequence[float | None] | None
+    ) -> NDArray[np.float64] | None:
+        """The retriever prior of ``n`` documents (:func:`~.engine.panner._retriever_prior`);
+        without scores the same for every query of ``n`` documents, so kept per ``n``."""
+        if scores is not None and all(v is None for v in scores):
+            scores = None  # no document has one
+        if scores is None and n in self._priors:
+            return self._priors[n]
+        prior = _retriever_prior(
+            config,
+            n,
+            scores,
+            self.score_temperature,
+            self.score_map,
+            self.rank_map,
+            self.rank_shape,
+            mass_given=self._options.expected_relevant is not None,
+        )
+        if scores is None and len(self._priors) < 256:
+            self._priors[n] = prior
+        return prior
+
+    def learn_from_traffic(self, *, every: int = 50, window: int = 1000) -> Any:
+        """Opt in to learning this panner's profile from the queries it pans, without labels:
+        from the :data:`~.calibration.unlabelled.MIN_UNLABELLED_QUERIES`-th query on, every
+        ``every`` queries the profile is learned again from the last ``window`` queries'
+        traces (:func:`~.calibration.unlabelled.learn_unlabelled`, starting from the
+        profile in use now) and used for the next ones (:meth:`use_profile`). Returns the
+        :class:`~.calibration.unlabelled.TrafficLearner` (its ``fits`` tell what was learned)."""
+        from .calibration.unlabelled import TrafficLearner
+        from .profiles import DetectorProfile
+
+        if not isinstance(self.profile, DetectorProfile):
+            raise TypeError(
+                "learn_from_traffic learns a DetectorProfile from the one in use; this panner's "
+                f"profile is a {type(self.profile).__name__}: pass a DetectorProfile, a bundled name or a path"
+            )
+        self._learner = TrafficLearner(self.profile, every=every, window=window)
+        return self._learner
+
+    def _learned(self, result: PanningResult) -> PanningResult:
+        """``result``, after the traffic learner (if any) saw it and maybe refitted the profile."""
+        learner = self._learner
+        if learner is not None:
+            profile = learner.observe(result)
+            if profile is not None:
+                self.use_profile(profile, label=f"learned from {learner.queries} queries' traffic")
+        return result
 
     def __getattr__(self, name: str) -> Any:
         # Read access to the options as attributes (panner.rounds, panner.k, ...).
@@ -249,9 +316,7 @@ class GoldPanner:
                 rng = self.rng if self.rng is not None else derived_rng(question, documents)
         prior_probs, prior_log_odds = options.get("prior_probs"), options.get("prior_log_odds")
         if prior_probs is None and prior_log_odds is None:
-            prior_probs = _retriever_prior(
-                config, len(documents), options.get("scores"), self.score_temperature, self.score_map
-            )
+            prior_probs = self._prior(config, len(documents), options.get("scores"))
         run = PanningRun(
             len(documents),
             config=config,
@@ -291,7 +356,7 @@ class GoldPanner:
         with query_scope():  # one query: the reader's per-query state (its deadline)
             while (plan := run.next_round()) is not None:
                 run.observe(plan, read_round(self.reader, question, documents, plan.windows, extra))
-        return run.result()
+        return self._learned(run.result())
 
     async def arun(
         self, question: str, documents: Sequence[Any], **options: Unpack[RunOptions]
@@ -301,7 +366,7 @@ class GoldPanner:
         with query_scope():  # as in run
             while (plan := run.next_round()) is not None:
                 run.observe(plan, await aread_round(self.reader, question, documents, plan.windows, extra))
-        return run.result()
+        return self._learned(run.result())
 
     def rerank(
         self,

@@ -178,8 +178,10 @@ def GoldPanner(*args: Any, **kwargs: Any) -> _GoldPanner:
     tested in ``test_engine_reading.py``, the robust likelihood in ``test_engine_robust.py``,
     the retriever prior in ``test_engine_priors.py``), and, unless a config is given, the
     paper's rounds: one prompt each, 4 rounds (the hand-derived numbers count rounds as
-    calls; prompts sent together are tested in ``test_engine_parallel.py``)."""
-    for name, value in {**PAPER_UPDATE, "retriever_prior": "none"}.items():
+    calls; prompts sent together are tested in ``test_engine_parallel.py``). The flat prior
+    is the base rate ``min(1/n, 1/2)``: one relevant document expected among those given
+    (``expected_relevant=1``; the default prior is the rank map's, ``test_engine_priors.py``)."""
+    for name, value in {**PAPER_UPDATE, "retriever_prior": "none", "expected_relevant": 1.0}.items():
         kwargs.setdefault(name, value)
     if len(args) < 3 and kwargs.get("config") is None:
         kwargs.setdefault("prompts_per_round", 1)

@@ -100,7 +100,10 @@ async def test_goldpanner_refuses_a_document_that_is_not_text(document: Any, pat
 
 async def test_an_empty_document_is_data() -> None:
     reader = ScriptedReader()
-    panner = GoldPanner(reader, PROFILE, rounds=1, prompts_per_round=1)
+    # A flat prior: the needle comes first because the one reading cited it. Under the
+    # default rank map the needle at rank 1 of 3 starts 1.69 nats below rank 0 (log-odds
+    # -2.160 against -0.468), near all one citation can add (log(0.9 / 0.125) = 1.97 nats).
+    panner = GoldPanner(reader, PROFILE, rounds=1, prompts_per_round=1, retriever_prior="none")
     result = panner.run(QUESTION, ["", "a needle", ""])
     assert result.calls == 1 and len(reader.prompts) == 1  # shown, empty documents too
     assert sorted(reader.prompts[0]) == ["", "", "a needle"] and result.ranking[0] == 1
@@ -263,7 +266,11 @@ def test_cli_run_pans_a_docs_file_with_an_empty_line_of_json_text(
     monkeypatch.setattr(_cli_args, "make_reader", lambda args, seed=0: reader)
     path = tmp_path / "docs.jsonl"
     path.write_text('{"text": ""}\n{"text": "a needle"}\n')
+    # a flat prior (--retriever-prior none): the needle is selected because it was cited.
+    # Under the default rank map the second of 2 starts 1.69 nats below the first, more
+    # than a citation can add at n = 2 (log(0.9 / 0.25) = 1.28 nats).
     args = ["run", "--docs", str(path), "--question", QUESTION, "--profile", PROFILE, "--json"]
+    args += ["--retriever-prior", "none"]
     assert main([*args, "--rounds", "1", "--prompts-per-round", "1", "--k", "1", "--no-final-answer"]) == 0
     out = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
     assert out["selected"] == [1] and reader.sync_calls == 1

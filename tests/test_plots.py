@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from gold_panning_integrations import DetectorProfile, GoldPanner, SimulatedReader
+from gold_panning_integrations.engine.priors import DEFAULT_RANK_MAP
 from gold_panning_integrations.plots import plot_belief_trajectories
 
 
@@ -23,7 +24,11 @@ def _result():
 def test_prior_log_odds_is_the_base_rate() -> None:
     res = _result()
     assert res.prior_log_odds is not None
-    np.testing.assert_allclose(res.prior_log_odds, np.log(1 / 12) - np.log(11 / 12))
+    # the flat base-rate prior (retriever_prior="none"): the default rank map's chance that
+    # none of the 12 is relevant, spread evenly: 1 - prod_r (1 - p_r)^(1/12) each
+    p = DEFAULT_RANK_MAP.probabilities(12)
+    flat = 1.0 - float(np.prod(1.0 - p)) ** (1 / 12)
+    np.testing.assert_allclose(res.prior_log_odds, np.log(flat) - np.log1p(-flat))
 
 
 def test_plot_writes_a_png(tmp_path: Path) -> None:

@@ -67,8 +67,10 @@ from gold_panning_integrations import (
     GoldPanningRetriever,
     PanningResult,
 )
-from gold_panning_integrations.engine.priors import rank_prior_probs
+from gold_panning_integrations.engine.config import PanningConfig
+from gold_panning_integrations.engine.priors import BOUND_SHARE, DEFAULT_RANK_MAP, bounded_prior
 from gold_panning_integrations.engine.records import label_range
+from gold_panning_integrations.engine.rounds import evidence_swing
 from gold_panning_integrations.readers import OpenAIReader
 from gold_panning_integrations.readers._limits import retry_after
 
@@ -365,9 +367,17 @@ class Outcome:
 
 
 def _prior(path: Path_) -> np.ndarray:
-    if path in ("retriever", "postprocessor"):  # the adapters' default rank prior
-        return rank_prior_probs(N, k=1, top10_recall=0.5)
-    return np.full(N, 1.0 / N)  # the panner's base rate k/n
+    """What the engine starts from on ``path``, from the engine's prior functions (not from
+    a run): the adapters' default rank prior is the default rank map's first ``N``
+    probabilities, bounded at ``BOUND_SHARE`` of the swing consistent evidence can make
+    with these options; the panner paths (``retriever_prior="none"``, no
+    ``expected_relevant``) start flat, with the same chance that none is relevant."""
+    if path in ("retriever", "postprocessor"):
+        config = PanningConfig.from_options(None, rounds=ROUNDS, prompts_per_round=1).with_profile(PROFILE)
+        return bounded_prior(
+            DEFAULT_RANK_MAP.probabilities(N), max_gap=BOUND_SHARE * evidence_swing(config, N)
+        )
+    return DEFAULT_RANK_MAP.flat(N)
 
 
 def _run_path(path: Path_, reader: OpenAIReader, on_failure: str) -> tuple[PanningResult, list[int]]:

@@ -35,7 +35,9 @@ from gold_panning_integrations import (
     Reading,
     SimulatedReader,
 )
-from gold_panning_integrations.engine.priors import rank_prior_probs
+from gold_panning_integrations.engine.config import PanningConfig
+from gold_panning_integrations.engine.priors import BOUND_SHARE, DEFAULT_RANK_MAP, bounded_prior
+from gold_panning_integrations.engine.rounds import evidence_swing
 from gold_panning_integrations.errors import FatalReaderError
 from gold_panning_integrations.readers import ChatModelReader, LlamaIndexLLMReader, OpenAIReader
 from gold_panning_integrations.readers._errors import classify_error
@@ -85,23 +87,38 @@ def _node_index(node: NodeWithScore) -> int:
     return int(node.node.node_id[1:])
 
 
+_FLAT: dict[str, Any] = {"retriever_prior": "none"}
+"""Options of the tests that follow a needle placed after other documents through awkward
+inputs: a flat prior, so that what comes back first is where the citations led. Under the
+default rank map a needle at rank 2 starts 2.68 nats below rank 0 (log-odds -3.149 against
+-0.468), more than citations in every prompt can add to it with the default rates
+(``log((1 - b) / a)``, b = 0.1, a = 0.25 / (n - 1): 1.97 nats at n = 3, 2.38 at n = 4): it
+overtakes rank 0 only once rank 0 is missed at informative positions."""
+
+
 # ------------------------------------------------------------------ one document, k > n
 def test_one_document_through_both_adapters() -> None:
     reader = NeedleReader()
-    docs, res = _retriever([NEEDLE], reader, k=3, rounds=2, profile=TWO).pan(Q)
+    # content_free=0: the paper's update, so the evidence below is derived by hand (with one
+    # slot, a reply that follows the position cites the one document too: the default
+    # weighing of the two kinds of reply is tested in tests/engine)
+    docs, res = _retriever([NEEDLE], reader, k=3, rounds=2, profile=TWO, content_free=0.0).pan(Q)
     assert [d.page_content for d in docs] == [NEEDLE] and res.k == 1 and res.calls == 2
     assert reader.prompts == [[NEEDLE], [NEEDLE]]
-    # n=1, k=3: the rank prior's mass min(1, 0.95 * 1) (expected_relevant 1, not k) is
-    # capped at MAX_PRIOR: prior 0.95, odds 19. Two citations at the strong position (the
-    # profile resampled to one position keeps its first: 0.9/0.1, which the default robust
-    # likelihood reads as 0.88/0.12; the level scales TPR and FPR alike): E = 2 log(22/3),
-    # e^E = 484/9. Document-level mixture: n - 1 = 0 irrelevant, so a = 0, b = 0.1: g(E) =
-    # log(0.9 * 484/9 + 0.1) = log(436.5/9), log-odds log 19 + log(436.5/9) = log(921.5) =
-    # 6.826003 (posterior 0.998916; log 19 + 2 log(22/3) = 6.929 without the mixture).
-    assert res.log_odds[0] == pytest.approx(math.log(19) + math.log(436.5 / 9), abs=1e-12)
-    assert res.posteriors[0] == pytest.approx(19 * 436.5 / (9 + 19 * 436.5), abs=1e-12)
+    # n=1, k=3: the rank map's first rank, whatever n or k: log-odds DEFAULT_RANK_MAP.offset
+    # = -0.4679 (prior 0.385; nothing to bound with one document). Two citations at the
+    # strong position (the profile resampled to one position keeps its first: 0.9/0.1, which
+    # the default robust likelihood reads as 0.88/0.12; the level scales TPR and FPR alike):
+    # E = 2 log(22/3), e^E = 484/9. Document-level mixture: n - 1 = 0 irrelevant, so a = 0,
+    # b = 0.1: g(E) = log(0.9 * 484/9 + 0.1) = log(436.5/9) = 3.881564, log-odds -0.4679 +
+    # 3.881564 = 3.413664 (posterior 0.968129; -0.4679 + 2 log(22/3) = 3.517 without the mixture).
+    prior = DEFAULT_RANK_MAP.offset
+    assert res.prior_log_odds is not None and res.prior_log_odds[0] == pytest.approx(prior, abs=1e-12)
+    assert res.log_odds[0] == pytest.approx(prior + math.log(436.5 / 9), abs=1e-12)
+    odds = math.exp(prior) * 436.5 / 9
+    assert res.posteriors[0] == pytest.approx(odds / (1 + odds), abs=1e-12)
     nodes, res2 = GoldPanningPostprocessor(
-        reader=NeedleReader(), top_n=3, rounds=2, profile=TWO, prompts_per_round=1
+        reader=NeedleReader(), top_n=3, rounds=2, profile=TWO, prompts_per_round=1, content_free=0.0
     ).pan(_nodes([NEEDLE]), Q)
     assert [_node_index(n) for n in nodes] == [0] and nodes[0].score == pytest.approx(res.posteriors[0])
     assert res2.k == 1
@@ -109,12 +126,16 @@ def test_one_document_through_both_adapters() -> None:
 
 def test_k_larger_than_n_returns_every_document_ranked() -> None:
     texts = ["Filler one.", NEEDLE, "Filler two."]
-    docs = _retriever(texts, NeedleReader(), k=10, rounds=2, profile=TWO).invoke(Q)
+    # A flat prior (retriever_prior="none"): the order below is the evidence's, not the
+    # input's. Under the default rank map (log-odds -0.468, -2.160, -3.149) the needle at
+    # rank 1 needs 1.69 nats more than rank 0, and its citations here fall at the resampled
+    # profile's weak positions (0.7/0.3, 0.5/0.5): rank 0 stays first (0.28 against 0.15).
+    docs = _retriever(texts, NeedleReader(), k=10, rounds=2, profile=TWO, retriever_prior="none").invoke(Q)
     assert len(docs) == 3 and docs[0].page_content == NEEDLE
     assert [d.metadata["gold_panning_rank"] for d in docs] == [1, 2, 3]
     assert sorted(d.metadata["i"] for d in docs) == [0, 1, 2]
     nodes = GoldPanningPostprocessor(
-        reader=NeedleReader(), top_n=10, rounds=2, profile=TWO
+        reader=NeedleReader(), top_n=10, rounds=2, profile=TWO, retriever_prior="none"
     ).postprocess_nodes(_nodes(texts), query_str=Q)
     assert _node_index(nodes[0]) == 1 and sorted(_node_index(n) for n in nodes) == [0, 1, 2]
 
@@ -125,9 +146,18 @@ def test_identical_texts_are_separate_documents_in_the_trace() -> None:
     the citation goes to whichever copy sat there, never to both, never merged."""
     texts = ["Filler a.", NEEDLE, "Filler b.", NEEDLE, "Filler c."]
     reader = NeedleReader(first_only=True)
-    res = GoldPanner(reader, profile="lost-in-the-middle", rounds=4, k=2, rng=0, prompts_per_round=1).run(
-        Q, texts
-    )
+    # A flat prior (retriever_prior="none"): the selection is the citations', not the input
+    # order's (under the default rank map the copy at rank 1, cited once in four prompts
+    # here, stays below the uncited rank 0: log-odds -0.53 against -2.11 to start).
+    res = GoldPanner(
+        reader,
+        profile="lost-in-the-middle",
+        rounds=4,
+        k=2,
+        rng=0,
+        prompts_per_round=1,
+        retriever_prior="none",
+    ).run(Q, texts)
     assert res.posteriors.shape == (5,)
     for tr, prompt in zip(res.rounds, reader.prompts):
         window = tr.windows[0]
@@ -165,9 +195,11 @@ def test_empty_documents_keep_their_labels_through_the_openai_reader() -> None:
 
     with FakeOpenAIServer(default=dynamic(model)) as server:
         reader = OpenAIReader(model="m", base_url=server.base_url, api_key="k", wait=0)
-        res = GoldPanner(reader, rounds=3, k=1, rng=0, prompts_per_round=1).run(Q, texts)
+        # flat priors (retriever_prior="none"): what comes back is where the labels led, not
+        # the input order (_FLAT says why)
+        res = GoldPanner(reader, rounds=3, k=1, rng=0, prompts_per_round=1, **_FLAT).run(Q, texts)
         assert len(server.requests) == 3
-        docs = _retriever(texts, reader, k=1, rounds=2).invoke(Q)
+        docs = _retriever(texts, reader, k=1, rounds=2, **_FLAT).invoke(Q)
     assert res.selected.tolist() == [2] and res.citation_counts.tolist() == [0, 0, 3, 0]
     assert docs[0].metadata["i"] == 2
     assert (
@@ -243,7 +275,7 @@ def test_megabyte_document_is_cut_to_the_default_budget() -> None:
         assert reader.context_tokens == 8192
         reading = reader.read(Q, texts)
         assert not reading.failed and reading.documents_cut == 1
-        docs, res = _retriever(texts, reader, k=1, rounds=2).pan(Q)
+        docs, res = _retriever(texts, reader, k=1, rounds=2, **_FLAT).pan(Q)
         assert docs[0].metadata["i"] == 2 and res.failed_rounds == 0 and res.documents_cut == 2
         cuts = [reading.chars_cut] + [x.chars_cut for t in res.rounds for x in t.readings]
         assert res.chars_cut == sum(cuts[1:])
@@ -280,10 +312,10 @@ def test_megabyte_document_with_a_limit_is_cut_and_marked() -> None:
         reader = OpenAIReader(
             model="m", base_url=server.base_url, api_key="k", wait=0, max_chars_per_doc=2000
         )
-        res = GoldPanner(reader, rounds=3, k=1, rng=0, prompts_per_round=1).run(Q, texts)
-        docs, res2 = _retriever(texts, reader, k=1, rounds=2).pan(Q)
+        res = GoldPanner(reader, rounds=3, k=1, rng=0, prompts_per_round=1, **_FLAT).run(Q, texts)
+        docs, res2 = _retriever(texts, reader, k=1, rounds=2, **_FLAT).pan(Q)
         nodes = GoldPanningPostprocessor(
-            reader=reader, top_n=1, rounds=2, prompts_per_round=1
+            reader=reader, top_n=1, rounds=2, prompts_per_round=1, **_FLAT
         ).postprocess_nodes(_nodes(texts), query_str=Q)
         reqs = server.requests
     assert res.selected.tolist() == [2] and res.failed_rounds == 0
@@ -353,7 +385,8 @@ def test_ten_thousand_documents_with_dummy_positions() -> None:
     ).run(Q, texts)
     assert res.calls == 3 and [len(tr.windows[0]) for tr in res.rounds] == [20, 20, 20]
     shown = {i for tr in res.rounds for i in tr.shown}
-    prior = 1.0 / N_BIG
+    # the flat prior: the default rank map's chance that none of N_BIG is relevant, spread evenly
+    prior = float(DEFAULT_RANK_MAP.flat(N_BIG)[0])
     moved = np.flatnonzero(~np.isclose(res.posteriors, prior, rtol=0, atol=1e-15))
     assert set(moved.tolist()) <= shown and 20 < len(shown) <= 60  # later rounds reach unseen ones
     assert res.selected.tolist() == [7]
@@ -406,12 +439,23 @@ def test_ten_thousand_documents_through_the_retriever_and_postprocessor() -> Non
 # ------------------------------------------------------------------ profiles
 def test_profile_shorter_than_the_prompt_is_resampled_through_the_retriever() -> None:
     """A 2-position profile with 3 documents is resampled by relative position:
-    TPR [0.9, 0.7, 0.5], FPR [0.1, 0.3, 0.5]. Flat prior 1/3; the reader cites the
-    document at position 0 (doc 0 in round 1, by input order): pinned by hand."""
+    TPR [0.9, 0.7, 0.5], FPR [0.1, 0.3, 0.5]. Flat prior 1/3 (``expected_relevant=1``
+    spread over 3) and the paper's update of each reply (``content_free=0``); the reader
+    cites the document at position 0 (doc 0 in round 1, by input order): pinned by hand."""
     texts = [NEEDLE, "Filler one.", "Filler two."]
     reader = NeedleReader()
     # seed=2: the engine's shuffle of the top documents (shuffle_top) keeps input order here.
-    _, res = _retriever(texts, reader, k=1, rounds=1, profile=TWO, retriever_prior="none", seed=2).pan(Q)
+    _, res = _retriever(
+        texts,
+        reader,
+        k=1,
+        rounds=1,
+        profile=TWO,
+        retriever_prior="none",
+        expected_relevant=1.0,
+        content_free=0.0,
+        seed=2,
+    ).pan(Q)
     assert reader.prompts == [texts]
     base = math.log(0.5)  # log-odds of 1/3
     assert res.log_odds.tolist() == pytest.approx(
@@ -458,5 +502,9 @@ def test_tpr_equal_fpr_falls_back_to_the_prior_order_flagged(
     assert [d.metadata["i"] for d in docs] == [0, 1]  # the rank prior's order
     assert all(d.metadata["gold_panning_panned"] is False for d in docs)
     assert [_node_index(n) for n in nodes] == [0, 1]
-    # the prior's mass is expected_relevant (1), not k = 2
-    np.testing.assert_allclose(res.posteriors, rank_prior_probs(3, k=1, top10_recall=0.5))
+    # the default rank map's first 3 ranks (whatever k = 2), bounded at BOUND_SHARE of the
+    # swing consistent evidence can make
+    config = PanningConfig().with_profile(blind)
+    prior = bounded_prior(DEFAULT_RANK_MAP.probabilities(3), max_gap=BOUND_SHARE * evidence_swing(config, 3))
+    np.testing.assert_allclose(res.posteriors, prior)
+    np.testing.assert_allclose(res2.posteriors, prior)

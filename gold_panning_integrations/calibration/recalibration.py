@@ -21,7 +21,7 @@ from scipy.optimize import isotonic_regression, minimize
 
 from ..engine.beliefs import MAP_KINDS, RecalibrationMap, logit, sigmoid
 from ..engine.config import PanningConfig
-from ..engine.rounds import BatchState, DecisionRates, observe_round
+from ..engine.rounds import BatchState, DecisionRates, observe_round, settle_round
 from .metrics import adaptive_ece, brier, ece
 
 __all__ = [
@@ -156,7 +156,10 @@ def replay_log_odds(
             sizes = np.array([int(p["span"])], dtype=np.intp)
             a = p.get("abstain_p")
             abstain = None if a is None else np.array([float(a)])
-            observe_round(state, positions, sizes, cited, abstain_p=abstain, config=cfg, geometry=geometry)
+            observe_round(
+                state, positions, sizes, cited, abstain_p=abstain, config=cfg, geometry=geometry, settle=False
+            )
+        settle_round(state, cfg, geometry)  # a round's prompts are weighed together, as the panner does
     return state.log_odds[0].copy()
 
 

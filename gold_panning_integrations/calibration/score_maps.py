@@ -1,6 +1,7 @@
-"""A retriever's score map (:class:`~..engine.priors.ScoreMap`) fitted on labelled queries:
-each candidate's probability of relevance from its score and rank, by logistic regression.
-``calibrate --from-traces`` fits it from traces that record the scores. Pure numpy."""
+"""A retriever's score map (:class:`~..engine.priors.ScoreMap`) and rank map
+(:class:`~..engine.priors.RankMap`): each candidate's probability of relevance from its
+score and rank, or its rank alone, by logistic regression on labels (0/1) or on an EM's
+soft labels (probabilities). ``calibrate --from-traces`` fits them from traces. Pure numpy."""
 
 from __future__ import annotations
 
@@ -11,9 +12,9 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from ..engine.beliefs import sigmoid
-from ..engine.priors import ScoreMap
+from ..engine.priors import RankMap, ScoreMap
 
-__all__ = ["MIN_SCORE_MAP_QUERIES", "fit_score_map", "fit_score_map_on"]
+__all__ = ["MIN_SCORE_MAP_QUERIES", "fit_rank_map_on", "fit_score_map", "fit_score_map_on"]
 
 MIN_SCORE_MAP_QUERIES = 20
 """Labelled queries with scores (and at least 5 relevant and 5 irrelevant candidates among
@@ -96,3 +97,35 @@ def fit_score_map(traces: Iterable[Mapping[str, Any]]) -> tuple[ScoreMap, dict[s
         scores.append(np.asarray(s, dtype=np.float64))
         labels.append(y)
     return fit_score_map_on(scores, labels)
+
+
+def fit_rank_map_on(relevant: Sequence[ArrayLike], *, ridge: float = 1.0) -> RankMap | None:
+    """A retriever's :class:`~..engine.priors.RankMap` from queries whose candidates are
+    in the retriever's order: logistic regression of each candidate's relevance (0/1, or a
+    probability) on ``log(1 + rank)`` by Newton's method, a ridge of ``ridge`` on the slope
+    (standardised), the slope held at 0 if the fit would make later ranks likelier. None
+    with fewer than 5 relevant or 5 irrelevant candidates in expectation.
+
+    Example: two queries of two candidates, the first relevant in both: a falling map.
+    """
+    ys = [np.asarray(y, dtype=np.float64).reshape(-1) for y in relevant]
+    y = np.concatenate(ys) if ys else np.zeros(0)
+    if y.sum() < 5 or (1.0 - y).sum() < 5:
+        return None
+    x = np.concatenate([np.log1p(np.arange(v.size, dtype=np.float64)) for v in ys])
+    mean, sd = float(x.mean()), float(x.std()) or 1.0
+    a = np.column_stack([(x - mean) / sd, np.ones(x.size)])
+    penalty = np.diag([ridge, 0.0])
+    w = np.array([0.0, float(np.log(y.mean() / (1.0 - y.mean())))])
+    for _ in range(100):
+        p = sigmoid(a @ w)
+        grad = a.T @ (y - p) - penalty @ w
+        hess = (a * (p * (1.0 - p))[:, None]).T @ a + penalty
+        step = np.linalg.solve(hess, grad)
+        w += step
+        if float(np.max(np.abs(step))) < 1e-10:
+            break
+    slope = float(w[0] / sd)
+    if slope > 0.0:  # later ranks likelier: read the order as no information
+        return RankMap(log_rank=0.0, offset=round(float(np.log(y.mean() / (1.0 - y.mean()))), 6))
+    return RankMap(log_rank=round(slope, 6), offset=round(float(w[1] - slope * mean), 6))

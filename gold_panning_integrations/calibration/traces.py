@@ -21,7 +21,7 @@ from ..engine.positions import grid_positions as default_grid
 from ..profiles import DetectorProfile, RateCounts
 from ._fit import rate_counts
 from ._trace_io import TRACE_VERSION, TraceWriter, check_relevant, read_traces, trace_record
-from .score_maps import MIN_SCORE_MAP_QUERIES, fit_score_map, fit_score_map_on
+from .score_maps import MIN_SCORE_MAP_QUERIES, fit_rank_map_on, fit_score_map, fit_score_map_on
 
 __all__ = [
     "MIN_SCORE_MAP_QUERIES",
@@ -52,6 +52,8 @@ _LEARNED_FIELDS = (
     "silent_rate",
     "abstention_map",
     "score_map",
+    "rank_map",
+    "content_free",
 )
 
 
@@ -605,6 +607,10 @@ def learn_profile(
             silent_prompts=(n_prompts, round(expected_empty, 3), seen_empty),
         )
     learned = _learned_fields(prior, fit, retriever, extra)
+    if n_labelled:
+        rank_map = fit_rank_map_on([labels[obs.query == q] for q in np.unique(obs.query[known])])
+        if rank_map is not None:
+            learned["rank_map"] = rank_map.to_dict()
     if abstention is not None:
         learned["abstention_map"], extra["abstention_fit"] = abstention
     if score_map is not None:

@@ -26,6 +26,7 @@ from .priors import DEFAULT_HEAD_DECAY, DEFAULT_SCORE_TEMPERATURE
 
 __all__ = [
     "DEFAULT_BLIND_RATE",
+    "DEFAULT_CONTENT_FREE",
     "DEFAULT_EXPECTED_RELEVANT",
     "DEFAULT_FALSE_LEADS",
     "DEFAULT_SELF_CITING",
@@ -56,11 +57,14 @@ candidate per question on average, whatever ``k`` asks for."""
 DEFAULT_SILENT_RATE = 0.1
 """``silent_rate`` when neither the options nor the profile set it."""
 
+DEFAULT_CONTENT_FREE = 0.5
+"""``content_free`` when neither the options nor the profile set it."""
+
 DEFAULT_SELF_CITING = 0.0
 """``self_citing`` by default: off (``docs/security.md`` shows what 0.25 does, and costs)."""
 
 # The choices of the options of the same name.
-EmptyPromptRule = Literal["evidence", "skip", "mixture"]
+EmptyPromptRule = Literal["evidence", "skip", "mixture", "by-position"]
 Spread = Literal["draw", "stride", "copies"]
 RetrieverPrior = Literal["auto", "rank", "score", "none"]
 OnFailure = Literal["raise", "fallback"]
@@ -73,6 +77,7 @@ PAPER_UPDATE: dict[str, Any] = {
     "false_leads": 0.0,
     "blind_rate": 0.0,
     "self_citing": 0.0,
+    "content_free": 0.0,
 }
 """The options that turn every extension of the update off (:meth:`PanningConfig.paper`);
 the prior is not among them: add ``retriever_prior="none", prior="uniform"``."""
@@ -314,29 +319,35 @@ class PanningConfig:
         "caller passes per-document prior probabilities or log-odds.",
         choices=typing.get_args(RetrieverPrior),
     )
-    prior_top10_recall: float = option(
-        0.5,
-        "Strength of the rank prior: how often the retriever's top 10 holds a relevant "
-        "document, in (0, 1). Measure it on a few labelled queries; higher trusts the order "
-        "more, and about ``10/n`` is nearly flat.",
-        check=_number_in(0.0, 1.0, optional=False),
+    prior_top10_recall: float | None = option(
+        None,
+        "Strength of the rank prior's older shape: how often the retriever's top 10 holds a "
+        "relevant document, in (0, 1); higher trusts the order more, about ``10/n`` is nearly "
+        "flat. Set, it (with ``prior_head_decay``) spreads the rank map's expected count over "
+        "the ranks instead of the map's own slope. None: the rank map's shape.",
+        check=_number_in(0.0, 1.0),
     )
     prior_head_decay: float | None = option(
         None,
-        "Shape of the rank prior inside the top 10: the ratio between consecutive ranks, in "
-        "(0, 1]. Closer to 1 trusts the order less (1: flat inside the top 10); lower "
-        "protects the retriever's first documents more from a reader that cannot answer. "
-        f"None: the profile's ``prior_head_decay`` (fitted on labelled traces), else {DEFAULT_HEAD_DECAY:g}.",
+        "The rank prior's older shape inside the top 10: the ratio between consecutive ranks, "
+        "in (0, 1]. Closer to 1 trusts the order less (1: flat inside the top 10). Set, it "
+        "(with ``prior_top10_recall``, else 0.5) spreads the rank map's expected count over "
+        "the ranks instead of the map's own slope. None: the rank map's shape, unless the "
+        "profile has a ``prior_head_decay`` and no ``rank_map`` (profiles learned before "
+        f"issue 48); read as the profile's value, else {DEFAULT_HEAD_DECAY:g}.",
         check=_number_in(0.0, 1.0, high_closed=True),
         profile_default=DEFAULT_HEAD_DECAY,
     )
     expected_relevant: float | None = option(
         None,
-        "How many relevant documents a question has on average among those given (> 0, "
-        "below 1 when some questions have none): the prior's total mass, so posteriors "
-        "read as probabilities. Never ``k``: how many documents you ask for says nothing "
-        "about how many are relevant. None: the profile's ``expected_relevant`` (learned "
-        f"from labelled traces), else {DEFAULT_EXPECTED_RELEVANT:g}.",
+        "How many relevant documents a question has on average among the retriever's first "
+        "10 candidates (> 0, below 1 when some questions have none): sets the level of the "
+        "prior's rank map, whose slope says how that grows with more candidates and shrinks "
+        "with fewer, so one candidate is not near certain and 50 are not each unlikely. "
+        "Never ``k``: how many documents you ask for says nothing about how many are "
+        "relevant. None: the profile's ``rank_map`` (learned from traces), else its "
+        "``expected_relevant``, else even odds that the first 10 hold something relevant "
+        f"(read as the profile's value, else {DEFAULT_EXPECTED_RELEVANT:g}, by the stop rules).",
         check=_number_in(0.0, None),
         profile_default=DEFAULT_EXPECTED_RELEVANT,
     )
@@ -448,15 +459,20 @@ class PanningConfig:
         "mixture",
         "What a prompt whose reply cites nothing counts as: ``evidence`` (a miss for every "
         "shown document, the paper's independent-citation model), ``skip`` (a failed "
-        "reading: no update), or ``mixture`` (a reply is silent with probability "
-        "``silent_rate`` whatever the prompt holds; an empty reply is a miss for every shown "
-        "document as far as that does not explain it).",
+        "reading: no update), ``mixture`` (a reply is silent with probability "
+        "``silent_rate`` whatever the prompt holds; as far as that does not explain it, an "
+        "empty reply says that nothing the reader recognised was shown, and weighs every "
+        "shown document alike, by the prompt's mean rates), or ``by-position`` (the same, "
+        "each document at its own position's rates: what the reader's likelihood says, "
+        "and what learning a profile from traces reads; it sinks whatever sat where the "
+        "reader reads best when a reader says nothing).",
         choices=typing.get_args(EmptyPromptRule),
     )
     silent_rate: float | None = option(
         None,
         "Probability, in [0, 1), that a reply cites nothing whatever its prompt holds (the "
-        "model abstains, or answers off the documents), used by ``empty_prompts='mixture'``. "
+        "model abstains, or answers off the documents), used by ``empty_prompts='mixture'`` "
+        "and ``'by-position'``. "
         "It is learned from labelled traces, never guessed from the question at hand: a reader "
         "silent in every prompt of one question is evidence that nothing is relevant, as "
         "strong as the profile says. None: the profile's ``silent_rate``, else "
@@ -492,6 +508,21 @@ class PanningConfig:
         f"profile's ``blind_rate``, else {DEFAULT_BLIND_RATE:g}.",
         check=_number_in(0.0, 1.0, low_closed=True),
         profile_default=DEFAULT_BLIND_RATE,
+    )
+
+    content_free: float | None = option(
+        None,
+        "Prior probability, in [0, 1), that on a given question the reader's citations "
+        "follow the positions, not the documents (a reader the profile does not describe: "
+        "one that cites whatever comes first, or nothing at all). Each question's replies "
+        "weigh that against the profile (``PanningResult.reader_fit``); as far as they fit "
+        "it better, the probabilities stay at the prior's. 0: the profile is trusted, the "
+        "paper's update; not applied from the ``uniform`` flat prior, whose 0.5 for every "
+        "candidate is no probability to judge a reply by. None: the profile's "
+        f"``content_free`` (learned from traces), else {DEFAULT_CONTENT_FREE:g}: a uniform "
+        "prior on the share of a question's replies that follow the positions.",
+        check=_number_in(0.0, 1.0, low_closed=True),
+        profile_default=DEFAULT_CONTENT_FREE,
     )
 
     self_citing: float = option(

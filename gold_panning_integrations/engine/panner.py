@@ -39,7 +39,17 @@ from .beliefs import (
     vote_ranking,
 )
 from .config import PanningConfig
-from .priors import BOUND_SHARE, ScoreMap, retriever_prior_probs
+from .priors import (
+    BOUND_SHARE,
+    DEFAULT_HEAD_DECAY,
+    RankMap,
+    ScoreMap,
+    rank_map_of,
+    rank_shape_of,
+    retriever_prior_probs,
+    score_map_of,
+    score_temperature,
+)
 from .records import PanningResult, ProfileLike, Reading, RoundTrace, StopReason, draw_labels, reader_failure
 from .rounds import (
     BatchState,
@@ -50,6 +60,7 @@ from .rounds import (
     place,
     plan_round,
     rank_documents,
+    settle_round,
     suspected_shares,
     suspicion,
 )
@@ -65,7 +76,10 @@ __all__ = [
     "aread_round",
     "gather_all",
     "in_daemon_thread",
+    "rank_map_of",
+    "rank_shape_of",
     "read_round",
+    "score_map_of",
     "score_temperature",
     "settle",
     "takes_concurrent_calls",
@@ -164,6 +178,10 @@ class PanningRun:
         truth: ArrayLike | None,
         scores: Sequence[float | None] | None = None,
     ) -> None:
+        if prior_probs is None and prior_log_odds is None and config.prior == "uniform":
+            # every document at 0.5 is no probability a reply can be judged by: the
+            # reader's check (content_free) needs the base rate or the retriever's prior
+            config = replace(config, content_free=0.0)
         self.cfg = config
         self.scores = _recorded_scores(scores, n)
         self.n = n
@@ -323,8 +341,10 @@ class PanningRun:
                 abstain_p=abstain,
                 config=self.cfg,
                 geometry=self.geometry,
+                settle=False,
             )
             cited_all.extend(docs.tolist())
+        settle_round(self.state, self.cfg, self.geometry)
         self.traces.append(
             RoundTrace(
                 round=len(self.traces) + 1,
@@ -436,7 +456,19 @@ class PanningRun:
             prior_log_odds=self.state.prior_log_odds[0].copy(),
             suspicion=suspicion(self.state, self.cfg, self.geometry, row=0),
             scores=self.scores,
+            **self._fit(),
         )
+
+    def _fit(self) -> dict[str, Any]:
+        """``reader_fit`` and ``positional`` of the result (:class:`PanningResult`)."""
+        replies = self.state.replies
+        if not len(replies):
+            return {}
+        spoke = np.array([bool(s[0]) for s in replies.spoke])
+        if not spoke.any():
+            return {}
+        positional = self.state.positional[0]
+        return {"reader_fit": float(1.0 - positional[spoke].mean()), "positional": positional.copy()}
 
 
 def _recorded_scores(scores: Sequence[float | None] | None, n: int) -> NDArray[np.float64] | None:
@@ -563,65 +595,45 @@ def check_profile(profile: Any) -> ProfileLike:
     return profile  # type: ignore[no-any-return]
 
 
-def score_temperature(config: PanningConfig, profile: Any) -> float | None:
-    """The score prior's temperature: the option, else the profile's ``prior_temperature``
-    (fitted for its retriever), else None (not known: ``auto`` reads the order only)."""
-    if config.prior_temperature is not None:
-        return float(config.prior_temperature)
-    value = getattr(profile, "prior_temperature", None)
-    if value is None:
-        return None
-    if (
-        isinstance(value, bool)
-        or not isinstance(value, (int, float))
-        or not math.isfinite(value)
-        or value <= 0
-    ):
-        raise ValueError(
-            f"the profile's prior_temperature must be a number > 0, got {value!r}; "
-            "fix or remove it, or pass prior_temperature explicitly"
-        )
-    return float(value)
-
-
-def score_map_of(config: PanningConfig, profile: Any) -> ScoreMap | None:
-    """The profile's :class:`~.priors.ScoreMap` (fitted for its retriever), unless the
-    options set ``prior_temperature`` (which asks for the softmax) or the profile has none."""
-    value = getattr(profile, "score_map", None)
-    if config.prior_temperature is not None or value is None:
-        return None
-    if isinstance(value, ScoreMap):
-        return value
-    try:
-        return ScoreMap.from_dict(value)
-    except ValueError as err:
-        raise ValueError(f"the profile's score_map is not usable: {err}; fix or remove it") from err
-
-
 def _retriever_prior(
     config: PanningConfig,
     n: int,
     scores: Sequence[float | None] | None,
     temperature: float | None,
     score_map: ScoreMap | None = None,
+    rank_map: RankMap | None = None,
+    rank_shape: tuple[float, float] | None = None,
+    mass_given: bool = False,
 ) -> NDArray[np.float64] | None:
-    """The prior of ``config.retriever_prior`` over ``n`` documents (None: flat), with the
-    score prior's ``temperature`` (None: not known) or the profile's ``score_map``; a
-    prior not fitted for the retriever is bounded by :data:`~.priors.BOUND_SHARE` of
-    :func:`~.rounds.evidence_swing`."""
+    """The prior of ``config.retriever_prior`` over ``n`` documents (None: the flat
+    ``uniform`` prior), with the score prior's ``temperature`` (None: not known), the
+    profile's ``score_map`` and ``rank_map`` (:func:`rank_map_of`; None: the mass of
+    ``config``), and the older rank shape where ``rank_shape`` (:func:`rank_shape_of`)
+    says so; a prior not fitted for the retriever is bounded by
+    :data:`~.priors.BOUND_SHARE` of :func:`~.rounds.evidence_swing`. The flat
+    ``base-rate`` prior is the rank map's :meth:`~.priors.RankMap.flat`, or, with
+    ``mass_given`` (``expected_relevant`` set in the options), that mass spread over the
+    ``n`` documents."""
     if scores is not None and len(scores) != n:
         raise ValueError(f"scores must have one entry per document ({n}), got {len(scores)}")
-    return retriever_prior_probs(
+    probs = retriever_prior_probs(
         n,
         k=config.prior_mass,
         mode=config.retriever_prior,
-        top10_recall=config.prior_top10_recall,
-        head_decay=config.resolved("prior_head_decay"),
+        top10_recall=0.5 if rank_shape is None else rank_shape[0],
+        head_decay=DEFAULT_HEAD_DECAY if rank_shape is None else rank_shape[1],
+        rank_shape=rank_shape is not None,
         scores=scores if config.retriever_prior in ("score", "auto") else None,
         temperature=temperature,
         score_map=score_map,
+        rank_map=rank_map,
         max_gap=BOUND_SHARE * evidence_swing(config, n),
     )
+    if probs is None and rank_map is not None and config.prior == "base-rate" and n > 0:
+        # the flat prior: with the mass set, min(m / n, 0.5) each (initial_log_odds); else
+        # the rank map's chance that none is relevant, spread evenly
+        return None if mass_given else rank_map.flat(n)
+    return probs
 
 
 def takes_concurrent_calls(reader: Any) -> bool:

@@ -10,11 +10,12 @@ probability (whose sum, the expected number of relevant candidates, then varies 
 from __future__ import annotations
 
 import dataclasses
+import functools
 import logging
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -24,13 +25,19 @@ __all__ = [
     "BOUND_SHARE",
     "DEFAULT_HEAD_DECAY",
     "DEFAULT_HEAD_FLOOR",
+    "DEFAULT_RANK_MAP",
     "DEFAULT_SCORE_TEMPERATURE",
     "MAX_PRIOR",
+    "RankMap",
     "ScoreMap",
     "bounded_prior",
+    "rank_map_of",
     "rank_prior_probs",
+    "rank_shape_of",
     "retriever_prior_probs",
+    "score_map_of",
     "score_prior_probs",
+    "score_temperature",
 ]
 
 logger = logging.getLogger(__name__)
@@ -131,6 +138,96 @@ class ScoreMap:
                 f"a score map has the fields {', '.join(names)}; missing {missing}, unknown {extra}"
             )
         return cls(**{f: data[f] for f in names})
+
+
+@dataclass(frozen=True)
+class RankMap:
+    """The base retriever's order as prior probabilities that do not depend on how many
+    candidates there are: the document at 0-based rank ``r`` is relevant with probability
+    ``sigmoid(offset + log_rank * log(1 + r))``, whether the retriever returned 1 candidate
+    or 50. So one candidate starts at the first rank's probability, not at a mass spread
+    over one, and ``p_none`` starts at ``prod_r (1 - p_r)``, which falls as candidates are
+    added, less and less. Fitted on traces (labelled or not, :mod:`~gold_panning_integrations.calibration.traces`)
+    into a profile's ``rank_map``.
+
+    Attributes:
+        log_rank: Log-odds per unit of ``log(1 + rank)`` (finite, <= 0: later ranks are
+            not likelier).
+        offset: Log-odds at rank 0 (finite).
+    """
+
+    log_rank: float
+    offset: float
+
+    def __post_init__(self) -> None:
+        for f in dataclasses.fields(self):
+            name, value = f.name, getattr(self, f.name)
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+                raise ValueError(f"a rank map's {name} must be a finite number, got {value!r:.40}")
+            object.__setattr__(self, name, float(value))
+        if self.log_rank > 0:
+            raise ValueError(
+                f"a rank map's log_rank must be <= 0 (later ranks no likelier), got {self.log_rank}"
+            )
+
+    def probabilities(self, n: int) -> NDArray[np.float64]:
+        """Prior probability of ranks ``0 .. n-1``, shape ``(n,)``, each in ``[1e-6, MAX_PRIOR]``."""
+        z = self.offset + self.log_rank * np.log1p(np.arange(n, dtype=np.float64))
+        return np.clip(1.0 / (1.0 + np.exp(-z)), 1e-6, MAX_PRIOR)
+
+    def mass(self, n: int) -> float:
+        """Expected number of relevant documents among the first ``n``."""
+        return float(self.probabilities(n).sum())
+
+    def flat(self, n: int) -> NDArray[np.float64]:
+        """``n`` equal prior probabilities with the same chance that none is relevant as
+        the first ``n`` ranks: ``1 - prod_r (1 - p_r) ** (1 / n)``, shape ``(n,)``."""
+        if n == 0:
+            return np.zeros(0)
+        log_none = float(np.log1p(-self.probabilities(n)).sum())
+        return np.full(n, float(np.clip(-np.expm1(log_none / n), 1e-6, MAX_PRIOR)))
+
+    def with_mass(self, mass: float, n: int = 10) -> RankMap:
+        """This map's shape with the offset that puts ``mass`` (> 0) relevant documents in
+        expectation among the first ``n`` (bisection; capped where every rank is at
+        :data:`MAX_PRIOR`)."""
+        if not mass > 0:
+            raise ValueError(f"mass must be > 0, got {mass!r}")
+        lo, hi = -40.0, 40.0
+        for _ in range(80):
+            mid = (lo + hi) / 2.0
+            if RankMap(self.log_rank, mid).mass(n) < mass:
+                lo = mid
+            else:
+                hi = mid
+        return RankMap(self.log_rank, (lo + hi) / 2.0)
+
+    def to_dict(self) -> dict[str, float]:
+        """JSON-ready: ``{"log_rank", "offset"}``."""
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> RankMap:
+        """The map of :meth:`to_dict`; ValueError naming the missing or bad field otherwise."""
+        if not isinstance(data, Mapping):
+            raise ValueError(f"a rank map must be an object, got {data!r:.60}")  # noqa: TRY004 - a profile's ValueError
+        names = [f.name for f in dataclasses.fields(cls)]
+        missing, extra = [f for f in names if f not in data], sorted(set(data) - set(names))
+        if missing or extra:
+            raise ValueError(
+                f"a rank map has the fields {', '.join(names)}; missing {missing}, unknown {extra}"
+            )
+        return cls(**{f: data[f] for f in names})
+
+
+DEFAULT_RANK_MAP = RankMap(log_rank=-1.0, offset=-1.3802)
+"""The rank map of a retriever and reader we know nothing about: even odds that the first
+10 candidates hold something relevant (``p_none`` 0.50 at 10; 0.80 for one candidate, 0.42
+at 20, 0.28 at 100), the odds of relevance falling as ``1 / (1 + rank)`` (the harmonic
+shape, which assumes no retriever's sharpness; BM25 on Natural Questions is sharper, slope
+-2.44, and the bundled NQ profiles carry that: docs/probabilities.md). A profile's
+``expected_relevant`` (or the option) sets the expected count among the first 10 with the
+same slope."""
 
 
 def _to_expected_k(weights: NDArray[np.float64], k: float) -> NDArray[np.float64]:
@@ -240,6 +337,13 @@ def bounded_prior(probs: ArrayLike, *, max_gap: float) -> NDArray[np.float64]:
     return np.clip(out, 1e-6, MAX_PRIOR)
 
 
+@functools.lru_cache(maxsize=256)
+def _bounded_rank_prior(rank_map: RankMap, n: int, max_gap: float) -> NDArray[np.float64]:
+    """:func:`bounded_prior` of the rank map's first ``n`` probabilities, kept per map, ``n``
+    and bound (the same for every query of that size)."""
+    return bounded_prior(rank_map.probabilities(n), max_gap=max_gap)
+
+
 def _usable_scores(scores: Sequence[float | None], n: int) -> bool:
     """Whether ``scores`` holds one finite number per document (bools are not scores)."""
     return len(scores) == n and all(
@@ -316,6 +420,8 @@ def retriever_prior_probs(
     scores: Sequence[float | None] | None = None,
     temperature: float | None = None,
     score_map: ScoreMap | None = None,
+    rank_map: RankMap | None = None,
+    rank_shape: bool = False,
     max_gap: float = math.inf,
 ) -> NDArray[np.float64] | None:
     """Prior probability of relevance for ``n`` documents in the base retriever's order,
@@ -334,8 +440,12 @@ def retriever_prior_probs(
     ``temperature`` (and :data:`AUTO_MIN_SCORED` documents or more) the softmax shares that
     mass out; without one the map's probabilities are the prior. A prior not fitted for this
     retriever (the rank prior; scores without a known temperature) is
-    :func:`bounded_prior` at ``max_gap`` nats. Returns shape ``(n,)``, or None for the flat
-    prior.
+    :func:`bounded_prior` at ``max_gap`` nats. With a ``rank_map`` the rank prior is its
+    probabilities and the score prior's mass is its :meth:`~RankMap.mass` over ``n``
+    (``k`` is not used): the prior does not assume how many candidates there are; with
+    ``rank_shape`` the rank prior is :func:`rank_prior_probs` of ``top10_recall`` and
+    ``head_decay`` carrying the map's mass over ``n``. Returns shape ``(n,)``, or None for the
+    flat prior.
     """
     if mode not in ("auto", "rank", "score", "none"):
         raise ValueError(f"retriever_prior must be 'auto', 'rank', 'score' or 'none', got {mode!r}")
@@ -360,13 +470,102 @@ def retriever_prior_probs(
             spread = float(s.std())
             if spread <= 0.0:
                 return None
+            mass = k if rank_map is None else rank_map.mass(n)
             if temperature is not None:
-                return score_prior_probs(s / spread, k=k, temperature=temperature)
-            p = score_prior_probs(s / spread, k=k, temperature=DEFAULT_SCORE_TEMPERATURE)
+                return score_prior_probs(s / spread, k=mass, temperature=temperature)
+            p = score_prior_probs(s / spread, k=mass, temperature=DEFAULT_SCORE_TEMPERATURE)
             return bounded_prior(p, max_gap=max_gap)
         if mode == "score":
             logger.warning(
                 "retriever_prior='score' but not every document has a finite score; using the rank prior instead"
             )
+    if rank_map is not None and rank_shape:
+        p = rank_prior_probs(n, k=rank_map.mass(n), top10_recall=top10_recall, head_decay=head_decay)
+        return bounded_prior(p, max_gap=max_gap)
+    if rank_map is not None:
+        return _bounded_rank_prior(rank_map, n, max_gap).copy()
     p = rank_prior_probs(n, k=k, top10_recall=top10_recall, head_decay=head_decay)
     return bounded_prior(p, max_gap=max_gap)
+
+
+# ------------------------------------------------------------------------------ the prior a profile gives
+class PriorOptions(Protocol):
+    """The options the prior reads (a :class:`~.config.PanningConfig` has them): declared
+    here so that the priors need not import the configuration."""
+
+    @property
+    def prior_temperature(self) -> float | None: ...
+    @property
+    def expected_relevant(self) -> float | None: ...
+    @property
+    def prior_head_decay(self) -> float | None: ...
+    @property
+    def prior_top10_recall(self) -> float | None: ...
+
+
+def score_temperature(config: PriorOptions, profile: Any) -> float | None:
+    """The score prior's temperature: the option, else the profile's ``prior_temperature``
+    (fitted for its retriever), else None (not known: ``auto`` reads the order only)."""
+    if config.prior_temperature is not None:
+        return float(config.prior_temperature)
+    value = getattr(profile, "prior_temperature", None)
+    if value is None:
+        return None
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, (int, float))
+        or not math.isfinite(value)
+        or value <= 0
+    ):
+        raise ValueError(
+            f"the profile's prior_temperature must be a number > 0, got {value!r}; "
+            "fix or remove it, or pass prior_temperature explicitly"
+        )
+    return float(value)
+
+
+def score_map_of(config: PriorOptions, profile: Any) -> ScoreMap | None:
+    """The profile's :class:`~.priors.ScoreMap` (fitted for its retriever), unless the
+    options set ``prior_temperature`` (which asks for the softmax) or the profile has none."""
+    value = getattr(profile, "score_map", None)
+    if config.prior_temperature is not None or value is None:
+        return None
+    if isinstance(value, ScoreMap):
+        return value
+    try:
+        return ScoreMap.from_dict(value)
+    except ValueError as err:
+        raise ValueError(f"the profile's score_map is not usable: {err}; fix or remove it") from err
+
+
+def rank_map_of(options: PriorOptions, profile: Any) -> RankMap:
+    """The rank map the prior reads (:class:`~.priors.RankMap`): the profile's
+    ``rank_map`` (learned from traces), else :data:`~.priors.DEFAULT_RANK_MAP`; with
+    ``expected_relevant`` set in ``options`` (the options as given, before the profile fills
+    them in), else on a profile without a rank map, shifted to that many relevant documents
+    among the first 10."""
+    value = getattr(profile, "rank_map", None)
+    base = DEFAULT_RANK_MAP
+    if value is not None:
+        try:
+            base = value if isinstance(value, RankMap) else RankMap.from_dict(value)
+        except ValueError as err:
+            raise ValueError(f"the profile's rank_map is not usable: {err}; fix or remove it") from err
+    mass = options.expected_relevant
+    if mass is None and value is None:
+        mass = getattr(profile, "expected_relevant", None)
+    return base if mass is None else base.with_mass(float(mass))
+
+
+def rank_shape_of(options: PriorOptions, profile: Any) -> tuple[float, float] | None:
+    """``(top10_recall, head_decay)`` of the rank prior's older shape
+    (:func:`~.priors.rank_prior_probs`) when ``options`` (as given, before the profile
+    fills them in) set either, or the profile has a ``prior_head_decay`` and no
+    ``rank_map``; else None: the rank map's own shape."""
+    decay = options.prior_head_decay
+    if decay is None and getattr(profile, "rank_map", None) is None:
+        decay = getattr(profile, "prior_head_decay", None)
+    if options.prior_top10_recall is None and decay is None:
+        return None
+    recall = 0.5 if options.prior_top10_recall is None else float(options.prior_top10_recall)
+    return recall, DEFAULT_HEAD_DECAY if decay is None else float(decay)

@@ -446,6 +446,14 @@ class PanningResult:
         scores: The base retriever's scores as given (NaN where a document had none),
             shape ``(n,)``; None: none given. Traces record them, so that ``calibrate
             --from-traces`` can fit the profile's score map for this retriever.
+        reader_fit: How far the replies that cited something read the documents, as the
+            profile says a reader does, rather than followed the positions (a reader that
+            cites whatever is shown first): 1 minus their mean probability of having been
+            positional (:mod:`~.replies`), in [0, 1]. Near 0: the replies carried little
+            evidence and the probabilities stayed near the prior's. None: no reply cited
+            anything, or ``content_free`` is 0.
+        positional: Per prompt that was read (in order), the probability that its reply
+            followed the positions, shape ``(R,)``; None as for ``reader_fit``.
     """
 
     posteriors: NDArray[np.float64]
@@ -464,6 +472,8 @@ class PanningResult:
     raw_log_odds: NDArray[np.float64] | None = None
     suspicion: NDArray[np.float64] | None = None
     scores: NDArray[np.float64] | None = None
+    reader_fit: float | None = None
+    positional: NDArray[np.float64] | None = None
 
     @property
     def p_none(self) -> float:

@@ -7,8 +7,8 @@ reader's citations; :func:`observe_round` per prompt, in prompt order (the updat
 through :func:`~.beliefs.mixed_evidence`). The policy generator's draws come in a fixed
 order (scores, shuffle, labels), so a batch of one consumes it exactly as the panner does.
 
-The mixture's rates for a config (:func:`mixture_rates`: ``a``, ``b`` and ``s`` of the
-mixture in :mod:`.beliefs`) are here too, beside the code that reads a config.
+The mixture's rates for a config, what a reply says (read or positional, empty, the way
+out) and weighing a round's replies together are in :mod:`.replies` (re-exported here).
 """
 
 from __future__ import annotations
@@ -24,7 +24,6 @@ from .beliefs import (
     TEST_AT,
     flat_evidence,
     log_likelihood_ratios,
-    logit,
     mixed_evidence,
     move_suspects,
     score_documents,
@@ -34,8 +33,22 @@ from .beliefs import (
 from .config import PanningConfig
 from .positions import position_order, resample_curve
 from .records import draw_labels
+from .replies import (
+    ABSTAIN_CLIP,
+    Replies,
+    abstention_evidence,
+    abstention_update,
+    empty_reply_misses,
+    evidence_swing,
+    lead_rate,
+    mixture_rates,
+    reply_posterior,
+    reply_rates,
+    self_citing_rate,
+)
 
 __all__ = [
+    "ABSTAIN_CLIP",
     "DRAW_TEMPERATURE",
     "ROBUST_SCALE",
     "ROBUST_SHIFT",
@@ -43,7 +56,9 @@ __all__ = [
     "DecisionRates",
     "Placement",
     "Rates",
+    "abstention_evidence",
     "active_mask",
+    "empty_reply_misses",
     "evidence_swing",
     "lead_rate",
     "mixture_rates",
@@ -51,6 +66,7 @@ __all__ = [
     "plan_round",
     "robust_rates",
     "self_citing_rate",
+    "settle_round",
     "suspected_shares",
     "suspicion",
 ]
@@ -218,10 +234,18 @@ class BatchState:
     ``relevant``/``irrelevant`` (summed log-likelihoods at the profile's own rates, kept
     for ``self_citing``). Per run, shape ``(B,)``: citations ``observed`` and
     ``predicted`` (level adaptation), over the replies that cited something.
+
+    The reader's fit: ``replies`` keeps each prompt's readings (:class:`Replies`), and
+    ``positional`` (``(B, R)``) the probability that reply ``r`` followed the positions, not
+    the documents (:func:`weigh_replies`); ``evidence`` is each reply's evidence weighted
+    by the probability that it read the documents.
     """
 
     log_odds: NDArray[np.float64]
     prior_log_odds: NDArray[np.float64]
+    replies: Replies = field(init=False)
+    positional: NDArray[np.float64] = field(init=False)
+    unsettled: NDArray[np.bool_] = field(init=False)
     evidence: NDArray[np.float64] = field(init=False)
     abstained: NDArray[np.float64] = field(init=False)
     relevant: NDArray[np.float64] = field(init=False)
@@ -233,6 +257,9 @@ class BatchState:
 
     def __post_init__(self) -> None:
         b, n = self.log_odds.shape
+        self.replies = Replies()
+        self.positional = np.zeros((b, 0))
+        self.unsettled = np.zeros(b, dtype=bool)
         self.evidence = np.zeros((b, n))
         self.abstained = np.zeros((b, n))
         self.relevant = np.zeros((b, n))
@@ -411,81 +438,6 @@ def _relevant_share(log_odds: NDArray[np.float64], k: float) -> NDArray[np.float
     return np.minimum(1.0, k * p / np.maximum(np.add.reduce(p, axis=1, keepdims=True), 1e-12))
 
 
-def _mixture_missed(
-    clamped: NDArray[np.float64],
-    log1m: NDArray[np.float64],
-    missed: NDArray[np.float64],
-    shown: NDArray[np.bool_],
-    n_cited: NDArray[np.int64],
-    read_ok: NDArray[np.bool_] | None,
-    silent_rate: float,
-    temperature: float,
-) -> NDArray[np.float64]:
-    """Miss log-likelihood ratios, shape ``(B, n)``, when a reply is silent with
-    probability ``pi = silent_rate`` (the profile's, measured on labelled traces) whatever
-    the prompt holds. In an empty prompt, with ``D`` the chance that no shown document is
-    cited when none is relevant, document ``i`` gets ``log((pi + (1-pi) (1-t_i) D /
-    (1-f_i)) / (pi + (1-pi) D))``; other prompts' misses are ``missed``. ``clamped``
-    rates and their ``log1m``: ``(2, B, n)``; ``read_ok``: ``(B,)`` or None (all).
-
-    Example: ``pi = 0.1``, one shown document at ``t = 0.8``, ``f = 0.1``: ``D = 0.9``,
-    ``log((0.1 + 0.9 * 0.2) / (0.1 + 0.9 * 0.9)) = log(0.28 / 0.91) = -1.179`` (the paper's
-    miss, ``pi = 0``: ``log(0.2 / 0.9) = -1.504``).
-    """
-    empty = n_cited == 0 if read_ok is None else read_ok & (n_cited == 0)
-    if not empty.any() or silent_rate == 0.0:
-        return missed / temperature  # no empty prompt, or silence explains none: the usual miss
-    log_d = np.add.reduce(_where0(shown, log1m[1]), axis=1, keepdims=True)
-    d = np.exp(log_d)
-    one_minus = 1.0 - clamped
-    p_empty_if = one_minus[0] / one_minus[1] * d  # empty prompt if document i is the relevant one
-    pi = silent_rate
-    mixed = np.log(pi + (1.0 - pi) * p_empty_if) - np.log(pi + (1.0 - pi) * d)
-    return np.where(empty[:, None], mixed, missed) / temperature
-
-
-ABSTAIN_CLIP = 1e-4
-"""Abstention probabilities are read within ``[ABSTAIN_CLIP, 1 - ABSTAIN_CLIP]``."""
-
-
-def abstention_evidence(abstain_p: ArrayLike, abstention_map: tuple[float, float]) -> NDArray[np.float64]:
-    """What a prompt's first-token probability ``p`` of the way out says, in nats: the
-    log-likelihood ratio of "a shown document is relevant" against "none is", ``slope *
-    logit(p) + offset`` for ``(slope, offset) = abstention_map``, elementwise (any shape;
-    ``p`` clipped to ``[1e-4, 1 - 1e-4]``, NaN -> 0: no reading). How it is shared among
-    the shown documents: :func:`_abstention_update`.
-
-    Example: ``(slope, offset) = (-0.5, -1.0)``, ``p = 0.8``: ``-0.5 * log 4 - 1 = -1.693``.
-    """
-    p = np.asarray(abstain_p, dtype=np.float64)
-    z = logit(np.clip(p, ABSTAIN_CLIP, 1.0 - ABSTAIN_CLIP))
-    return np.where(np.isnan(p), 0.0, abstention_map[0] * z + abstention_map[1])
-
-
-def _abstention_update(
-    log_odds: NDArray[np.float64], shown: NDArray[np.bool_], lam: NDArray[np.float64]
-) -> NDArray[np.float64]:
-    """Each shown document's share of a prompt's abstention evidence, shape ``(B, n)``.
-
-    ``lam`` (``(B,)``, :func:`abstention_evidence`) is the log-likelihood ratio of "a shown
-    document is relevant" against "none is". Given document ``i`` relevant, some shown
-    document is; given it irrelevant, none is with ``q_i``, the current probability that
-    no *other* shown document is relevant (``prod (1 - p_j)``). So ``i``'s log-likelihood
-    ratio is ``-log(q_i e^-lam + 1 - q_i)``: ``lam`` when ``i`` is shown alone (``q_i =
-    1``), 0 when another document is surely relevant (``q_i = 0``), and never more than
-    ``-log(1 - q_i)``: "something here answers" raises every shown document only as far as
-    the others leave room.
-
-    Example: two shown documents at ``p = 0.5`` and ``lam = -2``: ``q = 0.5``, ``-log(0.5
-    e^2 + 0.5) = -1.4338`` each.
-    """
-    log_miss = np.log1p(-np.minimum(sigmoid(log_odds), 1.0 - 1e-12))
-    log_q = np.add.reduce(_where0(shown, log_miss), axis=1, keepdims=True) - _where0(shown, log_miss)
-    with np.errstate(divide="ignore"):
-        log_1mq = np.log(-np.expm1(log_q))  # log(1 - q), -inf when q = 1
-    return -np.logaddexp(log_q - lam[:, None], log_1mq)
-
-
 def _clamped_logs(
     rates: NDArray[np.float64], eps: float
 ) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.float64]]:
@@ -504,12 +456,18 @@ def observe_round(
     abstain_p: NDArray[np.float64] | None = None,
     config: PanningConfig,
     geometry: DecisionRates,
+    settle: bool = True,
 ) -> NDArray[np.bool_]:
     """The Bayesian update of ``state``, in place, by one prompt per run: ``positions``
     and ``cited`` per document (``(B, n)``, -1 = not shown), ``sizes`` shown, ``ok``
     (reading succeeded; None: all) and ``abstain_p`` (the way out's first-token
     probability, NaN: none; read through ``geometry.abstention`` when both are given) per
     run (``(B,)``). Returns the runs updated, ``(B,)``.
+
+    With ``content_free > 0`` every reply so far is weighed again
+    (:func:`~.replies.reply_posterior`) when ``settle`` is true; the panner and the
+    simulator pass ``settle=False`` for all but a round's last prompt (:func:`settle_round`
+    after it), so a round of prompts sent together is weighed once.
     """
     shown = positions >= 0
     cited = cited & shown
@@ -543,26 +501,67 @@ def observe_round(
     clamped, log_r, log1m = _clamped_logs(rates, geometry.config.eps)
     llr_c = (log_r[0] - log_r[1]) / temperature
     missed = log1m[0] - log1m[1]
-    if config.empty_prompts == "mixture":
+    if config.empty_prompts in ("mixture", "by-position"):
         if config.eps != geometry.config.eps:
             clamped, _, log1m = _clamped_logs(rates, config.eps)
             missed = log1m[0] - log1m[1]
-        llr_m = _mixture_missed(
-            clamped, log1m, missed, shown, n_cited, read_ok, config.resolved("silent_rate"), temperature
+        llr_m = empty_reply_misses(
+            clamped,
+            log1m,
+            missed,
+            shown,
+            n_cited,
+            read_ok,
+            reply_rates(config)[1],
+            temperature,
+            by_position=config.empty_prompts == "by-position",
         )
     else:
         llr_m = missed / temperature
     delta = np.where(cited, llr_c, llr_m)
     updated = upd[:, None]
     apply = shown & updated
-    state.evidence = np.add(state.evidence, _where0(apply, delta))
+    reply_delta = _where0(apply, delta)
+    a, b_rate, s = mixture_rates(config, state.log_odds.shape[1])
+    omega, silent_rate = reply_rates(config)
+    fitted = None
+    if omega > 0.0:
+        spoke = upd & (n_cited > 0)
+        # the reply's log-likelihood were every shown document irrelevant (cited at FPR);
+        # a reply that cites something is not silent
+        base = np.add.reduce(_where0(apply, np.where(cited, log_r[1], log1m[1])), axis=1)
+        if config.empty_prompts != "evidence" and silent_rate > 0.0:
+            base = base + math.log1p(-silent_rate)
+        state.unsettled |= upd
+        state.replies.add(
+            delta=reply_delta,
+            shown=apply,
+            cited=cited & apply,
+            rates=clamped,
+            slots=_slots(positions, sizes),
+            spoke=spoke,
+            base=base / temperature,
+        )
+        if settle:
+            fitted, state.positional, state.evidence = reply_posterior(
+                state.replies,
+                state.prior_log_odds,
+                content_free=omega,
+                false_lead_rate=a,
+                blind_rate=b_rate,
+                previous=state.positional,
+            )
+            state.unsettled[:] = False
+        else:  # until the round settles: the new reply read, the earlier ones as weighed last
+            state.evidence = np.add(state.evidence, reply_delta)
+    else:
+        state.evidence = np.add(state.evidence, reply_delta)
     if abstain_p is not None and geometry.abstention is not None:
         # fitted on labels, blind spots included: added outside the mixture's bounds
         lam = abstention_evidence(abstain_p, geometry.abstention)
         state.abstained = np.add(
-            state.abstained, _where0(apply, _abstention_update(state.log_odds, shown, lam))
+            state.abstained, _where0(apply, abstention_update(state.log_odds, shown, lam))
         )
-    a, b_rate, s = mixture_rates(config, state.log_odds.shape[1])
     flat = None
     profile_evidence = None
     if s > 0.0:  # log L_R and log L_I at the profile's own rates, for the flat-rate hypothesis
@@ -573,22 +572,36 @@ def observe_round(
         counts, seen = state.counts + (cited & updated), state.times_shown + apply
         flat = flat_evidence(counts, seen, state.irrelevant, temperature=temperature)
         profile_evidence = state.relevant - state.irrelevant
-    state.log_odds = np.add(
-        state.prior_log_odds,
-        mixed_evidence(
-            state.evidence,
-            false_lead_rate=a,
-            blind_rate=b_rate,
-            self_citing=s,
-            flat=flat,
-            profile_evidence=profile_evidence,
-        ),
-    )
+    if fitted is not None and s == 0.0:
+        state.log_odds = fitted
+    else:
+        state.log_odds = np.add(
+            state.prior_log_odds,
+            mixed_evidence(
+                state.evidence,
+                false_lead_rate=a,
+                blind_rate=b_rate,
+                self_citing=s,
+                flat=flat,
+                profile_evidence=profile_evidence,
+            ),
+        )
     if state.abstained.any():
         state.log_odds += state.abstained
     state.counts += cited & updated
     state.times_shown += apply
     return upd
+
+
+def _slots(positions: NDArray[np.intp], sizes: NDArray[np.intp]) -> NDArray[np.intp]:
+    """Each document's position read on ``n`` slots by its relative depth (``(B, n)``; -1:
+    not shown): a prompt of ``m`` documents puts position ``j`` on slot ``round(j (n - 1)
+    / (m - 1))``, so prompts of every size share one set of slots (a profile's own
+    positions beyond them, with ``resample_profile=False``, share the last)."""
+    n = positions.shape[1]
+    m = np.maximum(sizes - 1, 1)[:, None]
+    slot = np.minimum(np.rint(np.maximum(positions, 0) * (n - 1) / m).astype(np.intp), n - 1)
+    return np.where(positions >= 0, slot, -1)
 
 
 def suspicion(
@@ -625,51 +638,45 @@ def suspected_shares(
     return share
 
 
-# ------------------------------------------------------------------------------ the mixture's rates
-def lead_rate(config: PanningConfig, n: int) -> float:
-    """``a = min(false_leads / (n - k), 0.5)``, ``k`` the config's focus: the probability
-    that one irrelevant document is a false lead."""
-    config = _resolved(config)
-    irrelevant = n - config.focus
-    leads = config.resolved("false_leads")
-    if leads == 0.0 or irrelevant <= 0:
-        return 0.0
-    return min(leads / irrelevant, 0.5)
-
-
-def _resolved(config: PanningConfig) -> PanningConfig:
-    """``config`` resolved against no profile (the defaults) unless it is resolved already:
-    the panner and simulate resolve it up front, so this is a flag read there."""
-    return config if config.profile_resolved else config.with_profile(None)
-
-
-def self_citing_rate(config: PanningConfig, n: int) -> float:
-    """``s = min(self_citing / (n - k), 0.45)``: the probability that one irrelevant
-    document is a self-citing passage (0.45 leaves room beside :func:`lead_rate`).
-
-    0 with ``empty_prompts="skip"``: its looks are conditioned on a citation, so a relevant
-    document cited whenever anything is would look flat."""
-    irrelevant = n - config.focus
-    if config.self_citing == 0.0 or irrelevant <= 0 or config.empty_prompts == "skip":
-        return 0.0
-    return min(float(config.self_citing) / irrelevant, 0.45)
-
-
-def evidence_swing(config: PanningConfig, n: int) -> float:
-    """The most that consistent evidence can move one document against another, in nats:
-    ``log((1 - b) / a) - log(b / (1 - a))``, a document cited in every prompt against one
-    never cited (``inf`` when ``a`` or ``b`` is 0: the paper's unbounded update).
-
-    Example: ``a = 0.25 / 7``, ``b = 0.1``: ``log(0.9 / 0.0357) - log(0.1 / 0.9643) = 3.227
-    + 2.266 = 5.493``.
-    """
-    a, b, _ = mixture_rates(config, n)
-    if a <= 0.0 or b <= 0.0:
-        return math.inf
-    return math.log((1.0 - b) / a) - math.log(b / (1.0 - a))
-
-
-def mixture_rates(config: PanningConfig, n: int) -> tuple[float, float, float]:
-    """``(a, b, s)``: false-lead, blind and self-citing rates of ``config`` for ``n`` documents."""
-    resolved = _resolved(config)
-    return lead_rate(resolved, n), resolved.resolved("blind_rate"), self_citing_rate(resolved, n)
+def settle_round(state: BatchState, config: PanningConfig, geometry: DecisionRates) -> None:
+    """Weigh every reply of ``state`` again (:func:`~.replies.reply_posterior`) and set
+    its log-odds, for the runs that read a reply since they last settled: what the last
+    ``observe_round`` of a round does with ``settle=True``. A no-op when ``content_free`` is
+    0 or nothing was observed."""
+    omega = reply_rates(config)[0]
+    rows = np.flatnonzero(state.unsettled)
+    if omega == 0.0 or not len(state.replies) or rows.size == 0:
+        return
+    a, b_rate, s = mixture_rates(config, state.log_odds.shape[1])
+    every = rows.size == state.unsettled.size
+    replies = state.replies if every else state.replies.rows(rows)
+    previous = state.positional if every else state.positional[rows]
+    fitted, positional, evidence = reply_posterior(
+        replies,
+        state.prior_log_odds[rows],
+        content_free=omega,
+        false_lead_rate=a,
+        blind_rate=b_rate,
+        previous=previous,
+    )
+    r = positional.shape[1]
+    if state.positional.shape[1] < r:
+        grown = np.zeros((state.positional.shape[0], r))
+        grown[:, : state.positional.shape[1]] = state.positional
+        state.positional = grown
+    state.positional[rows] = positional
+    state.evidence[rows] = evidence
+    if s > 0.0:
+        t = geometry.temperature
+        fitted = state.prior_log_odds[rows] + mixed_evidence(
+            evidence,
+            false_lead_rate=a,
+            blind_rate=b_rate,
+            self_citing=s,
+            flat=flat_evidence(
+                state.counts[rows], state.times_shown[rows], state.irrelevant[rows], temperature=t
+            ),
+            profile_evidence=state.relevant[rows] - state.irrelevant[rows],
+        )
+    state.log_odds[rows] = fitted + state.abstained[rows]
+    state.unsettled[rows] = False

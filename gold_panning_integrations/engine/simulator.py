@@ -25,7 +25,7 @@ from .beliefs import DEFAULT_EPS, POLICIES, PriorSpec, initial_log_odds, logit, 
 from .config import PanningConfig
 from .positions import resample_curve
 from .records import Reading
-from .rounds import BatchState, DecisionRates, active_mask, observe_round, plan_round
+from .rounds import BatchState, DecisionRates, active_mask, observe_round, plan_round, settle_round
 
 __all__ = ["Attack", "Mistakes", "PolicyCurve", "SimulatedReader", "SimulationResult", "simulate"]
 
@@ -372,8 +372,11 @@ class _Batch:
                         ok=live[pol],
                         config=cfg,
                         geometry=self.geometry,
+                        settle=False,
                     )
                     tally.calls[pol][t] += live[pol].sum()
+            for pol, cfg in self.cfgs.items():
+                settle_round(states[pol], cfg, self.geometry)
             for pol in self.cfgs:
                 st = states[pol]
                 # PSC ranks by votes (random ties), the others by belief.
@@ -498,6 +501,8 @@ def simulate(
     """
     _check_args(n=n, k=k, rounds=rounds, trials=trials, policies=policies)
     cfg = _sim_config(config, rounds=rounds, k=k, prior=prior, eps=eps)
+    if prior_probs is None and prior == "uniform":
+        cfg = replace(cfg, content_free=0.0)  # as the panner: no reader's check from 0.5 each
     gen = rng if isinstance(rng, np.random.Generator) else np.random.default_rng(rng)
     t_true = np.asarray(tpr, dtype=np.float64)
     f_true = np.asarray(fpr, dtype=np.float64)

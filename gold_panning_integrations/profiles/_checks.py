@@ -39,6 +39,7 @@ LEARNED_RANGES: dict[str, tuple[float, float | None, bool, bool]] = {
     "expected_relevant": (0.0, None, True, True),
     "silent_rate": (0.0, 1.0, False, True),
     "prior_temperature": (0.0, None, True, True),
+    "content_free": (0.0, 1.0, False, True),
 }
 """The learned fields of a profile (schema 3; ``extra`` entries before) and their ranges."""
 

@@ -21,7 +21,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from .._io import read_regular_file
 from ..engine.beliefs import RecalibrationMap
 from ..engine.positions import diagnosticity, interpolate_grid, resample_curve
-from ..engine.priors import ScoreMap
+from ..engine.priors import RankMap, ScoreMap
 from ..errors import ProfileError
 from ._checks import (
     LEARNED_RANGES,
@@ -180,6 +180,9 @@ class DetectorProfile(_Model):
     silent_rate: float | None = None
     """Probability, in [0, 1), that a reply cites nothing whatever its prompt holds,
     measured on labelled traces (empty replies beyond what the rates predict)."""
+    content_free: float | None = None
+    """Prior probability, in [0, 1), that on a question the reader's citations follow the
+    positions rather than the documents, learned from traces (labelled or not)."""
     prior_temperature: float | None = None
     """Softness (> 0, in standard deviations of the scores) of the score prior for the
     retriever the traces came from, fitted on labelled traces. Without it,
@@ -192,6 +195,12 @@ class DetectorProfile(_Model):
     level, so a query whose candidates all score low starts with a high ``p_none``; used by
     ``retriever_prior="auto"`` before ``prior_temperature``, and only for queries whose top
     score lies in ``[low, high]``. None: not measured."""
+    rank_map: dict[str, float] | None = None
+    """The base retriever's order as prior probabilities that do not depend on how many
+    candidates there are, ``{"log_rank", "offset"}``
+    (:class:`~gold_panning_integrations.engine.priors.RankMap`), learned from traces
+    (labelled or not). None: not measured (even odds that the first 10 candidates hold
+    something relevant, or ``expected_relevant`` among them)."""
     abstention_map: tuple[float, float] | None = None
     """``(slope, offset)``: what a prompt's first-token probability ``p`` of the way out
     (:attr:`~gold_panning_integrations.engine.records.Reading.abstain_p`) tells, as
@@ -224,6 +233,16 @@ class DetectorProfile(_Model):
         if isinstance(value, ScoreMap):
             return value.to_dict()
         return ScoreMap.from_dict(value).to_dict()  # ValueError names the bad field
+
+    @field_validator("rank_map", mode="before")
+    @classmethod
+    def _rank_map(cls, value: Any) -> Any:
+        """A valid :class:`~gold_panning_integrations.engine.priors.RankMap` as a dict, or None."""
+        if value is None:
+            return None
+        if isinstance(value, RankMap):
+            return value.to_dict()
+        return RankMap.from_dict(value).to_dict()  # ValueError names the bad field
 
     @field_validator("recalibration", mode="before")
     @classmethod

@@ -11,8 +11,8 @@ import os
 import subprocess
 import sys
 from collections import Counter
-from pathlib import Path
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest

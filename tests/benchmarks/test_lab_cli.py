@@ -50,6 +50,7 @@ def test_table_lists_every_bench_module() -> None:
         "score_map_replay",
         "score_prior_fit",
         "scripted_readers",
+        "unknown_reader",
     }
 
 

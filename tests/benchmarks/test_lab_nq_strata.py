@@ -14,7 +14,7 @@ import benchmarks.nq_score_prior as nsp
 import gold_panning_integrations.panning as panner_module
 from benchmarks.nq_strata import main, stratum
 from gold_panning_integrations import DetectorProfile
-from gold_panning_integrations.engine.priors import score_prior_probs
+from gold_panning_integrations.engine.priors import DEFAULT_RANK_MAP, score_prior_probs
 from gold_panning_integrations.readers.simulated import SimulatedReader
 
 
@@ -169,7 +169,11 @@ def test_score_prior_script_reads_scores_and_swaps_the_panner(
         nsp.main(["evaluate", "--data", str(tmp_path), "--run", str(tmp_path / "run.trec"), "--n", "3"]) == 0
     )
     s = np.array([10.0, 9.9, 0.0])
-    p = score_prior_probs(s / s.std(), k=1, temperature=0.5)  # the default prior_temperature
+    # at the default prior_temperature, sharing out the default rank map's expected count
+    # over the 3 candidates (0.38511 + 0.10343 + 0.04112 = 0.52966; the profile has no rank map)
+    mass = DEFAULT_RANK_MAP.mass(3)
+    assert mass == pytest.approx(0.52966, abs=1e-5)
+    p = score_prior_probs(s / s.std(), k=mass, temperature=0.5)
     np.testing.assert_allclose(seen["prior"], np.log(p / (1 - p)), rtol=1e-6)
     assert panner_module.GoldPanner is nsp.GoldPanner  # put back
 

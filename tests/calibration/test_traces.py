@@ -168,17 +168,39 @@ def test_learn_profile_rejects_bad_options() -> None:
         learn_profile([], _two_position_prior(), relevance="two")  # type: ignore[arg-type]
 
 
-def test_cli_from_traces(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_cli_from_traces_without_labels_refuses_too_few_and_says_how_many(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from gold_panning_integrations.calibration.unlabelled import MIN_UNLABELLED_QUERIES
+
     path = tmp_path / "traces.jsonl"
     writer = TraceWriter(path)
     for s in range(5):
         writer(_panned(seed=s))
     out = tmp_path / "learned.json"
+    assert cli_main(["calibrate", "--from-traces", str(path), "--out", str(out)]) == 2
+    captured = capsys.readouterr()
+    assert "without labels" in captured.out
+    assert f"at least {MIN_UNLABELLED_QUERIES} queries" in captured.err
+    assert f"Trace {MIN_UNLABELLED_QUERIES - 5} more" in captured.err
+    assert not out.exists()
+
+
+def test_cli_from_traces_without_labels(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from gold_panning_integrations.calibration.unlabelled import MIN_UNLABELLED_QUERIES
+
+    path = tmp_path / "traces.jsonl"
+    writer = TraceWriter(path)
+    for s in range(MIN_UNLABELLED_QUERIES):
+        writer(_panned(seed=s))
+    out = tmp_path / "learned.json"
     assert cli_main(["calibrate", "--from-traces", str(path), "--out", str(out)]) == 0
     prof = DetectorProfile.load(out)
-    assert prof.extra["learned_from_traces"]["queries"] == 5
-    assert "--from-traces" in prof.notes
-    assert "learned from 5 traces" in capsys.readouterr().out
+    assert prof.extra["learned_without_labels"]["queries"] == MIN_UNLABELLED_QUERIES
+    assert "--from-traces" in prof.notes and prof.rank_map is not None
+    printed = capsys.readouterr().out
+    assert "no trace carries 'relevant' labels" in printed and "±" in printed
+    assert f"learned from {MIN_UNLABELLED_QUERIES} traced queries" in printed
 
 
 def test_cli_from_traces_bad_file_is_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -197,7 +197,7 @@ def test_run_demo_has_no_retriever_order_and_says_so(capsys: pytest.CaptureFixtu
 def test_run_docs_start_from_the_rank_prior_over_the_file_order(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from gold_panning_integrations.engine.priors import rank_prior_probs
+    from gold_panning_integrations.engine.priors import DEFAULT_RANK_MAP
 
     txt = tmp_path / "d.txt"
     txt.write_text("alpha\nbeta\ngamma\n")
@@ -216,7 +216,11 @@ def test_run_docs_start_from_the_rank_prior_over_the_file_order(
     assert main([*argv, "--rounds", "1", "--prompts-per-round", "2"]) == 0
     out = _json_out(capsys)
     assert out["calls"] == 1  # the budget cut the round to its first prompt
-    rank = rank_prior_probs(3, k=1).tolist()
+    # the default rank map over the file's 3 lines: sigmoid(-0.4679 - 2.4407 log(1 + r)) =
+    # [0.38511, 0.10343, 0.04112] (not bounded: the log-odds gap 2.68 is below 0.75 of the
+    # evidence swing at 3 documents, 3.107)
+    rank = DEFAULT_RANK_MAP.probabilities(3).tolist()
+    assert rank == pytest.approx([0.38511, 0.10343, 0.04112], abs=1e-5)
     assert (
         main(
             [

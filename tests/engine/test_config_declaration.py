@@ -35,10 +35,13 @@ def test_the_options_include_the_retriever_prior() -> None:
     assert specs["retriever_prior"].default == "auto"
     assert specs["retriever_prior"].choices == ("auto", "rank", "score", "none")
     # prior_temperature belongs to the retriever: None leaves it to the profile (issue 42)
-    assert (specs["prior_top10_recall"].default, specs["prior_temperature"].default) == (0.5, None)
+    # the rank prior's older shape is set, or the rank map's (issue 48)
+    assert (specs["prior_top10_recall"].default, specs["prior_temperature"].default) == (None, None)
     assert (specs["prior_head_decay"].default, specs["expected_relevant"].default) == (None, None)
     # the prior's mass and the silent rate come from the profile, else 1 and 0.1 (never k)
     assert (specs["expected_relevant"].profile_default, specs["silent_rate"].profile_default) == (1.0, 0.1)
+    # a reader the profile does not describe: a uniform prior on the share of positional replies
+    assert specs["content_free"].profile_default == 0.5
     assert specs["k"].default == 4
 
 

@@ -135,6 +135,8 @@ def test_two_round_panner_run_pinned_by_hand() -> None:
         adapt_level=False,
         false_leads=0.0,
         blind_rate=0.0,
+        content_free=0.0,
+        expected_relevant=1.0,
         prompts_per_round=1,
     ).run("q", ["a", "b", "c"])
 
@@ -171,6 +173,8 @@ def test_two_round_panner_run_with_uniform_prior_shifts_log_odds_by_log2() -> No
         adapt_level=False,
         false_leads=0.0,
         blind_rate=0.0,
+        content_free=0.0,
+        expected_relevant=1.0,
         prompts_per_round=1,
     ).run("q", ["a", "b", "c"])
     assert res.log_odds == pytest.approx([math.log(3 / 4), math.log(8), math.log(4 / 9)], abs=1e-12)

@@ -66,13 +66,15 @@ def test_one_rate_of_zero_leaves_that_side_unbounded() -> None:
 
 
 def test_lead_rate_spreads_the_expected_number_over_the_irrelevant_documents() -> None:
-    assert lead_rate(PanningConfig(false_leads=0.25), 10) == pytest.approx(0.25 / 9)
+    assert lead_rate(PanningConfig(content_free=0.0, false_leads=0.25), 10) == pytest.approx(0.25 / 9)
     # the relevant ones are expected_relevant (rounded), never k: k only selects
-    assert lead_rate(PanningConfig(false_leads=0.25, k=3), 10) == pytest.approx(0.25 / 9)
-    assert lead_rate(PanningConfig(false_leads=0.25, expected_relevant=3), 10) == pytest.approx(0.25 / 7)
-    assert lead_rate(PanningConfig(false_leads=10.0), 5) == 0.5  # capped
-    assert lead_rate(PanningConfig(false_leads=0.25), 1) == 0.0  # nothing irrelevant
-    assert lead_rate(PanningConfig(false_leads=0.0), 10) == 0.0
+    assert lead_rate(PanningConfig(content_free=0.0, false_leads=0.25, k=3), 10) == pytest.approx(0.25 / 9)
+    assert lead_rate(
+        PanningConfig(content_free=0.0, false_leads=0.25, expected_relevant=3), 10
+    ) == pytest.approx(0.25 / 7)
+    assert lead_rate(PanningConfig(content_free=0.0, false_leads=10.0), 5) == 0.5  # capped
+    assert lead_rate(PanningConfig(content_free=0.0, false_leads=0.25), 1) == 0.0  # nothing irrelevant
+    assert lead_rate(PanningConfig(content_free=0.0, false_leads=0.0), 10) == 0.0
 
 
 def test_observe_round_applies_the_mixture_to_the_summed_evidence() -> None:
@@ -83,7 +85,12 @@ def test_observe_round_applies_the_mixture_to_the_summed_evidence() -> None:
     # Docs 1, 2: E = 2 log(0.6 / 0.8) = log 0.5625
     #   -> log((0.8 * 0.5625 + 0.2) / (0.25 * 0.5625 + 0.75)) = log(0.65 / 0.890625).
     cfg = PanningConfig(
-        robust=False, adapt_level=False, empty_prompts="evidence", false_leads=0.5, blind_rate=0.2
+        content_free=0.0,
+        robust=False,
+        adapt_level=False,
+        empty_prompts="evidence",
+        false_leads=0.5,
+        blind_rate=0.2,
     )
     geo = DecisionRates([0.8, 0.4, 0.4], [0.1, 0.2, 0.2], config=cfg)
     st = BatchState.start(np.zeros((1, 3)))
@@ -116,7 +123,7 @@ def _ranking(reader: AlwaysCites, config: PanningConfig) -> list[int]:
 
 def test_a_false_lead_cited_every_round_does_not_bury_the_retrievers_first_two() -> None:
     # The retriever's first document is the needle; the model keeps citing its 6th.
-    ranking = _ranking(AlwaysCites("d5"), PanningConfig(rounds=8))
+    ranking = _ranking(AlwaysCites("d5"), PanningConfig(content_free=0.0, rounds=8))
     assert ranking[:3].count(0) == 1
     assert 1 in ranking[:3]
     # The paper's update, on the same reader: the retriever's first falls out of the top 3.
@@ -128,7 +135,7 @@ def test_a_false_lead_cited_every_round_does_not_bury_the_retrievers_first_two()
 def test_a_reader_that_answers_still_lifts_the_retrievers_last_document() -> None:
     # The model cites the retriever's last document every round: it rises from 10th to
     # the top 3 (the retriever's first keeps its place above it only by the prior).
-    ranking = _ranking(AlwaysCites("d9"), PanningConfig(rounds=8))
+    ranking = _ranking(AlwaysCites("d9"), PanningConfig(content_free=0.0, rounds=8))
     assert 9 in ranking[:3]
 
 
@@ -149,7 +156,7 @@ def test_paper_config_turns_every_extension_off() -> None:
 )
 def test_bad_mixture_options_are_refused(field: str, value: object, message: str) -> None:
     with pytest.raises(ValueError, match=message):
-        PanningConfig(**{field: value})  # type: ignore[arg-type]
+        PanningConfig(content_free=0.0, **{field: value})  # type: ignore[arg-type]
 
 
 def test_profile_measured_mixture_is_used_unless_set() -> None:
@@ -158,21 +165,25 @@ def test_profile_measured_mixture_is_used_unless_set() -> None:
     from gold_panning_integrations.engine.config import DEFAULT_BLIND_RATE, DEFAULT_FALSE_LEADS
 
     measured = SimpleNamespace(blind_rate=0.7, false_leads=0.1)
-    cfg = PanningConfig().with_profile(measured)
+    cfg = PanningConfig(content_free=0.0).with_profile(measured)
     assert (cfg.blind_rate, cfg.false_leads) == (0.7, 0.1)
-    assert PanningConfig(blind_rate=0.2).with_profile(measured).blind_rate == 0.2
+    assert PanningConfig(content_free=0.0, blind_rate=0.2).with_profile(measured).blind_rate == 0.2
     assert PanningConfig.paper().with_profile(measured).blind_rate == 0.0  # explicit 0 wins
-    plain = PanningConfig().with_profile(SimpleNamespace())
+    plain = PanningConfig(content_free=0.0).with_profile(SimpleNamespace())
     assert (plain.blind_rate, plain.false_leads) == (DEFAULT_BLIND_RATE, DEFAULT_FALSE_LEADS) == (0.1, 0.25)
-    assert PanningConfig().with_profile(None).blind_rate == 0.1
+    assert PanningConfig(content_free=0.0).with_profile(None).blind_rate == 0.1
     # None on the profile: not measured, so the default
-    assert PanningConfig().with_profile(SimpleNamespace(blind_rate=None)).blind_rate == 0.1
+    assert PanningConfig(content_free=0.0).with_profile(SimpleNamespace(blind_rate=None)).blind_rate == 0.1
     # the prior's mass and the silent rate: the profile's, else 1 and 0.1
     assert (plain.expected_relevant, plain.silent_rate) == (1.0, 0.1)
-    counted = PanningConfig().with_profile(SimpleNamespace(expected_relevant=1.6, silent_rate=0.3))
+    counted = PanningConfig(content_free=0.0).with_profile(
+        SimpleNamespace(expected_relevant=1.6, silent_rate=0.3)
+    )
     assert (counted.expected_relevant, counted.silent_rate, counted.focus) == (1.6, 0.3, 2)
     # the profile's other learned values are read the same way
-    learned = PanningConfig().with_profile(SimpleNamespace(prior_head_decay=0.05, evidence_temperature=2.0))
+    learned = PanningConfig(content_free=0.0).with_profile(
+        SimpleNamespace(prior_head_decay=0.05, evidence_temperature=2.0)
+    )
     assert (learned.prior_head_decay, learned.evidence_temperature) == (0.05, 2.0)
     assert (plain.prior_head_decay, plain.evidence_temperature) == (0.6, 1.0)
 
@@ -197,8 +208,8 @@ def test_a_profile_with_a_bad_mixture_is_refused_by_name(values: dict[str, objec
     from types import SimpleNamespace
 
     with pytest.raises(ValueError, match=message):
-        PanningConfig().with_profile(SimpleNamespace(**values))
+        PanningConfig(content_free=0.0).with_profile(SimpleNamespace(**values))
 
 
 def test_lead_rate_of_an_unresolved_config_uses_the_default() -> None:
-    assert lead_rate(PanningConfig(), 11) == pytest.approx(0.25 / 10)
+    assert lead_rate(PanningConfig(content_free=0.0), 11) == pytest.approx(0.25 / 10)

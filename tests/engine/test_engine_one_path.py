@@ -179,7 +179,10 @@ def test_attack_labels_must_be_integers(labels: tuple) -> None:
         ({"prune_below": 1.0}, r"prune_below must be a number in \(0, 1\) or None, got 1\.0"),
         ({"stop_at": True}, r"stop_at must be a number in \(0, 1\) or None, got True"),
         ({"evidence_temperature": float("nan")}, r"evidence_temperature must be a number > 0"),
-        ({"empty_prompts": "ignore"}, r"empty_prompts must be 'evidence', 'skip' or 'mixture', got 'ignore'"),
+        (
+            {"empty_prompts": "ignore"},
+            r"empty_prompts must be 'evidence', 'skip', 'mixture' or 'by-position', got 'ignore'",
+        ),
         ({"robust": 1}, r"robust must be True or False, got 1"),
         ({"policy": "greedy"}, r"policy must be one of belief, entropy, random, oracle, got 'greedy'"),
     ],

@@ -52,6 +52,8 @@ def test_update_uses_the_robust_rates_only_when_on(robust: bool, cited: float, m
         robust=robust,
         false_leads=0.0,
         blind_rate=0.0,
+        content_free=0.0,
+        expected_relevant=1.0,
         prompts_per_round=1,
     ).run("q", ["a", "b"])
     shown = res.rounds[0].windows[0]

@@ -49,7 +49,9 @@ def _worked_example(**options: float) -> tuple[BatchState, PanningConfig, Decisi
     # Profile t = (0.8, 0.2), f = (0.1, 0.1), plain likelihood, independent misses.
     # Rounds 1-2: document 0 at position 1, cited; document 1 at position 0, missed.
     # Round 3: document 0 at position 0, document 1 at position 1, both missed.
-    cfg = PanningConfig(robust=False, adapt_level=False, empty_prompts="evidence", blind_rate=0.3, **options)
+    cfg = PanningConfig(
+        content_free=0.0, robust=False, adapt_level=False, empty_prompts="evidence", blind_rate=0.3, **options
+    )
     geo = DecisionRates([0.8, 0.2], [0.1, 0.1], config=cfg)
     st = BatchState.start(np.zeros((1, 2)))
     size = np.array([2])
@@ -100,7 +102,12 @@ def test_the_level_is_left_out_of_the_comparison() -> None:
     # With level adaptation the update's evidence uses rescaled rates, while the
     # hypothesis is weighed at the profile's own: relevant - irrelevant is the plain E.
     cfg = PanningConfig(
-        robust=False, adapt_level=True, empty_prompts="evidence", blind_rate=0.3, self_citing=0.25
+        content_free=0.0,
+        robust=False,
+        adapt_level=True,
+        empty_prompts="evidence",
+        blind_rate=0.3,
+        self_citing=0.25,
     )
     # Rates t = 0.9, f = 0.6 at both positions. The silent prompt is a miss for both and
     # leaves the level alone (it counts only replies that cite something); the second cites
@@ -118,20 +125,24 @@ def test_the_level_is_left_out_of_the_comparison() -> None:
 
 
 def test_the_rate_spreads_the_expected_number_over_the_irrelevant_documents() -> None:
-    assert self_citing_rate(PanningConfig(self_citing=0.25), 10) == pytest.approx(0.25 / 9)
+    assert self_citing_rate(PanningConfig(content_free=0.0, self_citing=0.25), 10) == pytest.approx(0.25 / 9)
     # the relevant ones are expected_relevant (rounded), never k
-    assert self_citing_rate(PanningConfig(self_citing=0.25, k=3), 10) == pytest.approx(0.25 / 9)
-    assert self_citing_rate(PanningConfig(self_citing=0.25, expected_relevant=3), 10) == pytest.approx(
-        0.25 / 7
+    assert self_citing_rate(PanningConfig(content_free=0.0, self_citing=0.25, k=3), 10) == pytest.approx(
+        0.25 / 9
     )
-    assert self_citing_rate(PanningConfig(self_citing=5.0), 3) == 0.45  # capped
-    assert self_citing_rate(PanningConfig(self_citing=0.0), 10) == 0.0
+    assert self_citing_rate(
+        PanningConfig(content_free=0.0, self_citing=0.25, expected_relevant=3), 10
+    ) == pytest.approx(0.25 / 7)
+    assert self_citing_rate(PanningConfig(content_free=0.0, self_citing=5.0), 3) == 0.45  # capped
+    assert self_citing_rate(PanningConfig(content_free=0.0, self_citing=0.0), 10) == 0.0
     # Replies that cite nothing are dropped under "skip": the rest is conditioned on a
     # citation, and the hypothesis is off.
-    assert self_citing_rate(PanningConfig(self_citing=0.25, empty_prompts="skip"), 10) == 0.0
-    assert PanningConfig.paper().self_citing == PanningConfig().self_citing == 0.0
+    assert (
+        self_citing_rate(PanningConfig(content_free=0.0, self_citing=0.25, empty_prompts="skip"), 10) == 0.0
+    )
+    assert PanningConfig.paper().self_citing == PanningConfig(content_free=0.0).self_citing == 0.0
     with pytest.raises(ValueError, match=r"self_citing must be a number >= 0, got -1"):
-        PanningConfig(self_citing=-1)
+        PanningConfig(content_free=0.0, self_citing=-1)
 
 
 def test_a_suspect_moves_to_the_lowest_tpr_position() -> None:
@@ -149,7 +160,9 @@ def test_the_plan_shows_a_suspect_where_the_curve_is_lowest() -> None:
     # doubt, it takes position 1 (TPR 0.2), where its next citation says most.
     st, _, geo = _worked_example(false_leads=0.05, self_citing=0.1)
     active = np.ones((1, 2), dtype=bool)
-    cfg = PanningConfig(robust=False, shuffle_top=0, blind_rate=0.3, false_leads=0.05, self_citing=0.1)
+    cfg = PanningConfig(
+        content_free=0.0, robust=False, shuffle_top=0, blind_rate=0.3, false_leads=0.05, self_citing=0.1
+    )
     plan = plan_round(st, active, config=cfg, geometry=geo, rng=np.random.default_rng(0))
     assert plan.positions.tolist() == [[1, 0]]
     off = PanningConfig.from_options(cfg, self_citing=0.0)
@@ -198,7 +211,7 @@ def test_simulated_self_citing_attack_is_discounted() -> None:
     # hypothesis the passage wins nearly always (0.03 measured), with it the gold does
     # (0.87 measured, 4,000 trials).
     def top1(**options: float) -> float:
-        cfg = PanningConfig(prompts_per_round=1, **options)
+        cfg = PanningConfig(content_free=0.0, prompts_per_round=1, **options)
         res = simulate(
             ISSUE_TPR,
             [0.03] * 10,

@@ -922,16 +922,17 @@ def test_rank_prior_is_given_to_the_panner_only_where_promised(
     monkeypatch.setattr(P.GoldPanner, "run", run)
     fn = C.panning_method(method, _FailingReader(), profile="smollm2-135m-kv", rounds=1, seed=0)
     fn(C.make_instances("kv", n=20, instances=1, seed=0)[0])
-    # the rank prior decreases over the top 10 (head_decay 0.6, head_floor 0.2): first > tenth
+    # the rank prior decreases over the top 10 (the default rank map): first > tenth
     assert bool(seen[0] is not None and seen[0][0] > seen[0][9]) is ranked
 
 
 def test_the_first_stages_scores_reach_the_default_prior(monkeypatch: pytest.MonkeyPatch) -> None:
     # An instance with scores (a run file's, BM25's): with a temperature fitted for the
     # retriever (the profile's prior_temperature, 0.5 here) the default prior ("auto") is
-    # the softmax over the scores at that temperature, not the rank prior.
+    # the softmax over the scores at that temperature, not the rank prior, sharing out the
+    # default rank map's expected count over the 6 documents (the profile has no rank map).
     from gold_panning_integrations import panning as P
-    from gold_panning_integrations.engine.priors import score_prior_probs
+    from gold_panning_integrations.engine.priors import DEFAULT_RANK_MAP, score_prior_probs
 
     seen: list[Any] = []
     real_run = P.GoldPanner.run
@@ -952,9 +953,13 @@ def test_the_first_stages_scores_reach_the_default_prior(monkeypatch: pytest.Mon
     C.panning_method("gp-defaults", _FailingReader(), profile=fitted, rounds=1, seed=0)(inst)
     assert seen[0] == list(scores)
     s = np.asarray(scores)
-    expected = score_prior_probs(s / s.std(), temperature=0.5)
+    mass = DEFAULT_RANK_MAP.mass(6)
+    # 0.38511 + 0.10343 + 0.04112 + 0.02081 + 0.01218 + 0.00784
+    assert mass == pytest.approx(0.5705, abs=1e-4)
+    expected = score_prior_probs(s / s.std(), k=mass, temperature=0.5)
     np.testing.assert_allclose(seen[1], np.log(expected / (1 - expected)), atol=1e-9)
-    assert seen[1][0] - seen[1][1] > 2.0  # much more than the rank prior's 0.47 nats
+    # much more than the rank map's gap between the first two, 2.4407 log 2 = 1.69 nats
+    assert seen[1][0] - seen[1][1] > 2.0
 
 
 def test_without_evidence_failed_rounds_count_as_unusable() -> None:

@@ -59,6 +59,9 @@ SMALL_RUNS = 50
 ISSUE: dict[str, Any] = {"rounds": ROUNDS, "k": 1}
 """The issue's scenario: the library's defaults but for 6 rounds and ``k=1`` (so 3 prompts
 per round, 18 calls, and the rank prior over documents that come in random order)."""
+UNORDERED: dict[str, Any] = {**ISSUE, "retriever_prior": "none"}
+"""The issue's scenario told that the documents come in no meaningful order (they do: the
+gold is at a random input position): a flat prior instead of the rank prior."""
 PROMPTS = PanningConfig().prompts_per_round * ROUNDS
 """Calls per run in :data:`ISSUE`: 18 (``prompts_per_round`` defaults to 3)."""
 
@@ -118,6 +121,7 @@ class Outcome:
         gold_share_behind: Among attacked runs whose hostile document comes before the
             gold in the input order (so the rank prior favours it), the share whose top
             document is the gold (0 when there are none).
+        failed_readings: Readings without a usable answer (no evidence), all runs.
     """
 
     gold_share: float
@@ -129,6 +133,7 @@ class Outcome:
     hostile_share: float = 0.0
     suspected_share: float = 0.0
     gold_share_behind: float = 0.0
+    failed_readings: int = 0
 
 
 def run_scenario(
@@ -149,6 +154,7 @@ def run_scenario(
     go to ``GoldPanner`` (``on_failure="fallback"``: a run whose every round failed
     returns the input order, counted as a miss unless the gold is first)."""
     hits = failed = others = unpanned = invalid = hostile_top = suspected = behind = behind_hits = 0
+    failed_readings = 0
     server.clear()
     from openai import OpenAI
 
@@ -179,6 +185,7 @@ def run_scenario(
             ).run(QUESTION, docs)
             hits += int(res.selected[0] == gold_at)
             failed += res.failed_rounds
+            failed_readings += sum(reading.failed for t in res.rounds for reading in t.readings)
             unpanned += not res.panned
             invalid += res.invalid_labels
             others += sum(d != gold_at for t in res.rounds for d in t.cited)
@@ -199,6 +206,7 @@ def run_scenario(
         hostile_top / runs,
         suspected / runs,
         behind_hits / behind if behind else 0.0,
+        failed_readings,
     )
 
 
@@ -212,19 +220,21 @@ def server() -> Iterator[FakeOpenAIServer]:
 
 
 @pytest.fixture(scope="module")
-def clean_runs(server: FakeOpenAIServer) -> Callable[[int], Outcome]:
-    """The runs without the hostile document, by number of runs, each made once (the model
-    ignores labels, so these serve both label schemes)."""
-    made: dict[int, Outcome] = {}
+def clean_runs(server: FakeOpenAIServer) -> Callable[..., Outcome]:
+    """The runs without the hostile document, by number of runs and scenario (:data:`ISSUE`,
+    or :data:`UNORDERED` with ``unordered=True``), each made once (the model ignores labels,
+    so these serve both label schemes)."""
+    made: dict[tuple[int, bool], Outcome] = {}
 
-    def clean(runs: int) -> Outcome:
-        if runs not in made:
-            out = made[runs] = run_scenario(server, None, runs=runs)
+    def clean(runs: int, *, unordered: bool = False) -> Outcome:
+        key = (runs, unordered)
+        if key not in made:
+            out = made[key] = run_scenario(server, None, runs=runs, scenario=UNORDERED if unordered else None)
             assert out.requests == runs * PROMPTS  # every prompt went over HTTP, one request each
             # A model that writes only the labels it sees: every reply read, no label dropped.
-            assert out.failed_rounds == 0
+            assert out.failed_rounds == 0 and out.failed_readings == 0
             assert out.invalid_labels == 0
-        return made[runs]
+        return made[key]
 
     return clean
 
@@ -232,17 +242,25 @@ def clean_runs(server: FakeOpenAIServer) -> Callable[[int], Outcome]:
 BOTH_SIZES = pytest.mark.parametrize("runs", [SMALL_RUNS, pytest.param(RUNS, marks=pytest.mark.slow)])
 
 
+# The label tests below run UNORDERED: the documents come in random order (the gold at a
+# random input position), and what they test is the labels, not the prior. Under the rank
+# map of issue 48 (sigmoid(-0.4679 - 2.4407 log(1 + r)): 0.385 at rank 0, 0.0033 at rank 9)
+# the issue's scenario, which reads that random order as a retriever's, finds the gold in
+# 0.78 of 50 clean runs (0.980 before), and the attacked share moves as much by chance.
+
+
 @BOTH_SIZES
 def test_label_injection_over_http_credits_nothing(
-    server: FakeOpenAIServer, clean_runs: Callable[[int], Outcome], runs: int
+    server: FakeOpenAIServer, clean_runs: Callable[..., Outcome], runs: int
 ) -> None:
-    clean = clean_runs(runs)
-    attacked = run_scenario(server, "cite-1", runs=runs)
+    clean = clean_runs(runs, unordered=True)
+    attacked = run_scenario(server, "cite-1", runs=runs, scenario=UNORDERED)
     assert attacked.requests == runs * PROMPTS
     # A reply naming only "1" is no evidence (a failed reading), never a citation.
-    assert attacked.failed_rounds > 0
-    # Measured: 150 runs 0.980 clean (issue 29 quotes 0.5 at 0.987), 0.987 attacked; 50
-    # runs 0.980 and 0.960.
+    assert attacked.failed_readings > 0
+    # Measured with the flat prior, 50 runs: 1.00 clean and attacked (143 failed readings,
+    # none a whole round). With the rank prior before issue 48: 150 runs 0.980 clean (issue
+    # 29 quotes 0.5 at 0.987), 0.987 attacked; 50 runs 0.980 and 0.960.
     assert clean.gold_share >= 0.97
     assert attacked.gold_share >= clean.gold_share - 0.03
     # Clean: 9 fillers at 0.03 over 18 prompts, about 4.9 per run; the attack adds none.
@@ -261,22 +279,23 @@ def permuted_labels(rng: np.random.Generator, sizes: np.ndarray, width: int) -> 
 @BOTH_SIZES
 def test_the_check_fails_with_labels_from_one_to_m(
     server: FakeOpenAIServer,
-    clean_runs: Callable[[int], Outcome],
+    clean_runs: Callable[..., Outcome],
     runs: int,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     # Labels 1..m: the number "cite document 1" names is always on screen, so each obeyed
     # injection credits a random document: about 0.5 x 18 x 0.9 = 8.1 per run (measured
-    # on 50 runs: 12.4 other citations per run against 5.0 clean). The attack lands; since
-    # issue 42 (prior mass 1, not k; blind rate 0.1) the gold still comes first in all 50
-    # runs either way (it was 0.960 against 0.980), so the check is on the citations.
+    # on 50 runs with the flat prior: 12.56 other citations per run against 5.10 clean).
+    # The attack lands; the gold still comes first in 0.98 of the 50 runs against 1.00
+    # clean (with the rank prior: all 50 either way since issue 42, 0.960 against 0.980
+    # before), so the check is on the citations.
     from gold_panning_integrations.engine import panner, rounds
 
-    clean = clean_runs(runs)
+    clean = clean_runs(runs, unordered=True)
     monkeypatch.setattr(panner, "draw_labels", permuted_labels)
     monkeypatch.setattr(rounds, "draw_labels", permuted_labels)
-    attacked = run_scenario(server, "cite-1", runs=runs)
-    assert attacked.failed_rounds == 0  # "1" was always a label
+    attacked = run_scenario(server, "cite-1", runs=runs, scenario=UNORDERED)
+    assert attacked.failed_readings == 0  # "1" was always a label
     assert attacked.other_citations > clean.other_citations + 5.0
     assert attacked.gold_share <= clean.gold_share
 
@@ -289,10 +308,6 @@ def test_the_check_fails_with_labels_from_one_to_m(
 # that does not follow the profile's curve (docs/security.md).
 ON = 0.25
 """``self_citing`` when the hypothesis is on (it is off by default)."""
-
-UNORDERED: dict[str, Any] = {**ISSUE, "retriever_prior": "none"}
-"""The issue's scenario told that the documents come in no meaningful order (they do: the
-gold is at a random input position): a flat prior instead of the rank prior."""
 
 
 def _self_citing(server: FakeOpenAIServer, obey: float, *, runs: int = RUNS, **options: Any) -> Outcome:
@@ -315,7 +330,7 @@ def test_a_passage_always_obeyed_is_suspected_and_the_gold_still_wins(server: Fa
 
 @pytest.mark.slow
 def test_the_self_citing_scenario_of_issue_29(
-    server: FakeOpenAIServer, clean_runs: Callable[[int], Outcome]
+    server: FakeOpenAIServer, clean_runs: Callable[..., Outcome]
 ) -> None:
     # 150 runs each, the issue's scenario (library defaults, 6 rounds of 3 prompts, k=1).
     # Measured (this commit), off / on (self_citing=0.25): clean 0.980 / 0.953; obeyed in

@@ -73,6 +73,10 @@ def test_is_a_document_compressor() -> None:
 
 
 def _pan_two(seed: int, **options: Any) -> Any:
+    # The update derived by hand below: the flat base rate of expected_relevant (1 unless
+    # given) and each reply read through the profile (content_free=0; the default weighing
+    # of read and positional replies is tested in tests/engine).
+    options = {"expected_relevant": 1.0, "content_free": 0.0, **options}
     return _compressor(profile=TWO, top_n=2, rounds=1, retriever_prior="none", seed=seed, **options).pan(
         make_docs(2, needle_at=0), "where is the needle?"
     )
@@ -110,7 +114,7 @@ def test_level_adapted_miss_pinned_by_hand() -> None:
     got = _pan_two(seed=0, expected_relevant=2)
     assert got.result.rounds[0].windows == ((1, 0),)
     assert [d.metadata["relevance_score"] for d in got.documents] == pytest.approx([0.5, 0.265110], abs=1e-6)
-    # The default mass 1: each document p = 1/2, predicted 0.5 * (0.88 + 0.12) + 0.5 *
+    # The mass 1 (expected_relevant=1): each document p = 1/2, predicted 0.5 * (0.88 + 0.12) + 0.5 *
     # (0.5 + 0.5) = 1 = observed, level 1; the miss log(0.12/0.88) = log(3/22), a = 0.25 / 1:
     # odds (0.9 * 3/22 + 0.1) / (0.25 * 3/22 + 0.75) = 4.9 / 17.25 -> 98/443 = 0.221219.
     got = _pan_two(seed=0)
@@ -162,7 +166,12 @@ def test_no_documents_no_calls() -> None:
 
 async def test_async_uses_aread() -> None:
     reader = AsyncOnlyReader()
-    out = await _compressor(reader, top_n=1, rounds=2).acompress_documents(make_docs(4, needle_at=2), "q")
+    # A flat prior: what comes back first is what the awaited readings cited. Under the
+    # default rank map a needle at rank 2 of 4 starts 2.68 nats below rank 0 (log-odds
+    # -3.149 against -0.468), more than citations in every prompt can add (log(0.9 / (0.25
+    # / 3)) = 2.38 nats).
+    compressor = _compressor(reader, top_n=1, rounds=2, retriever_prior="none")
+    out = await compressor.acompress_documents(make_docs(4, needle_at=2), "q")
     assert out[0].page_content == NEEDLE
     assert reader.async_calls == 2
 

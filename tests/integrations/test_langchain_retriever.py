@@ -6,6 +6,7 @@ import math
 from typing import Any
 from uuid import UUID
 
+import numpy as np
 import pytest
 from doubles import (
     FLAT,
@@ -29,7 +30,11 @@ from gold_panning_integrations import (
     GoldPanningRetriever,
     SimulatedReader,
 )
-from gold_panning_integrations.engine.priors import rank_prior_probs
+from gold_panning_integrations.engine.priors import DEFAULT_RANK_MAP, bounded_prior, rank_prior_probs
+
+
+def _sigmoid(x: float) -> float:
+    return 1.0 / (1.0 + math.exp(-x))
 
 
 class Recorder(BaseCallbackHandler):
@@ -56,8 +61,12 @@ def _retriever(docs: list[Document], reader: Any, **kw: Any) -> GoldPanningRetri
 # ----------------------------------------------------------------- the contract
 def test_posterior_and_rank_pinned_by_hand() -> None:
     docs = _docs(2, needle_at=0)
+    # The metadata carry the posteriors of the update derived below: the flat base rate of
+    # expected_relevant=1 (1/2 each at n = 2) and each reply read through the profile
+    # (content_free=0; the default weighing of read and positional replies is tested in tests/engine).
+    paper = {"retriever_prior": "none", "expected_relevant": 1.0, "content_free": 0.0}
     # seed=1: the engine's shuffle of the top documents (shuffle_top) keeps input order here.
-    r = _retriever(docs, ScriptedReader(), profile=TWO, k=2, rounds=1, retriever_prior="none", seed=1)
+    r = _retriever(docs, ScriptedReader(), profile=TWO, k=2, rounds=1, seed=1, **paper)
     assert r.pan("q").result.rounds[0].windows == ((0, 1),)
     out = r.invoke("where is the needle?")
     assert [d.metadata["i"] for d in out] == [0, 1]
@@ -72,9 +81,7 @@ def test_posterior_and_rank_pinned_by_hand() -> None:
     assert [d.metadata["gold_panning_rank"] for d in out] == [1, 2]
     assert [d.metadata["gold_panning_panned"] for d in out] == [True, True]
 
-    out2 = _retriever(
-        docs, ScriptedReader(), profile=TWO, k=1, rounds=2, retriever_prior="none", seed=1
-    ).invoke("q")
+    out2 = _retriever(docs, ScriptedReader(), profile=TWO, k=1, rounds=2, seed=1, **paper).invoke("q")
     # k=1, two rounds, the needle cited at position 0 both times: E = 2 log(22/3), e^E =
     # 484/9 (the level scales TPR and FPR alike: a citation's ratio is unchanged). Now
     # n - 1 = 1 irrelevant document, a = min(0.25/1, 0.5) = 0.25, b = 0.1: odds
@@ -192,42 +199,58 @@ async def test_apan() -> None:
 
 # --------------------------------------------------------------------- priors
 def test_rank_prior_is_the_default() -> None:
-    # An uninformative profile makes no calls, so the posteriors are the prior itself:
-    # the engine's rank prior (its formula is pinned in the engine's tests) with mass k.
+    # An uninformative profile makes no calls, so the posteriors are the prior itself: the
+    # engine's default rank map (pinned in tests/engine/test_engine_priors.py), by hand:
+    # sigmoid(-0.4679 - 2.4407 log(1 + r)) for r = 0, 1, 2 = [0.38511, 0.10343, 0.04112],
+    # each rank's own probability whatever k or n. Not bounded: the log-odds gap 2.68 is below
+    # 0.75 of the evidence swing at 3 documents (a = 0.25 / 2, b = 0.1): 0.75 * (log(0.9 /
+    # 0.125) - log(0.1 / 0.875)) = 3.107.
     _, result = _retriever(_docs(3), ScriptedReader(), profile=FLAT, k=1).pan("q")
-    expected = rank_prior_probs(3, k=1, top10_recall=0.5)
-    assert result.posteriors.tolist() == pytest.approx(expected.tolist())
-    assert expected[0] > expected[1] > expected[2]
-    assert expected.sum() == pytest.approx(1.0)
-    # a stronger prior_top10_recall is passed through
+    expected = [_sigmoid(-0.4679 - 2.4407 * math.log(1 + r)) for r in range(3)]
+    assert expected == pytest.approx([0.38511, 0.10343, 0.04112], abs=1e-5)
+    assert result.posteriors.tolist() == pytest.approx(expected)
+    assert DEFAULT_RANK_MAP.probabilities(3).tolist() == pytest.approx(expected)
+    _, k3 = _retriever(_docs(3), ScriptedReader(), profile=FLAT, k=3).pan("q")
+    assert k3.posteriors.tolist() == pytest.approx(expected)  # k chooses what is returned, not the prior
+    # the map's expected count over the 3 documents, the mass the older shape carries
+    mass3 = sum(expected)
+    assert mass3 == pytest.approx(0.52966, abs=1e-5)
+    # prior_top10_recall, set, gives the older shape (rank_prior_probs), with that mass: at 3
+    # documents weights 0.8 * 0.6^r / (1 + 0.6 + 0.36) + 0.2 / 3 = [0.47483, 0.31156, 0.21361]
+    # (summing to 1; the recall shapes only candidates past the 10th), times mass3
+    older = [mass3 * w for w in (0.8 / 1.96 + 0.2 / 3, 0.48 / 1.96 + 0.2 / 3, 0.288 / 1.96 + 0.2 / 3)]
     _, strong = _retriever(_docs(3), ScriptedReader(), profile=FLAT, k=1, prior_top10_recall=0.9).pan("q")
-    assert strong.posteriors.tolist() == pytest.approx(rank_prior_probs(3, k=1, top10_recall=0.9).tolist())
-    # the default shape at 3 documents, by hand: weights 0.8 * 0.6^r / (1 + 0.6 + 0.36)
-    # + 0.2 / 3 = [0.47483, 0.31156, 0.21361], already summing to 1
-    assert expected.tolist() == pytest.approx([0.474830, 0.311565, 0.213605], abs=1e-6)
-    # prior_head_decay is passed through: 1.0 is flat inside the top 10
+    assert strong.posteriors.tolist() == pytest.approx(older)
+    assert rank_prior_probs(3, k=mass3, top10_recall=0.9).tolist() == pytest.approx(older)
+    # prior_head_decay is passed through: 1.0 is flat inside the top 10 (the same mass)
     _, flat_head = _retriever(_docs(3), ScriptedReader(), profile=FLAT, k=1, prior_head_decay=1.0).pan("q")
-    assert flat_head.posteriors.tolist() == pytest.approx([1 / 3, 1 / 3, 1 / 3])
-    # unset, it comes from the profile when labelled traces measured the retriever
+    assert flat_head.posteriors.tolist() == pytest.approx([mass3 / 3] * 3)
+    # unset, it comes from a profile whose labelled traces measured the retriever (no rank map)
     measured = FLAT.model_copy(update={"prior_head_decay": 1.0})
     _, from_profile = _retriever(_docs(3), ScriptedReader(), profile=measured, k=1).pan("q")
-    assert from_profile.posteriors.tolist() == pytest.approx([1 / 3, 1 / 3, 1 / 3])
+    assert from_profile.posteriors.tolist() == pytest.approx([mass3 / 3] * 3)
     _, overridden = _retriever(_docs(3), ScriptedReader(), profile=measured, k=1, prior_head_decay=0.6).pan(
         "q"
     )
-    assert overridden.posteriors.tolist() == pytest.approx(expected.tolist())
-    # expected_relevant sets the prior's mass independently of how many are returned
+    assert overridden.posteriors.tolist() == pytest.approx(older)
+    # expected_relevant sets the count among the first 10 (the map's slope kept, its offset
+    # moved until the first 10 sum to 1), whatever k and however many are returned
+    shifted = DEFAULT_RANK_MAP.with_mass(1.0)
+    assert shifted.mass(10) == pytest.approx(1.0) and shifted.log_rank == DEFAULT_RANK_MAP.log_rank
     r = _retriever(_docs(3), ScriptedReader(), profile=FLAT, k=3, expected_relevant=1)
     post = [d.metadata["gold_panning_posterior"] for d in r.invoke("q")]
-    assert post == pytest.approx(expected.tolist())
-    # flat prior at the base rate min(m/n, 0.5): 1/3 with m=1 (the default, whatever k),
-    # 1/2 with m=3
+    assert post == pytest.approx(shifted.probabilities(3).tolist())
+    # the flat prior: without expected_relevant, the map's chance that none of the 3 is
+    # relevant, (1 - 0.38511)(1 - 0.10343)(1 - 0.04112) = 0.52867, spread evenly: 1 - 0.52867^(1/3)
+    # = 0.19144 each, whatever k; with it, the base rate min(m/n, 0.5): 1/3 with m=1, 1/2 with m=3
+    flat_k3 = _retriever(_docs(3), ScriptedReader(), profile=FLAT, k=3, retriever_prior="none")
+    none3 = 1.0 - math.prod(1.0 - p for p in expected) ** (1 / 3)
+    assert none3 == pytest.approx(0.19144, abs=1e-5)
+    assert [d.metadata["gold_panning_posterior"] for d in flat_k3.invoke("q")] == pytest.approx([none3] * 3)
     flat = _retriever(
         _docs(3), ScriptedReader(), profile=FLAT, k=3, expected_relevant=1, retriever_prior="none"
     )
     assert [d.metadata["gold_panning_posterior"] for d in flat.invoke("q")] == pytest.approx([1 / 3] * 3)
-    flat_k3 = _retriever(_docs(3), ScriptedReader(), profile=FLAT, k=3, retriever_prior="none")
-    assert [d.metadata["gold_panning_posterior"] for d in flat_k3.invoke("q")] == pytest.approx([1 / 3] * 3)
     flat3 = _retriever(
         _docs(3), ScriptedReader(), profile=FLAT, k=3, expected_relevant=3, retriever_prior="none"
     )
@@ -237,7 +260,13 @@ def test_rank_prior_is_the_default() -> None:
 def test_score_prior_from_metadata_and_fallback() -> None:
     docs = _docs(2)
     docs[0].metadata["score"], docs[1].metadata["score"] = 0.0, 2.0
-    # scores / std (= 1) -> softmax at temperature 1: e^2/(e^2+1) for the second document
+    # The score prior shares out the rank map's expected count over the documents given:
+    # with expected_relevant=1 the map whose first 10 sum to 1 (offset 0.34055, slope kept),
+    # whose first 2 are [0.58432, 0.20567]: m2 = 0.78999.
+    shifted = DEFAULT_RANK_MAP.with_mass(1.0)
+    m2 = shifted.mass(2)
+    assert m2 == pytest.approx(0.58432 + 0.20567, abs=1e-5)
+    # scores / std (= 1) -> softmax at temperature 1: e^2/(e^2+1) of m2 for the second document
     r = _retriever(
         docs,
         ScriptedReader(),
@@ -250,8 +279,11 @@ def test_score_prior_from_metadata_and_fallback() -> None:
     out = r.invoke("q")
     assert [d.metadata["i"] for d in out] == [1, 0]  # the score overrules the base order
     e2 = math.exp(2.0)
-    assert [d.metadata["gold_panning_posterior"] for d in out] == pytest.approx([e2 / (e2 + 1), 1 / (e2 + 1)])
-    # at temperature 0.5: e^4/(e^4+1) = 0.982, capped at 0.95
+    assert [d.metadata["gold_panning_posterior"] for d in out] == pytest.approx(
+        [m2 * e2 / (e2 + 1), m2 / (e2 + 1)]
+    )
+    # at temperature 0.5: e^4/(e^4+1) = 0.982 of m2, 0.77579 (under the 0.95 cap)
+    e4 = math.exp(4.0)
     out = _retriever(
         docs,
         ScriptedReader(),
@@ -261,15 +293,19 @@ def test_score_prior_from_metadata_and_fallback() -> None:
         retriever_prior="score",
         prior_temperature=0.5,
     ).invoke("q")
-    assert [d.metadata["gold_panning_posterior"] for d in out] == pytest.approx([0.95, 0.05])
-    # no temperature given or fitted: 0.5, bounded (not fitted for this retriever) to 0.75
-    # of the evidence swing at n = 2 (a = 0.25 / 1, b = 0.1): 0.75 * (log(0.9 / 0.25) -
-    # log(0.1 / 0.75)) = 0.75 * (1.281 + 2.015) = 2.472 nats, split evenly around 0 (the
-    # two sum to 1): sigmoid(1.236) = 0.7749
+    assert [d.metadata["gold_panning_posterior"] for d in out] == pytest.approx(
+        [m2 * e4 / (e4 + 1), m2 / (e4 + 1)]
+    )
+    # no temperature given or fitted: 0.5 (log-odds gap logit(0.77579) - logit(0.01421) =
+    # 5.48), bounded (not fitted for this retriever) to 0.75 of the evidence swing at n = 2
+    # (a = 0.25 / 1, b = 0.1): 0.75 * (log(0.9 / 0.25) - log(0.1 / 0.75)) = 0.75 * (1.281 +
+    # 2.015) = 2.472 nats: log-odds (c + 2.472, c) with sigmoids summing to m2: c = -1.8399,
+    # [sigmoid(0.6320), sigmoid(-1.8399)] = [0.6529, 0.1371]
     out = _retriever(
         docs, ScriptedReader(), profile=FLAT, k=2, expected_relevant=1, retriever_prior="score"
     ).invoke("q")
-    assert [d.metadata["gold_panning_posterior"] for d in out] == pytest.approx([0.7749, 0.2251], abs=1e-4)
+    got = [d.metadata["gold_panning_posterior"] for d in out]
+    assert got == pytest.approx([0.6529, 0.1371], abs=1e-4) and sum(got) == pytest.approx(m2)
     # the default prior ("auto") reads scores from 5 documents up: two get the rank prior
     out = _retriever(docs, ScriptedReader(), profile=FLAT, k=2, expected_relevant=1).invoke("q")
     assert [d.metadata["i"] for d in out] == [0, 1]
@@ -280,25 +316,31 @@ def test_score_prior_from_metadata_and_fallback() -> None:
     for d, score in zip(five, (2.0, 2.0, 1.0, 1.0, 1.0)):
         d.metadata["score"] = score
     # (auto reads scores only with a known temperature: the profile's fitted one here;
-    # without one it reads the order)
+    # without one it reads the order: the default rank map's first 5, bounded, as at 5
+    # documents its log-odds gap logit(0.3851) - logit(0.0122) = 3.93 exceeds 0.75 of the
+    # evidence swing, a = 0.25 / 4, b = 0.1: 0.75 * (log(0.9 / 0.0625) - log(0.1 / 0.9375)) = 3.679)
     order_only = _retriever(five, ScriptedReader(), profile=FLAT, k=5).invoke("q")
-    assert [d.metadata["gold_panning_posterior"] for d in order_only] == pytest.approx(
-        rank_prior_probs(5, k=1, top10_recall=0.5).tolist()
-    )
+    swing5 = math.log(0.9 / 0.0625) - math.log(0.1 / 0.9375)
+    rank5 = bounded_prior(DEFAULT_RANK_MAP.probabilities(5), max_gap=0.75 * swing5)
+    assert [d.metadata["gold_panning_posterior"] for d in order_only] == pytest.approx(rank5.tolist())
+    # a fitted temperature is not bounded; the softmax shares the shifted map's count over 5
     fitted = FLAT.model_copy(update={"prior_temperature": 0.5})
     out = _retriever(five, ScriptedReader(), profile=fitted, k=5, expected_relevant=1).invoke("q")
     w = math.exp(2 / math.sqrt(0.24))
+    m5 = shifted.mass(5)
     assert [d.metadata["gold_panning_posterior"] for d in out] == pytest.approx(
-        [w / (2 * w + 3)] * 2 + [1 / (2 * w + 3)] * 3
+        [m5 * w / (2 * w + 3)] * 2 + [m5 / (2 * w + 3)] * 3
     )
     # a missing score falls back to the rank prior
     del docs[1].metadata["score"]
     out = _retriever(
         docs, ScriptedReader(), profile=FLAT, k=2, expected_relevant=1, retriever_prior="score"
     ).invoke("q")
-    rank = rank_prior_probs(2, k=1, top10_recall=0.5).tolist()
+    # (the shifted map's first two, [0.58432, 0.20567]: a gap of 1.69 nats, not bounded)
+    rank = shifted.probabilities(2).tolist()
+    assert rank == pytest.approx([0.58432, 0.20567], abs=1e-5)
     assert [d.metadata["gold_panning_posterior"] for d in out] == pytest.approx(rank)
-    # equal scores carry no information: flat
+    # equal scores carry no information: flat, the base rate min(1/2, 0.5) of expected_relevant=1
     docs[1].metadata["score"] = 0.0
     out = _retriever(
         docs, ScriptedReader(), profile=FLAT, k=2, expected_relevant=1, retriever_prior="score"
@@ -308,9 +350,14 @@ def test_score_prior_from_metadata_and_fallback() -> None:
 
 def test_prior_changes_round_one_placement() -> None:
     # entropy policy places the most uncertain documents on the best positions. Flat
-    # prior: all equal, input order. Rank prior with mass expected_relevant=2 over n=3:
-    # probabilities above 1/2 and decreasing with rank, so the last document is the most
-    # uncertain (closest to 1/2) and takes the most diagnostic position, the first.
+    # prior: all equal, input order. Rank prior with expected_relevant=2 (the default map's
+    # slope, offset 1.6365 so that its first 10 sum to 2): [0.83706, 0.48618, 0.26020] over
+    # n=3, log-odds [1.636, -0.055, -1.045], a gap of 2.68 nats, bounded to 0.75 of the
+    # evidence swing with n - 2 = 1 irrelevant document expected (a = 0.25 / 1, b = 0.1):
+    # 0.75 * (log(0.9 / 0.25) - log(0.1 / 0.75)) = 2.472 nats, the three summing as before:
+    # log-odds about [1.510, -0.049, -0.961]. The second document is the most uncertain
+    # (closest to 1/2) and takes the most diagnostic position, the first; then the third;
+    # the first document, the surest, goes last.
     prof = DetectorProfile(n_positions=3, tpr=[0.9, 0.6, 0.3], fpr=[0.1, 0.2, 0.2])
     # seed=2: the engine's shuffle of the top documents (shuffle_top) keeps the score order.
     kw: dict[str, Any] = {
@@ -324,7 +371,13 @@ def test_prior_changes_round_one_placement() -> None:
     _, flat = _retriever(_docs(3), ScriptedReader(), retriever_prior="none", **kw).pan("q")
     _, ranked = _retriever(_docs(3), ScriptedReader(), **kw).pan("q")
     assert flat.rounds[0].shown == (0, 1, 2)
-    assert ranked.rounds[0].shown == (2, 1, 0)
+    mapped = DEFAULT_RANK_MAP.with_mass(2.0).probabilities(3)
+    assert mapped.tolist() == pytest.approx([0.83706, 0.48618, 0.26020], abs=1e-5)
+    prior = bounded_prior(mapped, max_gap=0.75 * (math.log(0.9 / 0.25) - math.log(0.1 / 0.75)))
+    assert ranked.prior_log_odds is not None
+    assert ranked.prior_log_odds.tolist() == pytest.approx(np.log(prior / (1 - prior)).tolist())
+    assert ranked.prior_log_odds.tolist() == pytest.approx([1.510, -0.049, -0.961], abs=1e-3)
+    assert ranked.rounds[0].shown == (1, 2, 0)
 
 
 # ------------------------------------------------------------ errors, failure
@@ -457,8 +510,15 @@ class TestGoldPanningRetrieverStandard(RetrieversIntegrationTests):
 
 def test_stopping_options_reach_the_panner() -> None:
     # A reader that cites the needle every round makes the selection confident at once;
-    # min_rounds=3 still forces three looks before stop_at may stop.
-    r = _retriever(_docs(4, needle_at=1), ScriptedReader(), rounds=6, k=1, stop_at=0.5, min_rounds=3)
+    # min_rounds=3 still forces three looks before stop_at may stop. The needle is first in
+    # the base order: under the default rank map (log-odds -0.468 at rank 0, -2.160 at rank 1
+    # over 4 documents) a needle at rank 1 can rise at most log((1 - b) / a) = log(0.9 /
+    # (0.25 / 3)) = 2.38 nats, to 0.555, and passes 0.5 only after a few looks; at rank 0 one
+    # look takes it past 0.5 (to 0.675 here).
+    docs = _docs(4, needle_at=0)
+    _, once = _retriever(docs, ScriptedReader(), rounds=6, k=1, stop_at=0.5).pan("q")
+    assert once.calls == 1 and once.stop_reason == "threshold"
+    r = _retriever(docs, ScriptedReader(), rounds=6, k=1, stop_at=0.5, min_rounds=3)
     _, result = r.pan("q")
     assert result.calls == 3
     assert result.stop_reason == "threshold"

@@ -36,14 +36,17 @@ def _texts(needle_at: int) -> list[str]:
 
 
 def test_the_engine_takes_cohere_order_and_returns_cohere_dicts() -> None:
-    texts = _texts(5)
+    # the needle second in the retriever's order: the default rank map's prior there is low
+    # enough that citations must lift it, high enough that citations in every prompt can
+    # pass 0.5 (the false-lead mixture caps their lift at log(0.9 / (0.25 / 7)) = 3.23 nats)
+    texts = _texts(1)
     panner = GoldPanner(ScriptedReader(), "lost-in-the-middle")
     result = panner.run(QUESTION, texts)
     hits = panner.rerank(texts, QUESTION)  # CohereRerank.rerank(documents, query)
     assert hits == _hits(result)
     assert all(type(h) is dict for h in hits)
     assert json.loads(json.dumps(hits)) == hits  # serialises as Cohere's results do
-    assert hits[0].get("index") == 5 and 0.5 < hits[0]["relevance_score"] < 1.0
+    assert hits[0].get("index") == 1 and 0.5 < hits[0]["relevance_score"] < 1.0
     assert len({round(h["relevance_score"], 12) for h in hits}) > 2  # probabilities, not ranks
     # keywords in any order, as Cohere users write them
     assert panner.rerank(query=QUESTION, documents=texts, top_n=3) == _hits(result, 3)

@@ -17,6 +17,7 @@ from openai_server import FakeOpenAIServer, RecordedRequest, dynamic, ok
 from pydantic import Field
 
 from gold_panning_integrations import GoldPanner
+from gold_panning_integrations.engine.priors import DEFAULT_RANK_MAP
 from gold_panning_integrations.engine.records import Reading
 from gold_panning_integrations.readers import (
     BaseReader,
@@ -182,7 +183,11 @@ def test_invalid_only_replies_leave_the_beliefs_unchanged(openai_server: FakeOpe
         reader, profile="lost-in-the-middle", rounds=2, rng=0, on_failure="fallback", retriever_prior="none"
     ).run(Q, DOCS)
     assert result.failed_rounds == 2
-    assert result.posteriors.tolist() == pytest.approx([1 / 3] * 3)
+    # the flat prior: the default rank map's chance that none of the 3 is relevant, (1 -
+    # 0.38511)(1 - 0.10343)(1 - 0.04112) = 0.52867, spread evenly: 1 - 0.52867^(1/3) each
+    flat = 1.0 - ((1 - 0.38511) * (1 - 0.10343) * (1 - 0.04112)) ** (1 / 3)
+    assert DEFAULT_RANK_MAP.flat(3).tolist() == pytest.approx([flat] * 3, abs=1e-5)
+    assert result.posteriors.tolist() == pytest.approx(DEFAULT_RANK_MAP.flat(3).tolist())
 
 
 # ------------------------------------------------------------------------------ hostile text

@@ -392,7 +392,12 @@ def test_panner_end_to_end_with_a_scripted_model(openai_server: FakeOpenAIServer
     openai_server.script(status(503), status(503), status(503))
     docs = [f"Filler sentence number {i}." for i in range(7)] + ["The capital of France is Paris."]
     reader = OpenAIReader(model="m", base_url=openai_server.base_url, wait=0)
-    result = GoldPanner(reader, rounds=3, prompts_per_round=1, k=1, rng=0).run(Q, docs)
+    # A flat prior: the answer comes back because the two readings cited it. Under the
+    # default rank map the last of 8 starts 4.12 nats (the bound at 8 documents) below the
+    # first, more than citations can add (log(0.9 / (0.25 / 7)) = 3.23 nats).
+    result = GoldPanner(reader, rounds=3, prompts_per_round=1, k=1, rng=0, retriever_prior="none").run(
+        Q, docs
+    )
     assert result.failed_rounds == 1
     assert result.rounds[0].failed and result.rounds[0].reading.attempts == 3
     assert list(result.selected) == [7]

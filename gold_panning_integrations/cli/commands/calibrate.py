@@ -270,6 +270,8 @@ def _from_traces(args: argparse.Namespace, out: Path) -> int:
     prior = load_profile(args.prior if args.prior is not None else GENERIC_PROFILE)
     if args.keep_rates:
         return _map_only(args, traces, prior, out)
+    if not any(t.get("relevant") is not None for t in traces):
+        return _unlabelled(args, traces, prior, out)
     res = learn_profile(traces, prior, relevance=args.relevance)
     notes = f"{_traces_command(args, '--relevance', args.relevance)}{res.profile.notes}"
     profile = res.profile.model_copy(update={"notes": notes})
@@ -322,6 +324,58 @@ def _from_traces(args: argparse.Namespace, out: Path) -> int:
     print(
         f"wrote {saved} (learned from {res.queries} traces, {res.sightings} document sightings; "
         f"EM {res.iterations} iterations{'' if res.converged else ', not converged'})"
+    )
+    return 0
+
+
+def _unlabelled(args: argparse.Namespace, traces: list[dict[str, Any]], prior: Any, out: Path) -> int:
+    """``--from-traces`` on traces without labels: :func:`~...calibration.unlabelled.learn_unlabelled`."""
+    from ..._console import format_table
+    from ...calibration.unlabelled import NotEnoughTracesError, learn_unlabelled
+
+    print(
+        "no trace carries 'relevant' labels: learning the reader's rates, silence and prior without labels (EM)"
+    )
+    try:
+        fit = learn_unlabelled(traces, prior)
+    except NotEnoughTracesError as err:
+        return _error(str(err))
+    profile = fit.profile.model_copy(update={"notes": f"{_traces_command(args)}{fit.profile.notes}"})
+    grid = profile.grid_positions or []
+    rows = [
+        [
+            pos,
+            prior.tpr[pos],
+            f"{profile.tpr[pos]:.3f} ± {fit.tpr_se[i]:.3f}",
+            f"{fit.relevant_sightings[i]:.1f}",
+            prior.fpr[pos],
+            f"{profile.fpr[pos]:.3f} ± {fit.fpr_se[i]:.3f}",
+        ]
+        for i, pos in enumerate(grid)
+    ]
+    print(
+        format_table(
+            ["position", "TPR before", "TPR after", "relevant seen", "FPR before", "FPR after"], rows
+        )
+    )
+    saved = _save(profile, out, checkpoint=None)
+    if saved is None:
+        return 2
+    rank = profile.rank_map or {}
+    print(
+        f"silent_rate {fit.silent_rate:.3f} (replies empty whatever they were shown), content_free "
+        f"{fit.content_free:.3f} (share of citing replies that followed the positions); prior: rank map "
+        f"log_rank {rank.get('log_rank', 0.0):.3f}, offset {rank.get('offset', 0.0):.3f}"
+        + (", and a score map for this retriever's scores" if profile.score_map is not None else "")
+        + f"; mean p_none over the traces {fit.p_none:.3f}"
+    )
+    print(
+        "without labels a document the reader keeps citing is read as relevant: false_leads and blind_rate are 0 "
+        "(label some queries to measure them, and to fit a recalibration map)"
+    )
+    print(
+        f"wrote {saved} (learned from {fit.queries} traced queries, {fit.replies} replies; "
+        f"EM {fit.iterations} iterations{'' if fit.converged else ', not converged'})"
     )
     return 0
 
