@@ -13,17 +13,19 @@ from the replies alone, by expectation-maximisation over the latent relevance.
   likelihood as it generates them (the engine's default weighs them alike, for do-no-harm,
   which biases the rates if learned through it). Each document's four classes (relevant
   and read as such, a blind spot, a false lead, irrelevant) come from its evidence and its
-  prior; each reply's probability of having followed the positions
-  (:func:`~gold_panning_integrations.engine.replies.reply_posterior`) and each empty
-  reply's probability of having been silent for its own sake weigh it out of the rates.
+  prior; each empty reply's probability of having been silent for its own sake weighs it
+  out of the rates. The reader's check is off in the E-step (``content_free=0``): against
+  rates that are being learned, a reply that follows the positions and a reader whose
+  rates favour a position are not told apart (docs/probabilities.md), so the rates absorb
+  the reader's position bias and the learned profile leaves ``content_free`` to its
+  default.
 * **M-step**: per grid position, the expected citations and sightings of documents read
   as relevant and as irrelevant over the replies that read them (Jeffreys-smoothed, with
   a light prior from the starting profile); the silent rate is the expected share of
-  silent replies; ``content_free`` the expected share of positional replies among those
-  that cite; ``false_leads`` and ``blind_rate`` the expected shares of their classes (with
-  :data:`MIXTURE_PRIOR_WEIGHT` pseudo-documents at the start's values); the rank map (and,
-  when every trace records scores, the score map) a logistic regression of the
-  probabilities of relevance.
+  silent replies; ``false_leads`` and ``blind_rate`` the expected shares of their classes (with
+  :data:`MIXTURE_PRIOR_WEIGHT` pseudo-documents at the start's values); the rank map (with
+  :data:`RANK_MAP_PRIOR_QUERIES` pseudo-queries at the start's map) and, when every trace
+  records scores, the score map, by logistic regression of the probabilities of relevance.
 
 Without labels, a false lead (an irrelevant document the reader cites the way it cites an
 answer) and a blind spot are told from relevance only through the prior: they are weakly
@@ -43,7 +45,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from ..engine.beliefs import logit
-from ..engine.config import DEFAULT_BLIND_RATE, DEFAULT_CONTENT_FREE, DEFAULT_FALSE_LEADS, PanningConfig
+from ..engine.config import DEFAULT_BLIND_RATE, DEFAULT_FALSE_LEADS, PanningConfig
 from ..engine.panner import _retriever_prior
 from ..engine.positions import grid_positions as default_grid
 from ..engine.priors import DEFAULT_RANK_MAP, RankMap, ScoreMap
@@ -67,6 +69,11 @@ has the measurement behind the number)."""
 MIXTURE_PRIOR_WEIGHT = 2.0
 """Pseudo-documents at the engine's defaults behind the learned ``false_leads`` and
 ``blind_rate``."""
+
+RANK_MAP_PRIOR_QUERIES = MIN_UNLABELLED_QUERIES
+"""Pseudo-queries of 10 candidates at the starting rank map's probabilities behind the
+learned rank map: without labels, how much relevance the candidates hold is told only
+through the reader, and a reader that says little must leave the map near its start."""
 
 PRIOR_STRENGTH = 1.0
 """Pseudo-sightings per grid position and class that the starting profile's rates add."""
@@ -92,7 +99,6 @@ class UnlabelledFit:
         fpr_se: Standard error of each grid FPR, ``(K,)``.
         relevant_sightings: Expected sightings of relevant documents per grid position, ``(K,)``.
         silent_rate: The learned share of replies silent whatever the prompt held.
-        content_free: The learned share of citing replies that followed the positions.
         p_none: Mean probability, over the queries, that none of its candidates is relevant.
     """
 
@@ -105,7 +111,6 @@ class UnlabelledFit:
     fpr_se: NDArray[np.float64] = field(repr=False)
     relevant_sightings: NDArray[np.float64] = field(repr=False)
     silent_rate: float
-    content_free: float
     p_none: float
 
 
@@ -179,7 +184,6 @@ class _Model:
     tpr: NDArray[np.float64]
     fpr: NDArray[np.float64]
     silent_rate: float
-    content_free: float
     rank_map: RankMap
     score_map: ScoreMap | None
     false_leads: float
@@ -197,7 +201,7 @@ class _Model:
             adapt_level=False,
             empty_prompts="by-position",
             silent_rate=self.silent_rate,
-            content_free=self.content_free,
+            content_free=0.0,  # every reply read through the rates being learned
         ).with_profile(None)
 
 
@@ -329,14 +333,13 @@ def learn_unlabelled(
         tpr=np.asarray(start.tpr, dtype=np.float64)[g],
         fpr=np.asarray(start.fpr, dtype=np.float64)[g],
         silent_rate=float(start.silent_rate if start.silent_rate is not None else 0.1),
-        content_free=float(
-            np.clip(start.content_free if start.content_free is not None else DEFAULT_CONTENT_FREE, *_CLIP)
-        ),
         rank_map=DEFAULT_RANK_MAP if start.rank_map is None else RankMap.from_dict(start.rank_map),
         score_map=None,
         false_leads=DEFAULT_FALSE_LEADS if start.false_leads is None else float(start.false_leads),
         blind_rate=DEFAULT_BLIND_RATE if start.blind_rate is None else float(start.blind_rate),
     )
+    # the start's rank map as RANK_MAP_PRIOR_QUERIES pseudo-queries of 10 candidates
+    anchor = [model.rank_map.probabilities(10)] * RANK_MAP_PRIOR_QUERIES
     n_irrelevant = float(np.mean([q.n for q in queries])) - 1.0  # the lead rate's denominator (n - 1)
     a0, b0 = model.false_leads / max(n_irrelevant, 1.0), model.blind_rate  # their prior: the start's
     with_scores = all(q.scores is not None for q in queries)
@@ -397,9 +400,7 @@ def learn_unlabelled(
         blind_new = float((c_all[1].sum() + w0 * b0) / (c_all[0].sum() + c_all[1].sum() + w0))
         a_new = float((c_all[2].sum() + w0 * a0) / (c_all[2].sum() + c_all[3].sum() + w0))
 
-        spoke = reply_cites
-        cf_new = float(np.clip(g_reply[spoke].mean() if spoke.any() else model.content_free, *_CLIP))
-        rank_map = fit_rank_map_on(post) or model.rank_map
+        rank_map = fit_rank_map_on([*post, *anchor]) or model.rank_map
         score_map = None
         if with_scores:
             fitted = fit_score_map_on([q.scores for q in queries if q.scores is not None], post)
@@ -410,11 +411,8 @@ def learn_unlabelled(
             float(np.max(np.abs(tpr - model.tpr))),
             float(np.max(np.abs(fpr - model.fpr))),
             abs(silent_new - model.silent_rate),
-            abs(cf_new - model.content_free),
         )
-        model = _Model(
-            g, P, tpr, fpr, silent_new, cf_new, rank_map, score_map, a_new * n_irrelevant, blind_new
-        )
+        model = _Model(g, P, tpr, fpr, silent_new, rank_map, score_map, a_new * n_irrelevant, blind_new)
         if delta < tol:
             converged = True
             break
@@ -453,7 +451,7 @@ def learn_unlabelled(
         false_leads=round(model.false_leads, 4),
         blind_rate=round(model.blind_rate, 4),
         silent_rate=round(model.silent_rate, 4),
-        content_free=round(model.content_free, 4),
+        content_free=None,  # not learned: the reader's check stays at its default
         rank_map=model.rank_map.to_dict(),
         score_map=None if model.score_map is None else model.score_map.to_dict(),
     )
@@ -467,7 +465,6 @@ def learn_unlabelled(
         fpr_se=fpr_se,
         relevant_sightings=gs,
         silent_rate=model.silent_rate,
-        content_free=model.content_free,
         p_none=p_none,
     )
 

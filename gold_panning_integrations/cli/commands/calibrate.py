@@ -363,15 +363,15 @@ def _unlabelled(args: argparse.Namespace, traces: list[dict[str, Any]], prior: A
         return 2
     rank = profile.rank_map or {}
     print(
-        f"silent_rate {fit.silent_rate:.3f} (replies empty whatever they were shown), content_free "
-        f"{fit.content_free:.3f} (share of citing replies that followed the positions); prior: rank map "
+        f"silent_rate {fit.silent_rate:.3f} (replies empty whatever they were shown); prior: rank map "
         f"log_rank {rank.get('log_rank', 0.0):.3f}, offset {rank.get('offset', 0.0):.3f}"
         + (", and a score map for this retriever's scores" if profile.score_map is not None else "")
         + f"; mean p_none over the traces {fit.p_none:.3f}"
     )
     print(
-        "without labels a document the reader keeps citing is read as relevant: false_leads and blind_rate are 0 "
-        "(label some queries to measure them, and to fit a recalibration map)"
+        f"false_leads {profile.false_leads} and blind_rate {profile.blind_rate}, weakly measured: without labels "
+        "a document the reader keeps citing looks relevant (label some queries to measure them, and to fit a "
+        "recalibration map)"
     )
     print(
         f"wrote {saved} (learned from {fit.queries} traced queries, {fit.replies} replies; "
