@@ -10,11 +10,13 @@ over 10 passages: nothing relevant, or one relevant passage at a rank drawn unif
 labels removed (:func:`~gold_panning_integrations.calibration.unlabelled.learn_unlabelled`),
 and with them (:func:`~gold_panning_integrations.calibration.traces.learn_profile`), and
 scores both on 200 new questions of the same world (a question has each passage relevant
-with the default rank map's probability), beside the simulator's readers with the
+with the default rank map's probability, or with BM25's on NQ under ``--learn-world
+bm25``: a world the learner does not start from), beside the simulator's readers with the
 SmolLM2-135M and Qwen2.5-Coder-0.5B NQ profiles' rates.
 
-    python -m benchmarks.unknown_reader            # the tables, about 10 s
-    python -m benchmarks.unknown_reader --learn    # and the learned profiles, a few minutes
+    python -m benchmarks.unknown_reader            # the tables, a few minutes
+    python -m benchmarks.unknown_reader --learn    # and the learned profiles, a minute more
+    python -m benchmarks.unknown_reader --learn-only --learn-world bm25
     python -m benchmarks.unknown_reader --before   # the update before issue 48 (content_free=0)
     python -m benchmarks.unknown_reader --overhead # engine time per query, with and without the check
 """
@@ -34,7 +36,7 @@ from gold_panning_integrations import DetectorProfile, GoldPanner, Reading
 from gold_panning_integrations.calibration.metrics import ece
 from gold_panning_integrations.calibration.traces import learn_profile, trace_record
 from gold_panning_integrations.calibration.unlabelled import learn_unlabelled
-from gold_panning_integrations.engine.priors import DEFAULT_RANK_MAP
+from gold_panning_integrations.engine.priors import DEFAULT_RANK_MAP, RankMap
 from gold_panning_integrations.engine.simulator import SimulatedReader
 
 PASSAGES = (
@@ -131,13 +133,19 @@ ReaderFactory = Callable[[set[str], np.random.Generator], Any]
 
 
 def traffic(
-    make: ReaderFactory, profile: Any, *, queries: int, seed: int, n: int = 10
+    make: ReaderFactory,
+    profile: Any,
+    *,
+    queries: int,
+    seed: int,
+    n: int = 10,
+    world: RankMap = DEFAULT_RANK_MAP,
 ) -> tuple[list[dict[str, Any]], list[tuple[Any, np.ndarray]]]:
-    """``queries`` questions of a world where each passage is relevant with the default
-    rank map's probability, panned with ``profile``: trace records (labelled) and
-    ``(result, relevant mask)`` pairs."""
+    """``queries`` questions of a world where each passage is relevant with the probability
+    of the rank map ``world`` (the default one unless told), panned with ``profile``: trace
+    records (labelled) and ``(result, relevant mask)`` pairs."""
     docs = PASSAGES[0][:n]
-    p = DEFAULT_RANK_MAP.probabilities(n)
+    p = world.probabilities(n)
     records, out = [], []
     for i in range(queries):
         rng = np.random.default_rng(seed + i)
@@ -175,6 +183,7 @@ def scores(out: list[tuple[Any, np.ndarray]]) -> dict[str, float]:
 
 def learned_rows(
     queries: int = 200,
+    world: RankMap = DEFAULT_RANK_MAP,
 ) -> list[tuple[str, dict[str, float], dict[str, float], dict[str, float], Any]]:
     """Per reader: scores with the generic profile, with the profile learned without
     labels, and with the one fitted with labels, each on ``queries`` new questions."""
@@ -191,12 +200,12 @@ def learned_rows(
         makers.append((f"simulated {name}", simulated(DetectorProfile.bundled(name))))
     rows = []
     for name, make in makers:
-        records, before = traffic(make, generic, queries=queries, seed=10_000)
+        records, before = traffic(make, generic, queries=queries, seed=10_000, world=world)
         unlabelled = [{k: v for k, v in r.items() if k != "relevant"} for r in records]
         fit = learn_unlabelled(unlabelled, generic)
         labelled = learn_profile(records, generic).profile
-        _, after = traffic(make, fit.profile, queries=queries, seed=20_000)
-        _, with_labels = traffic(make, labelled, queries=queries, seed=20_000)
+        _, after = traffic(make, fit.profile, queries=queries, seed=20_000, world=world)
+        _, with_labels = traffic(make, labelled, queries=queries, seed=20_000, world=world)
         rows.append((name, scores(before), scores(after), scores(with_labels), fit))
     return rows
 
@@ -229,6 +238,14 @@ def main(argv: Sequence[str] | None = None) -> None:
         "--learn", action="store_true", help="also learn profiles from 200 questions of traffic"
     )
     parser.add_argument(
+        "--learn-world",
+        choices=("default", "bm25"),
+        default="default",
+        help="with --learn: draw relevance by the default rank map or by BM25's on NQ (the bundled "
+        "qwen2.5-coder-0.5b-nq profile's), which the learner does not start from",
+    )
+    parser.add_argument("--learn-only", action="store_true", help="--learn without the scripted table")
+    parser.add_argument(
         "--before", action="store_true", help="the update without the reader's check (content_free=0)"
     )
     parser.add_argument(
@@ -247,6 +264,9 @@ def main(argv: Sequence[str] | None = None) -> None:
         print(
             f"engine time per query (2 x 3 prompts, 20 passages): {off:.2f} ms without the check, {on:.2f} ms with it"
         )
+        return
+    if args.learn_only:
+        print_learned(args.learn_world)
         return
     options: dict[str, Any] = {"content_free": 0.0} if args.before else {}
     print(
@@ -267,14 +287,23 @@ def main(argv: Sequence[str] | None = None) -> None:
         "silent reader, p_none by candidates: "
         + ", ".join(f"{n}: {silent_p_none(n, options):.3f}" for n in sizes)
     )
-    if not args.learn:
-        return
-    print()
+    if args.learn:
+        print()
+        print_learned(args.learn_world)
+
+
+def print_learned(world: str) -> None:
+    """The learned-profile table (:func:`learned_rows`) in the world named ``world``."""
+    world_map = (
+        DEFAULT_RANK_MAP
+        if world == "default"
+        else RankMap.from_dict(DetectorProfile.bundled("qwen2.5-coder-0.5b-nq").rank_map or {})
+    )
     print(
         "| reader (200 questions learned, 200 new) | profile | per-document ECE | p_none AUROC | top posterior / right first |"
     )
     print("|---|---|---|---|---|")
-    for name, before, after, labelled, fit in learned_rows():
+    for name, before, after, labelled, fit in learned_rows(world=world_map):
         for label, s in (
             ("generic", before),
             ("learned, no labels", after),

@@ -166,8 +166,8 @@ class GoldPanner:
         adapt_level: bool = FROM_CONFIG,
         false_leads: float | None = FROM_CONFIG,
         blind_rate: float | None = FROM_CONFIG,
-        self_citing: float = FROM_CONFIG,
         content_free: float | None = FROM_CONFIG,
+        self_citing: float = FROM_CONFIG,
     ) -> None:
         if seed is not None and rng is not None:
             raise InvalidInputError(

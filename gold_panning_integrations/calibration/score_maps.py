@@ -9,7 +9,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
-from numpy.typing import ArrayLike
+from numpy.typing import ArrayLike, NDArray
 
 from ..engine.beliefs import sigmoid
 from ..engine.priors import RankMap, ScoreMap
@@ -19,6 +19,26 @@ __all__ = ["MIN_SCORE_MAP_QUERIES", "fit_rank_map_on", "fit_score_map", "fit_sco
 MIN_SCORE_MAP_QUERIES = 20
 """Labelled queries with scores (and at least 5 relevant and 5 irrelevant candidates among
 them) below which :func:`fit_score_map_on` fits nothing."""
+
+
+def _ridge_logistic(a: NDArray[np.float64], y: NDArray[np.float64], ridge: float) -> NDArray[np.float64]:
+    """The weights ``(d,)`` of a logistic regression of ``y`` (``(m,)``, 0/1 or
+    probabilities) on the columns of ``a`` (``(m, d)``, the last a column of ones, the
+    others standardised), a ridge of ``ridge`` on all but the intercept, by Newton's method
+    from the base rate (the penalised log-likelihood is concave)."""
+    d = a.shape[1]
+    penalty = np.diag([ridge] * (d - 1) + [0.0])
+    w = np.zeros(d)
+    w[-1] = float(np.log(y.mean() / (1.0 - y.mean())))
+    for _ in range(100):
+        p = sigmoid(a @ w)
+        grad = a.T @ (y - p) - penalty @ w
+        hess = (a * (p * (1.0 - p))[:, None]).T @ a + penalty
+        step = np.linalg.solve(hess, grad)
+        w += step
+        if float(np.max(np.abs(step))) < 1e-10:
+            break
+    return w
 
 
 def fit_score_map_on(
@@ -61,17 +81,7 @@ def fit_score_map_on(
     mean, sd = x.mean(axis=0), x.std(axis=0)
     sd = np.where(sd > 0.0, sd, 1.0)
     a = np.column_stack([(x - mean) / sd, np.ones(len(x))])
-    penalty = np.diag([ridge, ridge, 0.0])
-    w = np.zeros(3)
-    w[2] = float(np.log(y.mean() / (1.0 - y.mean())))
-    for _ in range(100):  # Newton's method: the penalised log-likelihood is concave
-        p = sigmoid(a @ w)
-        grad = a.T @ (y - p) - penalty @ w
-        hess = (a * (p * (1.0 - p))[:, None]).T @ a + penalty
-        step = np.linalg.solve(hess, grad)
-        w += step
-        if float(np.max(np.abs(step))) < 1e-10:
-            break
+    w = _ridge_logistic(a, y, ridge)
     slopes = w[:2] / sd
     fitted = ScoreMap(
         score=round(float(slopes[0]), 6),
@@ -115,16 +125,7 @@ def fit_rank_map_on(relevant: Sequence[ArrayLike], *, ridge: float = 1.0) -> Ran
     x = np.concatenate([np.log1p(np.arange(v.size, dtype=np.float64)) for v in ys])
     mean, sd = float(x.mean()), float(x.std()) or 1.0
     a = np.column_stack([(x - mean) / sd, np.ones(x.size)])
-    penalty = np.diag([ridge, 0.0])
-    w = np.array([0.0, float(np.log(y.mean() / (1.0 - y.mean())))])
-    for _ in range(100):
-        p = sigmoid(a @ w)
-        grad = a.T @ (y - p) - penalty @ w
-        hess = (a * (p * (1.0 - p))[:, None]).T @ a + penalty
-        step = np.linalg.solve(hess, grad)
-        w += step
-        if float(np.max(np.abs(step))) < 1e-10:
-            break
+    w = _ridge_logistic(a, y, ridge)
     slope = float(w[0] / sd)
     if slope > 0.0:  # later ranks likelier: read the order as no information
         return RankMap(log_rank=0.0, offset=round(float(np.log(y.mean() / (1.0 - y.mean()))), 6))

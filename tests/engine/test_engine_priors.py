@@ -26,19 +26,20 @@ def _sigmoid(x: float) -> float:
     return 1.0 / (1.0 + math.exp(-x))
 
 
-# The default rank map (issue 48), by hand: sigmoid(-0.4679 - 2.4407 log(1 + r)) for r = 0, 1,
-# 2: sigmoid(-0.4679) = 0.38511, sigmoid(-2.1597) = 0.10343, sigmoid(-3.1493) = 0.04112. Each
-# rank's own probability, whatever the number of candidates: 3 documents start where the
-# first 3 of 10 do. (Not bounded: the log-odds gap 2.68 is below 0.75 of the evidence swing,
-# 3.107 at 3 documents.)
-RANK3 = [_sigmoid(-0.4679 - 2.4407 * math.log(1 + r)) for r in range(3)]
-# the flat prior with the same chance that none is relevant: 1 - (prod (1 - p_r))^(1/3)
+# The default rank map (harmonic), by hand: sigmoid(-1.3802 - log(1 + r)), i.e. odds
+# e^-1.3802 / (1 + r) = 0.251528 / (1 + r): for r = 0, 1, 2 the odds 0.251528, 0.125764,
+# 0.083843, so p = 0.20098, 0.11171, 0.07736. Each rank's own probability, whatever the
+# number of candidates: 3 documents start where the first 3 of 10 do. (Not bounded: the
+# log-odds gap log 3 = 1.099 is below 0.75 of the evidence swing, 3.107 at 3 documents.)
+RANK3 = [_sigmoid(-1.3802 - math.log(1 + r)) for r in range(3)]
+# the flat prior with the same chance that none is relevant: 1 - (prod (1 - p_r))^(1/3);
+# prod = 0.79902 * 0.88829 * 0.92264 = 0.65486, its cube root 0.86839, so 0.13161 each
 FLAT3 = [1.0 - math.prod(1.0 - p for p in RANK3) ** (1 / 3)] * 3
 
 
-# At 5 documents the map's log-odds gap, logit(0.3851) - logit(0.0122) = 3.93, exceeds 0.75
-# of the evidence swing (a = 0.25 / 4, b = 0.1: log(0.9 / 0.0625) - log(0.1 / 0.9375) =
-# 4.905; 0.75 of it 3.679): a prior not fitted for the retriever is bounded to it.
+# At 5 documents the map's log-odds gap, log 5 = 1.609, is below 0.75 of the evidence swing
+# (a = 0.25 / 4, b = 0.1: log(0.9 / 0.0625) - log(0.1 / 0.9375) = 4.905; 0.75 of it 3.679):
+# bounding leaves the map's probabilities as they are (the bound is applied as the engine does).
 RANK5 = bounded_prior(
     DEFAULT_RANK_MAP.probabilities(5), max_gap=0.75 * (math.log(0.9 / 0.0625) - math.log(0.1 / 0.9375))
 ).tolist()
@@ -52,8 +53,10 @@ def _posteriors(**options: object) -> list[float]:
 
 
 def test_the_hand_numbers() -> None:
-    assert RANK3 == pytest.approx([0.38511, 0.10343, 0.04112], abs=1e-5)
-    assert FLAT3[0] == pytest.approx(0.19144, abs=1e-5)
+    assert RANK3 == pytest.approx([0.20098, 0.11171, 0.07736], abs=1e-5)
+    assert FLAT3[0] == pytest.approx(0.13161, abs=1e-5)
+    # the harmonic odds at rank 3 and 4 (0.251528 / 4 and / 5): unbounded at 5 documents
+    assert RANK5 == pytest.approx(RANK3 + [0.062882 / 1.062882, 0.050306 / 1.050306], abs=1e-5)
 
 
 def test_goldpanner_starts_from_the_rank_map_over_the_documents_order() -> None:
@@ -102,7 +105,7 @@ def test_prior_head_decay_gives_the_older_shape_with_the_maps_count() -> None:
 def test_score_prior_from_the_scores_passed_to_run() -> None:
     # scores [0, 2, 0]: std = 2 * sqrt(2) / 3, so the standardised scores are
     # [0, 3/sqrt(2), 0]; softmax: e^(3/sqrt 2) / (e^(3/sqrt 2) + 2) for the second, times the
-    # rank map's expected count over 3 documents (0.52966).
+    # rank map's expected count over 3 documents (0.20098 + 0.11171 + 0.07736 = 0.39005).
     e = math.exp(3 / math.sqrt(2))
     mass3 = sum(RANK3)
     got = _posteriors(retriever_prior="score", scores=[0.0, 2.0, 0.0], prior_temperature=1.0)

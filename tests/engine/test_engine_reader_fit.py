@@ -36,6 +36,10 @@ class FirstOr:
         return Reading(cited=tuple(i for i, d in enumerate(documents) if d in self.relevant))
 
 
+def _sigmoid(x: float) -> float:
+    return 1.0 / (1.0 + math.exp(-x))
+
+
 # ------------------------------------------------------------------ the sum, by brute force
 def _brute_force(
     cited: list[list[int]], slots: list[list[int]], t: float, f: float, prior: list[float], omega: float
@@ -143,7 +147,7 @@ def _world(first: float, *, relevant: bool, q: int = 60) -> tuple[list[float], l
 def test_a_reader_that_cites_whatever_comes_first_makes_no_confident_winner() -> None:
     # 90% of its replies cite the first passage shown (a different one from prompt to
     # prompt): before issue 48 a passage at 0.75 and p_none 0.13; now near the prior
-    # (top 0.385, p_none 0.50 for the rank map's first ten)
+    # (top sigmoid(-1.3802) = 0.201, p_none 0.50 for the rank map's first ten)
     tops, nones, _ = _world(0.9, relevant=False)
     assert np.mean(tops) <= 0.35 and np.mean(nones) >= 0.5
 
@@ -157,13 +161,21 @@ def test_replies_that_follow_the_positions_are_found_positional() -> None:
 def test_a_perfect_reader_keeps_its_evidence() -> None:
     tops, _, right = _world(0.0, relevant=True)
     assert right >= 58
+    # its citations lift every winner above anything the prior gave (the rank map's first
+    # rank, sigmoid(-1.3802) = 0.201), and it ends surer of its passage than a reader that
+    # cites whatever comes first in 90% of its replies, in the same world
+    assert min(tops) > _sigmoid(-1.3802)
+    tops_first, _, _ = _world(0.9, relevant=True)
+    assert np.mean(tops) > np.mean(tops_first)
     res = GoldPanner(FirstOr({PASSAGES[2]}, 0.0, 0), GENERIC).run("question?", PASSAGES)
     assert res.ranking[0] == 2 and res.reader_fit is not None and res.reader_fit > 0.75
 
 
 def test_a_silent_reader_starts_and_ends_where_it_should_whatever_the_number_of_candidates() -> None:
-    # One candidate starts at the rank map's first rank (0.385), not near certainty; six
-    # empty replies raise p_none alike from 1 to 20 candidates (issue 48)
+    # One candidate starts at the rank map's first rank, not near certainty: the prior's
+    # p_none is prod_r (1 - p_r) with the odds 0.251528 / (1 + r) (sigmoid(-1.3802 - log(1 + r))),
+    # 0.799 for one candidate, 0.423 for 20. Six empty replies raise p_none from it at every
+    # number of candidates (issue 48).
     def p_none(n: int) -> float:
         docs = PASSAGES[:n] if n <= 10 else [f"Passage {i}." for i in range(n)]
         return float(
@@ -172,10 +184,21 @@ def test_a_silent_reader_starts_and_ends_where_it_should_whatever_the_number_of_
             )
         )
 
+    def prior_none(n: int) -> float:
+        return math.prod(1.0 - _sigmoid(-1.3802 - math.log(1 + r)) for r in range(n))
+
+    assert prior_none(1) == pytest.approx(0.79902, abs=1e-5)
+    assert prior_none(20) == pytest.approx(0.4232, abs=1e-4)
     one = p_none(1)
     assert one >= 0.7
-    for n in (2, 4, 8, 20):
-        assert abs(p_none(n) - one) <= 0.1, n
+    for n in (2, 4, 8):
+        got = p_none(n)
+        assert abs(got - one) <= 0.1 and got > prior_none(n), n
+    # At 20 candidates the gap is 0.126 (0.975 against 0.849): the prior gives 20 candidates
+    # more chance of holding something relevant (1 - 0.423 = 0.58 against 0.20 for one) and
+    # silence does not undo it (docs/probabilities.md). It still raises p_none above the
+    # prior's 0.423.
+    assert p_none(20) > prior_none(20)
 
 
 def test_the_reader_check_is_off_with_content_free_zero_and_from_the_uniform_prior() -> None:
@@ -200,7 +223,8 @@ def test_the_rank_map_by_hand() -> None:
 def test_the_default_rank_map_gives_even_odds_over_ten() -> None:
     none10 = float(np.prod(1 - DEFAULT_RANK_MAP.probabilities(10)))
     assert none10 == pytest.approx(0.5, abs=1e-3)
-    assert DEFAULT_RANK_MAP.probabilities(1)[0] == pytest.approx(0.385, abs=1e-3)
+    # one candidate: sigmoid(-1.3802) = 0.251528 / 1.251528 = 0.20098 (p_none 0.80)
+    assert DEFAULT_RANK_MAP.probabilities(1)[0] == pytest.approx(0.20098, abs=1e-5)
 
 
 @pytest.mark.parametrize(

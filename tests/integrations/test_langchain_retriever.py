@@ -201,20 +201,20 @@ async def test_apan() -> None:
 def test_rank_prior_is_the_default() -> None:
     # An uninformative profile makes no calls, so the posteriors are the prior itself: the
     # engine's default rank map (pinned in tests/engine/test_engine_priors.py), by hand:
-    # sigmoid(-0.4679 - 2.4407 log(1 + r)) for r = 0, 1, 2 = [0.38511, 0.10343, 0.04112],
-    # each rank's own probability whatever k or n. Not bounded: the log-odds gap 2.68 is below
-    # 0.75 of the evidence swing at 3 documents (a = 0.25 / 2, b = 0.1): 0.75 * (log(0.9 /
-    # 0.125) - log(0.1 / 0.875)) = 3.107.
+    # sigmoid(-1.3802 - log(1 + r)) for r = 0, 1, 2, the odds e^-1.3802 / (1 + r) = 0.251528,
+    # 0.125764, 0.083843: [0.20098, 0.11171, 0.07736], each rank's own probability whatever k
+    # or n. Not bounded: the log-odds gap log 3 = 1.099 is below 0.75 of the evidence swing at
+    # 3 documents (a = 0.25 / 2, b = 0.1): 0.75 * (log(0.9 / 0.125) - log(0.1 / 0.875)) = 3.107.
     _, result = _retriever(_docs(3), ScriptedReader(), profile=FLAT, k=1).pan("q")
-    expected = [_sigmoid(-0.4679 - 2.4407 * math.log(1 + r)) for r in range(3)]
-    assert expected == pytest.approx([0.38511, 0.10343, 0.04112], abs=1e-5)
+    expected = [_sigmoid(-1.3802 - math.log(1 + r)) for r in range(3)]
+    assert expected == pytest.approx([0.20098, 0.11171, 0.07736], abs=1e-5)
     assert result.posteriors.tolist() == pytest.approx(expected)
     assert DEFAULT_RANK_MAP.probabilities(3).tolist() == pytest.approx(expected)
     _, k3 = _retriever(_docs(3), ScriptedReader(), profile=FLAT, k=3).pan("q")
     assert k3.posteriors.tolist() == pytest.approx(expected)  # k chooses what is returned, not the prior
     # the map's expected count over the 3 documents, the mass the older shape carries
     mass3 = sum(expected)
-    assert mass3 == pytest.approx(0.52966, abs=1e-5)
+    assert mass3 == pytest.approx(0.39005, abs=1e-5)
     # prior_top10_recall, set, gives the older shape (rank_prior_probs), with that mass: at 3
     # documents weights 0.8 * 0.6^r / (1 + 0.6 + 0.36) + 0.2 / 3 = [0.47483, 0.31156, 0.21361]
     # (summing to 1; the recall shapes only candidates past the 10th), times mass3
@@ -241,11 +241,11 @@ def test_rank_prior_is_the_default() -> None:
     post = [d.metadata["gold_panning_posterior"] for d in r.invoke("q")]
     assert post == pytest.approx(shifted.probabilities(3).tolist())
     # the flat prior: without expected_relevant, the map's chance that none of the 3 is
-    # relevant, (1 - 0.38511)(1 - 0.10343)(1 - 0.04112) = 0.52867, spread evenly: 1 - 0.52867^(1/3)
-    # = 0.19144 each, whatever k; with it, the base rate min(m/n, 0.5): 1/3 with m=1, 1/2 with m=3
+    # relevant, (1 - 0.20098)(1 - 0.11171)(1 - 0.07736) = 0.65486, spread evenly: 1 - 0.65486^(1/3)
+    # = 0.13161 each, whatever k; with it, the base rate min(m/n, 0.5): 1/3 with m=1, 1/2 with m=3
     flat_k3 = _retriever(_docs(3), ScriptedReader(), profile=FLAT, k=3, retriever_prior="none")
     none3 = 1.0 - math.prod(1.0 - p for p in expected) ** (1 / 3)
-    assert none3 == pytest.approx(0.19144, abs=1e-5)
+    assert none3 == pytest.approx(0.13161, abs=1e-5)
     assert [d.metadata["gold_panning_posterior"] for d in flat_k3.invoke("q")] == pytest.approx([none3] * 3)
     flat = _retriever(
         _docs(3), ScriptedReader(), profile=FLAT, k=3, expected_relevant=1, retriever_prior="none"
@@ -261,11 +261,13 @@ def test_score_prior_from_metadata_and_fallback() -> None:
     docs = _docs(2)
     docs[0].metadata["score"], docs[1].metadata["score"] = 0.0, 2.0
     # The score prior shares out the rank map's expected count over the documents given:
-    # with expected_relevant=1 the map whose first 10 sum to 1 (offset 0.34055, slope kept),
-    # whose first 2 are [0.58432, 0.20567]: m2 = 0.78999.
+    # with expected_relevant=1 the map whose first 10 sum to 1 (slope -1 kept, offset -0.89266
+    # by bisection on sum_r sigmoid(offset - log(1 + r)) = 1 over r < 10), whose first 2 are
+    # sigmoid(-0.89266) = 0.29056 and sigmoid(-0.89266 - log 2) = 0.16997: m2 = 0.46054.
     shifted = DEFAULT_RANK_MAP.with_mass(1.0)
+    assert shifted.offset == pytest.approx(-0.89266, abs=1e-4)
     m2 = shifted.mass(2)
-    assert m2 == pytest.approx(0.58432 + 0.20567, abs=1e-5)
+    assert m2 == pytest.approx(0.29056 + 0.16997, abs=1e-5)
     # scores / std (= 1) -> softmax at temperature 1: e^2/(e^2+1) of m2 for the second document
     r = _retriever(
         docs,
@@ -282,7 +284,7 @@ def test_score_prior_from_metadata_and_fallback() -> None:
     assert [d.metadata["gold_panning_posterior"] for d in out] == pytest.approx(
         [m2 * e2 / (e2 + 1), m2 / (e2 + 1)]
     )
-    # at temperature 0.5: e^4/(e^4+1) = 0.982 of m2, 0.77579 (under the 0.95 cap)
+    # at temperature 0.5: e^4/(e^4+1) = 0.982 of m2, 0.45225 (under the 0.95 cap)
     e4 = math.exp(4.0)
     out = _retriever(
         docs,
@@ -296,16 +298,16 @@ def test_score_prior_from_metadata_and_fallback() -> None:
     assert [d.metadata["gold_panning_posterior"] for d in out] == pytest.approx(
         [m2 * e4 / (e4 + 1), m2 / (e4 + 1)]
     )
-    # no temperature given or fitted: 0.5 (log-odds gap logit(0.77579) - logit(0.01421) =
-    # 5.48), bounded (not fitted for this retriever) to 0.75 of the evidence swing at n = 2
+    # no temperature given or fitted: 0.5 (log-odds gap logit(0.45225) - logit(0.00828) =
+    # 4.59), bounded (not fitted for this retriever) to 0.75 of the evidence swing at n = 2
     # (a = 0.25 / 1, b = 0.1): 0.75 * (log(0.9 / 0.25) - log(0.1 / 0.75)) = 0.75 * (1.281 +
-    # 2.015) = 2.472 nats: log-odds (c + 2.472, c) with sigmoids summing to m2: c = -1.8399,
-    # [sigmoid(0.6320), sigmoid(-1.8399)] = [0.6529, 0.1371]
+    # 2.015) = 2.472 nats: log-odds (c + 2.472, c) with sigmoids summing to m2: c = -2.8525,
+    # [sigmoid(-0.3806), sigmoid(-2.8525)] = [0.4060, 0.0546]
     out = _retriever(
         docs, ScriptedReader(), profile=FLAT, k=2, expected_relevant=1, retriever_prior="score"
     ).invoke("q")
     got = [d.metadata["gold_panning_posterior"] for d in out]
-    assert got == pytest.approx([0.6529, 0.1371], abs=1e-4) and sum(got) == pytest.approx(m2)
+    assert got == pytest.approx([0.4060, 0.0546], abs=1e-4) and sum(got) == pytest.approx(m2)
     # the default prior ("auto") reads scores from 5 documents up: two get the rank prior
     out = _retriever(docs, ScriptedReader(), profile=FLAT, k=2, expected_relevant=1).invoke("q")
     assert [d.metadata["i"] for d in out] == [0, 1]
@@ -316,12 +318,14 @@ def test_score_prior_from_metadata_and_fallback() -> None:
     for d, score in zip(five, (2.0, 2.0, 1.0, 1.0, 1.0)):
         d.metadata["score"] = score
     # (auto reads scores only with a known temperature: the profile's fitted one here;
-    # without one it reads the order: the default rank map's first 5, bounded, as at 5
-    # documents its log-odds gap logit(0.3851) - logit(0.0122) = 3.93 exceeds 0.75 of the
-    # evidence swing, a = 0.25 / 4, b = 0.1: 0.75 * (log(0.9 / 0.0625) - log(0.1 / 0.9375)) = 3.679)
+    # without one it reads the order: the default rank map's first 5, odds 0.251528 / (1 + r),
+    # left as they are by the bound, as at 5 documents its log-odds gap log 5 = 1.609 is below
+    # 0.75 of the evidence swing, a = 0.25 / 4, b = 0.1: 0.75 * (log(0.9 / 0.0625) - log(0.1 /
+    # 0.9375)) = 3.679)
     order_only = _retriever(five, ScriptedReader(), profile=FLAT, k=5).invoke("q")
     swing5 = math.log(0.9 / 0.0625) - math.log(0.1 / 0.9375)
     rank5 = bounded_prior(DEFAULT_RANK_MAP.probabilities(5), max_gap=0.75 * swing5)
+    assert rank5.tolist() == pytest.approx([0.20098, 0.11171, 0.07736, 0.05916, 0.04790], abs=1e-5)
     assert [d.metadata["gold_panning_posterior"] for d in order_only] == pytest.approx(rank5.tolist())
     # a fitted temperature is not bounded; the softmax shares the shifted map's count over 5
     fitted = FLAT.model_copy(update={"prior_temperature": 0.5})
@@ -336,9 +340,9 @@ def test_score_prior_from_metadata_and_fallback() -> None:
     out = _retriever(
         docs, ScriptedReader(), profile=FLAT, k=2, expected_relevant=1, retriever_prior="score"
     ).invoke("q")
-    # (the shifted map's first two, [0.58432, 0.20567]: a gap of 1.69 nats, not bounded)
+    # (the shifted map's first two, [0.29056, 0.16997]: a gap of log 2 = 0.69 nats, not bounded)
     rank = shifted.probabilities(2).tolist()
-    assert rank == pytest.approx([0.58432, 0.20567], abs=1e-5)
+    assert rank == pytest.approx([0.29056, 0.16997], abs=1e-5)
     assert [d.metadata["gold_panning_posterior"] for d in out] == pytest.approx(rank)
     # equal scores carry no information: flat, the base rate min(1/2, 0.5) of expected_relevant=1
     docs[1].metadata["score"] = 0.0
@@ -350,20 +354,22 @@ def test_score_prior_from_metadata_and_fallback() -> None:
 
 def test_prior_changes_round_one_placement() -> None:
     # entropy policy places the most uncertain documents on the best positions. Flat
-    # prior: all equal, input order. Rank prior with expected_relevant=2 (the default map's
-    # slope, offset 1.6365 so that its first 10 sum to 2): [0.83706, 0.48618, 0.26020] over
-    # n=3, log-odds [1.636, -0.055, -1.045], a gap of 2.68 nats, bounded to 0.75 of the
-    # evidence swing with n - 2 = 1 irrelevant document expected (a = 0.25 / 1, b = 0.1):
-    # 0.75 * (log(0.9 / 0.25) - log(0.1 / 0.75)) = 2.472 nats, the three summing as before:
-    # log-odds about [1.510, -0.049, -0.961]. The second document is the most uncertain
-    # (closest to 1/2) and takes the most diagnostic position, the first; then the third;
-    # the first document, the surest, goes last.
+    # prior: all equal, input order. Rank prior with expected_relevant=3 (the default map's
+    # slope -1, offset 0.58524 so that its first 10 sum to 3, by bisection on sum_r
+    # sigmoid(offset - log(1 + r)) over r < 10): log-odds [0.585, -0.108, -0.513] (0.58524 -
+    # log(1 + r)), probabilities [0.64227, 0.47305, 0.37440] over n=3. Not bounded: with 3
+    # relevant expected among 3 documents no irrelevant one is left for a false lead (a = 0),
+    # so the evidence swing is unbounded. The second document is the most uncertain
+    # (|p - 1/2| = 0.027) and takes the most diagnostic position, the first; then the third
+    # (0.126); the first document (0.142), the surest, goes last. (With the harmonic map and
+    # expected_relevant=2 the first document would sit at 0.497, the most uncertain itself,
+    # and the order would not change: [0.49659, 0.33031, 0.24745].)
     prof = DetectorProfile(n_positions=3, tpr=[0.9, 0.6, 0.3], fpr=[0.1, 0.2, 0.2])
     # seed=2: the engine's shuffle of the top documents (shuffle_top) keeps the score order.
     kw: dict[str, Any] = {
         "profile": prof,
         "k": 2,
-        "expected_relevant": 2,
+        "expected_relevant": 3,
         "rounds": 1,
         "policy": "entropy",
         "seed": 2,
@@ -371,12 +377,13 @@ def test_prior_changes_round_one_placement() -> None:
     _, flat = _retriever(_docs(3), ScriptedReader(), retriever_prior="none", **kw).pan("q")
     _, ranked = _retriever(_docs(3), ScriptedReader(), **kw).pan("q")
     assert flat.rounds[0].shown == (0, 1, 2)
-    mapped = DEFAULT_RANK_MAP.with_mass(2.0).probabilities(3)
-    assert mapped.tolist() == pytest.approx([0.83706, 0.48618, 0.26020], abs=1e-5)
-    prior = bounded_prior(mapped, max_gap=0.75 * (math.log(0.9 / 0.25) - math.log(0.1 / 0.75)))
+    mapped = DEFAULT_RANK_MAP.with_mass(3.0).probabilities(3)
+    assert mapped.tolist() == pytest.approx([0.64227, 0.47305, 0.37440], abs=1e-5)
     assert ranked.prior_log_odds is not None
-    assert ranked.prior_log_odds.tolist() == pytest.approx(np.log(prior / (1 - prior)).tolist())
-    assert ranked.prior_log_odds.tolist() == pytest.approx([1.510, -0.049, -0.961], abs=1e-3)
+    assert ranked.prior_log_odds.tolist() == pytest.approx(np.log(mapped / (1 - mapped)).tolist())
+    assert ranked.prior_log_odds.tolist() == pytest.approx(
+        [0.58524 - math.log(1 + r) for r in range(3)], abs=1e-4
+    )
     assert ranked.rounds[0].shown == (1, 2, 0)
 
 
@@ -510,15 +517,19 @@ class TestGoldPanningRetrieverStandard(RetrieversIntegrationTests):
 
 def test_stopping_options_reach_the_panner() -> None:
     # A reader that cites the needle every round makes the selection confident at once;
-    # min_rounds=3 still forces three looks before stop_at may stop. The needle is first in
-    # the base order: under the default rank map (log-odds -0.468 at rank 0, -2.160 at rank 1
-    # over 4 documents) a needle at rank 1 can rise at most log((1 - b) / a) = log(0.9 /
-    # (0.25 / 3)) = 2.38 nats, to 0.555, and passes 0.5 only after a few looks; at rank 0 one
-    # look takes it past 0.5 (to 0.675 here).
+    # min_rounds=3 still forces three looks before stop_at may stop. The reader's check is
+    # off (content_free=0) so that one reply counts in full. The needle is first in the base
+    # order, at the default rank map's log-odds -1.3802 (rank 1: -1.3802 - log 2 = -2.0733),
+    # and shown at the generic profile's first position: TPR 0.92, FPR 0.04, robust 0.95 *
+    # rate + 0.025 = 0.899 and 0.063, E = log(0.899 / 0.063) = 2.658, through the false-lead
+    # mixture (a = 0.25 / 3, b = 0.1) log((0.9 * 14.27 + 0.1) / (0.0833 * 14.27 + 0.9167)) =
+    # log(12.94 / 2.106) = 1.816 nats: one look takes it to sigmoid(0.436) = 0.607, past 0.5
+    # (at rank 1 it would stop at sigmoid(-0.257) = 0.436).
     docs = _docs(4, needle_at=0)
-    _, once = _retriever(docs, ScriptedReader(), rounds=6, k=1, stop_at=0.5).pan("q")
+    _, once = _retriever(docs, ScriptedReader(), rounds=6, k=1, stop_at=0.5, content_free=0.0).pan("q")
     assert once.calls == 1 and once.stop_reason == "threshold"
-    r = _retriever(docs, ScriptedReader(), rounds=6, k=1, stop_at=0.5, min_rounds=3)
+    assert float(once.posteriors[0]) == pytest.approx(0.607, abs=1e-3)
+    r = _retriever(docs, ScriptedReader(), rounds=6, k=1, stop_at=0.5, min_rounds=3, content_free=0.0)
     _, result = r.pan("q")
     assert result.calls == 3
     assert result.stop_reason == "threshold"
