@@ -12,7 +12,9 @@ embedded model) fails the test, as it would fail a user.
 
 from __future__ import annotations
 
+import contextlib
 import importlib
+import importlib.util
 import io
 import json
 import os
@@ -225,9 +227,30 @@ def test_i_dont_know_example_offline(tmp_path: Path) -> None:
     chat model, the question no passage answers gets "I don't know" (simulated reader)."""
     out = _run("langchain_i_dont_know.py", tmp_path, "--reader", "simulated")
     answers = [line for line in out.splitlines() if line.startswith("  chain answer: ")]
-    assert answers[0].startswith("  chain answer: '(simulated answer)'")
+    assert len(answers) == 2
     assert answers[1].startswith("  chain answer: \"I don't know")
-    assert "0 of 5 passages reach 0.5" in out
+    assert "0 of 5 passages reach 0.5" in out.split("how many moons")[1]
+    # Over seeds: the simulated reader cites at its profile's rates, false citations
+    # included, and a draw with several of them reads partly as position-following (the
+    # reader's check, issue 48), so the gold passage does not reach 0.5 on every seed
+    # (seed 0: 3 of 6 replies cite it, 3 cite a wrong passage; 0.47). Most seeds answer; the
+    # question no passage answers gets "I don't know" on every seed.
+    spec = importlib.util.spec_from_file_location(
+        "idk_example", ROOT / "examples" / "langchain_i_dont_know.py"
+    )
+    assert spec is not None and spec.loader is not None
+    example = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(example)
+    answered = dont_know = 0
+    for seed in range(10):
+        buf = io.StringIO()
+        with contextlib.redirect_stdout(buf):
+            assert example.main(["--reader", "simulated", "--seed", str(seed)]) == 0
+        first, second = [x for x in buf.getvalue().splitlines() if x.startswith("  chain answer: ")]
+        answered += first.startswith("  chain answer: '(simulated answer)'")
+        dont_know += second.startswith("  chain answer: \"I don't know")
+    assert dont_know == 10
+    assert answered > 5
 
 
 def test_check_reading_counts_valid_citing_and_gold_readings() -> None:

@@ -170,9 +170,9 @@ def test_score_prior_script_reads_scores_and_swaps_the_panner(
     )
     s = np.array([10.0, 9.9, 0.0])
     # at the default prior_temperature, sharing out the default rank map's expected count
-    # over the 3 candidates (0.38511 + 0.10343 + 0.04112 = 0.52966; the profile has no rank map)
+    # over the 3 candidates (0.20098 + 0.11171 + 0.07736 = 0.39005; the profile has no rank map)
     mass = DEFAULT_RANK_MAP.mass(3)
-    assert mass == pytest.approx(0.52966, abs=1e-5)
+    assert mass == pytest.approx(0.39005, abs=1e-5)
     p = score_prior_probs(s / s.std(), k=mass, temperature=0.5)
     np.testing.assert_allclose(seen["prior"], np.log(p / (1 - p)), rtol=1e-6)
     assert panner_module.GoldPanner is nsp.GoldPanner  # put back

@@ -133,16 +133,15 @@ def test_input_not_mutated_and_new_objects() -> None:
 
 def test_top_n_and_ordering() -> None:
     nodes = _nodes(6, needle_at=4)
-    # The prior never depends on top_n. The default rank map at n = 6: log-odds -0.4679 -
-    # 2.4407 log(1 + r) = (-0.468, -2.160, -3.149, -3.851, -4.396, -4.841). Mixture: a =
-    # 0.25 / (6 - 1) = 0.05, b = 0.1, so any evidence moves the odds by a factor in (b /
-    # (1-a), (1-b) / a) = (0.10526, 18); the map's log-odds gap 4.373 exceeds 0.75 of that
-    # swing (0.75 * log(18 / 0.10526) = 3.856): bounded (the gaps scaled by 3.856 / 4.373,
-    # shifted to the same sum) to (0.35530, 0.11031, 0.04925, 0.02714, 0.01696, 0.01152).
+    # The prior never depends on top_n. The default rank map at n = 6: log-odds -1.3802 -
+    # log(1 + r), the odds 0.251528 / (1 + r): (0.20098, 0.11171, 0.07736, 0.05916, 0.04790,
+    # 0.04023). Mixture: a = 0.25 / (6 - 1) = 0.05, b = 0.1, so any evidence moves the odds by
+    # a factor in (b / (1-a), (1-b) / a) = (0.10526, 18); the map's log-odds gap log 6 = 1.792
+    # is below 0.75 of that swing (0.75 * log(18 / 0.10526) = 3.856): not bounded.
     # The reader cites only the needle: fillers see only misses (E <= 0, robust TPR >= FPR,
     # the level scales both alike), so they never rise above their prior; the needle n4
-    # never rises above odds (0.01696/0.98304) * 18 -> 0.236984, and n0 never falls below
-    # odds (0.35530/0.64470) * 0.10526 -> 0.054832.
+    # never rises above odds (0.251528 / 5) * 18 -> 0.475204, and n0 never falls below
+    # odds 0.251528 * 0.10526 -> 0.025794.
     p = GoldPanningPostprocessor(reader=ScriptedReader(), top_n=3, rounds=2, prompts_per_round=1)
     out = p.postprocess_nodes(nodes, query_str="where is the needle?")
     assert len(out) == 3
@@ -151,16 +150,16 @@ def test_top_n_and_ordering() -> None:
     assert panned.prior_log_odds is not None
     swing = math.log(0.9 / 0.05) - math.log(0.1 / 0.95)
     prior = bounded_prior(DEFAULT_RANK_MAP.probabilities(6), max_gap=0.75 * swing)
-    assert prior.tolist() == pytest.approx([0.35530, 0.11031, 0.04925, 0.02714, 0.01696, 0.01152], abs=1e-5)
+    assert prior.tolist() == pytest.approx([0.20098, 0.11171, 0.07736, 0.05916, 0.04790, 0.04023], abs=1e-5)
     assert sigmoid(panned.prior_log_odds).tolist() == pytest.approx(prior.tolist(), abs=1e-9)
-    assert panned.posteriors[0] >= 0.054832
-    assert panned.posteriors[4] <= 0.236984
-    fillers = zip(panned.posteriors[[1, 2, 3, 5]].tolist(), [0.11031, 0.04925, 0.02714, 0.01152])
+    assert panned.posteriors[0] >= 0.025794
+    assert panned.posteriors[4] <= 0.475204
+    fillers = zip(panned.posteriors[[1, 2, 3, 5]].tolist(), [0.11171, 0.07736, 0.05916, 0.04023])
     assert all(post <= prior + 1e-5 for post, prior in fillers)  # fillers never rise above the prior
     # One needle expected among the first 10 (expected_relevant=1): the map shifted so that
-    # its first 10 sum to 1, n0 starts at 0.54145 (bounded as above), and the twice-cited
-    # needle leads (not a bound: measured on seeds 0..299 before issue 48, n4 first on
-    # every one).
+    # its first 10 sum to 1 (offset -0.89266), n0 starts at 0.29056 (not bounded), and the
+    # twice-cited needle leads (not a bound: measured on seeds 0..299 under the harmonic map,
+    # n4 first on every one).
     one = GoldPanningPostprocessor(
         reader=ScriptedReader(), top_n=3, rounds=2, expected_relevant=1, prompts_per_round=1
     )
@@ -231,16 +230,17 @@ def test_legacy_callback_event() -> None:
 
 def test_priors_from_rank_and_score() -> None:
     # uninformative profile: no calls, the posteriors are the prior: the default rank map's
-    # first 3, sigmoid(-0.4679 - 2.4407 log(1 + r)) = [0.38511, 0.10343, 0.04112] (not
-    # bounded: the gap 2.68 is below 0.75 of the evidence swing at 3 documents, 3.107)
+    # first 3, sigmoid(-1.3802 - log(1 + r)) = [0.20098, 0.11171, 0.07736] (not bounded: the
+    # gap log 3 = 1.099 is below 0.75 of the evidence swing at 3 documents, 3.107)
     nodes = _nodes(3)
     _, result = GoldPanningPostprocessor(reader=ScriptedReader(), profile=FLAT, top_n=1).pan(nodes, "q")
-    assert result.posteriors.tolist() == pytest.approx([0.38511, 0.10343, 0.04112], abs=1e-5)
+    assert result.posteriors.tolist() == pytest.approx([0.20098, 0.11171, 0.07736], abs=1e-5)
     assert result.posteriors.tolist() == pytest.approx(DEFAULT_RANK_MAP.probabilities(3).tolist())
     # NodeWithScore.score: scores 3, 2, 1 have std sqrt(2/3); standardised they are
     # spaced 1/sqrt(2/3) = 1.224745 apart, so at temperature 1 the softmax weights are 1,
     # e^-1.2247, e^-2.4495, sharing out the rank map's expected count over the 3 nodes: with
-    # expected_relevant=1 the map whose first 10 sum to 1, whose first 3 sum to 0.87779
+    # expected_relevant=1 the map whose first 10 sum to 1 (offset -0.89266), whose first 3
+    # are sigmoid(-0.89266 - log(1 + r)) = 0.29056 + 0.16997 + 0.12012 = 0.58066
     scored = _nodes(3, scored=True)
     p = GoldPanningPostprocessor(
         reader=ScriptedReader(),
@@ -251,7 +251,7 @@ def test_priors_from_rank_and_score() -> None:
         prior_temperature=1.0,
     )
     m3 = DEFAULT_RANK_MAP.with_mass(1.0).mass(3)
-    assert m3 == pytest.approx(0.87779, abs=1e-5)
+    assert m3 == pytest.approx(0.58066, abs=1e-5)
     w = [1.0, 0.293838, 0.086341]
     assert [n.score for n in p.postprocess_nodes(scored, query_str="q")] == pytest.approx(
         [m3 * x / sum(w) for x in w], abs=1e-5
@@ -260,19 +260,20 @@ def test_priors_from_rank_and_score() -> None:
     # reads the scores of 5 nodes and more: scores 5..1 have std sqrt(2), so standardised
     # they are 1/sqrt(2) apart, 2/sqrt(2) = sqrt(2) at temperature 0.5; weights
     # e^(-i sqrt 2): 1, 0.243117, 0.059106, 0.014370, 0.003494, sharing out the default
-    # map's expected count over 5: 0.56265 (the first: 0.757526 of it, 0.426220)
+    # map's expected count over 5: 0.20098 + 0.11171 + 0.07736 + 0.05916 + 0.04790 = 0.49711
+    # (the first: 0.757526 of it, 0.376571)
     fitted = FLAT.model_copy(update={"prior_temperature": 0.5})
     w = [math.exp(-i * math.sqrt(2)) for i in range(5)]
     m5 = DEFAULT_RANK_MAP.mass(5)
-    assert m5 == pytest.approx(0.56265, abs=1e-5)
+    assert m5 == pytest.approx(0.49711, abs=1e-5)
     _, result = GoldPanningPostprocessor(reader=ScriptedReader(), profile=fitted, top_n=1).pan(
         _nodes(5, scored=True), "q"
     )
     assert result.posteriors.tolist() == pytest.approx([m5 * x / sum(w) for x in w], abs=1e-6)
     assert result.posteriors[0] == pytest.approx(0.757526 * m5, abs=1e-6)
-    assert result.posteriors[0] == pytest.approx(0.426220, abs=1e-6)
-    # ... without a fitted temperature the scores' scale is unknown: the rank prior, bounded
-    # at 5 nodes (the map's gap logit(0.3851) - logit(0.0122) = 3.93 exceeds 0.75 of the
+    assert result.posteriors[0] == pytest.approx(0.376571, abs=1e-6)
+    # ... without a fitted temperature the scores' scale is unknown: the rank prior, left as
+    # it is by the bound at 5 nodes (the map's gap log 5 = 1.609 is below 0.75 of the
     # evidence swing, a = 0.25 / 4, b = 0.1: 0.75 * (log(0.9 / 0.0625) - log(0.1 / 0.9375)) = 3.679)
     _, result = GoldPanningPostprocessor(reader=ScriptedReader(), profile=FLAT, top_n=1).pan(
         _nodes(5, scored=True), "q"
@@ -280,6 +281,7 @@ def test_priors_from_rank_and_score() -> None:
     swing5 = math.log(0.9 / 0.0625) - math.log(0.1 / 0.9375)
     rank5 = bounded_prior(DEFAULT_RANK_MAP.probabilities(5), max_gap=0.75 * swing5)
     assert result.posteriors.tolist() == pytest.approx(rank5.tolist())
+    assert rank5.tolist() == pytest.approx([0.20098, 0.11171, 0.07736, 0.05916, 0.04790], abs=1e-5)
     # ... and not of 3: the rank prior
     _, result = GoldPanningPostprocessor(reader=ScriptedReader(), profile=fitted, top_n=1).pan(scored, "q")
     assert result.posteriors.tolist() == pytest.approx(DEFAULT_RANK_MAP.probabilities(3).tolist())

@@ -184,8 +184,9 @@ def test_invalid_only_replies_leave_the_beliefs_unchanged(openai_server: FakeOpe
     ).run(Q, DOCS)
     assert result.failed_rounds == 2
     # the flat prior: the default rank map's chance that none of the 3 is relevant, (1 -
-    # 0.38511)(1 - 0.10343)(1 - 0.04112) = 0.52867, spread evenly: 1 - 0.52867^(1/3) each
-    flat = 1.0 - ((1 - 0.38511) * (1 - 0.10343) * (1 - 0.04112)) ** (1 / 3)
+    # 0.20098)(1 - 0.11171)(1 - 0.07736) = 0.65486, spread evenly: 1 - 0.65486^(1/3) each
+    flat = 1.0 - ((1 - 0.20098) * (1 - 0.11171) * (1 - 0.07736)) ** (1 / 3)
+    assert flat == pytest.approx(0.13161, abs=1e-5)
     assert DEFAULT_RANK_MAP.flat(3).tolist() == pytest.approx([flat] * 3, abs=1e-5)
     assert result.posteriors.tolist() == pytest.approx(DEFAULT_RANK_MAP.flat(3).tolist())
 
