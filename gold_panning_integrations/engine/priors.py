@@ -70,6 +70,18 @@ DEFAULT_HEAD_DECAY = 0.6
 documents: 0.34 for the first, 0.21 for the second, 0.023 for the tenth)."""
 
 
+def _map_fields(cls: type, data: Mapping[str, Any], what: str) -> dict[str, Any]:
+    """The fields of the dataclass ``cls`` read from ``data`` (a profile's JSON object);
+    ValueError naming ``what`` and the missing or unknown fields otherwise."""
+    if not isinstance(data, Mapping):
+        raise ValueError(f"a {what} must be an object, got {data!r:.60}")  # noqa: TRY004 - a profile's ValueError
+    names = [f.name for f in dataclasses.fields(cls)]
+    missing, extra = [f for f in names if f not in data], sorted(set(data) - set(names))
+    if missing or extra:
+        raise ValueError(f"a {what} has the fields {', '.join(names)}; missing {missing}, unknown {extra}")
+    return {f: data[f] for f in names}
+
+
 @dataclass(frozen=True)
 class ScoreMap:
     """A retriever's scores as prior probabilities, fitted on labelled queries of that
@@ -129,15 +141,7 @@ class ScoreMap:
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> ScoreMap:
         """The map of :meth:`to_dict`; ValueError naming the missing or bad field otherwise."""
-        if not isinstance(data, Mapping):
-            raise ValueError(f"a score map must be an object, got {data!r:.60}")  # noqa: TRY004 - a profile's ValueError
-        names = [f.name for f in dataclasses.fields(cls)]
-        missing, extra = [f for f in names if f not in data], sorted(set(data) - set(names))
-        if missing or extra:
-            raise ValueError(
-                f"a score map has the fields {', '.join(names)}; missing {missing}, unknown {extra}"
-            )
-        return cls(**{f: data[f] for f in names})
+        return cls(**_map_fields(cls, data, "score map"))
 
 
 @dataclass(frozen=True)
@@ -209,15 +213,7 @@ class RankMap:
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> RankMap:
         """The map of :meth:`to_dict`; ValueError naming the missing or bad field otherwise."""
-        if not isinstance(data, Mapping):
-            raise ValueError(f"a rank map must be an object, got {data!r:.60}")  # noqa: TRY004 - a profile's ValueError
-        names = [f.name for f in dataclasses.fields(cls)]
-        missing, extra = [f for f in names if f not in data], sorted(set(data) - set(names))
-        if missing or extra:
-            raise ValueError(
-                f"a rank map has the fields {', '.join(names)}; missing {missing}, unknown {extra}"
-            )
-        return cls(**{f: data[f] for f in names})
+        return cls(**_map_fields(cls, data, "rank map"))
 
 
 DEFAULT_RANK_MAP = RankMap(log_rank=-1.0, offset=-1.3802)
