@@ -106,12 +106,12 @@ def test_one_document_through_both_adapters() -> None:
     assert [d.page_content for d in docs] == [NEEDLE] and res.k == 1 and res.calls == 2
     assert reader.prompts == [[NEEDLE], [NEEDLE]]
     # n=1, k=3: the rank map's first rank, whatever n or k: log-odds DEFAULT_RANK_MAP.offset
-    # = -0.4679 (prior 0.385; nothing to bound with one document). Two citations at the
+    # = -1.3802 (prior 0.201; nothing to bound with one document). Two citations at the
     # strong position (the profile resampled to one position keeps its first: 0.9/0.1, which
     # the default robust likelihood reads as 0.88/0.12; the level scales TPR and FPR alike):
     # E = 2 log(22/3), e^E = 484/9. Document-level mixture: n - 1 = 0 irrelevant, so a = 0,
-    # b = 0.1: g(E) = log(0.9 * 484/9 + 0.1) = log(436.5/9) = 3.881564, log-odds -0.4679 +
-    # 3.881564 = 3.413664 (posterior 0.968129; -0.4679 + 2 log(22/3) = 3.517 without the mixture).
+    # b = 0.1: g(E) = log(0.9 * 484/9 + 0.1) = log(436.5/9) = 3.881564, log-odds -1.3802 +
+    # 3.881564 = 2.501364 (posterior 0.924237; -1.3802 + 2 log(22/3) = 2.604 without the mixture).
     prior = DEFAULT_RANK_MAP.offset
     assert res.prior_log_odds is not None and res.prior_log_odds[0] == pytest.approx(prior, abs=1e-12)
     assert res.log_odds[0] == pytest.approx(prior + math.log(436.5 / 9), abs=1e-12)

@@ -520,7 +520,8 @@ class PanningConfig:
         "paper's update; not applied from the ``uniform`` flat prior, whose 0.5 for every "
         "candidate is no probability to judge a reply by. None: the profile's "
         f"``content_free`` (learned from traces), else {DEFAULT_CONTENT_FREE:g}: a uniform "
-        "prior on the share of a question's replies that follow the positions.",
+        "prior on the share of a question's replies that follow the positions; 0 beside "
+        "``self_citing > 0``, whose hypothesis it would stack on (``docs/security.md``).",
         check=_number_in(0.0, 1.0, low_closed=True),
         profile_default=DEFAULT_CONTENT_FREE,
     )
@@ -598,7 +599,7 @@ class PanningConfig:
                 continue
             value = getattr(profile, spec.name, None)
             if value is None:
-                fill[spec.name] = spec.profile_default
+                fill[spec.name] = self._default_of(spec.name, spec.profile_default)
                 continue
             message = spec.check(value)
             if message is not None:
@@ -615,6 +616,17 @@ class PanningConfig:
         for name, value in fill.items():
             object.__setattr__(filled, name, value)
         return filled
+
+    def _default_of(self, name: str, default: float) -> float:
+        """What an option left to the profile takes when the profile does not set it: its
+        ``profile_default``, except ``content_free`` beside ``self_citing > 0``, which is 0.
+        The reader's check and the self-citing hypothesis each explain a citation away from
+        relevance; stacked, a relevant document's early citations read as positional, the
+        self-citing test then shows it where it is read worst, and it sinks
+        (``docs/security.md``). Set both explicitly to have both."""
+        if name == "content_free" and self.self_citing > 0.0:
+            return 0.0
+        return default
 
     @functools.cached_property
     def profile_resolved(self) -> bool:

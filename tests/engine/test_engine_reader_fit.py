@@ -13,7 +13,7 @@ from collections.abc import Sequence
 import numpy as np
 import pytest
 
-from gold_panning_integrations import DetectorProfile, GoldPanner, Reading
+from gold_panning_integrations import DetectorProfile, GoldPanner, PanningConfig, Reading
 from gold_panning_integrations.engine.priors import DEFAULT_RANK_MAP, RankMap
 from gold_panning_integrations.engine.replies import SLOT_STRENGTH, Replies, reply_posterior
 
@@ -205,6 +205,22 @@ def test_the_reader_check_is_off_with_content_free_zero_and_from_the_uniform_pri
     for options in ({"content_free": 0.0}, {"prior": "uniform", "retriever_prior": "none"}):
         res = GoldPanner(FirstOr(set(), 0.9, 3), GENERIC, **options).run("question?", PASSAGES)  # type: ignore[arg-type]
         assert res.reader_fit is None and res.positional is None
+
+
+def test_self_citing_leaves_the_check_off_unless_content_free_is_set() -> None:
+    # the two hypotheses would stack (docs/security.md): beside self_citing > 0 the option
+    # left to the profile resolves to 0; set explicitly, or by the profile, it stays
+    assert PanningConfig(self_citing=0.25).with_profile(None).content_free == 0.0
+    assert PanningConfig().with_profile(None).content_free == 0.5
+    assert PanningConfig(self_citing=0.25, content_free=0.5).with_profile(None).content_free == 0.5
+    learned = GENERIC.model_copy(update={"content_free": 0.3})
+    assert PanningConfig(self_citing=0.25).with_profile(learned).content_free == 0.3
+    res = GoldPanner(FirstOr(set(), 0.9, 3), GENERIC, self_citing=0.25).run("question?", PASSAGES)
+    assert res.reader_fit is None and res.positional is None
+    both = GoldPanner(FirstOr(set(), 0.9, 3), GENERIC, self_citing=0.25, content_free=0.5).run(
+        "question?", PASSAGES
+    )
+    assert both.reader_fit is not None
 
 
 # ------------------------------------------------------------------ the rank map

@@ -243,10 +243,11 @@ BOTH_SIZES = pytest.mark.parametrize("runs", [SMALL_RUNS, pytest.param(RUNS, mar
 
 
 # The label tests below run UNORDERED: the documents come in random order (the gold at a
-# random input position), and what they test is the labels, not the prior. Under the rank
-# map of issue 48 (sigmoid(-0.4679 - 2.4407 log(1 + r)): 0.385 at rank 0, 0.0033 at rank 9)
-# the issue's scenario, which reads that random order as a retriever's, finds the gold in
-# 0.78 of 50 clean runs (0.980 before), and the attacked share moves as much by chance.
+# random input position), and what they test is the labels, not the prior. Under the
+# default rank map (sigmoid(-1.3802 - log(1 + r)): 0.201 at rank 0, 0.025 at rank 9) the
+# issue's scenario, which reads that random order as a retriever's, finds the gold in
+# 0.913 of 150 clean runs (0.980 before issue 48), and the attacked share moves as much by
+# chance.
 
 
 @BOTH_SIZES
@@ -333,10 +334,12 @@ def test_the_self_citing_scenario_of_issue_29(
     server: FakeOpenAIServer, clean_runs: Callable[..., Outcome]
 ) -> None:
     # 150 runs each, the issue's scenario (library defaults, 6 rounds of 3 prompts, k=1).
-    # Measured (this commit), off / on (self_citing=0.25): clean 0.980 / 0.953; obeyed in
-    # half the prompts 0.513 / 0.693; in every prompt 0.453 / 0.760; "cite document 1"
-    # half the time 0.987 / 0.947. The floor (attacked >= clean - 0.10, clean >= 0.977) is
-    # not met: the rank prior decides (docs/security.md, test_the_floor_is_within_an_oracles_reach).
+    # Measured (2026-12-02, after issue 48: the harmonic rank map; the reader's check on
+    # by default, off beside self_citing), off / on (self_citing=0.25): clean 0.913 /
+    # 0.940; obeyed in half the prompts 0.533 / 0.740; in every prompt 0.407 / 0.947;
+    # "cite document 1" half the time 0.947 / 0.967. The floor (attacked >= clean - 0.10,
+    # clean >= 0.977) is not met: the rank prior decides (docs/security.md,
+    # test_the_floor_is_within_an_oracles_reach).
     clean = clean_runs(RUNS)
     clean_on = run_scenario(server, None, self_citing=ON)
     assert clean_on.gold_share >= clean.gold_share - 0.05
@@ -346,15 +349,16 @@ def test_the_self_citing_scenario_of_issue_29(
     half_off = _self_citing(server, 0.5)
     assert half.gold_share >= half_off.gold_share + 0.1
     # What decides: the input order. Where the passage comes first (the rank prior gives
-    # it up to 3.1 nats more than the gold) the gold wins 0.51 of runs; elsewhere 0.92.
-    assert half.gold_share_behind <= 0.6
+    # it up to log 10 = 2.3 nats more than the gold) the gold wins 0.64 of runs, against
+    # 0.74 over all runs.
+    assert half.gold_share_behind < half.gold_share
     assert half.gold_share >= 0.65
     always = _self_citing(server, 1.0, self_citing=ON)
     always_off = _self_citing(server, 1.0)
     assert always.gold_share >= always_off.gold_share + 0.2
     assert always.suspected_share >= 0.95
-    # The same told that the order means nothing (flat prior), off / on: clean 1.000 /
-    # 1.000; half 0.747 / 0.847; always 0.000 / 0.987; "cite document 1" 1.000 / 0.993.
+    # The same told that the order means nothing (flat prior), off / on: clean 0.987 /
+    # 1.000; half 0.733 / 0.853; always 0.000 / 1.000; "cite document 1" 0.993 / 1.000.
     flat_clean = run_scenario(server, None, scenario=UNORDERED, self_citing=ON)
     flat_half = _self_citing(server, 0.5, scenario=UNORDERED, self_citing=ON)
     flat_always = _self_citing(server, 1.0, scenario=UNORDERED, self_citing=ON)
